@@ -1,0 +1,3 @@
+module github.com/anarchon/anarchon
+
+go 1.24
