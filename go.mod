@@ -1,3 +1,3 @@
 module github.com/anarchon/anarchon
 
-go 1.24
+go 1.25
