@@ -1,0 +1,77 @@
+package anarchon
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Test for them with [errors.Is]; anarchon wraps them with
+// context but never replaces them.
+var (
+	// ErrClosed is returned by a backend (or the scheduler) used after Close
+	// or Stop.
+	ErrClosed = errors.New("anarchon: closed")
+	// ErrNotFound is returned by RunNow and History for a job name that was
+	// never registered with the scheduler.
+	ErrNotFound = errors.New("anarchon: job not found")
+	// ErrLeaseLost is the cause of a handler's context when its lease was
+	// lost: the store answered a heartbeat with false, or heartbeats failed
+	// until the lease ran out (SPEC §6). The run's result is not stored as the
+	// slot's outcome.
+	ErrLeaseLost = errors.New("anarchon: lease lost")
+	// ErrStopped is the cause of a handler's context when the scheduler's Stop
+	// deadline passed before the handler returned; with leases its run is
+	// handed over to a backup.
+	ErrStopped = errors.New("anarchon: scheduler stopped")
+	// ErrTimeout is the cause of a handler's context when the job's Timeout
+	// elapsed.
+	ErrTimeout = errors.New("anarchon: run timed out")
+	// ErrStarted is returned when a job is added or Start is called on a
+	// scheduler that has already been started.
+	ErrStarted = errors.New("anarchon: scheduler already started")
+	// ErrNotStarted is returned by Stop on a scheduler that was never started.
+	ErrNotStarted = errors.New("anarchon: scheduler not started")
+)
+
+// Code is the stable, machine-readable kind of a [ValidationError]. Codes
+// never change meaning between versions; new codes may be added.
+type Code string
+
+// Validation codes, returned in [ValidationError.Code].
+const (
+	CodeEmptyName        Code = "empty_name"         // the job name is empty
+	CodeDuplicateName    Code = "duplicate_name"     // a job with this name is already registered
+	CodeBadCron          Code = "bad_cron"           // the cron expression does not parse, or can never fire
+	CodeUnknownZone      Code = "unknown_zone"       // the time zone is not in the tz database
+	CodeNegativeDuration Code = "negative_duration"  // a duration option is negative
+	CodeBadInterval      Code = "bad_interval"       // an interval is zero or negative, or Offset is outside [0, interval)
+	CodeBadOption        Code = "bad_option"         // another option is out of its range (e.g. negative HistorySize)
+	CodeNoHandler        Code = "no_handler"         // the handler is nil
+	CodeDedupeWindow     Code = "dedupe_window"      // Jitter+MaxLate (or the catch-up window) is not below Backend.DedupeWindow (SPEC §4)
+	CodeNeedsRunStore    Code = "needs_run_store"    // the job asks for leases, overlap protection or catch-up and the backend has no RunStore (SPEC §6)
+	CodeBackendRefused   Code = "backend_refused"    // the backend's JobChecker refused the job; the backend's error is wrapped
+)
+
+// ValidationError reports a job that cannot be registered. It is returned by
+// the Scheduler's Every, Cron and Add methods; registration never panics.
+//
+// Match it with [errors.As] and switch on Code, which is stable:
+//
+//	var ve *anarchon.ValidationError
+//	if errors.As(err, &ve) && ve.Code == anarchon.CodeBadCron { … }
+type ValidationError struct {
+	Job    string // the job name as given (may be empty)
+	Field  string // the option at fault, e.g. "Schedule", "Zone", "Jitter"
+	Code   Code   // stable kind of the error
+	Reason string // human-readable detail
+	Err    error  // the underlying error, if any (a cron parse error, a backend's refusal)
+}
+
+// Error implements error.
+func (e *ValidationError) Error() string {
+	return fmt.Sprintf("anarchon: job %q: %s: %s (%s)", e.Job, e.Field, e.Reason, e.Code)
+}
+
+// Unwrap returns the underlying error, so that errors.Is and errors.As reach
+// a backend's own error or the cron parser's.
+func (e *ValidationError) Unwrap() error { return e.Err }

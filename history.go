@@ -1,0 +1,82 @@
+package anarchon
+
+import (
+	"cmp"
+	"slices"
+	"time"
+)
+
+// BuildHistory merges a job's claim records and stored results into run
+// records, newest first, at most limit of them (limit <= 0: all).
+//
+// A claim and a result belong together when their tokens match. A claim
+// with no result is a run still in progress (StatusRunning); a result with
+// no claim (a slot settled without running, or a claim the backend already
+// trimmed) stands alone. Order is by slot, then start time, then attempt,
+// all descending. Backends that keep claims and results apart should build
+// History with it, so that records gain new fields without backend changes
+// (SPEC §4, §9).
+func BuildHistory(job string, claims []ClaimRecord, results []StoredResult, limit int) []RunRecord {
+	byToken := make(map[string]int, len(results))
+	out := make([]RunRecord, 0, len(claims)+len(results))
+	for _, r := range results {
+		rec := RunRecord{
+			Job:        job,
+			Slot:       time.UnixMilli(r.Slot).UTC(),
+			InstanceID: r.InstanceID,
+			Token:      r.Token,
+			Attempt:    max(r.Attempt, 1),
+			Status:     r.Status,
+			StartedAt:  r.StartedAt,
+			FinishedAt: r.FinishedAt,
+			Error:      r.Error,
+			Output:     r.Output,
+			Manual:     r.Manual,
+		}
+		if r.Token != "" {
+			if i, dup := byToken[r.Token]; dup {
+				out[i] = rec // a later save of the same run wins
+				continue
+			}
+			byToken[r.Token] = len(out)
+		}
+		out = append(out, rec)
+	}
+	for _, c := range claims {
+		if i, ok := byToken[c.Token]; ok && c.Token != "" {
+			rec := &out[i]
+			rec.ClaimedAt = c.ClaimedAt
+			if rec.InstanceID == "" {
+				rec.InstanceID = c.InstanceID
+			}
+			rec.Manual = rec.Manual || c.Manual
+			continue
+		}
+		out = append(out, RunRecord{
+			Job:        job,
+			Slot:       time.UnixMilli(c.Slot).UTC(),
+			InstanceID: c.InstanceID,
+			Token:      c.Token,
+			Attempt:    max(c.Attempt, 1),
+			Status:     StatusRunning,
+			ClaimedAt:  c.ClaimedAt,
+			Manual:     c.Manual,
+		})
+	}
+	slices.SortStableFunc(out, func(a, b RunRecord) int {
+		if c := b.Slot.Compare(a.Slot); c != 0 {
+			return c
+		}
+		if c := b.StartedAt.Compare(a.StartedAt); c != 0 {
+			return c
+		}
+		if c := b.ClaimedAt.Compare(a.ClaimedAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.Attempt, a.Attempt)
+	})
+	if limit > 0 && len(out) > limit {
+		out = out[:limit:limit]
+	}
+	return out
+}

@@ -1,0 +1,130 @@
+package anarchon
+
+import (
+	"context"
+	"time"
+)
+
+// Handler is a job's work. ctx is cancelled when the job's Timeout elapses
+// (cause [ErrTimeout]), when its lease is lost (cause [ErrLeaseLost]) or when
+// the scheduler's Stop deadline passes (cause [ErrStopped]); read the cause
+// with [context.Cause]. A returned error is recorded as the run's error; a
+// panic is recovered and recorded the same way.
+type Handler func(ctx context.Context, run *Run) error
+
+// Run describes the run a handler is executing.
+type Run struct {
+	Job        string    // the job name
+	Slot       time.Time // the scheduled time (UTC); for manual runs, when RunNow was called
+	InstanceID string    // this instance
+	Token      string    // the claim's token, unique to this attempt
+	// Attempt is 1 for the first holder of the slot and grows by one with
+	// each takeover by a backup. Pass it with Slot to a downstream system as
+	// a fencing number: a write tagged (slot, attempt) older than one already
+	// seen for the same slot comes from a holder that lost its lease and is
+	// rejected.
+	Attempt int
+	Manual  bool // started by RunNow
+}
+
+// OverlapPolicy says what happens when a slot comes due while an earlier run
+// of the same job is still running (on any instance). Policies need a
+// backend with a RunStore, except the default on a backend without one.
+// More policies may be added.
+type OverlapPolicy int
+
+const (
+	// OverlapDefault is OverlapSkip on a backend with a RunStore. On a
+	// backend without one, overlap cannot be detected across instances and
+	// the job runs as with OverlapAllow.
+	OverlapDefault OverlapPolicy = iota
+	// OverlapSkip skips a slot while another run of the job holds a live
+	// lease; the slot is recorded as skipped. Kubernetes calls this
+	// concurrencyPolicy Forbid, Temporal's schedules ScheduleOverlapPolicy
+	// Skip.
+	OverlapSkip
+	// OverlapAllow runs every slot even while earlier ones still run.
+	// Kubernetes: Allow; Temporal: AllowAll.
+	OverlapAllow
+)
+
+// String returns "default", "skip" or "allow".
+func (p OverlapPolicy) String() string {
+	switch p {
+	case OverlapDefault:
+		return "default"
+	case OverlapSkip:
+		return "skip"
+	case OverlapAllow:
+		return "allow"
+	}
+	return "unknown"
+}
+
+// CatchUp configures the recovery of slots missed while every instance was
+// down. It needs a backend with a RunStore.
+type CatchUp struct {
+	// Window is how far back Start looks for missed slots. 0 disables
+	// catch-up. It must be below the backend's DedupeWindow.
+	Window time.Duration
+	// Max is how many missed slots inside Window are run, newest ones, run
+	// oldest first. 0 means 1: only the latest missed slot runs. Slots in the
+	// window beyond Max are recorded as missed.
+	Max int
+}
+
+// Default job option values, used where a JobOptions field is zero.
+const (
+	DefaultMaxLate     = time.Minute
+	DefaultHistorySize = 100
+	DefaultLease       = 30 * time.Second
+	DefaultMaxAttempts = 3
+)
+
+// JobOptions are per-job settings. A nil *JobOptions, and each zero field,
+// means the default stated on the field. Negative durations are refused with
+// [CodeNegativeDuration].
+type JobOptions struct {
+	// Zone is the IANA time zone a cron schedule is computed in, e.g.
+	// "Europe/Athens". Defaults to "UTC". Ignored by interval jobs. An
+	// unknown zone is refused with CodeUnknownZone.
+	Zone string
+	// Offset moves an interval job's grid away from the Unix epoch: slots
+	// are k·interval + Offset. Must be in [0, interval). Defaults to 0.
+	Offset time.Duration
+	// Jitter delays each claim by a random duration in [0, Jitter), spreading
+	// load across instances. Defaults to 0.
+	Jitter time.Duration
+	// MaxLate skips a slot that is more than MaxLate past due when an
+	// instance gets to it (judged by the store's clock where the backend has
+	// one). Defaults to DefaultMaxLate (1 minute).
+	MaxLate time.Duration
+	// Timeout cancels the handler's context after this long (cause
+	// ErrTimeout). Defaults to 0, no timeout.
+	Timeout time.Duration
+	// HistorySize is how many records of the job's history the store keeps.
+	// Defaults to DefaultHistorySize (100).
+	HistorySize int
+	// HistoryTTL drops history records older than this. Defaults to 0, no
+	// age limit.
+	HistoryTTL time.Duration
+
+	// Lease is the length of a run's lease on a backend with a RunStore; the
+	// holder renews it every Lease/3. Defaults to DefaultLease (30 s).
+	// Setting it on a backend without a RunStore is refused with
+	// CodeNeedsRunStore.
+	Lease time.Duration
+	// NoLease makes the job use plain claims (SPEC §4) even on a backend with
+	// a RunStore: no heartbeats, backups, overlap check or catch-up, and one
+	// store round trip less per run.
+	NoLease bool
+	// Overlap is the overlap policy. Defaults to OverlapDefault.
+	Overlap OverlapPolicy
+	// CatchUp recovers slots missed while every instance was down. Defaults
+	// to none.
+	CatchUp CatchUp
+	// MaxAttempts is how many holders a slot may have (the first plus
+	// takeovers) before it is recorded abandoned. Defaults to
+	// DefaultMaxAttempts (3).
+	MaxAttempts int
+}
