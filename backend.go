@@ -143,15 +143,15 @@ type RunRecord struct {
 // JobLimits describes a job to [JobChecker] and to the scheduler's own
 // dedupe-window check (SPEC §5). New fields may be added.
 type JobLimits struct {
-	Job            string
-	Jitter         time.Duration
-	MaxLate        time.Duration
-	CatchUpWindow  time.Duration // 0 without catch-up
-	Lease          time.Duration // 0 without leases
-	Overlap        OverlapPolicy
-	HistorySize    int
-	HistoryTTL     time.Duration
-	Interval       time.Duration // the interval of an interval job; 0 for cron
+	Job           string
+	Jitter        time.Duration
+	MaxLate       time.Duration
+	CatchUpWindow time.Duration // 0 without catch-up
+	Lease         time.Duration // 0 without leases
+	Overlap       OverlapPolicy
+	HistorySize   int
+	HistoryTTL    time.Duration
+	Interval      time.Duration // the interval of an interval job; 0 for cron
 }
 
 // JobChecker is an optional Backend interface: CheckJob rejects a job this

@@ -39,17 +39,17 @@ type Code string
 
 // Validation codes, returned in [ValidationError.Code].
 const (
-	CodeEmptyName        Code = "empty_name"         // the job name is empty
-	CodeDuplicateName    Code = "duplicate_name"     // a job with this name is already registered
-	CodeBadCron          Code = "bad_cron"           // the cron expression does not parse, or can never fire
-	CodeUnknownZone      Code = "unknown_zone"       // the time zone is not in the tz database
-	CodeNegativeDuration Code = "negative_duration"  // a duration option is negative
-	CodeBadInterval      Code = "bad_interval"       // an interval is zero or negative, or Offset is outside [0, interval)
-	CodeBadOption        Code = "bad_option"         // another option is out of its range (e.g. negative HistorySize)
-	CodeNoHandler        Code = "no_handler"         // the handler is nil
-	CodeDedupeWindow     Code = "dedupe_window"      // Jitter+MaxLate (or the catch-up window) is not below Backend.DedupeWindow (SPEC §4)
-	CodeNeedsRunStore    Code = "needs_run_store"    // the job asks for leases, overlap protection or catch-up and the backend has no RunStore (SPEC §6)
-	CodeBackendRefused   Code = "backend_refused"    // the backend's JobChecker refused the job; the backend's error is wrapped
+	CodeEmptyName        Code = "empty_name"        // the job name is empty
+	CodeDuplicateName    Code = "duplicate_name"    // a job with this name is already registered
+	CodeBadCron          Code = "bad_cron"          // the cron expression does not parse, or can never fire
+	CodeUnknownZone      Code = "unknown_zone"      // the time zone is not in the tz database
+	CodeNegativeDuration Code = "negative_duration" // a duration option is negative
+	CodeBadInterval      Code = "bad_interval"      // an interval is zero or negative, or Offset is outside [0, interval)
+	CodeBadOption        Code = "bad_option"        // another option is out of its range (e.g. negative HistorySize)
+	CodeNoHandler        Code = "no_handler"        // the handler is nil
+	CodeDedupeWindow     Code = "dedupe_window"     // Jitter+MaxLate (or the catch-up window) is not below Backend.DedupeWindow (SPEC §4)
+	CodeNeedsRunStore    Code = "needs_run_store"   // the job asks for leases, overlap protection or catch-up and the backend has no RunStore (SPEC §6)
+	CodeBackendRefused   Code = "backend_refused"   // the backend's JobChecker refused the job; the backend's error is wrapped
 )
 
 // ValidationError reports a job that cannot be registered. It is returned by
