@@ -1,0 +1,50 @@
+package anarchon
+
+import "time"
+
+// EventKind is the kind of an [Event].
+type EventKind int
+
+// Event kinds.
+const (
+	// EventClaim: a claim was answered. Outcome is "won", "lost" (plain
+	// claims) or a lease OutcomeKind's name; Lateness is how late after the
+	// slot the claim was sent (store clock).
+	EventClaim EventKind = iota + 1
+	// EventRunEnd: a handler returned. Status and Duration are set; Err is
+	// the handler's error.
+	EventRunEnd
+	// EventSlotSkipped: a slot was not run: Status is StatusMissed or
+	// StatusSkipped, Lateness is set for missed slots.
+	EventSlotSkipped
+	// EventStoreError: a store call failed. Op names the call ("Claim",
+	// "SaveResult", …) and Err is the error. Failed claims are not run (fail
+	// closed).
+	EventStoreError
+	// EventClockOffset: the offset to the store's clock was measured; see
+	// Offset.
+	EventClockOffset
+)
+
+// Event reports something the scheduler did, for metrics and tracing. It is
+// delivered synchronously to [Options.OnEvent]; fields that do not apply to
+// the kind are zero.
+type Event struct {
+	Kind     EventKind
+	Job      string
+	Slot     time.Time
+	Attempt  int
+	Outcome  string
+	Status   Status
+	Lateness time.Duration
+	Duration time.Duration
+	Op       string
+	Err      error
+	Offset   time.Duration
+}
+
+func (s *Scheduler) emit(e Event) {
+	if s.opts.OnEvent != nil {
+		s.opts.OnEvent(e)
+	}
+}

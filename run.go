@@ -1,0 +1,443 @@
+package anarchon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"time"
+)
+
+// storeTimeout bounds the store calls made after a handler returns (results,
+// finish, release): they must not hang a slot goroutine forever, and they
+// must not be cut short by Stop.
+const storeTimeout = 30 * time.Second
+
+func storeCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), storeTimeout)
+}
+
+// activeRun is a handler running under this instance, tracked so that Stop
+// can hand it over.
+type activeRun struct {
+	job    *job
+	slot   int64
+	token  string
+	cancel context.CancelCauseFunc
+
+	mu    sync.Mutex
+	state int // runActive, runFinishing, runHandedOver
+}
+
+const (
+	runActive = iota
+	runFinishing
+	runHandedOver
+)
+
+// transition moves the run from runActive to state; it reports false when
+// the run had already left runActive (the handler finished, or Stop handed
+// it over first).
+func (a *activeRun) transition(state int) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.state != runActive {
+		return false
+	}
+	a.state = state
+	return true
+}
+
+func (s *Scheduler) track(a *activeRun) {
+	s.mu.Lock()
+	s.active[a] = struct{}{}
+	s.mu.Unlock()
+}
+
+func (s *Scheduler) untrack(a *activeRun) {
+	s.mu.Lock()
+	delete(s.active, a)
+	s.mu.Unlock()
+}
+
+// fire handles one due slot of a job.
+func (s *Scheduler) fire(ctx context.Context, j *job, slot time.Time) {
+	if j.leased {
+		s.runLeased(ctx, j, slot, j.opt.MaxLate)
+		return
+	}
+	s.runPlain(ctx, j, slot)
+}
+
+func (s *Scheduler) claimInput(j *job, slot int64) ClaimInput {
+	return ClaimInput{
+		Job: j.name, Slot: slot, Token: newToken(), InstanceID: s.opts.InstanceID,
+		HistorySize: j.opt.HistorySize, HistoryTTL: j.opt.HistoryTTL,
+	}
+}
+
+// runPlain is SPEC §3's run path with a plain claim: lateness, claim,
+// handler, result.
+func (s *Scheduler) runPlain(ctx context.Context, j *job, slotT time.Time) {
+	late := s.now().Sub(slotT)
+	if late > j.opt.MaxLate {
+		s.missed(ctx, j, slotT, late)
+		return
+	}
+	in := s.claimInput(j, slotT.UnixMilli())
+	won, err := s.backend.Claim(ctx, in)
+	if err != nil {
+		s.storeError(ctx, "Claim", j.name, slotT, err) // fail closed: the slot is not run here
+		return
+	}
+	outcome := "lost"
+	if won {
+		outcome = "won"
+	}
+	s.emit(Event{Kind: EventClaim, Job: j.name, Slot: slotT, Attempt: 1, Outcome: outcome, Lateness: late})
+	if !won {
+		return
+	}
+	if rec, ok := s.backend.(ClaimRecorder); ok {
+		if err := rec.RecordClaim(ctx, in); err != nil {
+			// The claim is won and the slot is ours; only its history entry
+			// is missing until the result is saved.
+			s.storeError(ctx, "RecordClaim", j.name, slotT, err)
+		}
+	}
+	hctx, cancel := context.WithCancelCause(s.runCtx)
+	defer cancel(nil)
+	run := &Run{Job: j.name, Slot: slotT, InstanceID: s.opts.InstanceID, Token: in.Token, Attempt: 1}
+	res := s.execute(hctx, j, run)
+	s.saveResult(j, res)
+}
+
+func (s *Scheduler) missed(ctx context.Context, j *job, slotT time.Time, late time.Duration) {
+	s.log.LogAttrs(ctx, slog.LevelWarn, "slot missed: too late to run",
+		slog.String("job", j.name), slog.Time("slot", slotT), slog.Duration("late", late), slog.Duration("max_late", j.opt.MaxLate))
+	s.emit(Event{Kind: EventSlotSkipped, Job: j.name, Slot: slotT, Status: StatusMissed, Lateness: late})
+}
+
+// execute runs the handler with the job's timeout, recovering a panic, and
+// returns the result to store.
+func (s *Scheduler) execute(ctx context.Context, j *job, run *Run) StoredResult {
+	if j.opt.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, j.opt.Timeout, ErrTimeout)
+		defer cancel()
+	}
+	start := s.now()
+	err := call(ctx, j.handler, run)
+	end := s.now()
+	res := StoredResult{
+		Slot: run.Slot.UnixMilli(), Token: run.Token, InstanceID: run.InstanceID, Attempt: run.Attempt,
+		Status: StatusSuccess, StartedAt: start, FinishedAt: end, Manual: run.Manual,
+	}
+	if err != nil {
+		res.Status = StatusError
+		res.Error = err.Error()
+		if cause := context.Cause(ctx); cause != nil && cause != err && !errors.Is(err, cause) &&
+			(errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+			res.Error = fmt.Sprintf("%v (cause: %v)", err, cause)
+		}
+	}
+	s.emit(Event{Kind: EventRunEnd, Job: run.Job, Slot: run.Slot, Attempt: run.Attempt, Status: res.Status, Duration: end.Sub(start), Err: err})
+	return res
+}
+
+// call runs h, turning a panic into an error that carries the stack.
+func call(ctx context.Context, h Handler, run *Run) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &PanicError{Value: r, Stack: debug.Stack()}
+		}
+	}()
+	return h(ctx, run)
+}
+
+// PanicError is the error recorded for a handler that panicked. The
+// scheduler recovers the panic and keeps going.
+type PanicError struct {
+	Value any    // what was passed to panic
+	Stack []byte // the goroutine's stack at the panic
+}
+
+// Error returns "panic: <value>".
+func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
+
+func (s *Scheduler) saveResult(j *job, res StoredResult) {
+	ctx, cancel := storeCtx()
+	defer cancel()
+	if err := s.backend.SaveResult(ctx, j.name, res, j.opt.HistorySize, j.opt.HistoryTTL); err != nil {
+		s.storeError(ctx, "SaveResult", j.name, time.UnixMilli(res.Slot).UTC(), err)
+	}
+}
+
+// runLeased is the run path under leases (SPEC §6): claim through the
+// RunStore, run on a win, stand by as a backup while another instance holds
+// a live lease, and record why a slot did not run.
+func (s *Scheduler) runLeased(ctx context.Context, j *job, slotT time.Time, maxLate time.Duration) {
+	slot := slotT.UnixMilli()
+	rc := RunClaim{
+		ClaimInput:   s.claimInput(j, slot),
+		Lease:        j.opt.Lease,
+		MaxLate:      maxLate,
+		AllowOverlap: j.opt.Overlap == OverlapAllow,
+		MaxAttempts:  j.opt.MaxAttempts,
+	}
+	key := slotKey{j.name, slot}
+	standing := false
+	for {
+		// Listen before asking, so a release between the answer and the
+		// wait is not missed.
+		wake, unwait := s.waitFor(key)
+		sent := time.Now()
+		out, err := s.runs.Claim(ctx, rc)
+		if err != nil {
+			unwait()
+			s.storeError(ctx, "Claim", j.name, slotT, err)
+			if !standing || !sleepCtx(ctx, s.opts.PollInterval) {
+				return // fail closed
+			}
+			continue
+		}
+		s.emit(Event{Kind: EventClaim, Job: j.name, Slot: slotT, Attempt: out.Attempt, Outcome: out.Kind.String(), Lateness: s.now().Sub(slotT)})
+		switch out.Kind {
+		case OutcomeWon:
+			unwait()
+			s.runWon(j, slotT, rc, out.Attempt, sent)
+			return
+		case OutcomeRunning:
+			standing = true
+			wait := s.opts.PollInterval
+			if !out.LeaseUntil.IsZero() {
+				// Ask again just after the lease runs out by the store's clock.
+				wait = min(wait, max(out.LeaseUntil.Sub(s.now())+time.Millisecond, time.Millisecond))
+			}
+			t := time.NewTimer(wait)
+			select {
+			case <-wake:
+			case <-t.C:
+			case <-ctx.Done():
+			}
+			t.Stop()
+			unwait()
+			if ctx.Err() != nil {
+				return
+			}
+		case OutcomeLate:
+			unwait()
+			s.settle(j, slotT, rc.Token, StatusMissed)
+			return
+		case OutcomeOverlap:
+			unwait()
+			s.settle(j, slotT, rc.Token, StatusSkipped)
+			return
+		case OutcomeDone:
+			unwait()
+			if out.Status == StatusAbandoned && standing {
+				// Every backup that saw the slot through to abandonment
+				// records it under one token, so history shows it once.
+				s.settle(j, slotT, fmt.Sprintf("abandoned-%d", slot), StatusAbandoned)
+			}
+			return
+		default: // OutcomeNone, and kinds this version does not know: like done
+			unwait()
+			return
+		}
+	}
+}
+
+// settle records a slot that did not run.
+func (s *Scheduler) settle(j *job, slotT time.Time, token string, status Status) {
+	s.log.LogAttrs(context.Background(), slog.LevelInfo, "slot not run",
+		slog.String("job", j.name), slog.Time("slot", slotT), slog.String("status", string(status)))
+	s.emit(Event{Kind: EventSlotSkipped, Job: j.name, Slot: slotT, Status: status, Lateness: s.now().Sub(slotT)})
+	s.saveResult(j, StoredResult{Slot: slotT.UnixMilli(), Token: token, InstanceID: s.opts.InstanceID, Status: status})
+}
+
+// runWon runs a slot whose lease this instance holds: heartbeats every
+// Lease/3, finish on return, or hand-over when Stop released it.
+func (s *Scheduler) runWon(j *job, slotT time.Time, rc RunClaim, attempt int, claimSent time.Time) {
+	hctx, cancel := context.WithCancelCause(s.runCtx)
+	defer cancel(nil)
+	ar := &activeRun{job: j, slot: rc.Slot, token: rc.Token, cancel: cancel}
+	s.track(ar)
+	stopHB := make(chan struct{})
+	hbDone := make(chan struct{})
+	go func() {
+		defer close(hbDone)
+		s.heartbeat(hctx, ar, j.opt.Lease, claimSent, stopHB)
+	}()
+	run := &Run{Job: j.name, Slot: slotT, InstanceID: s.opts.InstanceID, Token: rc.Token, Attempt: attempt}
+	res := s.execute(hctx, j, run)
+	close(stopHB)
+	<-hbDone
+	finishing := ar.transition(runFinishing)
+	s.untrack(ar)
+
+	cause := context.Cause(hctx)
+	switch {
+	case !finishing: // Stop released the lease: a backup owns the slot
+		res.Status = StatusHandedOver
+	case errors.Is(cause, ErrLeaseLost):
+		res.Status = StatusLeaseLost
+	default:
+		ctx, cancelStore := storeCtx()
+		ok, err := s.runs.Finish(ctx, j.name, rc.Slot, rc.Token, res.Status)
+		cancelStore()
+		if err != nil {
+			s.storeError(ctx, "Finish", j.name, slotT, err)
+		} else if !ok {
+			res.Status = StatusLeaseLost // a backup took the slot while we ran
+		}
+	}
+	s.saveResult(j, res)
+}
+
+// heartbeat renews the lease every lease/3 until stop closes. A store that
+// answers false ends the lease at once; a store that cannot be reached ends
+// it when the lease would run out (measured from the send time of the last
+// renewal, so a backup can never overlap us by our own reckoning). Either
+// way the handler's context is cancelled with ErrLeaseLost.
+func (s *Scheduler) heartbeat(ctx context.Context, ar *activeRun, lease time.Duration, lastOK time.Time, stop <-chan struct{}) {
+	every := lease / 3
+	retry := max(every/4, time.Millisecond)
+	t := time.NewTimer(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		sent := time.Now()
+		ok, err := s.runs.Heartbeat(ctx, ar.job.name, ar.slot, ar.token, lease)
+		switch {
+		case err == nil && ok:
+			lastOK = sent
+			t.Reset(every)
+		case err == nil:
+			s.log.LogAttrs(ctx, slog.LevelWarn, "lease lost", slog.String("job", ar.job.name), slog.Time("slot", time.UnixMilli(ar.slot).UTC()))
+			ar.cancel(ErrLeaseLost)
+			return
+		default:
+			if ctx.Err() != nil {
+				return
+			}
+			s.storeError(ctx, "Heartbeat", ar.job.name, time.UnixMilli(ar.slot).UTC(), err)
+			left := lease - time.Since(lastOK) - every/2
+			if left <= 0 {
+				ar.cancel(ErrLeaseLost)
+				return
+			}
+			t.Reset(min(retry, left))
+		}
+	}
+}
+
+// handOver runs at the Stop deadline: it marks every run still going as
+// handed over, cancels the handlers (cause ErrStopped) and releases their
+// leases so that backups take the runs over at once. Marking comes first so
+// a handler that returns on the cancellation does not finish the slot.
+func (s *Scheduler) handOver() {
+	s.mu.Lock()
+	runs := make([]*activeRun, 0, len(s.active))
+	for a := range s.active {
+		if a.transition(runHandedOver) {
+			runs = append(runs, a)
+		}
+	}
+	s.mu.Unlock()
+	s.runCancel(ErrStopped)
+	var wg sync.WaitGroup
+	for _, a := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := storeCtx()
+			defer cancel()
+			if _, err := s.runs.Release(ctx, a.job.name, a.slot, a.token); err != nil {
+				s.storeError(ctx, "Release", a.job.name, time.UnixMilli(a.slot).UTC(), err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// catchUp claims the slots of j missed inside its catch-up window, before
+// Start returns: the newest CatchUp.Max are run (oldest first, in the
+// background), older ones are settled as missed, at most HistorySize of
+// them since older records would be trimmed anyway. Claims make this
+// exactly-once across instances that start together.
+func (s *Scheduler) catchUp(j *job, now time.Time) {
+	keep := j.opt.CatchUp.Max + j.opt.HistorySize
+	ring := make([]time.Time, 0, keep)
+	from := now.Add(-j.opt.CatchUp.Window)
+	for t := j.nextSlot(from.Add(-time.Nanosecond)); !t.After(now); t = j.nextSlot(t) {
+		if len(ring) == keep {
+			copy(ring, ring[1:])
+			ring = ring[:keep-1]
+		}
+		ring = append(ring, t)
+	}
+	if len(ring) == 0 {
+		return
+	}
+	split := max(len(ring)-j.opt.CatchUp.Max, 0)
+	older, recent := ring[:split], ring[split:]
+	s.inflight.Add(1)
+	go func() {
+		defer s.inflight.Done()
+		ctx := s.loopCtx
+		for _, slotT := range older {
+			s.markMissed(ctx, j, slotT)
+		}
+		// Catch-up slots may be as late as the window allows.
+		for _, slotT := range recent {
+			if ctx.Err() != nil {
+				return
+			}
+			s.runLeased(ctx, j, slotT, j.opt.CatchUp.Window+j.opt.MaxLate)
+		}
+	}()
+}
+
+// markMissed settles an old slot as missed unless it was already run or
+// settled: a claim that is late by any margin makes the store record it
+// missed, and only the instance whose claim did so records the history.
+func (s *Scheduler) markMissed(ctx context.Context, j *job, slotT time.Time) {
+	rc := RunClaim{
+		ClaimInput: s.claimInput(j, slotT.UnixMilli()), Lease: j.opt.Lease, MaxLate: time.Millisecond,
+		AllowOverlap: true, MaxAttempts: j.opt.MaxAttempts,
+	}
+	out, err := s.runs.Claim(ctx, rc)
+	if err != nil {
+		s.storeError(ctx, "Claim", j.name, slotT, err)
+		return
+	}
+	switch out.Kind {
+	case OutcomeLate:
+		s.settle(j, slotT, rc.Token, StatusMissed)
+	case OutcomeWon:
+		// The store's clock is behind ours by more than the slot's age: the
+		// slot is not late for the store, so it is ours to run.
+		s.runWon(j, slotT, rc, out.Attempt, time.Now())
+	}
+}
+
+// sleepCtx waits d or until ctx ends; it reports whether d passed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,632 @@
+package anarchon
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/anarchon/anarchon/internal/cron"
+)
+
+// Options configure a Scheduler. A nil *Options, and each zero field, means
+// the default stated on the field.
+type Options struct {
+	// InstanceID names this instance in claims and history. Defaults to
+	// "<hostname>-<pid>".
+	InstanceID string
+	// Logger receives the scheduler's logs. Defaults to slog.Default().
+	Logger *slog.Logger
+	// Clock is the local clock. Defaults to SystemClock.
+	Clock Clock
+	// PollInterval is how often an instance standing by as a backup asks the
+	// store again when the backend has no Watcher (or its watch broke), and
+	// how soon a failed watch is retried. Defaults to 1 s.
+	PollInterval time.Duration
+	// ClockSyncInterval is how often the offset to the store's clock is
+	// measured, when the backend has a ServerClock. Defaults to 1 minute.
+	ClockSyncInterval time.Duration
+	// ClockSkewWarning is the offset to the store's clock above which a
+	// warning is logged. Defaults to 1 s.
+	ClockSkewWarning time.Duration
+	// OnEvent, if set, is called synchronously for every Event (metrics,
+	// tracing). It must be quick and must not call back into the Scheduler.
+	OnEvent func(Event)
+}
+
+func (o *Options) withDefaults() Options {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	if r.InstanceID == "" {
+		host, err := os.Hostname()
+		if err != nil || host == "" {
+			host = "anarchon"
+		}
+		r.InstanceID = host + "-" + strconv.Itoa(os.Getpid())
+	}
+	if r.Logger == nil {
+		r.Logger = slog.Default()
+	}
+	if r.Clock == nil {
+		r.Clock = SystemClock{}
+	}
+	if r.PollInterval <= 0 {
+		r.PollInterval = time.Second
+	}
+	if r.ClockSyncInterval <= 0 {
+		r.ClockSyncInterval = time.Minute
+	}
+	if r.ClockSkewWarning <= 0 {
+		r.ClockSkewWarning = time.Second
+	}
+	return r
+}
+
+// Scheduler runs jobs on one instance, coordinating with the other instances
+// through a shared Backend. Create it with New, add jobs with Every, Cron or
+// Add, then Start it. Its methods are safe for concurrent use.
+type Scheduler struct {
+	backend Backend
+	runs    RunStore    // nil without leases
+	watcher Watcher     // nil without a watch
+	sclock  ServerClock // nil without a store clock
+	opts    Options
+	clock   Clock
+	log     *slog.Logger
+	offset  atomic.Int64 // store clock minus local clock, ns
+
+	mu      sync.Mutex
+	jobs    map[string]*job
+	order   []*job
+	state   int // stateNew, stateStarted, stateStopped
+	queue   jobHeap
+	wake    chan struct{}
+	initErr error
+	inited  bool
+
+	loopCtx    context.Context // ends when Stop begins: no new slots, no more standing by
+	loopCancel context.CancelFunc
+	runCtx     context.Context // parent of handler contexts; cancelled with ErrStopped at the Stop deadline
+	runCancel  context.CancelCauseFunc
+	bg         sync.WaitGroup // the loop, the watch and the clock goroutines
+	inflight   sync.WaitGroup // slot goroutines (claim, handler, result)
+	active     map[*activeRun]struct{}
+	waiters    map[slotKey]map[chan struct{}]struct{}
+}
+
+const (
+	stateNew = iota
+	stateStarted
+	stateStopped
+)
+
+type slotKey struct {
+	job  string
+	slot int64
+}
+
+// New returns a Scheduler on backend. opts may be nil. The scheduler does
+// not close the backend: several schedulers may share one.
+func New(backend Backend, opts *Options) *Scheduler {
+	o := opts.withDefaults()
+	s := &Scheduler{
+		backend: backend,
+		opts:    o,
+		clock:   o.Clock,
+		log:     o.Logger.With(slog.String("instance", o.InstanceID)),
+		jobs:    make(map[string]*job),
+		wake:    make(chan struct{}, 1),
+		active:  make(map[*activeRun]struct{}),
+		waiters: make(map[slotKey]map[chan struct{}]struct{}),
+	}
+	if lb, ok := backend.(LeaseBackend); ok {
+		s.runs = lb.Runs()
+	}
+	if s.runs != nil {
+		if w, ok := s.runs.(Watcher); ok {
+			s.watcher = w
+		} else if w, ok := backend.(Watcher); ok {
+			s.watcher = w
+		}
+	}
+	s.sclock = serverClock(backend, s.runs)
+	return s
+}
+
+// Backend returns the backend the scheduler was created with.
+func (s *Scheduler) Backend() Backend { return s.backend }
+
+// InstanceID returns this instance's ID.
+func (s *Scheduler) InstanceID() string { return s.opts.InstanceID }
+
+// Every adds a job that runs every interval, on a grid aligned to the Unix
+// epoch (slot = k·interval + opts.Offset), so instances started at different
+// times agree on the slots (SPEC §3). interval must be a positive whole
+// number of milliseconds. It returns a *ValidationError for bad input and
+// ErrStarted after Start.
+func (s *Scheduler) Every(name string, interval time.Duration, h Handler, opts *JobOptions) error {
+	return s.Add(Job{Name: name, Schedule: Interval(interval), Handler: h, Options: opts})
+}
+
+// Cron adds a job on a cron schedule, computed in opts.Zone (default UTC).
+// The dialect is described in the package documentation; "@every 5m" makes
+// an interval job. It returns a *ValidationError (CodeBadCron,
+// CodeUnknownZone, …) for bad input and ErrStarted after Start.
+func (s *Scheduler) Cron(name, expr string, h Handler, opts *JobOptions) error {
+	return s.Add(Job{Name: name, Schedule: CronSchedule(expr), Handler: h, Options: opts})
+}
+
+// Schedule says when a job's slots are: an interval or a cron expression.
+// Build it with Interval or CronSchedule.
+type Schedule struct {
+	interval time.Duration
+	expr     string
+}
+
+// Interval is a schedule of slots every d, aligned to the Unix epoch.
+func Interval(d time.Duration) Schedule { return Schedule{interval: d} }
+
+// CronSchedule is a schedule given by a cron expression (package docs).
+func CronSchedule(expr string) Schedule { return Schedule{expr: expr} }
+
+// String returns "every <d>" or the cron expression.
+func (s Schedule) String() string {
+	if s.expr != "" {
+		return s.expr
+	}
+	return "every " + s.interval.String()
+}
+
+// Job is a job to register with Add.
+type Job struct {
+	Name     string      // identity across instances; must be non-empty and unique per scheduler
+	Schedule Schedule    // when it runs
+	Handler  Handler     // what it runs
+	Options  *JobOptions // nil means defaults
+}
+
+// Add registers a job. It returns a *ValidationError for bad input (never
+// panics) and ErrStarted after Start.
+func (s *Scheduler) Add(j Job) error {
+	jb, err := s.compile(j)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != stateNew {
+		return ErrStarted
+	}
+	if _, dup := s.jobs[j.Name]; dup {
+		return &ValidationError{Job: j.Name, Field: "Name", Code: CodeDuplicateName, Reason: "a job with this name is already registered"}
+	}
+	s.jobs[j.Name] = jb
+	s.order = append(s.order, jb)
+	return nil
+}
+
+// job is a registered job with its options resolved.
+type job struct {
+	name     string
+	handler  Handler
+	opt      JobOptions // defaults applied
+	interval time.Duration
+	offset   time.Duration
+	expr     *cron.Expr
+	loc      *time.Location
+	leased   bool // runs through the RunStore
+	sched    string
+
+	// heap state, guarded by Scheduler.mu
+	slot   time.Time // next slot
+	fireAt time.Time // slot + jitter, store clock
+	index  int
+}
+
+func (s *Scheduler) compile(j Job) (*job, error) {
+	bad := func(field string, code Code, reason string, err error) error {
+		return &ValidationError{Job: j.Name, Field: field, Code: code, Reason: reason, Err: err}
+	}
+	if j.Name == "" {
+		return nil, bad("Name", CodeEmptyName, "the name is empty", nil)
+	}
+	if j.Handler == nil {
+		return nil, bad("Handler", CodeNoHandler, "the handler is nil", nil)
+	}
+	var o JobOptions
+	if j.Options != nil {
+		o = *j.Options
+	}
+	for _, d := range []struct {
+		field string
+		v     time.Duration
+	}{
+		{"Offset", o.Offset}, {"Jitter", o.Jitter}, {"MaxLate", o.MaxLate}, {"Timeout", o.Timeout},
+		{"HistoryTTL", o.HistoryTTL}, {"Lease", o.Lease}, {"CatchUp.Window", o.CatchUp.Window},
+	} {
+		if d.v < 0 {
+			return nil, bad(d.field, CodeNegativeDuration, fmt.Sprintf("%v is negative", d.v), nil)
+		}
+	}
+	for _, n := range []struct {
+		field string
+		v     int
+	}{{"HistorySize", o.HistorySize}, {"MaxAttempts", o.MaxAttempts}, {"CatchUp.Max", o.CatchUp.Max}} {
+		if n.v < 0 {
+			return nil, bad(n.field, CodeBadOption, fmt.Sprintf("%d is negative", n.v), nil)
+		}
+	}
+	if o.Overlap < OverlapDefault || o.Overlap > OverlapAllow {
+		return nil, bad("Overlap", CodeBadOption, fmt.Sprintf("unknown overlap policy %d", int(o.Overlap)), nil)
+	}
+	jb := &job{name: j.Name, handler: j.Handler, sched: j.Schedule.String()}
+
+	interval := j.Schedule.interval
+	if j.Schedule.expr != "" {
+		e, err := cron.Parse(j.Schedule.expr)
+		if err != nil {
+			return nil, bad("Schedule", CodeBadCron, err.Error(), err)
+		}
+		if e.Every() > 0 {
+			interval = e.Every()
+		} else {
+			jb.expr = e
+			zone := o.Zone
+			if zone == "" {
+				zone = "UTC"
+			}
+			loc, err := time.LoadLocation(zone)
+			if err != nil {
+				return nil, bad("Zone", CodeUnknownZone, fmt.Sprintf("unknown time zone %q", zone), err)
+			}
+			jb.loc = loc
+		}
+	} else if interval <= 0 {
+		return nil, bad("Schedule", CodeBadInterval, fmt.Sprintf("interval %v is not positive", interval), nil)
+	}
+	if jb.expr == nil {
+		if interval%time.Millisecond != 0 || o.Offset%time.Millisecond != 0 {
+			return nil, bad("Schedule", CodeBadInterval, "interval and offset must be whole milliseconds (slots are Unix ms)", nil)
+		}
+		if o.Offset >= interval {
+			return nil, bad("Offset", CodeBadInterval, fmt.Sprintf("offset %v is not below the interval %v", o.Offset, interval), nil)
+		}
+		jb.interval, jb.offset = interval, o.Offset
+	}
+
+	wantsLeases := o.Lease > 0 || o.Overlap == OverlapSkip || o.CatchUp.Window > 0 || o.MaxAttempts > 0
+	if o.NoLease && wantsLeases {
+		return nil, bad("NoLease", CodeBadOption, "NoLease conflicts with Lease, Overlap skip, CatchUp or MaxAttempts", nil)
+	}
+	if s.runs == nil && wantsLeases {
+		return nil, bad("Lease", CodeNeedsRunStore,
+			fmt.Sprintf("leases, overlap skip, catch-up and attempts need a backend with a RunStore; %q has none", s.backend.Name()), nil)
+	}
+	jb.leased = s.runs != nil && !o.NoLease
+
+	if o.MaxLate == 0 {
+		o.MaxLate = DefaultMaxLate
+	}
+	if o.HistorySize == 0 {
+		o.HistorySize = DefaultHistorySize
+	}
+	if jb.leased {
+		if o.Lease == 0 {
+			o.Lease = DefaultLease
+		}
+		if o.MaxAttempts == 0 {
+			o.MaxAttempts = DefaultMaxAttempts
+		}
+		if o.Overlap == OverlapDefault {
+			o.Overlap = OverlapSkip
+		}
+		if o.CatchUp.Window > 0 && o.CatchUp.Max == 0 {
+			o.CatchUp.Max = 1
+		}
+		if o.Lease < 3*time.Millisecond {
+			return nil, bad("Lease", CodeBadOption, "a lease must be at least 3ms (heartbeats every Lease/3)", nil)
+		}
+	} else if o.Overlap == OverlapDefault {
+		o.Overlap = OverlapAllow
+	}
+	jb.opt = o
+
+	limits := JobLimits{
+		Job: j.Name, Jitter: o.Jitter, MaxLate: o.MaxLate, CatchUpWindow: o.CatchUp.Window,
+		Overlap: o.Overlap, HistorySize: o.HistorySize, HistoryTTL: o.HistoryTTL, Interval: jb.interval,
+	}
+	if jb.leased {
+		limits.Lease = o.Lease
+	}
+	if w := s.backend.DedupeWindow(); w != Forever {
+		if o.Jitter+o.MaxLate >= w {
+			return nil, bad("MaxLate", CodeDedupeWindow,
+				fmt.Sprintf("Jitter+MaxLate (%v) is not below the backend's dedupe window %v: a late instance could run a slot twice", o.Jitter+o.MaxLate, w), nil)
+		}
+		if o.CatchUp.Window >= w {
+			return nil, bad("CatchUp.Window", CodeDedupeWindow,
+				fmt.Sprintf("the catch-up window %v is not below the backend's dedupe window %v", o.CatchUp.Window, w), nil)
+		}
+	}
+	if c, ok := s.backend.(JobChecker); ok {
+		if err := c.CheckJob(limits); err != nil {
+			return nil, bad("Backend", CodeBackendRefused, err.Error(), err)
+		}
+	}
+	return jb, nil
+}
+
+// nextSlot returns the job's first slot strictly after t.
+func (j *job) nextSlot(t time.Time) time.Time {
+	if j.expr != nil {
+		return j.expr.Next(t, j.loc).UTC()
+	}
+	iv, off := j.interval.Nanoseconds(), j.offset.Nanoseconds()
+	ns := t.UnixNano() - off
+	k := ns / iv
+	if ns < 0 && ns%iv != 0 {
+		k-- // floor division
+	}
+	return time.Unix(0, (k+1)*iv+off).UTC()
+}
+
+// NextSlots returns the n slots of the named job strictly after t (t zero:
+// now by the store's clock), in UTC. It returns ErrNotFound for an unknown
+// job.
+func (s *Scheduler) NextSlots(name string, after time.Time, n int) ([]time.Time, error) {
+	s.mu.Lock()
+	j := s.jobs[name]
+	s.mu.Unlock()
+	if j == nil {
+		return nil, fmt.Errorf("%w: %q", ErrNotFound, name)
+	}
+	if after.IsZero() {
+		after = s.now()
+	}
+	out := make([]time.Time, 0, n)
+	for range n {
+		after = j.nextSlot(after)
+		out = append(out, after)
+	}
+	return out, nil
+}
+
+// JobInfo describes a registered job.
+type JobInfo struct {
+	Name     string
+	Schedule string // "every 1m0s" or the cron expression
+	Zone     string // the cron zone; "" for interval jobs
+	Leased   bool   // runs under leases through the backend's RunStore
+	Options  JobOptions
+}
+
+// Jobs lists the registered jobs in registration order, with their options
+// after defaults were applied.
+func (s *Scheduler) Jobs() []JobInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]JobInfo, 0, len(s.order))
+	for _, j := range s.order {
+		zone := ""
+		if j.loc != nil {
+			zone = j.loc.String()
+		}
+		out = append(out, JobInfo{Name: j.name, Schedule: j.sched, Zone: zone, Leased: j.leased, Options: j.opt})
+	}
+	return out
+}
+
+// Start initialises the backend (Init, then PrepareJob for every job),
+// measures the offset to the store's clock, catches up missed slots of jobs
+// with CatchUp, and starts scheduling. It returns the backend's error if Init
+// or PrepareJob fails (the scheduler can then be started again), and
+// ErrStarted if already started.
+func (s *Scheduler) Start(ctx context.Context) error {
+	s.mu.Lock()
+	if s.state != stateNew {
+		s.mu.Unlock()
+		return ErrStarted
+	}
+	jobs := append([]*job(nil), s.order...)
+	s.mu.Unlock()
+
+	if err := s.backend.Init(ctx); err != nil {
+		return err
+	}
+	for _, j := range jobs {
+		if err := s.backend.PrepareJob(ctx, j.name, j.opt.HistorySize); err != nil {
+			return err
+		}
+	}
+
+	s.mu.Lock()
+	if s.state != stateNew {
+		s.mu.Unlock()
+		return ErrStarted
+	}
+	s.state = stateStarted
+	s.inited = true
+	s.loopCtx, s.loopCancel = context.WithCancel(context.WithoutCancel(ctx))
+	s.runCtx, s.runCancel = context.WithCancelCause(context.WithoutCancel(ctx))
+	s.mu.Unlock()
+
+	if s.sclock != nil {
+		s.syncClock(ctx)
+		s.bg.Add(1)
+		go func() { defer s.bg.Done(); s.clockLoop(s.loopCtx) }()
+	}
+	if s.watcher != nil && s.anyLeased(jobs) {
+		s.bg.Add(1)
+		go func() { defer s.bg.Done(); s.watchLoop(s.loopCtx) }()
+	}
+
+	now := s.now()
+	s.mu.Lock()
+	for _, j := range jobs {
+		j.slot = j.nextSlot(now)
+		j.fireAt = j.slot.Add(jitter(j.opt.Jitter))
+		s.queue.push(j)
+	}
+	s.mu.Unlock()
+	for _, j := range jobs {
+		if j.leased && j.opt.CatchUp.Window > 0 {
+			s.catchUp(j, now)
+		}
+	}
+	s.bg.Add(1)
+	go func() { defer s.bg.Done(); s.loop(s.loopCtx) }()
+	s.log.LogAttrs(ctx, slog.LevelInfo, "scheduler started",
+		slog.String("backend", s.backend.Name()), slog.Int("jobs", len(jobs)))
+	return nil
+}
+
+func (s *Scheduler) anyLeased(jobs []*job) bool {
+	for _, j := range jobs {
+		if j.leased {
+			return true
+		}
+	}
+	return false
+}
+
+// Stop stops claiming new slots and stops standing by, then waits for running
+// handlers until ctx ends. Handlers still running then have their context
+// cancelled with cause ErrStopped and, under leases, their runs are released
+// at once so a backup takes them over (hand-over); their results are
+// recorded as StatusHandedOver. Stop returns ctx's error if it had to cancel
+// handlers, nil otherwise, and ErrNotStarted if Start never succeeded. It
+// does not close the backend.
+//
+// Stop bounds only the wait: a handler that ignores its context keeps its
+// goroutine until it returns.
+func (s *Scheduler) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	if s.state != stateStarted {
+		st := s.state
+		s.mu.Unlock()
+		if st == stateStopped {
+			return nil
+		}
+		return ErrNotStarted
+	}
+	s.state = stateStopped
+	s.mu.Unlock()
+
+	s.loopCancel()
+	s.bg.Wait()
+
+	done := make(chan struct{})
+	go func() { s.inflight.Wait(); close(done) }()
+	select {
+	case <-done:
+		s.runCancel(ErrStopped)
+		s.log.LogAttrs(ctx, slog.LevelInfo, "scheduler stopped")
+		return nil
+	case <-ctx.Done():
+	}
+	s.handOver()
+	s.log.LogAttrs(context.WithoutCancel(ctx), slog.LevelInfo, "scheduler stopped; running jobs handed over")
+	return ctx.Err()
+}
+
+// RunNow runs the named job at once on this instance, without claiming a
+// slot: the run is recorded with RecordManualRun (no deduplication) and its
+// result stored. It waits for the handler and returns the run's record; the
+// handler's error is in the record, not in the returned error, which is for
+// store errors and ErrNotFound.
+func (s *Scheduler) RunNow(ctx context.Context, name string) (RunRecord, error) {
+	s.mu.Lock()
+	j := s.jobs[name]
+	s.mu.Unlock()
+	if j == nil {
+		return RunRecord{}, fmt.Errorf("%w: %q", ErrNotFound, name)
+	}
+	if err := s.ensureInit(ctx); err != nil {
+		return RunRecord{}, err
+	}
+	in := ClaimInput{
+		Job: name, Slot: s.now().UnixMilli(), Token: newToken(), InstanceID: s.opts.InstanceID,
+		HistorySize: j.opt.HistorySize, HistoryTTL: j.opt.HistoryTTL,
+	}
+	slot, err := s.backend.RecordManualRun(ctx, in)
+	if err != nil {
+		s.storeError(ctx, "RecordManualRun", name, time.UnixMilli(in.Slot), err)
+		return RunRecord{}, err
+	}
+	if slot != 0 {
+		in.Slot = slot
+	}
+	run := &Run{Job: name, Slot: time.UnixMilli(in.Slot).UTC(), InstanceID: s.opts.InstanceID, Token: in.Token, Attempt: 1, Manual: true}
+	hctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	res := s.execute(hctx, j, run)
+	if err := s.backend.SaveResult(ctx, name, res, j.opt.HistorySize, j.opt.HistoryTTL); err != nil {
+		s.storeError(ctx, "SaveResult", name, run.Slot, err)
+		return RunRecord{}, err
+	}
+	return BuildHistory(name, nil, []StoredResult{res}, 1)[0], nil
+}
+
+// History returns up to limit recent runs of the named job from all
+// instances, newest first (limit <= 0: all the store keeps). It initialises
+// the backend if the scheduler was not started. It returns ErrNotFound for a
+// job that is not registered, and the backend's errors unchanged.
+func (s *Scheduler) History(ctx context.Context, name string, limit int) ([]RunRecord, error) {
+	s.mu.Lock()
+	j := s.jobs[name]
+	s.mu.Unlock()
+	if j == nil {
+		return nil, fmt.Errorf("%w: %q", ErrNotFound, name)
+	}
+	if err := s.ensureInit(ctx); err != nil {
+		return nil, err
+	}
+	return s.backend.History(ctx, name, limit)
+}
+
+// ensureInit calls Backend.Init once for reads on a scheduler that was not
+// started; a failure is retried on the next call.
+func (s *Scheduler) ensureInit(ctx context.Context) error {
+	s.mu.Lock()
+	inited := s.inited
+	s.mu.Unlock()
+	if inited {
+		return nil
+	}
+	if err := s.backend.Init(ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.inited = true
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *Scheduler) storeError(ctx context.Context, op, jobName string, slot time.Time, err error) {
+	if errors.Is(err, context.Canceled) && s.stopping() {
+		return // Stop interrupted a call: not a store fault
+	}
+	attrs := []slog.Attr{slog.String("op", op), slog.Any("error", err)}
+	if jobName != "" {
+		attrs = append(attrs, slog.String("job", jobName), slog.Time("slot", slot))
+	}
+	s.log.LogAttrs(ctx, slog.LevelError, "store call failed", attrs...)
+	s.emit(Event{Kind: EventStoreError, Job: jobName, Slot: slot, Op: op, Err: err})
+}
+
+func (s *Scheduler) stopping() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state == stateStopped
+}
+
+// newToken returns a random claim token (26 base32 characters, 130 bits).
+func newToken() string { return rand.Text() }
