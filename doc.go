@@ -1,0 +1,94 @@
+// Package anarchon is a leaderless distributed job scheduler.
+//
+// Every instance of an application runs the same schedule. There is no
+// leader and no election: before running a job for a scheduled time (a
+// slot), each instance asks a shared store to claim that run, and the store
+// lets exactly one instance win. The store is a [Backend]: memory
+// (membackend), SQLite and PostgreSQL (sqlbackend, sqlitebackend,
+// pgbackend), Redis (redisbackend), NATS JetStream (natsbackend), or any
+// store that can do an atomic "write unless it already exists".
+//
+//	s := anarchon.New(backend, &anarchon.Options{InstanceID: "web-1"})
+//	err := s.Cron("report", "0 9 * * MON-FRI", report, &anarchon.JobOptions{Zone: "Europe/Athens"})
+//	err = s.Every("sweep", 10*time.Second, sweep, nil)
+//	err = s.Start(ctx)
+//	defer s.Stop(stopCtx)
+//
+// # Slots
+//
+// A slot is one scheduled time of a job, in Unix milliseconds; (job, slot) is
+// the identity of a run. Interval slots are aligned to the Unix epoch (slot =
+// k·interval + Offset), so instances that start at different times agree on
+// them. Cron slots are computed in the job's zone and stored as the UTC
+// instant. The scheduler waits for a slot plus a random jitter in [0, Jitter),
+// skips it if it is more than MaxLate past due, claims it with a fresh token,
+// runs the handler on a win and stores the result (SPEC §3). It never runs a
+// slot before its time: a timer that wakes early waits again.
+//
+// # Cron dialect
+//
+// Five fields (minute hour day-of-month month day-of-week), or six with a
+// leading seconds field. Fields take *, numbers, names (JAN–DEC, SUN–SAT,
+// any case), lists (1,5), ranges (1-5), steps (*/15, 10-40/10, and a/n
+// meaning a-max/n, so 1/7 in day-of-month restarts each month), and ? as a
+// synonym of * in the day fields. A range that wraps means what it says:
+// 22-2 is 22,23,0,1,2 and FRI-MON is Fri,Sat,Sun,Mon. Day-of-week 0 and 7
+// are Sunday. Quartz extensions: L (last day of the month; 5L, the last
+// Friday), W (15W, the weekday nearest the 15th within the month), LW (the
+// last weekday) and # (MON#2, the second Monday; a fifth one that does not
+// exist does not fire). Descriptors: @yearly (@annually), @monthly, @weekly,
+// @daily (@midnight), @hourly, and @every <Go duration>, which makes an
+// interval job.
+//
+// If either day field begins with * (or is ?), both must match; if both are
+// restricted, either matches (the Vixie cron rule). A step larger than its
+// field's range, a zero step, a value out of range, an empty field and junk
+// are errors that name the position ([CodeBadCron]); so is an expression
+// that can never fire, such as "0 0 30 2 *".
+//
+// Daylight saving time: a fixed-time job (neither its minute nor its hour
+// field begins with *) whose wall time falls in a spring-forward gap fires
+// once, at the first instant after the gap; one whose wall time occurs twice
+// in a fall-back fires once, at the first occurrence. A job with * in its
+// minute or hour field fires at every matching wall time that really exists:
+// both passes of a repeated hour, nothing for a gap. Binaries embed the tz
+// database (time/tzdata), so every instance computes the same slots.
+//
+// # Leases
+//
+// A backend that implements [LeaseBackend] gives jobs leases (SPEC §6). The
+// winner of a slot holds a lease it renews every Lease/3; instances that lose
+// stand by as backups and take the slot over (Attempt+1) if the lease runs
+// out or is released. A lost lease cancels the handler's context with cause
+// [ErrLeaseLost]. [OverlapSkip] skips slots while another run of the job is
+// live; [CatchUp] recovers slots missed while every instance was down; Stop
+// hands running jobs over to a backup. [Run.Attempt] is a fencing number.
+// With a [Watcher] backups wake as soon as a lease is released; otherwise
+// they poll every [Options.PollInterval]. Jobs use leases by default on such
+// a backend; [JobOptions.NoLease] opts out.
+//
+// # Clocks
+//
+// Lateness and leases are judged by one clock, the store's. A backend that
+// implements [ServerClock] lets the scheduler estimate its offset from the
+// store at Start and every [Options.ClockSyncInterval]; every wait then uses
+// the store's time, so an instance whose clock is seconds off still fires on
+// time. [Scheduler.ClockOffset] exposes the estimate.
+//
+// # Errors
+//
+// Registration returns a [*ValidationError] with a stable [Code] for bad
+// input and never panics. A store error on a claim means the slot is not run
+// (fail closed); it is logged, reported as [EventStoreError], and the
+// scheduler goes on. Errors the backend returns reach the caller unchanged,
+// wrapped with %w at most. A handler's panic is recovered and recorded as
+// [PanicError].
+//
+// # Writing a backend
+//
+// Implement [Backend]; Claim must be one atomic server-side step (an insert
+// with a unique key, a put-if-absent, a script or a transaction) that is safe
+// to repeat with the same token. Optional abilities are separate interfaces
+// found by type assertion. Build History with [BuildHistory]. Then run the
+// conformance suite, package anarchontest, from your tests.
+package anarchon
