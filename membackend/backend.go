@@ -1,0 +1,394 @@
+package membackend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/anarchon/anarchon"
+)
+
+// Options configure a [Backend]. The zero value (and a nil *Options) gives
+// the defaults stated on each field.
+type Options struct {
+	// Now is the store's clock: it judges leases, lateness, history age and
+	// the dedupe window (SPEC §6, "one clock: the store's"). Tests pass a
+	// fake clock here. Defaults to time.Now.
+	Now func() time.Time
+	// DedupeWindow is how long a claimed run is remembered. 0 means
+	// anarchon.Forever: claims are never forgotten. A positive window lets
+	// the store forget claims (and settled lease runs) whose last change is
+	// older than the window, measured with Now; it exists so that the
+	// scheduler's dedupe-window check (SPEC §4) can be tested. Negative
+	// values are treated as 0.
+	DedupeWindow time.Duration
+	// Fault is a test hook. When set, every I/O method calls it first with
+	// its operation name — "Claim", "RunClaim" (the RunStore's Claim),
+	// "Heartbeat", "Finish", "Release", "Active", "SaveResult", "History",
+	// "RecordManualRun", "RecordClaim", "PrepareJob", "Init", "ServerTime",
+	// "WatchRuns" — and a non-nil error fails that call, unchanged and
+	// before any state changes. Defaults to nil (no faults). It must be
+	// safe for concurrent use.
+	Fault func(op string) error
+}
+
+// Backend is the in-memory store. It implements [anarchon.Backend],
+// [anarchon.LeaseBackend], [anarchon.ClaimRecorder], [anarchon.Watcher] and
+// [anarchon.ServerClock]. Every method is safe for concurrent use; one
+// *Backend shared by several schedulers behaves like one store shared by
+// several processes. Create it with [New].
+type Backend struct {
+	now    func() time.Time
+	window time.Duration
+	fault  func(string) error
+
+	mu       sync.Mutex
+	closed   bool
+	jobs     map[string]*jobState
+	watchers map[*watcher]struct{}
+}
+
+var (
+	_ anarchon.Backend       = (*Backend)(nil)
+	_ anarchon.LeaseBackend  = (*Backend)(nil)
+	_ anarchon.ClaimRecorder = (*Backend)(nil)
+	_ anarchon.Watcher       = (*Backend)(nil)
+	_ anarchon.ServerClock   = (*Backend)(nil)
+	_ anarchon.RunStore      = (*RunStore)(nil)
+	_ anarchon.Watcher       = (*RunStore)(nil)
+	_ anarchon.ServerClock   = (*RunStore)(nil)
+)
+
+// New returns an empty store. opts may be nil for the defaults.
+func New(opts *Options) *Backend {
+	b := &Backend{
+		now:      time.Now,
+		window:   anarchon.Forever,
+		jobs:     make(map[string]*jobState),
+		watchers: make(map[*watcher]struct{}),
+	}
+	if opts != nil {
+		if opts.Now != nil {
+			b.now = opts.Now
+		}
+		if opts.DedupeWindow > 0 {
+			b.window = opts.DedupeWindow
+		}
+		b.fault = opts.Fault
+	}
+	return b
+}
+
+// Name returns "memory".
+func (b *Backend) Name() string { return "memory" }
+
+// DedupeWindow returns Options.DedupeWindow, or anarchon.Forever when none
+// was set (SPEC §4).
+func (b *Backend) DedupeWindow() time.Duration { return b.window }
+
+// claimKey is one remembered plain claim: enough to answer repeats.
+type claimKey struct {
+	token string
+	at    time.Time // store clock when the claim was won
+}
+
+// jobState is everything the store keeps for one job.
+type jobState struct {
+	// claims are the plain claims (SPEC §4), kept apart from history so that
+	// trimming history never reopens a slot.
+	claims map[int64]claimKey
+	// runs are the lease runs (SPEC §6), settled ones included.
+	runs map[int64]*run
+	// active holds the slots of runs that are running or released.
+	active map[int64]struct{}
+	// hist is the retained history, one entry per token.
+	hist history
+	// historySize and historyTTL are the last trimming rules the job was
+	// given, used by operations that do not carry them (Finish).
+	historySize int
+	historyTTL  time.Duration
+	// swept is the store time of the last sweep of forgotten claims.
+	swept time.Time
+}
+
+// op starts an operation: the fault hook, then the lock and the closed
+// check. On success the caller holds b.mu and must unlock it.
+func (b *Backend) op(name string) error {
+	if b.fault != nil {
+		if err := b.fault(name); err != nil {
+			return err
+		}
+	}
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return fmt.Errorf("membackend: %s: %w", name, anarchon.ErrClosed)
+	}
+	return nil
+}
+
+// job returns the state of job, creating it. Caller holds b.mu.
+func (b *Backend) job(name string) *jobState {
+	j := b.jobs[name]
+	if j == nil {
+		j = &jobState{
+			claims:      make(map[int64]claimKey),
+			runs:        make(map[int64]*run),
+			active:      make(map[int64]struct{}),
+			historySize: anarchon.DefaultHistorySize,
+		}
+		b.jobs[name] = j
+	}
+	return j
+}
+
+// errEmptyJob and friends report bad input.
+var (
+	errEmptyJob   = errors.New("membackend: empty job name")
+	errEmptyToken = errors.New("membackend: empty claim token")
+)
+
+func checkInput(op string, in anarchon.ClaimInput) error {
+	if in.Job == "" {
+		return fmt.Errorf("%w (%s)", errEmptyJob, op)
+	}
+	if in.Token == "" {
+		return fmt.Errorf("%w (%s, job %q)", errEmptyToken, op, in.Job)
+	}
+	if in.HistorySize < 0 {
+		return fmt.Errorf("membackend: %s: job %q: negative history size %d", op, in.Job, in.HistorySize)
+	}
+	if in.HistoryTTL < 0 {
+		return fmt.Errorf("membackend: %s: job %q: negative history TTL %v", op, in.Job, in.HistoryTTL)
+	}
+	return nil
+}
+
+// setLimits remembers the job's trimming rules. A size of 0 keeps the one
+// known before.
+func (j *jobState) setLimits(size int, ttl time.Duration) {
+	if size > 0 {
+		j.historySize = size
+	}
+	j.historyTTL = ttl
+}
+
+// Init checks nothing (there is no server) and returns nil, or an error
+// wrapping anarchon.ErrClosed after Close.
+func (b *Backend) Init(ctx context.Context) error {
+	if err := b.op("Init"); err != nil {
+		return err
+	}
+	b.mu.Unlock()
+	return nil
+}
+
+// PrepareJob creates the job's empty state. It is idempotent. It fails on
+// an empty job name or a negative historySize, and after Close.
+func (b *Backend) PrepareJob(ctx context.Context, job string, historySize int) error {
+	if err := b.op("PrepareJob"); err != nil {
+		return err
+	}
+	defer b.mu.Unlock()
+	if job == "" {
+		return fmt.Errorf("%w (PrepareJob)", errEmptyJob)
+	}
+	if historySize < 0 {
+		return fmt.Errorf("membackend: PrepareJob: job %q: negative history size %d", job, historySize)
+	}
+	j := b.job(job)
+	if historySize > 0 {
+		j.historySize = historySize
+	}
+	return nil
+}
+
+// Claim claims (in.Job, in.Slot) for in.InstanceID (SPEC §4). It returns
+// true for the first token to claim the slot and for every repeat of that
+// token, false for any other token. A won claim is also a history record
+// (status running until SaveResult stores the result).
+//
+// It fails on an empty job name or token, and after Close (ErrClosed).
+func (b *Backend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, error) {
+	if err := b.op("Claim"); err != nil {
+		return false, err
+	}
+	defer b.mu.Unlock()
+	if err := checkInput("Claim", in); err != nil {
+		return false, err
+	}
+	now := b.now()
+	j := b.job(in.Job)
+	b.sweep(j, now)
+	if c, ok := j.claims[in.Slot]; ok {
+		return c.token == in.Token, nil
+	}
+	j.claims[in.Slot] = claimKey{token: in.Token, at: now}
+	j.setLimits(in.HistorySize, in.HistoryTTL)
+	j.hist.addClaim(anarchon.ClaimRecord{
+		Slot:       in.Slot,
+		Token:      in.Token,
+		InstanceID: in.InstanceID,
+		ClaimedAt:  now,
+		Attempt:    1,
+	}, now)
+	j.hist.trim(j.historySize, j.historyTTL, now)
+	return true, nil
+}
+
+// RecordClaim implements [anarchon.ClaimRecorder]. Claim already records a
+// won claim, so RecordClaim only adds a claim record when the history has
+// none for in.Token (it was trimmed, or the claim came from elsewhere). It
+// never claims a slot.
+func (b *Backend) RecordClaim(ctx context.Context, in anarchon.ClaimInput) error {
+	if err := b.op("RecordClaim"); err != nil {
+		return err
+	}
+	defer b.mu.Unlock()
+	if err := checkInput("RecordClaim", in); err != nil {
+		return err
+	}
+	now := b.now()
+	j := b.job(in.Job)
+	if j.hist.has(in.Token) {
+		return nil
+	}
+	attempt := 1
+	if r := j.runs[in.Slot]; r != nil && r.token == in.Token {
+		attempt = r.attempt
+	}
+	j.setLimits(in.HistorySize, in.HistoryTTL)
+	j.hist.addClaim(anarchon.ClaimRecord{
+		Slot:       in.Slot,
+		Token:      in.Token,
+		InstanceID: in.InstanceID,
+		ClaimedAt:  now,
+		Attempt:    attempt,
+	}, now)
+	j.hist.trim(j.historySize, j.historyTTL, now)
+	return nil
+}
+
+// RecordManualRun records a RunNow run as a manual claim record, without
+// deduplication: every call adds a record, even for a slot that is already
+// claimed. It returns in.Slot. Records of the same token merge.
+func (b *Backend) RecordManualRun(ctx context.Context, in anarchon.ClaimInput) (int64, error) {
+	if err := b.op("RecordManualRun"); err != nil {
+		return 0, err
+	}
+	defer b.mu.Unlock()
+	if err := checkInput("RecordManualRun", in); err != nil {
+		return 0, err
+	}
+	now := b.now()
+	j := b.job(in.Job)
+	j.setLimits(in.HistorySize, in.HistoryTTL)
+	j.hist.addClaim(anarchon.ClaimRecord{
+		Slot:       in.Slot,
+		Token:      in.Token,
+		InstanceID: in.InstanceID,
+		ClaimedAt:  now,
+		Attempt:    1,
+		Manual:     true,
+	}, now)
+	j.hist.trim(j.historySize, j.historyTTL, now)
+	return in.Slot, nil
+}
+
+// SaveResult stores how a run ended, merged with its claim record by token
+// (a second save of the same token replaces the first), then trims the
+// job's history to the historySize newest records (historySize <= 0:
+// anarchon.DefaultHistorySize) and, if historyTTL > 0, drops records the
+// store last wrote more than historyTTL ago (by Options.Now). Trimming
+// history never reopens a slot: claims are kept apart (see the package
+// doc). It fails on an empty job name or a negative historyTTL, and after
+// Close.
+func (b *Backend) SaveResult(ctx context.Context, job string, r anarchon.StoredResult, historySize int, historyTTL time.Duration) error {
+	if err := b.op("SaveResult"); err != nil {
+		return err
+	}
+	defer b.mu.Unlock()
+	if job == "" {
+		return fmt.Errorf("%w (SaveResult)", errEmptyJob)
+	}
+	if historyTTL < 0 {
+		return fmt.Errorf("membackend: SaveResult: job %q: negative history TTL %v", job, historyTTL)
+	}
+	if historySize <= 0 {
+		historySize = anarchon.DefaultHistorySize
+	}
+	now := b.now()
+	j := b.job(job)
+	j.setLimits(historySize, historyTTL)
+	j.hist.addResult(r, now)
+	j.hist.trim(historySize, historyTTL, now)
+	return nil
+}
+
+// History returns at most limit records of job, newest first, built with
+// [anarchon.BuildHistory]; limit <= 0 returns the whole retained history.
+// An unknown job has an empty history. It fails after Close.
+func (b *Backend) History(ctx context.Context, job string, limit int) ([]anarchon.RunRecord, error) {
+	if err := b.op("History"); err != nil {
+		return nil, err
+	}
+	defer b.mu.Unlock()
+	j := b.jobs[job]
+	if j == nil {
+		return []anarchon.RunRecord{}, nil
+	}
+	claims, results := j.hist.split()
+	return anarchon.BuildHistory(job, claims, results, limit), nil
+}
+
+// ServerTime implements [anarchon.ServerClock]: it returns Options.Now().
+func (b *Backend) ServerTime(ctx context.Context) (time.Time, error) {
+	if err := b.op("ServerTime"); err != nil {
+		return time.Time{}, err
+	}
+	defer b.mu.Unlock()
+	return b.now(), nil
+}
+
+// Close marks the store closed and closes every watch channel. Every later
+// call of another method returns an error wrapping anarchon.ErrClosed;
+// Close itself may be called again and returns nil.
+func (b *Backend) Close(ctx context.Context) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil
+	}
+	b.closed = true
+	for w := range b.watchers {
+		w.stop()
+		delete(b.watchers, w)
+	}
+	return nil
+}
+
+// sweep forgets what a finite dedupe window allows: plain claims, and
+// settled lease runs, whose last change is older than the window. It runs
+// at most once per tenth of the window. Caller holds b.mu.
+func (b *Backend) sweep(j *jobState, now time.Time) {
+	if b.window == anarchon.Forever {
+		return
+	}
+	if !j.swept.IsZero() && now.Sub(j.swept) < b.window/10 {
+		return
+	}
+	j.swept = now
+	cutoff := now.Add(-b.window)
+	for slot, c := range j.claims {
+		if c.at.Before(cutoff) {
+			delete(j.claims, slot)
+		}
+	}
+	for slot, r := range j.runs {
+		if r.settled() && r.changed.Before(cutoff) {
+			delete(j.runs, slot)
+		}
+	}
+}

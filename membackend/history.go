@@ -1,0 +1,172 @@
+package membackend
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/anarchon/anarchon"
+)
+
+// entry is one run in the retained history: its claim record, its stored
+// result, or both, joined by token.
+type entry struct {
+	claim   *anarchon.ClaimRecord
+	result  *anarchon.StoredResult
+	written time.Time // store clock at the last write; judges HistoryTTL
+}
+
+// history is a job's retained history. Entries with a token are unique per
+// token; a result without a token stands alone.
+type history struct {
+	entries []*entry
+	byToken map[string]*entry
+}
+
+func (h *history) has(token string) bool {
+	_, ok := h.byToken[token]
+	return ok
+}
+
+func (h *history) get(token string) *entry {
+	if token != "" {
+		if e := h.byToken[token]; e != nil {
+			return e
+		}
+	}
+	e := &entry{}
+	h.entries = append(h.entries, e)
+	if token != "" {
+		if h.byToken == nil {
+			h.byToken = make(map[string]*entry)
+		}
+		h.byToken[token] = e
+	}
+	return e
+}
+
+// addClaim records a claim. A second claim record for the same token keeps
+// the first one's time but takes a higher attempt.
+func (h *history) addClaim(c anarchon.ClaimRecord, now time.Time) {
+	e := h.get(c.Token)
+	if e.claim == nil {
+		e.claim = &c
+	} else {
+		e.claim.Attempt = max(e.claim.Attempt, c.Attempt)
+		e.claim.Manual = e.claim.Manual || c.Manual
+	}
+	e.written = now
+}
+
+// addResult stores a result; a later result of the same token replaces an
+// earlier one (as in BuildHistory).
+func (h *history) addResult(r anarchon.StoredResult, now time.Time) {
+	e := h.get(r.Token)
+	e.result = &r
+	e.written = now
+}
+
+// addResultIfNone stores r only if the token has no result yet, so a
+// result the scheduler saved is never overwritten by the store's own
+// bookkeeping.
+func (h *history) addResultIfNone(r anarchon.StoredResult, now time.Time) {
+	if e := h.byToken[r.Token]; e != nil && e.result != nil {
+		return
+	}
+	h.addResult(r, now)
+}
+
+// settle gives token's run a final status: a copy of its stored result
+// with status replaced, or a new result r.
+func (h *history) settle(r anarchon.StoredResult, now time.Time) {
+	if e := h.byToken[r.Token]; e != nil && e.result != nil {
+		old := *e.result
+		old.Status = r.Status
+		r = old
+	}
+	h.addResult(r, now)
+}
+
+func (h *history) split() ([]anarchon.ClaimRecord, []anarchon.StoredResult) {
+	var claims []anarchon.ClaimRecord
+	var results []anarchon.StoredResult
+	for _, e := range h.entries {
+		if e.claim != nil {
+			claims = append(claims, *e.claim)
+		}
+		if e.result != nil {
+			results = append(results, *e.result)
+		}
+	}
+	return claims, results
+}
+
+// sortKey returns what BuildHistory orders records by.
+func (e *entry) sortKey() (slot int64, started, claimed time.Time, attempt int) {
+	if e.result != nil {
+		slot, started, attempt = e.result.Slot, e.result.StartedAt, e.result.Attempt
+	}
+	if e.claim != nil {
+		if e.result == nil {
+			slot, attempt = e.claim.Slot, e.claim.Attempt
+		}
+		claimed = e.claim.ClaimedAt
+	}
+	return slot, started, claimed, max(attempt, 1)
+}
+
+// newestFirst orders entries as BuildHistory orders records.
+func newestFirst(a, b *entry) int {
+	as, ast, ac, aa := a.sortKey()
+	bs, bst, bc, ba := b.sortKey()
+	if c := cmp.Compare(bs, as); c != 0 {
+		return c
+	}
+	if c := bst.Compare(ast); c != 0 {
+		return c
+	}
+	if c := bc.Compare(ac); c != 0 {
+		return c
+	}
+	return cmp.Compare(ba, aa)
+}
+
+// trim drops entries written more than ttl ago (ttl > 0), then all but the
+// size newest (size > 0).
+func (h *history) trim(size int, ttl time.Duration, now time.Time) {
+	keep := h.entries[:0]
+	for _, e := range h.entries {
+		if ttl > 0 && now.Sub(e.written) > ttl {
+			h.drop(e)
+			continue
+		}
+		keep = append(keep, e)
+	}
+	clear(h.entries[len(keep):])
+	h.entries = keep
+	if size <= 0 || len(h.entries) <= size {
+		return
+	}
+	slices.SortStableFunc(h.entries, newestFirst)
+	for _, e := range h.entries[size:] {
+		h.drop(e)
+	}
+	clear(h.entries[size:])
+	h.entries = h.entries[:size]
+}
+
+func (h *history) drop(e *entry) {
+	if tok := tokenOf(e); tok != "" && h.byToken[tok] == e {
+		delete(h.byToken, tok)
+	}
+}
+
+func tokenOf(e *entry) string {
+	if e.claim != nil {
+		return e.claim.Token
+	}
+	if e.result != nil {
+		return e.result.Token
+	}
+	return ""
+}

@@ -1,0 +1,355 @@
+package membackend
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/anarchon/anarchon"
+)
+
+// run is the lease state of one (job, slot), SPEC §6.
+type run struct {
+	token      string
+	holder     string
+	attempt    int
+	leaseUntil time.Time
+	state      anarchon.RunState
+	status     anarchon.Status // for RunStateDone
+	changed    time.Time       // store clock at the last change
+}
+
+func (r *run) settled() bool {
+	switch r.state {
+	case anarchon.RunStateDone, anarchon.RunStateMissed, anarchon.RunStateSkipped:
+		return true
+	}
+	return false
+}
+
+func (r *run) live(now time.Time) bool {
+	return r.state == anarchon.RunStateRunning && r.leaseUntil.After(now)
+}
+
+// RunStore is the lease view of a [Backend] (SPEC §6), returned by
+// [Backend.Runs]. It shares the backend's state, clock, fault hook and
+// closed flag. Its methods fail after the backend's Close with an error
+// wrapping anarchon.ErrClosed.
+type RunStore struct {
+	b *Backend
+}
+
+// Runs implements [anarchon.LeaseBackend]. The result is a *RunStore, which
+// also implements [anarchon.Watcher] and [anarchon.ServerClock].
+func (b *Backend) Runs() anarchon.RunStore { return &RunStore{b: b} }
+
+// Claim decides a lease claim by the table of SPEC §6, first match wins,
+// judged by Options.Now:
+//
+//   - running with c.Token: won, lease renewed to now+c.Lease;
+//   - done: done, with the stored status;
+//   - missed or skipped: none;
+//   - running with another token and a live lease: running, with the
+//     holder, its attempt and its lease expiry;
+//   - running with an expired lease, or released, attempt < c.MaxAttempts:
+//     won with attempt+1, c.Token, c.InstanceID and a new lease;
+//   - the same with the attempts used up: done, status abandoned;
+//   - absent and c.MaxLate > 0 and now > slot+c.MaxLate: late (state missed);
+//   - absent, !c.AllowOverlap, and another slot of the job running with a
+//     live lease: overlap (state skipped);
+//   - absent: won, attempt 1.
+//
+// See the package doc for the history records each row writes. Claim fails
+// on an empty job or token, a Lease <= 0 or a negative MaxLate, and after
+// Close.
+func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.ClaimOutcome, error) {
+	b := s.b
+	if err := b.op("RunClaim"); err != nil {
+		return anarchon.ClaimOutcome{}, err
+	}
+	defer b.mu.Unlock()
+	if err := checkInput("RunClaim", c.ClaimInput); err != nil {
+		return anarchon.ClaimOutcome{}, err
+	}
+	if c.Lease <= 0 {
+		return anarchon.ClaimOutcome{}, fmt.Errorf("membackend: RunClaim: job %q: lease must be positive, got %v", c.Job, c.Lease)
+	}
+	if c.MaxLate < 0 {
+		return anarchon.ClaimOutcome{}, fmt.Errorf("membackend: RunClaim: job %q: negative MaxLate %v", c.Job, c.MaxLate)
+	}
+	maxAttempts := max(c.MaxAttempts, 1)
+	now := b.now()
+	j := b.job(c.Job)
+	b.sweep(j, now)
+	j.setLimits(c.HistorySize, c.HistoryTTL)
+	defer j.hist.trim(j.historySize, j.historyTTL, now)
+
+	r := j.runs[c.Slot]
+	if r == nil {
+		return b.claimAbsent(j, c, now), nil
+	}
+	switch {
+	case r.state == anarchon.RunStateRunning && r.token == c.Token:
+		r.leaseUntil = now.Add(c.Lease)
+		r.changed = now
+		return anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: r.attempt, Holder: r.holder, LeaseUntil: r.leaseUntil}, nil
+	case r.state == anarchon.RunStateDone:
+		return anarchon.ClaimOutcome{Kind: anarchon.OutcomeDone, Attempt: r.attempt, Status: r.status}, nil
+	case r.state == anarchon.RunStateMissed || r.state == anarchon.RunStateSkipped:
+		return anarchon.ClaimOutcome{Kind: anarchon.OutcomeNone}, nil
+	case r.live(now):
+		return anarchon.ClaimOutcome{Kind: anarchon.OutcomeRunning, Attempt: r.attempt, Holder: r.holder, LeaseUntil: r.leaseUntil}, nil
+	}
+	// Expired or released: a takeover, or the end of the slot.
+	prev := anarchon.StatusLeaseLost
+	if r.state == anarchon.RunStateReleased {
+		prev = anarchon.StatusHandedOver
+	}
+	if r.attempt >= maxAttempts {
+		j.hist.settle(anarchon.StoredResult{
+			Slot: c.Slot, Token: r.token, InstanceID: r.holder, Attempt: r.attempt, Status: anarchon.StatusAbandoned,
+		}, now)
+		r.state, r.status, r.token, r.changed = anarchon.RunStateDone, anarchon.StatusAbandoned, "", now
+		delete(j.active, c.Slot)
+		b.emit(anarchon.RunEvent{Job: c.Job, Slot: c.Slot, Kind: anarchon.RunFinished})
+		return anarchon.ClaimOutcome{Kind: anarchon.OutcomeDone, Attempt: r.attempt, Status: anarchon.StatusAbandoned}, nil
+	}
+	j.hist.addResultIfNone(anarchon.StoredResult{
+		Slot: c.Slot, Token: r.token, InstanceID: r.holder, Attempt: r.attempt, Status: prev,
+	}, now)
+	r.token, r.holder, r.attempt = c.Token, c.InstanceID, r.attempt+1
+	r.leaseUntil, r.state, r.changed = now.Add(c.Lease), anarchon.RunStateRunning, now
+	j.hist.addClaim(anarchon.ClaimRecord{
+		Slot: c.Slot, Token: c.Token, InstanceID: c.InstanceID, ClaimedAt: now, Attempt: r.attempt,
+	}, now)
+	return anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: r.attempt, Holder: r.holder, LeaseUntil: r.leaseUntil}, nil
+}
+
+// claimAbsent handles the last three rows of the table. Caller holds b.mu.
+func (b *Backend) claimAbsent(j *jobState, c anarchon.RunClaim, now time.Time) anarchon.ClaimOutcome {
+	settle := func(state anarchon.RunState, status anarchon.Status) {
+		j.runs[c.Slot] = &run{token: c.Token, holder: c.InstanceID, attempt: 1, state: state, changed: now}
+		j.hist.addResultIfNone(anarchon.StoredResult{
+			Slot: c.Slot, Token: c.Token, InstanceID: c.InstanceID, Attempt: 1, Status: status,
+		}, now)
+	}
+	if c.MaxLate > 0 && now.After(time.UnixMilli(c.Slot).Add(c.MaxLate)) {
+		settle(anarchon.RunStateMissed, anarchon.StatusMissed)
+		return anarchon.ClaimOutcome{Kind: anarchon.OutcomeLate}
+	}
+	if !c.AllowOverlap {
+		for slot := range j.active {
+			if o := j.runs[slot]; slot != c.Slot && o.live(now) {
+				settle(anarchon.RunStateSkipped, anarchon.StatusSkipped)
+				return anarchon.ClaimOutcome{Kind: anarchon.OutcomeOverlap, Attempt: o.attempt, Holder: o.holder, LeaseUntil: o.leaseUntil}
+			}
+		}
+	}
+	r := &run{
+		token: c.Token, holder: c.InstanceID, attempt: 1,
+		leaseUntil: now.Add(c.Lease), state: anarchon.RunStateRunning, changed: now,
+	}
+	j.runs[c.Slot] = r
+	j.active[c.Slot] = struct{}{}
+	j.hist.addClaim(anarchon.ClaimRecord{
+		Slot: c.Slot, Token: c.Token, InstanceID: c.InstanceID, ClaimedAt: now, Attempt: 1,
+	}, now)
+	return anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: 1, Holder: c.InstanceID, LeaseUntil: r.leaseUntil}
+}
+
+// heldRun returns the run of (job, slot) if token holds it. Caller holds
+// b.mu.
+func (b *Backend) heldRun(job string, slot int64, token string) (*jobState, *run) {
+	j := b.jobs[job]
+	if j == nil || token == "" {
+		return nil, nil
+	}
+	r := j.runs[slot]
+	if r == nil || r.token != token {
+		return nil, nil
+	}
+	return j, r
+}
+
+// Heartbeat extends token's lease on (job, slot) to now+lease if token
+// holds the run and it is running (even if the lease has just expired and
+// no backup has taken over yet). false means the lease is lost. It fails
+// on a lease <= 0 and after Close.
+func (s *RunStore) Heartbeat(ctx context.Context, job string, slot int64, token string, lease time.Duration) (bool, error) {
+	b := s.b
+	if err := b.op("Heartbeat"); err != nil {
+		return false, err
+	}
+	defer b.mu.Unlock()
+	if lease <= 0 {
+		return false, fmt.Errorf("membackend: Heartbeat: job %q: lease must be positive, got %v", job, lease)
+	}
+	_, r := b.heldRun(job, slot, token)
+	if r == nil || r.state != anarchon.RunStateRunning {
+		return false, nil
+	}
+	now := b.now()
+	r.leaseUntil = now.Add(lease)
+	r.changed = now
+	return true, nil
+}
+
+// Finish marks (job, slot) done with status if token holds it (running, or
+// released by the same token), and wakes watchers (RunFinished). A repeat
+// for a run that token already finished returns true and changes nothing.
+// If the history has no result for token yet, a status-only result is
+// recorded; a result saved with SaveResult, before or after, wins. It fails
+// on an empty status and after Close.
+func (s *RunStore) Finish(ctx context.Context, job string, slot int64, token string, status anarchon.Status) (bool, error) {
+	b := s.b
+	if err := b.op("Finish"); err != nil {
+		return false, err
+	}
+	defer b.mu.Unlock()
+	if status == "" {
+		return false, fmt.Errorf("membackend: Finish: job %q: empty status", job)
+	}
+	j, r := b.heldRun(job, slot, token)
+	if r == nil {
+		return false, nil
+	}
+	switch r.state {
+	case anarchon.RunStateDone:
+		return true, nil
+	case anarchon.RunStateRunning, anarchon.RunStateReleased:
+	default:
+		return false, nil
+	}
+	now := b.now()
+	r.state, r.status, r.changed = anarchon.RunStateDone, status, now
+	delete(j.active, slot)
+	j.hist.addResultIfNone(anarchon.StoredResult{
+		Slot: slot, Token: token, InstanceID: r.holder, Attempt: r.attempt, Status: status,
+	}, now)
+	j.hist.trim(j.historySize, j.historyTTL, now)
+	b.emit(anarchon.RunEvent{Job: job, Slot: slot, Kind: anarchon.RunFinished})
+	return true, nil
+}
+
+// Release ends token's lease on (job, slot) at once (state released) so
+// that a backup wins its next claim, and wakes watchers (RunReleased).
+// false if token does not hold a running run; a repeat for a run token
+// already released returns true. It fails after Close.
+func (s *RunStore) Release(ctx context.Context, job string, slot int64, token string) (bool, error) {
+	b := s.b
+	if err := b.op("Release"); err != nil {
+		return false, err
+	}
+	defer b.mu.Unlock()
+	_, r := b.heldRun(job, slot, token)
+	if r == nil {
+		return false, nil
+	}
+	switch r.state {
+	case anarchon.RunStateReleased:
+		return true, nil
+	case anarchon.RunStateRunning:
+	default:
+		return false, nil
+	}
+	now := b.now()
+	r.state, r.leaseUntil, r.changed = anarchon.RunStateReleased, now, now
+	b.emit(anarchon.RunEvent{Job: job, Slot: slot, Kind: anarchon.RunReleased})
+	return true, nil
+}
+
+// Active lists the job's running and released runs, oldest slot first;
+// Live is true for a running run whose lease ends after now. It fails after
+// Close.
+func (s *RunStore) Active(ctx context.Context, job string) ([]anarchon.ActiveRun, error) {
+	b := s.b
+	if err := b.op("Active"); err != nil {
+		return nil, err
+	}
+	defer b.mu.Unlock()
+	out := []anarchon.ActiveRun{}
+	j := b.jobs[job]
+	if j == nil {
+		return out, nil
+	}
+	now := b.now()
+	for slot := range j.active {
+		r := j.runs[slot]
+		out = append(out, anarchon.ActiveRun{
+			Slot: slot, Token: r.token, InstanceID: r.holder, Attempt: r.attempt,
+			State: r.state, LeaseUntil: r.leaseUntil, Live: r.live(now),
+		})
+	}
+	slices.SortFunc(out, func(a, b anarchon.ActiveRun) int { return cmp.Compare(a.Slot, b.Slot) })
+	return out, nil
+}
+
+// WatchRuns implements [anarchon.Watcher] on the RunStore; it is the
+// backend's [Backend.WatchRuns].
+func (s *RunStore) WatchRuns(ctx context.Context) (<-chan anarchon.RunEvent, error) {
+	return s.b.WatchRuns(ctx)
+}
+
+// ServerTime implements [anarchon.ServerClock] on the RunStore; it is the
+// backend's [Backend.ServerTime].
+func (s *RunStore) ServerTime(ctx context.Context) (time.Time, error) {
+	return s.b.ServerTime(ctx)
+}
+
+// watcher is one WatchRuns subscriber.
+type watcher struct {
+	ch   chan anarchon.RunEvent
+	done chan struct{}
+}
+
+// stop closes the subscriber's channels. Caller holds b.mu and removes w
+// from b.watchers.
+func (w *watcher) stop() {
+	close(w.ch)
+	close(w.done)
+}
+
+// watchBuffer is how many events a subscriber may have pending before new
+// ones are dropped.
+const watchBuffer = 64
+
+// WatchRuns implements [anarchon.Watcher]: it returns a channel that
+// receives a RunReleased event for every Release and a RunFinished event
+// for every Finish and every abandoned slot, of every job, made after
+// WatchRuns returns. Sends never block: when the subscriber's buffer (64
+// events) is full, events are dropped, as they are only hints. The channel
+// is closed when ctx ends or the backend is closed. It fails after Close.
+func (b *Backend) WatchRuns(ctx context.Context) (<-chan anarchon.RunEvent, error) {
+	if err := b.op("WatchRuns"); err != nil {
+		return nil, err
+	}
+	defer b.mu.Unlock()
+	w := &watcher{ch: make(chan anarchon.RunEvent, watchBuffer), done: make(chan struct{})}
+	b.watchers[w] = struct{}{}
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-w.done:
+			return
+		}
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if _, ok := b.watchers[w]; ok {
+			delete(b.watchers, w)
+			w.stop()
+		}
+	}()
+	return w.ch, nil
+}
+
+// emit sends ev to every subscriber without blocking. Caller holds b.mu.
+func (b *Backend) emit(ev anarchon.RunEvent) {
+	for w := range b.watchers {
+		select {
+		case w.ch <- ev:
+		default:
+		}
+	}
+}
