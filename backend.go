@@ -247,6 +247,13 @@ type ActiveRun struct {
 
 // RunStore keeps the per-slot runs that leases need (SPEC §6). All times are
 // judged by the store's clock. Every method is atomic on the store.
+//
+// A RunStore need not write history: the scheduler records every outcome
+// through Backend.SaveResult — runs it executed under their claim's token,
+// slots it found late or overlapping under the token of the claim that
+// settled them, and an abandoned slot under the token "abandoned-<slot>".
+// A store that does record these states itself must use those tokens, so
+// that BuildHistory merges the two records into one.
 type RunStore interface {
 	// Claim decides per SPEC §6's table, first match wins.
 	Claim(ctx context.Context, c RunClaim) (ClaimOutcome, error)

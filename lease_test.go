@@ -1,0 +1,467 @@
+package anarchon_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/membackend"
+)
+
+// instance is one process's view of a shared membackend: its heartbeats can
+// be made to fail (a stalled or partitioned winner) and its watch hidden.
+type instance struct {
+	*membackend.Backend
+	failHB atomic.Bool
+}
+
+func (i *instance) Runs() anarchon.RunStore {
+	return &instanceRuns{RunStore: i.Backend.Runs(), inst: i}
+}
+
+type instanceRuns struct {
+	anarchon.RunStore
+	inst *instance
+}
+
+var errPartition = errors.New("store unreachable")
+
+func (r *instanceRuns) Heartbeat(ctx context.Context, job string, slot int64, token string, lease time.Duration) (bool, error) {
+	if r.inst.failHB.Load() {
+		return false, errPartition
+	}
+	return r.RunStore.Heartbeat(ctx, job, slot, token, lease)
+}
+
+// noWatch hides the Watcher of a membackend: backups must poll.
+type noWatch struct{ *membackend.Backend }
+
+func (n noWatch) Runs() anarchon.RunStore { return struct{ anarchon.RunStore }{n.Backend.Runs()} }
+func (noWatch) WatchRuns()                {}
+
+func historyBySlot(t *testing.T, s *anarchon.Scheduler, job string) map[int64][]anarchon.RunRecord {
+	t.Helper()
+	hist, err := s.History(context.Background(), job, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int64][]anarchon.RunRecord{}
+	for _, r := range hist {
+		out[r.Slot.UnixMilli()] = append(out[r.Slot.UnixMilli()], r)
+	}
+	return out
+}
+
+// The winner stops heartbeating mid-run (its store is unreachable): its
+// handler is cancelled with ErrLeaseLost before the lease runs out, and a
+// backup completes the slot with Attempt 2.
+func TestBackupTakesOverStalledWinner(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := membackend.New(nil)
+		insts := map[string]*instance{}
+		var ss []*anarchon.Scheduler
+		var mu sync.Mutex
+		var causes []error
+		var attempts []anarchon.Run
+		h := func(ctx context.Context, run *anarchon.Run) error {
+			mu.Lock()
+			attempts = append(attempts, *run)
+			mu.Unlock()
+			if run.Attempt == 1 {
+				insts[run.InstanceID].failHB.Store(true)
+				<-ctx.Done()
+				mu.Lock()
+				causes = append(causes, context.Cause(ctx))
+				mu.Unlock()
+				return ctx.Err()
+			}
+			return nil
+		}
+		for i := range 4 {
+			id := fmt.Sprintf("i%d", i)
+			insts[id] = &instance{Backend: store}
+			s := newSched(t, insts[id], id, nil)
+			if err := s.Every("job", time.Minute, h, &anarchon.JobOptions{Lease: 3 * time.Second}); err != nil {
+				t.Fatal(err)
+			}
+			mustStart(t, s)
+			ss = append(ss, s)
+		}
+		time.Sleep(time.Minute + 10*time.Second)
+		stopAll(t, ss...)
+		mu.Lock()
+		defer mu.Unlock()
+		if len(attempts) != 2 || attempts[0].Attempt != 1 || attempts[1].Attempt != 2 {
+			t.Fatalf("runs %+v, want attempt 1 then attempt 2", attempts)
+		}
+		if attempts[0].InstanceID == attempts[1].InstanceID {
+			t.Fatalf("the stalled instance took its own slot back")
+		}
+		if len(causes) != 1 || !errors.Is(causes[0], anarchon.ErrLeaseLost) {
+			t.Fatalf("causes %v, want [ErrLeaseLost]", causes)
+		}
+		recs := historyBySlot(t, ss[0], "job")[attempts[0].Slot.UnixMilli()]
+		statuses := map[anarchon.Status]int{}
+		for _, r := range recs {
+			statuses[r.Status]++
+		}
+		if statuses[anarchon.StatusSuccess] != 1 || statuses[anarchon.StatusLeaseLost] != 1 {
+			t.Fatalf("history of the slot %+v, want one success and one lease_lost", recs)
+		}
+	})
+}
+
+// A heartbeat answered false (the store gave the slot to someone else)
+// cancels the handler with cause ErrLeaseLost, and its result is not the
+// slot's outcome.
+func TestLostLeaseCancelsHandler(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := membackend.New(nil)
+		cause := make(chan error, 1)
+		started := make(chan anarchon.Run, 1)
+		h := func(ctx context.Context, run *anarchon.Run) error {
+			if run.Attempt > 1 {
+				return nil
+			}
+			started <- *run
+			<-ctx.Done()
+			cause <- context.Cause(ctx)
+			return nil // even a nil return must not settle the slot
+		}
+		a, b := newSched(t, store, "a", nil), newSched(t, store, "b", nil)
+		for _, s := range []*anarchon.Scheduler{a, b} {
+			if err := s.Every("job", time.Minute, h, &anarchon.JobOptions{Lease: 30 * time.Second}); err != nil {
+				t.Fatal(err)
+			}
+			mustStart(t, s)
+		}
+		run := <-started
+		// Another party ends the lease: the store releases it and the
+		// backup takes the slot.
+		if ok, err := store.Runs().Release(context.Background(), "job", run.Slot.UnixMilli(), run.Token); err != nil || !ok {
+			t.Fatalf("Release = %v, %v", ok, err)
+		}
+		if got := <-cause; !errors.Is(got, anarchon.ErrLeaseLost) {
+			t.Fatalf("cause %v, want ErrLeaseLost", got)
+		}
+		time.Sleep(time.Second)
+		stopAll(t, a, b)
+		recs := historyBySlot(t, a, "job")[run.Slot.UnixMilli()]
+		var lost, ok int
+		for _, r := range recs {
+			switch {
+			case r.Token == run.Token && r.Status == anarchon.StatusLeaseLost:
+				lost++
+			case r.Attempt == 2 && r.Status == anarchon.StatusSuccess:
+				ok++
+			}
+		}
+		if lost != 1 || ok != 1 {
+			t.Fatalf("history %+v, want the first attempt lease_lost and attempt 2 success", recs)
+		}
+	})
+}
+
+// With the skip policy a job whose runs outlast its interval never runs
+// twice at once and the skipped slots are recorded; with allow, runs
+// overlap.
+func TestOverlapPolicies(t *testing.T) {
+	for _, tc := range []struct {
+		policy   anarchon.OverlapPolicy
+		wantConc func(int) bool
+	}{
+		{anarchon.OverlapSkip, func(c int) bool { return c == 1 }},
+		{anarchon.OverlapAllow, func(c int) bool { return c >= 2 }},
+	} {
+		t.Run(tc.policy.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := membackend.New(nil)
+				l := newLedger(nil)
+				h := l.handler(func(ctx context.Context, run *anarchon.Run) error {
+					time.Sleep(2500 * time.Millisecond)
+					return nil
+				})
+				var ss []*anarchon.Scheduler
+				for i := range 3 {
+					s := newSched(t, store, fmt.Sprintf("i%d", i), nil)
+					if err := s.Every("slow", time.Second, h, &anarchon.JobOptions{Overlap: tc.policy, Lease: 2 * time.Second}); err != nil {
+						t.Fatal(err)
+					}
+					mustStart(t, s)
+					ss = append(ss, s)
+				}
+				time.Sleep(20 * time.Second)
+				stopAll(t, ss...)
+				if !tc.wantConc(l.maxConc) {
+					t.Fatalf("max concurrent runs %d", l.maxConc)
+				}
+				skipped := 0
+				for _, recs := range historyBySlot(t, ss[0], "slow") {
+					for _, r := range recs {
+						if r.Status == anarchon.StatusSkipped {
+							skipped++
+						}
+					}
+				}
+				if tc.policy == anarchon.OverlapSkip && skipped < 10 {
+					t.Fatalf("%d skipped slots recorded, want >= 10", skipped)
+				}
+				if tc.policy == anarchon.OverlapAllow && skipped != 0 {
+					t.Fatalf("%d skipped slots with allow", skipped)
+				}
+			})
+		})
+	}
+}
+
+// Every instance is down for 100 slots. With CatchUp{Max: 1}, three
+// instances starting together (and restarting) run exactly one missed slot,
+// once, and record the other 99 as missed.
+func TestCatchUpAfterDowntime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := membackend.New(nil)
+		l := newLedger(nil)
+		opts := &anarchon.JobOptions{
+			Lease:       5 * time.Second,
+			MaxLate:     500 * time.Millisecond,
+			HistorySize: 500,
+			CatchUp:     anarchon.CatchUp{Window: 100 * time.Second, Max: 1},
+		}
+		boot := func() []*anarchon.Scheduler {
+			var ss []*anarchon.Scheduler
+			for i := range 3 {
+				s := newSched(t, store, fmt.Sprintf("i%d", i), nil)
+				if err := s.Every("tick", time.Second, l.handler(nil), opts); err != nil {
+					t.Fatal(err)
+				}
+				mustStart(t, s)
+				ss = append(ss, s)
+			}
+			return ss
+		}
+		time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 100*time.Millisecond)))
+		ss := boot()
+		time.Sleep(5 * time.Second)
+		stopAll(t, ss...)
+		lastRun := time.Now().Truncate(time.Second) // the last slot run before the outage
+		time.Sleep(100 * time.Second)               // slots lastRun+1s … lastRun+100s pass with nobody up
+		ss = boot()
+		restart := time.Now()
+		time.Sleep(500 * time.Millisecond)
+		ss = append(ss, boot()...) // a second wave of restarts at once
+		time.Sleep(3 * time.Second)
+		stopAll(t, ss...)
+
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		var down []int64
+		for s := lastRun.Add(time.Second); !s.After(restart); s = s.Add(time.Second) {
+			down = append(down, s.UnixMilli())
+		}
+		if len(down) != 100 {
+			t.Fatalf("%d slots during the outage, want 100", len(down))
+		}
+		ran, missed := 0, 0
+		hist := historyBySlot(t, ss[0], "tick")
+		for i, slot := range down {
+			n := len(l.runs[slot])
+			ran += n
+			if i == len(down)-1 {
+				if n != 1 {
+					t.Errorf("latest missed slot ran %d times, want 1", n)
+				}
+				continue
+			}
+			if n != 0 {
+				t.Errorf("slot %v ran %d times during catch-up, want 0", time.UnixMilli(slot), n)
+			}
+			m := 0
+			for _, r := range hist[slot] {
+				if r.Status == anarchon.StatusMissed {
+					m++
+				}
+			}
+			if m != 1 {
+				t.Errorf("slot %v has %d missed records, want 1: %+v", time.UnixMilli(slot), m, hist[slot])
+			}
+			missed += m
+		}
+		if ran != 1 || missed != 99 {
+			t.Fatalf("ran %d, missed %d; want 1 and 99", ran, missed)
+		}
+	})
+}
+
+// Stop hands a running job over: with a Watcher the backup starts at the
+// Stop deadline (within 50 ms in simulated time); without one, within one
+// poll interval.
+func TestHandOver(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		wrap  func(*membackend.Backend) anarchon.Backend
+		limit time.Duration
+	}{
+		{"watcher", func(b *membackend.Backend) anarchon.Backend { return b }, 50 * time.Millisecond},
+		{"poll", func(b *membackend.Backend) anarchon.Backend { return noWatch{b} }, time.Second + 50*time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := membackend.New(nil)
+				first := make(chan *anarchon.Run, 1)
+				backupAt := make(chan time.Time, 1)
+				var endStatus atomic.Value
+				h := func(ctx context.Context, run *anarchon.Run) error {
+					if run.Attempt == 1 {
+						first <- run
+						<-ctx.Done()
+						endStatus.Store(context.Cause(ctx))
+						return ctx.Err()
+					}
+					backupAt <- time.Now()
+					return nil
+				}
+				byID := map[string]*anarchon.Scheduler{}
+				for _, id := range []string{"a", "b"} {
+					s := newSched(t, tc.wrap(store), id, &anarchon.Options{PollInterval: time.Second})
+					if err := s.Every("long", time.Hour, h, &anarchon.JobOptions{Lease: 10 * time.Minute}); err != nil {
+						t.Fatal(err)
+					}
+					mustStart(t, s)
+					byID[id] = s
+				}
+				run := <-first
+				time.Sleep(5 * time.Second)
+				holder := byID[run.InstanceID]
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				deadline, _ := ctx.Deadline()
+				if err := holder.Stop(ctx); !errors.Is(err, context.DeadlineExceeded) {
+					t.Fatalf("Stop = %v, want DeadlineExceeded", err)
+				}
+				cancel()
+				got := <-backupAt
+				if d := got.Sub(deadline); d < 0 || d > tc.limit {
+					t.Fatalf("backup started %v after the Stop deadline, want within %v", d, tc.limit)
+				}
+				if c, _ := endStatus.Load().(error); !errors.Is(c, anarchon.ErrStopped) {
+					t.Fatalf("holder's cause %v, want ErrStopped", c)
+				}
+				for id, s := range byID {
+					if id != run.InstanceID {
+						stopAll(t, s)
+					}
+				}
+				recs := historyBySlot(t, holder, "long")[run.Slot.UnixMilli()]
+				var handed, ok int
+				for _, r := range recs {
+					switch r.Status {
+					case anarchon.StatusHandedOver:
+						handed++
+					case anarchon.StatusSuccess:
+						if r.Attempt == 2 {
+							ok++
+						}
+					}
+				}
+				if handed != 1 || ok != 1 {
+					t.Fatalf("history %+v, want handed_over then success at attempt 2", recs)
+				}
+			})
+		})
+	}
+}
+
+// Every holder stalls; after MaxAttempts holders the slot is recorded
+// abandoned, once.
+func TestAttemptsRunOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := membackend.New(nil)
+		var mu sync.Mutex
+		var attempts []int
+		insts := map[string]*instance{}
+		h := func(ctx context.Context, run *anarchon.Run) error {
+			mu.Lock()
+			attempts = append(attempts, run.Attempt)
+			mu.Unlock()
+			insts[run.InstanceID].failHB.Store(true)
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		var ss []*anarchon.Scheduler
+		for i := range 4 {
+			id := fmt.Sprintf("i%d", i)
+			insts[id] = &instance{Backend: store}
+			s := newSched(t, insts[id], id, nil)
+			if err := s.Every("doomed", time.Hour, h, &anarchon.JobOptions{Lease: 3 * time.Second, MaxAttempts: 3}); err != nil {
+				t.Fatal(err)
+			}
+			mustStart(t, s)
+			ss = append(ss, s)
+		}
+		time.Sleep(time.Hour + time.Minute)
+		stopAll(t, ss...)
+		mu.Lock()
+		defer mu.Unlock()
+		if fmt.Sprint(attempts) != "[1 2 3]" {
+			t.Fatalf("attempts %v, want [1 2 3]", attempts)
+		}
+		abandoned := 0
+		for _, recs := range historyBySlot(t, ss[0], "doomed") {
+			for _, r := range recs {
+				if r.Status == anarchon.StatusAbandoned {
+					abandoned++
+				}
+			}
+		}
+		if abandoned != 1 {
+			t.Fatalf("%d abandoned records, want 1", abandoned)
+		}
+	})
+}
+
+// One instance's clock is 5 s fast, another's 5 s slow, a third is right;
+// they share one store. Every slot runs exactly once and none before its
+// time by the store's clock.
+func TestClockSkew(t *testing.T) {
+	for _, leased := range []bool{false, true} {
+		t.Run(fmt.Sprintf("leased=%v", leased), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := membackend.New(nil) // the store's clock is the bubble's time.Now
+				l := newLedger(time.Now)
+				var ss []*anarchon.Scheduler
+				for i, off := range []time.Duration{5 * time.Second, -5 * time.Second, 0} {
+					s := newSched(t, store, fmt.Sprintf("i%d", i), &anarchon.Options{Clock: anarchon.OffsetClock{Offset: off}})
+					if err := s.Every("tick", time.Second, l.handler(nil), &anarchon.JobOptions{NoLease: !leased, MaxLate: 2 * time.Second}); err != nil {
+						t.Fatal(err)
+					}
+					mustStart(t, s)
+					if got := s.ClockOffset(); got != -off {
+						t.Errorf("instance %d: ClockOffset %v, want %v", i, got, -off)
+					}
+					ss = append(ss, s)
+				}
+				first := time.Now().Truncate(time.Second).Add(time.Second)
+				time.Sleep(30 * time.Second)
+				last := time.Now().Truncate(time.Second).Add(-time.Second)
+				stopAll(t, ss...)
+				l.checkOnce(t, first, last, time.Second)
+				l.mu.Lock()
+				defer l.mu.Unlock()
+				by := map[string]int{}
+				for _, runs := range l.runs {
+					for _, r := range runs {
+						by[r.InstanceID]++
+					}
+				}
+				if len(by) < 2 {
+					t.Errorf("runs by instance %v: the skewed instances never won", by)
+				}
+			})
+		})
+	}
+}
