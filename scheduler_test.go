@@ -22,9 +22,9 @@ type ledger struct {
 	mu   sync.Mutex
 	runs map[int64][]anarchon.Run
 	// early counts runs that started before their slot by the store's clock.
-	early   int
-	running int
-	maxConc int
+	early    int
+	running  int
+	maxConc  int
 	storeNow func() time.Time
 }
 
