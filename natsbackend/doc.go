@@ -1,0 +1,2 @@
+// Package natsbackend is anarchon's NATS JetStream backend.
+package natsbackend

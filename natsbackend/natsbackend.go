@@ -1,0 +1,408 @@
+package natsbackend
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/anarchon/anarchon"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Defaults of [Options].
+const (
+	// DefaultBucket is the KV bucket that holds claims, runs and per-job
+	// keys.
+	DefaultBucket = "anarchon"
+	// DefaultHistoryStream is the stream that holds claim and result records.
+	DefaultHistoryStream = "ANARCHON_HISTORY"
+	// DefaultHistorySubject is the subject prefix of the history stream.
+	DefaultHistorySubject = "anarchon.history"
+	// DefaultClaimTTL is how long the KV bucket keeps a claim (its MaxAge),
+	// and so the backend's DedupeWindow: 7 days.
+	DefaultClaimTTL = 7 * 24 * time.Hour
+	// DefaultTimeout bounds one call to the server when the caller's
+	// context has no deadline.
+	DefaultTimeout = 10 * time.Second
+)
+
+// ErrInvalid is wrapped by every error about bad input: an empty job name
+// or token, or an option out of range. Test for it with errors.Is.
+var ErrInvalid = errors.New("natsbackend: invalid input")
+
+// ErrBucketMismatch is returned by Init when the KV bucket already exists
+// with a TTL shorter than Options.ClaimTTL: the store would forget claims
+// sooner than [Backend.DedupeWindow] promises.
+var ErrBucketMismatch = errors.New("natsbackend: existing bucket forgets claims sooner than ClaimTTL")
+
+// Options configure a [Backend]. A nil *Options, and each zero field, means
+// the default stated on the field.
+type Options struct {
+	// Bucket is the name of the KV bucket holding claims (keys
+	// "c.<job>.<slot>"), lease runs ("r.<job>.<slot>") and per-job keys
+	// ("j.<job>"). Defaults to DefaultBucket ("anarchon"). Every instance
+	// of an application must use the same bucket.
+	Bucket string
+	// HistoryStream is the name of the stream holding history records.
+	// Defaults to DefaultHistoryStream ("ANARCHON_HISTORY").
+	HistoryStream string
+	// HistorySubject is the subject prefix the history stream captures
+	// ("<prefix>.>"); a job's records are published to
+	// "<prefix>.<job>.c" (claims) and "<prefix>.<job>.r" (results).
+	// Defaults to DefaultHistorySubject ("anarchon.history").
+	HistorySubject string
+	// ClaimTTL is the KV bucket's TTL (stream MaxAge): how long a claim,
+	// a run and its state are kept after their last write. It is the
+	// backend's DedupeWindow. anarchon.Forever keeps claims for good (the
+	// bucket then grows by one key per slot). Defaults to DefaultClaimTTL
+	// (7 days). Values below one second are refused by New.
+	ClaimTTL time.Duration
+	// Replicas is the number of replicas of the bucket and the stream when
+	// this backend creates them (1 or 3 on a cluster; see "Guarantees").
+	// Defaults to 1.
+	Replicas int
+	// MemoryStorage creates the bucket and the stream in memory instead
+	// of on disk. A server restart then forgets every claim. Defaults to
+	// false (file storage).
+	MemoryStorage bool
+	// Timeout bounds each call to the server when the caller's context has
+	// no deadline. Defaults to DefaultTimeout (10 s).
+	Timeout time.Duration
+}
+
+func (o *Options) withDefaults() (Options, error) {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	if r.Bucket == "" {
+		r.Bucket = DefaultBucket
+	}
+	if r.HistoryStream == "" {
+		r.HistoryStream = DefaultHistoryStream
+	}
+	if r.HistorySubject == "" {
+		r.HistorySubject = DefaultHistorySubject
+	}
+	if r.ClaimTTL == 0 {
+		r.ClaimTTL = DefaultClaimTTL
+	}
+	if r.Replicas == 0 {
+		r.Replicas = 1
+	}
+	if r.Timeout == 0 {
+		r.Timeout = DefaultTimeout
+	}
+	switch {
+	case r.ClaimTTL < time.Second:
+		return r, fmt.Errorf("%w: ClaimTTL %v is below one second", ErrInvalid, r.ClaimTTL)
+	case r.Replicas < 0 || r.Replicas > 5:
+		return r, fmt.Errorf("%w: Replicas %d is outside 1..5", ErrInvalid, r.Replicas)
+	case r.Timeout < 0:
+		return r, fmt.Errorf("%w: Timeout %v is negative", ErrInvalid, r.Timeout)
+	case strings.ContainsAny(r.Bucket, " .*>\t\r\n"):
+		return r, fmt.Errorf("%w: Bucket %q: a bucket name may hold only letters, digits, '-' and '_'", ErrInvalid, r.Bucket)
+	case strings.ContainsAny(r.HistoryStream, " .*>\t\r\n"):
+		return r, fmt.Errorf("%w: HistoryStream %q: a stream name may not hold spaces, '.', '*' or '>'", ErrInvalid, r.HistoryStream)
+	case strings.ContainsAny(r.HistorySubject, " *>\t\r\n") || strings.HasPrefix(r.HistorySubject, ".") || strings.HasSuffix(r.HistorySubject, "."):
+		return r, fmt.Errorf("%w: HistorySubject %q is not a literal subject", ErrInvalid, r.HistorySubject)
+	}
+	return r, nil
+}
+
+// Backend is the NATS JetStream backend. It implements anarchon.Backend,
+// anarchon.ClaimRecorder, anarchon.JobChecker, anarchon.LeaseBackend (see
+// [RunStore]), anarchon.Watcher and anarchon.ServerClock. It is safe for concurrent use.
+type Backend struct {
+	opts Options
+	js   jetstream.JetStream
+	nc   *nats.Conn // closed by Close only when owned
+	own  bool
+
+	mu     sync.Mutex
+	kv     jetstream.KeyValue
+	kvs    jetstream.Stream // the bucket's stream, read for the server clock
+	hist   jetstream.Stream
+	closed bool
+}
+
+var (
+	_ anarchon.Backend       = (*Backend)(nil)
+	_ anarchon.ClaimRecorder = (*Backend)(nil)
+	_ anarchon.JobChecker    = (*Backend)(nil)
+	_ anarchon.LeaseBackend  = (*Backend)(nil)
+	_ anarchon.Watcher       = (*Backend)(nil)
+	_ anarchon.ServerClock   = (*Backend)(nil)
+)
+
+// New returns a Backend on the caller's connection. Close does not close
+// nc. The bucket and the stream are created (or bound) by Init. It returns
+// an error wrapping ErrInvalid for a nil connection or bad options.
+func New(nc *nats.Conn, opts *Options) (*Backend, error) {
+	if nc == nil {
+		return nil, fmt.Errorf("%w: nil *nats.Conn", ErrInvalid)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("natsbackend: %w", err)
+	}
+	return newBackend(js, nil, false, opts)
+}
+
+// NewJetStream returns a Backend on the caller's JetStream context (which
+// may carry a domain or API prefix). Close does not close its connection.
+// It returns an error wrapping ErrInvalid for a nil js or bad options.
+func NewJetStream(js jetstream.JetStream, opts *Options) (*Backend, error) {
+	if js == nil {
+		return nil, fmt.Errorf("%w: nil jetstream.JetStream", ErrInvalid)
+	}
+	return newBackend(js, nil, false, opts)
+}
+
+// Open connects to url (e.g. "nats://127.0.0.1:4222", a comma-separated
+// list for a cluster) with natsOpts and returns a Backend that owns the
+// connection: Close closes it. Connection errors are returned with the
+// nats.go error reachable through errors.Is; the URL's credentials never
+// appear in them.
+func Open(url string, opts *Options, natsOpts ...nats.Option) (*Backend, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	natsOpts = append([]nats.Option{nats.Name("anarchon"), nats.Timeout(o.Timeout)}, natsOpts...)
+	nc, err := nats.Connect(url, natsOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("natsbackend: connect to %s: %w", redactURL(url), err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("natsbackend: %w", err)
+	}
+	return newBackend(js, nc, true, opts)
+}
+
+func newBackend(js jetstream.JetStream, nc *nats.Conn, own bool, opts *Options) (*Backend, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Backend{opts: o, js: js, nc: nc, own: own}, nil
+}
+
+// redactURL drops user info from every URL of a comma-separated list.
+func redactURL(url string) string {
+	parts := strings.Split(url, ",")
+	for i, p := range parts {
+		if at := strings.LastIndex(p, "@"); at >= 0 {
+			scheme := ""
+			if j := strings.Index(p, "://"); j >= 0 && j < at {
+				scheme = p[:j+3]
+			}
+			parts[i] = scheme + "***@" + p[at+1:]
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// Name returns "nats".
+func (b *Backend) Name() string { return "nats" }
+
+// DedupeWindow returns Options.ClaimTTL: the bucket's MaxAge, after which
+// JetStream drops a claim that was not written since (anarchon.Forever if
+// ClaimTTL is Forever). See the package docs, "Dedupe window".
+func (b *Backend) DedupeWindow() time.Duration { return b.opts.ClaimTTL }
+
+// Runs returns the backend's lease store, a *[RunStore].
+func (b *Backend) Runs() anarchon.RunStore { return &RunStore{b} }
+
+// CheckJob refuses a job whose lease is not shorter than the claim TTL
+// (a run's key would age out of the bucket while it is held). The
+// scheduler itself checks Jitter+MaxLate and the catch-up window against
+// DedupeWindow (SPEC §4, §5).
+func (b *Backend) CheckJob(l anarchon.JobLimits) error {
+	if b.opts.ClaimTTL != anarchon.Forever && l.Lease >= b.opts.ClaimTTL {
+		return fmt.Errorf("%w: lease %v is not below the bucket TTL %v", ErrInvalid, l.Lease, b.opts.ClaimTTL)
+	}
+	if _, err := encodeJob(l.Job); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Init creates the KV bucket and the history stream, or binds to them if
+// another instance created them. It is safe to call more than once and
+// concurrently. It returns an error wrapping ErrBucketMismatch if the
+// bucket exists with a shorter TTL than Options.ClaimTTL, and
+// anarchon.ErrClosed after Close. Server errors keep the jetstream error
+// reachable (e.g. jetstream.ErrJetStreamNotEnabled).
+func (b *Backend) Init(ctx context.Context) error {
+	_, err := b.ready(ctx)
+	return err
+}
+
+type handles struct {
+	kv   jetstream.KeyValue
+	kvs  jetstream.Stream
+	hist jetstream.Stream
+}
+
+func (b *Backend) ready(ctx context.Context) (handles, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return handles{}, fmt.Errorf("natsbackend: %w", anarchon.ErrClosed)
+	}
+	if b.kv != nil {
+		return handles{b.kv, b.kvs, b.hist}, nil
+	}
+	ctx, cancel := b.bound(ctx)
+	defer cancel()
+	kv, err := b.bindBucket(ctx)
+	if err != nil {
+		return handles{}, err
+	}
+	kvs, err := b.js.Stream(ctx, "KV_"+b.opts.Bucket)
+	if err != nil {
+		return handles{}, b.wrap("bind the bucket's stream", err)
+	}
+	hist, err := b.bindHistory(ctx)
+	if err != nil {
+		return handles{}, err
+	}
+	b.kv, b.kvs, b.hist = kv, kvs, hist
+	return handles{kv, kvs, hist}, nil
+}
+
+func (b *Backend) storage() jetstream.StorageType {
+	if b.opts.MemoryStorage {
+		return jetstream.MemoryStorage
+	}
+	return jetstream.FileStorage
+}
+
+func (b *Backend) bindBucket(ctx context.Context) (jetstream.KeyValue, error) {
+	kv, err := b.js.KeyValue(ctx, b.opts.Bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		ttl := b.opts.ClaimTTL
+		if ttl == anarchon.Forever {
+			ttl = 0
+		}
+		kv, err = b.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket:      b.opts.Bucket,
+			Description: "anarchon claims and leases",
+			History:     1,
+			TTL:         ttl,
+			Storage:     b.storage(),
+			Replicas:    b.opts.Replicas,
+		})
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			kv, err = b.js.KeyValue(ctx, b.opts.Bucket)
+		}
+	}
+	if err != nil {
+		return nil, b.wrap("bind bucket "+b.opts.Bucket, err)
+	}
+	st, err := kv.Status(ctx)
+	if err != nil {
+		return nil, b.wrap("read bucket status", err)
+	}
+	if have := st.TTL(); have > 0 && (b.opts.ClaimTTL == anarchon.Forever || have < b.opts.ClaimTTL) {
+		return nil, fmt.Errorf("%w: bucket %s has TTL %v, ClaimTTL is %v", ErrBucketMismatch, b.opts.Bucket, have, b.opts.ClaimTTL)
+	}
+	return kv, nil
+}
+
+func (b *Backend) bindHistory(ctx context.Context) (jetstream.Stream, error) {
+	s, err := b.js.Stream(ctx, b.opts.HistoryStream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		s, err = b.js.CreateStream(ctx, jetstream.StreamConfig{
+			Name:        b.opts.HistoryStream,
+			Description: "anarchon run history",
+			Subjects:    []string{b.opts.HistorySubject + ".>"},
+			Storage:     b.storage(),
+			Replicas:    b.opts.Replicas,
+			Discard:     jetstream.DiscardOld,
+			Duplicates:  2 * time.Minute,
+			AllowDirect: true,
+		})
+		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			s, err = b.js.Stream(ctx, b.opts.HistoryStream)
+		}
+	}
+	if err != nil {
+		return nil, b.wrap("bind stream "+b.opts.HistoryStream, err)
+	}
+	return s, nil
+}
+
+// Close marks the backend closed and, if it was made by Open, closes its
+// connection. Later calls return errors wrapping anarchon.ErrClosed. Close
+// is idempotent.
+func (b *Backend) Close(ctx context.Context) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil
+	}
+	b.closed = true
+	if b.own && b.nc != nil {
+		b.nc.Close()
+	}
+	return nil
+}
+
+// bound adds the default timeout to a context without a deadline.
+func (b *Backend) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, b.opts.Timeout)
+}
+
+// wrap translates a driver error at the boundary: it keeps the native
+// error reachable and adds anarchon.ErrClosed when the connection is gone.
+func (b *Backend) wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, nats.ErrConnectionClosed) {
+		return fmt.Errorf("natsbackend: %s: %w: %w", op, anarchon.ErrClosed, err)
+	}
+	return fmt.Errorf("natsbackend: %s: %w", op, err)
+}
+
+// encodeJob returns the job name as a NATS subject token: unpadded
+// base64url (RFC 4648 §5) of its UTF-8 bytes, so that dots, spaces,
+// wildcards, quotes and any Unicode round-trip.
+func encodeJob(job string) (string, error) {
+	if job == "" {
+		return "", fmt.Errorf("%w: empty job name", ErrInvalid)
+	}
+	return base64.RawURLEncoding.EncodeToString([]byte(job)), nil
+}
+
+func decodeJob(tok string) (string, bool) {
+	raw, err := base64.RawURLEncoding.DecodeString(tok)
+	if err != nil {
+		return "", false
+	}
+	return string(raw), true
+}
+
+func claimKey(job string, slot int64) string { return "c." + job + "." + strconv.FormatInt(slot, 10) }
+func runKey(job string, slot int64) string   { return "r." + job + "." + strconv.FormatInt(slot, 10) }
+func jobKey(job string) string               { return "j." + job }
+
+func checkToken(token string) error {
+	if token == "" {
+		return fmt.Errorf("%w: empty token", ErrInvalid)
+	}
+	return nil
+}

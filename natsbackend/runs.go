@@ -1,0 +1,629 @@
+package natsbackend
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/anarchon/anarchon"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// runValue is the value of a run key "r.<job>.<slot>". The lease's start
+// is not stored: it is the server timestamp of the entry's revision
+// (KeyValueEntry.Created), so LeaseUntil = Created + LeaseMs.
+type runValue struct {
+	State   anarchon.RunState `json:"st"`
+	Token   string            `json:"t,omitempty"`
+	Holder  string            `json:"i,omitempty"`
+	Attempt int               `json:"a,omitempty"`
+	LeaseMs int64             `json:"l,omitempty"`
+	Status  anarchon.Status   `json:"s,omitempty"`
+}
+
+// jobValue is the value of a per-job key "j.<job>": the slots that may
+// still be running or released, oldest first.
+type jobValue struct {
+	Slots []int64 `json:"s"`
+}
+
+// casRetries bounds the read/compare-and-set loops. Each retry follows a
+// write by another instance, so the bound is only reached under a storm
+// of writes to one key.
+const casRetries = 64
+
+// ErrContention is returned when a compare-and-set loop lost casRetries
+// times in a row to other writers of the same key.
+var ErrContention = errors.New("natsbackend: too many concurrent writers of one key")
+
+func (v runValue) until(e jetstream.KeyValueEntry) time.Time {
+	return e.Created().Add(time.Duration(v.LeaseMs) * time.Millisecond)
+}
+
+func encodeRun(v runValue) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+func (b *Backend) readRun(ctx context.Context, h handles, key string) (jetstream.KeyValueEntry, runValue, error) {
+	e, err := h.kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		return nil, runValue{}, nil
+	}
+	if err != nil {
+		return nil, runValue{}, b.wrap("read run", err)
+	}
+	var v runValue
+	if err := json.Unmarshal(e.Value(), &v); err != nil {
+		return nil, runValue{}, fmt.Errorf("natsbackend: run %s holds an unreadable value: %w", key, err)
+	}
+	return e, v, nil
+}
+
+// serverNow reads the server's clock: the "ts" field of a stream info
+// response on the bucket's stream, which the server fills with its time
+// when it answers (nats-server 2.10+). On an older server it writes the
+// key "t" and reads the server timestamp of that revision.
+func (b *Backend) serverNow(ctx context.Context, h handles) (time.Time, error) {
+	info, err := h.kvs.Info(ctx)
+	if err != nil {
+		return time.Time{}, b.wrap("read server time", err)
+	}
+	if !info.TimeStamp.IsZero() {
+		return info.TimeStamp.UTC(), nil
+	}
+	rev, err := h.kv.Put(ctx, "t", nil)
+	if err != nil {
+		return time.Time{}, b.wrap("read server time", err)
+	}
+	e, err := h.kv.GetRevision(ctx, "t", rev)
+	if err != nil {
+		return time.Time{}, b.wrap("read server time", err)
+	}
+	return e.Created().UTC(), nil
+}
+
+// ServerTime returns the NATS server's current time (anarchon.ServerClock),
+// read as [Backend.serverNow] describes: the time stamp of a stream info
+// response. One round trip.
+func (b *Backend) ServerTime(ctx context.Context) (time.Time, error) {
+	h, err := b.ready(ctx)
+	if err != nil {
+		return time.Time{}, err
+	}
+	ctx, cancel := b.bound(ctx)
+	defer cancel()
+	return b.serverNow(ctx, h)
+}
+
+func (b *Backend) runArgs(ctx context.Context, job string, token string) (handles, string, context.Context, context.CancelFunc, error) {
+	enc, err := encodeJob(job)
+	if err != nil {
+		return handles{}, "", nil, nil, err
+	}
+	if err := checkToken(token); err != nil {
+		return handles{}, "", nil, nil, err
+	}
+	h, err := b.ready(ctx)
+	if err != nil {
+		return handles{}, "", nil, nil, err
+	}
+	ctx, cancel := b.bound(ctx)
+	return h, enc, ctx, cancel, nil
+}
+
+// claimRun decides a lease claim by SPEC §6's table, first match wins. The
+// run's state lives in the key "r.<job>.<slot>"; every change is a KV
+// Create (absent key) or Update with the revision that was read, so two
+// instances never both act on the same state: the one whose revision is
+// stale gets a revision mismatch and decides again on the new state.
+//
+// Lease times come from the server: a lease ends LeaseMs after the server
+// timestamp of the revision that granted or renewed it, and "now" is the
+// server's time read before deciding (see ServerTime). The returned
+// LeaseUntil of a won claim is that now + c.Lease, at most one round trip
+// earlier than the lease really ends.
+//
+// The overlap check uses the per-job key "j.<job>", the list of slots
+// that may be running. A new run is created first, then added to the list
+// with a compare-and-set that also checks every other listed run: if one
+// holds a live lease, the new run is turned into skipped and the outcome is
+// overlap. Of two instances starting different slots at once, exactly one
+// commits first and the other sees it.
+func (b *Backend) claimRun(ctx context.Context, c anarchon.RunClaim) (anarchon.ClaimOutcome, error) {
+	h, job, ctx, cancel, err := b.runArgs(ctx, c.Job, c.Token)
+	if err != nil {
+		return anarchon.ClaimOutcome{}, err
+	}
+	defer cancel()
+	if c.Lease <= 0 {
+		return anarchon.ClaimOutcome{}, fmt.Errorf("%w: lease %v is not positive", ErrInvalid, c.Lease)
+	}
+	if c.MaxLate < 0 {
+		return anarchon.ClaimOutcome{}, fmt.Errorf("%w: negative MaxLate %v", ErrInvalid, c.MaxLate)
+	}
+	maxAttempts := max(c.MaxAttempts, 1)
+	key := runKey(job, c.Slot)
+	var now time.Time
+	clock := func() (time.Time, error) {
+		if now.IsZero() {
+			t, err := b.serverNow(ctx, h)
+			if err != nil {
+				return t, err
+			}
+			now = t
+		}
+		return now, nil
+	}
+	for range casRetries {
+		e, v, err := b.readRun(ctx, h, key)
+		if err != nil {
+			return anarchon.ClaimOutcome{}, err
+		}
+		if e == nil {
+			out, retry, err := b.claimAbsent(ctx, h, job, key, c, clock)
+			if retry {
+				continue
+			}
+			return out, err
+		}
+		switch v.State {
+		case anarchon.RunStateRunning:
+			t, err := clock()
+			if err != nil {
+				return anarchon.ClaimOutcome{}, err
+			}
+			if v.Token == c.Token {
+				v.LeaseMs = c.Lease.Milliseconds()
+				if _, err := h.kv.Update(ctx, key, encodeRun(v), e.Revision()); err != nil {
+					if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+						continue
+					}
+					return anarchon.ClaimOutcome{}, b.wrap("renew lease", err)
+				}
+				return anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: v.Attempt, Holder: v.Holder, LeaseUntil: t.Add(c.Lease)}, nil
+			}
+			if until := v.until(e); until.After(t) {
+				return anarchon.ClaimOutcome{Kind: anarchon.OutcomeRunning, Attempt: v.Attempt, Holder: v.Holder, LeaseUntil: until}, nil
+			}
+		case anarchon.RunStateReleased:
+		case anarchon.RunStateMissed, anarchon.RunStateSkipped:
+			return anarchon.ClaimOutcome{Kind: anarchon.OutcomeNone}, nil
+		default: // done, or a state a newer version wrote
+			return anarchon.ClaimOutcome{Kind: anarchon.OutcomeDone, Status: v.Status}, nil
+		}
+		// Expired or released: take over, or give up when attempts are used.
+		if v.Attempt >= maxAttempts {
+			nv := runValue{State: anarchon.RunStateDone, Token: v.Token, Holder: v.Holder, Attempt: v.Attempt, Status: anarchon.StatusAbandoned}
+			if _, err := h.kv.Update(ctx, key, encodeRun(nv), e.Revision()); err != nil {
+				if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+					continue
+				}
+				return anarchon.ClaimOutcome{}, b.wrap("abandon run", err)
+			}
+			return anarchon.ClaimOutcome{Kind: anarchon.OutcomeDone, Status: anarchon.StatusAbandoned}, nil
+		}
+		t, err := clock()
+		if err != nil {
+			return anarchon.ClaimOutcome{}, err
+		}
+		nv := runValue{State: anarchon.RunStateRunning, Token: c.Token, Holder: c.InstanceID, Attempt: v.Attempt + 1, LeaseMs: c.Lease.Milliseconds()}
+		if _, err := h.kv.Update(ctx, key, encodeRun(nv), e.Revision()); err != nil {
+			if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+				continue
+			}
+			return anarchon.ClaimOutcome{}, b.wrap("take over run", err)
+		}
+		if _, err := b.commitJob(ctx, h, job, c.Slot, false, t); err != nil {
+			return anarchon.ClaimOutcome{}, err
+		}
+		if err := b.publishClaim(ctx, job, c.ClaimInput, nv.Attempt, false); err != nil {
+			return anarchon.ClaimOutcome{}, err
+		}
+		return anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: nv.Attempt, Holder: c.InstanceID, LeaseUntil: t.Add(c.Lease)}, nil
+	}
+	return anarchon.ClaimOutcome{}, fmt.Errorf("natsbackend: claim %s: %w", key, ErrContention)
+}
+
+// claimAbsent handles the rows of SPEC §6 for an absent run. retry is
+// true when the key appeared meanwhile and the caller must decide again.
+func (b *Backend) claimAbsent(ctx context.Context, h handles, job, key string, c anarchon.RunClaim, clock func() (time.Time, error)) (out anarchon.ClaimOutcome, retry bool, err error) {
+	t, err := clock()
+	if err != nil {
+		return out, false, err
+	}
+	settle := func(state anarchon.RunState, kind anarchon.OutcomeKind) (anarchon.ClaimOutcome, bool, error) {
+		_, err := h.kv.Create(ctx, key, encodeRun(runValue{State: state}))
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			return anarchon.ClaimOutcome{}, true, nil
+		}
+		if err != nil {
+			return anarchon.ClaimOutcome{}, false, b.wrap("settle run", err)
+		}
+		return anarchon.ClaimOutcome{Kind: kind}, false, nil
+	}
+	if c.MaxLate > 0 && t.UnixMilli() > c.Slot+c.MaxLate.Milliseconds() {
+		return settle(anarchon.RunStateMissed, anarchon.OutcomeLate)
+	}
+	if !c.AllowOverlap {
+		busy, err := b.otherLive(ctx, h, job, c.Slot, t)
+		if err != nil {
+			return out, false, err
+		}
+		if busy {
+			return settle(anarchon.RunStateSkipped, anarchon.OutcomeOverlap)
+		}
+	}
+	v := runValue{State: anarchon.RunStateRunning, Token: c.Token, Holder: c.InstanceID, Attempt: 1, LeaseMs: c.Lease.Milliseconds()}
+	rev, err := h.kv.Create(ctx, key, encodeRun(v))
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		return out, true, nil
+	}
+	if err != nil {
+		return out, false, b.wrap("claim run", err)
+	}
+	ok, err := b.commitJob(ctx, h, job, c.Slot, !c.AllowOverlap, t)
+	if err != nil {
+		return out, false, err
+	}
+	if !ok {
+		// Another slot committed a live run first: this one is skipped.
+		if _, err := h.kv.Update(ctx, key, encodeRun(runValue{State: anarchon.RunStateSkipped}), rev); err != nil {
+			if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+				return out, true, nil
+			}
+			return out, false, b.wrap("skip run", err)
+		}
+		return anarchon.ClaimOutcome{Kind: anarchon.OutcomeOverlap}, false, nil
+	}
+	if err := b.publishClaim(ctx, job, c.ClaimInput, 1, false); err != nil {
+		return out, false, err
+	}
+	return anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: 1, Holder: c.InstanceID, LeaseUntil: t.Add(c.Lease)}, false, nil
+}
+
+// readJob reads the per-job key; a missing key is an empty list with
+// revision 0.
+func (b *Backend) readJob(ctx context.Context, h handles, job string) (jobValue, uint64, error) {
+	e, err := h.kv.Get(ctx, jobKey(job))
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		return jobValue{}, 0, nil
+	}
+	if err != nil {
+		return jobValue{}, 0, b.wrap("read job", err)
+	}
+	var v jobValue
+	if err := json.Unmarshal(e.Value(), &v); err != nil {
+		return jobValue{}, 0, fmt.Errorf("natsbackend: job key of %q holds an unreadable value: %w", job, err)
+	}
+	return v, e.Revision(), nil
+}
+
+// otherLive reports whether a listed slot other than slot is running with
+// a live lease at server time now.
+func (b *Backend) otherLive(ctx context.Context, h handles, job string, slot int64, now time.Time) (bool, error) {
+	jv, _, err := b.readJob(ctx, h, job)
+	if err != nil {
+		return false, err
+	}
+	for _, s := range jv.Slots {
+		if s == slot {
+			continue
+		}
+		e, v, err := b.readRun(ctx, h, runKey(job, s))
+		if err != nil {
+			return false, err
+		}
+		if e != nil && v.State == anarchon.RunStateRunning && v.until(e).After(now) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// commitJob adds slot to the per-job key by compare-and-set, dropping
+// slots that are no longer running or released. With check, it refuses
+// (false) if another listed slot holds a live lease at server time now.
+func (b *Backend) commitJob(ctx context.Context, h handles, job string, slot int64, check bool, now time.Time) (bool, error) {
+	for range casRetries {
+		jv, rev, err := b.readJob(ctx, h, job)
+		if err != nil {
+			return false, err
+		}
+		keep := []int64{slot}
+		for _, s := range jv.Slots {
+			if s == slot {
+				continue
+			}
+			e, v, err := b.readRun(ctx, h, runKey(job, s))
+			if err != nil {
+				return false, err
+			}
+			if e == nil || (v.State != anarchon.RunStateRunning && v.State != anarchon.RunStateReleased) {
+				continue
+			}
+			if check && v.State == anarchon.RunStateRunning && v.until(e).After(now) {
+				return false, nil
+			}
+			keep = append(keep, s)
+		}
+		slices.Sort(keep)
+		val, _ := json.Marshal(jobValue{Slots: keep})
+		if rev == 0 {
+			_, err = h.kv.Create(ctx, jobKey(job), val)
+		} else {
+			_, err = h.kv.Update(ctx, jobKey(job), val, rev)
+		}
+		if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			continue
+		}
+		if err != nil {
+			return false, b.wrap("update job", err)
+		}
+		return true, nil
+	}
+	return false, fmt.Errorf("natsbackend: job key of %q: %w", job, ErrContention)
+}
+
+// change reads the run and, if decide accepts its state, writes the new
+// value with the read revision, retrying on a revision mismatch.
+func (b *Backend) change(ctx context.Context, h handles, key string, decide func(runValue) (runValue, bool)) (bool, error) {
+	for range casRetries {
+		e, v, err := b.readRun(ctx, h, key)
+		if err != nil || e == nil {
+			return false, err
+		}
+		nv, ok := decide(v)
+		if !ok {
+			return false, nil
+		}
+		if _, err := h.kv.Update(ctx, key, encodeRun(nv), e.Revision()); err != nil {
+			if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+				continue
+			}
+			return false, b.wrap("update run", err)
+		}
+		return true, nil
+	}
+	return false, fmt.Errorf("natsbackend: run %s: %w", key, ErrContention)
+}
+
+// heartbeat extends the lease to (server time of this write) + lease if
+// token holds the run and it is running, by an Update with the revision
+// read. false means the lease is lost (another token holds the slot, or it
+// is no longer running).
+func (b *Backend) heartbeat(ctx context.Context, job string, slot int64, token string, lease time.Duration) (bool, error) {
+	h, enc, ctx, cancel, err := b.runArgs(ctx, job, token)
+	if err != nil {
+		return false, err
+	}
+	defer cancel()
+	if lease <= 0 {
+		return false, fmt.Errorf("%w: lease %v is not positive", ErrInvalid, lease)
+	}
+	return b.change(ctx, h, runKey(enc, slot), func(v runValue) (runValue, bool) {
+		if v.State != anarchon.RunStateRunning || v.Token != token {
+			return v, false
+		}
+		v.LeaseMs = lease.Milliseconds()
+		return v, true
+	})
+}
+
+// finish marks the run done with status if token holds it (running, or
+// released by the same token). A repeat of the same Finish answers true.
+func (b *Backend) finish(ctx context.Context, job string, slot int64, token string, status anarchon.Status) (bool, error) {
+	h, enc, ctx, cancel, err := b.runArgs(ctx, job, token)
+	if err != nil {
+		return false, err
+	}
+	defer cancel()
+	repeat := false
+	ok, err := b.change(ctx, h, runKey(enc, slot), func(v runValue) (runValue, bool) {
+		if v.Token != token {
+			return v, false
+		}
+		switch v.State {
+		case anarchon.RunStateRunning, anarchon.RunStateReleased:
+			v.State, v.Status, v.LeaseMs = anarchon.RunStateDone, status, 0
+			return v, true
+		case anarchon.RunStateDone:
+			repeat = v.Status == status
+		}
+		return v, false
+	})
+	return ok || repeat, err
+}
+
+// release ends token's lease at once (state released) so that a backup's
+// next claim takes the run over. false if token does not hold the run or
+// it is not running.
+func (b *Backend) release(ctx context.Context, job string, slot int64, token string) (bool, error) {
+	h, enc, ctx, cancel, err := b.runArgs(ctx, job, token)
+	if err != nil {
+		return false, err
+	}
+	defer cancel()
+	return b.change(ctx, h, runKey(enc, slot), func(v runValue) (runValue, bool) {
+		if v.State != anarchon.RunStateRunning || v.Token != token {
+			return v, false
+		}
+		v.State, v.LeaseMs = anarchon.RunStateReleased, 0
+		return v, true
+	})
+}
+
+// active lists the job's runs that are running or released, oldest slot
+// first, from the slots of the per-job key. Live is judged by the server's
+// clock.
+func (b *Backend) active(ctx context.Context, job string) ([]anarchon.ActiveRun, error) {
+	enc, err := encodeJob(job)
+	if err != nil {
+		return nil, err
+	}
+	h, err := b.ready(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := b.bound(ctx)
+	defer cancel()
+	jv, _, err := b.readJob(ctx, h, enc)
+	if err != nil {
+		return nil, err
+	}
+	out := []anarchon.ActiveRun{}
+	if len(jv.Slots) == 0 {
+		return out, nil
+	}
+	now, err := b.serverNow(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range jv.Slots {
+		e, v, err := b.readRun(ctx, h, runKey(enc, s))
+		if err != nil {
+			return nil, err
+		}
+		if e == nil || (v.State != anarchon.RunStateRunning && v.State != anarchon.RunStateReleased) {
+			continue
+		}
+		until := v.until(e)
+		if v.State == anarchon.RunStateReleased {
+			until = e.Created()
+		}
+		out = append(out, anarchon.ActiveRun{Slot: s, Token: v.Token, InstanceID: v.Holder, Attempt: v.Attempt,
+			State: v.State, LeaseUntil: until.UTC(), Live: v.State == anarchon.RunStateRunning && until.After(now)})
+	}
+	return out, nil
+}
+
+// WatchRuns watches the run keys "r.>" of the bucket (a KV watch, updates
+// only) and sends RunReleased when a run becomes released and RunFinished
+// when it becomes done, missed or skipped (anarchon.Watcher). The channel
+// is closed when ctx ends or the watch breaks.
+func (b *Backend) WatchRuns(ctx context.Context) (<-chan anarchon.RunEvent, error) {
+	h, err := b.ready(ctx)
+	if err != nil {
+		return nil, err
+	}
+	w, err := h.kv.Watch(ctx, "r.>", jetstream.UpdatesOnly())
+	if err != nil {
+		return nil, b.wrap("watch runs", err)
+	}
+	ch := make(chan anarchon.RunEvent, 64)
+	go func() {
+		defer close(ch)
+		defer func() { _ = w.Stop() }()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case e, ok := <-w.Updates():
+				if !ok {
+					return
+				}
+				ev, ok := runEvent(e)
+				if !ok {
+					continue
+				}
+				select {
+				case ch <- ev:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	return ch, nil
+}
+
+func runEvent(e jetstream.KeyValueEntry) (anarchon.RunEvent, bool) {
+	if e == nil || e.Operation() != jetstream.KeyValuePut {
+		return anarchon.RunEvent{}, false
+	}
+	parts := strings.Split(e.Key(), ".")
+	if len(parts) != 3 || parts[0] != "r" {
+		return anarchon.RunEvent{}, false
+	}
+	job, ok := decodeJob(parts[1])
+	if !ok {
+		return anarchon.RunEvent{}, false
+	}
+	slot, err := strconv.ParseInt(parts[2], 10, 64)
+	if err != nil {
+		return anarchon.RunEvent{}, false
+	}
+	var v runValue
+	if json.Unmarshal(e.Value(), &v) != nil {
+		return anarchon.RunEvent{}, false
+	}
+	ev := anarchon.RunEvent{Job: job, Slot: slot}
+	switch v.State {
+	case anarchon.RunStateReleased:
+		ev.Kind = anarchon.RunReleased
+	case anarchon.RunStateDone, anarchon.RunStateMissed, anarchon.RunStateSkipped:
+		ev.Kind = anarchon.RunFinished
+	default:
+		return anarchon.RunEvent{}, false
+	}
+	return ev, true
+}
+
+// RunStore is the backend's anarchon.RunStore, returned by
+// [Backend.Runs]: the lease side of the backend (SPEC §6). It also
+// implements anarchon.Watcher and anarchon.ServerClock.
+type RunStore struct{ b *Backend }
+
+var (
+	_ anarchon.RunStore    = (*RunStore)(nil)
+	_ anarchon.Watcher     = (*RunStore)(nil)
+	_ anarchon.ServerClock = (*RunStore)(nil)
+)
+
+// Claim decides a lease claim by SPEC §6's table, first match wins, with
+// KV Create and revision compare-and-set on the key "r.<job>.<slot>"; see
+// the package docs, "Leases". Errors: ErrInvalid for an empty job or
+// token, a lease <= 0 or a negative MaxLate; ErrContention if other
+// writers kept winning; anarchon.ErrClosed after Close.
+func (r *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.ClaimOutcome, error) {
+	return r.b.claimRun(ctx, c)
+}
+
+// Heartbeat extends the lease to (server time of this write) + lease if
+// token holds the run and it is running. false means the lease is lost.
+func (r *RunStore) Heartbeat(ctx context.Context, job string, slot int64, token string, lease time.Duration) (bool, error) {
+	return r.b.heartbeat(ctx, job, slot, token, lease)
+}
+
+// Finish marks the run done with status if token holds it (running, or
+// released by the same token); a repeat of the same Finish answers true.
+func (r *RunStore) Finish(ctx context.Context, job string, slot int64, token string, status anarchon.Status) (bool, error) {
+	return r.b.finish(ctx, job, slot, token, status)
+}
+
+// Release ends token's live lease at once (state released) so that a
+// backup takes over. false if token does not hold a running lease.
+func (r *RunStore) Release(ctx context.Context, job string, slot int64, token string) (bool, error) {
+	return r.b.release(ctx, job, slot, token)
+}
+
+// Active lists the job's running or released runs, oldest slot first,
+// with Live judged by the server's clock.
+func (r *RunStore) Active(ctx context.Context, job string) ([]anarchon.ActiveRun, error) {
+	return r.b.active(ctx, job)
+}
+
+// WatchRuns is [Backend.WatchRuns].
+func (r *RunStore) WatchRuns(ctx context.Context) (<-chan anarchon.RunEvent, error) {
+	return r.b.WatchRuns(ctx)
+}
+
+// ServerTime is [Backend.ServerTime].
+func (r *RunStore) ServerTime(ctx context.Context) (time.Time, error) {
+	return r.b.ServerTime(ctx)
+}
