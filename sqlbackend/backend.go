@@ -1,0 +1,604 @@
+package sqlbackend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/anarchon/anarchon"
+)
+
+// DefaultPrefix is the table-name prefix used when Config.Prefix is empty.
+const DefaultPrefix = "anarchon_"
+
+// MaxJobName is the longest job name the SQL backends accept, in bytes.
+const MaxJobName = 1024
+
+// Config configures a [SQLBackend]. Conn and Dialect are required.
+type Config struct {
+	// Name is what Name returns, e.g. "sqlite", "postgres". Defaults to "sql".
+	Name string
+	// Dialect is what differs between databases. Required: BigInt and
+	// NowMs must be set.
+	Dialect SQLDialect
+	// Conn is the connection. Required. The backend never closes it; set
+	// Close to close what a constructor opened itself.
+	Conn Conn
+	// Prefix starts every table name, e.g. "anarchon_" gives
+	// anarchon_runs. It must match [A-Za-z_][A-Za-z0-9_]* and be at most 40
+	// bytes. Defaults to DefaultPrefix.
+	Prefix string
+	// Schema, if set, qualifies every table name (PostgreSQL schema, or an
+	// attached SQLite database). Same rule as Prefix. Creating it is the
+	// caller's job (pgbackend does it). Defaults to none: the connection's
+	// search path.
+	Schema string
+	// Check is the server check Init runs before migrating, e.g. a version
+	// check. Nil means none.
+	Check func(ctx context.Context, c Conn) error
+	// Notify, if set, is called inside the transaction that releases,
+	// finishes or settles a run, and returns a statement (in `?` syntax)
+	// to run there, e.g. PostgreSQL's pg_notify. An empty query means no
+	// statement.
+	Notify func(ev anarchon.RunEvent) (query string, args []any)
+	// Close is called once by SQLBackend.Close to close what the backend
+	// opened itself. Nil means nothing to close.
+	Close func(ctx context.Context) error
+}
+
+// SQLBackend is the SQL base shared by the SQLite and PostgreSQL backends
+// (SPEC §7). It implements anarchon.Backend, anarchon.LeaseBackend (its
+// RunStore is itself) and anarchon.ServerClock. It is safe for concurrent
+// use, and any number of SQLBackends, in any number of processes, may share
+// one database and prefix.
+type SQLBackend struct {
+	cfg    Config
+	d      SQLDialect
+	q      queries
+	closed atomic.Bool
+
+	initMu   sync.Mutex
+	inited   atomic.Bool
+	closeMu  sync.Mutex
+	closeErr error
+	closeRan bool
+}
+
+var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// New returns a backend over cfg. It does no I/O: Init connects, checks the
+// server and creates the tables. It fails on a missing Conn, an incomplete
+// dialect, or a bad Prefix or Schema.
+func New(cfg Config) (*SQLBackend, error) {
+	if cfg.Conn == nil {
+		return nil, errors.New("sqlbackend: Config.Conn is nil")
+	}
+	if cfg.Dialect.BigInt == "" || cfg.Dialect.NowMs == "" {
+		return nil, errors.New("sqlbackend: Config.Dialect needs BigInt and NowMs")
+	}
+	if cfg.Name == "" {
+		cfg.Name = "sql"
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = DefaultPrefix
+	}
+	if !identRE.MatchString(cfg.Prefix) || len(cfg.Prefix) > 40 {
+		return nil, fmt.Errorf("sqlbackend: table prefix %q must match [A-Za-z_][A-Za-z0-9_]* and be at most 40 bytes", cfg.Prefix)
+	}
+	if cfg.Schema != "" && (!identRE.MatchString(cfg.Schema) || len(cfg.Schema) > 63) {
+		return nil, fmt.Errorf("sqlbackend: schema %q must match [A-Za-z_][A-Za-z0-9_]* and be at most 63 bytes", cfg.Schema)
+	}
+	b := &SQLBackend{cfg: cfg, d: cfg.Dialect}
+	b.q = buildQueries(b.Qualify, cfg.Dialect)
+	return b, nil
+}
+
+// Qualify returns the quoted, prefixed and schema-qualified name of one of
+// the backend's tables, e.g. Qualify("runs") = `"anarchon_runs"`.
+func (b *SQLBackend) Qualify(name string) string {
+	t := `"` + b.cfg.Prefix + name + `"`
+	if b.cfg.Schema != "" {
+		return `"` + b.cfg.Schema + `".` + t
+	}
+	return t
+}
+
+// Prefix returns the table-name prefix in use.
+func (b *SQLBackend) Prefix() string { return b.cfg.Prefix }
+
+// Schema returns the configured schema, "" if none.
+func (b *SQLBackend) Schema() string { return b.cfg.Schema }
+
+// Conn returns the connection the backend uses.
+func (b *SQLBackend) Conn() Conn { return b.cfg.Conn }
+
+// Name returns Config.Name ("sqlite", "postgres", …).
+func (b *SQLBackend) Name() string { return b.cfg.Name }
+
+// DedupeWindow is anarchon.Forever: a claimed run is kept until history
+// trimming deletes it, and the per-job watermark makes a claim for a
+// trimmed slot lose (SPEC §4).
+func (b *SQLBackend) DedupeWindow() time.Duration { return anarchon.Forever }
+
+// Runs returns the backend itself, whose Claim (the lease claim),
+// Heartbeat, Finish, Release and Active make it an anarchon.RunStore. It is
+// a separate type so that its Claim does not clash with Backend.Claim.
+func (b *SQLBackend) Runs() anarchon.RunStore { return (*RunStore)(b) }
+
+// Close closes what the backend opened itself (Config.Close), once. Later
+// calls of other methods return an error wrapping anarchon.ErrClosed.
+func (b *SQLBackend) Close(ctx context.Context) error {
+	b.closed.Store(true)
+	b.closeMu.Lock()
+	defer b.closeMu.Unlock()
+	if !b.closeRan {
+		b.closeRan = true
+		if b.cfg.Close != nil {
+			b.closeErr = b.cfg.Close(ctx)
+		}
+	}
+	return b.closeErr
+}
+
+// errorf wraps err, keeping it reachable with errors.Is and errors.As.
+func (b *SQLBackend) errorf(op string, err error) error {
+	return fmt.Errorf("%sbackend: %s: %w", b.cfg.Name, op, err)
+}
+
+func (b *SQLBackend) checkOpen(op string) error {
+	if b.closed.Load() {
+		return b.errorf(op, anarchon.ErrClosed)
+	}
+	return nil
+}
+
+// all runs a `?` query through q after rewriting its placeholders.
+func (b *SQLBackend) all(ctx context.Context, q Querier, query string, args ...any) ([][]any, error) {
+	if b.d.Placeholders != nil {
+		query = b.d.Placeholders(query)
+	}
+	return q.All(ctx, query, args...)
+}
+
+// Init runs the server check and creates the tables (idempotent, safe with
+// any number of instances migrating an empty database at once). After a
+// success it does nothing; after a failure the next call tries again.
+func (b *SQLBackend) Init(ctx context.Context) error {
+	if err := b.checkOpen("init"); err != nil {
+		return err
+	}
+	if b.inited.Load() {
+		return nil
+	}
+	b.initMu.Lock()
+	defer b.initMu.Unlock()
+	if b.inited.Load() {
+		return nil
+	}
+	if b.cfg.Check != nil {
+		if err := b.cfg.Check(ctx, b.cfg.Conn); err != nil {
+			return b.errorf("server check", err)
+		}
+	}
+	var err error
+	for range 5 {
+		if err = b.migrate(ctx); err == nil {
+			b.inited.Store(true)
+			return nil
+		}
+		if b.d.IsAlreadyCreated == nil || !b.d.IsAlreadyCreated(err) {
+			break
+		}
+		// Another instance created the same object between our check and
+		// our CREATE: now it exists, and IF NOT EXISTS will succeed.
+	}
+	return b.errorf("migrate", err)
+}
+
+func (b *SQLBackend) migrate(ctx context.Context) error {
+	stmts := b.q.ddl
+	if b.d.ExtraTables != nil {
+		stmts = append(stmts[:len(stmts):len(stmts)], b.d.ExtraTables(b.Qualify)...)
+	}
+	return b.cfg.Conn.Transaction(ctx, func(tx Querier) error {
+		if b.d.Serialize != "" {
+			if _, err := b.all(ctx, tx, b.d.Serialize, "anarchon migrate "+b.Qualify("")); err != nil {
+				return err
+			}
+		}
+		for _, s := range stmts {
+			if _, err := b.all(ctx, tx, s); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (b *SQLBackend) ready(ctx context.Context, op string) error {
+	if err := b.checkOpen(op); err != nil {
+		return err
+	}
+	if !b.inited.Load() {
+		return b.Init(ctx)
+	}
+	return nil
+}
+
+func checkJob(job string) error {
+	if job == "" {
+		return errors.New("empty job name")
+	}
+	if len(job) > MaxJobName {
+		return fmt.Errorf("job name is %d bytes, longer than %d", len(job), MaxJobName)
+	}
+	if strings.IndexByte(job, 0) >= 0 {
+		return errors.New("job name contains a NUL byte")
+	}
+	return nil
+}
+
+// PrepareJob creates the job's row (its trimming watermark), idempotently.
+// It runs Init first if needed. historySize is not stored: every SaveResult
+// passes its own.
+func (b *SQLBackend) PrepareJob(ctx context.Context, job string, historySize int) error {
+	if err := b.ready(ctx, "prepare job"); err != nil {
+		return err
+	}
+	if err := checkJob(job); err != nil {
+		return b.errorf("prepare job", err)
+	}
+	if _, err := b.all(ctx, b.cfg.Conn, b.q.insertJob, job); err != nil {
+		return b.errorf("prepare job "+quoteJob(job), err)
+	}
+	return nil
+}
+
+func quoteJob(job string) string {
+	if len(job) > 64 {
+		job = job[:64] + "…"
+	}
+	return fmt.Sprintf("%q", job)
+}
+
+func checkClaim(in anarchon.ClaimInput) error {
+	if err := checkJob(in.Job); err != nil {
+		return err
+	}
+	if in.Token == "" {
+		return errors.New("empty token")
+	}
+	return nil
+}
+
+// Claim is the plain claim (SPEC §4): one INSERT … ON CONFLICT DO NOTHING
+// on the runs table's (job, slot) key. It returns true if the row was
+// inserted, or if it exists with in.Token (a repeated claim). A claim for a
+// slot at or below the job's trimming watermark inserts nothing and loses,
+// so trimming never reopens a slot.
+func (b *SQLBackend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, error) {
+	if err := b.ready(ctx, "claim"); err != nil {
+		return false, err
+	}
+	if err := checkClaim(in); err != nil {
+		return false, b.errorf("claim", err)
+	}
+	rows, err := b.all(ctx, b.cfg.Conn, b.q.plainClaim,
+		in.Job, in.Slot, in.Token, in.InstanceID, in.Job, in.Slot)
+	if err != nil {
+		return false, b.errorf("claim", err)
+	}
+	if len(rows) > 0 {
+		return true, nil
+	}
+	rows, err = b.all(ctx, b.cfg.Conn, b.q.selectToken, in.Job, in.Slot)
+	if err != nil {
+		return false, b.errorf("claim", err)
+	}
+	if len(rows) == 0 {
+		return false, nil // below the watermark: trimmed, settled long ago
+	}
+	tok, err := asString(rows[0][0])
+	if err != nil {
+		return false, b.errorf("claim", err)
+	}
+	return tok == in.Token, nil
+}
+
+// RecordManualRun stores a RunNow run in the history, without touching the
+// runs table: manual runs are never deduplicated. It returns in.Slot.
+func (b *SQLBackend) RecordManualRun(ctx context.Context, in anarchon.ClaimInput) (int64, error) {
+	if err := b.ready(ctx, "record manual run"); err != nil {
+		return 0, err
+	}
+	if err := checkClaim(in); err != nil {
+		return 0, b.errorf("record manual run", err)
+	}
+	if _, err := b.all(ctx, b.cfg.Conn, b.q.insertManual,
+		in.Job, in.Token, in.Slot, in.InstanceID); err != nil {
+		return 0, b.errorf("record manual run", err)
+	}
+	return in.Slot, nil
+}
+
+func msOrNil(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UnixMilli()
+}
+
+// SaveResult stores r in the job's history (a later save with the same
+// token replaces it), marks a plain claim's run row done, and trims the
+// history in the same transaction: results beyond the newest historySize
+// (by slot) and, if historyTTL > 0, results whose slot is older than the
+// server's now minus historyTTL. Settled run rows outside the same bounds
+// are deleted too, and the job's watermark is raised to the highest slot
+// deleted, so that a late claim for it loses (SPEC §4). Runs with a live
+// lease are never deleted. historySize <= 0 means
+// anarchon.DefaultHistorySize.
+func (b *SQLBackend) SaveResult(ctx context.Context, job string, r anarchon.StoredResult, historySize int, historyTTL time.Duration) error {
+	if err := b.ready(ctx, "save result"); err != nil {
+		return err
+	}
+	if err := checkJob(job); err != nil {
+		return b.errorf("save result", err)
+	}
+	if historyTTL < 0 {
+		return b.errorf("save result", fmt.Errorf("negative history TTL %v", historyTTL))
+	}
+	if historySize <= 0 {
+		historySize = anarchon.DefaultHistorySize
+	}
+	if r.Attempt <= 0 {
+		r.Attempt = 1
+	}
+	status := r.Status
+	if status == "" {
+		status = anarchon.StatusSuccess
+		if r.Error != "" {
+			status = anarchon.StatusError
+		}
+	}
+	manual := 0
+	if r.Manual {
+		manual = 1
+	}
+	err := b.cfg.Conn.Transaction(ctx, func(tx Querier) error {
+		if _, err := b.all(ctx, tx, b.q.upsertResult,
+			job, r.Token, r.Slot, r.InstanceID, r.Attempt, string(status),
+			msOrNil(r.StartedAt), msOrNil(r.FinishedAt), r.Error, r.Output, manual); err != nil {
+			return err
+		}
+		if r.Token != "" && !r.Manual {
+			if _, err := b.all(ctx, tx, b.q.finishPlain, string(status), job, r.Slot, r.Token); err != nil {
+				return err
+			}
+		}
+		return b.trim(ctx, tx, job, historySize, historyTTL)
+	})
+	if err != nil {
+		return b.errorf("save result", err)
+	}
+	return nil
+}
+
+// trim deletes history beyond historySize records and older than ttl, and
+// raises the job's watermark over deleted run rows.
+func (b *SQLBackend) trim(ctx context.Context, tx Querier, job string, size int, ttl time.Duration) error {
+	// Serialise with lease claims of the job: a claim that read "absent"
+	// must not race a deletion that has not yet raised the watermark.
+	if err := b.lockJob(ctx, tx, job); err != nil {
+		return err
+	}
+	var ttlCut int64
+	hasTTL := false
+	if ttl > 0 {
+		now, err := b.nowMs(ctx, tx)
+		if err != nil {
+			return err
+		}
+		ttlCut, hasTTL = now-ttl.Milliseconds(), true
+	}
+	// cutoff returns the slot below which a table's rows go: the
+	// size-th newest slot, or the TTL bound if higher.
+	cutoff := func(nth string) (int64, bool, error) {
+		rows, err := b.all(ctx, tx, nth, job, size-1)
+		if err != nil {
+			return 0, false, err
+		}
+		c, has := ttlCut, hasTTL
+		if len(rows) > 0 {
+			s, err := asInt64(rows[0][0])
+			if err != nil {
+				return 0, false, err
+			}
+			if !has || s > c {
+				c, has = s, true
+			}
+		}
+		return c, has, nil
+	}
+	resCut, has, err := cutoff(b.q.nthResultSlot)
+	if err != nil {
+		return err
+	}
+	if has {
+		// Equal slots at the cutoff are all kept: a few extra records.
+		if _, err := b.all(ctx, tx, b.q.trimResults, job, resCut); err != nil {
+			return err
+		}
+	}
+	runCut, has, err := cutoff(b.q.nthRunSlot)
+	if err != nil || !has {
+		return err
+	}
+	rows, err := b.all(ctx, tx, b.q.trimRuns, job, runCut)
+	if err != nil {
+		return err
+	}
+	var top int64
+	for i, r := range rows {
+		s, err := asInt64(r[0])
+		if err != nil {
+			return err
+		}
+		if i == 0 || s > top {
+			top = s
+		}
+	}
+	if len(rows) > 0 {
+		if _, err := b.all(ctx, tx, b.q.raiseWatermark, top, job, top); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lockJob makes sure the job's row exists and locks it for the rest of the
+// transaction (Serialize, then SELECT … ForUpdate). It returns the
+// watermark.
+func (b *SQLBackend) lockJob(ctx context.Context, tx Querier, job string) error {
+	_, _, err := b.lockJobWatermark(ctx, tx, job)
+	return err
+}
+
+func (b *SQLBackend) lockJobWatermark(ctx context.Context, tx Querier, job string) (wm int64, has bool, err error) {
+	if b.d.Serialize != "" {
+		if _, err := b.all(ctx, tx, b.d.Serialize, job); err != nil {
+			return 0, false, err
+		}
+	}
+	for range 2 {
+		rows, err := b.all(ctx, tx, b.q.selectJob, job)
+		if err != nil {
+			return 0, false, err
+		}
+		if len(rows) > 0 {
+			return asNullInt64(rows[0][0])
+		}
+		if _, err := b.all(ctx, tx, b.q.insertJob, job); err != nil {
+			return 0, false, err
+		}
+	}
+	return 0, false, errors.New("job row vanished")
+}
+
+// History returns the job's runs from all instances, newest first: run
+// rows (claims) merged with stored results by token, with
+// anarchon.BuildHistory. limit <= 0 returns everything retained.
+func (b *SQLBackend) History(ctx context.Context, job string, limit int) ([]anarchon.RunRecord, error) {
+	if err := b.ready(ctx, "history"); err != nil {
+		return nil, err
+	}
+	if err := checkJob(job); err != nil {
+		return nil, b.errorf("history", err)
+	}
+	lim := int64(limit)
+	if limit <= 0 {
+		lim = -1
+	}
+	runQ, resQ := b.q.historyRuns, b.q.historyResults
+	if lim < 0 {
+		runQ, resQ = b.q.historyRunsAll, b.q.historyResultsAll
+	}
+	args := []any{job}
+	if lim > 0 {
+		args = append(args, lim)
+	}
+	runRows, err := b.all(ctx, b.cfg.Conn, runQ, args...)
+	if err != nil {
+		return nil, b.errorf("history", err)
+	}
+	resRows, err := b.all(ctx, b.cfg.Conn, resQ, args...)
+	if err != nil {
+		return nil, b.errorf("history", err)
+	}
+	var claims []anarchon.ClaimRecord
+	var settled, results []anarchon.StoredResult
+	for _, r := range runRows {
+		// slot, token, instance, attempt, state, status, claimed_at
+		slot, err1 := asInt64(r[0])
+		tok, err2 := asString(r[1])
+		inst, err3 := asString(r[2])
+		att, err4 := asInt64(r[3])
+		state, err5 := asString(r[4])
+		st, err6 := asString(r[5])
+		cl, _, err7 := asNullInt64(r[6])
+		if err := errors.Join(err1, err2, err3, err4, err5, err6, err7); err != nil {
+			return nil, b.errorf("history", err)
+		}
+		switch anarchon.RunState(state) {
+		case anarchon.RunStateMissed, anarchon.RunStateSkipped, anarchon.RunStateDone:
+			if st == "" {
+				st = state
+			}
+			settled = append(settled, anarchon.StoredResult{Slot: slot, Token: tok, InstanceID: inst, Attempt: int(att), Status: anarchon.Status(st)})
+		}
+		claims = append(claims, anarchon.ClaimRecord{Slot: slot, Token: tok, InstanceID: inst, ClaimedAt: time.UnixMilli(cl).UTC(), Attempt: int(att)})
+	}
+	for _, r := range resRows {
+		// slot, token, instance, attempt, status, claimed_at, started_at, finished_at, error, output, manual
+		slot, err1 := asInt64(r[0])
+		tok, err2 := asString(r[1])
+		inst, err3 := asString(r[2])
+		att, err4 := asInt64(r[3])
+		st, err5 := asString(r[4])
+		cl, hasCl, err6 := asNullInt64(r[5])
+		sa, hasSa, err7 := asNullInt64(r[6])
+		fa, hasFa, err8 := asNullInt64(r[7])
+		em, err9 := asString(r[8])
+		out, err10 := asString(r[9])
+		man, err11 := asInt64(r[10])
+		if err := errors.Join(err1, err2, err3, err4, err5, err6, err7, err8, err9, err10, err11); err != nil {
+			return nil, b.errorf("history", err)
+		}
+		res := anarchon.StoredResult{Slot: slot, Token: tok, InstanceID: inst, Attempt: int(att), Status: anarchon.Status(st), Error: em, Output: out, Manual: man != 0}
+		if hasSa {
+			res.StartedAt = time.UnixMilli(sa).UTC()
+		}
+		if hasFa {
+			res.FinishedAt = time.UnixMilli(fa).UTC()
+		}
+		if hasCl && man != 0 {
+			// A manual run is its own claim record.
+			claims = append(claims, anarchon.ClaimRecord{Slot: slot, Token: tok, InstanceID: inst, ClaimedAt: time.UnixMilli(cl).UTC(), Attempt: int(att), Manual: true})
+			if anarchon.Status(st) == anarchon.StatusRunning {
+				continue // recorded, no result yet
+			}
+		}
+		results = append(results, res)
+	}
+	// Stored results come after the states of settled rows, so that a saved
+	// result of the same token wins (BuildHistory keeps the later one).
+	return anarchon.BuildHistory(job, claims, append(settled, results...), limit), nil
+}
+
+// ServerTime reads the database server's clock (SQLDialect.NowMs),
+// implementing anarchon.ServerClock. Its resolution is a millisecond.
+func (b *SQLBackend) ServerTime(ctx context.Context) (time.Time, error) {
+	if err := b.checkOpen("server time"); err != nil {
+		return time.Time{}, err
+	}
+	now, err := b.nowMs(ctx, b.cfg.Conn)
+	if err != nil {
+		return time.Time{}, b.errorf("server time", err)
+	}
+	return time.UnixMilli(now).UTC(), nil
+}
+
+func (b *SQLBackend) nowMs(ctx context.Context, q Querier) (int64, error) {
+	rows, err := b.all(ctx, q, "SELECT "+b.d.NowMs)
+	if err != nil {
+		return 0, err
+	}
+	if len(rows) != 1 || len(rows[0]) != 1 {
+		return 0, errors.New("clock query returned no value")
+	}
+	return asInt64(rows[0][0])
+}

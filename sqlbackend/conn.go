@@ -1,0 +1,228 @@
+package sqlbackend
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+)
+
+// Querier runs one statement: the "all" function of SPEC §7's client
+// adapter.
+type Querier interface {
+	// All runs query with args bound to its placeholders (already in the
+	// database's syntax) and returns every row it produced, each as the
+	// column values in order. A statement without a result set (or with
+	// RETURNING that matched nothing) returns no rows and a nil error.
+	// Values may be any of the types database/sql's driver.Value allows
+	// (int64, float64, bool, []byte, string, time.Time, nil), or int32,
+	// int, uint32; the base converts them.
+	All(ctx context.Context, query string, args ...any) ([][]any, error)
+}
+
+// Conn is the two-function client adapter of SPEC §7: "all" (Querier) and
+// "transaction". Wrap any client in it to use a connection the caller
+// already has; [DB] is the ready adapter for *sql.DB, and pgbackend has one
+// for pgxpool.Pool. A backend never closes a Conn it was given.
+type Conn interface {
+	Querier
+	// Transaction runs fn in one transaction: it commits if fn returns nil
+	// and rolls back otherwise, returning fn's error. Statements run
+	// through tx see and lock what the transaction does. On a database
+	// whose dialect has an empty Serialize, transactions must run one at a
+	// time (SQLite's BEGIN IMMEDIATE).
+	Transaction(ctx context.Context, fn func(tx Querier) error) error
+}
+
+// Funcs adapts two plain functions to [Conn], for clients that are
+// neither *sql.DB nor pgx. Both fields are required.
+type Funcs struct {
+	AllFunc         func(ctx context.Context, query string, args ...any) ([][]any, error)
+	TransactionFunc func(ctx context.Context, fn func(tx Querier) error) error
+}
+
+// All calls f.AllFunc.
+func (f Funcs) All(ctx context.Context, query string, args ...any) ([][]any, error) {
+	return f.AllFunc(ctx, query, args...)
+}
+
+// Transaction calls f.TransactionFunc.
+func (f Funcs) Transaction(ctx context.Context, fn func(tx Querier) error) error {
+	return f.TransactionFunc(ctx, fn)
+}
+
+// QuerierFunc adapts a function to [Querier].
+type QuerierFunc func(ctx context.Context, query string, args ...any) ([][]any, error)
+
+// All calls f.
+func (f QuerierFunc) All(ctx context.Context, query string, args ...any) ([][]any, error) {
+	return f(ctx, query, args...)
+}
+
+// DB adapts a *sql.DB to [Conn]. The zero Begin uses database/sql's own
+// transactions (BeginTx). A non-empty Begin takes one connection from the
+// pool and runs Begin on it ("BEGIN IMMEDIATE" for SQLite), then COMMIT or
+// ROLLBACK, for databases whose driver cannot begin the kind of
+// transaction needed. DB never closes the *sql.DB.
+type DB struct {
+	DB    *sql.DB
+	Begin string // the statement that opens a transaction; "" means BeginTx
+	// Prepare, if set, runs on every pooled connection before it is used
+	// (e.g. per-connection PRAGMAs). It may be called more than once for a
+	// connection.
+	Prepare func(ctx context.Context, c *sql.Conn) error
+}
+
+type rowQuerier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// All runs query on the pool and returns its rows.
+func (d DB) All(ctx context.Context, query string, args ...any) ([][]any, error) {
+	if d.Prepare == nil {
+		return allRows(ctx, d.DB, query, args)
+	}
+	c, err := d.DB.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	if err := d.Prepare(ctx, c); err != nil {
+		return nil, err
+	}
+	return allRows(ctx, c, query, args)
+}
+
+// Transaction runs fn in one transaction on one connection of the pool.
+func (d DB) Transaction(ctx context.Context, fn func(tx Querier) error) (err error) {
+	if d.Begin == "" && d.Prepare == nil {
+		tx, err := d.DB.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		if err := fn(QuerierFunc(func(ctx context.Context, q string, args ...any) ([][]any, error) {
+			return allRows(ctx, tx, q, args)
+		})); err != nil {
+			return errors.Join(err, ignoreDone(tx.Rollback()))
+		}
+		return tx.Commit()
+	}
+	c, err := d.DB.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if d.Prepare != nil {
+		if err := d.Prepare(ctx, c); err != nil {
+			return err
+		}
+	}
+	begin := d.Begin
+	if begin == "" {
+		begin = "BEGIN"
+	}
+	if _, err := c.ExecContext(ctx, begin); err != nil {
+		return err
+	}
+	err = fn(QuerierFunc(func(ctx context.Context, q string, args ...any) ([][]any, error) {
+		return allRows(ctx, c, q, args)
+	}))
+	if err == nil {
+		if _, err = c.ExecContext(ctx, "COMMIT"); err == nil {
+			return nil
+		}
+	}
+	// Roll back even if ctx has ended; a connection left inside a
+	// transaction is discarded instead of going back to the pool.
+	if _, rerr := c.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil {
+		_ = c.Raw(func(any) error { return driver.ErrBadConn })
+	}
+	return err
+}
+
+func ignoreDone(err error) error {
+	if errors.Is(err, sql.ErrTxDone) {
+		return nil
+	}
+	return err
+}
+
+func allRows(ctx context.Context, q rowQuerier, query string, args []any) ([][]any, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	var out [][]any
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		out = append(out, vals)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, rows.Close()
+}
+
+// value conversion of the column values a Querier returns.
+
+func asInt64(v any) (int64, error) {
+	switch x := v.(type) {
+	case int64:
+		return x, nil
+	case int32:
+		return int64(x), nil
+	case int:
+		return int64(x), nil
+	case uint32:
+		return int64(x), nil
+	case float64:
+		return int64(x), nil
+	case bool:
+		if x {
+			return 1, nil
+		}
+		return 0, nil
+	case []byte:
+		var n int64
+		_, err := fmt.Sscan(string(x), &n)
+		return n, err
+	case string:
+		var n int64
+		_, err := fmt.Sscan(x, &n)
+		return n, err
+	}
+	return 0, fmt.Errorf("sqlbackend: unexpected integer column type %T", v)
+}
+
+func asNullInt64(v any) (int64, bool, error) {
+	if v == nil {
+		return 0, false, nil
+	}
+	n, err := asInt64(v)
+	return n, err == nil, err
+}
+
+func asString(v any) (string, error) {
+	switch x := v.(type) {
+	case nil:
+		return "", nil
+	case string:
+		return x, nil
+	case []byte:
+		return string(x), nil
+	}
+	return "", fmt.Errorf("sqlbackend: unexpected text column type %T", v)
+}

@@ -1,0 +1,138 @@
+package sqlbackend
+
+import "strings"
+
+// queries holds every statement, built once per backend from the table
+// names and the dialect. Statements use `?`; values are always bound.
+type queries struct {
+	ddl []string
+
+	insertJob, selectJob, raiseWatermark string
+
+	plainClaim, selectToken, insertManual string
+	upsertResult, finishPlain             string
+	nthResultSlot, nthRunSlot             string
+	trimResults, trimRuns                 string
+
+	historyRuns, historyResults       string
+	historyRunsAll, historyResultsAll string
+
+	selectRun, insertRun, renewRun, takeOverRun, abandonRun string
+	liveOtherRun                                            string
+	heartbeat, finish, release, active                      string
+}
+
+// Stored states are anarchon.RunState values; plain claims are stored as
+// state "running" with a NULL lease_until (no lease, never expires).
+func buildQueries(qualify func(string) string, d SQLDialect) queries {
+	jobs, runs, results := qualify("jobs"), qualify("runs"), qualify("results")
+	big, now := d.BigInt, d.NowMs
+	r := strings.NewReplacer(
+		"{jobs}", jobs, "{runs}", runs, "{results}", results,
+		"{big}", big, "{now}", now, "{fu}", d.ForUpdate,
+		"{results_slot}", qualifyIndex(qualify, "results_slot"),
+		"{runs_state}", qualifyIndex(qualify, "runs_state"),
+	)
+	q := func(s string) string { return r.Replace(s) }
+	return queries{
+		ddl: []string{
+			q(`CREATE TABLE IF NOT EXISTS {jobs} (
+	job TEXT NOT NULL PRIMARY KEY,
+	watermark {big},
+	created_at {big} NOT NULL
+)`),
+			q(`CREATE TABLE IF NOT EXISTS {runs} (
+	job TEXT NOT NULL,
+	slot {big} NOT NULL,
+	token TEXT NOT NULL,
+	instance TEXT NOT NULL,
+	attempt {big} NOT NULL,
+	state TEXT NOT NULL,
+	status TEXT NOT NULL,
+	lease_until {big},
+	claimed_at {big} NOT NULL,
+	PRIMARY KEY (job, slot)
+)`),
+			q(`CREATE INDEX IF NOT EXISTS {runs_state} ON {runs} (job, state, lease_until)`),
+			q(`CREATE TABLE IF NOT EXISTS {results} (
+	job TEXT NOT NULL,
+	token TEXT NOT NULL,
+	slot {big} NOT NULL,
+	instance TEXT NOT NULL,
+	attempt {big} NOT NULL,
+	status TEXT NOT NULL,
+	claimed_at {big},
+	started_at {big},
+	finished_at {big},
+	error TEXT NOT NULL,
+	output TEXT NOT NULL,
+	manual {big} NOT NULL,
+	PRIMARY KEY (job, token)
+)`),
+			q(`CREATE INDEX IF NOT EXISTS {results_slot} ON {results} (job, slot)`),
+		},
+
+		insertJob:      q(`INSERT INTO {jobs} (job, watermark, created_at) VALUES (?, NULL, {now}) ON CONFLICT (job) DO NOTHING`),
+		selectJob:      q(`SELECT watermark FROM {jobs} WHERE job = ?{fu}`),
+		raiseWatermark: q(`UPDATE {jobs} SET watermark = ? WHERE job = ? AND (watermark IS NULL OR watermark < ?)`),
+
+		// The plain claim: one statement. The WHERE keeps trimmed slots
+		// closed; ON CONFLICT makes exactly one insert win.
+		plainClaim: q(`INSERT INTO {runs} (job, slot, token, instance, attempt, state, status, lease_until, claimed_at)
+SELECT CAST(? AS TEXT), CAST(? AS {big}), CAST(? AS TEXT), CAST(? AS TEXT), 1, 'running', '', NULL, {now}
+WHERE NOT EXISTS (SELECT 1 FROM {jobs} WHERE job = ? AND watermark >= ?)
+ON CONFLICT (job, slot) DO NOTHING RETURNING token`),
+		selectToken: q(`SELECT token FROM {runs} WHERE job = ? AND slot = ?`),
+		insertManual: q(`INSERT INTO {results} (job, token, slot, instance, attempt, status, claimed_at, started_at, finished_at, error, output, manual)
+VALUES (?, ?, ?, ?, 1, 'running', {now}, NULL, NULL, '', '', 1) ON CONFLICT (job, token) DO NOTHING`),
+		upsertResult: q(`INSERT INTO {results} (job, token, slot, instance, attempt, status, claimed_at, started_at, finished_at, error, output, manual)
+VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?)
+ON CONFLICT (job, token) DO UPDATE SET slot = excluded.slot, instance = excluded.instance,
+	attempt = excluded.attempt, status = excluded.status, started_at = excluded.started_at,
+	finished_at = excluded.finished_at, error = excluded.error, output = excluded.output,
+	manual = excluded.manual`),
+		finishPlain: q(`UPDATE {runs} SET state = 'done', status = ?
+WHERE job = ? AND slot = ? AND token = ? AND state = 'running' AND lease_until IS NULL`),
+		nthResultSlot: q(`SELECT slot FROM {results} WHERE job = ? ORDER BY slot DESC LIMIT 1 OFFSET ?`),
+		nthRunSlot:    q(`SELECT slot FROM {runs} WHERE job = ? ORDER BY slot DESC LIMIT 1 OFFSET ?`),
+		trimResults:   q(`DELETE FROM {results} WHERE job = ? AND slot < ?`),
+		// Only settled rows and plain claims go; leased runs still running
+		// or released stay until they settle.
+		trimRuns: q(`DELETE FROM {runs} WHERE job = ? AND slot < ?
+AND (state IN ('done', 'missed', 'skipped') OR lease_until IS NULL) RETURNING slot`),
+
+		historyRuns:       q(`SELECT slot, token, instance, attempt, state, status, claimed_at FROM {runs} WHERE job = ? ORDER BY slot DESC LIMIT ?`),
+		historyRunsAll:    q(`SELECT slot, token, instance, attempt, state, status, claimed_at FROM {runs} WHERE job = ? ORDER BY slot DESC`),
+		historyResults:    q(`SELECT slot, token, instance, attempt, status, claimed_at, started_at, finished_at, error, output, manual FROM {results} WHERE job = ? ORDER BY slot DESC, started_at DESC LIMIT ?`),
+		historyResultsAll: q(`SELECT slot, token, instance, attempt, status, claimed_at, started_at, finished_at, error, output, manual FROM {results} WHERE job = ? ORDER BY slot DESC, started_at DESC`),
+
+		selectRun: q(`SELECT token, instance, attempt, state, status, lease_until FROM {runs} WHERE job = ? AND slot = ?{fu}`),
+		insertRun: q(`INSERT INTO {runs} (job, slot, token, instance, attempt, state, status, lease_until, claimed_at)
+VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?)`),
+		renewRun:    q(`UPDATE {runs} SET lease_until = ? WHERE job = ? AND slot = ?`),
+		takeOverRun: q(`UPDATE {runs} SET token = ?, instance = ?, attempt = ?, state = 'running', status = '', lease_until = ?, claimed_at = ? WHERE job = ? AND slot = ?`),
+		abandonRun:  q(`UPDATE {runs} SET state = 'done', status = 'abandoned', lease_until = NULL WHERE job = ? AND slot = ?`),
+		liveOtherRun: q(`SELECT slot FROM {runs} WHERE job = ? AND slot <> ? AND state = 'running'
+AND lease_until IS NOT NULL AND lease_until > ? LIMIT 1`),
+
+		heartbeat: q(`UPDATE {runs} SET lease_until = {now} + ?
+WHERE job = ? AND slot = ? AND token = ? AND state = 'running' AND lease_until IS NOT NULL RETURNING lease_until`),
+		finish: q(`UPDATE {runs} SET state = 'done', status = ?, lease_until = NULL
+WHERE job = ? AND slot = ? AND token = ? AND (state IN ('running', 'released') OR (state = 'done' AND status = ?)) RETURNING attempt`),
+		release: q(`UPDATE {runs} SET state = 'released', lease_until = {now}
+WHERE job = ? AND slot = ? AND token = ? AND state = 'running' AND lease_until IS NOT NULL RETURNING attempt`),
+		active: q(`SELECT slot, token, instance, attempt, state, lease_until, {now} FROM {runs}
+WHERE job = ? AND state IN ('running', 'released') AND lease_until IS NOT NULL ORDER BY slot`),
+	}
+}
+
+// qualifyIndex names an index after its table prefix. An index lives in
+// its table's schema, and CREATE INDEX takes an unqualified name on
+// PostgreSQL, so only the last part of the qualified name is kept.
+func qualifyIndex(qualify func(string) string, name string) string {
+	full := qualify(name)
+	if i := strings.LastIndex(full, `."`); i >= 0 {
+		return full[i+1:]
+	}
+	return full
+}

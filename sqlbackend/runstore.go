@@ -1,0 +1,267 @@
+package sqlbackend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/anarchon/anarchon"
+)
+
+// RunStore is the lease store of a [SQLBackend] (SPEC §6), returned by
+// SQLBackend.Runs. Every decision is made in one transaction, serialised
+// per job (SQLDialect.Serialize and ForUpdate), by the database server's
+// clock (SQLDialect.NowMs).
+type RunStore SQLBackend
+
+func (s *RunStore) b() *SQLBackend { return (*SQLBackend)(s) }
+
+// ServerTime reads the database server's clock; see SQLBackend.ServerTime.
+func (s *RunStore) ServerTime(ctx context.Context) (time.Time, error) {
+	return s.b().ServerTime(ctx)
+}
+
+type runRow struct {
+	token, instance string
+	attempt         int64
+	state           anarchon.RunState
+	status          anarchon.Status
+	leaseUntil      int64
+	hasLease        bool
+}
+
+// Claim decides a lease claim per SPEC §6's table, first match wins, in
+// one transaction that holds the job's lock and reads the server's clock
+// after taking it. c.Lease must be positive; c.MaxAttempts <= 0 means 1;
+// c.MaxLate == 0 means no lateness limit. An absent slot at or below the
+// job's trimming watermark is answered OutcomeDone: it was settled and
+// trimmed.
+func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.ClaimOutcome, error) {
+	b := s.b()
+	if err := b.ready(ctx, "lease claim"); err != nil {
+		return anarchon.ClaimOutcome{}, err
+	}
+	if err := checkClaim(c.ClaimInput); err != nil {
+		return anarchon.ClaimOutcome{}, b.errorf("lease claim", err)
+	}
+	if c.Lease <= 0 {
+		return anarchon.ClaimOutcome{}, b.errorf("lease claim", fmt.Errorf("lease %v is not positive", c.Lease))
+	}
+	if c.MaxLate < 0 {
+		return anarchon.ClaimOutcome{}, b.errorf("lease claim", fmt.Errorf("negative MaxLate %v", c.MaxLate))
+	}
+	maxAttempts := int64(max(c.MaxAttempts, 1))
+	leaseMs := max(c.Lease.Milliseconds(), 1)
+	var out anarchon.ClaimOutcome
+	err := b.cfg.Conn.Transaction(ctx, func(tx Querier) error {
+		out = anarchon.ClaimOutcome{}
+		wm, hasWM, err := b.lockJobWatermark(ctx, tx, c.Job)
+		if err != nil {
+			return err
+		}
+		now, err := b.nowMs(ctx, tx)
+		if err != nil {
+			return err
+		}
+		row, found, err := b.readRun(ctx, tx, c.Job, c.Slot)
+		if err != nil {
+			return err
+		}
+		until := now + leaseMs
+		if !found {
+			switch {
+			case hasWM && c.Slot <= wm:
+				out.Kind = anarchon.OutcomeDone
+				return nil
+			case c.MaxLate > 0 && now > c.Slot+c.MaxLate.Milliseconds():
+				out.Kind = anarchon.OutcomeLate
+				return b.insertRun(ctx, tx, c, anarchon.RunStateMissed, anarchon.StatusMissed, nil, now)
+			case !c.AllowOverlap:
+				rows, err := b.all(ctx, tx, b.q.liveOtherRun, c.Job, c.Slot, now)
+				if err != nil {
+					return err
+				}
+				if len(rows) > 0 {
+					out.Kind = anarchon.OutcomeOverlap
+					return b.insertRun(ctx, tx, c, anarchon.RunStateSkipped, anarchon.StatusSkipped, nil, now)
+				}
+			}
+			out = anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: 1, Holder: c.InstanceID, LeaseUntil: time.UnixMilli(until).UTC()}
+			return b.insertRun(ctx, tx, c, anarchon.RunStateRunning, "", until, now)
+		}
+		switch {
+		case row.state == anarchon.RunStateRunning && row.token == c.Token:
+			if _, err := b.all(ctx, tx, b.q.renewRun, until, c.Job, c.Slot); err != nil {
+				return err
+			}
+			out = anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: int(row.attempt), Holder: row.instance, LeaseUntil: time.UnixMilli(until).UTC()}
+		case row.state == anarchon.RunStateDone:
+			out = anarchon.ClaimOutcome{Kind: anarchon.OutcomeDone, Status: row.status}
+		case row.state == anarchon.RunStateMissed || row.state == anarchon.RunStateSkipped:
+			out = anarchon.ClaimOutcome{Kind: anarchon.OutcomeNone, Status: row.status}
+		case row.state == anarchon.RunStateRunning && (!row.hasLease || row.leaseUntil > now):
+			// A plain claim (no lease) never expires.
+			out = anarchon.ClaimOutcome{Kind: anarchon.OutcomeRunning, Attempt: int(row.attempt), Holder: row.instance}
+			if row.hasLease {
+				out.LeaseUntil = time.UnixMilli(row.leaseUntil).UTC()
+			}
+		case row.state == anarchon.RunStateRunning || row.state == anarchon.RunStateReleased:
+			if row.attempt >= maxAttempts {
+				if _, err := b.all(ctx, tx, b.q.abandonRun, c.Job, c.Slot); err != nil {
+					return err
+				}
+				out = anarchon.ClaimOutcome{Kind: anarchon.OutcomeDone, Status: anarchon.StatusAbandoned}
+				return b.notify(ctx, tx, c.Job, c.Slot, anarchon.RunFinished)
+			}
+			att := row.attempt + 1
+			if _, err := b.all(ctx, tx, b.q.takeOverRun, c.Token, c.InstanceID, att, until, now, c.Job, c.Slot); err != nil {
+				return err
+			}
+			out = anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: int(att), Holder: c.InstanceID, LeaseUntil: time.UnixMilli(until).UTC()}
+		default:
+			// A state written by a newer version: treat it as settled.
+			out = anarchon.ClaimOutcome{Kind: anarchon.OutcomeDone, Status: row.status}
+		}
+		return nil
+	})
+	if err != nil {
+		return anarchon.ClaimOutcome{}, b.errorf("lease claim", err)
+	}
+	return out, nil
+}
+
+func (b *SQLBackend) insertRun(ctx context.Context, tx Querier, c anarchon.RunClaim, state anarchon.RunState, status anarchon.Status, lease any, now int64) error {
+	_, err := b.all(ctx, tx, b.q.insertRun, c.Job, c.Slot, c.Token, c.InstanceID, string(state), string(status), lease, now)
+	return err
+}
+
+func (b *SQLBackend) readRun(ctx context.Context, tx Querier, job string, slot int64) (runRow, bool, error) {
+	rows, err := b.all(ctx, tx, b.q.selectRun, job, slot)
+	if err != nil || len(rows) == 0 {
+		return runRow{}, false, err
+	}
+	r := rows[0]
+	var row runRow
+	var state, status string
+	var err1, err2, err3, err4, err5, err6 error
+	row.token, err1 = asString(r[0])
+	row.instance, err2 = asString(r[1])
+	row.attempt, err3 = asInt64(r[2])
+	state, err4 = asString(r[3])
+	status, err5 = asString(r[4])
+	row.leaseUntil, row.hasLease, err6 = asNullInt64(r[5])
+	row.state, row.status = anarchon.RunState(state), anarchon.Status(status)
+	return row, true, errors.Join(err1, err2, err3, err4, err5, err6)
+}
+
+func (b *SQLBackend) notify(ctx context.Context, tx Querier, job string, slot int64, kind anarchon.RunEventKind) error {
+	if b.cfg.Notify == nil {
+		return nil
+	}
+	q, args := b.cfg.Notify(anarchon.RunEvent{Job: job, Slot: slot, Kind: kind})
+	if q == "" {
+		return nil
+	}
+	_, err := b.all(ctx, tx, q, args...)
+	return err
+}
+
+// Heartbeat extends token's lease to the server's now + lease if token
+// holds the run and it is running (even if the lease ran out and nobody
+// took over yet). false means the lease is lost.
+func (s *RunStore) Heartbeat(ctx context.Context, job string, slot int64, token string, lease time.Duration) (bool, error) {
+	b := s.b()
+	if err := b.ready(ctx, "heartbeat"); err != nil {
+		return false, err
+	}
+	if lease <= 0 {
+		return false, b.errorf("heartbeat", fmt.Errorf("lease %v is not positive", lease))
+	}
+	rows, err := b.all(ctx, b.cfg.Conn, b.q.heartbeat, max(lease.Milliseconds(), 1), job, slot, token)
+	if err != nil {
+		return false, b.errorf("heartbeat", err)
+	}
+	return len(rows) > 0, nil
+}
+
+// Finish marks the run done with status if token holds it (running, or
+// released by the same token); a repeat with the same token and status is
+// true again. It notifies watchers in the same transaction.
+func (s *RunStore) Finish(ctx context.Context, job string, slot int64, token string, status anarchon.Status) (bool, error) {
+	return s.settle(ctx, "finish", job, slot, anarchon.RunFinished, func(tx Querier) ([][]any, error) {
+		return s.b().all(ctx, tx, s.q.finish, string(status), job, slot, token, string(status))
+	})
+}
+
+// Release ends token's running lease at once (state released, lease until
+// the server's now), so a backup takes over. false if token does not hold
+// a running lease. It notifies watchers in the same transaction.
+func (s *RunStore) Release(ctx context.Context, job string, slot int64, token string) (bool, error) {
+	return s.settle(ctx, "release", job, slot, anarchon.RunReleased, func(tx Querier) ([][]any, error) {
+		return s.b().all(ctx, tx, s.q.release, job, slot, token)
+	})
+}
+
+func (s *RunStore) settle(ctx context.Context, op, job string, slot int64, kind anarchon.RunEventKind, update func(Querier) ([][]any, error)) (bool, error) {
+	b := s.b()
+	if err := b.ready(ctx, op); err != nil {
+		return false, err
+	}
+	var ok bool
+	run := func(tx Querier) error {
+		rows, err := update(tx)
+		if err != nil {
+			return err
+		}
+		ok = len(rows) > 0
+		if ok {
+			return b.notify(ctx, tx, job, slot, kind)
+		}
+		return nil
+	}
+	var err error
+	if b.cfg.Notify == nil {
+		err = run(b.cfg.Conn) // one statement is atomic on its own
+	} else {
+		err = b.cfg.Conn.Transaction(ctx, run)
+	}
+	if err != nil {
+		return false, b.errorf(op, err)
+	}
+	return ok, nil
+}
+
+// Active lists the job's leased runs that are running or released, oldest
+// slot first, with Live judged by the server's clock. Plain claims (no
+// lease) are not listed.
+func (s *RunStore) Active(ctx context.Context, job string) ([]anarchon.ActiveRun, error) {
+	b := s.b()
+	if err := b.ready(ctx, "active"); err != nil {
+		return nil, err
+	}
+	rows, err := b.all(ctx, b.cfg.Conn, b.q.active, job)
+	if err != nil {
+		return nil, b.errorf("active", err)
+	}
+	out := make([]anarchon.ActiveRun, 0, len(rows))
+	for _, r := range rows {
+		slot, err1 := asInt64(r[0])
+		tok, err2 := asString(r[1])
+		inst, err3 := asString(r[2])
+		att, err4 := asInt64(r[3])
+		state, err5 := asString(r[4])
+		until, err6 := asInt64(r[5])
+		now, err7 := asInt64(r[6])
+		if err := errors.Join(err1, err2, err3, err4, err5, err6, err7); err != nil {
+			return nil, b.errorf("active", err)
+		}
+		st := anarchon.RunState(state)
+		out = append(out, anarchon.ActiveRun{
+			Slot: slot, Token: tok, InstanceID: inst, Attempt: int(att), State: st,
+			LeaseUntil: time.UnixMilli(until).UTC(),
+			Live:       st == anarchon.RunStateRunning && until > now,
+		})
+	}
+	return out, nil
+}

@@ -1,0 +1,187 @@
+package sqlitebackend
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/anarchon/anarchon/sqlbackend"
+)
+
+// DefaultBusyTimeout is how long a statement waits for another
+// connection's (or process's) write lock before failing with SQLITE_BUSY,
+// when Options.BusyTimeout is zero.
+const DefaultBusyTimeout = 10 * time.Second
+
+// MinVersion is the oldest SQLite library the backend accepts: 3.35.0
+// brought RETURNING, which the plain claim needs.
+const MinVersion = "3.35.0"
+
+// Dialect is the SQLite dialect of the SQL base (SPEC §7). The clock is
+// julianday('now') in milliseconds, i.e. the clock of the host running the
+// SQLite library (every process sharing a file is on that host). There are
+// no row locks and no advisory locks: every write transaction is
+// BEGIN IMMEDIATE, which takes the database's write lock at once, so claims
+// run one after the other, across processes too.
+var Dialect = sqlbackend.SQLDialect{
+	BigInt:    "INTEGER",
+	NowMs:     "(CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER))",
+	ForUpdate: "",
+	Serialize: "",
+	IsAlreadyCreated: func(err error) bool {
+		return err != nil && strings.Contains(err.Error(), "already exists")
+	},
+}
+
+// Options configures a [Backend]. A nil *Options means all defaults.
+type Options struct {
+	// Prefix starts every table name. Defaults to sqlbackend.DefaultPrefix
+	// ("anarchon_").
+	Prefix string
+	// BusyTimeout is set with PRAGMA busy_timeout on every connection the
+	// backend uses: how long to wait for the write lock. Defaults to
+	// DefaultBusyTimeout (10 s). Must not be negative.
+	BusyTimeout time.Duration
+	// KeepJournalMode leaves the database's journal mode alone. By default
+	// Init switches the file to WAL (PRAGMA journal_mode=WAL), which lets
+	// readers run beside the writer; the mode is stored in the file.
+	KeepJournalMode bool
+	// CloseDB makes Close also close the *sql.DB. Set it only when the
+	// caller hands the DB over (sqlitefile.Open does). Defaults to false:
+	// the backend never closes what it did not open.
+	CloseDB bool
+}
+
+// Backend is the SQLite backend: the SQL base ([sqlbackend.SQLBackend]) on
+// a *sql.DB of any SQLite driver. All of the base's methods are promoted:
+// it is an anarchon.Backend, anarchon.LeaseBackend and
+// anarchon.ServerClock.
+type Backend struct {
+	*sqlbackend.SQLBackend
+	db *sql.DB
+}
+
+// New returns a SQLite backend over db, opened with any database/sql
+// SQLite driver (modernc.org/sqlite, github.com/mattn/go-sqlite3, …) on a
+// file path. It does no I/O; Init checks the library version, switches to
+// WAL and creates the tables.
+//
+// Every transaction is opened with BEGIN IMMEDIATE on one pooled
+// connection, and every connection gets PRAGMA busy_timeout before use,
+// so the caller's DSN needs neither. An in-memory database (":memory:")
+// is private to one connection: give such a db SetMaxOpenConns(1).
+func New(db *sql.DB, opts *Options) (*Backend, error) {
+	if db == nil {
+		return nil, errors.New("sqlitebackend: db is nil")
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.BusyTimeout < 0 {
+		return nil, fmt.Errorf("sqlitebackend: negative BusyTimeout %v", o.BusyTimeout)
+	}
+	if o.BusyTimeout == 0 {
+		o.BusyTimeout = DefaultBusyTimeout
+	}
+	p := &prepared{pragma: fmt.Sprintf("PRAGMA busy_timeout = %d", o.BusyTimeout.Milliseconds())}
+	conn := sqlbackend.DB{DB: db, Begin: "BEGIN IMMEDIATE", Prepare: p.prepare}
+	cfg := sqlbackend.Config{
+		Name:    "sqlite",
+		Dialect: Dialect,
+		Conn:    conn,
+		Prefix:  o.Prefix,
+		Check: func(ctx context.Context, c sqlbackend.Conn) error {
+			return check(ctx, c, !o.KeepJournalMode)
+		},
+	}
+	if o.CloseDB {
+		cfg.Close = func(context.Context) error { return db.Close() }
+	}
+	base, err := sqlbackend.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Backend{SQLBackend: base, db: db}, nil
+}
+
+// DB returns the *sql.DB the backend uses.
+func (b *Backend) DB() *sql.DB { return b.db }
+
+// prepared applies the per-connection PRAGMA once per driver connection.
+type prepared struct {
+	pragma string
+	done   sync.Map // driver connection -> struct{}
+}
+
+func (p *prepared) prepare(ctx context.Context, c *sql.Conn) error {
+	var key any
+	seen := false
+	if err := c.Raw(func(dc any) error {
+		key = dc
+		_, seen = p.done.Load(dc)
+		return nil
+	}); err != nil {
+		return err
+	}
+	if seen {
+		return nil
+	}
+	if _, err := c.ExecContext(ctx, p.pragma); err != nil {
+		return err
+	}
+	p.done.Store(key, struct{}{})
+	return nil
+}
+
+// check is the "server check": the library is new enough, and the file is
+// in WAL mode.
+func check(ctx context.Context, c sqlbackend.Conn, wal bool) error {
+	rows, err := c.All(ctx, "SELECT sqlite_version()")
+	if err != nil {
+		return err
+	}
+	if len(rows) != 1 {
+		return errors.New("sqlite_version() returned no row")
+	}
+	v, _ := rows[0][0].(string)
+	if b, ok := rows[0][0].([]byte); ok {
+		v = string(b)
+	}
+	if !versionAtLeast(v, MinVersion) {
+		return fmt.Errorf("SQLite %s is older than %s (RETURNING is needed)", v, MinVersion)
+	}
+	if wal {
+		rows, err := c.All(ctx, "PRAGMA journal_mode = WAL")
+		if err != nil {
+			return fmt.Errorf("switching to WAL: %w", err)
+		}
+		if len(rows) == 1 {
+			m, _ := rows[0][0].(string)
+			if b, ok := rows[0][0].([]byte); ok {
+				m = string(b)
+			}
+			// An in-memory database stays "memory"; that is fine.
+			if !strings.EqualFold(m, "wal") && !strings.EqualFold(m, "memory") {
+				return fmt.Errorf("journal_mode is %q after asking for WAL", m)
+			}
+		}
+	}
+	return nil
+}
+
+func versionAtLeast(v, min string) bool {
+	var a, b [3]int
+	fmt.Sscanf(v, "%d.%d.%d", &a[0], &a[1], &a[2])
+	fmt.Sscanf(min, "%d.%d.%d", &b[0], &b[1], &b[2])
+	for i := range a {
+		if a[i] != b[i] {
+			return a[i] > b[i]
+		}
+	}
+	return true
+}
