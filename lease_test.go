@@ -315,12 +315,12 @@ func TestHandOver(t *testing.T) {
 				store := membackend.New(nil)
 				first := make(chan *anarchon.Run, 1)
 				backupAt := make(chan time.Time, 1)
-				var endStatus atomic.Value
+				holderCause := make(chan error, 1)
 				h := func(ctx context.Context, run *anarchon.Run) error {
 					if run.Attempt == 1 {
 						first <- run
 						<-ctx.Done()
-						endStatus.Store(context.Cause(ctx))
+						holderCause <- context.Cause(ctx)
 						return ctx.Err()
 					}
 					backupAt <- time.Now()
@@ -348,7 +348,7 @@ func TestHandOver(t *testing.T) {
 				if d := got.Sub(deadline); d < 0 || d > tc.limit {
 					t.Fatalf("backup started %v after the Stop deadline, want within %v", d, tc.limit)
 				}
-				if c, _ := endStatus.Load().(error); !errors.Is(c, anarchon.ErrStopped) {
+				if c := <-holderCause; !errors.Is(c, anarchon.ErrStopped) {
 					t.Fatalf("holder's cause %v, want ErrStopped", c)
 				}
 				for id, s := range byID {
