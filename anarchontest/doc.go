@@ -1,0 +1,76 @@
+// Package anarchontest is the conformance suite of anarchon backends (SPEC
+// §8): any implementation of [anarchon.Backend] can check itself against
+// the contract from its own go test, in the manner of testing/fstest.TestFS.
+// It depends on the standard library and package testing only.
+//
+// # Usage
+//
+// A backend's test gives [Run] a [Harness] whose New returns n handles to
+// one fresh store — n separate clients of one database, like n processes
+// of an application:
+//
+//	func TestConformance(t *testing.T) {
+//		url := os.Getenv("MYSTORE_TEST_URL")
+//		if url == "" {
+//			t.Skip("set MYSTORE_TEST_URL to run against a server")
+//		}
+//		anarchontest.Run(t, anarchontest.Harness{
+//			New: func(t *testing.T, n int) []anarchon.Backend {
+//				prefix := "t" + strconv.FormatInt(time.Now().UnixNano(), 36)
+//				bs := make([]anarchon.Backend, n)
+//				for i := range bs {
+//					bs[i] = mystore.Open(url, prefix) // a client of its own
+//				}
+//				t.Cleanup(func() { dropPrefix(url, prefix) })
+//				return bs
+//			},
+//			Lease: 300 * time.Millisecond,
+//		})
+//	}
+//
+// The suite calls Init on every handle, PrepareJob for every job it uses,
+// and Close on every handle when a subtest ends. A store with a fake clock
+// sets [Harness.Sleep] to advance it and [Harness.FakeClock]; see package
+// membackend's tests.
+//
+// # Tests
+//
+// Every test has a stable name, runs on a fresh store and uses job names of
+// its own; one name in each group is 200 characters long with quotes,
+// braces, dots, wildcards and non-ASCII letters, to exercise how a backend
+// turns names into keys.
+//
+//   - Basics: Name, DedupeWindow (positive; if Forever, an old claim still
+//     loses after time passes), concurrent Init and PrepareJob.
+//   - Claim: the race (Racers goroutines over four handles, Rounds slots,
+//     exactly one winner per slot and no error), repeat safety across
+//     handles, independence of slots and jobs, the odd job name.
+//   - History: one record per claim and result with every field, newest
+//     first, limits, size and TTL trimming, trimming never reopening a
+//     slot, manual runs, an empty history. If the backend implements
+//     [anarchon.ClaimRecorder], the suite calls RecordClaim after each won
+//     claim, as the scheduler does.
+//   - Close: methods fail with an error wrapping [anarchon.ErrClosed].
+//   - RunStore, for a [anarchon.LeaseBackend]: one subtest per row of the
+//     claim table of SPEC §6 ("RunStore/Claim/Absent", ".../RunningSameToken",
+//     ".../Done", ".../RunningOtherTokenLive", ".../ExpiredTakeover",
+//     ".../ReleasedTakeover", ".../AttemptsUsedUp/...", ".../Late",
+//     ".../Overlap"), token checks of Heartbeat, Finish and Release, lease
+//     extension by Heartbeat, Active, a race of lease claims, and the
+//     history of lease runs (a won claim is a record with its attempt; a
+//     result saved for the same token merges with it).
+//   - Watch, for a [anarchon.Watcher] (on the RunStore or the backend): a
+//     Release and a Finish on one handle reach a watch opened on another
+//     within 5 seconds, and the channel closes when the watch's context
+//     ends. Changes made after WatchRuns returns must be delivered.
+//   - ServerClock, for an [anarchon.ServerClock]: it answers, within 5
+//     seconds of this machine's clock unless FakeClock is set.
+//
+// # Time
+//
+// Times are judged by the store's clock. The suite sleeps (through
+// [Harness.Sleep]) only where time must pass: about twice [Harness.Lease]
+// for each expiry test, and a little more than a second for the TTL test.
+// Leases that must stay live are an hour long, so parallel subtests that
+// move a shared fake clock cannot expire them.
+package anarchontest

@@ -1,0 +1,287 @@
+package anarchontest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/anarchon/anarchon"
+)
+
+// Harness tells [Run] how to make and drive the backend under test.
+type Harness struct {
+	// New returns n >= 1 handles to ONE fresh, empty store: they share
+	// state, as n processes sharing a server would, and each is a separate
+	// client or connection where the backend has such a thing. Run calls it
+	// once per subtest, from parallel subtests at once, and closes the
+	// handles when the subtest ends; New may register its own t.Cleanup to
+	// drop what it created (a schema, a key prefix, a bucket). Required.
+	New func(t *testing.T, n int) []anarchon.Backend
+	// Sleep waits until the store's clock has moved by d: a fake clock
+	// advances, a real server sleeps. The suite uses it only where time
+	// must pass (lease expiry, history TTL). With a fake clock shared by
+	// parallel subtests, Sleep may move every store's clock; the suite keeps
+	// leases it needs alive much longer than all its sleeps together.
+	// Defaults to time.Sleep.
+	Sleep func(d time.Duration)
+	// FakeClock reports that Sleep drives a fake clock, so the suite does
+	// not compare the store's clock ([anarchon.ServerClock]) with time.Now
+	// and may use long durations cheaply. Defaults to false.
+	FakeClock bool
+	// Lease is the lease length of the expiry tests; the suite sleeps about
+	// twice this per such test. Short for real servers. Defaults to 300ms.
+	Lease time.Duration
+	// Racers is how many goroutines contend in the race tests, spread over
+	// several handles. Defaults to 16 (8 with -short).
+	Racers int
+	// Rounds is how many contested slots each race test claims. Defaults
+	// to 200 (50 with -short).
+	Rounds int
+}
+
+// longLease is the lease of runs that must stay live during a test. It
+// exceeds every sleep of the suite together, even on a shared fake clock.
+const longLease = time.Hour
+
+// watchWait bounds the wait for a watch event.
+const watchWait = 5 * time.Second
+
+func (h Harness) withDefaults() Harness {
+	if h.Sleep == nil {
+		h.Sleep = time.Sleep
+	}
+	if h.Lease <= 0 {
+		h.Lease = 300 * time.Millisecond
+	}
+	if h.Racers <= 0 {
+		h.Racers = 16
+		if testing.Short() {
+			h.Racers = 8
+		}
+	}
+	if h.Rounds <= 0 {
+		h.Rounds = 200
+		if testing.Short() {
+			h.Rounds = 50
+		}
+	}
+	return h
+}
+
+// expiry is how long the suite sleeps for a lease of h.Lease to expire.
+func (h Harness) expiry() time.Duration { return 2*h.Lease + 50*time.Millisecond }
+
+// Run runs the conformance suite of SPEC §8 against the backend that h
+// makes. It always runs the plain-claim and history tests; the lease tests
+// run if the handles implement [anarchon.LeaseBackend], the watch test if
+// their RunStore or the backend implements [anarchon.Watcher], and the clock
+// test if either implements [anarchon.ServerClock].
+//
+// Subtests have stable names (for example "Claim/Race",
+// "RunStore/Claim/ExpiredTakeover"), each on a fresh store from h.New. The
+// groups run one after the other and the tests inside a group in parallel;
+// Run returns when all have finished, so a server the caller stops with
+// defer outlives them.
+func Run(t *testing.T, h Harness) {
+	t.Helper()
+	if h.New == nil {
+		t.Fatal("anarchontest: Harness.New is nil")
+	}
+	h = h.withDefaults()
+
+	// Probe one store for the optional interfaces.
+	probe := h.New(t, 1)
+	if len(probe) != 1 {
+		t.Fatalf("anarchontest: Harness.New(t, 1) returned %d handles", len(probe))
+	}
+	_, hasLeases := probe[0].(anarchon.LeaseBackend)
+	_ = probe[0].Close(t.Context())
+
+	t.Run("Basics", func(t *testing.T) { testBasics(t, h) })
+	t.Run("Claim", func(t *testing.T) { testClaims(t, h) })
+	t.Run("History", func(t *testing.T) { testHistory(t, h) })
+	t.Run("Close", func(t *testing.T) { testClose(t, h, hasLeases) })
+	if hasLeases {
+		t.Run("RunStore", func(t *testing.T) { testRunStore(t, h) })
+	} else {
+		t.Log("anarchontest: backend has no RunStore (anarchon.LeaseBackend); lease tests not run")
+	}
+	t.Run("Watch", func(t *testing.T) { testWatch(t, h) })
+	t.Run("ServerClock", func(t *testing.T) { testServerClock(t, h) })
+}
+
+// store is one fresh store under test, as n handles.
+type store struct {
+	t  *testing.T
+	h  Harness
+	bs []anarchon.Backend
+}
+
+// open makes a fresh store of n handles, initialises each and closes them
+// all when t ends.
+func open(t *testing.T, h Harness, n int) *store {
+	t.Helper()
+	bs := h.New(t, n)
+	if len(bs) != n {
+		t.Fatalf("Harness.New(t, %d) returned %d handles", n, len(bs))
+	}
+	t.Cleanup(func() {
+		for i, b := range bs {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			if err := b.Close(ctx); err != nil && !errors.Is(err, anarchon.ErrClosed) {
+				t.Errorf("handle %d: Close: %v", i, err)
+			}
+			cancel()
+		}
+	})
+	for i, b := range bs {
+		if err := b.Init(t.Context()); err != nil {
+			t.Fatalf("handle %d: Init: %v", i, err)
+		}
+	}
+	return &store{t: t, h: h, bs: bs}
+}
+
+// prepare calls PrepareJob on every handle, as every instance's Start does.
+func (s *store) prepare(job string, historySize int) {
+	s.t.Helper()
+	for i, b := range s.bs {
+		if err := b.PrepareJob(s.t.Context(), job, historySize); err != nil {
+			s.t.Fatalf("handle %d: PrepareJob(%q, %d): %v", i, job, historySize, err)
+		}
+	}
+}
+
+// b returns handle i modulo the number of handles.
+func (s *store) b(i int) anarchon.Backend { return s.bs[i%len(s.bs)] }
+
+// claim claims on handle i and fails the test on an error. As the
+// scheduler does, it calls RecordClaim after a win if the backend has it.
+func (s *store) claim(i int, in anarchon.ClaimInput) bool {
+	s.t.Helper()
+	ok, err := s.b(i).Claim(s.t.Context(), in)
+	if err != nil {
+		s.t.Fatalf("handle %d: Claim(%s): %v", i, fmtIn(in), err)
+	}
+	if ok {
+		s.recordClaim(i, in)
+	}
+	return ok
+}
+
+// recordClaim calls RecordClaim on handle i if the backend implements
+// anarchon.ClaimRecorder.
+func (s *store) recordClaim(i int, in anarchon.ClaimInput) {
+	s.t.Helper()
+	if cr, ok := s.b(i).(anarchon.ClaimRecorder); ok {
+		if err := cr.RecordClaim(s.t.Context(), in); err != nil {
+			s.t.Fatalf("handle %d: RecordClaim(%s): %v", i, fmtIn(in), err)
+		}
+	}
+}
+
+func (s *store) save(i int, job string, r anarchon.StoredResult, size int, ttl time.Duration) {
+	s.t.Helper()
+	if err := s.b(i).SaveResult(s.t.Context(), job, r, size, ttl); err != nil {
+		s.t.Fatalf("handle %d: SaveResult(%q, slot %d, token %s): %v", i, job, r.Slot, r.Token, err)
+	}
+}
+
+func (s *store) history(i int, job string, limit int) []anarchon.RunRecord {
+	s.t.Helper()
+	recs, err := s.b(i).History(s.t.Context(), job, limit)
+	if err != nil {
+		s.t.Fatalf("handle %d: History(%q, %d): %v", i, job, limit, err)
+	}
+	return recs
+}
+
+// now is the store's time: ServerTime where the backend has a clock,
+// time.Now otherwise.
+func (s *store) now() time.Time {
+	s.t.Helper()
+	if sc := serverClock(s.b(0)); sc != nil {
+		st, err := sc.ServerTime(s.t.Context())
+		if err != nil {
+			s.t.Fatalf("ServerTime: %v", err)
+		}
+		return st
+	}
+	return time.Now()
+}
+
+func serverClock(b anarchon.Backend) anarchon.ServerClock {
+	if sc, ok := b.(anarchon.ServerClock); ok {
+		return sc
+	}
+	if lb, ok := b.(anarchon.LeaseBackend); ok {
+		if sc, ok := lb.Runs().(anarchon.ServerClock); ok {
+			return sc
+		}
+	}
+	return nil
+}
+
+// randHex returns n random bytes in hex.
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// jobName returns a job name unique to this run of the suite.
+func jobName(base string) string { return base + "-" + randHex(6) }
+
+// oddJobName returns a unique 200-character job name with quotes, a
+// backslash, braces (Redis hash tags), dots, wildcards and spaces (NATS
+// subjects), SQL LIKE and format characters, and non-ASCII letters, so that
+// every way a backend turns a name into a key is exercised.
+func oddJobName() string {
+	name := `odd "job" 'name' \ {tag} a.b.* > %_ ;-- Ωμέγα 日本語 ✓ ` + randHex(6) + " "
+	for utf8.RuneCountInString(name) < 200 {
+		name += "é"
+	}
+	return name
+}
+
+func token() string { return randHex(12) }
+
+// input builds a ClaimInput keeping 100 records of history.
+func input(job string, slot int64, tok, inst string) anarchon.ClaimInput {
+	return anarchon.ClaimInput{Job: job, Slot: slot, Token: tok, InstanceID: inst, HistorySize: 100}
+}
+
+func fmtIn(in anarchon.ClaimInput) string {
+	var sb strings.Builder
+	sb.WriteString("job ")
+	sb.WriteString(quote(in.Job))
+	sb.WriteString(", slot ")
+	sb.WriteString(time.UnixMilli(in.Slot).UTC().Format(time.RFC3339Nano))
+	sb.WriteString(", token ")
+	sb.WriteString(in.Token)
+	return sb.String()
+}
+
+func quote(s string) string {
+	if len(s) > 40 {
+		return "\"" + s[:20] + "…\""
+	}
+	return "\"" + s + "\""
+}
+
+// baseSlot is a whole minute near now, Unix ms; slots are baseSlot+k·1000.
+func baseSlot() int64 { return time.Now().Truncate(time.Minute).UnixMilli() }
+
+// ms truncates t to milliseconds, the precision every backend keeps.
+func ms(t time.Time) time.Time { return t.Truncate(time.Millisecond) }
+
+// sameMs reports whether a and b are the same instant to the millisecond.
+func sameMs(a, b time.Time) bool {
+	d := a.Sub(b)
+	return d > -time.Millisecond && d < time.Millisecond
+}
