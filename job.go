@@ -25,7 +25,15 @@ type Run struct {
 	// rejected.
 	Attempt int
 	Manual  bool // started by RunNow
+
+	output string
 }
+
+// SetOutput keeps s as the run's output in its history record
+// (RunRecord.Output), e.g. the tail of a command's output. Keep it short
+// (a few KiB): stores hold it beside every record. Call it before the
+// handler returns; the last call wins.
+func (r *Run) SetOutput(s string) { r.output = s }
 
 // OverlapPolicy says what happens when a slot comes due while an earlier run
 // of the same job is still running (on any instance). Policies need a

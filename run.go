@@ -133,7 +133,7 @@ func (s *Scheduler) execute(ctx context.Context, j *job, run *Run) StoredResult 
 	end := s.now()
 	res := StoredResult{
 		Slot: run.Slot.UnixMilli(), Token: run.Token, InstanceID: run.InstanceID, Attempt: run.Attempt,
-		Status: StatusSuccess, StartedAt: start, FinishedAt: end, Manual: run.Manual,
+		Status: StatusSuccess, StartedAt: start, FinishedAt: end, Manual: run.Manual, Output: run.output,
 	}
 	if err != nil {
 		res.Status = StatusError
