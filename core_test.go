@@ -1,0 +1,228 @@
+package anarchon_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/membackend"
+)
+
+// A panicking handler is recorded as an error and the scheduler goes on; a
+// timeout cancels the handler with cause ErrTimeout.
+func TestPanicAndTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := membackend.New(nil)
+		s := newSched(t, store, "a", nil)
+		var n atomic.Int32
+		if err := s.Every("panics", time.Second, func(context.Context, *anarchon.Run) error {
+			n.Add(1)
+			panic("boom")
+		}, &anarchon.JobOptions{NoLease: true}); err != nil {
+			t.Fatal(err)
+		}
+		causes := make(chan error, 10)
+		if err := s.Every("slow", 10*time.Second, func(ctx context.Context, _ *anarchon.Run) error {
+			<-ctx.Done()
+			causes <- context.Cause(ctx)
+			return ctx.Err()
+		}, &anarchon.JobOptions{Timeout: 2 * time.Second, NoLease: true}); err != nil {
+			t.Fatal(err)
+		}
+		mustStart(t, s)
+		time.Sleep(10500 * time.Millisecond)
+		stopAll(t, s)
+		if n.Load() < 10 {
+			t.Fatalf("the panicking job ran %d times, want >= 10: a panic stopped the scheduler", n.Load())
+		}
+		hist, _ := s.History(context.Background(), "panics", 0)
+		if len(hist) == 0 || hist[0].Status != anarchon.StatusError || !strings.Contains(hist[0].Error, "panic: boom") {
+			t.Fatalf("history %+v, want errors with the panic", hist)
+		}
+		if c := <-causes; !errors.Is(c, anarchon.ErrTimeout) {
+			t.Fatalf("cause %v, want ErrTimeout", c)
+		}
+		hist, _ = s.History(context.Background(), "slow", 1)
+		if len(hist) != 1 || !strings.Contains(hist[0].Error, anarchon.ErrTimeout.Error()) {
+			t.Fatalf("history %+v, want the timeout named", hist)
+		}
+	})
+}
+
+// A claim that fails at the store is not run (fail closed); the error is
+// reported, and the scheduler runs later slots once the store is back.
+func TestStoreErrorFailsClosed(t *testing.T) {
+	for _, leased := range []bool{false, true} {
+		t.Run(map[bool]string{false: "plain", true: "leased"}[leased], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var down atomic.Bool
+				errDown := errors.New("connection refused")
+				store := membackend.New(&membackend.Options{Fault: func(op string) error {
+					if down.Load() && (op == "Claim" || op == "RunClaim") {
+						return errDown
+					}
+					return nil
+				}})
+				var mu sync.Mutex
+				var storeErrs []error
+				s := newSched(t, store, "a", &anarchon.Options{OnEvent: func(e anarchon.Event) {
+					if e.Kind == anarchon.EventStoreError {
+						mu.Lock()
+						storeErrs = append(storeErrs, e.Err)
+						mu.Unlock()
+					}
+				}})
+				l := newLedger(nil)
+				if err := s.Every("job", time.Second, l.handler(nil), &anarchon.JobOptions{NoLease: !leased}); err != nil {
+					t.Fatal(err)
+				}
+				mustStart(t, s)
+				time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(1500 * time.Millisecond)))
+				down.Store(true)
+				outage := time.Now()
+				time.Sleep(5 * time.Second)
+				down.Store(false)
+				time.Sleep(3 * time.Second)
+				stopAll(t, s)
+				l.mu.Lock()
+				defer l.mu.Unlock()
+				for slot := range l.runs {
+					ts := time.UnixMilli(slot)
+					if ts.After(outage) && ts.Before(outage.Add(5*time.Second)) {
+						t.Errorf("slot %v ran while the store was down", ts)
+					}
+				}
+				if len(l.runs) < 4 {
+					t.Errorf("only %d runs: the scheduler did not recover", len(l.runs))
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if len(storeErrs) < 5 || !errors.Is(storeErrs[0], errDown) {
+					t.Errorf("store errors %v, want the backend's error unchanged for each failed claim", storeErrs)
+				}
+			})
+		})
+	}
+}
+
+func TestLifecycleErrors(t *testing.T) {
+	s := anarchon.New(membackend.New(nil), &anarchon.Options{Logger: quiet})
+	h := func(context.Context, *anarchon.Run) error { return nil }
+	if err := s.Stop(context.Background()); !errors.Is(err, anarchon.ErrNotStarted) {
+		t.Fatalf("Stop before Start = %v", err)
+	}
+	if _, err := s.RunNow(context.Background(), "nope"); !errors.Is(err, anarchon.ErrNotFound) {
+		t.Fatalf("RunNow unknown = %v", err)
+	}
+	if _, err := s.History(context.Background(), "nope", 1); !errors.Is(err, anarchon.ErrNotFound) {
+		t.Fatalf("History unknown = %v", err)
+	}
+	mustStart(t, s)
+	if err := s.Start(context.Background()); !errors.Is(err, anarchon.ErrStarted) {
+		t.Fatalf("second Start = %v", err)
+	}
+	if err := s.Every("late", time.Second, h, nil); !errors.Is(err, anarchon.ErrStarted) {
+		t.Fatalf("Add after Start = %v", err)
+	}
+	if err := s.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Stop(context.Background()); err != nil {
+		t.Fatalf("second Stop = %v", err)
+	}
+}
+
+// A backend whose Init fails: Start returns its error unchanged.
+func TestStartReturnsBackendError(t *testing.T) {
+	errInit := errors.New("no route to store")
+	store := membackend.New(&membackend.Options{Fault: func(op string) error {
+		if op == "Init" {
+			return errInit
+		}
+		return nil
+	}})
+	s := anarchon.New(store, &anarchon.Options{Logger: quiet})
+	if err := s.Start(context.Background()); !errors.Is(err, errInit) {
+		t.Fatalf("Start = %v, want the backend's error", err)
+	}
+}
+
+// Interval slots sit on the epoch grid moved by Offset, whatever the start
+// time, also before 1970.
+func TestIntervalGrid(t *testing.T) {
+	s := anarchon.New(membackend.New(nil), &anarchon.Options{Logger: quiet})
+	h := func(context.Context, *anarchon.Run) error { return nil }
+	if err := s.Every("weekly", 7*24*time.Hour, h, &anarchon.JobOptions{Offset: 4 * 24 * time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Every("7s", 7*time.Second, h, nil); err != nil {
+		t.Fatal(err)
+	}
+	// The Unix epoch was a Thursday; a 4-day offset puts the grid on Mondays.
+	got, _ := s.NextSlots("weekly", time.Date(2026, 11, 25, 15, 0, 0, 0, time.UTC), 2)
+	if got[0] != time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC) || got[1] != time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC) {
+		t.Fatalf("weekly slots %v, want Mondays 30 Nov and 7 Dec", got)
+	}
+	for _, after := range []time.Time{time.Unix(-15, 0), time.Unix(-14, 0), time.Unix(0, 0), time.Unix(6, 999), time.Unix(1e9, 0)} {
+		got, _ := s.NextSlots("7s", after, 3)
+		for i, slot := range got {
+			if slot.Unix()%7 != 0 || slot.Nanosecond() != 0 || !slot.After(after) {
+				t.Fatalf("after %v: slot %d = %v is off the grid", after, i, slot)
+			}
+			if i == 0 && slot.Sub(after) > 7*time.Second {
+				t.Fatalf("after %v: first slot %v skips one", after, slot)
+			}
+		}
+	}
+}
+
+func TestBuildHistory(t *testing.T) {
+	at := func(s int64) time.Time { return time.UnixMilli(s * 1000).UTC() }
+	claims := []anarchon.ClaimRecord{
+		{Slot: 1000, Token: "a", InstanceID: "i1", ClaimedAt: at(1)},
+		{Slot: 2000, Token: "b", InstanceID: "i2", ClaimedAt: at(2)},
+		{Slot: 3000, Token: "c", InstanceID: "i3", ClaimedAt: at(3)},
+	}
+	results := []anarchon.StoredResult{
+		{Slot: 1000, Token: "a", InstanceID: "i1", Status: anarchon.StatusSuccess, StartedAt: at(1), FinishedAt: at(2)},
+		{Slot: 2000, Token: "b", InstanceID: "i2", Status: anarchon.StatusError, Error: "x"},
+		{Slot: 2000, Token: "b", InstanceID: "i2", Status: anarchon.StatusSuccess}, // a later save of the same run wins
+		{Slot: 4000, Token: "missed-4", Status: anarchon.StatusMissed},
+	}
+	got := anarchon.BuildHistory("j", claims, results, 0)
+	want := []struct {
+		slot   int64
+		status anarchon.Status
+		inst   string
+	}{{4, anarchon.StatusMissed, ""}, {3, anarchon.StatusRunning, "i3"}, {2, anarchon.StatusSuccess, "i2"}, {1, anarchon.StatusSuccess, "i1"}}
+	if len(got) != len(want) {
+		t.Fatalf("got %d records: %+v", len(got), got)
+	}
+	for i, w := range want {
+		if got[i].Slot.Unix() != w.slot || got[i].Status != w.status || got[i].InstanceID != w.inst || got[i].Job != "j" || got[i].Attempt != 1 {
+			t.Errorf("record %d = %+v, want slot %ds %s by %q", i, got[i], w.slot, w.status, w.inst)
+		}
+	}
+	if got[3].ClaimedAt != at(1) {
+		t.Errorf("claim time not merged: %+v", got[3])
+	}
+	if l := anarchon.BuildHistory("j", claims, results, 2); len(l) != 2 || l[0].Slot.Unix() != 4 {
+		t.Fatalf("limit 2: %+v", l)
+	}
+}
+
+func TestOutcomeKindString(t *testing.T) {
+	for k, want := range map[anarchon.OutcomeKind]string{
+		anarchon.OutcomeWon: "won", anarchon.OutcomeLate: "late", 0: "unknown(0)", 42: "unknown(42)",
+	} {
+		if got := k.String(); got != want {
+			t.Errorf("%d.String() = %q, want %q", int(k), got, want)
+		}
+	}
+}
