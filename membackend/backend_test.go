@@ -1,0 +1,300 @@
+package membackend_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/membackend"
+)
+
+func in(job string, slot int64, tok, inst string) anarchon.ClaimInput {
+	return anarchon.ClaimInput{Job: job, Slot: slot, Token: tok, InstanceID: inst, HistorySize: 10}
+}
+
+func lease(job string, slot int64, tok, inst string) anarchon.RunClaim {
+	return anarchon.RunClaim{ClaimInput: in(job, slot, tok, inst), Lease: time.Minute, AllowOverlap: true, MaxAttempts: 2}
+}
+
+// must returns v, and panics (failing the test) on an unexpected error.
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(fmt.Sprintf("unexpected error: %v", err))
+	}
+	return v
+}
+
+// statuses returns the history of job as token → status.
+func statuses(t *testing.T, b *membackend.Backend, job string) map[string]anarchon.Status {
+	t.Helper()
+	out := map[string]anarchon.Status{}
+	for _, r := range must(b.History(t.Context(), job, 0)) {
+		if _, dup := out[r.Token]; dup {
+			t.Errorf("token %s twice in history", r.Token)
+		}
+		out[r.Token] = r.Status
+	}
+	return out
+}
+
+func TestFault(t *testing.T) {
+	boom := errors.New("boom")
+	var mu sync.Mutex
+	failing := ""
+	var seen []string
+	b := membackend.New(&membackend.Options{Fault: func(op string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, op)
+		if op == failing {
+			return boom
+		}
+		return nil
+	}})
+	rs := b.Runs()
+	ctx := t.Context()
+	calls := map[string]func() error{
+		"Init":            func() error { return b.Init(ctx) },
+		"PrepareJob":      func() error { return b.PrepareJob(ctx, "j", 10) },
+		"Claim":           func() error { _, err := b.Claim(ctx, in("j", 1, "t", "i")); return err },
+		"RecordClaim":     func() error { return b.RecordClaim(ctx, in("j", 1, "t", "i")) },
+		"RecordManualRun": func() error { _, err := b.RecordManualRun(ctx, in("j", 2, "m", "i")); return err },
+		"SaveResult": func() error {
+			return b.SaveResult(ctx, "j", anarchon.StoredResult{Slot: 1, Token: "t", Status: anarchon.StatusSuccess}, 10, 0)
+		},
+		"History":    func() error { _, err := b.History(ctx, "j", 0); return err },
+		"RunClaim":   func() error { _, err := rs.Claim(ctx, lease("k", 1, "t", "i")); return err },
+		"Heartbeat":  func() error { _, err := rs.Heartbeat(ctx, "k", 1, "t", time.Minute); return err },
+		"Release":    func() error { _, err := rs.Release(ctx, "k", 1, "t"); return err },
+		"Finish":     func() error { _, err := rs.Finish(ctx, "k", 1, "t", anarchon.StatusSuccess); return err },
+		"Active":     func() error { _, err := rs.Active(ctx, "k"); return err },
+		"ServerTime": func() error { _, err := b.ServerTime(ctx); return err },
+		"WatchRuns":  func() error { _, err := b.WatchRuns(ctx); return err },
+	}
+	for op, call := range calls {
+		mu.Lock()
+		failing, seen = op, nil
+		mu.Unlock()
+		if err := call(); err != boom {
+			t.Errorf("%s with a fault: error %v, want the fault's error unchanged", op, err)
+		}
+		mu.Lock()
+		if len(seen) != 1 || seen[0] != op {
+			t.Errorf("%s: fault hook saw %v, want [%s]", op, seen, op)
+		}
+		failing = ""
+		mu.Unlock()
+	}
+	// A failed Claim changed nothing: the same slot is still free.
+	if !must(b.Claim(ctx, in("fresh", 1, "x", "i"))) {
+		t.Error("claim after faults lost")
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	b := membackend.New(nil)
+	rs := b.Runs()
+	ctx := t.Context()
+	bad := map[string]error{}
+	_, bad["Claim empty job"] = b.Claim(ctx, in("", 1, "t", "i"))
+	_, bad["Claim empty token"] = b.Claim(ctx, in("j", 1, "", "i"))
+	c := in("j", 1, "t", "i")
+	c.HistorySize = -1
+	_, bad["Claim negative history size"] = b.Claim(ctx, c)
+	_, bad["RecordManualRun empty token"] = b.RecordManualRun(ctx, in("j", 1, "", "i"))
+	bad["PrepareJob empty job"] = b.PrepareJob(ctx, "", 1)
+	bad["PrepareJob negative size"] = b.PrepareJob(ctx, "j", -1)
+	bad["SaveResult empty job"] = b.SaveResult(ctx, "", anarchon.StoredResult{}, 1, 0)
+	bad["SaveResult negative TTL"] = b.SaveResult(ctx, "j", anarchon.StoredResult{}, 1, -time.Second)
+	lc := lease("j", 1, "t", "i")
+	lc.Lease = 0
+	_, bad["RunClaim zero lease"] = rs.Claim(ctx, lc)
+	lc = lease("j", 1, "t", "i")
+	lc.MaxLate = -1
+	_, bad["RunClaim negative MaxLate"] = rs.Claim(ctx, lc)
+	_, bad["Heartbeat zero lease"] = rs.Heartbeat(ctx, "j", 1, "t", 0)
+	_, bad["Finish empty status"] = rs.Finish(ctx, "j", 1, "t", "")
+	for what, err := range bad {
+		if err == nil {
+			t.Errorf("%s: no error", what)
+		}
+	}
+	// Nothing was claimed by the rejected calls.
+	if !must(b.Claim(ctx, in("j", 1, "ok", "i"))) {
+		t.Error("a rejected claim took the slot")
+	}
+}
+
+func TestClosed(t *testing.T) {
+	b := membackend.New(nil)
+	rs := b.Runs()
+	ctx := t.Context()
+	ch := must(b.WatchRuns(ctx))
+	if err := b.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(ctx); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if _, ok := <-ch; ok {
+		t.Error("watch channel open after Close")
+	}
+	errs := map[string]error{}
+	errs["Init"] = b.Init(ctx)
+	errs["RecordClaim"] = b.RecordClaim(ctx, in("j", 1, "t", "i"))
+	_, errs["ServerTime"] = b.ServerTime(ctx)
+	_, errs["WatchRuns"] = b.WatchRuns(ctx)
+	_, errs["Heartbeat"] = rs.Heartbeat(ctx, "j", 1, "t", time.Second)
+	_, errs["Finish"] = rs.Finish(ctx, "j", 1, "t", anarchon.StatusSuccess)
+	_, errs["Release"] = rs.Release(ctx, "j", 1, "t")
+	for op, err := range errs {
+		if !errors.Is(err, anarchon.ErrClosed) {
+			t.Errorf("%s after Close: %v, want ErrClosed", op, err)
+		}
+	}
+}
+
+func TestFiniteDedupeWindow(t *testing.T) {
+	clock := newFakeClock()
+	b := membackend.New(&membackend.Options{Now: clock.Now, DedupeWindow: time.Hour})
+	if got := b.DedupeWindow(); got != time.Hour {
+		t.Fatalf("DedupeWindow() = %v, want 1h", got)
+	}
+	if got := membackend.New(nil).DedupeWindow(); got != anarchon.Forever {
+		t.Fatalf("default DedupeWindow() = %v, want Forever", got)
+	}
+	ctx := t.Context()
+	must(b.Claim(ctx, in("j", 1, "a", "i")))
+	clock.Advance(30 * time.Minute)
+	if must(b.Claim(ctx, in("j", 1, "b", "i"))) {
+		t.Fatal("claim inside the window won")
+	}
+	clock.Advance(2 * time.Hour)
+	if !must(b.Claim(ctx, in("j", 1, "c", "i"))) {
+		t.Error("a claim older than the dedupe window was not forgotten")
+	}
+}
+
+// TestLeaseHistory checks the records the RunStore writes (package doc,
+// "History").
+func TestLeaseHistory(t *testing.T) {
+	clock := newFakeClock()
+	b := membackend.New(&membackend.Options{Now: clock.Now})
+	rs := b.Runs()
+	ctx := t.Context()
+	const job = "j"
+	now := clock.Now().UnixMilli()
+
+	// Late: missed record under the caller's token.
+	c := lease(job, now-600000, "late", "i")
+	c.MaxLate = time.Minute
+	if out := must(rs.Claim(ctx, c)); out.Kind != anarchon.OutcomeLate {
+		t.Fatalf("late claim: %v", out.Kind)
+	}
+	// Running slot, then an overlapping claim: skipped record.
+	must(rs.Claim(ctx, lease(job, now, "run", "i")))
+	c = lease(job, now+1000, "skip", "i")
+	c.AllowOverlap = false
+	if out := must(rs.Claim(ctx, c)); out.Kind != anarchon.OutcomeOverlap {
+		t.Fatalf("overlap claim: %v", out.Kind)
+	}
+	// Release then takeover: handed_over for the first holder.
+	must(rs.Release(ctx, job, now, "run"))
+	must(rs.Claim(ctx, lease(job, now, "second", "j")))
+	// Expiry with attempts used up (MaxAttempts 2): abandoned for the last.
+	clock.Advance(2 * time.Minute)
+	if out := must(rs.Claim(ctx, lease(job, now, "third", "k"))); out.Status != anarchon.StatusAbandoned {
+		t.Fatalf("claim after attempts used up: %+v", out)
+	}
+	// Expired takeover: lease_lost for the old holder.
+	must(rs.Claim(ctx, lease(job, now+2000, "x1", "i")))
+	clock.Advance(2 * time.Minute)
+	must(rs.Claim(ctx, lease(job, now+2000, "x2", "j")))
+	// Finish records a status; SaveResult after it wins.
+	must(rs.Finish(ctx, job, now+2000, "x2", anarchon.StatusError))
+	want := map[string]anarchon.Status{
+		"late": anarchon.StatusMissed, "skip": anarchon.StatusSkipped,
+		"run": anarchon.StatusHandedOver, "second": anarchon.StatusAbandoned,
+		"x1": anarchon.StatusLeaseLost, "x2": anarchon.StatusError,
+	}
+	got := statuses(t, b, job)
+	for tok, st := range want {
+		if got[tok] != st {
+			t.Errorf("token %s: status %q, want %q", tok, got[tok], st)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("history %v, want %v", got, want)
+	}
+	if err := b.SaveResult(ctx, job, anarchon.StoredResult{Slot: now + 2000, Token: "x2", Attempt: 2, Status: anarchon.StatusSuccess}, 10, 0); err != nil {
+		t.Fatal(err)
+	}
+	if st := statuses(t, b, job)["x2"]; st != anarchon.StatusSuccess {
+		t.Errorf("after SaveResult: %q, want success", st)
+	}
+	// A repeat Finish neither fails nor overrides the saved result.
+	if !must(rs.Finish(ctx, job, now+2000, "x2", anarchon.StatusError)) {
+		t.Error("repeated Finish returned false")
+	}
+	if st := statuses(t, b, job)["x2"]; st != anarchon.StatusSuccess {
+		t.Errorf("after a repeated Finish: %q, want success", st)
+	}
+}
+
+func TestRecordClaim(t *testing.T) {
+	b := membackend.New(nil)
+	ctx := t.Context()
+	must(b.Claim(ctx, in("j", 1, "a", "i")))
+	for range 2 {
+		if err := b.RecordClaim(ctx, in("j", 1, "a", "i")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(must(b.History(ctx, "j", 0))); n != 1 {
+		t.Errorf("RecordClaim after Claim: %d records, want 1", n)
+	}
+}
+
+func TestWatchDoesNotBlock(t *testing.T) {
+	b := membackend.New(nil)
+	rs := b.Runs()
+	ctx, cancel := context.WithCancel(t.Context())
+	ch := must(b.WatchRuns(ctx))
+	// Far more events than the buffer holds, none read: sends must drop.
+	for i := range int64(200) {
+		tok := "t"
+		must(rs.Claim(ctx, lease("j", i, tok, "i")))
+		must(rs.Release(ctx, "j", i, tok))
+	}
+	n := 0
+	for len(ch) > 0 {
+		<-ch
+		n++
+	}
+	if n == 0 || n > 200 {
+		t.Errorf("%d buffered events", n)
+	}
+	cancel()
+	for range ch {
+	}
+}
+
+func TestServerTime(t *testing.T) {
+	clock := newFakeClock()
+	b := membackend.New(&membackend.Options{Now: clock.Now})
+	clock.Advance(time.Hour)
+	if got := must(b.ServerTime(t.Context())); !got.Equal(clock.Now()) {
+		t.Errorf("ServerTime %v, want the store clock %v", got, clock.Now())
+	}
+	sc, ok := b.Runs().(anarchon.ServerClock)
+	if !ok {
+		t.Fatal("RunStore is not a ServerClock")
+	}
+	if got := must(sc.ServerTime(t.Context())); !got.Equal(clock.Now()) {
+		t.Errorf("RunStore ServerTime %v, want %v", got, clock.Now())
+	}
+}
