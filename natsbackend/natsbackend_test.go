@@ -1,0 +1,250 @@
+package natsbackend_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/natsbackend"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// natsURL returns the test server's URL from ANARCHON_TEST_NATS_URL. It
+// skips the test when the variable is unset, or fails it under CI=true.
+func natsURL(t testing.TB) string {
+	t.Helper()
+	url := os.Getenv("ANARCHON_TEST_NATS_URL")
+	if url == "" {
+		msg := "ANARCHON_TEST_NATS_URL is not set: start a server with scripts/services/nats.sh to run the NATS tests"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return url
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// freshOptions returns options naming a bucket, a stream and a subject no
+// other test uses, and deletes them when t ends.
+func freshOptions(t testing.TB, url string) *natsbackend.Options {
+	t.Helper()
+	id := randHex(6)
+	o := &natsbackend.Options{
+		Bucket:         "anarchon_t_" + id,
+		HistoryStream:  "ANARCHON_T_" + id,
+		HistorySubject: "anarchon.t." + id,
+	}
+	t.Cleanup(func() { dropStore(t, url, o) })
+	return o
+}
+
+func dropStore(t testing.TB, url string, o *natsbackend.Options) {
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Errorf("cleanup: connect: %v", err)
+		return
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := js.DeleteKeyValue(ctx, o.Bucket); err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		t.Errorf("cleanup: delete bucket %s: %v", o.Bucket, err)
+	}
+	if err := js.DeleteStream(ctx, o.HistoryStream); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		t.Errorf("cleanup: delete stream %s: %v", o.HistoryStream, err)
+	}
+}
+
+// openN opens n backends, each on its own connection, sharing one fresh
+// store, and closes them when t ends.
+func openN(t testing.TB, url string, o *natsbackend.Options, n int) []*natsbackend.Backend {
+	t.Helper()
+	bs := make([]*natsbackend.Backend, n)
+	for i := range bs {
+		b, err := natsbackend.Open(url, o)
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		t.Cleanup(func() { _ = b.Close(context.Background()) })
+		bs[i] = b
+	}
+	return bs
+}
+
+func in(job string, slot int64, tok, inst string) anarchon.ClaimInput {
+	return anarchon.ClaimInput{Job: job, Slot: slot, Token: tok, InstanceID: inst, HistorySize: 10}
+}
+
+func TestClaimRepeatAndOddNames(t *testing.T) {
+	url := natsURL(t)
+	o := freshOptions(t, url)
+	bs := openN(t, url, o, 2)
+	ctx := t.Context()
+	names := []string{
+		"plain", "a.b.c", "with space", `"quoted" 'name'`, "*", ">", "ΩμέγαÉé日本", "tab\tand\nnewline",
+		strings.Repeat("é", 200), "a", "A", // A and a must stay apart
+	}
+	for _, name := range names {
+		tok := randHex(8)
+		ok, err := bs[0].Claim(ctx, in(name, 1000, tok, "a"))
+		if err != nil || !ok {
+			t.Fatalf("Claim(%q) = %v, %v; want true", name, ok, err)
+		}
+		if ok, err := bs[1].Claim(ctx, in(name, 1000, tok, "a")); err != nil || !ok {
+			t.Errorf("repeat Claim(%q) same token = %v, %v; want true", name, ok, err)
+		}
+		if ok, err := bs[1].Claim(ctx, in(name, 1000, randHex(8), "b")); err != nil || ok {
+			t.Errorf("Claim(%q) other token = %v, %v; want false", name, ok, err)
+		}
+		if err := bs[0].RecordClaim(ctx, in(name, 1000, tok, "a")); err != nil {
+			t.Fatal(err)
+		}
+		recs, err := bs[1].History(ctx, name, 0)
+		if err != nil || len(recs) != 1 || recs[0].Job != name || recs[0].Token != tok || recs[0].Status != anarchon.StatusRunning {
+			t.Errorf("History(%q) = %+v, %v; want one running record", name, recs, err)
+		}
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	if _, err := natsbackend.New(nil, nil); !errors.Is(err, natsbackend.ErrInvalid) {
+		t.Errorf("New(nil) error %v, want ErrInvalid", err)
+	}
+	for _, o := range []natsbackend.Options{
+		{ClaimTTL: time.Millisecond}, {Bucket: "a.b"}, {HistoryStream: "a b"}, {HistorySubject: "a.>"}, {Replicas: 7},
+	} {
+		if _, err := natsbackend.Open("nats://127.0.0.1:1", &o); !errors.Is(err, natsbackend.ErrInvalid) {
+			t.Errorf("Open with %+v: error %v, want ErrInvalid", o, err)
+		}
+	}
+	url := natsURL(t)
+	o := freshOptions(t, url)
+	b := openN(t, url, o, 1)[0]
+	ctx := t.Context()
+	if _, err := b.Claim(ctx, in("", 1, "t", "a")); !errors.Is(err, natsbackend.ErrInvalid) {
+		t.Errorf("Claim with an empty job: %v, want ErrInvalid", err)
+	}
+	if _, err := b.Claim(ctx, in("j", 1, "", "a")); !errors.Is(err, natsbackend.ErrInvalid) {
+		t.Errorf("Claim with an empty token: %v, want ErrInvalid", err)
+	}
+	if _, err := b.Runs().Claim(ctx, anarchon.RunClaim{ClaimInput: in("j", 1, "t", "a")}); !errors.Is(err, natsbackend.ErrInvalid) {
+		t.Errorf("RunStore.Claim without a lease: %v, want ErrInvalid", err)
+	}
+	if err := b.CheckJob(anarchon.JobLimits{Job: "j", Lease: 8 * 24 * time.Hour}); !errors.Is(err, natsbackend.ErrInvalid) {
+		t.Errorf("CheckJob with a lease above the TTL: %v, want ErrInvalid", err)
+	}
+	_ = b.Close(ctx)
+	if _, err := b.Claim(ctx, in("j", 1, "t", "a")); !errors.Is(err, anarchon.ErrClosed) {
+		t.Errorf("Claim after Close: %v, want ErrClosed", err)
+	}
+}
+
+func TestOpenRedactsPassword(t *testing.T) {
+	_, err := natsbackend.Open("nats://user:s3cret@127.0.0.1:1", nil, nats.Timeout(200*time.Millisecond))
+	if err == nil {
+		t.Fatal("Open of a closed port succeeded")
+	}
+	if strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("error leaks the password: %v", err)
+	}
+	if !errors.Is(err, nats.ErrNoServers) {
+		t.Errorf("error %v does not wrap nats.ErrNoServers", err)
+	}
+}
+
+func TestBucketTTLMismatch(t *testing.T) {
+	url := natsURL(t)
+	o := freshOptions(t, url)
+	o.ClaimTTL = time.Hour
+	if err := openN(t, url, o, 1)[0].Init(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	longer := *o
+	longer.ClaimTTL = 2 * time.Hour
+	err := openN(t, url, &longer, 1)[0].Init(t.Context())
+	if !errors.Is(err, natsbackend.ErrBucketMismatch) {
+		t.Errorf("Init with a longer ClaimTTL than the bucket's: %v, want ErrBucketMismatch", err)
+	}
+	shorter := *o
+	shorter.ClaimTTL = 30 * time.Minute
+	if err := openN(t, url, &shorter, 1)[0].Init(t.Context()); err != nil {
+		t.Errorf("Init with a shorter ClaimTTL than the bucket's: %v", err)
+	}
+}
+
+// TestRace16Connections runs 16 clients, each on its own connection,
+// claiming the same 2,000 slots at once: every slot has exactly one winner.
+func TestRace16Connections(t *testing.T) {
+	url := natsURL(t)
+	const clients, slots = 16, 2000
+	o := freshOptions(t, url)
+	bs := openN(t, url, o, clients)
+	ctx := t.Context()
+	for _, b := range bs {
+		if err := b.Init(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	job := "race " + randHex(4)
+	var wins [slots]int32
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	begin := time.Now()
+	for c := range clients {
+		wg.Go(func() {
+			<-start
+			for s := range slots {
+				slot := int64((s + c*97) % slots) // clients walk the slots from different places
+				ok, err := bs[c].Claim(ctx, in(job, slot, randHex(8), "i"))
+				if err != nil {
+					t.Errorf("client %d slot %d: %v", c, slot, err)
+					return
+				}
+				if ok {
+					mu.Lock()
+					wins[slot]++
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	t.Logf("%d clients x %d slots: %d claims in %v", clients, slots, clients*slots, time.Since(begin))
+	for s, n := range wins {
+		if n != 1 {
+			t.Errorf("slot %d: %d winners, want 1", s, n)
+		}
+	}
+}
+
+func TestServerClock(t *testing.T) {
+	url := natsURL(t)
+	b := openN(t, url, freshOptions(t, url), 1)[0]
+	before := time.Now()
+	st, err := b.ServerTime(t.Context())
+	after := time.Now()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Same machine: the server's clock is the test's clock.
+	if st.Before(before.Add(-time.Second)) || st.After(after.Add(time.Second)) {
+		t.Errorf("ServerTime %v outside [%v, %v]", st, before, after)
+	}
+}
