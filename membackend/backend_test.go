@@ -218,8 +218,9 @@ func TestLeaseHistory(t *testing.T) {
 	must(rs.Finish(ctx, job, now+2000, "x2", anarchon.StatusError))
 	want := map[string]anarchon.Status{
 		"late": anarchon.StatusMissed, "skip": anarchon.StatusSkipped,
-		"run": anarchon.StatusHandedOver, "second": anarchon.StatusAbandoned,
-		"x1": anarchon.StatusLeaseLost, "x2": anarchon.StatusError,
+		"run": anarchon.StatusHandedOver, "second": anarchon.StatusLeaseLost,
+		membackend.AbandonedToken(now): anarchon.StatusAbandoned,
+		"x1":                           anarchon.StatusLeaseLost, "x2": anarchon.StatusError,
 	}
 	got := statuses(t, b, job)
 	for tok, st := range want {

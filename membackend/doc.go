@@ -58,7 +58,10 @@
 //   - RunStore Claim, late or overlap: a result with status missed or
 //     skipped under the caller's token and instance.
 //   - RunStore Claim, attempts used up: the last holder's record gets the
-//     status abandoned (keeping any times already stored).
+//     status lease_lost or handed_over as for a takeover, and the slot gets
+//     one record with status abandoned under the token
+//     [AbandonedToken](slot), the token under which the scheduler's backups
+//     record the abandonment too.
 //   - Finish: a result with the finish status, unless one was already
 //     stored for the token.
 //   - SaveResult: the result, replacing any earlier result of its token.

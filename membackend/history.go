@@ -76,17 +76,6 @@ func (h *history) addResultIfNone(r anarchon.StoredResult, now time.Time) {
 	h.addResult(r, now)
 }
 
-// settle gives token's run a final status: a copy of its stored result
-// with status replaced, or a new result r.
-func (h *history) settle(r anarchon.StoredResult, now time.Time) {
-	if e := h.byToken[r.Token]; e != nil && e.result != nil {
-		old := *e.result
-		old.Status = r.Status
-		r = old
-	}
-	h.addResult(r, now)
-}
-
 func (h *history) split() ([]anarchon.ClaimRecord, []anarchon.StoredResult) {
 	var claims []anarchon.ClaimRecord
 	var results []anarchon.StoredResult

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/anarchon/anarchon"
@@ -108,8 +109,11 @@ func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.Cla
 		prev = anarchon.StatusHandedOver
 	}
 	if r.attempt >= maxAttempts {
-		j.hist.settle(anarchon.StoredResult{
-			Slot: c.Slot, Token: r.token, InstanceID: r.holder, Attempt: r.attempt, Status: anarchon.StatusAbandoned,
+		j.hist.addResultIfNone(anarchon.StoredResult{
+			Slot: c.Slot, Token: r.token, InstanceID: r.holder, Attempt: r.attempt, Status: prev,
+		}, now)
+		j.hist.addResultIfNone(anarchon.StoredResult{
+			Slot: c.Slot, Token: AbandonedToken(c.Slot), InstanceID: c.InstanceID, Attempt: r.attempt, Status: anarchon.StatusAbandoned,
 		}, now)
 		r.state, r.status, r.token, r.changed = anarchon.RunStateDone, anarchon.StatusAbandoned, "", now
 		delete(j.active, c.Slot)
@@ -126,6 +130,12 @@ func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.Cla
 	}, now)
 	return anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: r.attempt, Holder: r.holder, LeaseUntil: r.leaseUntil}, nil
 }
+
+// AbandonedToken is the token of the one history record of an abandoned
+// slot (Unix ms): "abandoned-<slot>". The scheduler's backups save the
+// abandonment under the same token, so the store's record and theirs merge
+// into one.
+func AbandonedToken(slot int64) string { return "abandoned-" + strconv.FormatInt(slot, 10) }
 
 // claimAbsent handles the last three rows of the table. Caller holds b.mu.
 func (b *Backend) claimAbsent(j *jobState, c anarchon.RunClaim, now time.Time) anarchon.ClaimOutcome {
