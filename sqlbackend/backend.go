@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"strings"
 	"sync"
@@ -335,13 +336,14 @@ func msOrNil(t time.Time) any {
 
 // SaveResult stores r in the job's history (a later save with the same
 // token replaces it), marks a plain claim's run row done, and trims the
-// history in the same transaction: results beyond the newest historySize
-// (by slot) and, if historyTTL > 0, results whose slot is older than the
-// server's now minus historyTTL. Settled run rows outside the same bounds
-// are deleted too, and the job's watermark is raised to the highest slot
-// deleted, so that a late claim for it loses (SPEC §4). Runs with a live
-// lease are never deleted. historySize <= 0 means
-// anarchon.DefaultHistorySize.
+// history in the same transaction: results older (by slot) than the newest
+// historySize and, if historyTTL > 0, results saved more than historyTTL
+// ago by the server's clock. Settled run rows outside the same bounds (by
+// slot, or claimed more than historyTTL ago) are deleted too, and the job's
+// watermark is raised to the highest slot deleted, so that a late claim for
+// it loses (SPEC §4). Leased runs still running or released are never
+// deleted. historySize <= 0 means anarchon.DefaultHistorySize; a negative
+// historyTTL is an error.
 func (b *SQLBackend) SaveResult(ctx context.Context, job string, r anarchon.StoredResult, historySize int, historyTTL time.Duration) error {
 	if err := b.ready(ctx, "save result"); err != nil {
 		return err
@@ -396,49 +398,37 @@ func (b *SQLBackend) trim(ctx context.Context, tx Querier, job string, size int,
 	if err := b.lockJob(ctx, tx, job); err != nil {
 		return err
 	}
-	var ttlCut int64
-	hasTTL := false
+	// Two bounds: the size-th newest slot (older slots go) and, with a
+	// TTL, the server's now minus ttl (rows saved or claimed before go).
+	// math.MinInt64 disables a bound.
+	ttlCut := int64(math.MinInt64)
 	if ttl > 0 {
 		now, err := b.nowMs(ctx, tx)
 		if err != nil {
 			return err
 		}
-		ttlCut, hasTTL = now-ttl.Milliseconds(), true
+		ttlCut = now - ttl.Milliseconds()
 	}
-	// cutoff returns the slot below which a table's rows go: the
-	// size-th newest slot, or the TTL bound if higher.
-	cutoff := func(nth string) (int64, bool, error) {
-		rows, err := b.all(ctx, tx, nth, job, size-1)
-		if err != nil {
-			return 0, false, err
+	nth := func(query string) (int64, error) {
+		rows, err := b.all(ctx, tx, query, job, size-1)
+		if err != nil || len(rows) == 0 {
+			return math.MinInt64, err
 		}
-		c, has := ttlCut, hasTTL
-		if len(rows) > 0 {
-			s, err := asInt64(rows[0][0])
-			if err != nil {
-				return 0, false, err
-			}
-			if !has || s > c {
-				c, has = s, true
-			}
-		}
-		return c, has, nil
+		return asInt64(rows[0][0])
 	}
-	resCut, has, err := cutoff(b.q.nthResultSlot)
+	resCut, err := nth(b.q.nthResultSlot)
 	if err != nil {
 		return err
 	}
-	if has {
-		// Equal slots at the cutoff are all kept: a few extra records.
-		if _, err := b.all(ctx, tx, b.q.trimResults, job, resCut); err != nil {
-			return err
-		}
-	}
-	runCut, has, err := cutoff(b.q.nthRunSlot)
-	if err != nil || !has {
+	// Equal slots at the cutoff are all kept: a few extra records at most.
+	if _, err := b.all(ctx, tx, b.q.trimResults, job, resCut, ttlCut); err != nil {
 		return err
 	}
-	rows, err := b.all(ctx, tx, b.q.trimRuns, job, runCut)
+	runCut, err := nth(b.q.nthRunSlot)
+	if err != nil {
+		return err
+	}
+	rows, err := b.all(ctx, tx, b.q.trimRuns, job, runCut, ttlCut)
 	if err != nil {
 		return err
 	}

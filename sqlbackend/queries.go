@@ -67,6 +67,7 @@ func buildQueries(qualify func(string) string, d SQLDialect) queries {
 	error TEXT NOT NULL,
 	output TEXT NOT NULL,
 	manual {big} NOT NULL,
+	saved_at {big} NOT NULL,
 	PRIMARY KEY (job, token)
 )`),
 			q(`CREATE INDEX IF NOT EXISTS {results_slot} ON {results} (job, slot)`),
@@ -83,22 +84,22 @@ SELECT CAST(? AS TEXT), CAST(? AS {big}), CAST(? AS TEXT), CAST(? AS TEXT), 1, '
 WHERE NOT EXISTS (SELECT 1 FROM {jobs} WHERE job = ? AND watermark >= ?)
 ON CONFLICT (job, slot) DO NOTHING RETURNING token`),
 		selectToken: q(`SELECT token FROM {runs} WHERE job = ? AND slot = ?`),
-		insertManual: q(`INSERT INTO {results} (job, token, slot, instance, attempt, status, claimed_at, started_at, finished_at, error, output, manual)
-VALUES (?, ?, ?, ?, 1, 'running', {now}, NULL, NULL, '', '', 1) ON CONFLICT (job, token) DO NOTHING`),
-		upsertResult: q(`INSERT INTO {results} (job, token, slot, instance, attempt, status, claimed_at, started_at, finished_at, error, output, manual)
-VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?)
+		insertManual: q(`INSERT INTO {results} (job, token, slot, instance, attempt, status, claimed_at, started_at, finished_at, error, output, manual, saved_at)
+VALUES (?, ?, ?, ?, 1, 'running', {now}, NULL, NULL, '', '', 1, {now}) ON CONFLICT (job, token) DO NOTHING`),
+		upsertResult: q(`INSERT INTO {results} (job, token, slot, instance, attempt, status, claimed_at, started_at, finished_at, error, output, manual, saved_at)
+VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, {now})
 ON CONFLICT (job, token) DO UPDATE SET slot = excluded.slot, instance = excluded.instance,
 	attempt = excluded.attempt, status = excluded.status, started_at = excluded.started_at,
 	finished_at = excluded.finished_at, error = excluded.error, output = excluded.output,
-	manual = excluded.manual`),
+	manual = excluded.manual, saved_at = excluded.saved_at`),
 		finishPlain: q(`UPDATE {runs} SET state = 'done', status = ?
 WHERE job = ? AND slot = ? AND token = ? AND state = 'running' AND lease_until IS NULL`),
 		nthResultSlot: q(`SELECT slot FROM {results} WHERE job = ? ORDER BY slot DESC LIMIT 1 OFFSET ?`),
 		nthRunSlot:    q(`SELECT slot FROM {runs} WHERE job = ? ORDER BY slot DESC LIMIT 1 OFFSET ?`),
-		trimResults:   q(`DELETE FROM {results} WHERE job = ? AND slot < ?`),
+		trimResults:   q(`DELETE FROM {results} WHERE job = ? AND (slot < ? OR saved_at < ?)`),
 		// Only settled rows and plain claims go; leased runs still running
 		// or released stay until they settle.
-		trimRuns: q(`DELETE FROM {runs} WHERE job = ? AND slot < ?
+		trimRuns: q(`DELETE FROM {runs} WHERE job = ? AND (slot < ? OR claimed_at < ?)
 AND (state IN ('done', 'missed', 'skipped') OR lease_until IS NULL) RETURNING slot`),
 
 		historyRuns:       q(`SELECT slot, token, instance, attempt, state, status, claimed_at FROM {runs} WHERE job = ? ORDER BY slot DESC LIMIT ?`),
