@@ -213,7 +213,9 @@ func (b *Backend) History(ctx context.Context, job string, limit int) ([]anarcho
 	ctx, cancel := b.bound(ctx)
 	defer cancel()
 	subj := b.subject(enc)
+	b.infoMu.Lock() // Stream.Info writes the handle's cache
 	info, err := h.hist.Info(ctx, jetstream.WithSubjectFilter(subj))
+	b.infoMu.Unlock()
 	if err != nil {
 		return nil, b.wrap("read history", err)
 	}

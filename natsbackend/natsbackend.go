@@ -125,9 +125,9 @@ type Backend struct {
 	nc   *nats.Conn // closed by Close only when owned
 	own  bool
 
+	infoMu sync.Mutex // serializes Info calls on the history stream handle
 	mu     sync.Mutex
 	kv     jetstream.KeyValue
-	kvs    jetstream.Stream // the bucket's stream, read for the server clock
 	hist   jetstream.Stream
 	closed bool
 }
@@ -249,7 +249,6 @@ func (b *Backend) Init(ctx context.Context) error {
 
 type handles struct {
 	kv   jetstream.KeyValue
-	kvs  jetstream.Stream
 	hist jetstream.Stream
 }
 
@@ -260,7 +259,7 @@ func (b *Backend) ready(ctx context.Context) (handles, error) {
 		return handles{}, fmt.Errorf("natsbackend: %w", anarchon.ErrClosed)
 	}
 	if b.kv != nil {
-		return handles{b.kv, b.kvs, b.hist}, nil
+		return handles{b.kv, b.hist}, nil
 	}
 	ctx, cancel := b.bound(ctx)
 	defer cancel()
@@ -268,16 +267,12 @@ func (b *Backend) ready(ctx context.Context) (handles, error) {
 	if err != nil {
 		return handles{}, err
 	}
-	kvs, err := b.js.Stream(ctx, "KV_"+b.opts.Bucket)
-	if err != nil {
-		return handles{}, b.wrap("bind the bucket's stream", err)
-	}
 	hist, err := b.bindHistory(ctx)
 	if err != nil {
 		return handles{}, err
 	}
-	b.kv, b.kvs, b.hist = kv, kvs, hist
-	return handles{kv, kvs, hist}, nil
+	b.kv, b.hist = kv, hist
+	return handles{kv, hist}, nil
 }
 
 func (b *Backend) storage() jetstream.StorageType {

@@ -70,11 +70,14 @@ func (b *Backend) readRun(ctx context.Context, h handles, key string) (jetstream
 // when it answers (nats-server 2.10+). On an older server it writes the
 // key "t" and reads the server timestamp of that revision.
 func (b *Backend) serverNow(ctx context.Context, h handles) (time.Time, error) {
-	info, err := h.kvs.Info(ctx)
+	// js.Stream answers with a fresh handle whose cached info is this
+	// response; Stream.Info on a shared handle would write its cache from
+	// several goroutines.
+	s, err := b.js.Stream(ctx, "KV_"+b.opts.Bucket)
 	if err != nil {
 		return time.Time{}, b.wrap("read server time", err)
 	}
-	if !info.TimeStamp.IsZero() {
+	if info := s.CachedInfo(); info != nil && !info.TimeStamp.IsZero() {
 		return info.TimeStamp.UTC(), nil
 	}
 	rev, err := h.kv.Put(ctx, "t", nil)
