@@ -1,0 +1,57 @@
+package faults
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/natsbackend"
+	"github.com/anarchon/anarchon/redisbackend"
+	"github.com/anarchon/anarchon/sqlitebackend"
+	"github.com/anarchon/anarchon/sqlitefile"
+	"github.com/nats-io/nats.go"
+)
+
+// ErrBadStoreURL is returned by [Open] for a store URL it cannot use.
+var ErrBadStoreURL = errors.New("faults: bad store URL")
+
+// Open returns a backend for a store URL. The backend owns its connection:
+// its Close closes it.
+//
+//	sqlite:/path/to/file.db     sqlitefile.Open, busy timeout 2 s
+//	redis://127.0.0.1:6379      redisbackend.Open
+//	nats://127.0.0.1:4222       natsbackend.Open, reconnecting for ever every 250 ms
+//
+// Clients are set up to keep reconnecting, since the harness restarts
+// servers and cuts connections under them. An unknown scheme is an error
+// wrapping ErrBadStoreURL.
+func Open(storeURL string) (anarchon.Backend, error) {
+	scheme, rest, ok := strings.Cut(storeURL, ":")
+	if !ok || rest == "" {
+		return nil, fmt.Errorf("%w: %q has no scheme", ErrBadStoreURL, redact(storeURL))
+	}
+	switch scheme {
+	case "sqlite":
+		return sqlitefile.Open(rest, &sqlitebackend.Options{BusyTimeout: 2 * time.Second})
+	case "redis":
+		return redisbackend.Open(storeURL, nil)
+	case "nats":
+		return natsbackend.Open(storeURL, &natsbackend.Options{Timeout: 3 * time.Second},
+			nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond),
+			nats.RetryOnFailedConnect(false))
+	}
+	return nil, fmt.Errorf("%w: unknown scheme %q (want sqlite, redis or nats)", ErrBadStoreURL, scheme)
+}
+
+// redact drops the user info of a URL-like string, so that a password never
+// reaches an error.
+func redact(s string) string {
+	at := strings.LastIndex(s, "@")
+	i := strings.Index(s, "://")
+	if at < 0 || i < 0 || at < i {
+		return s
+	}
+	return s[:i+3] + "xxxxx@" + s[at+1:]
+}
