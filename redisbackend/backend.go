@@ -1,0 +1,553 @@
+package redisbackend
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/anarchon/anarchon"
+	"github.com/redis/go-redis/v9"
+)
+
+// DefaultPrefix is the key prefix used when [Options.Prefix] is empty.
+const DefaultPrefix = "anarchon"
+
+// DefaultReplicaTimeout is how long a claim waits for replicas when
+// [Options.Replicas] is set and [Options.ReplicaTimeout] is zero.
+const DefaultReplicaTimeout = time.Second
+
+// MaxSlot is the largest slot magnitude (Unix ms) the backend accepts: 2^53,
+// the largest integer Lua's numbers (IEEE doubles) hold exactly. It is about
+// 285,000 years away from the epoch.
+const MaxSlot = 1 << 53
+
+// Sentinel errors of this package. Test for them with [errors.Is].
+var (
+	// ErrInvalidInput is returned for arguments the backend refuses before
+	// talking to Redis: an empty job name or token, a slot beyond ±MaxSlot, a
+	// non-positive lease, a negative duration or history size.
+	ErrInvalidInput = errors.New("redisbackend: invalid input")
+	// ErrNotReplicated is returned by a winning claim when Options.Replicas
+	// is set and fewer replicas acknowledged it within ReplicaTimeout. The
+	// claim is written on the primary but the caller must not run the slot
+	// (fail closed): a failover could still forget it.
+	ErrNotReplicated = errors.New("redisbackend: claim not acknowledged by enough replicas")
+	// ErrUnexpectedReply is returned when Redis answers a script with a
+	// reply of the wrong shape (a server that is not Redis-compatible, or
+	// keys written by something else under the backend's prefix).
+	ErrUnexpectedReply = errors.New("redisbackend: unexpected reply from redis")
+	// ErrServerTooOld is returned by Init when the server is older than
+	// Redis 5, which lacks script effects replication (see the package doc).
+	ErrServerTooOld = errors.New("redisbackend: redis server too old (need 5.0 or later)")
+)
+
+// Options configure a [Backend]. A nil *Options means all defaults.
+type Options struct {
+	// Prefix starts every key and the pub/sub channel the backend uses, so
+	// that several schedulers (or tests) can share one Redis. It must not
+	// contain '{' or '}' (they would break the cluster hash tag). Defaults to
+	// DefaultPrefix ("anarchon").
+	Prefix string
+	// Replicas, when > 0, makes every winning claim (plain and lease) wait
+	// with WAIT until this many replicas have acknowledged it. A claim that
+	// falls short returns an error wrapping ErrNotReplicated and must not be
+	// run. Defaults to 0: a claim counts once the primary answers.
+	Replicas int
+	// ReplicaTimeout bounds the WAIT. Defaults to DefaultReplicaTimeout (1 s).
+	ReplicaTimeout time.Duration
+}
+
+// Backend is the Redis store of anarchon. It implements [anarchon.Backend],
+// [anarchon.LeaseBackend] (its [Backend.Runs] is a [*RunStore]),
+// [anarchon.Watcher] and [anarchon.ServerClock]. It is safe for concurrent
+// use. Create it with [New] or [Open].
+type Backend struct {
+	client   redis.UniversalClient
+	owned    bool // Close closes client
+	prefix   string
+	channel  string
+	replicas int
+	waitFor  time.Duration
+	runs     *RunStore
+
+	closed atomic.Bool
+	mu     sync.Mutex
+	subs   map[*redis.PubSub]struct{}
+}
+
+var (
+	_ anarchon.Backend      = (*Backend)(nil)
+	_ anarchon.LeaseBackend = (*Backend)(nil)
+	_ anarchon.Watcher      = (*Backend)(nil)
+	_ anarchon.ServerClock  = (*Backend)(nil)
+	_ anarchon.RunStore     = (*RunStore)(nil)
+	_ anarchon.Watcher      = (*RunStore)(nil)
+	_ anarchon.ServerClock  = (*RunStore)(nil)
+)
+
+// New returns a backend on a client the caller owns: a *redis.Client
+// (standalone or Sentinel failover) or a *redis.ClusterClient. Close does not
+// close it. AUTH, TLS, timeouts and retries are the client's options.
+// go-redis retries a command after a network error (MaxRetries); every
+// script of this backend is safe to repeat, so that retry is harmless.
+//
+// It returns an error wrapping ErrInvalidInput for a nil client, a bad
+// prefix or negative replica settings. Options.Replicas needs a *redis.Client
+// or *redis.ClusterClient (WAIT has to run on the connection that wrote).
+func New(client redis.UniversalClient, opts *Options) (*Backend, error) {
+	if client == nil {
+		return nil, fmt.Errorf("%w: nil redis client", ErrInvalidInput)
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Prefix == "" {
+		o.Prefix = DefaultPrefix
+	}
+	if strings.ContainsAny(o.Prefix, "{}") {
+		return nil, fmt.Errorf("%w: prefix %q contains '{' or '}'", ErrInvalidInput, o.Prefix)
+	}
+	if o.Replicas < 0 || o.ReplicaTimeout < 0 {
+		return nil, fmt.Errorf("%w: negative Replicas or ReplicaTimeout", ErrInvalidInput)
+	}
+	if o.ReplicaTimeout == 0 {
+		o.ReplicaTimeout = DefaultReplicaTimeout
+	}
+	if o.Replicas > 0 {
+		switch client.(type) {
+		case *redis.Client, *redis.ClusterClient:
+		default:
+			return nil, fmt.Errorf("%w: Replicas needs a *redis.Client or *redis.ClusterClient, not %T", ErrInvalidInput, client)
+		}
+	}
+	b := &Backend{
+		client:   client,
+		prefix:   o.Prefix,
+		channel:  o.Prefix + ":runs",
+		replicas: o.Replicas,
+		waitFor:  o.ReplicaTimeout,
+		subs:     make(map[*redis.PubSub]struct{}),
+	}
+	b.runs = &RunStore{b: b}
+	return b, nil
+}
+
+// Open creates a client from a redis:// or rediss:// (TLS) URL, as
+// [redis.ParseURL] reads it (user, password, database number, query options
+// such as dial_timeout), and returns a backend that owns it: Close closes it.
+// Errors never contain the password: the URL is shown redacted.
+func Open(rawURL string, opts *Options) (*Backend, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		// url.Error repeats the whole URL, password included: keep only its cause.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("%w: unparsable redis URL: %w", ErrInvalidInput, err)
+	}
+	if u.Scheme != "redis" && u.Scheme != "rediss" {
+		return nil, fmt.Errorf("%w: redis URL %s: scheme must be redis or rediss", ErrInvalidInput, u.Redacted())
+	}
+	ro, err := redis.ParseURL(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: redis URL %s: %s", ErrInvalidInput, u.Redacted(), scrub(err.Error(), u))
+	}
+	client := redis.NewClient(ro)
+	b, err := New(client, opts)
+	if err != nil {
+		_ = client.Close()
+		return nil, err
+	}
+	b.owned = true
+	return b, nil
+}
+
+// scrub removes the URL's password from a message, in case a parser
+// repeated it.
+func scrub(msg string, u *url.URL) string {
+	if u.User != nil {
+		if pw, ok := u.User.Password(); ok && pw != "" {
+			msg = strings.ReplaceAll(msg, pw, "xxxxx")
+		}
+	}
+	return msg
+}
+
+// Name returns "redis".
+func (b *Backend) Name() string { return "redis" }
+
+// DedupeWindow returns anarchon.Forever: a claimed slot is never claimed
+// again. Claims are trimmed with the job's history, and a per-job watermark
+// (the newest slot trimmed) makes any claim at or below it lose, so trimming
+// never reopens a slot (SPEC §4). See "Memory" in the package doc.
+func (b *Backend) DedupeWindow() time.Duration { return anarchon.Forever }
+
+// Client returns the go-redis client the backend uses.
+func (b *Backend) Client() redis.UniversalClient { return b.client }
+
+// Runs returns the backend's lease store (SPEC §6).
+func (b *Backend) Runs() anarchon.RunStore { return b.runs }
+
+// Init checks that the server answers and is Redis 5 or later, and loads the
+// scripts into its script cache (every master of a cluster). It is safe to
+// call more than once and concurrently.
+func (b *Backend) Init(ctx context.Context) error {
+	if err := b.check(); err != nil {
+		return err
+	}
+	if err := b.client.Ping(ctx).Err(); err != nil {
+		return b.wrap("init: ping", err)
+	}
+	info, err := b.client.Info(ctx, "server").Result()
+	if err != nil {
+		return b.wrap("init: info", err)
+	}
+	if v, ok := infoField(info, "redis_version"); ok {
+		major, _, _ := strings.Cut(v, ".")
+		if n, err := strconv.Atoi(major); err == nil && n < 5 {
+			return fmt.Errorf("%w: server reports redis_version %s", ErrServerTooOld, v)
+		}
+	}
+	for _, s := range allScripts {
+		if err := s.Load(ctx, b.client).Err(); err != nil {
+			return b.wrap("init: script load", err)
+		}
+	}
+	return nil
+}
+
+func infoField(info, name string) (string, bool) {
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// PrepareJob checks the job name. Redis needs no per-job setup: the job's
+// keys appear with its first claim.
+func (b *Backend) PrepareJob(ctx context.Context, job string, historySize int) error {
+	if err := b.check(); err != nil {
+		return err
+	}
+	if job == "" {
+		return fmt.Errorf("%w: empty job name", ErrInvalidInput)
+	}
+	if historySize < 0 {
+		return fmt.Errorf("%w: job %q: negative history size %d", ErrInvalidInput, job, historySize)
+	}
+	return nil
+}
+
+// Claim is the plain claim of SPEC §4, one Lua script: it returns true if
+// the slot was free (and records the claim) or is already claimed with
+// in.Token (repeat safety), false if another token holds it or the slot is
+// at or below the job's trim watermark. With Options.Replicas it fails with
+// ErrNotReplicated when the WAIT falls short.
+func (b *Backend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, error) {
+	if err := b.checkRun(in.Job, in.Slot, in.Token); err != nil {
+		return false, err
+	}
+	k := b.keys(in.Job)
+	res, err := b.runWrite(ctx, scriptClaim,
+		[]string{k.run, k.claims, k.hist, k.mark, k.age},
+		slotArg(in.Slot), in.Token, in.InstanceID)
+	if err != nil {
+		return false, b.wrap(fmt.Sprintf("claim %q slot %d", in.Job, in.Slot), err)
+	}
+	n, ok := res.(int64)
+	if !ok {
+		return false, b.unexpected("claim", res)
+	}
+	return n == 1, nil
+}
+
+// RecordManualRun records a RunNow run with no deduplication and returns
+// in.Slot. Repeating it with the same token rewrites the same record.
+func (b *Backend) RecordManualRun(ctx context.Context, in anarchon.ClaimInput) (int64, error) {
+	if err := b.checkRun(in.Job, in.Slot, in.Token); err != nil {
+		return 0, err
+	}
+	k := b.keys(in.Job)
+	_, err := scriptManual.Run(ctx, b.client, []string{k.claims, k.hist, k.age},
+		slotArg(in.Slot), in.Token, in.InstanceID).Result()
+	if err != nil {
+		return 0, b.wrap(fmt.Sprintf("record manual run %q", in.Job), err)
+	}
+	return in.Slot, nil
+}
+
+// SaveResult stores r and trims the job's history, in one script: to
+// historySize records (0 means anarchon.DefaultHistorySize) and, if
+// historyTTL > 0, to records written (claimed or saved) less than
+// historyTTL ago by the server's clock. A run still running or released is never trimmed. Trimming
+// a slot's last record forgets its claim and raises the job's watermark.
+func (b *Backend) SaveResult(ctx context.Context, job string, r anarchon.StoredResult, historySize int, historyTTL time.Duration) error {
+	if err := b.check(); err != nil {
+		return err
+	}
+	if job == "" {
+		return fmt.Errorf("%w: empty job name", ErrInvalidInput)
+	}
+	if err := checkSlot(r.Slot); err != nil {
+		return err
+	}
+	if historySize < 0 || historyTTL < 0 {
+		return fmt.Errorf("%w: negative history size or TTL", ErrInvalidInput)
+	}
+	if historySize == 0 {
+		historySize = anarchon.DefaultHistorySize
+	}
+	data, err := json.Marshal(encodeResult(r))
+	if err != nil {
+		return fmt.Errorf("redisbackend: save result %q: %w", job, err)
+	}
+	k := b.keys(job)
+	_, err = scriptSave.Run(ctx, b.client,
+		[]string{k.run, k.claims, k.hist, k.results, k.mark, k.age},
+		slotArg(r.Slot), r.Token, string(data), historySize, historyTTL.Milliseconds()).Result()
+	if err != nil {
+		return b.wrap(fmt.Sprintf("save result %q slot %d", job, r.Slot), err)
+	}
+	return nil
+}
+
+// History returns at most limit runs of job (limit <= 0: all retained),
+// newest first, built with [anarchon.BuildHistory] from the stored claims
+// and results. It reads one consistent snapshot (one script).
+func (b *Backend) History(ctx context.Context, job string, limit int) ([]anarchon.RunRecord, error) {
+	if err := b.check(); err != nil {
+		return nil, err
+	}
+	if job == "" {
+		return nil, fmt.Errorf("%w: empty job name", ErrInvalidInput)
+	}
+	k := b.keys(job)
+	res, err := scriptHistory.Run(ctx, b.client, []string{k.claims, k.hist, k.results}, max(limit, 0)).Result()
+	if err != nil {
+		return nil, b.wrap(fmt.Sprintf("history %q", job), err)
+	}
+	arr, ok := res.([]any)
+	if !ok || len(arr)%3 != 0 {
+		return nil, b.unexpected("history", res)
+	}
+	var claims []anarchon.ClaimRecord
+	var results []anarchon.StoredResult
+	for i := 0; i < len(arr); i += 3 {
+		m, _ := arr[i].(string)
+		c, _ := arr[i+1].(string)
+		r, _ := arr[i+2].(string)
+		if c != "" {
+			var w wireClaim
+			if err := json.Unmarshal([]byte(c), &w); err != nil {
+				return nil, fmt.Errorf("%w: history %q: claim record: %w", ErrUnexpectedReply, job, err)
+			}
+			_, w.Token, _ = strings.Cut(m, "/")
+			claims = append(claims, w.record())
+		}
+		if r != "" {
+			var w wireResult
+			if err := json.Unmarshal([]byte(r), &w); err != nil {
+				return nil, fmt.Errorf("%w: history %q: result record: %w", ErrUnexpectedReply, job, err)
+			}
+			results = append(results, w.result())
+		}
+	}
+	return anarchon.BuildHistory(job, claims, results, limit), nil
+}
+
+// ServerTime reads the server's clock with TIME (SPEC §6).
+func (b *Backend) ServerTime(ctx context.Context) (time.Time, error) {
+	if err := b.check(); err != nil {
+		return time.Time{}, err
+	}
+	t, err := b.client.Time(ctx).Result()
+	if err != nil {
+		return time.Time{}, b.wrap("server time", err)
+	}
+	return t, nil
+}
+
+// Close ends the backend's watches and, if the backend was made by [Open],
+// closes its client. Later calls return errors wrapping anarchon.ErrClosed.
+// Closing twice is not an error.
+func (b *Backend) Close(ctx context.Context) error {
+	if b.closed.Swap(true) {
+		return nil
+	}
+	b.mu.Lock()
+	subs := b.subs
+	b.subs = nil
+	b.mu.Unlock()
+	for ps := range subs {
+		_ = ps.Close()
+	}
+	if b.owned {
+		if err := b.client.Close(); err != nil {
+			return b.wrap("close", err)
+		}
+	}
+	return nil
+}
+
+// check returns ErrClosed after Close.
+func (b *Backend) check() error {
+	if b.closed.Load() {
+		return fmt.Errorf("redisbackend: %w", anarchon.ErrClosed)
+	}
+	return nil
+}
+
+func (b *Backend) checkRun(job string, slot int64, token string) error {
+	if err := b.check(); err != nil {
+		return err
+	}
+	if job == "" {
+		return fmt.Errorf("%w: empty job name", ErrInvalidInput)
+	}
+	if token == "" {
+		return fmt.Errorf("%w: job %q: empty token", ErrInvalidInput, job)
+	}
+	return checkSlot(slot)
+}
+
+func checkSlot(slot int64) error {
+	if slot > MaxSlot || slot < -MaxSlot {
+		return fmt.Errorf("%w: slot %d outside ±2^53 ms", ErrInvalidInput, slot)
+	}
+	return nil
+}
+
+func slotArg(slot int64) string { return strconv.FormatInt(slot, 10) }
+
+// wrap translates a driver error at the boundary. The native error stays
+// reachable with errors.Is/As (net.Error, redis.Error, context errors);
+// redis.Nil is never passed on as a result.
+func (b *Backend) wrap(op string, err error) error {
+	if errors.Is(err, redis.Nil) {
+		return fmt.Errorf("%w: %s: empty reply", ErrUnexpectedReply, op)
+	}
+	if b.closed.Load() && errors.Is(err, redis.ErrClosed) {
+		return fmt.Errorf("redisbackend: %s: %w: %w", op, anarchon.ErrClosed, err)
+	}
+	return fmt.Errorf("redisbackend: %s: %w", op, err)
+}
+
+func (b *Backend) unexpected(op string, res any) error {
+	return fmt.Errorf("%w: %s: got %T", ErrUnexpectedReply, op, res)
+}
+
+// runWrite runs a script that may win a claim. With Options.Replicas the
+// script and a WAIT go in one pipeline on the connection of the key's
+// master, so the WAIT covers exactly this write.
+func (b *Backend) runWrite(ctx context.Context, s *script, keys []string, args ...any) (any, error) {
+	if b.replicas == 0 {
+		return s.Run(ctx, b.client, keys, args...).Result()
+	}
+	var node *redis.Client
+	switch c := b.client.(type) {
+	case *redis.Client:
+		node = c
+	case *redis.ClusterClient:
+		n, err := c.MasterForKey(ctx, keys[0])
+		if err != nil {
+			return nil, err
+		}
+		node = n
+	}
+	run := func(useSHA bool) (any, int64, error) {
+		var ev *redis.Cmd
+		var wait *redis.Cmd
+		_, err := node.Pipelined(ctx, func(p redis.Pipeliner) error {
+			if useSHA {
+				ev = p.EvalSha(ctx, s.Hash(), keys, args...)
+			} else {
+				ev = p.Eval(ctx, s.src, keys, args...)
+			}
+			wait = p.Do(ctx, "wait", b.replicas, b.waitFor.Milliseconds())
+			return nil
+		})
+		if err := ev.Err(); err != nil {
+			return nil, 0, err
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		n, err := wait.Int64()
+		if err != nil {
+			return nil, 0, err
+		}
+		return ev.Val(), n, nil
+	}
+	val, acked, err := run(true)
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		val, acked, err = run(false)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if won(val) && acked < int64(b.replicas) {
+		return nil, fmt.Errorf("%w: %d of %d replicas within %v", ErrNotReplicated, acked, b.replicas, b.waitFor)
+	}
+	return val, nil
+}
+
+// won reports whether a claim script's reply is a win: 1 for the plain
+// claim, {1, ...} for the lease claim.
+func won(v any) bool {
+	switch v := v.(type) {
+	case int64:
+		return v == 1
+	case []any:
+		if len(v) > 0 {
+			n, _ := v[0].(int64)
+			return n == int64(anarchon.OutcomeWon)
+		}
+	}
+	return false
+}
+
+// jobKeys are the keys of one job. They share the hash tag {prefix:job}, so
+// they live in one cluster slot and one script may touch them all.
+type jobKeys struct {
+	run     string // HASH slot -> run state (JSON)
+	claims  string // HASH token -> claim record (JSON)
+	hist    string // ZSET "slot/token" (or "slot/") scored by slot
+	results string // HASH history member -> stored result (JSON)
+	mark    string // STRING the newest slot forgotten by trimming
+	active  string // ZSET slots that are running or released, scored by slot
+	age     string // ZSET history members scored by the server time they were written (ms)
+}
+
+func (b *Backend) keys(job string) jobKeys {
+	tag := "{" + b.prefix + ":" + escapeJob(job) + "}"
+	return jobKeys{
+		run:     tag + ":run",
+		claims:  tag + ":claims",
+		hist:    tag + ":hist",
+		results: tag + ":results",
+		mark:    tag + ":mark",
+		active:  tag + ":active",
+		age:     tag + ":age",
+	}
+}
+
+// escapeJob keeps a job name from ending the hash tag early: '%', '{' and
+// '}' are percent-encoded, so distinct names give distinct keys.
+func escapeJob(job string) string {
+	if !strings.ContainsAny(job, "%{}") {
+		return job
+	}
+	r := strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
+	return r.Replace(job)
+}

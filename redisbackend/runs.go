@@ -1,0 +1,279 @@
+package redisbackend
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/anarchon/anarchon"
+	"github.com/redis/go-redis/v9"
+)
+
+// RunStore is the lease store of a [Backend] (SPEC §6), returned by
+// [Backend.Runs]. Each method is one Lua script, judged by the server's
+// TIME. It also implements [anarchon.Watcher] and [anarchon.ServerClock].
+type RunStore struct {
+	b *Backend
+}
+
+// Claim decides a lease claim per the table of SPEC §6, first match wins,
+// in one script. Repeating a won claim with the same token answers won
+// again and renews the lease. A slot at or below the job's trim watermark
+// answers done (status unknown). With Options.Replicas a won claim fails
+// with ErrNotReplicated when the WAIT falls short.
+//
+// c.Lease must be at least 1 ms; c.MaxLate must not be negative;
+// c.MaxAttempts <= 0 means 1.
+func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.ClaimOutcome, error) {
+	b := s.b
+	if err := b.checkRun(c.Job, c.Slot, c.Token); err != nil {
+		return anarchon.ClaimOutcome{}, err
+	}
+	if c.Lease < time.Millisecond {
+		return anarchon.ClaimOutcome{}, fmt.Errorf("%w: job %q: lease %v is below 1ms", ErrInvalidInput, c.Job, c.Lease)
+	}
+	if c.MaxLate < 0 {
+		return anarchon.ClaimOutcome{}, fmt.Errorf("%w: job %q: negative MaxLate", ErrInvalidInput, c.Job)
+	}
+	overlap := "0"
+	if c.AllowOverlap {
+		overlap = "1"
+	}
+	k := b.keys(c.Job)
+	res, err := b.runWrite(ctx, scriptLeaseClaim,
+		[]string{k.run, k.claims, k.hist, k.mark, k.active, k.age},
+		slotArg(c.Slot), c.Token, c.InstanceID,
+		c.Lease.Milliseconds(), c.MaxLate.Milliseconds(), overlap, max(c.MaxAttempts, 1),
+		b.channel, c.Job)
+	if err != nil {
+		return anarchon.ClaimOutcome{}, b.wrap(fmt.Sprintf("lease claim %q slot %d", c.Job, c.Slot), err)
+	}
+	arr, ok := res.([]any)
+	if !ok || len(arr) != 5 {
+		return anarchon.ClaimOutcome{}, b.unexpected("lease claim", res)
+	}
+	kind, _ := arr[0].(int64)
+	att, _ := arr[1].(int64)
+	holder, _ := arr[2].(string)
+	lu, _ := arr[3].(string)
+	status, _ := arr[4].(string)
+	out := anarchon.ClaimOutcome{Kind: anarchon.OutcomeKind(kind), Attempt: int(att), Holder: holder}
+	switch out.Kind {
+	case anarchon.OutcomeWon, anarchon.OutcomeRunning:
+		out.LeaseUntil = msTime(lu)
+	case anarchon.OutcomeDone:
+		out.Status = anarchon.Status(status)
+	case 0:
+		return anarchon.ClaimOutcome{}, b.unexpected("lease claim", res)
+	}
+	return out, nil
+}
+
+// Heartbeat extends the lease to server-now + lease if token holds the run
+// and it is running (even if the lease ran out while nobody took over).
+// false means the lease is lost.
+func (s *RunStore) Heartbeat(ctx context.Context, job string, slot int64, token string, lease time.Duration) (bool, error) {
+	b := s.b
+	if err := b.checkRun(job, slot, token); err != nil {
+		return false, err
+	}
+	if lease < time.Millisecond {
+		return false, fmt.Errorf("%w: job %q: lease %v is below 1ms", ErrInvalidInput, job, lease)
+	}
+	k := b.keys(job)
+	res, err := scriptHeartbeat.Run(ctx, b.client, []string{k.run}, slotArg(slot), token, lease.Milliseconds()).Result()
+	if err != nil {
+		return false, b.wrap(fmt.Sprintf("heartbeat %q slot %d", job, slot), err)
+	}
+	arr, ok := res.([]any)
+	if !ok || len(arr) != 2 {
+		return false, b.unexpected("heartbeat", res)
+	}
+	n, _ := arr[0].(int64)
+	return n == 1, nil
+}
+
+// Finish marks the run done with status if token holds it (running, or
+// released by the same token), and publishes a finished event. Repeating a
+// successful Finish answers true again and keeps the first status. false if
+// another token holds the slot or it is not claimed.
+func (s *RunStore) Finish(ctx context.Context, job string, slot int64, token string, status anarchon.Status) (bool, error) {
+	b := s.b
+	if err := b.checkRun(job, slot, token); err != nil {
+		return false, err
+	}
+	if status == "" {
+		return false, fmt.Errorf("%w: job %q: empty status", ErrInvalidInput, job)
+	}
+	k := b.keys(job)
+	res, err := scriptFinish.Run(ctx, b.client, []string{k.run, k.active},
+		slotArg(slot), token, string(status), b.channel, job).Result()
+	return s.flag("finish", job, slot, res, err)
+}
+
+// Release ends token's running lease at once (state released) so a backup
+// takes over, and publishes a released event. Repeating a successful
+// Release answers true again. false if token does not hold a running lease.
+func (s *RunStore) Release(ctx context.Context, job string, slot int64, token string) (bool, error) {
+	b := s.b
+	if err := b.checkRun(job, slot, token); err != nil {
+		return false, err
+	}
+	k := b.keys(job)
+	res, err := scriptRelease.Run(ctx, b.client, []string{k.run},
+		slotArg(slot), token, b.channel, job).Result()
+	return s.flag("release", job, slot, res, err)
+}
+
+func (s *RunStore) flag(op, job string, slot int64, res any, err error) (bool, error) {
+	if err != nil {
+		return false, s.b.wrap(fmt.Sprintf("%s %q slot %d", op, job, slot), err)
+	}
+	n, ok := res.(int64)
+	if !ok {
+		return false, s.b.unexpected(op, res)
+	}
+	return n == 1, nil
+}
+
+// Active lists the job's unfinished runs (running or released), oldest slot
+// first; Live is judged by the server's clock at the time of the read.
+func (s *RunStore) Active(ctx context.Context, job string) ([]anarchon.ActiveRun, error) {
+	b := s.b
+	if err := b.check(); err != nil {
+		return nil, err
+	}
+	if job == "" {
+		return nil, fmt.Errorf("%w: empty job name", ErrInvalidInput)
+	}
+	k := b.keys(job)
+	res, err := scriptActive.Run(ctx, b.client, []string{k.run, k.active}).Result()
+	if err != nil {
+		return nil, b.wrap(fmt.Sprintf("active %q", job), err)
+	}
+	arr, ok := res.([]any)
+	if !ok || len(arr)%2 != 1 {
+		return nil, b.unexpected("active", res)
+	}
+	nowStr, _ := arr[0].(string)
+	now, _ := strconv.ParseInt(nowStr, 10, 64)
+	var out []anarchon.ActiveRun
+	for i := 1; i < len(arr); i += 2 {
+		slotStr, _ := arr[i].(string)
+		data, _ := arr[i+1].(string)
+		var w wireRun
+		if err := json.Unmarshal([]byte(data), &w); err != nil {
+			return nil, fmt.Errorf("%w: active %q: run record: %w", ErrUnexpectedReply, job, err)
+		}
+		state := anarchon.RunState(w.State)
+		if state != anarchon.RunStateRunning && state != anarchon.RunStateReleased {
+			continue
+		}
+		slot, _ := strconv.ParseInt(slotStr, 10, 64)
+		lu, _ := strconv.ParseInt(w.LeaseUntil, 10, 64)
+		att, _ := strconv.Atoi(w.Attempt)
+		out = append(out, anarchon.ActiveRun{
+			Slot:       slot,
+			Token:      w.Token,
+			InstanceID: w.Instance,
+			Attempt:    att,
+			State:      state,
+			LeaseUntil: time.UnixMilli(lu).UTC(),
+			Live:       state == anarchon.RunStateRunning && lu > now,
+		})
+	}
+	return out, nil
+}
+
+// WatchRuns is [Backend.WatchRuns].
+func (s *RunStore) WatchRuns(ctx context.Context) (<-chan anarchon.RunEvent, error) {
+	return s.b.WatchRuns(ctx)
+}
+
+// ServerTime is [Backend.ServerTime].
+func (s *RunStore) ServerTime(ctx context.Context) (time.Time, error) {
+	return s.b.ServerTime(ctx)
+}
+
+// WatchRuns subscribes to the "<prefix>:runs" pub/sub channel, on which the
+// release and finish scripts publish, and delivers an event per message for
+// every job (SPEC §6, anarchon.Watcher). It returns once the subscription
+// is confirmed. The channel is closed when ctx ends, the backend is closed
+// or the subscription breaks (go-redis does not hide a broken connection
+// here: the caller polls and watches again). Events are hints: an event
+// published while no subscription is open is lost, and events are dropped
+// when the caller falls more than 128 behind.
+func (b *Backend) WatchRuns(ctx context.Context) (<-chan anarchon.RunEvent, error) {
+	if err := b.check(); err != nil {
+		return nil, err
+	}
+	ps := b.client.Subscribe(ctx, b.channel)
+	if _, err := ps.Receive(ctx); err != nil {
+		_ = ps.Close()
+		return nil, b.wrap("watch runs: subscribe", err)
+	}
+	b.mu.Lock()
+	if b.subs == nil {
+		b.mu.Unlock()
+		_ = ps.Close()
+		return nil, b.check()
+	}
+	b.subs[ps] = struct{}{}
+	b.mu.Unlock()
+
+	out := make(chan anarchon.RunEvent, 128)
+	stop := context.AfterFunc(ctx, func() { _ = ps.Close() })
+	go func() {
+		defer close(out)
+		defer func() {
+			stop()
+			b.mu.Lock()
+			delete(b.subs, ps)
+			b.mu.Unlock()
+			_ = ps.Close()
+		}()
+		for {
+			msg, err := ps.ReceiveMessage(context.WithoutCancel(ctx))
+			if err != nil {
+				return
+			}
+			ev, ok := decodeEvent(msg)
+			if !ok {
+				continue
+			}
+			select {
+			case out <- ev:
+			default: // a hint; the scheduler re-claims anyway
+			}
+		}
+	}()
+	return out, nil
+}
+
+func decodeEvent(msg *redis.Message) (anarchon.RunEvent, bool) {
+	var w wireEvent
+	if err := json.Unmarshal([]byte(msg.Payload), &w); err != nil {
+		return anarchon.RunEvent{}, false
+	}
+	slot, err := strconv.ParseInt(w.Slot, 10, 64)
+	if err != nil {
+		return anarchon.RunEvent{}, false
+	}
+	ev := anarchon.RunEvent{Job: w.Job, Slot: slot}
+	switch w.Kind {
+	case "released":
+		ev.Kind = anarchon.RunReleased
+	case "finished":
+		ev.Kind = anarchon.RunFinished
+	default:
+		return anarchon.RunEvent{}, false
+	}
+	return ev, true
+}
+
+func msTime(s string) time.Time {
+	n, _ := strconv.ParseInt(s, 10, 64)
+	return time.UnixMilli(n).UTC()
+}

@@ -1,0 +1,299 @@
+package redisbackend
+
+import "github.com/redis/go-redis/v9"
+
+// script is a Lua script run with EVALSHA, falling back to EVAL when the
+// server's script cache does not have it (go-redis Script.Run). src is kept
+// for the WAIT pipeline, which issues EVAL itself.
+type script struct {
+	*redis.Script
+	src string
+}
+
+func newScript(body string) *script {
+	src := luaPrelude + body
+	return &script{Script: redis.NewScript(src), src: src}
+}
+
+// Every script touches only keys passed in KEYS, all with one job's hash
+// tag, so it runs on one cluster slot. The clock is the server's TIME,
+// read inside the script: since Redis 5 scripts replicate their effects
+// (the written values), not the script, so replicas and the AOF store the
+// same times the primary computed.
+//
+// Numbers: slots and times are Unix ms, well below 2^53, exact in Lua's
+// doubles; they are written back as decimal strings with string.format('%d').
+const luaPrelude = `
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function fmt(n) return string.format('%d', n) end
+local function slot_of(member) return string.match(member, '^([^/]*)/') end
+`
+
+// scriptClaim is the plain claim (SPEC §4).
+// KEYS: run, claims, hist, mark, age. ARGV: slot, token, instance.
+// Returns 1 (won, or won before with this token) or 0.
+var scriptClaim = newScript(`
+local slot, tok, inst = ARGV[1], ARGV[2], ARGV[3]
+local cur = redis.call('HGET', KEYS[1], slot)
+if cur then
+  if cjson.decode(cur).tok == tok then return 1 end
+  return 0
+end
+local mark = redis.call('GET', KEYS[4])
+if mark and tonumber(slot) <= tonumber(mark) then return 0 end
+local now = fmt(now_ms())
+redis.call('HSET', KEYS[1], slot, cjson.encode({tok=tok, inst=inst, att='1', st='claimed', lu='0'}))
+redis.call('HSET', KEYS[2], tok, cjson.encode({slot=slot, inst=inst, at=now, att='1'}))
+redis.call('ZADD', KEYS[3], slot, slot .. '/' .. tok)
+redis.call('ZADD', KEYS[5], now, slot .. '/' .. tok)
+return 1
+`)
+
+// scriptManual records a RunNow run (no deduplication).
+// KEYS: claims, hist, age. ARGV: slot, token, instance.
+var scriptManual = newScript(`
+local slot, tok = ARGV[1], ARGV[2]
+local now = fmt(now_ms())
+redis.call('HSET', KEYS[1], tok, cjson.encode({slot=slot, inst=ARGV[3], at=now, att='1', man='1'}))
+redis.call('ZADD', KEYS[2], slot, slot .. '/' .. tok)
+redis.call('ZADD', KEYS[3], now, slot .. '/' .. tok)
+return 1
+`)
+
+// scriptLeaseClaim decides a lease claim per the table of SPEC §6, first
+// match wins.
+// KEYS: run, claims, hist, mark, active, age.
+// ARGV: slot, token, instance, lease ms, max-late ms (0 = none),
+// allow overlap ('1'/'0'), max attempts, channel, job.
+// Returns {kind, attempt, holder, lease until ms (string), status}; kind as
+// anarchon.OutcomeKind: 1 won, 2 running, 3 done, 4 overlap, 5 none, 6 late.
+var scriptLeaseClaim = newScript(`
+local slot, tok, inst = ARGV[1], ARGV[2], ARGV[3]
+local lease, maxlate = tonumber(ARGV[4]), tonumber(ARGV[5])
+local overlap, maxatt = ARGV[6] == '1', tonumber(ARGV[7])
+local now = now_ms()
+local function win(att)
+  local lu = fmt(now + lease)
+  redis.call('HSET', KEYS[1], slot, cjson.encode({tok=tok, inst=inst, att=fmt(att), st='running', lu=lu}))
+  redis.call('HSET', KEYS[2], tok, cjson.encode({slot=slot, inst=inst, at=fmt(now), att=fmt(att)}))
+  redis.call('ZADD', KEYS[3], slot, slot .. '/' .. tok)
+  redis.call('ZADD', KEYS[5], slot, slot)
+  redis.call('ZADD', KEYS[6], fmt(now), slot .. '/' .. tok)
+  return {1, att, inst, lu, ''}
+end
+local cur = redis.call('HGET', KEYS[1], slot)
+if cur then
+  local r = cjson.decode(cur)
+  local att, lu = tonumber(r.att) or 1, tonumber(r.lu) or 0
+  if r.st == 'running' and r.tok == tok then
+    r.lu = fmt(now + lease)
+    redis.call('HSET', KEYS[1], slot, cjson.encode(r))
+    return {1, att, r.inst, r.lu, ''}
+  end
+  if r.st == 'missed' or r.st == 'skipped' then
+    return {5, 0, '', '0', r.st}
+  end
+  if r.st == 'running' and lu > now then
+    return {2, att, r.inst, r.lu, ''}
+  end
+  if r.st == 'running' or r.st == 'released' then
+    if att < maxatt then return win(att + 1) end
+    r.st, r.stat = 'done', 'abandoned'
+    redis.call('HSET', KEYS[1], slot, cjson.encode(r))
+    redis.call('ZREM', KEYS[5], slot)
+    redis.call('PUBLISH', ARGV[8], cjson.encode({job=ARGV[9], slot=slot, kind='finished'}))
+    return {3, att, r.inst, '0', 'abandoned'}
+  end
+  return {3, att, r.inst or '', '0', r.stat or ''}
+end
+local mark = redis.call('GET', KEYS[4])
+if mark and tonumber(slot) <= tonumber(mark) then
+  return {3, 0, '', '0', ''}
+end
+if maxlate > 0 and now > tonumber(slot) + maxlate then
+  redis.call('HSET', KEYS[1], slot, cjson.encode({tok='', inst=inst, att='0', st='missed', lu='0'}))
+  redis.call('ZADD', KEYS[3], slot, slot .. '/')
+  redis.call('ZADD', KEYS[6], fmt(now), slot .. '/')
+  return {6, 0, '', '0', 'missed'}
+end
+if not overlap then
+  for _, s in ipairs(redis.call('ZRANGE', KEYS[5], 0, -1)) do
+    if s ~= slot then
+      local o = redis.call('HGET', KEYS[1], s)
+      if o then o = cjson.decode(o) end
+      if not o or (o.st ~= 'running' and o.st ~= 'released') then
+        redis.call('ZREM', KEYS[5], s)
+      elseif o.st == 'running' and (tonumber(o.lu) or 0) > now then
+        redis.call('HSET', KEYS[1], slot, cjson.encode({tok='', inst=inst, att='0', st='skipped', lu='0'}))
+        redis.call('ZADD', KEYS[3], slot, slot .. '/')
+        redis.call('ZADD', KEYS[6], fmt(now), slot .. '/')
+        return {4, tonumber(o.att) or 1, o.inst, o.lu, 'skipped'}
+      end
+    end
+  end
+end
+return win(1)
+`)
+
+// scriptHeartbeat extends a running lease held by the token.
+// KEYS: run. ARGV: slot, token, lease ms. Returns {1|0, lease until ms}.
+var scriptHeartbeat = newScript(`
+local cur = redis.call('HGET', KEYS[1], ARGV[1])
+if not cur then return {0, '0'} end
+local r = cjson.decode(cur)
+if r.st ~= 'running' or r.tok ~= ARGV[2] then return {0, '0'} end
+r.lu = fmt(now_ms() + tonumber(ARGV[3]))
+redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(r))
+return {1, r.lu}
+`)
+
+// scriptFinish marks the token's run done with a status. Repeating it
+// after it succeeded answers 1 again and keeps the first status.
+// KEYS: run, active. ARGV: slot, token, status, channel, job.
+var scriptFinish = newScript(`
+local slot, tok = ARGV[1], ARGV[2]
+local cur = redis.call('HGET', KEYS[1], slot)
+if not cur then return 0 end
+local r = cjson.decode(cur)
+if r.tok ~= tok then return 0 end
+if r.st == 'done' then return 1 end
+if r.st ~= 'running' and r.st ~= 'released' and r.st ~= 'claimed' then return 0 end
+r.st, r.stat = 'done', ARGV[3]
+redis.call('HSET', KEYS[1], slot, cjson.encode(r))
+redis.call('ZREM', KEYS[2], slot)
+redis.call('PUBLISH', ARGV[4], cjson.encode({job=ARGV[5], slot=slot, kind='finished'}))
+return 1
+`)
+
+// scriptRelease ends the token's running lease at once. Repeating it after
+// it succeeded answers 1 again.
+// KEYS: run. ARGV: slot, token, channel, job.
+var scriptRelease = newScript(`
+local slot, tok = ARGV[1], ARGV[2]
+local cur = redis.call('HGET', KEYS[1], slot)
+if not cur then return 0 end
+local r = cjson.decode(cur)
+if r.tok ~= tok then return 0 end
+if r.st == 'released' then return 1 end
+if r.st ~= 'running' then return 0 end
+r.st, r.lu = 'released', fmt(now_ms())
+redis.call('HSET', KEYS[1], slot, cjson.encode(r))
+redis.call('PUBLISH', ARGV[3], cjson.encode({job=ARGV[4], slot=slot, kind='released'}))
+return 1
+`)
+
+// scriptActive lists unfinished runs, oldest slot first.
+// KEYS: run, active. Returns {now ms, slot1, run1, slot2, run2, ...}.
+var scriptActive = newScript(`
+local out = {fmt(now_ms())}
+for _, s in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
+  local r = redis.call('HGET', KEYS[1], s)
+  if r then
+    out[#out + 1] = s
+    out[#out + 1] = r
+  end
+end
+return out
+`)
+
+// scriptSave stores a result and trims the history.
+// KEYS: run, claims, hist, results, mark, age.
+// ARGV: slot, token, result JSON, history size, history TTL ms (0 = none).
+//
+// A history member is "slot/token" ("slot/" for a slot settled without a
+// token); "age" scores each member with the server time it was written.
+// Trimming drops the members older than the TTL, then the oldest members
+// (by slot) beyond the size, with their claim and result records; when the
+// last member of a slot goes, the slot's run state goes too and the slot
+// becomes the watermark (if newer), so a later claim for it loses. The
+// members of a running or released run are kept.
+var scriptSave = newScript(`
+local slot, tok = ARGV[1], ARGV[2]
+local member = slot .. '/' .. tok
+local now = now_ms()
+if tok ~= '' then
+  redis.call('ZREM', KEYS[3], slot .. '/')
+  redis.call('ZREM', KEYS[6], slot .. '/')
+end
+redis.call('ZADD', KEYS[3], slot, member)
+redis.call('ZADD', KEYS[6], fmt(now), member)
+redis.call('HSET', KEYS[4], member, ARGV[3])
+local size, ttl = tonumber(ARGV[4]), tonumber(ARGV[5])
+local function live(s, t)
+  local cur = redis.call('HGET', KEYS[1], s)
+  if not cur then return false end
+  local r = cjson.decode(cur)
+  return (r.st == 'running' or r.st == 'released') and r.tok == t
+end
+local function drop(m)
+  local s = slot_of(m)
+  local t = string.sub(m, #s + 2)
+  if live(s, t) then return false end
+  redis.call('ZREM', KEYS[3], m)
+  redis.call('ZREM', KEYS[6], m)
+  redis.call('HDEL', KEYS[4], m)
+  if t ~= '' then redis.call('HDEL', KEYS[2], t) end
+  if redis.call('ZCOUNT', KEYS[3], s, s) == 0 and redis.call('HEXISTS', KEYS[1], s) == 1 then
+    local r = cjson.decode(redis.call('HGET', KEYS[1], s))
+    if r.st ~= 'running' and r.st ~= 'released' then
+      redis.call('HDEL', KEYS[1], s)
+      local mark = redis.call('GET', KEYS[5])
+      if not mark or tonumber(s) > tonumber(mark) then redis.call('SET', KEYS[5], s) end
+    end
+  end
+  return true
+end
+if ttl > 0 then
+  local cutoff = now - ttl
+  for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[6], '-inf', '(' .. fmt(cutoff))) do drop(m) end
+end
+local excess = redis.call('ZCARD', KEYS[3]) - size
+if excess > 0 then
+  for _, m in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
+    if excess <= 0 then break end
+    if drop(m) then excess = excess - 1 end
+  end
+end
+return 1
+`)
+
+// scriptHistory reads a job's history in one snapshot, newest first.
+// KEYS: claims, hist, results. ARGV: limit (0 = all).
+// Returns {member1, claim1, result1, ...}; a missing record is ''. With a
+// limit, every member sharing the oldest returned slot is included, so
+// ordering within a slot is left to anarchon.BuildHistory.
+var scriptHistory = newScript(`
+local limit = tonumber(ARGV[1])
+local members
+if limit > 0 then
+  members = redis.call('ZREVRANGE', KEYS[2], 0, limit - 1)
+  if #members == limit then
+    local s = slot_of(members[#members])
+    local seen = {}
+    for _, m in ipairs(members) do seen[m] = true end
+    for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], s, s)) do
+      if not seen[m] then members[#members + 1] = m end
+    end
+  end
+else
+  members = redis.call('ZREVRANGE', KEYS[2], 0, -1)
+end
+local out = {}
+for _, m in ipairs(members) do
+  local t = string.sub(m, #slot_of(m) + 2)
+  local c = ''
+  if t ~= '' then c = redis.call('HGET', KEYS[1], t) or '' end
+  out[#out + 1] = m
+  out[#out + 1] = c
+  out[#out + 1] = redis.call('HGET', KEYS[3], m) or ''
+end
+return out
+`)
+
+var allScripts = []*script{
+	scriptClaim, scriptManual, scriptLeaseClaim, scriptHeartbeat,
+	scriptFinish, scriptRelease, scriptActive, scriptSave, scriptHistory,
+}
