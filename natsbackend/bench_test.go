@@ -1,0 +1,61 @@
+package natsbackend_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/natsbackend"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// BenchmarkClaim measures, in the same run and on the same connection and
+// bucket, a winning anarchon Claim and a raw KV Create of a fresh key, and
+// reports both and their ratio (claim-ns/op, create-ns/op,
+// claim/create). A winning Claim is one KV Create plus input checks and
+// JSON encoding of the token, so the ratio shows the backend's overhead.
+func BenchmarkClaim(b *testing.B) {
+	url := natsURL(b)
+	o := freshOptions(b, url)
+	nc, err := nats.Connect(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nc.Close()
+	be, err := natsbackend.New(nc, o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := be.Init(ctx); err != nil {
+		b.Fatal(err)
+	}
+	js, _ := jetstream.New(nc)
+	kv, err := js.KeyValue(ctx, o.Bucket)
+	if err != nil {
+		b.Fatal(err)
+	}
+	val := []byte(`{"t":"0123456789abcdef01234567","i":"bench"}`)
+	var claimT, createT time.Duration
+	i := 0
+	for b.Loop() {
+		i++
+		t0 := time.Now()
+		ok, err := be.Claim(ctx, anarchon.ClaimInput{Job: "bench", Slot: int64(i), Token: "0123456789abcdef01234567", InstanceID: "bench"})
+		t1 := time.Now()
+		if err != nil || !ok {
+			b.Fatalf("Claim = %v, %v", ok, err)
+		}
+		if _, err := kv.Create(ctx, "x.bench."+strconv.Itoa(i), val); err != nil {
+			b.Fatal(err)
+		}
+		claimT += t1.Sub(t0)
+		createT += time.Since(t1)
+	}
+	b.ReportMetric(float64(claimT.Nanoseconds())/float64(i), "claim-ns/op")
+	b.ReportMetric(float64(createT.Nanoseconds())/float64(i), "create-ns/op")
+	b.ReportMetric(float64(claimT)/float64(createT), "claim/create")
+}
