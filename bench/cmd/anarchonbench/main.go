@@ -1,0 +1,109 @@
+// Command anarchonbench runs anarchon's benchmark harness and prints
+// Markdown tables. Parts:
+//
+//	anarchonbench claim    [-stores memory,sqlite,redis,nats,postgres]
+//	anarchonbench contest  [-stores …]
+//	anarchonbench timing
+//	anarchonbench scale
+//	anarchonbench failover [-stores …]
+//	anarchonbench gocron
+//
+// Server stores read ANARCHON_TEST_REDIS_ADDR, ANARCHON_TEST_NATS_URL and
+// ANARCHON_TEST_POSTGRES_URL; a store whose variable is unset is skipped
+// with a note. bench/run.sh starts the servers and runs a part.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/anarchon/anarchon/bench"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+	}
+	part := os.Args[1]
+	fs := flag.NewFlagSet(part, flag.ExitOnError)
+	stores := fs.String("stores", strings.Join(bench.StoreNames(), ","), "comma-separated stores")
+	workdir := fs.String("workdir", os.TempDir(), "directory for store files")
+	short := fs.Bool("short", false, "shorter runs (smoke test)")
+	_ = fs.Parse(os.Args[2:])
+	ctx := context.Background()
+
+	if part == "hog" { // a CPU hog for the timing part: GOMAXPROCS busy loops
+		hog()
+		return
+	}
+	fmt.Printf("<!-- %s, %s/%s, %d CPUs, %s -->\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"),
+		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
+	var err error
+	switch part {
+	case "claim":
+		err = runClaim(ctx, split(*stores), *workdir, *short)
+	default:
+		usage()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "anarchonbench:", err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: anarchonbench claim|contest|timing|scale|failover|gocron [-stores a,b] [-workdir dir] [-short]")
+	os.Exit(2)
+}
+
+func split(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// eachStore opens every named store in turn; a store without its server
+// variable is noted and skipped.
+func eachStore(ctx context.Context, names []string, workdir string, fn func(*bench.Store) error) error {
+	for _, n := range names {
+		st, err := bench.OpenStore(ctx, n, workdir)
+		if errors.Is(err, bench.ErrNoServer) {
+			fmt.Printf("_%s skipped: %v_\n\n", n, err)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		err = fn(st)
+		st.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", n, err)
+		}
+	}
+	return nil
+}
+
+func hog() {
+	n := runtime.GOMAXPROCS(0)
+	for range n - 1 {
+		go spin()
+	}
+	spin()
+}
+
+func spin() {
+	x := 0
+	for {
+		x++
+	}
+}

@@ -1,0 +1,213 @@
+package bench
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/membackend"
+	"github.com/anarchon/anarchon/sqlitefile"
+)
+
+// RawClaimer is a store's bare atomic "write unless it exists" operation,
+// the floor anarchon's claim is measured against. Claim returns true if
+// (job, slot) was written by this call.
+type RawClaimer interface {
+	Claim(ctx context.Context, job string, slot int64, token string) (bool, error)
+	Close() error
+}
+
+// Store opens backends and raw claimers on one shared store.
+type Store struct {
+	// Name is the backend's name in tables: "memory", "sqlite", "redis",
+	// "nats", "postgres".
+	Name string
+	// Open returns a backend for one instance: its own connection where
+	// the store has connections (the memory store is shared).
+	Open func(ctx context.Context) (anarchon.Backend, error)
+	// Raw returns the store's raw atomic operation on its own connection.
+	Raw func(ctx context.Context) (RawClaimer, error)
+	// Close releases what Open and Raw share (files, the shared memory
+	// store).
+	Close func()
+}
+
+// opener builds a Store in workdir, or reports why it cannot (a missing
+// server variable).
+type opener func(ctx context.Context, workdir string) (*Store, error)
+
+var (
+	openersMu sync.Mutex
+	openers   = map[string]opener{}
+)
+
+func register(name string, o opener) {
+	openersMu.Lock()
+	defer openersMu.Unlock()
+	openers[name] = o
+}
+
+// StoreNames lists the stores this build can open, sorted.
+func StoreNames() []string {
+	openersMu.Lock()
+	defer openersMu.Unlock()
+	var out []string
+	for n := range openers {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ErrNoServer is returned by OpenStore when the store's server variable
+// (ANARCHON_TEST_REDIS_ADDR, …) is not set.
+var ErrNoServer = errors.New("bench: server not configured")
+
+// OpenStore opens the named store with its data under workdir. Server
+// stores read their address from the same variables as anarchon's
+// integration tests; without it the error wraps ErrNoServer and names the
+// variable.
+func OpenStore(ctx context.Context, name, workdir string) (*Store, error) {
+	openersMu.Lock()
+	o := openers[name]
+	openersMu.Unlock()
+	if o == nil {
+		return nil, fmt.Errorf("bench: unknown store %q (known: %v)", name, StoreNames())
+	}
+	return o(ctx, workdir)
+}
+
+func needEnv(name string) (string, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return "", fmt.Errorf("%w: set %s (scripts/services/*.sh print it)", ErrNoServer, name)
+	}
+	return v, nil
+}
+
+func init() {
+	register("memory", openMemory)
+	register("sqlite", openSQLite)
+}
+
+func openMemory(ctx context.Context, workdir string) (*Store, error) {
+	shared := membackend.New(nil)
+	return &Store{
+		Name:  "memory",
+		Open:  func(context.Context) (anarchon.Backend, error) { return shared, nil },
+		Raw:   func(context.Context) (RawClaimer, error) { return &memRaw{m: map[string]string{}}, nil },
+		Close: func() { _ = shared.Close(context.Background()) },
+	}, nil
+}
+
+// memRaw is a mutex-guarded map insert-if-absent.
+type memRaw struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func (r *memRaw) Claim(_ context.Context, job string, slot int64, token string) (bool, error) {
+	key := job + "\x00" + strconv.FormatInt(slot, 10)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.m[key]; ok {
+		return false, nil
+	}
+	r.m[key] = token
+	return true, nil
+}
+
+func (r *memRaw) Close() error { return nil }
+
+func openSQLite(ctx context.Context, workdir string) (*Store, error) {
+	dir, err := os.MkdirTemp(workdir, "sqlite-")
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, "anarchon.db")
+	var mu sync.Mutex
+	var opened []interface{ Close(context.Context) error }
+	return &Store{
+		Name: "sqlite",
+		Open: func(ctx context.Context) (anarchon.Backend, error) {
+			b, err := sqlitefile.Open(path, nil)
+			if err != nil {
+				return nil, err
+			}
+			mu.Lock()
+			opened = append(opened, b)
+			mu.Unlock()
+			return b, nil
+		},
+		Raw: func(ctx context.Context) (RawClaimer, error) {
+			db, err := sql.Open(sqlitefile.DriverName, sqlitefile.DSN(path, 10000))
+			if err != nil {
+				return nil, err
+			}
+			_, err = db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS bench_raw (
+				job TEXT NOT NULL, slot INTEGER NOT NULL, token TEXT NOT NULL, instance TEXT NOT NULL,
+				PRIMARY KEY (job, slot))`)
+			if err != nil {
+				db.Close()
+				return nil, err
+			}
+			return &sqlRaw{db: db, q: `INSERT INTO bench_raw (job, slot, token, instance) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`}, nil
+		},
+		Close: func() {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, b := range opened {
+				_ = b.Close(context.Background())
+			}
+			_ = os.RemoveAll(dir)
+		},
+	}, nil
+}
+
+// sqlRaw is INSERT … ON CONFLICT DO NOTHING, one statement, won when a
+// row was inserted.
+type sqlRaw struct {
+	db *sql.DB
+	q  string
+}
+
+func (r *sqlRaw) Claim(ctx context.Context, job string, slot int64, token string) (bool, error) {
+	res, err := r.db.ExecContext(ctx, r.q, job, slot, token, "bench")
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+func (r *sqlRaw) Close() error { return r.db.Close() }
+
+// deadline is a context bound for harness calls that must not hang.
+func deadline(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), d)
+}
+
+var uniqSeq struct {
+	sync.Mutex
+	n int64
+}
+
+// uniq returns a number unique within the process and unlikely to repeat
+// across runs (it starts at the current time in ms).
+func uniq() int64 {
+	uniqSeq.Lock()
+	defer uniqSeq.Unlock()
+	if uniqSeq.n == 0 {
+		uniqSeq.n = time.Now().UnixMilli()
+	}
+	uniqSeq.n++
+	return uniqSeq.n
+}

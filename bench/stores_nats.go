@@ -1,0 +1,104 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/natsbackend"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+func init() { register("nats", openNATS) }
+
+func openNATS(ctx context.Context, workdir string) (*Store, error) {
+	url, err := needEnv("ANARCHON_TEST_NATS_URL")
+	if err != nil {
+		return nil, err
+	}
+	// Each run gets its own bucket and history stream, so runs do not see
+	// each other's claims.
+	suffix := strconv.FormatInt(int64(uniq()), 36)
+	opts := &natsbackend.Options{
+		Bucket:         "bench_" + suffix,
+		HistoryStream:  "BENCH_HISTORY_" + suffix,
+		HistorySubject: "bench.history." + suffix,
+	}
+	var mu sync.Mutex
+	var opened []anarchon.Backend
+	var conns []*nats.Conn
+	return &Store{
+		Name: "nats",
+		Open: func(ctx context.Context) (anarchon.Backend, error) {
+			b, err := natsbackend.Open(url, opts)
+			if err != nil {
+				return nil, err
+			}
+			mu.Lock()
+			opened = append(opened, b)
+			mu.Unlock()
+			return b, nil
+		},
+		Raw: func(ctx context.Context) (RawClaimer, error) {
+			nc, err := nats.Connect(url)
+			if err != nil {
+				return nil, fmt.Errorf("bench: nats connect: %w", err)
+			}
+			js, err := jetstream.New(nc)
+			if err != nil {
+				nc.Close()
+				return nil, err
+			}
+			kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+				Bucket: "benchraw_" + suffix, History: 1, Storage: jetstream.FileStorage,
+				TTL: natsbackend.DefaultClaimTTL,
+			})
+			if err != nil {
+				nc.Close()
+				return nil, fmt.Errorf("bench: create raw bucket: %w", err)
+			}
+			mu.Lock()
+			conns = append(conns, nc)
+			mu.Unlock()
+			return &natsRaw{kv: kv}, nil
+		},
+		Close: func() {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, b := range opened {
+				_ = b.Close(context.Background())
+			}
+			if len(conns) > 0 {
+				if js, err := jetstream.New(conns[0]); err == nil {
+					ctx, cancel := deadline(5e9)
+					_ = js.DeleteKeyValue(ctx, "benchraw_"+suffix)
+					_ = js.DeleteKeyValue(ctx, opts.Bucket)
+					_ = js.DeleteStream(ctx, opts.HistoryStream)
+					cancel()
+				}
+			}
+			for _, nc := range conns {
+				nc.Close()
+			}
+		},
+	}, nil
+}
+
+// natsRaw is KV Create: a put the server accepts only if the key has no
+// value.
+type natsRaw struct{ kv jetstream.KeyValue }
+
+func (r *natsRaw) Claim(ctx context.Context, job string, slot int64, token string) (bool, error) {
+	val := []byte(`{"t":"` + token + `","i":"bench"}`)
+	_, err := r.kv.Create(ctx, "c."+job+"."+strconv.FormatInt(slot, 10), val)
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (r *natsRaw) Close() error { return nil }

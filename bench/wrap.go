@@ -1,0 +1,273 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/anarchon/anarchon"
+)
+
+// Op names a counted backend call, as [Counts] reports it.
+type Op int
+
+// Counted calls: the Backend's and the RunStore's I/O methods.
+const (
+	OpClaim Op = iota
+	OpRecordClaim
+	OpSaveResult
+	OpRunClaim
+	OpHeartbeat
+	OpFinish
+	OpRelease
+	OpServerTime
+	OpOther
+	numOps
+)
+
+var opNames = [numOps]string{"Claim", "RecordClaim", "SaveResult", "RunStore.Claim", "Heartbeat", "Finish", "Release", "ServerTime", "other"}
+
+// String returns the method name, e.g. "RunStore.Claim".
+func (o Op) String() string {
+	if o >= 0 && o < numOps {
+		return opNames[o]
+	}
+	return "unknown"
+}
+
+// ErrCrashed is returned by every call through a [Wrapped] backend after
+// [Wrapped.Crash]: the instance behaves as if its process had died (no
+// heartbeats, no claims, no results).
+var ErrCrashed = errors.New("bench: instance crashed")
+
+// Wrapped is a Backend that counts calls by method and can simulate a
+// crash. Build it with [Wrap]. It forwards the optional interfaces the
+// scheduler looks for (ClaimRecorder, JobChecker, LeaseBackend,
+// ServerClock) and, unless hidden, Watcher: hiding the Watcher makes the
+// scheduler poll, as with a store that cannot push events.
+type Wrapped struct {
+	inner   anarchon.Backend
+	runs    anarchon.RunStore // the wrapped run store, nil without leases
+	counts  [numOps]atomic.Int64
+	crashed atomic.Bool
+	// lastBeat is the send time (Unix ns) of the last heartbeat that
+	// succeeded, for failover measurements.
+	lastBeat atomic.Int64
+}
+
+// watching is a Wrapped backend that also forwards the inner Watcher.
+type watching struct {
+	*Wrapped
+	w anarchon.Watcher
+}
+
+// WatchRuns forwards to the inner store's watch. After a crash it fails.
+func (w watching) WatchRuns(ctx context.Context) (<-chan anarchon.RunEvent, error) {
+	if w.crashed.Load() {
+		return nil, ErrCrashed
+	}
+	return w.w.WatchRuns(ctx)
+}
+
+// Wrap returns b wrapped for counting, and the Backend to give the
+// scheduler: with hideWatcher false and a Watcher on b (or on its RunStore)
+// the returned Backend is also a Watcher.
+func Wrap(b anarchon.Backend, hideWatcher bool) (*Wrapped, anarchon.Backend) {
+	w := &Wrapped{inner: b}
+	var watcher anarchon.Watcher
+	if lb, ok := b.(anarchon.LeaseBackend); ok {
+		rs := lb.Runs()
+		w.runs = &countingRuns{w: w, inner: rs}
+		if wt, ok := rs.(anarchon.Watcher); ok {
+			watcher = wt
+		}
+	}
+	if watcher == nil {
+		if wt, ok := b.(anarchon.Watcher); ok {
+			watcher = wt
+		}
+	}
+	if hideWatcher || watcher == nil {
+		return w, w
+	}
+	return w, watching{Wrapped: w, w: watcher}
+}
+
+// Count returns how many calls of op went through the wrapper.
+func (w *Wrapped) Count(op Op) int64 { return w.counts[op].Load() }
+
+// Counts returns the call counts of every op, indexed by Op.
+func (w *Wrapped) Counts() [numOps]int64 {
+	var out [numOps]int64
+	for i := range out {
+		out[i] = w.counts[i].Load()
+	}
+	return out
+}
+
+// Crash makes every later call fail with ErrCrashed.
+func (w *Wrapped) Crash() { w.crashed.Store(true) }
+
+// LastHeartbeat returns the send time of the last successful heartbeat
+// (zero if none).
+func (w *Wrapped) LastHeartbeat() time.Time {
+	ns := w.lastBeat.Load()
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
+}
+
+func (w *Wrapped) count(op Op) error {
+	w.counts[op].Add(1)
+	if w.crashed.Load() {
+		return ErrCrashed
+	}
+	return nil
+}
+
+// Name returns the inner backend's name.
+func (w *Wrapped) Name() string { return w.inner.Name() }
+
+// DedupeWindow returns the inner backend's window.
+func (w *Wrapped) DedupeWindow() time.Duration { return w.inner.DedupeWindow() }
+
+// Init forwards to the inner backend.
+func (w *Wrapped) Init(ctx context.Context) error {
+	if err := w.count(OpOther); err != nil {
+		return err
+	}
+	return w.inner.Init(ctx)
+}
+
+// PrepareJob forwards to the inner backend.
+func (w *Wrapped) PrepareJob(ctx context.Context, job string, historySize int) error {
+	if err := w.count(OpOther); err != nil {
+		return err
+	}
+	return w.inner.PrepareJob(ctx, job, historySize)
+}
+
+// Claim forwards to the inner backend and counts OpClaim.
+func (w *Wrapped) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, error) {
+	if err := w.count(OpClaim); err != nil {
+		return false, err
+	}
+	return w.inner.Claim(ctx, in)
+}
+
+// RecordClaim forwards to the inner ClaimRecorder and counts OpRecordClaim;
+// without one it does nothing and counts nothing (the scheduler would not
+// have called it).
+func (w *Wrapped) RecordClaim(ctx context.Context, in anarchon.ClaimInput) error {
+	rec, ok := w.inner.(anarchon.ClaimRecorder)
+	if !ok {
+		return nil
+	}
+	if err := w.count(OpRecordClaim); err != nil {
+		return err
+	}
+	return rec.RecordClaim(ctx, in)
+}
+
+// CheckJob forwards to the inner JobChecker, if any.
+func (w *Wrapped) CheckJob(l anarchon.JobLimits) error {
+	if c, ok := w.inner.(anarchon.JobChecker); ok {
+		return c.CheckJob(l)
+	}
+	return nil
+}
+
+// RecordManualRun forwards to the inner backend.
+func (w *Wrapped) RecordManualRun(ctx context.Context, in anarchon.ClaimInput) (int64, error) {
+	if err := w.count(OpOther); err != nil {
+		return 0, err
+	}
+	return w.inner.RecordManualRun(ctx, in)
+}
+
+// SaveResult forwards to the inner backend and counts OpSaveResult.
+func (w *Wrapped) SaveResult(ctx context.Context, job string, r anarchon.StoredResult, historySize int, historyTTL time.Duration) error {
+	if err := w.count(OpSaveResult); err != nil {
+		return err
+	}
+	return w.inner.SaveResult(ctx, job, r, historySize, historyTTL)
+}
+
+// History forwards to the inner backend (never fails after a crash, so a
+// harness can read the truth).
+func (w *Wrapped) History(ctx context.Context, job string, limit int) ([]anarchon.RunRecord, error) {
+	return w.inner.History(ctx, job, limit)
+}
+
+// Close forwards to the inner backend.
+func (w *Wrapped) Close(ctx context.Context) error { return w.inner.Close(ctx) }
+
+// ServerTime forwards to the inner ServerClock (on the RunStore first, as
+// the scheduler looks for it); without one it returns the local time.
+func (w *Wrapped) ServerTime(ctx context.Context) (time.Time, error) {
+	if err := w.count(OpServerTime); err != nil {
+		return time.Time{}, err
+	}
+	if cr, ok := w.runs.(*countingRuns); ok {
+		if c, ok := cr.inner.(anarchon.ServerClock); ok {
+			return c.ServerTime(ctx)
+		}
+	}
+	if c, ok := w.inner.(anarchon.ServerClock); ok {
+		return c.ServerTime(ctx)
+	}
+	return time.Now(), nil
+}
+
+// Runs returns the counting RunStore, or nil when the inner backend has
+// none (the scheduler then uses plain claims).
+func (w *Wrapped) Runs() anarchon.RunStore { return w.runs }
+
+// countingRuns counts RunStore calls. It is never a Watcher: the
+// Wrapped backend decides whether the scheduler sees one.
+type countingRuns struct {
+	w     *Wrapped
+	inner anarchon.RunStore
+}
+
+func (r *countingRuns) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.ClaimOutcome, error) {
+	if err := r.w.count(OpRunClaim); err != nil {
+		return anarchon.ClaimOutcome{}, err
+	}
+	return r.inner.Claim(ctx, c)
+}
+
+func (r *countingRuns) Heartbeat(ctx context.Context, job string, slot int64, token string, lease time.Duration) (bool, error) {
+	if err := r.w.count(OpHeartbeat); err != nil {
+		return false, err
+	}
+	sent := time.Now()
+	ok, err := r.inner.Heartbeat(ctx, job, slot, token, lease)
+	if ok && err == nil {
+		r.w.lastBeat.Store(sent.UnixNano())
+	}
+	return ok, err
+}
+
+func (r *countingRuns) Finish(ctx context.Context, job string, slot int64, token string, status anarchon.Status) (bool, error) {
+	if err := r.w.count(OpFinish); err != nil {
+		return false, err
+	}
+	return r.inner.Finish(ctx, job, slot, token, status)
+}
+
+func (r *countingRuns) Release(ctx context.Context, job string, slot int64, token string) (bool, error) {
+	if err := r.w.count(OpRelease); err != nil {
+		return false, err
+	}
+	return r.inner.Release(ctx, job, slot, token)
+}
+
+func (r *countingRuns) Active(ctx context.Context, job string) ([]anarchon.ActiveRun, error) {
+	if err := r.w.count(OpOther); err != nil {
+		return nil, err
+	}
+	return r.inner.Active(ctx, job)
+}
