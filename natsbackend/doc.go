@@ -1,2 +1,174 @@
-// Package natsbackend is anarchon's NATS JetStream backend.
+// Package natsbackend is anarchon's NATS JetStream backend: claims are KV
+// Create calls, leases are KV updates by revision compare-and-set, history
+// is a stream.
+//
+//	b, err := natsbackend.Open("nats://127.0.0.1:4222", nil)
+//	if err != nil { … }
+//	s := anarchon.New(b, nil)
+//
+// [Open] owns its connection and closes it in Close; [New] takes the
+// caller's *nats.Conn and [NewJetStream] a jetstream.JetStream (for a
+// domain or an API prefix), and neither closes what it was given.
+//
+// # Storage
+//
+// One KV bucket ([Options.Bucket], default "anarchon") holds three kinds of
+// key, each with a job name encoded as unpadded base64url of its UTF-8
+// bytes (so dots, spaces, wildcards, quotes and any Unicode are safe in a
+// subject, and names that differ only in case stay apart):
+//
+//   - "c.<job>.<slot>": a plain claim; its value holds the winner's token
+//     and instance.
+//   - "r.<job>.<slot>": a run under a lease; its value holds the state
+//     (running, released, done, missed, skipped), token, holder, attempt,
+//     lease length and final status.
+//   - "j.<job>": the slots of the job that may still be running or
+//     released, for the overlap check and [RunStore.Active].
+//
+// One stream ([Options.HistoryStream], subjects "<HistorySubject>.>")
+// holds history: a claim record and a result record per run, published to
+// "<HistorySubject>.<job>". The bucket and the stream are created by Init
+// if absent, with file storage, [Options.Replicas] replicas and one value
+// per key; a bucket made by someone else is used as it is, after checking
+// its TTL (see Dedupe window).
+//
+// # Claims
+//
+// [Backend.Claim] is a KV Create of "c.<job>.<slot>": JetStream accepts the
+// write only if the key has no value (an expected last sequence of 0 for
+// the subject), so exactly one instance per slot gets it, whatever the
+// number of clients (SPEC §4). A Create that loses reads the key and
+// answers true only if the stored token is the caller's: a client that
+// retries after a lost reply gets its win back (repeat safety).
+//
+// Claim writes nothing else. The backend is an anarchon.ClaimRecorder: the
+// scheduler calls [Backend.RecordClaim] after a win, which publishes the
+// claim record to history with Nats-Msg-Id "c.<token>" (the stream drops a
+// repeat within its two-minute duplicate window). A winning Claim costs
+// one round trip, about the same as a raw KV Create (see BenchmarkClaim).
+//
+// # Dedupe window
+//
+// Claims are forgotten by the bucket's TTL: JetStream drops a key whose
+// last write is older than the bucket's max age. [Backend.DedupeWindow] is
+// therefore [Options.ClaimTTL], the TTL given to the bucket, by default 7
+// days; with ClaimTTL set to anarchon.Forever the bucket has no TTL, claims
+// are kept for good and DedupeWindow is Forever (the bucket then grows by
+// one key per slot). A bucket TTL was chosen over a stream's duplicate
+// window (Nats-Msg-Id) because the duplicate window keeps every message id
+// in server memory and is meant for minutes, not days, and because a KV
+// key also holds the token that repeat safety needs. Per-key TTLs
+// (nats-server 2.11) are not used, so that every claim of a bucket is kept
+// equally long. If the bucket already exists with a shorter TTL than
+// ClaimTTL, Init fails with [ErrBucketMismatch] instead of promising a
+// window the store does not keep. A longer TTL is accepted.
+//
+// History lives in its own stream, so trimming history never touches a
+// claim and never reopens a slot.
+//
+// # Leases
+//
+// [RunStore.Claim] follows SPEC §6's table on the key "r.<job>.<slot>".
+// Every decision reads the key and writes the new state with KV Create
+// (absent key) or KV Update with the revision that was read; if another
+// instance wrote in between, the write fails with a revision mismatch and
+// the claim decides again on the new state (at most 64 times, then
+// [ErrContention]). Heartbeat, Finish and Release are the same
+// read-compare-update loop.
+//
+// Times are the server's. A lease is not stored as an instant: the value
+// holds its length, and it ends that long after the server timestamp of
+// the revision that granted or renewed it (KeyValueEntry.Created, set by
+// the server when it stored the message). A heartbeat is an Update that
+// writes a new revision, so the server restamps the lease. "Now", for
+// expiry and for MaxLate, is the server's time read just before deciding
+// ([Backend.ServerTime]: the "ts" field the server puts in a stream info
+// response for the bucket's stream). Client clocks are never used, so
+// instances with skewed clocks agree. The LeaseUntil a won claim returns is
+// that server now plus the lease, at most one round trip before the lease
+// really ends.
+//
+// The overlap check uses "j.<job>". A new run is created as running first;
+// then the slot is added to the job key by compare-and-set, and the same
+// step checks that no other listed slot holds a live lease. Of two
+// instances starting different slots of a job at once, one commits first;
+// the other sees it, turns its new run into skipped and returns overlap. A
+// crash between the two writes leaves a running run that is not listed:
+// nobody runs its handler, its lease expires and the next claim of that
+// slot takes it over and lists it.
+//
+// # History
+//
+// [Backend.SaveResult] publishes the result and purges the job's subject
+// down to its newest 2·historySize messages (one claim and one result per
+// run), so at least historySize runs are kept and a claim is always
+// trimmed before its result. [Backend.History] reads the subject with an
+// ordered consumer and merges records with anarchon.BuildHistory; a
+// record's ClaimedAt is its message's server timestamp. The history TTL is
+// stored with each record and applied when reading, by the server's clock:
+// records older than it are not returned (they leave the stream with the
+// size trim).
+//
+// # Watches
+//
+// [Backend.WatchRuns] is a KV watch of "r.>" (updates only). It sends
+// RunReleased when a run becomes released and RunFinished when it becomes
+// done, missed or skipped, so standing-by instances claim again at once.
+//
+// # Guarantees
+//
+// The one rule (one winner per slot) holds as long as JetStream keeps
+// acknowledged writes. What that means depends on the server:
+//
+//   - Replicas. With R1 (the default, and the only choice on a single
+//     server) a bucket lives on one server: if its disk is lost, so are the
+//     claims. With R3 on a three-node cluster a write is acknowledged once
+//     a majority has it; losing one node loses nothing, and the
+//     compare-and-set stays atomic because the stream's leader orders all
+//     writes. Set [Options.Replicas] to 3 before the bucket is first
+//     created (or edit the stream).
+//   - Disk sync. By default nats-server flushes file storage to disk every
+//     two minutes (sync_interval). A server process that crashes loses
+//     nothing (the data is in the OS page cache, see
+//     TestServerRestartKeepsAnswer), but an OS crash or power loss can lose
+//     writes acknowledged in the last two minutes, and a slot could then
+//     be claimed twice. Set "jetstream { sync_interval: always }" on the
+//     server where that matters; with R3 a single machine's crash is
+//     covered by the other replicas.
+//   - Memory storage ([Options.MemoryStorage]) forgets everything on
+//     restart.
+//   - Leases are judged by the clock of the server that answers: with R3
+//     the stream leader stamps the writes and answers the time reads, so a
+//     leader change compares times from two machines; keep the cluster's
+//     clocks synchronized (NTP) and leases well above their skew.
+//
+// # Server requirements
+//
+// nats-server 2.10 or newer with JetStream enabled ("-js", or a
+// "jetstream" block in the server configuration) and an account allowed to
+// create one KV bucket and one stream, or bucket and stream made by an
+// operator beforehand with the names in [Options]. KV Create and Update by
+// revision, subject purge with keep and stream info with subject filters
+// are older than 2.10; the "ts" server time stamp of API responses arrived
+// with 2.10 (older servers fall back to a KV write whose stored time stamp
+// is read back). No per-key TTL (2.11) or atomic batch feature is used.
+// Tested with nats-server v2.14.10 and nats.go v1.53.1.
+//
+// # Setup
+//
+// For development, scripts/services/nats.sh builds a pinned nats-server
+// with "go install" and starts it with JetStream on a free loopback port:
+//
+//	export $(bash scripts/services/nats.sh /tmp/anarchon-nats | xargs)
+//	cd natsbackend && go test -race ./...
+//
+// The tests need ANARCHON_TEST_NATS_URL (they skip without it, and fail
+// under CI=true); the restart test also needs
+// ANARCHON_TEST_NATS_SERVER_BIN, the binary it starts its own servers
+// from. Both are printed by the script.
+//
+// In production, give every instance the same [Options] (bucket, stream,
+// subject and ClaimTTL) and a connection with reconnects enabled; a claim
+// that fails while the connection is down is not run (the scheduler fails
+// closed) and the next slot is claimed normally.
 package natsbackend
