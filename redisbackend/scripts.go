@@ -262,7 +262,7 @@ return 1
 
 // scriptHistory reads a job's history in one snapshot, newest first.
 // KEYS: claims, hist, results. ARGV: limit (0 = all).
-// Returns {member1, claim1, result1, ...}; a missing record is ''. With a
+// Returns {member1, claim1, result1, ...}; a missing record is "". With a
 // limit, every member sharing the oldest returned slot is included, so
 // ordering within a slot is left to anarchon.BuildHistory.
 var scriptHistory = newScript(`

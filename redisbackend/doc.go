@@ -1,0 +1,133 @@
+// Package redisbackend is the Redis store of anarchon: plain claims (SPEC
+// §4), leases (SPEC §6), history, a pub/sub watcher and the server clock,
+// each operation one atomic Lua script.
+//
+// It lives in its own Go module, github.com/anarchon/anarchon/redisbackend,
+// so that go-redis is a dependency only of programs that import it.
+//
+// # Setup
+//
+// Give it a go-redis client you own, or a URL:
+//
+//	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", Password: pw})
+//	b, err := redisbackend.New(client, &redisbackend.Options{Prefix: "myapp"})
+//	// or
+//	b, err := redisbackend.Open("rediss://user:pw@redis.example:6380/0", nil)
+//	if err != nil { … }
+//	s := anarchon.New(b, nil)
+//
+// [New] takes any [redis.UniversalClient]: a *redis.Client (standalone, or
+// Sentinel through redis.NewFailoverClient) or a *redis.ClusterClient. The
+// backend never closes a client passed to New. [Open] parses redis:// and
+// rediss:// URLs with [redis.ParseURL] and closes its own client in Close.
+// AUTH (user and password), TLS, timeouts and pool sizes are the client's
+// options; no password ever appears in an error of this package (URLs are
+// shown redacted).
+//
+// Every instance of an application must use the same Redis (or cluster) and
+// the same [Options.Prefix].
+//
+// # Guarantees
+//
+// Each operation (plain claim, lease claim, heartbeat, finish, release,
+// active, save-result with trimming, manual run, history) is one Lua script,
+// run with EVALSHA and EVAL as a fallback. Redis runs a script atomically:
+// no other command interleaves, so for one (job, slot) exactly one token
+// wins. A repeat with the winning token wins again (SPEC §4 repeat safety),
+// so a retry after a lost reply is safe, including go-redis's own retries
+// (Options.MaxRetries of the client).
+//
+// Leases are judged by one clock, the Redis server's: each script reads TIME
+// itself. That is safe to replicate because, since Redis 5, scripts are
+// replicated by their effects (the commands they ran with the values they
+// wrote, MULTI/EXEC-wrapped), not by re-running the script on the replica;
+// Redis 7 only does this. A replica therefore stores the lease times the
+// primary computed. The clock is that of the node holding the job's keys;
+// after a failover it is the new primary's, so keep the servers' clocks in
+// sync (NTP) if leases must survive failovers exactly.
+//
+// What survives a restart depends on the server's persistence:
+//
+//   - No persistence (save "" and appendonly no): a restart forgets every
+//     claim, lease and history record. A slot still inside its MaxLate (plus
+//     jitter) could then be claimed and run a second time. Use this only for
+//     tests or jobs that tolerate a repeat.
+//   - RDB snapshots only: a restart loses what was written since the last
+//     snapshot, with the same risk for those slots.
+//   - AOF with appendfsync always: a claim acknowledged to a client is on
+//     disk; a restart loses nothing. With appendfsync everysec (the usual
+//     setting) up to about a second of claims can be lost on a crash of the
+//     machine (a crash of the process alone loses nothing the kernel has).
+//
+// Replication is asynchronous: a primary acknowledges a claim before its
+// replicas have it. If the primary fails right after, a promoted replica may
+// not know the claim, and another instance can win the same slot: with
+// Sentinel or Cluster failover, an acknowledged claim can be lost. Set
+// [Options.Replicas] to make a winning claim wait (WAIT numreplicas
+// timeout) until that many replicas acknowledged it; if fewer do within
+// [Options.ReplicaTimeout] the claim returns an error wrapping
+// [ErrNotReplicated] and the scheduler does not run the slot (fail closed).
+// The claim stays written on the primary, so a retry with the same token
+// wins as soon as it is replicated. WAIT narrows the window but is not
+// consensus: Redis can still promote a replica that missed the write when
+// several nodes fail. WAIT runs in one pipeline with the script, on the
+// connection of the job's primary, so it costs no extra round trip.
+//
+// # Dedupe window and memory
+//
+// [Backend.DedupeWindow] is [anarchon.Forever]. Claims are kept with the
+// job's history and trimmed with it (by HistorySize and HistoryTTL, in
+// SaveResult). When the last history record of a slot is trimmed, the slot's
+// state is deleted and the slot becomes the job's watermark if it is newer
+// than the current one; a claim for a slot at or below the watermark that has
+// no state loses (a lease claim answers done). So trimming never reopens a
+// slot. The price: a slot older than the newest trimmed slot that was never
+// claimed can no longer be claimed; since slots are claimed in time order
+// and trimming keeps the newest HistorySize records, such a slot is far
+// past its MaxLate.
+//
+// Memory is bounded per job, not per slot ever claimed: about 1 KB per
+// retained run (the run state, the claim record, the stored result with its
+// error text and output tail, and two sorted-set entries), times the job's
+// HistorySize (100 by default), plus a few small keys per job. Runs still
+// running or released are never trimmed. Keys never expire by TTL.
+//
+// # Keys
+//
+// All keys of a job share the hash tag {prefix:job}, so a script touches one
+// cluster slot, and every key a script touches is passed in KEYS:
+//
+//	{prefix:job}:run      HASH  slot -> run state (token, holder, attempt, state, lease until)
+//	{prefix:job}:claims   HASH  token -> claim record (slot, instance, claimed at, attempt, manual)
+//	{prefix:job}:results  HASH  history member -> stored result
+//	{prefix:job}:hist     ZSET  history members "slot/token" scored by slot
+//	{prefix:job}:age      ZSET  the same members scored by the server time they were written
+//	{prefix:job}:active   ZSET  slots running or released
+//	{prefix:job}:mark     STRING the watermark slot
+//
+// '%', '{' and '}' in job names are percent-encoded. Records are JSON with
+// numbers as decimal strings; readers ignore fields they do not know, so two
+// versions of the backend can share a store during a rolling deploy.
+// Release and finish publish a JSON event on the channel "prefix:runs"
+// (PUBLISH from inside the script), which [Backend.WatchRuns] subscribes to.
+// On a cluster, PUBLISH reaches every node.
+//
+// # Server requirements
+//
+// Redis 5.0 or later (or a compatible server such as Valkey) with Lua
+// scripting (EVAL, EVALSHA, SCRIPT LOAD, cjson) and pub/sub; Init checks
+// the version and refuses older servers with [ErrServerTooOld]. The user
+// needs the commands EVAL, EVALSHA, SCRIPT, PING, INFO, TIME, SUBSCRIBE and,
+// with Options.Replicas, WAIT, plus read and write on the prefix's keys
+// (ACL pattern "~{prefix:*" and channel "&prefix:runs"). Options.Replicas
+// needs a *redis.Client or *redis.ClusterClient. Slots must lie within
+// ±2^53 ms ([MaxSlot]), the integers Lua's numbers hold exactly.
+//
+// # Errors
+//
+// Errors from go-redis are wrapped with %w at this boundary, so errors.Is
+// and errors.As still reach the native error (a net.Error, a redis.Error, a
+// context error); redis.Nil is never returned. Bad arguments give
+// [ErrInvalidInput] before any I/O; a closed backend gives errors wrapping
+// [anarchon.ErrClosed].
+package redisbackend
