@@ -271,10 +271,44 @@ func periodAt(t int64, loc *time.Location) zonePeriod {
 	if !e.IsZero() {
 		p.end = e.Unix()
 	}
-	if p.end <= t { // defensive: never walk backwards
-		p.end = t + 1
+	if p.start > t {
+		p.start = t
+	}
+	if p.end <= t {
+		// ZoneBounds can report a stale period around the turn of a year
+		// that is computed from the zone's rule string; find the end by
+		// probing instead.
+		p.end = nextOffsetChange(t, p.off, loc)
 	}
 	return p
+}
+
+func offsetAt(t int64, loc *time.Location) int64 {
+	_, off := time.Unix(t, 0).In(loc).Zone()
+	return int64(off)
+}
+
+// nextOffsetChange returns the first instant after t whose UTC offset is not
+// off, probing day by day for up to two years and then bisecting.
+func nextOffsetChange(t, off int64, loc *time.Location) int64 {
+	const step = secondsPerDay
+	lo := t
+	for k := 0; k < 800; k++ {
+		hi := lo + step
+		if offsetAt(hi, loc) != off {
+			for hi-lo > 1 { // offset at lo is off, at hi it is not
+				mid := lo + (hi-lo)/2
+				if offsetAt(mid, loc) == off {
+					lo = mid
+				} else {
+					hi = mid
+				}
+			}
+			return hi
+		}
+		lo = hi
+	}
+	return math.MaxInt64
 }
 
 // resolve finds the instants whose wall time in loc is c. It returns the
