@@ -83,14 +83,13 @@ type Scheduler struct {
 	log     *slog.Logger
 	offset  atomic.Int64 // store clock minus local clock, ns
 
-	mu      sync.Mutex
-	jobs    map[string]*job
-	order   []*job
-	state   int // stateNew, stateStarted, stateStopped
-	queue   jobHeap
-	wake    chan struct{}
-	initErr error
-	inited  bool
+	mu     sync.Mutex
+	jobs   map[string]*job
+	order  []*job
+	state  int // stateNew, stateStarted, stateStopped
+	queue  jobHeap
+	wake   chan struct{}
+	inited bool
 
 	loopCtx    context.Context // ends when Stop begins: no new slots, no more standing by
 	loopCancel context.CancelFunc
