@@ -148,7 +148,7 @@ func (b *SQLBackend) Close(ctx context.Context) error {
 
 // errorf wraps err, keeping it reachable with errors.Is and errors.As.
 func (b *SQLBackend) errorf(op string, err error) error {
-	return fmt.Errorf("%sbackend: %s: %w", b.cfg.Name, op, err)
+	return fmt.Errorf("%s: %s: %w", b.cfg.Name, op, err)
 }
 
 func (b *SQLBackend) checkOpen(op string) error {

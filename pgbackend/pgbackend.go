@@ -1,0 +1,324 @@
+package pgbackend
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/sqlbackend"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// MinServerVersion is the oldest PostgreSQL server accepted, as
+// server_version_num: 10.0.
+const MinServerVersion = 100000
+
+// lockClass namespaces anarchon's advisory locks (the first key of the
+// two-key form), so they do not collide with an application's own.
+const lockClass = 0x616e6172 // "anar"
+
+// Dialect is the PostgreSQL dialect of the SQL base (SPEC §7): BIGINT
+// columns, the server clock read with clock_timestamp() (the time when
+// evaluated, after any lock wait, not the transaction's start), row locks
+// with FOR UPDATE, $n placeholders, and claims of one job serialised by a
+// transaction-scoped advisory lock on a hash of the job name (which works
+// before the job's row exists; two jobs whose hashes collide only wait for
+// each other).
+var Dialect = sqlbackend.SQLDialect{
+	BigInt:           "BIGINT",
+	NowMs:            "(floor(extract(epoch from clock_timestamp()) * 1000)::bigint)",
+	ForUpdate:        " FOR UPDATE",
+	Placeholders:     sqlbackend.Dollar,
+	Serialize:        "SELECT 1 FROM pg_advisory_xact_lock(" + strconv.Itoa(lockClass) + ", hashtext(?))",
+	IsAlreadyCreated: IsAlreadyCreated,
+}
+
+// sqlStater is the interface of pgconn.PgError (and of lib/pq's error
+// through its own method set): errors that carry an SQLSTATE code.
+type sqlStater interface{ SQLState() string }
+
+// IsAlreadyCreated reports whether err is PostgreSQL's answer to two
+// sessions creating the same object at once: 42P07 duplicate_table, 42P06
+// duplicate_schema, 42710 duplicate_object, or 23505 unique_violation (on
+// the pg_type or pg_namespace catalog, which CREATE … IF NOT EXISTS can
+// hit when racing). The error is matched through its SQLState method.
+func IsAlreadyCreated(err error) bool {
+	var s sqlStater
+	if !errors.As(err, &s) {
+		return false
+	}
+	switch s.SQLState() {
+	case "42P07", "42P06", "42710", "23505":
+		return true
+	}
+	return false
+}
+
+// Options configures a [Backend]. A nil *Options means all defaults.
+type Options struct {
+	// Prefix starts every table name. Defaults to sqlbackend.DefaultPrefix
+	// ("anarchon_").
+	Prefix string
+	// Schema puts the tables in this schema, which Init creates if absent
+	// (CREATE SCHEMA IF NOT EXISTS needs the CREATE privilege on the
+	// database). Defaults to none: the connection's search_path.
+	Schema string
+	// NoNotify turns off NOTIFY on release and finish, and WatchRuns. By
+	// default every release, finish or abandonment sends a NOTIFY in the
+	// same transaction, so watching instances wake at once.
+	NoNotify bool
+}
+
+// Backend is the PostgreSQL backend: the SQL base ([sqlbackend.SQLBackend])
+// on a pgx connection pool or a *sql.DB. All of the base's methods are
+// promoted: it is an anarchon.Backend, anarchon.LeaseBackend and
+// anarchon.ServerClock, and, unless Options.NoNotify, an anarchon.Watcher.
+type Backend struct {
+	*sqlbackend.SQLBackend
+	pool     *pgxpool.Pool
+	db       *sql.DB
+	channel  string
+	noNotify bool
+	secret   string // a password to keep out of error texts
+}
+
+// Open opens a pgx pool on connString (a URL, postgres://user:pass@host/db?
+// sslmode=verify-full, or key=value pairs; TLS, authentication and pool
+// sizes (pool_max_conns) are set there, see pgxpool.ParseConfig) and
+// returns a backend that owns it: Close closes the pool. No connection is
+// made until Init. Errors never contain the password.
+func Open(ctx context.Context, connString string, opts *Options) (*Backend, error) {
+	secret := passwordOf(connString)
+	cfg, err := pgxpool.ParseConfig(connString)
+	if err != nil {
+		return nil, redact(fmt.Errorf("pgbackend: parse connection string: %w", err), secret)
+	}
+	if cfg.ConnConfig.Password != "" {
+		secret = cfg.ConnConfig.Password
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, redact(fmt.Errorf("pgbackend: %w", err), secret)
+	}
+	b, err := newBackend(Pool(pool), pool, nil, opts, secret, func(context.Context) error {
+		pool.Close()
+		return nil
+	})
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// NewFromPool returns a backend on the caller's pool, which Close leaves
+// open.
+func NewFromPool(pool *pgxpool.Pool, opts *Options) (*Backend, error) {
+	if pool == nil {
+		return nil, errors.New("pgbackend: pool is nil")
+	}
+	return newBackend(Pool(pool), pool, nil, opts, "", nil)
+}
+
+// NewFromDB returns a backend on the caller's *sql.DB of any PostgreSQL
+// driver, which Close leaves open. WatchRuns needs the pgx driver
+// (github.com/jackc/pgx/v5/stdlib); with another driver it returns an
+// error and the scheduler polls.
+func NewFromDB(db *sql.DB, opts *Options) (*Backend, error) {
+	if db == nil {
+		return nil, errors.New("pgbackend: db is nil")
+	}
+	return newBackend(sqlbackend.DB{DB: db}, nil, db, opts, "", nil)
+}
+
+func newBackend(conn sqlbackend.Conn, pool *pgxpool.Pool, db *sql.DB, opts *Options, secret string, closeFn func(context.Context) error) (*Backend, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	b := &Backend{pool: pool, db: db, noNotify: o.NoNotify, secret: secret}
+	cfg := sqlbackend.Config{
+		Name:    "postgres",
+		Dialect: Dialect,
+		Conn:    conn,
+		Prefix:  o.Prefix,
+		Schema:  o.Schema,
+		Check:   b.check,
+		Close:   closeFn,
+	}
+	if !o.NoNotify {
+		cfg.Notify = b.notify
+	}
+	base, err := sqlbackend.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgbackend: %w", err)
+	}
+	b.SQLBackend = base
+	b.channel = channelName(base.Schema(), base.Prefix())
+	return b, nil
+}
+
+// Pool adapts a pgx pool to sqlbackend.Conn (SPEC §7's ready adapter).
+// Transactions use pgx's BEGIN/COMMIT on one pooled connection. The
+// adapter never closes the pool.
+func Pool(p *pgxpool.Pool) sqlbackend.Conn {
+	return sqlbackend.Funcs{
+		AllFunc: func(ctx context.Context, q string, args ...any) ([][]any, error) {
+			return collect(p.Query(ctx, q, args...))
+		},
+		TransactionFunc: func(ctx context.Context, fn func(sqlbackend.Querier) error) error {
+			return pgx.BeginFunc(ctx, p, func(tx pgx.Tx) error {
+				return fn(sqlbackend.QuerierFunc(func(ctx context.Context, q string, args ...any) ([][]any, error) {
+					return collect(tx.Query(ctx, q, args...))
+				}))
+			})
+		},
+	}
+}
+
+func collect(rows pgx.Rows, err error) ([][]any, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out [][]any
+	for rows.Next() {
+		v, err := rows.Values()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// Pool returns the pgx pool the backend uses, nil if it runs on a *sql.DB.
+func (b *Backend) Pool() *pgxpool.Pool { return b.pool }
+
+// check is the server check run by Init: the server is PostgreSQL 10 or
+// newer, and the schema exists.
+func (b *Backend) check(ctx context.Context, c sqlbackend.Conn) error {
+	rows, err := c.All(ctx, "SELECT current_setting('server_version_num')")
+	if err != nil {
+		return redact(err, b.secret)
+	}
+	if len(rows) != 1 {
+		return errors.New("server_version_num: no row")
+	}
+	s, _ := rows[0][0].(string)
+	if bs, ok := rows[0][0].([]byte); ok {
+		s = string(bs)
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil {
+		return fmt.Errorf("server_version_num %q: %w", s, err)
+	}
+	if v < MinServerVersion {
+		return fmt.Errorf("PostgreSQL server version %d is older than %d", v, MinServerVersion)
+	}
+	if schema := b.Schema(); schema != "" {
+		q := `CREATE SCHEMA IF NOT EXISTS "` + schema + `"`
+		for try := 0; ; try++ {
+			_, err := c.All(ctx, q)
+			if err == nil {
+				break
+			}
+			if try > 2 || !IsAlreadyCreated(err) {
+				return fmt.Errorf("create schema: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// channelName is the LISTEN/NOTIFY channel of a schema and prefix, at most
+// 63 bytes (NAMEDATALEN-1).
+func channelName(schema, prefix string) string {
+	ch := prefix + "runs"
+	if schema != "" {
+		ch = schema + "." + ch
+	}
+	if len(ch) > 63 {
+		ch = ch[:63]
+	}
+	return ch
+}
+
+// Channel returns the LISTEN/NOTIFY channel the backend notifies on.
+func (b *Backend) Channel() string { return b.channel }
+
+// notify returns the NOTIFY of ev, sent in the transaction that released
+// or finished the run. The payload is "<kind> <slot> <job>"; a payload
+// must stay under 8000 bytes, so a longer job name is cut (the event is a
+// hint; watchers re-claim to learn the truth).
+func (b *Backend) notify(ev anarchon.RunEvent) (string, []any) {
+	p := strconv.Itoa(int(ev.Kind)) + " " + strconv.FormatInt(ev.Slot, 10) + " " + ev.Job
+	if len(p) > 7900 {
+		p = p[:7900]
+	}
+	return "SELECT 1 FROM pg_notify(?, ?)", []any{b.channel, p}
+}
+
+func parsePayload(p string) (anarchon.RunEvent, bool) {
+	parts := strings.SplitN(p, " ", 3)
+	if len(parts) != 3 {
+		return anarchon.RunEvent{}, false
+	}
+	k, err1 := strconv.Atoi(parts[0])
+	slot, err2 := strconv.ParseInt(parts[1], 10, 64)
+	if err1 != nil || err2 != nil {
+		return anarchon.RunEvent{}, false
+	}
+	return anarchon.RunEvent{Job: parts[2], Slot: slot, Kind: anarchon.RunEventKind(k)}, true
+}
+
+// passwordOf extracts the password of a URL connection string, or of a
+// key=value one, so that it can be kept out of error texts even when the
+// string does not parse.
+func passwordOf(s string) string {
+	if u, err := url.Parse(s); err == nil && u.User != nil {
+		if p, ok := u.User.Password(); ok {
+			return p
+		}
+	}
+	for f := range strings.FieldsSeq(s) {
+		if v, ok := strings.CutPrefix(f, "password="); ok {
+			return strings.Trim(v, "'")
+		}
+	}
+	return ""
+}
+
+// redactedError hides a secret in its text; the original error stays
+// reachable with errors.Is and errors.As.
+type redactedError struct {
+	err    error
+	secret string
+}
+
+func (e *redactedError) Error() string {
+	return strings.ReplaceAll(e.err.Error(), e.secret, "xxxxx")
+}
+
+func (e *redactedError) Unwrap() error { return e.err }
+
+func redact(err error, secret string) error {
+	if err == nil || secret == "" || !strings.Contains(err.Error(), secret) {
+		return err
+	}
+	return &redactedError{err: err, secret: secret}
+}
+
+// Init connects, checks the server (PostgreSQL 10+), creates the schema
+// if one is configured, and creates the tables. See
+// sqlbackend.SQLBackend.Init. Errors never contain the password.
+func (b *Backend) Init(ctx context.Context) error {
+	return redact(b.SQLBackend.Init(ctx), b.secret)
+}
+

@@ -1,0 +1,427 @@
+package pgbackend_test
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/anarchontest"
+	"github.com/anarchon/anarchon/pgbackend"
+	"github.com/jackc/pgx/v5/pgxpool"
+	_ "github.com/jackc/pgx/v5/stdlib"
+)
+
+const envURL = "ANARCHON_TEST_POSTGRES_URL"
+
+// serverURL returns the test server's URL, or skips (fails under CI=true)
+// without one.
+func serverURL(t testing.TB) string {
+	t.Helper()
+	u := os.Getenv(envURL)
+	if u == "" {
+		msg := envURL + " is not set: start a server with scripts/services/postgres.sh and export its output"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return u
+}
+
+// withParam adds a query parameter to a URL connection string.
+func withParam(t testing.TB, raw, key, val string) string {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatalf("%s is not a URL", envURL)
+	}
+	q := u.Query()
+	q.Set(key, val)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// freshSchema returns a new schema name, dropped when t ends.
+func freshSchema(t testing.TB) string {
+	t.Helper()
+	schema := "anarchon_t_" + randHex(6)
+	url := serverURL(t)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		pool, err := pgxpool.New(ctx, url)
+		if err != nil {
+			t.Errorf("cleanup: %v", err)
+			return
+		}
+		defer pool.Close()
+		if _, err := pool.Exec(ctx, `DROP SCHEMA IF EXISTS "`+schema+`" CASCADE`); err != nil {
+			t.Errorf("cleanup: drop schema: %v", err)
+		}
+	})
+	return schema
+}
+
+// open opens n backends, each with its own pool of at most conns
+// connections, on schema.
+func open(t testing.TB, n, conns int, schema string) []*pgbackend.Backend {
+	t.Helper()
+	u := withParam(t, serverURL(t), "pool_max_conns", itoa(conns))
+	bs := make([]*pgbackend.Backend, n)
+	for i := range bs {
+		b, err := pgbackend.Open(context.Background(), u, &pgbackend.Options{Schema: schema})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close(context.Background()) })
+		bs[i] = b
+	}
+	return bs
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func fmtInt(n int) string { return strconv.Itoa(n) }
+
+func TestConformance(t *testing.T) {
+	serverURL(t)
+	anarchontest.Run(t, anarchontest.Harness{
+		New: func(t *testing.T, n int) []anarchon.Backend {
+			schema := freshSchema(t)
+			var out []anarchon.Backend
+			for _, b := range open(t, n, 4, schema) {
+				out = append(out, b)
+			}
+			return out
+		},
+		Lease: 300 * time.Millisecond,
+	})
+}
+
+// TestConformanceSQLDB runs the suite on the *sql.DB adapter (pgx's
+// database/sql driver).
+func TestConformanceSQLDB(t *testing.T) {
+	u := serverURL(t)
+	if testing.Short() {
+		t.Skip("the pool run covers the same in -short mode")
+	}
+	anarchontest.Run(t, anarchontest.Harness{
+		New: func(t *testing.T, n int) []anarchon.Backend {
+			schema := freshSchema(t)
+			var out []anarchon.Backend
+			for range n {
+				db, err := sql.Open("pgx", u)
+				if err != nil {
+					t.Fatal(err)
+				}
+				db.SetMaxOpenConns(4)
+				t.Cleanup(func() { db.Close() })
+				b, err := pgbackend.NewFromDB(db, &pgbackend.Options{Schema: schema})
+				if err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, b)
+			}
+			return out
+		},
+		Lease: 300 * time.Millisecond,
+	})
+}
+
+// TestRace16 claims 2,000 contested slots from 16 connections at once:
+// exactly one winner per slot.
+func TestRace16(t *testing.T) {
+	const conns = 16
+	slots := 2000
+	if testing.Short() {
+		slots = 300
+	}
+	bs := open(t, conns, 1, freshSchema(t))
+	ctx := t.Context()
+	for _, b := range bs {
+		if err := b.PrepareJob(ctx, "race", 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	winners := make([]atomic.Int32, slots)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	errs := make(chan error, conns)
+	begin := time.Now()
+	for i, b := range bs {
+		wg.Go(func() {
+			<-start
+			for s := range slots {
+				ok, err := b.Claim(ctx, anarchon.ClaimInput{Job: "race", Slot: int64(s) * 1000, Token: fmtInt(i) + "-" + fmtInt(s), InstanceID: fmtInt(i)})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if ok {
+					winners[s].Add(1)
+				}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for s := range winners {
+		if n := winners[s].Load(); n != 1 {
+			t.Errorf("slot %d: %d winners, want exactly 1", s, n)
+		}
+	}
+	t.Logf("%d connections × %d slots in %v", conns, slots, time.Since(begin).Round(time.Millisecond))
+}
+
+// TestLeaseRace races lease claims for the same slots from 16 connections.
+func TestLeaseRace(t *testing.T) {
+	const conns, slots = 16, 200
+	bs := open(t, conns, 1, freshSchema(t))
+	ctx := t.Context()
+	winners := make([]atomic.Int32, slots)
+	var wg sync.WaitGroup
+	errs := make(chan error, conns)
+	for i, b := range bs {
+		wg.Go(func() {
+			for s := range slots {
+				out, err := b.Runs().Claim(ctx, anarchon.RunClaim{
+					ClaimInput:   anarchon.ClaimInput{Job: "lease-race", Slot: int64(s) * 1000, Token: fmtInt(i) + "-" + fmtInt(s), InstanceID: fmtInt(i)},
+					Lease:        time.Hour,
+					AllowOverlap: true,
+				})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if out.Kind == anarchon.OutcomeWon {
+					winners[s].Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for s := range winners {
+		if n := winners[s].Load(); n != 1 {
+			t.Errorf("slot %d: %d winners, want exactly 1", s, n)
+		}
+	}
+}
+
+// TestConcurrentMigration starts 8 instances on an empty schema at once.
+func TestConcurrentMigration(t *testing.T) {
+	for round := range 5 {
+		bs := open(t, 8, 2, freshSchema(t))
+		var wg sync.WaitGroup
+		errs := make([]error, len(bs))
+		start := make(chan struct{})
+		for i, b := range bs {
+			wg.Go(func() {
+				<-start
+				if err := b.Init(t.Context()); err != nil {
+					errs[i] = err
+					return
+				}
+				errs[i] = b.PrepareJob(t.Context(), "job", 10)
+			})
+		}
+		close(start)
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("round %d, instance %d: %v", round, i, err)
+			}
+		}
+	}
+}
+
+// TestConcurrentMigrationPrefix does the same without a schema, on a fresh
+// table prefix in the search path (no CREATE SCHEMA step).
+func TestConcurrentMigrationPrefix(t *testing.T) {
+	u := withParam(t, serverURL(t), "pool_max_conns", "2")
+	prefix := "anarchon_p" + randHex(4) + "_"
+	var bs []*pgbackend.Backend
+	for range 8 {
+		b, err := pgbackend.Open(context.Background(), u, &pgbackend.Options{Prefix: prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bs = append(bs, b)
+	}
+	t.Cleanup(func() {
+		for _, tbl := range []string{"jobs", "runs", "results"} {
+			bs[0].Pool().Exec(context.Background(), `DROP TABLE IF EXISTS "`+prefix+tbl+`"`)
+		}
+		for _, b := range bs {
+			b.Close(context.Background())
+		}
+	})
+	var wg sync.WaitGroup
+	errs := make([]error, len(bs))
+	for i, b := range bs {
+		wg.Go(func() {
+			if err := b.Init(t.Context()); err != nil {
+				errs[i] = err
+				return
+			}
+			errs[i] = b.PrepareJob(t.Context(), "job", 10)
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("instance %d: %v", i, err)
+		}
+	}
+}
+
+func oddName() string {
+	n := `it's "odd" \ %_ ;-- DROP TABLE x; $1 ? Ωμέγα 日本語 ` + randHex(4)
+	for utf8.RuneCountInString(n) < 200 {
+		n += "ü"
+	}
+	return n
+}
+
+func TestJobNameRoundTrip(t *testing.T) {
+	ctx := t.Context()
+	b := open(t, 1, 2, freshSchema(t))[0]
+	job := oddName()
+	if err := b.PrepareJob(ctx, job, 10); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := b.Claim(ctx, anarchon.ClaimInput{Job: job, Slot: 60_000, Token: "t1", InstanceID: "i1"}); err != nil || !ok {
+		t.Fatalf("Claim = %v, %v", ok, err)
+	}
+	if err := b.SaveResult(ctx, job, anarchon.StoredResult{Slot: 60_000, Token: "t1", InstanceID: "i1", Status: anarchon.StatusSuccess, Output: "ünïcode 'out'"}, 10, 0); err != nil {
+		t.Fatal(err)
+	}
+	out, err := b.Runs().Claim(ctx, anarchon.RunClaim{ClaimInput: anarchon.ClaimInput{Job: job, Slot: 120_000, Token: "t2", InstanceID: "i1"}, Lease: time.Minute, AllowOverlap: true})
+	if err != nil || out.Kind != anarchon.OutcomeWon {
+		t.Fatalf("lease Claim = %+v, %v", out, err)
+	}
+	act, err := b.Runs().Active(ctx, job)
+	if err != nil || len(act) != 1 {
+		t.Fatalf("Active = %+v, %v", act, err)
+	}
+	recs, err := b.History(ctx, job, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 2 || recs[0].Job != job || recs[1].Status != anarchon.StatusSuccess || recs[1].Output != "ünïcode 'out'" {
+		t.Fatalf("History = %+v", recs)
+	}
+	if ok, err := b.Claim(ctx, anarchon.ClaimInput{Job: job + "x", Slot: 60_000, Token: "t3", InstanceID: "i2"}); err != nil || !ok {
+		t.Fatalf("Claim of another job = %v, %v", ok, err)
+	}
+}
+
+// TestNotifyWakes checks that a release and a finish on one instance wake
+// a watcher on another at once.
+func TestNotifyWakes(t *testing.T) {
+	ctx := t.Context()
+	schema := freshSchema(t)
+	bs := open(t, 2, 2, schema)
+	watchCtx, cancel := context.WithCancel(ctx)
+	events, err := bs[0].WatchRuns(watchCtx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := oddName()
+	claim := func(slot int64, tok string) {
+		out, err := bs[1].Runs().Claim(ctx, anarchon.RunClaim{ClaimInput: anarchon.ClaimInput{Job: job, Slot: slot, Token: tok, InstanceID: "b"}, Lease: time.Minute, AllowOverlap: true})
+		if err != nil || out.Kind != anarchon.OutcomeWon {
+			t.Fatalf("Claim = %+v, %v", out, err)
+		}
+	}
+	want := func(kind anarchon.RunEventKind, slot int64) {
+		t.Helper()
+		select {
+		case ev := <-events:
+			if ev.Job != job || ev.Slot != slot || ev.Kind != kind {
+				t.Fatalf("event %+v, want kind %d slot %d of %q", ev, kind, slot, job)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no event (kind %d, slot %d) within 5s", kind, slot)
+		}
+	}
+	claim(1000, "r")
+	if ok, err := bs[1].Runs().Release(ctx, job, 1000, "r"); err != nil || !ok {
+		t.Fatalf("Release = %v, %v", ok, err)
+	}
+	want(anarchon.RunReleased, 1000)
+	claim(2000, "f")
+	if ok, err := bs[1].Runs().Finish(ctx, job, 2000, "f", anarchon.StatusSuccess); err != nil || !ok {
+		t.Fatalf("Finish = %v, %v", ok, err)
+	}
+	want(anarchon.RunFinished, 2000)
+	cancel()
+	for range events {
+	}
+}
+
+func TestPasswordNotInErrors(t *testing.T) {
+	raw := serverURL(t)
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const secret = "s3cr3t-pa55word"
+	u.User = url.UserPassword("anarchon_nobody", secret)
+	b, err := pgbackend.Open(t.Context(), u.String()+"&connect_timeout=5", nil)
+	if err != nil {
+		if strings.Contains(err.Error(), secret) {
+			t.Fatalf("Open error shows the password: %v", err)
+		}
+		return
+	}
+	defer b.Close(context.Background())
+	err = b.Init(t.Context())
+	if err == nil {
+		t.Fatal("Init with a wrong password succeeded")
+	}
+	if strings.Contains(err.Error(), secret) {
+		t.Fatalf("Init error shows the password: %v", err)
+	}
+	// A connection string that does not parse.
+	_, err = pgbackend.Open(t.Context(), "postgres://x:"+secret+"@127.0.0.1:notaport/db", nil)
+	if err == nil || strings.Contains(err.Error(), secret) {
+		t.Fatalf("bad URL: err = %v", err)
+	}
+}
+
+func TestClosed(t *testing.T) {
+	b := open(t, 1, 1, freshSchema(t))[0]
+	if err := b.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	_, err := b.Claim(t.Context(), anarchon.ClaimInput{Job: "j", Slot: 1, Token: "t"})
+	if !errors.Is(err, anarchon.ErrClosed) {
+		t.Fatalf("Claim after Close: %v, want ErrClosed", err)
+	}
+}
