@@ -321,4 +321,3 @@ func redact(err error, secret string) error {
 func (b *Backend) Init(ctx context.Context) error {
 	return redact(b.SQLBackend.Init(ctx), b.secret)
 }
-
