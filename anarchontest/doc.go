@@ -36,9 +36,10 @@
 // # Tests
 //
 // Every test has a stable name, runs on a fresh store and uses job names of
-// its own; one name in each group is 200 characters long with quotes,
-// braces, dots, wildcards and non-ASCII letters, to exercise how a backend
-// turns names into keys.
+// its own, made unique with a random suffix. The OddJobName tests use a
+// name 200 characters long with quotes, a backslash, braces, dots,
+// wildcards and non-ASCII letters, to exercise how a backend turns names
+// into keys.
 //
 //   - Basics: Name, DedupeWindow (positive; if Forever, an old claim still
 //     loses after time passes), concurrent Init and PrepareJob.
