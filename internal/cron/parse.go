@@ -388,7 +388,7 @@ func (p *parser) parseTerm(e *Expr, idx int, spec fieldSpec, term string, pos in
 			e.wDays |= 1 << uint(n)
 			return 0, nil
 		case up == "W":
-			return 0, p.errf(pos, spec.name, "W needs a day, e.g. 15W")
+			return 0, p.errf(pos, spec.name, "day missing before W, e.g. 15W")
 		}
 	case 5: // day-of-week specials
 		if i := strings.IndexByte(term, '#'); i >= 0 {
@@ -407,7 +407,7 @@ func (p *parser) parseTerm(e *Expr, idx int, spec fieldSpec, term string, pos in
 			return 0, nil
 		}
 		if up == "L" {
-			return 0, p.errf(pos, spec.name, "L needs a weekday, e.g. 5L")
+			return 0, p.errf(pos, spec.name, "weekday missing before L, e.g. 5L")
 		}
 		if len(up) > 1 && up[len(up)-1] == 'L' {
 			d, n, err := p.value(spec, term[:len(term)-1], pos)
