@@ -1,0 +1,182 @@
+package redisbackend_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/redisbackend"
+	"github.com/redis/go-redis/v9"
+)
+
+// TestWaitReplicasShortfall: with Options.Replicas on a primary that has
+// fewer replicas, a winning claim fails with ErrNotReplicated (fail
+// closed); a losing claim is still just false.
+func TestWaitReplicasShortfall(t *testing.T) {
+	addr := startServer(t) // a primary of its own: no replicas
+	prefix := freshPrefix(t, addr)
+	b := newBackend(t, addr, prefix, &redisbackend.Options{Replicas: 1, ReplicaTimeout: 100 * time.Millisecond})
+	slot := time.Now().Truncate(time.Minute).UnixMilli()
+	tok := randToken()
+	in := anarchon.ClaimInput{Job: "wait", Slot: slot, Token: tok, InstanceID: "a"}
+	start := time.Now()
+	ok, err := b.Claim(t.Context(), in)
+	if !errors.Is(err, redisbackend.ErrNotReplicated) || ok {
+		t.Fatalf("claim without replicas: %v, %v; want false, ErrNotReplicated", ok, err)
+	}
+	if d := time.Since(start); d < 90*time.Millisecond {
+		t.Errorf("claim returned after %v, before the 100ms WAIT timeout", d)
+	}
+	other := in
+	other.Token = randToken()
+	if ok, err := b.Claim(t.Context(), other); ok || err != nil {
+		t.Errorf("losing claim: %v, %v; want false, nil", ok, err)
+	}
+	out, err := b.Runs().Claim(t.Context(), anarchon.RunClaim{
+		ClaimInput: anarchon.ClaimInput{Job: "wait-lease", Slot: slot, Token: tok, InstanceID: "a"},
+		Lease:      time.Minute,
+	})
+	if !errors.Is(err, redisbackend.ErrNotReplicated) {
+		t.Errorf("lease claim without replicas: %+v, %v; want ErrNotReplicated", out, err)
+	}
+}
+
+// TestWaitReplicas: with a real replica attached, a claim with
+// Options.Replicas = 1 succeeds and the replica has it; the script is
+// loaded with EVAL when the primary's script cache is empty.
+func TestWaitReplicas(t *testing.T) {
+	primary := startServer(t)
+	replica := startServer(t, "--replicaof", strings.Replace(primary, ":", " ", 1))
+	waitInfo(t, replica, "replication", "master_link_status", "up")
+	waitInfo(t, primary, "replication", "connected_slaves", "1")
+	prefix := freshPrefix(t, primary)
+	c := newClient(t, primary, nil)
+	b, err := redisbackend.New(c, &redisbackend.Options{Prefix: prefix, Replicas: 1, ReplicaTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No Init: the first claim meets an empty script cache (NOSCRIPT, then EVAL).
+	if err := c.ScriptFlush(t.Context()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	slot := time.Now().Truncate(time.Minute).UnixMilli()
+	tok := randToken()
+	start := time.Now()
+	ok, err := b.Claim(t.Context(), anarchon.ClaimInput{Job: "wait", Slot: slot, Token: tok, InstanceID: "a"})
+	t.Logf("claim with WAIT for one replica: %v", time.Since(start))
+	if err != nil || !ok {
+		t.Fatalf("claim with one replica: %v, %v; want true", ok, err)
+	}
+	out, err := b.Runs().Claim(t.Context(), anarchon.RunClaim{
+		ClaimInput: anarchon.ClaimInput{Job: "wait-lease", Slot: slot, Token: tok, InstanceID: "a"},
+		Lease:      time.Minute,
+	})
+	if err != nil || out.Kind != anarchon.OutcomeWon {
+		t.Fatalf("lease claim with one replica: %+v, %v; want won", out, err)
+	}
+	// The replica answers the claim as the primary would: a backend reading
+	// it (after a failover) sees the slot taken.
+	rc := newClient(t, replica, nil)
+	if err := rc.Do(t.Context(), "REPLICAOF", "NO", "ONE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	promoted, err := redisbackend.New(rc, &redisbackend.Options{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := promoted.Claim(t.Context(), anarchon.ClaimInput{Job: "wait", Slot: slot, Token: randToken(), InstanceID: "b"}); ok || err != nil {
+		t.Errorf("claim on the promoted replica: %v, %v; want false (the claim was replicated)", ok, err)
+	}
+	if ok, err := promoted.Claim(t.Context(), anarchon.ClaimInput{Job: "wait", Slot: slot, Token: tok, InstanceID: "a"}); !ok || err != nil {
+		t.Errorf("repeat on the promoted replica: %v, %v; want true", ok, err)
+	}
+	out, err = promoted.Runs().Claim(t.Context(), anarchon.RunClaim{
+		ClaimInput: anarchon.ClaimInput{Job: "wait-lease", Slot: slot, Token: randToken(), InstanceID: "b"},
+		Lease:      time.Minute,
+	})
+	if err != nil || out.Kind != anarchon.OutcomeRunning || out.Holder != "a" {
+		t.Errorf("lease claim on the promoted replica: %+v, %v; want running, holder a", out, err)
+	}
+}
+
+// TestCluster runs claims, leases and history through a *redis.ClusterClient
+// on a one-node cluster owning all 16384 slots: Redis Cluster refuses a
+// script whose keys span slots (CROSSSLOT), so this checks the hash tags.
+func TestCluster(t *testing.T) {
+	redisAddr(t)
+	addr := startServer(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	if err := c.Do(t.Context(), "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Close()
+	waitInfo(t, addr, "cluster", "cluster_enabled", "1")
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{addr}})
+	t.Cleanup(func() { _ = cc.Close() })
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		state, err := cc.ClusterInfo(t.Context()).Result()
+		if err == nil && strings.Contains(state, "cluster_state:ok") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cluster not ok: %v %s", err, state)
+		}
+		time.Sleep(50 * time.Millisecond) // cluster start-up has no event to wait on
+	}
+	b, err := redisbackend.New(cc, &redisbackend.Options{Prefix: "cl", Replicas: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Init(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	slot := time.Now().Truncate(time.Minute).UnixMilli()
+	for _, job := range []string{"plain", "odd {tag} } {", "Ωμέγα"} {
+		tok := randToken()
+		if ok, err := b.Claim(ctx, anarchon.ClaimInput{Job: job, Slot: slot, Token: tok, InstanceID: "a"}); err != nil || !ok {
+			t.Fatalf("%q: claim: %v %v", job, ok, err)
+		}
+		if err := b.SaveResult(ctx, job, anarchon.StoredResult{Slot: slot, Token: tok, InstanceID: "a", Attempt: 1, Status: anarchon.StatusSuccess}, 1, time.Hour); err != nil {
+			t.Fatalf("%q: save: %v", job, err)
+		}
+		if _, err := b.RecordManualRun(ctx, anarchon.ClaimInput{Job: job, Slot: slot + 1, Token: randToken(), InstanceID: "a"}); err != nil {
+			t.Fatalf("%q: manual: %v", job, err)
+		}
+		if recs, err := b.History(ctx, job, 5); err != nil || len(recs) != 2 {
+			t.Fatalf("%q: history: %d records, %v", job, len(recs), err)
+		}
+		rs := b.Runs()
+		lt := randToken()
+		out, err := rs.Claim(ctx, anarchon.RunClaim{ClaimInput: anarchon.ClaimInput{Job: job, Slot: slot + 5000, Token: lt, InstanceID: "a"}, Lease: time.Minute})
+		if err != nil || out.Kind != anarchon.OutcomeWon {
+			t.Fatalf("%q: lease claim: %+v %v", job, out, err)
+		}
+		if ok, err := rs.Heartbeat(ctx, job, slot+5000, lt, time.Minute); err != nil || !ok {
+			t.Fatalf("%q: heartbeat: %v %v", job, ok, err)
+		}
+		if runs, err := rs.Active(ctx, job); err != nil || len(runs) != 1 {
+			t.Fatalf("%q: active: %+v %v", job, runs, err)
+		}
+		if ok, err := rs.Release(ctx, job, slot+5000, lt); err != nil || !ok {
+			t.Fatalf("%q: release: %v %v", job, ok, err)
+		}
+		if ok, err := rs.Finish(ctx, job, slot+5000, lt, anarchon.StatusHandedOver); err != nil || !ok {
+			t.Fatalf("%q: finish: %v %v", job, ok, err)
+		}
+	}
+	if _, err := b.ServerTime(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// WAIT through the cluster client goes to the job's master.
+	wb, err := redisbackend.New(cc, &redisbackend.Options{Prefix: "cl", Replicas: 1, ReplicaTimeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := wb.Claim(ctx, anarchon.ClaimInput{Job: "wait", Slot: slot, Token: randToken(), InstanceID: "a"}); !errors.Is(err, redisbackend.ErrNotReplicated) {
+		t.Errorf("cluster claim with Replicas 1 and no replica: %v, %v; want ErrNotReplicated", ok, err)
+	}
+}
