@@ -85,8 +85,8 @@
 // ([Backend.ServerTime]: the "ts" field the server puts in a stream info
 // response for the bucket's stream). Client clocks are never used, so
 // instances with skewed clocks agree. The LeaseUntil a won claim returns is
-// that server now plus the lease, at most one round trip before the lease
-// really ends.
+// read back from the revision it wrote (one more round trip), so the
+// holder and its backups see the same instant.
 //
 // The overlap check uses "j.<job>". A new run is created as running first;
 // then the slot is added to the job key by compare-and-set, and the same

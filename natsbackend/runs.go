@@ -128,9 +128,8 @@ func (b *Backend) runArgs(ctx context.Context, job string, token string) (handle
 //
 // Lease times come from the server: a lease ends LeaseMs after the server
 // timestamp of the revision that granted or renewed it, and "now" is the
-// server's time read before deciding (see ServerTime). The returned
-// LeaseUntil of a won claim is that now + c.Lease, at most one round trip
-// earlier than the lease really ends.
+// server's time read before deciding (see ServerTime). The LeaseUntil of
+// a won claim is read back from the revision the claim wrote.
 //
 // The overlap check uses the per-job key "j.<job>", the list of slots
 // that may be running. A new run is created first, then added to the list
@@ -183,13 +182,14 @@ func (b *Backend) claimRun(ctx context.Context, c anarchon.RunClaim) (anarchon.C
 			}
 			if v.Token == c.Token {
 				v.LeaseMs = c.Lease.Milliseconds()
-				if _, err := h.kv.Update(ctx, key, encodeRun(v), e.Revision()); err != nil {
+				rev, err := h.kv.Update(ctx, key, encodeRun(v), e.Revision())
+				if err != nil {
 					if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 						continue
 					}
 					return anarchon.ClaimOutcome{}, b.wrap("renew lease", err)
 				}
-				return anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: v.Attempt, Holder: v.Holder, LeaseUntil: t.Add(c.Lease)}, nil
+				return anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: v.Attempt, Holder: v.Holder, LeaseUntil: b.leaseEnd(ctx, h, key, rev, t, c.Lease)}, nil
 			}
 			if until := v.until(e); until.After(t) {
 				return anarchon.ClaimOutcome{Kind: anarchon.OutcomeRunning, Attempt: v.Attempt, Holder: v.Holder, LeaseUntil: until}, nil
@@ -216,7 +216,8 @@ func (b *Backend) claimRun(ctx context.Context, c anarchon.RunClaim) (anarchon.C
 			return anarchon.ClaimOutcome{}, err
 		}
 		nv := runValue{State: anarchon.RunStateRunning, Token: c.Token, Holder: c.InstanceID, Attempt: v.Attempt + 1, LeaseMs: c.Lease.Milliseconds()}
-		if _, err := h.kv.Update(ctx, key, encodeRun(nv), e.Revision()); err != nil {
+		rev, err := h.kv.Update(ctx, key, encodeRun(nv), e.Revision())
+		if err != nil {
 			if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 				continue
 			}
@@ -228,7 +229,7 @@ func (b *Backend) claimRun(ctx context.Context, c anarchon.RunClaim) (anarchon.C
 		if err := b.publishClaim(ctx, job, c.ClaimInput, nv.Attempt, false); err != nil {
 			return anarchon.ClaimOutcome{}, err
 		}
-		return anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: nv.Attempt, Holder: c.InstanceID, LeaseUntil: t.Add(c.Lease)}, nil
+		return anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: nv.Attempt, Holder: c.InstanceID, LeaseUntil: b.leaseEnd(ctx, h, key, rev, t, c.Lease)}, nil
 	}
 	return anarchon.ClaimOutcome{}, fmt.Errorf("natsbackend: claim %s: %w", key, ErrContention)
 }
@@ -287,7 +288,20 @@ func (b *Backend) claimAbsent(ctx context.Context, h handles, job, key string, c
 	if err := b.publishClaim(ctx, job, c.ClaimInput, 1, false); err != nil {
 		return out, false, err
 	}
-	return anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: 1, Holder: c.InstanceID, LeaseUntil: t.Add(c.Lease)}, false, nil
+	return anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: 1, Holder: c.InstanceID, LeaseUntil: b.leaseEnd(ctx, h, key, rev, t, c.Lease)}, false, nil
+}
+
+// leaseEnd returns the end of the lease granted by revision rev of key:
+// the server timestamp of that revision plus lease, read back with one
+// direct get. If the revision is already gone (a heartbeat or takeover
+// replaced it) it returns now+lease, now being the server time read
+// before the write, so never later than the real end.
+func (b *Backend) leaseEnd(ctx context.Context, h handles, key string, rev uint64, now time.Time, lease time.Duration) time.Time {
+	e, err := h.kv.GetRevision(ctx, key, rev)
+	if err != nil {
+		return now.Add(lease)
+	}
+	return e.Created().Add(time.Duration(lease.Milliseconds()) * time.Millisecond).UTC()
 }
 
 // readJob reads the per-job key; a missing key is an empty list with
