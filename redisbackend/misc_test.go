@@ -1,0 +1,236 @@
+package redisbackend_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/redisbackend"
+	"github.com/redis/go-redis/v9"
+)
+
+// TestInvalidInput needs no server: bad arguments are refused before any
+// I/O with ErrInvalidInput.
+func TestInvalidInput(t *testing.T) {
+	if _, err := redisbackend.New(nil, nil); !errors.Is(err, redisbackend.ErrInvalidInput) {
+		t.Errorf("New(nil): %v", err)
+	}
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer c.Close()
+	for _, o := range []redisbackend.Options{{Prefix: "a{b"}, {Prefix: "a}"}, {Replicas: -1}, {ReplicaTimeout: -time.Second}} {
+		if _, err := redisbackend.New(c, &o); !errors.Is(err, redisbackend.ErrInvalidInput) {
+			t.Errorf("New(%+v): %v, want ErrInvalidInput", o, err)
+		}
+	}
+	b, err := redisbackend.New(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	rs := b.Runs()
+	good := anarchon.ClaimInput{Job: "j", Slot: 1, Token: "t", InstanceID: "i"}
+	bad := map[string]func() error{
+		"Claim empty job":      func() error { in := good; in.Job = ""; _, err := b.Claim(ctx, in); return err },
+		"Claim empty token":    func() error { in := good; in.Token = ""; _, err := b.Claim(ctx, in); return err },
+		"Claim huge slot":      func() error { in := good; in.Slot = redisbackend.MaxSlot + 1; _, err := b.Claim(ctx, in); return err },
+		"Claim negative slot":  func() error { in := good; in.Slot = -redisbackend.MaxSlot - 1; _, err := b.Claim(ctx, in); return err },
+		"Manual empty token":   func() error { in := good; in.Token = ""; _, err := b.RecordManualRun(ctx, in); return err },
+		"PrepareJob empty":     func() error { return b.PrepareJob(ctx, "", 10) },
+		"PrepareJob negative":  func() error { return b.PrepareJob(ctx, "j", -1) },
+		"SaveResult empty job": func() error { return b.SaveResult(ctx, "", anarchon.StoredResult{Slot: 1}, 10, 0) },
+		"SaveResult negative":  func() error { return b.SaveResult(ctx, "j", anarchon.StoredResult{Slot: 1}, -1, 0) },
+		"SaveResult neg TTL":   func() error { return b.SaveResult(ctx, "j", anarchon.StoredResult{Slot: 1}, 1, -time.Second) },
+		"History empty job":    func() error { _, err := b.History(ctx, "", 0); return err },
+		"Lease zero": func() error {
+			_, err := rs.Claim(ctx, anarchon.RunClaim{ClaimInput: good})
+			return err
+		},
+		"Lease negative MaxLate": func() error {
+			_, err := rs.Claim(ctx, anarchon.RunClaim{ClaimInput: good, Lease: time.Second, MaxLate: -1})
+			return err
+		},
+		"Heartbeat zero lease": func() error { _, err := rs.Heartbeat(ctx, "j", 1, "t", 0); return err },
+		"Finish empty status":  func() error { _, err := rs.Finish(ctx, "j", 1, "t", ""); return err },
+		"Release empty token":  func() error { _, err := rs.Release(ctx, "j", 1, ""); return err },
+		"Active empty job":     func() error { _, err := rs.Active(ctx, ""); return err },
+	}
+	for name, f := range bad {
+		if err := f(); !errors.Is(err, redisbackend.ErrInvalidInput) {
+			t.Errorf("%s: %v, want ErrInvalidInput", name, err)
+		}
+	}
+}
+
+// TestOpenRedactsPassword: no error of Open or of the backend it makes
+// contains the URL's password.
+func TestOpenRedactsPassword(t *testing.T) {
+	const secret = "s3cret-Pa55"
+	for _, u := range []string{
+		"http://user:" + secret + "@127.0.0.1:6379/0",
+		"redis://user:" + secret + "@127.0.0.1:6379/notanumber",
+		"redis://user:" + secret + "@127.0.0.1:6379/0?dial_timeout=oops",
+		"redis://user:" + secret + "@[::1:6379/0",
+		"redis://user:" + secret + "@127.0.0.1:bad/0",
+	} {
+		_, err := redisbackend.Open(u, nil)
+		if err == nil {
+			t.Errorf("Open(%q): no error", strings.ReplaceAll(u, secret, "xxx"))
+			continue
+		}
+		if !errors.Is(err, redisbackend.ErrInvalidInput) {
+			t.Errorf("Open: %v, want ErrInvalidInput", err)
+		}
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("Open error shows the password: %v", err)
+		}
+	}
+	// A server that refuses the connection: the dial error stays reachable.
+	port := freePort(t)
+	b, err := redisbackend.Open("redis://user:"+secret+"@127.0.0.1:"+itoa(port)+"/0?max_retries=-1&dial_timeout=1s", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(context.Background())
+	err = b.Init(t.Context())
+	if err == nil {
+		t.Fatal("Init against a closed port: no error")
+	}
+	if strings.Contains(err.Error(), secret) {
+		t.Errorf("Init error shows the password: %v", err)
+	}
+	var op *net.OpError
+	if !errors.Is(err, syscall.ECONNREFUSED) || !errors.As(err, &op) {
+		t.Errorf("Init error %v: want errors.Is ECONNREFUSED and errors.As *net.OpError", err)
+	}
+	_, err = b.Claim(t.Context(), anarchon.ClaimInput{Job: "j", Slot: 1, Token: "t"})
+	if !errors.Is(err, syscall.ECONNREFUSED) || strings.Contains(err.Error(), secret) {
+		t.Errorf("Claim error %v: want ECONNREFUSED, no password", err)
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestOwnership: Close closes a client that Open made, never one passed to
+// New; after Close every method fails with anarchon.ErrClosed.
+func TestOwnership(t *testing.T) {
+	addr := redisAddr(t)
+	c := newClient(t, addr, nil)
+	b, err := redisbackend.New(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Ping(t.Context()).Err(); err != nil {
+		t.Errorf("the caller's client after Close: %v", err)
+	}
+	if err := b.Init(t.Context()); !errors.Is(err, anarchon.ErrClosed) {
+		t.Errorf("Init after Close: %v", err)
+	}
+	if _, err := b.ServerTime(t.Context()); !errors.Is(err, anarchon.ErrClosed) {
+		t.Errorf("ServerTime after Close: %v", err)
+	}
+	if _, err := b.WatchRuns(t.Context()); !errors.Is(err, anarchon.ErrClosed) {
+		t.Errorf("WatchRuns after Close: %v", err)
+	}
+
+	ob, err := redisbackend.Open("redis://"+addr+"/0", &redisbackend.Options{Prefix: freshPrefix(t, addr)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ob.Init(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := ob.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := ob.Client().Ping(t.Context()).Err(); !errors.Is(err, redis.ErrClosed) {
+		t.Errorf("Open's client after Close: %v, want redis.ErrClosed", err)
+	}
+	if err := ob.Close(t.Context()); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
+
+// TestWatch: events arrive for release and finish; the channel closes when
+// the subscription's connection breaks, and when the backend is closed.
+func TestWatch(t *testing.T) {
+	addr := redisAddr(t)
+	prefix := freshPrefix(t, addr)
+	direct := newBackend(t, addr, prefix, nil)
+	p := startCutProxy(t, addr)
+	watched := cutBackend(t, p, prefix)
+	slot := time.Now().Truncate(time.Minute).UnixMilli()
+
+	ch, err := watched.WatchRuns(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := randToken()
+	rs := direct.Runs()
+	if out, err := rs.Claim(t.Context(), anarchon.RunClaim{ClaimInput: anarchon.ClaimInput{Job: "w", Slot: slot, Token: tok}, Lease: time.Hour}); err != nil || out.Kind != anarchon.OutcomeWon {
+		t.Fatal(out, err)
+	}
+	if ok, err := rs.Release(t.Context(), "w", slot, tok); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	select {
+	case ev := <-ch:
+		if ev != (anarchon.RunEvent{Job: "w", Slot: slot, Kind: anarchon.RunReleased}) {
+			t.Errorf("event %+v, want release of w at %d", ev, slot)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no release event")
+	}
+	// Cut the subscription's connection on the next message.
+	p.arm()
+	if ok, err := rs.Finish(t.Context(), "w", slot, tok, anarchon.StatusHandedOver); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	p.waitCut(t)
+	select {
+	case ev, ok := <-ch:
+		if ok {
+			t.Fatalf("event %+v after the cut, want the channel closed", ev)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("watch channel still open after its connection broke")
+	}
+
+	// Closing the backend ends its watches.
+	ch2, err := direct.WatchRuns(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := direct.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case _, ok := <-ch2:
+		if ok {
+			t.Fatal("event after Close")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("watch channel still open after Close")
+	}
+}
+
+// TestJobNamesDistinct: names that differ only in characters the key
+// encoding escapes get keys of their own.
+func TestJobNamesDistinct(t *testing.T) {
+	addr := redisAddr(t)
+	b := newBackend(t, addr, freshPrefix(t, addr), nil)
+	slot := time.Now().Truncate(time.Minute).UnixMilli()
+	for _, job := range []string{"a}", "a%7D", "a%257D", "{a}", "a", "a}:run", "a:run"} {
+		if ok, err := b.Claim(t.Context(), anarchon.ClaimInput{Job: job, Slot: slot, Token: randToken(), InstanceID: "x"}); err != nil || !ok {
+			t.Errorf("job %q: first claim of the slot: %v, %v; want true", job, ok, err)
+		}
+	}
+}
