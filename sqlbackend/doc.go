@@ -1,0 +1,86 @@
+// Package sqlbackend is the SQL base shared by anarchon's SQLite and
+// PostgreSQL backends (SPEC §7): the tables, the plain claim, the lease
+// claim transaction, history and its trimming. A database supplies only a
+// connection ([Conn]), a server check and a [SQLDialect]. It uses the
+// standard library only.
+//
+// Most users want [github.com/anarchon/anarchon/sqlitebackend] (with
+// github.com/anarchon/anarchon/sqlitefile) or
+// github.com/anarchon/anarchon/pgbackend, which build a [SQLBackend] for
+// them. Use this package directly to run anarchon on another SQL database.
+//
+// # Guarantees
+//
+//   - The plain claim ([SQLBackend.Claim]) is one statement,
+//     INSERT … SELECT … WHERE NOT EXISTS (watermark) ON CONFLICT (job, slot)
+//     DO NOTHING RETURNING token: the database's unique key lets exactly one
+//     insert win. A claim that inserted nothing reads the stored token, so
+//     the winner's retry with the same token answers true again (SPEC §4).
+//   - The lease claim ([RunStore.Claim]) is one transaction that first
+//     serialises on the job (SQLDialect.Serialize, then the job row with
+//     SQLDialect.ForUpdate), then reads the server's clock
+//     (SQLDialect.NowMs) and decides SPEC §6's table. Heartbeat, Finish,
+//     Release and Active judge leases by the same clock.
+//   - DedupeWindow is anarchon.Forever. History trimming deletes old run
+//     rows but raises a per-job watermark to the highest slot it deleted; a
+//     claim (plain or lease) for an absent slot at or below the watermark
+//     loses, so trimming never reopens a slot.
+//   - Every value is a bound parameter; table names come only from the
+//     validated prefix and schema. Job names of any bytes but NUL (up to
+//     [MaxJobName]) round-trip.
+//   - Init is idempotent and safe when many instances migrate an empty
+//     database at once: the DDL is CREATE … IF NOT EXISTS inside one
+//     transaction that runs Serialize first, and a "table already exists"
+//     race ([SQLDialect.IsAlreadyCreated]) is retried.
+//   - Errors from the driver are wrapped with %w ("sqlite: claim: …"), so
+//     errors.Is and errors.As reach them. After Close every method returns
+//     an error wrapping anarchon.ErrClosed.
+//
+// One narrow case: a plain claim whose statement started just before a
+// concurrent SaveResult deleted that same slot's row may, on PostgreSQL's
+// READ COMMITTED, insert it again. Only slots older than the job's whole
+// retained history are deleted, far outside any MaxLate, so no instance
+// claims them in practice; lease claims are fully serialised with trimming.
+//
+// # Schema
+//
+// Three tables, named prefix+name (default prefix "anarchon_"), optionally
+// in a schema ([Config]):
+//
+//   - jobs (job PRIMARY KEY, watermark, created_at): one row per job,
+//     created by PrepareJob (or the first lease claim); it carries the
+//     trimming watermark and is the row lease claims lock.
+//   - runs (job, slot PRIMARY KEY, token, instance, attempt, state, status,
+//     lease_until, claimed_at): one row per claimed slot. Plain claims are
+//     rows in state "running" with a NULL lease_until, and become "done"
+//     when their result is saved. Lease runs move through the states of
+//     SPEC §6.
+//   - results (job, token PRIMARY KEY, slot, instance, attempt, status,
+//     claimed_at, started_at, finished_at, error, output, manual,
+//     saved_at): the history records SaveResult stores, and the manual
+//     runs RecordManualRun records (those never enter runs: they are not
+//     deduplicated).
+//
+// History merges runs and results by token with anarchon.BuildHistory;
+// run rows that settled without a saved result (missed, skipped,
+// abandoned) appear with that status. All times are Unix milliseconds.
+// What the tables hold is anarchon's to keep compatible across versions
+// (SPEC §9): columns are only ever added.
+//
+// # Connections
+//
+// [Conn] is SPEC §7's two-function adapter: All (run a statement, get every
+// row) and Transaction (run a function in one transaction). [DB] adapts a
+// *sql.DB, [Funcs] two plain functions; pgbackend.Pool adapts a pgx pool. A
+// backend never closes a Conn it was given; [Config.Close] closes what a
+// constructor opened itself.
+//
+// # Another database
+//
+// A third SQL database needs a dialect, a connection and a server check,
+// and nothing else; see the example of [New]. It must support
+// CREATE TABLE/INDEX IF NOT EXISTS, INSERT … ON CONFLICT (cols) DO
+// NOTHING / DO UPDATE with excluded, and RETURNING on INSERT, UPDATE and
+// DELETE (PostgreSQL 10+, SQLite 3.35+, CockroachDB, YugabyteDB; not
+// MySQL).
+package sqlbackend

@@ -1,0 +1,102 @@
+package sqlbackend
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/anarchon/anarchon"
+)
+
+func TestDollar(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"SELECT 1", "SELECT 1"},
+		{"SELECT ?", "SELECT $1"},
+		{"a = ? AND b = ?", "a = $1 AND b = $2"},
+		{"x = '?' AND y = ?", "x = '?' AND y = $1"},
+		{`"we?ird" = ? -- what?` + "\n" + "AND z = ?", `"we?ird" = $1 -- what?` + "\n" + "AND z = $2"},
+		{"'unterminated ?", "'unterminated ?"},
+	}
+	for _, c := range cases {
+		if got := Dollar(c.in); got != c.want {
+			t.Errorf("Dollar(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func noConn() Conn {
+	fail := errors.New("no database in this test")
+	return Funcs{
+		AllFunc: func(context.Context, string, ...any) ([][]any, error) { return nil, fail },
+		TransactionFunc: func(context.Context, func(Querier) error) error {
+			return fail
+		},
+	}
+}
+
+func TestNewValidates(t *testing.T) {
+	d := SQLDialect{BigInt: "BIGINT", NowMs: "0"}
+	cases := []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"no conn", Config{Dialect: d}, "Conn is nil"},
+		{"no dialect", Config{Conn: noConn()}, "BigInt and NowMs"},
+		{"bad prefix", Config{Conn: noConn(), Dialect: d, Prefix: `x"; DROP`}, "prefix"},
+		{"bad schema", Config{Conn: noConn(), Dialect: d, Schema: "a.b"}, "schema"},
+		{"long prefix", Config{Conn: noConn(), Dialect: d, Prefix: strings.Repeat("p", 41)}, "prefix"},
+	}
+	for _, c := range cases {
+		_, err := New(c.cfg)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want it to mention %q", c.name, err, c.want)
+		}
+	}
+	b, err := New(Config{Conn: noConn(), Dialect: d, Schema: "s", Prefix: "p_"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Qualify("runs"); got != `"s"."p_runs"` {
+		t.Errorf("Qualify = %s", got)
+	}
+	if b.DedupeWindow() != anarchon.Forever {
+		t.Error("DedupeWindow is not Forever")
+	}
+}
+
+func TestErrorsWrapped(t *testing.T) {
+	b, err := New(Config{Name: "x", Conn: noConn(), Dialect: SQLDialect{BigInt: "BIGINT", NowMs: "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if err := b.Init(ctx); err == nil || !strings.HasPrefix(err.Error(), "x: migrate: ") {
+		t.Fatalf("Init = %v", err)
+	}
+	if _, err := b.Claim(ctx, anarchon.ClaimInput{Job: "", Token: "t"}); err == nil {
+		t.Fatal("Claim with no database succeeded")
+	}
+	b.Close(ctx)
+	if _, err := b.Claim(ctx, anarchon.ClaimInput{Job: "j", Token: "t"}); !errors.Is(err, anarchon.ErrClosed) {
+		t.Fatalf("Claim after Close = %v, want ErrClosed", err)
+	}
+	if _, err := b.Runs().Claim(ctx, anarchon.RunClaim{}); !errors.Is(err, anarchon.ErrClosed) {
+		t.Fatalf("lease Claim after Close = %v, want ErrClosed", err)
+	}
+}
+
+func TestConvert(t *testing.T) {
+	for _, v := range []any{int64(7), int32(7), 7, uint32(7), float64(7), []byte("7"), "7"} {
+		if n, err := asInt64(v); err != nil || n != 7 {
+			t.Errorf("asInt64(%T) = %d, %v", v, n, err)
+		}
+	}
+	if _, err := asInt64(struct{}{}); err == nil {
+		t.Error("asInt64(struct{}) did not fail")
+	}
+	if s, err := asString([]byte("x")); err != nil || s != "x" {
+		t.Errorf("asString = %q, %v", s, err)
+	}
+}
