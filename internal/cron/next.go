@@ -80,7 +80,17 @@ func daysIn(y int64, m int) int {
 func (e *Expr) dayMask(y int64, m int) uint32 {
 	dim := daysIn(y, m)
 	wd1 := int((daysFromCivil(y, m, 1)%7 + 11) % 7) // 1970-01-01 was a Thursday
-	return e.dayMaskFor(dim, wd1)
+	return e.masks[dim-28][wd1]
+}
+
+// fillMasks precomputes the day mask for every month length and weekday of
+// the first of the month.
+func (e *Expr) fillMasks() {
+	for dim := 28; dim <= 31; dim++ {
+		for wd1 := 0; wd1 < 7; wd1++ {
+			e.masks[dim-28][wd1] = e.dayMaskFor(dim, wd1)
+		}
+	}
 }
 
 func (e *Expr) dayMaskFor(dim, wd1 int) uint32 {
@@ -170,7 +180,7 @@ func (e *Expr) canFire() bool {
 				continue
 			}
 			seen[dim-28][wd1] = true
-			if e.dayMaskFor(dim, wd1) != 0 {
+			if e.masks[dim-28][wd1] != 0 {
 				return true
 			}
 		}

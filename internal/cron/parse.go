@@ -68,6 +68,10 @@ type Expr struct {
 	lastWeekday bool     // LW
 	lastDow     uint8    // bit d: dL
 	nthDow      [7]uint8 // bit k of nthDow[d]: d#k
+
+	// masks[dim-28][wd] is the set of matching days (bits 1-31) of a month
+	// of dim days whose first day is weekday wd.
+	masks [4][7]uint32
 }
 
 // Every returns the interval of an "@every <duration>" expression and 0 for
@@ -196,6 +200,7 @@ func Parse(expr string) (*Expr, error) {
 		parts = append(parts, t.s)
 	}
 	e.src = strings.Join(parts, " ")
+	e.fillMasks()
 	if !e.canFire() {
 		return nil, &ParseError{Expr: expr, Pos: toks[3].pos, Msg: "expression can never fire", err: ErrNeverFires}
 	}
