@@ -1,0 +1,43 @@
+// Package sqlitebackend is anarchon's SQLite backend: the SQL base
+// ([github.com/anarchon/anarchon/sqlbackend]) with the SQLite [Dialect], on
+// a *sql.DB from any SQLite driver. It uses the standard library only; the
+// github.com/anarchon/anarchon/sqlitefile module opens a file with a
+// pure-Go driver for you.
+//
+// # Guarantees
+//
+// Everything the SQL base guarantees (plain claims by one
+// INSERT … ON CONFLICT DO NOTHING, lease claims by one transaction,
+// trimming that never reopens a slot, DedupeWindow anarchon.Forever), for
+// any number of goroutines and of OS processes sharing one database file on
+// one host: SQLite's file locks serialise writers, and every transaction
+// the backend opens is BEGIN IMMEDIATE, which takes the write lock before
+// reading, so a lease claim cannot decide on a stale read. The clock is the
+// host's (julianday('now')), the same for every process on it.
+//
+// # Server requirements
+//
+// SQLite 3.35.0 or newer ([MinVersion]; RETURNING), checked by Init. A
+// local file system: SQLite's locks are unreliable on network file systems,
+// so instances on several hosts need a server database (pgbackend).
+//
+// # Setup
+//
+// The backend prepares connections itself, so the DSN may be plain:
+//
+//   - Init switches the file to WAL (PRAGMA journal_mode=WAL, stored in the
+//     file) unless Options.KeepJournalMode, so readers do not block the
+//     writer.
+//   - Every pooled connection gets PRAGMA busy_timeout (Options.BusyTimeout,
+//     default 10 s) before its first use, so a writer waits for another
+//     process's lock instead of failing with SQLITE_BUSY.
+//   - Transactions are opened by the backend with an explicit
+//     "BEGIN IMMEDIATE" on one connection, whatever the driver's own
+//     transaction mode (_txlock) is.
+//
+// A DSN may still set the same PRAGMAs (modernc.org/sqlite:
+// _pragma=busy_timeout(10000)&_pragma=journal_mode(WAL); mattn/go-sqlite3:
+// _busy_timeout=10000&_journal_mode=WAL). An in-memory database
+// (":memory:") is private to one connection: use db.SetMaxOpenConns(1).
+// The backend never closes the *sql.DB unless Options.CloseDB is set.
+package sqlitebackend
