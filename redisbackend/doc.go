@@ -86,11 +86,13 @@
 // and trimming keeps the newest HistorySize records, such a slot is far
 // past its MaxLate.
 //
-// Memory is bounded per job, not per slot ever claimed: about 1 KB per
-// retained run (the run state, the claim record, the stored result with its
-// error text and output tail, and two sorted-set entries), times the job's
-// HistorySize (100 by default), plus a few small keys per job. Runs still
-// running or released are never trimmed. Keys never expire by TTL.
+// Memory is bounded per job, not per slot ever claimed: a retained run (its
+// state, claim record, stored result and two sorted-set entries) takes
+// about 750 bytes on Redis 7.0 (measured with MEMORY USAGE in
+// TestMemoryPerRun) plus its error text and output tail, times the job's
+// HistorySize (100 by default, so about 75 KB per job), plus a few small
+// keys per job. Runs still running or released are never trimmed. Keys
+// never expire by TTL.
 //
 // # Keys
 //
