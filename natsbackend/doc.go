@@ -95,7 +95,10 @@
 // the other sees it, turns its new run into skipped and returns overlap. A
 // crash between the two writes leaves a running run that is not listed:
 // nobody runs its handler, its lease expires and the next claim of that
-// slot takes it over and lists it.
+// slot takes it over and lists it. The job key ages out of the bucket like
+// any key, ClaimTTL after its last write (each won run rewrites it): a run
+// that lasts longer than ClaimTTL while no other slot of its job is won is
+// no longer seen by the overlap check.
 //
 // # History
 //
