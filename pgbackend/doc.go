@@ -1,0 +1,55 @@
+// Package pgbackend is anarchon's PostgreSQL backend: the SQL base
+// ([github.com/anarchon/anarchon/sqlbackend]) with the PostgreSQL
+// [Dialect], on a github.com/jackc/pgx/v5 pool or a *sql.DB, plus
+// LISTEN/NOTIFY so that backups wake as soon as a lease is released.
+//
+// # Guarantees
+//
+//   - Plain claims: one INSERT … ON CONFLICT (job, slot) DO NOTHING
+//     RETURNING; the primary key lets exactly one instance win, from any
+//     number of connections and hosts. A retry with the winner's token
+//     answers true again.
+//   - Lease claims: one transaction that takes a transaction-scoped
+//     advisory lock on the job (pg_advisory_xact_lock), locks the job's row
+//     FOR UPDATE and decides SPEC §6's table by the server's clock
+//     (clock_timestamp(), read after the locks). Heartbeat, Finish, Release
+//     and Active use the same clock, so instances with skewed clocks agree;
+//     [Backend.ServerTime] exposes it (anarchon.ServerClock).
+//   - DedupeWindow is anarchon.Forever; history trimming keeps a per-job
+//     watermark so that a trimmed slot is never claimed again.
+//   - Release, Finish and abandonment send NOTIFY in the same transaction
+//     as the change, so a watcher hears of it only once it is committed.
+//     [Backend.WatchRuns] listens on a dedicated connection
+//     (anarchon.Watcher); its channel closes when the connection fails.
+//   - Errors from pgx are wrapped with %w, so errors.As reaches
+//     *pgconn.PgError; [IsAlreadyCreated] reads SQLSTATE codes through the
+//     error's SQLState method only. No error or log line contains the
+//     connection's password.
+//
+// # Server requirements
+//
+// PostgreSQL 10 or newer ([MinServerVersion], checked by Init). The role
+// needs CREATE on the schema the tables go in (and on the database, if
+// Options.Schema names a schema that does not exist yet), and
+// SELECT/INSERT/UPDATE/DELETE on the tables afterwards. Connection poolers
+// in transaction mode (PgBouncer) work for claims, since every transaction
+// is self-contained and the advisory locks are transaction-scoped; LISTEN
+// needs a session, so point WatchRuns' pool at the server directly or set
+// Options.NoNotify (instances then poll). Each Backend uses its pool's
+// connections plus one per active WatchRuns.
+//
+// # Setup
+//
+//	b, err := pgbackend.Open(ctx, "postgres://app:secret@db.example:5432/app?sslmode=verify-full&pool_max_conns=8", nil)
+//	if err != nil { … }
+//	defer b.Close(ctx) // closes the pool Open made
+//	s := anarchon.New(b, nil)
+//
+// TLS (sslmode, sslrootcert, sslcert, sslkey) and authentication
+// (password, passfile, PGPASSWORD and the other PG* environment variables)
+// are set through the connection string, as pgx parses it. [NewFromPool]
+// and [NewFromDB] use a pool or *sql.DB the program already has and leave
+// it open on Close. Tables are named anarchon_jobs, anarchon_runs and
+// anarchon_results; Options.Prefix and Options.Schema change that, so
+// several applications can share one database.
+package pgbackend
