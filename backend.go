@@ -48,16 +48,18 @@ type Backend interface {
 	// needs a unique one; returning in.Slot is always correct.
 	RecordManualRun(ctx context.Context, in ClaimInput) (slot int64, err error)
 	// SaveResult stores how a run ended and trims the job's history to
-	// historySize records and, if historyTTL > 0, to records younger than
-	// historyTTL. Trimming must never reopen a slot inside DedupeWindow.
+	// historySize records (<= 0: DefaultHistorySize) and, if historyTTL > 0,
+	// to records younger than historyTTL. Trimming must never reopen a slot
+	// inside DedupeWindow.
 	SaveResult(ctx context.Context, job string, r StoredResult, historySize int, historyTTL time.Duration) error
 	// History returns at most limit recent runs of job from all instances,
 	// newest first (by slot, then by start). limit <= 0 means the backend's
-	// whole retained history. Use [BuildHistory] to build it.
+	// whole retained history. Use [BuildHistory] to build it, passing
+	// results in the order they were saved (a later save of a token wins).
 	History(ctx context.Context, job string, limit int) ([]RunRecord, error)
 	// Close releases what the backend opened itself (never a client the
 	// caller passed in). After Close, methods return an error wrapping
-	// ErrClosed.
+	// ErrClosed; a second Close returns nil.
 	Close(ctx context.Context) error
 }
 
@@ -205,9 +207,9 @@ func (k OutcomeKind) String() string {
 // ClaimOutcome is the result of [RunStore.Claim].
 type ClaimOutcome struct {
 	Kind       OutcomeKind
-	Attempt    int       // won: the caller's attempt number; running: the holder's
-	Holder     string    // running: the instance holding the lease
-	LeaseUntil time.Time // won/running: lease expiry by the store's clock
+	Attempt    int       // won: the caller's attempt number; running: the holder's; overlap: optional, the running slot's
+	Holder     string    // running: the instance holding the lease; overlap: optional, the running slot's holder
+	LeaseUntil time.Time // won/running: lease expiry by the store's clock; overlap: optional
 	Status     Status    // done: the settled status if the store knows it
 }
 
@@ -215,7 +217,7 @@ type ClaimOutcome struct {
 // New fields may be added.
 type RunClaim struct {
 	ClaimInput
-	Lease        time.Duration // the lease to grant on a win (store clock)
+	Lease        time.Duration // the lease to grant on a win (store clock); must be > 0
 	MaxLate      time.Duration // an absent slot whose store time is past Slot+MaxLate is missed; 0 = no limit
 	AllowOverlap bool          // false: refuse (skip) while another slot of the job is running with a live lease
 	MaxAttempts  int           // attempts a slot may use before it is abandoned; <= 0 means 1
@@ -251,9 +253,12 @@ type ActiveRun struct {
 // A RunStore need not write history: the scheduler records every outcome
 // through Backend.SaveResult — runs it executed under their claim's token,
 // slots it found late or overlapping under the token of the claim that
-// settled them, and an abandoned slot under the token "abandoned-<slot>".
-// A store that does record these states itself must use those tokens, so
-// that BuildHistory merges the two records into one.
+// settled them, and an abandoned slot under [AbandonedToken]. A store that
+// does record these states itself must use those tokens, so that
+// BuildHistory merges the two records into one.
+//
+// Repeats are answered as the first call was: Finish of a run the token
+// already finished, and Release of a run it already released, return true.
 type RunStore interface {
 	// Claim decides per SPEC §6's table, first match wins.
 	Claim(ctx context.Context, c RunClaim) (ClaimOutcome, error)
@@ -270,6 +275,23 @@ type RunStore interface {
 	// slot first.
 	Active(ctx context.Context, job string) ([]ActiveRun, error)
 }
+
+// ResultFinisher is an optional interface of a RunStore that folds Finish
+// and Backend.SaveResult into one store round trip. FinishResult marks the
+// run (job, r.Slot) done with r.Status if r.Token holds it (running, or
+// released by the same token), exactly as Finish would, and stores r as
+// SaveResult would, trimming history the same way. If r.Token no longer
+// holds the run, it stores r with Status replaced by StatusLeaseLost and
+// returns false. Without it the scheduler calls Finish, then SaveResult.
+type ResultFinisher interface {
+	FinishResult(ctx context.Context, job string, r StoredResult, historySize int, historyTTL time.Duration) (bool, error)
+}
+
+// AbandonedToken is the token under which an abandoned slot (Unix ms) is
+// recorded in history: "abandoned-<slot>". Every backup that sees a slot
+// abandoned saves its record under it, and so may the store, so that
+// history shows the abandonment once.
+func AbandonedToken(slot int64) string { return "abandoned-" + strconv.FormatInt(slot, 10) }
 
 // RunEventKind says what happened to a run in a [RunEvent].
 type RunEventKind int
@@ -294,7 +316,9 @@ type RunEvent struct {
 //
 // WatchRuns delivers events for every job of the store until ctx ends or the
 // watch breaks; then the channel is closed and the scheduler falls back to
-// polling and watches again. Events may be lost or repeated: they are hints,
+// polling and watches again. Every change made after WatchRuns returns must
+// be delivered (a backend whose subscription is confirmed asynchronously
+// waits for the confirmation before returning). Events may be lost or repeated: they are hints,
 // and the scheduler always re-claims to learn the truth.
 type Watcher interface {
 	WatchRuns(ctx context.Context) (<-chan RunEvent, error)

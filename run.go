@@ -240,7 +240,7 @@ func (s *Scheduler) runLeased(ctx context.Context, j *job, slotT time.Time, maxL
 			if out.Status == StatusAbandoned && standing {
 				// Every backup that saw the slot through to abandonment
 				// records it under one token, so history shows it once.
-				s.settle(j, slotT, fmt.Sprintf("abandoned-%d", slot), StatusAbandoned)
+				s.settle(j, slotT, AbandonedToken(slot), StatusAbandoned)
 			}
 			return
 		default: // OutcomeNone, and kinds this version does not know: like done
@@ -286,8 +286,14 @@ func (s *Scheduler) runWon(j *job, slotT time.Time, rc RunClaim, attempt int, cl
 		res.Status = StatusLeaseLost
 	default:
 		ctx, cancelStore := storeCtx()
+		defer cancelStore()
+		if f, ok := s.runs.(ResultFinisher); ok {
+			if _, err := f.FinishResult(ctx, j.name, res, j.opt.HistorySize, j.opt.HistoryTTL); err != nil {
+				s.storeError(ctx, "FinishResult", j.name, slotT, err)
+			}
+			return
+		}
 		ok, err := s.runs.Finish(ctx, j.name, rc.Slot, rc.Token, res.Status)
-		cancelStore()
 		if err != nil {
 			s.storeError(ctx, "Finish", j.name, slotT, err)
 		} else if !ok {

@@ -185,6 +185,39 @@ func testRunStore(t *testing.T, h Harness) {
 		}
 		want(t, "claim after finish", s.lclaim(1, rclaim(job, slot, token(), "b", longLease)), anarchon.OutcomeDone)
 	})
+	if _, ok := open(t, h, 1).rs(0).(anarchon.ResultFinisher); ok {
+		leaseTest(t, h, "FinishResult", func(t *testing.T, s *store, job string, slot int64) {
+			a, b := token(), token()
+			want(t, "claim", s.lclaim(0, rclaim(job, slot, a, "a", longLease)), anarchon.OutcomeWon)
+			want(t, "claim", s.lclaim(0, rclaim(job, slot+1000, b, "a", longLease)), anarchon.OutcomeWon)
+			f := s.rs(1).(anarchon.ResultFinisher)
+			res := anarchon.StoredResult{Slot: slot, Token: a, InstanceID: "a", Attempt: 1, Status: anarchon.StatusSuccess,
+				StartedAt: s.now(), FinishedAt: s.now(), Output: "out"}
+			ok, err := f.FinishResult(t.Context(), job, res, 100, 0)
+			if err != nil || !ok {
+				t.Fatalf("FinishResult by the holder = %v, %v; want true", ok, err)
+			}
+			want(t, "claim after FinishResult", s.lclaim(1, rclaim(job, slot, token(), "b", longLease)), anarchon.OutcomeDone)
+			// Another token does not finish the run, and its result is
+			// kept as lease_lost.
+			other := token()
+			ok, err = f.FinishResult(t.Context(), job, anarchon.StoredResult{Slot: slot + 1000, Token: other, InstanceID: "b", Attempt: 1, Status: anarchon.StatusSuccess}, 100, 0)
+			if err != nil || ok {
+				t.Fatalf("FinishResult with another token = %v, %v; want false", ok, err)
+			}
+			want(t, "claim after a wrong-token FinishResult", s.lclaim(1, rclaim(job, slot+1000, token(), "c", longLease)), anarchon.OutcomeRunning)
+			byToken := map[string]anarchon.RunRecord{}
+			for _, r := range s.history(0, job, 0) {
+				byToken[r.Token] = r
+			}
+			if r := byToken[a]; r.Status != anarchon.StatusSuccess || r.Output != "out" || r.InstanceID != "a" {
+				t.Errorf("history record of the finished run %+v, want success with its output", r)
+			}
+			if r := byToken[other]; r.Status != anarchon.StatusLeaseLost {
+				t.Errorf("history record of the wrong-token result %+v, want lease_lost", r)
+			}
+		})
+	}
 	leaseTest(t, h, "Release/WrongToken", func(t *testing.T, s *store, job string, slot int64) {
 		a := token()
 		want(t, "claim", s.lclaim(0, rclaim(job, slot, a, "a", longLease)), anarchon.OutcomeWon)

@@ -51,14 +51,15 @@ type Backend struct {
 }
 
 var (
-	_ anarchon.Backend       = (*Backend)(nil)
-	_ anarchon.LeaseBackend  = (*Backend)(nil)
-	_ anarchon.ClaimRecorder = (*Backend)(nil)
-	_ anarchon.Watcher       = (*Backend)(nil)
-	_ anarchon.ServerClock   = (*Backend)(nil)
-	_ anarchon.RunStore      = (*RunStore)(nil)
-	_ anarchon.Watcher       = (*RunStore)(nil)
-	_ anarchon.ServerClock   = (*RunStore)(nil)
+	_ anarchon.Backend        = (*Backend)(nil)
+	_ anarchon.LeaseBackend   = (*Backend)(nil)
+	_ anarchon.ClaimRecorder  = (*Backend)(nil)
+	_ anarchon.Watcher        = (*Backend)(nil)
+	_ anarchon.ServerClock    = (*Backend)(nil)
+	_ anarchon.RunStore       = (*RunStore)(nil)
+	_ anarchon.ResultFinisher = (*RunStore)(nil)
+	_ anarchon.Watcher        = (*RunStore)(nil)
+	_ anarchon.ServerClock    = (*RunStore)(nil)
 )
 
 // New returns an empty store. opts may be nil for the defaults.

@@ -219,8 +219,8 @@ func TestLeaseHistory(t *testing.T) {
 	want := map[string]anarchon.Status{
 		"late": anarchon.StatusMissed, "skip": anarchon.StatusSkipped,
 		"run": anarchon.StatusHandedOver, "second": anarchon.StatusLeaseLost,
-		membackend.AbandonedToken(now): anarchon.StatusAbandoned,
-		"x1":                           anarchon.StatusLeaseLost, "x2": anarchon.StatusError,
+		anarchon.AbandonedToken(now): anarchon.StatusAbandoned,
+		"x1":                         anarchon.StatusLeaseLost, "x2": anarchon.StatusError,
 	}
 	got := statuses(t, b, job)
 	for tok, st := range want {

@@ -60,7 +60,7 @@
 //   - RunStore Claim, attempts used up: the last holder's record gets the
 //     status lease_lost or handed_over as for a takeover, and the slot gets
 //     one record with status abandoned under the token
-//     [AbandonedToken](slot), the token under which the scheduler's backups
+//     [anarchon.AbandonedToken](slot), the token under which the scheduler's backups
 //     record the abandonment too.
 //   - Finish: a result with the finish status, unless one was already
 //     stored for the token.

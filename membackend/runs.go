@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/anarchon/anarchon"
@@ -113,7 +112,7 @@ func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.Cla
 			Slot: c.Slot, Token: r.token, InstanceID: r.holder, Attempt: r.attempt, Status: prev,
 		}, now)
 		j.hist.addResultIfNone(anarchon.StoredResult{
-			Slot: c.Slot, Token: AbandonedToken(c.Slot), InstanceID: c.InstanceID, Attempt: r.attempt, Status: anarchon.StatusAbandoned,
+			Slot: c.Slot, Token: anarchon.AbandonedToken(c.Slot), InstanceID: c.InstanceID, Attempt: r.attempt, Status: anarchon.StatusAbandoned,
 		}, now)
 		r.state, r.status, r.token, r.changed = anarchon.RunStateDone, anarchon.StatusAbandoned, "", now
 		delete(j.active, c.Slot)
@@ -130,12 +129,6 @@ func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.Cla
 	}, now)
 	return anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: r.attempt, Holder: r.holder, LeaseUntil: r.leaseUntil}, nil
 }
-
-// AbandonedToken is the token of the one history record of an abandoned
-// slot (Unix ms): "abandoned-<slot>". The scheduler's backups save the
-// abandonment under the same token, so the store's record and theirs merge
-// into one.
-func AbandonedToken(slot int64) string { return "abandoned-" + strconv.FormatInt(slot, 10) }
 
 // claimAbsent handles the last three rows of the table. Caller holds b.mu.
 func (b *Backend) claimAbsent(j *jobState, c anarchon.RunClaim, now time.Time) anarchon.ClaimOutcome {
@@ -221,16 +214,21 @@ func (s *RunStore) Finish(ctx context.Context, job string, slot int64, token str
 	if status == "" {
 		return false, fmt.Errorf("membackend: Finish: job %q: empty status", job)
 	}
+	return b.finishLocked(job, slot, token, status), nil
+}
+
+// finishLocked is Finish with b.mu held and the input checked.
+func (b *Backend) finishLocked(job string, slot int64, token string, status anarchon.Status) bool {
 	j, r := b.heldRun(job, slot, token)
 	if r == nil {
-		return false, nil
+		return false
 	}
 	switch r.state {
 	case anarchon.RunStateDone:
-		return true, nil
+		return true
 	case anarchon.RunStateRunning, anarchon.RunStateReleased:
 	default:
-		return false, nil
+		return false
 	}
 	now := b.now()
 	r.state, r.status, r.changed = anarchon.RunStateDone, status, now
@@ -240,7 +238,43 @@ func (s *RunStore) Finish(ctx context.Context, job string, slot int64, token str
 	}, now)
 	j.hist.trim(j.historySize, j.historyTTL, now)
 	b.emit(anarchon.RunEvent{Job: job, Slot: slot, Kind: anarchon.RunFinished})
-	return true, nil
+	return true
+}
+
+// FinishResult implements [anarchon.ResultFinisher]: Finish and SaveResult
+// under one lock, as one store round trip would be. If r.Token no longer
+// holds the run, r is stored with StatusLeaseLost and the answer is false.
+// It fails on an empty job, token or status, a negative history TTL, and
+// after Close.
+func (s *RunStore) FinishResult(ctx context.Context, job string, r anarchon.StoredResult, historySize int, historyTTL time.Duration) (bool, error) {
+	b := s.b
+	if err := b.op("FinishResult"); err != nil {
+		return false, err
+	}
+	defer b.mu.Unlock()
+	switch {
+	case job == "":
+		return false, fmt.Errorf("%w (FinishResult)", errEmptyJob)
+	case r.Token == "":
+		return false, fmt.Errorf("membackend: FinishResult: job %q: empty token", job)
+	case r.Status == "":
+		return false, fmt.Errorf("membackend: FinishResult: job %q: empty status", job)
+	case historyTTL < 0:
+		return false, fmt.Errorf("membackend: FinishResult: job %q: negative history TTL %v", job, historyTTL)
+	}
+	if historySize <= 0 {
+		historySize = anarchon.DefaultHistorySize
+	}
+	ok := b.finishLocked(job, r.Slot, r.Token, r.Status)
+	if !ok {
+		r.Status = anarchon.StatusLeaseLost
+	}
+	now := b.now()
+	j := b.job(job)
+	j.setLimits(historySize, historyTTL)
+	j.hist.addResult(r, now)
+	j.hist.trim(historySize, historyTTL, now)
+	return ok, nil
 }
 
 // Release ends token's lease on (job, slot) at once (state released) so
