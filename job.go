@@ -124,7 +124,8 @@ type JobOptions struct {
 	Lease time.Duration
 	// NoLease makes the job use plain claims (SPEC §4) even on a backend with
 	// a RunStore: no heartbeats, backups, overlap check or catch-up, and one
-	// store round trip less per run.
+	// store round trip less per run. Every instance must set it alike for a
+	// job: plain claims and lease claims of one slot do not see each other.
 	NoLease bool
 	// Overlap is the overlap policy. Defaults to OverlapDefault.
 	Overlap OverlapPolicy
