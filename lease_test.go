@@ -465,3 +465,38 @@ func TestClockSkew(t *testing.T) {
 		})
 	}
 }
+
+// futureRuns answers every lease claim with an outcome kind this version
+// does not know.
+type futureRuns struct{ anarchon.RunStore }
+
+func (futureRuns) Claim(context.Context, anarchon.RunClaim) (anarchon.ClaimOutcome, error) {
+	return anarchon.ClaimOutcome{Kind: 99}, nil
+}
+
+type futureBackend struct{ *membackend.Backend }
+
+func (f futureBackend) Runs() anarchon.RunStore { return futureRuns{f.Backend.Runs()} }
+
+// An outcome kind the scheduler does not know is handled like done: the
+// slot is not run, and the scheduler goes on.
+func TestUnknownOutcomeIsDone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var claims atomic.Int32
+		s := newSched(t, futureBackend{membackend.New(nil)}, "a", &anarchon.Options{OnEvent: func(e anarchon.Event) {
+			if e.Kind == anarchon.EventClaim && e.Outcome == "unknown(99)" {
+				claims.Add(1)
+			}
+		}})
+		ran := atomic.Int32{}
+		if err := s.Every("job", time.Second, func(context.Context, *anarchon.Run) error { ran.Add(1); return nil }, nil); err != nil {
+			t.Fatal(err)
+		}
+		mustStart(t, s)
+		time.Sleep(5500 * time.Millisecond)
+		stopAll(t, s)
+		if ran.Load() != 0 || claims.Load() != 5 {
+			t.Fatalf("ran %d, claims %d; want 0 runs for 5 claims", ran.Load(), claims.Load())
+		}
+	})
+}
