@@ -37,10 +37,16 @@ func jitter(max time.Duration) time.Duration {
 
 // loop fires due slots until ctx ends. Times are the store's clock as
 // estimated by s.now; a timer that wakes early finds the head not yet due and
-// waits again, so no slot runs before its time.
+// waits again, so no slot runs before its time. All slots due at one wake-up
+// are taken under one lock and started after it is released.
 func (s *Scheduler) loop(ctx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	type due struct {
+		j    *job
+		slot time.Time
+	}
+	var batch []due
 	for {
 		s.mu.Lock()
 		if len(s.queue) == 0 {
@@ -53,35 +59,38 @@ func (s *Scheduler) loop(ctx context.Context) {
 			}
 		}
 		now := s.now()
-		head := s.queue[0]
-		if wait := head.fireAt.Sub(now); wait > 0 {
-			s.mu.Unlock()
-			timer.Reset(wait)
-			select {
-			case <-ctx.Done():
-				return
-			case <-s.wake:
-			case <-timer.C:
+		for len(s.queue) > 0 && !s.queue[0].fireAt.After(now) {
+			head := s.queue[0]
+			batch = append(batch, due{head, head.slot})
+			// The next slot comes after this one; after a long pause (a
+			// suspended machine) it skips ahead to what is still within
+			// MaxLate instead of replaying every slot in between.
+			from := head.slot
+			if limit := now.Add(-head.opt.MaxLate - head.opt.Jitter); limit.After(from) {
+				from = limit
 			}
-			continue
+			head.slot = head.nextSlot(from)
+			head.fireAt = head.slot.Add(jitter(head.opt.Jitter))
+			heap.Fix(&s.queue, 0)
 		}
-		slot := head.slot
-		// The next slot comes after this one; after a long pause (a
-		// suspended machine) it skips ahead to what is still within MaxLate
-		// instead of replaying every slot in between.
-		from := slot
-		if limit := now.Add(-head.opt.MaxLate - head.opt.Jitter); limit.After(from) {
-			from = limit
-		}
-		head.slot = head.nextSlot(from)
-		head.fireAt = head.slot.Add(jitter(head.opt.Jitter))
-		heap.Fix(&s.queue, head.index)
-		s.inflight.Add(1)
+		wait := s.queue[0].fireAt.Sub(now)
+		s.inflight.Add(len(batch))
 		s.mu.Unlock()
-		go func() {
-			defer s.inflight.Done()
-			s.fire(ctx, head, slot)
-		}()
+		for i, d := range batch {
+			go func() {
+				defer s.inflight.Done()
+				s.fire(ctx, d.j, d.slot)
+			}()
+			batch[i] = due{}
+		}
+		batch = batch[:0]
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.wake:
+		case <-timer.C:
+		}
 	}
 }
 
