@@ -260,7 +260,7 @@ func (b *Backend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, erro
 	}
 	k := b.keys(in.Job)
 	res, err := b.runWrite(ctx, scriptClaim,
-		[]string{k.run, k.claims, k.hist, k.mark, k.age},
+		[]string{k.run, k.hist, k.mark, k.age},
 		slotArg(in.Slot), in.Token, in.InstanceID)
 	if err != nil {
 		return false, b.wrap(fmt.Sprintf("claim %q slot %d", in.Job, in.Slot), err)
@@ -333,7 +333,7 @@ func (b *Backend) History(ctx context.Context, job string, limit int) ([]anarcho
 		return nil, fmt.Errorf("%w: empty job name", ErrInvalidInput)
 	}
 	k := b.keys(job)
-	res, err := scriptHistory.Run(ctx, b.client, []string{k.claims, k.hist, k.results}, max(limit, 0)).Result()
+	res, err := scriptHistory.Run(ctx, b.client, []string{k.claims, k.hist, k.results, k.run}, max(limit, 0)).Result()
 	if err != nil {
 		return nil, b.wrap(fmt.Sprintf("history %q", job), err)
 	}
@@ -352,7 +352,7 @@ func (b *Backend) History(ctx context.Context, job string, limit int) ([]anarcho
 			if err := json.Unmarshal([]byte(c), &w); err != nil {
 				return nil, fmt.Errorf("%w: history %q: claim record: %w", ErrUnexpectedReply, job, err)
 			}
-			_, w.Token, _ = strings.Cut(m, "/")
+			w.Slot, w.Token, _ = strings.Cut(m, "/")
 			claims = append(claims, w.record())
 		}
 		if r != "" {

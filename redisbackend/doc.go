@@ -29,6 +29,10 @@
 //
 // # Guarantees
 //
+// A plain claim is one EVALSHA that writes one hash field and two
+// sorted-set entries: one round trip, like SET NX PX (BenchmarkClaim
+// measures both in one run).
+//
 // Each operation (plain claim, lease claim, heartbeat, finish, release,
 // active, save-result with trimming, manual run, history) is one Lua script,
 // run with EVALSHA and EVAL as a fallback. Redis runs a script atomically:
@@ -87,11 +91,10 @@
 // past its MaxLate.
 //
 // Memory is bounded per job, not per slot ever claimed: a retained run (its
-// state, claim record, stored result and two sorted-set entries) takes
-// about 750 bytes on Redis 7.0 (measured with MEMORY USAGE in
-// TestMemoryPerRun) plus its error text and output tail, times the job's
-// HistorySize (100 by default, so about 75 KB per job), plus a few small
-// keys per job. Runs still running or released are never trimmed. Keys
+// state and claim, stored result and two sorted-set entries) takes about
+// 600 bytes on Redis 7.0 (measured with MEMORY USAGE in TestMemoryPerRun)
+// plus its error text and output tail, times the job's HistorySize (100 by
+// default, so about 60 KB per job), plus a few small keys per job. Runs still running or released are never trimmed. Keys
 // never expire by TTL.
 //
 // # Keys
@@ -99,8 +102,8 @@
 // All keys of a job share the hash tag {prefix:job}, so a script touches one
 // cluster slot, and every key a script touches is passed in KEYS:
 //
-//	{prefix:job}:run      HASH  slot -> run state (token, holder, attempt, state, lease until)
-//	{prefix:job}:claims   HASH  token -> claim record (slot, instance, claimed at, attempt, manual)
+//	{prefix:job}:run      HASH  slot -> run state and current claim (token, holder, attempt, state, lease until, claimed at)
+//	{prefix:job}:claims   HASH  token -> claim record of an earlier holder or a manual run
 //	{prefix:job}:results  HASH  history member -> stored result
 //	{prefix:job}:hist     ZSET  history members "slot/token" scored by slot
 //	{prefix:job}:age      ZSET  the same members scored by the server time they were written

@@ -32,8 +32,13 @@ local function fmt(n) return string.format('%d', n) end
 local function slot_of(member) return string.match(member, '^([^/]*)/') end
 `
 
+// The run state of a slot doubles as the claim record of its current
+// holder (fields tok, inst, att, at), so a claim writes one record. The
+// claims hash keeps the records of earlier holders (moved there on a
+// takeover) and of manual runs.
+
 // scriptClaim is the plain claim (SPEC §4).
-// KEYS: run, claims, hist, mark, age. ARGV: slot, token, instance.
+// KEYS: run, hist, mark, age. ARGV: slot, token, instance.
 // Returns 1 (won, or won before with this token) or 0.
 var scriptClaim = newScript(`
 local slot, tok, inst = ARGV[1], ARGV[2], ARGV[3]
@@ -42,13 +47,12 @@ if cur then
   if cjson.decode(cur).tok == tok then return 1 end
   return 0
 end
-local mark = redis.call('GET', KEYS[4])
+local mark = redis.call('GET', KEYS[3])
 if mark and tonumber(slot) <= tonumber(mark) then return 0 end
 local now = fmt(now_ms())
-redis.call('HSET', KEYS[1], slot, cjson.encode({tok=tok, inst=inst, att='1', st='claimed', lu='0'}))
-redis.call('HSET', KEYS[2], tok, cjson.encode({slot=slot, inst=inst, at=now, att='1'}))
-redis.call('ZADD', KEYS[3], slot, slot .. '/' .. tok)
-redis.call('ZADD', KEYS[5], now, slot .. '/' .. tok)
+redis.call('HSET', KEYS[1], slot, cjson.encode({tok=tok, inst=inst, att='1', st='claimed', lu='0', at=now}))
+redis.call('ZADD', KEYS[2], slot, slot .. '/' .. tok)
+redis.call('ZADD', KEYS[4], now, slot .. '/' .. tok)
 return 1
 `)
 
@@ -57,7 +61,7 @@ return 1
 var scriptManual = newScript(`
 local slot, tok = ARGV[1], ARGV[2]
 local now = fmt(now_ms())
-redis.call('HSET', KEYS[1], tok, cjson.encode({slot=slot, inst=ARGV[3], at=now, att='1', man='1'}))
+redis.call('HSET', KEYS[1], tok, cjson.encode({inst=ARGV[3], at=now, att='1', man='1'}))
 redis.call('ZADD', KEYS[2], slot, slot .. '/' .. tok)
 redis.call('ZADD', KEYS[3], now, slot .. '/' .. tok)
 return 1
@@ -75,10 +79,12 @@ local slot, tok, inst = ARGV[1], ARGV[2], ARGV[3]
 local lease, maxlate = tonumber(ARGV[4]), tonumber(ARGV[5])
 local overlap, maxatt = ARGV[6] == '1', tonumber(ARGV[7])
 local now = now_ms()
-local function win(att)
+local function win(att, prev)
   local lu = fmt(now + lease)
-  redis.call('HSET', KEYS[1], slot, cjson.encode({tok=tok, inst=inst, att=fmt(att), st='running', lu=lu}))
-  redis.call('HSET', KEYS[2], tok, cjson.encode({slot=slot, inst=inst, at=fmt(now), att=fmt(att)}))
+  if prev then
+    redis.call('HSET', KEYS[2], prev.tok, cjson.encode({inst=prev.inst, at=prev.at, att=prev.att}))
+  end
+  redis.call('HSET', KEYS[1], slot, cjson.encode({tok=tok, inst=inst, att=fmt(att), st='running', lu=lu, at=fmt(now)}))
   redis.call('ZADD', KEYS[3], slot, slot .. '/' .. tok)
   redis.call('ZADD', KEYS[5], slot, slot)
   redis.call('ZADD', KEYS[6], fmt(now), slot .. '/' .. tok)
@@ -100,7 +106,7 @@ if cur then
     return {2, att, r.inst, r.lu, ''}
   end
   if r.st == 'running' or r.st == 'released' then
-    if att < maxatt then return win(att + 1) end
+    if att < maxatt then return win(att + 1, r) end
     r.st, r.stat = 'done', 'abandoned'
     redis.call('HSET', KEYS[1], slot, cjson.encode(r))
     redis.call('ZREM', KEYS[5], slot)
@@ -135,7 +141,7 @@ if not overlap then
     end
   end
 end
-return win(1)
+return win(1, nil)
 `)
 
 // scriptHeartbeat extends a running lease held by the token.
@@ -261,7 +267,7 @@ return 1
 `)
 
 // scriptHistory reads a job's history in one snapshot, newest first.
-// KEYS: claims, hist, results. ARGV: limit (0 = all).
+// KEYS: claims, hist, results, run. ARGV: limit (0 = all).
 // Returns {member1, claim1, result1, ...}; a missing record is "". With a
 // limit, every member sharing the oldest returned slot is included, so
 // ordering within a slot is left to anarchon.BuildHistory.
@@ -283,9 +289,16 @@ else
 end
 local out = {}
 for _, m in ipairs(members) do
-  local t = string.sub(m, #slot_of(m) + 2)
+  local s = slot_of(m)
+  local t = string.sub(m, #s + 2)
   local c = ''
-  if t ~= '' then c = redis.call('HGET', KEYS[1], t) or '' end
+  if t ~= '' then
+    c = redis.call('HGET', KEYS[1], t)
+    if not c then
+      c = redis.call('HGET', KEYS[4], s)
+      if not c or cjson.decode(c).tok ~= t then c = '' end
+    end
+  end
   out[#out + 1] = m
   out[#out + 1] = c
   out[#out + 1] = redis.call('HGET', KEYS[3], m) or ''

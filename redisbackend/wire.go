@@ -14,9 +14,10 @@ import (
 // backend share the store during a rolling deploy (SPEC §9); readers ignore
 // fields they do not know.
 
-// wireClaim is a claim record, HASH {prefix:job}:claims, field = token.
+// wireClaim is a claim record: in HASH {prefix:job}:claims, field = token,
+// or the run state of the slot's current holder (see wireRun).
 type wireClaim struct {
-	Slot     string `json:"slot"`
+	Slot     string `json:"-"` // from the history member, set when read
 	Instance string `json:"inst"`
 	At       string `json:"at"` // store clock, Unix ms
 	Attempt  string `json:"att"`
@@ -45,6 +46,7 @@ type wireRun struct {
 	Attempt    string `json:"att"`
 	State      string `json:"st"` // running, released, done, missed, skipped, or claimed (plain claim)
 	LeaseUntil string `json:"lu"` // store clock, Unix ms
+	At         string `json:"at"` // when the holder claimed, store clock, Unix ms
 	Status     string `json:"stat,omitempty"`
 }
 
