@@ -42,7 +42,10 @@ for svc in postgres redis nats; do
   done <<<"$out"
 done
 
-mods=$(go list -m -f '{{.Dir}}')
+if ! mods=$(go list -m -f '{{.Dir}}'); then
+  echo "FAIL: go list -m could not read the workspace (go.work)"
+  exit 1
+fi
 passed=0
 failed=0
 failures=()
@@ -71,4 +74,4 @@ if [ ${#failures[@]} -gt 0 ]; then
   echo "failed: ${failures[*]}"
 fi
 echo "packages: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+[ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
