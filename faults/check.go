@@ -1,0 +1,447 @@
+package faults
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/anarchon/anarchon"
+)
+
+// FaultKind names a kind of injected fault.
+type FaultKind string
+
+// Fault kinds the harness injects.
+const (
+	FaultKill         FaultKind = "kill"          // SIGKILL of one instance process
+	FaultKillWinner   FaultKind = "kill_winner"   // SIGKILL of the instance in the middle of a leased run
+	FaultStoreRestart FaultKind = "store_restart" // the store server stopped and started again on the same port
+	FaultDelay        FaultKind = "delay"         // proxies delay every chunk of bytes
+	FaultCut          FaultKind = "cut"           // proxies reset connections and refuse new ones
+	FaultBlackhole    FaultKind = "blackhole"     // proxies stall: nothing goes through, nothing is refused
+	FaultStoreLock    FaultKind = "store_lock"    // another process holds the store's write lock (SQLite)
+)
+
+// outage reports whether the fault makes the store unreachable for the
+// instances it targets.
+func (k FaultKind) outage() bool {
+	switch k {
+	case FaultStoreRestart, FaultCut, FaultBlackhole, FaultStoreLock:
+		return true
+	}
+	return false
+}
+
+// Fault is one injected fault, as the harness records it.
+type Fault struct {
+	Kind FaultKind
+	// Targets are the instance IDs the fault hits: the killed process, or
+	// the instances behind the proxies. Empty means every instance (a
+	// store-wide fault).
+	Targets []string
+	Start   time.Time // when the fault began (the kill was sent)
+	End     time.Time // when it was lifted; zero for kills
+}
+
+func (f Fault) hits(inst string) bool {
+	return len(f.Targets) == 0 || slices.Contains(f.Targets, inst)
+}
+
+// Spec says what the checker expects of a run of the harness.
+type Spec struct {
+	LeasedJob      string        // the job run under leases
+	PlainJob       string        // the job run with plain claims
+	LeasedInterval time.Duration // interval of LeasedJob
+	PlainInterval  time.Duration // interval of PlainJob
+	Lease          time.Duration // lease of LeasedJob
+	Work           time.Duration // how long a LeasedJob run works
+	// From and To bound the slots of LeasedJob that must be settled:
+	// every instance was started by From, and To leaves time for the last
+	// slots to finish before the instances were stopped.
+	From, To time.Time
+	// Tolerance is how early (host clock) a run may start before its slot
+	// and still count as on time: the error of the offset estimate.
+	// Defaults to 10 ms.
+	Tolerance time.Duration
+	// Grace is how long after an outage began a run may still start: a
+	// claim answered just before the cut. Defaults to 100 ms.
+	Grace time.Duration
+	// RecoveryBound is how soon after a store-wide outage ends a run must
+	// start again. Defaults to 20 s.
+	RecoveryBound time.Duration
+	// Reconnect is how long after a store-wide outage a slot may still go
+	// unsettled: clients reconnecting. Slots due from one leased interval
+	// before an outage to Reconnect after it are excused from the
+	// settlement check (their claims fail, and a failed claim is not
+	// retried: fail closed). Defaults to 2 s.
+	Reconnect time.Duration
+}
+
+// Report is what the checker found. Violations lists every broken
+// invariant; a run passes when it is empty.
+type Report struct {
+	Backend         string
+	Instances       int // processes started, restarts included
+	Runs            int // handler starts in the ledger
+	LeasedSlots     int // slots of the leased job checked for settlement
+	PlainSlots      int // distinct slots the plain job ran
+	Faults          map[FaultKind]int
+	Duplicates      int // slots run to completion or settled more than once, unexplained by a fault
+	Reruns          int // slots run to completion twice because the first holder could not confirm (Finish) before a kill or an outage
+	Losses          int // slots due with instances alive that were never settled
+	Excused         int // slots not checked for settlement: due during a store-wide outage
+	Unrecorded      int // slots completed in the ledger whose result is missing from history
+	Overlaps        int // a backup started before the previous attempt ended
+	EarlyStarts     int // runs that started before their slot
+	Unclaimed       int // runs that started while their instance could not reach the store
+	Takeovers       int // leased runs with attempt > 1
+	Statuses        map[anarchon.Status]int
+	MinLead         time.Duration // smallest start minus slot over all runs (negative: early)
+	MaxOffsetError  time.Duration // largest |estimated store offset - true offset|
+	LongestRecovery time.Duration // longest time from the end of a store-wide outage to the next run
+	Violations      []string
+}
+
+// String formats the report as a few lines.
+func (r Report) String() string {
+	var b strings.Builder
+	kinds := make([]string, 0, len(r.Faults))
+	for k, n := range r.Faults {
+		kinds = append(kinds, fmt.Sprintf("%s=%d", k, n))
+	}
+	sort.Strings(kinds)
+	st := make([]string, 0, len(r.Statuses))
+	for k, n := range r.Statuses {
+		st = append(st, fmt.Sprintf("%s=%d", k, n))
+	}
+	sort.Strings(st)
+	fmt.Fprintf(&b, "backend %s: %d processes, %d runs, %d leased slots checked (%d excused by outages), %d plain slots\n",
+		r.Backend, r.Instances, r.Runs, r.LeasedSlots, r.Excused, r.PlainSlots)
+	fmt.Fprintf(&b, "  faults: %s\n", strings.Join(kinds, " "))
+	fmt.Fprintf(&b, "  leased history: %s; takeovers %d\n", strings.Join(st, " "), r.Takeovers)
+	fmt.Fprintf(&b, "  duplicates %d, losses %d, overlaps %d, early starts %d, unclaimed runs %d, unrecorded results %d, reruns after an unconfirmed finish %d\n",
+		r.Duplicates, r.Losses, r.Overlaps, r.EarlyStarts, r.Unclaimed, r.Unrecorded, r.Reruns)
+	fmt.Fprintf(&b, "  min start-slot lead %v, max clock offset error %v, longest recovery %v\n",
+		r.MinLead, r.MaxOffsetError, r.LongestRecovery)
+	for _, v := range r.Violations {
+		fmt.Fprintf(&b, "  VIOLATION: %s\n", v)
+	}
+	return b.String()
+}
+
+// ledgerRun is one handler run, from its start and end lines.
+type ledgerRun struct {
+	inst, job, token string
+	slot             int64 // Unix ms
+	attempt          int
+	start, end       int64 // host clock, Unix µs; end 0 when the process died first
+	result, cause    string
+	offErr           time.Duration
+}
+
+// Check reads a ledger, the store's history of the two jobs and the faults
+// injected, and checks anarchon's invariants:
+//
+//   - plain claims: no slot runs twice (ledger), no slot has two records
+//     (history);
+//   - leases: no slot is run to completion twice, or settled twice in
+//     history; every slot in [Spec.From, Spec.To] outside store-wide
+//     outages is settled (success, error, missed, skipped or abandoned);
+//   - fencing: a backup never starts before the previous attempt ended
+//     (its end line, or the SIGKILL of its process);
+//   - no run starts before its slot (host clock, which is the store's:
+//     every store runs on this host);
+//   - fail closed: no run starts on an instance while its store is
+//     unreachable, and a run starts within Spec.RecoveryBound after a
+//     store-wide outage ends.
+func Check(spec Spec, entries []Entry, history map[string][]anarchon.RunRecord, faults []Fault) Report {
+	if spec.Tolerance == 0 {
+		spec.Tolerance = 10 * time.Millisecond
+	}
+	if spec.Grace == 0 {
+		spec.Grace = 100 * time.Millisecond
+	}
+	if spec.RecoveryBound == 0 {
+		spec.RecoveryBound = 20 * time.Second
+	}
+	if spec.Reconnect == 0 {
+		spec.Reconnect = 2 * time.Second
+	}
+	r := Report{Faults: map[FaultKind]int{}, Statuses: map[anarchon.Status]int{}, MinLead: time.Duration(1<<63 - 1)}
+	bad := func(format string, args ...any) { r.Violations = append(r.Violations, fmt.Sprintf(format, args...)) }
+	for _, f := range faults {
+		r.Faults[f.Kind]++
+	}
+
+	// Runs from the ledger, by token.
+	runs := map[string]*ledgerRun{}
+	var order []*ledgerRun
+	insts := map[string]bool{}
+	for _, e := range entries {
+		insts[e.Inst] = true
+		switch e.Ev {
+		case EvStart:
+			lr := &ledgerRun{inst: e.Inst, job: e.Job, token: e.Token, slot: e.Slot, attempt: e.Attempt, start: e.T,
+				offErr: time.Duration(e.OffsetMs)*time.Millisecond + time.Duration(e.Local-e.T)*time.Microsecond}
+			if prev, dup := runs[e.Token]; dup {
+				bad("token %s started twice (instances %s and %s)", e.Token, prev.inst, e.Inst)
+				continue
+			}
+			runs[e.Token] = lr
+			order = append(order, lr)
+		case EvEnd:
+			if lr, ok := runs[e.Token]; ok {
+				lr.end, lr.result, lr.cause = e.T, e.Result, e.Cause
+			} else {
+				bad("end line for token %s without a start", e.Token)
+			}
+		}
+	}
+	r.Instances = len(insts)
+	r.Runs = len(order)
+
+	killedAt := map[string]int64{} // instance -> SIGKILL time, µs
+	for _, f := range faults {
+		if (f.Kind == FaultKill || f.Kind == FaultKillWinner) && len(f.Targets) == 1 {
+			killedAt[f.Targets[0]] = f.Start.UnixMicro()
+		}
+	}
+
+	// Every run: on time, and not while its store was unreachable.
+	for _, lr := range order {
+		lead := time.Duration(lr.start-lr.slot*1000) * time.Microsecond
+		r.MinLead = min(r.MinLead, lead)
+		if lead < -spec.Tolerance {
+			r.EarlyStarts++
+			bad("%s slot %s started %v before its slot on %s", lr.job, fmtMs(lr.slot), -lead, lr.inst)
+		}
+		r.MaxOffsetError = max(r.MaxOffsetError, absDur(lr.offErr))
+		for _, f := range faults {
+			if !f.Kind.outage() || f.End.IsZero() || !f.hits(lr.inst) {
+				continue
+			}
+			from, to := f.Start.Add(spec.Grace).UnixMicro(), f.End.UnixMicro()
+			if lr.start >= from && lr.start < to {
+				r.Unclaimed++
+				bad("%s slot %s started on %s at %s, during a %s fault (%s to %s): not fail-closed",
+					lr.job, fmtMs(lr.slot), lr.inst, fmtUs(lr.start), f.Kind, f.Start.Format(tsFormat), f.End.Format(tsFormat))
+			}
+		}
+		if lr.job == spec.LeasedJob && lr.attempt > 1 {
+			r.Takeovers++
+		}
+	}
+	if len(order) == 0 {
+		r.MinLead = 0
+		bad("the ledger holds no run at all")
+	}
+
+	bySlot := func(job string) map[int64][]*ledgerRun {
+		m := map[int64][]*ledgerRun{}
+		for _, lr := range order {
+			if lr.job == job {
+				m[lr.slot] = append(m[lr.slot], lr)
+			}
+		}
+		return m
+	}
+
+	// Plain claims: one run per slot, one record per slot.
+	plain := bySlot(spec.PlainJob)
+	r.PlainSlots = len(plain)
+	for slot, rs := range plain {
+		if len(rs) > 1 {
+			r.Duplicates++
+			bad("%s slot %s ran %d times (%s)", spec.PlainJob, fmtMs(slot), len(rs), instList(rs))
+		}
+	}
+	perSlot := map[int64]map[string]bool{}
+	for _, rec := range history[spec.PlainJob] {
+		s := rec.Slot.UnixMilli()
+		if perSlot[s] == nil {
+			perSlot[s] = map[string]bool{}
+		}
+		perSlot[s][rec.Token] = true
+	}
+	for s, toks := range perSlot {
+		if len(toks) > 1 {
+			r.Duplicates++
+			bad("%s slot %s has %d history records", spec.PlainJob, fmtMs(s), len(toks))
+		}
+	}
+
+	// Leases: completions, settlement, fencing.
+	leased := bySlot(spec.LeasedJob)
+	for slot, rs := range leased {
+		completed, unconfirmed := 0, 0
+		for _, lr := range rs {
+			if lr.result != ResultCompleted {
+				continue
+			}
+			completed++
+			if unconfirmedFinish(lr, faults, killedAt) {
+				unconfirmed++
+			}
+		}
+		switch {
+		case completed > 1 && completed-unconfirmed <= 1:
+			// The holder completed, then died or lost the store before its
+			// Finish reached it: to the store it is a holder that died, and
+			// a backup runs the slot again (at least once). Run.Attempt is
+			// the fencing number that lets the work tell the two apart.
+			r.Reruns++
+		case completed > 1:
+			r.Duplicates++
+			bad("%s slot %s completed %d times (%s)", spec.LeasedJob, fmtMs(slot), completed, instList(rs))
+		}
+		slices.SortFunc(rs, func(a, b *ledgerRun) int { return cmp.Compare(a.start, b.start) })
+		for i, a := range rs {
+			end := a.end
+			if end == 0 {
+				if k, ok := killedAt[a.inst]; ok && k >= a.start {
+					end = k
+				}
+			}
+			for _, b := range rs[i+1:] {
+				if end == 0 {
+					r.Overlaps++
+					bad("%s slot %s: attempt %d on %s started at %s while attempt %d on %s never ended",
+						spec.LeasedJob, fmtMs(slot), b.attempt, b.inst, fmtUs(b.start), a.attempt, a.inst)
+				} else if end > b.start {
+					r.Overlaps++
+					bad("%s slot %s: attempt %d on %s started at %s, %v before attempt %d on %s ended (%s)",
+						spec.LeasedJob, fmtMs(slot), b.attempt, b.inst, fmtUs(b.start),
+						time.Duration(end-b.start)*time.Microsecond, a.attempt, a.inst, a.cause)
+				}
+			}
+		}
+	}
+	finals := map[int64]map[string]anarchon.Status{}
+	for _, rec := range history[spec.LeasedJob] {
+		r.Statuses[rec.Status]++
+		if !rec.Status.Final() {
+			continue
+		}
+		s := rec.Slot.UnixMilli()
+		if finals[s] == nil {
+			finals[s] = map[string]anarchon.Status{}
+		}
+		finals[s][rec.Token] = rec.Status
+	}
+	for s, toks := range finals {
+		if len(toks) > 1 {
+			r.Duplicates++
+			bad("%s slot %s settled %d times in history: %v", spec.LeasedJob, fmtMs(s), len(toks), toks)
+		}
+	}
+	iv := spec.LeasedInterval.Milliseconds()
+	if iv > 0 && spec.To.After(spec.From) {
+		first := (spec.From.UnixMilli() + iv - 1) / iv * iv
+	slots:
+		for s := first; s <= spec.To.UnixMilli(); s += iv {
+			st := time.UnixMilli(s)
+			for _, f := range faults {
+				if len(f.Targets) > 0 || !f.Kind.outage() || f.End.IsZero() {
+					continue
+				}
+				lo := f.Start.Add(-spec.LeasedInterval)
+				hi := f.End.Add(spec.Reconnect)
+				if !st.Before(lo) && !st.After(hi) {
+					r.Excused++
+					continue slots
+				}
+			}
+			r.LeasedSlots++
+			if len(finals[s]) > 0 {
+				continue
+			}
+			completedInLedger := false
+			for _, lr := range leased[s] {
+				completedInLedger = completedInLedger || lr.result == ResultCompleted
+			}
+			if completedInLedger {
+				r.Unrecorded++
+				bad("%s slot %s completed (ledger) but history has no final record", spec.LeasedJob, fmtMs(s))
+				continue
+			}
+			r.Losses++
+			bad("%s slot %s was never settled (runs: %s)", spec.LeasedJob, fmtMs(s), instList(leased[s]))
+		}
+	}
+
+	// Recovery after store-wide outages.
+	for _, f := range faults {
+		if len(f.Targets) > 0 || !f.Kind.outage() || f.End.IsZero() {
+			continue
+		}
+		end := f.End.UnixMicro()
+		next := int64(0)
+		for _, lr := range order {
+			if lr.start >= end && lr.slot*1000 >= end && (next == 0 || lr.start < next) {
+				next = lr.start
+			}
+		}
+		if next == 0 {
+			if spec.To.After(f.End.Add(spec.RecoveryBound)) {
+				bad("no run started after the %s fault ended at %s", f.Kind, f.End.Format(tsFormat))
+			}
+			continue
+		}
+		rec := time.Duration(next-end) * time.Microsecond
+		r.LongestRecovery = max(r.LongestRecovery, rec)
+		if rec > spec.RecoveryBound {
+			bad("the first run after the %s fault ended at %s started %v later (bound %v)", f.Kind, f.End.Format(tsFormat), rec, spec.RecoveryBound)
+		}
+	}
+	return r
+}
+
+// unconfirmedFinish reports whether a completed run's Finish may not have
+// reached the store: its process was killed within a second of its end
+// line, or a fault cutting its instance from the store began before its
+// end line (or within a second after) and ended after it.
+func unconfirmedFinish(lr *ledgerRun, faults []Fault, killedAt map[string]int64) bool {
+	const window = int64(time.Second / time.Microsecond)
+	if k, ok := killedAt[lr.inst]; ok && k >= lr.end && k-lr.end <= window {
+		return true
+	}
+	for _, f := range faults {
+		if !f.Kind.outage() || f.End.IsZero() || !f.hits(lr.inst) {
+			continue
+		}
+		if f.Start.UnixMicro() <= lr.end+window && f.End.UnixMicro() >= lr.end {
+			return true
+		}
+	}
+	return false
+}
+
+const tsFormat = "15:04:05.000"
+
+func fmtMs(ms int64) string { return time.UnixMilli(ms).UTC().Format(tsFormat) }
+func fmtUs(us int64) string { return time.UnixMicro(us).UTC().Format("15:04:05.000000") }
+
+func instList(rs []*ledgerRun) string {
+	parts := make([]string, 0, len(rs))
+	for _, lr := range rs {
+		end := "no end"
+		if lr.end != 0 {
+			end = lr.result
+			if lr.cause != "" {
+				end += " (" + lr.cause + ")"
+			}
+		}
+		parts = append(parts, fmt.Sprintf("#%d %s %s–%s %s", lr.attempt, lr.inst, fmtUs(lr.start), fmtUs(lr.end), end))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func absDur(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
+}

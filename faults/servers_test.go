@@ -1,0 +1,267 @@
+package faults_test
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/anarchon/anarchon/sqlitefile"
+)
+
+// freePort asks the kernel for a free loopback port.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// server is a store server process the harness owns, so that it can stop
+// it and start it again on the same port.
+type server struct {
+	name  string
+	bin   string
+	args  []string
+	addr  string
+	ready func(addr string) error // one probe; nil when the server answers
+	log   *os.File
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{} // closed when cmd has exited
+}
+
+func (s *server) start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cmd := exec.Command(s.bin, s.args...)
+	cmd.Stdout, cmd.Stderr = s.log, s.log
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", s.name, err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	s.cmd, s.done = cmd, done
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := s.ready(s.addr)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-done:
+			return fmt.Errorf("%s exited while starting; see %s", s.name, s.log.Name())
+		case <-time.After(50 * time.Millisecond): // waiting for another process to listen
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			return fmt.Errorf("%s did not answer on %s within 30 s: %v", s.name, s.addr, err)
+		}
+	}
+}
+
+// halt stops the server with SIGTERM (a clean shutdown that flushes its
+// data), or SIGKILL after 20 s.
+func (s *server) halt() {
+	s.mu.Lock()
+	cmd, done := s.cmd, s.done
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
+// restart stops the server, waits down and starts it again. The outage
+// is [start, end): start is when the stop was sent, end when the new
+// server was started (it answers a little later).
+func (s *server) restart(down time.Duration) (start, end time.Time, err error) {
+	start = time.Now()
+	s.halt()
+	time.Sleep(down) // the outage itself
+	end = time.Now()
+	return start, end, s.start()
+}
+
+func newServer(t *testing.T, name, bin string, args []string, addr string, ready func(string) error) *server {
+	t.Helper()
+	logf, err := os.Create(filepath.Join(t.TempDir(), name+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &server{name: name, bin: bin, args: args, addr: addr, ready: ready, log: logf}
+	if err := s.start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.halt(); logf.Close() })
+	return s
+}
+
+// probe dials addr, sends hello (if any) and checks that the first line of
+// the answer starts with want.
+func probe(addr, hello, want string) error {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	if hello != "" {
+		if _, err := c.Write([]byte(hello)); err != nil {
+			return err
+		}
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(line, want) {
+		return fmt.Errorf("answered %q", strings.TrimSpace(line))
+	}
+	return nil
+}
+
+// redisStore starts a redis-server of its own (the binary that
+// scripts/services/redis.sh installs) with an append-only file fsynced on
+// every write, so that a restart keeps every claim, as a production Redis
+// holding anarchon's claims must be configured.
+func redisStore(t *testing.T) store {
+	need(t, "ANARCHON_TEST_REDIS_ADDR", "redis")
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatalf("redis-server not found in PATH (scripts/services/redis.sh installs it): %v", err)
+	}
+	dir := t.TempDir()
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	_, port, _ := net.SplitHostPort(addr)
+	srv := newServer(t, "redis-server", bin, []string{
+		"--bind", "127.0.0.1", "--port", port, "--dir", dir, "--save", "",
+		"--appendonly", "yes", "--appendfsync", "always", "--protected-mode", "yes",
+	}, addr, func(a string) error { return probe(a, "PING\r\n", "+PONG") })
+	return store{
+		name: "redis", addr: addr,
+		url:     func(a string) string { return "redis://" + a },
+		restart: srv.restart,
+	}
+}
+
+// natsStore starts a nats-server of its own with JetStream on disk. The
+// binary is ANARCHON_TEST_NATS_SERVER_BIN (printed by
+// scripts/services/nats.sh), or nats-server in PATH.
+func natsStore(t *testing.T) store {
+	need(t, "ANARCHON_TEST_NATS_URL", "nats")
+	bin := os.Getenv("ANARCHON_TEST_NATS_SERVER_BIN")
+	if bin == "" {
+		var err error
+		if bin, err = exec.LookPath("nats-server"); err != nil {
+			t.Fatal("no nats-server: set ANARCHON_TEST_NATS_SERVER_BIN as scripts/services/nats.sh prints it")
+		}
+	}
+	dir := t.TempDir()
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	_, port, _ := net.SplitHostPort(addr)
+	srv := newServer(t, "nats-server", bin, []string{
+		"-js", "-sd", dir, "-a", "127.0.0.1", "-p", port,
+	}, addr, func(a string) error {
+		if err := probe(a, "", "INFO"); err != nil {
+			return err
+		}
+		// JetStream answers once the server has recovered its streams.
+		return probeNATSJetStream(a)
+	})
+	return store{
+		name: "nats", addr: addr,
+		url:     func(a string) string { return "nats://" + a },
+		restart: srv.restart,
+	}
+}
+
+// probeNATSJetStream sends a JetStream account info request over the NATS
+// text protocol and waits for its reply.
+func probeNATSJetStream(addr string) error {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	r := bufio.NewReader(c)
+	if _, err := r.ReadString('\n'); err != nil { // INFO
+		return err
+	}
+	msg := "CONNECT {\"verbose\":false,\"pedantic\":false}\r\nSUB _probe.reply 1\r\nPUB $JS.API.INFO _probe.reply 0\r\n\r\nPING\r\n"
+	if _, err := c.Write([]byte(msg)); err != nil {
+		return err
+	}
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return err
+		}
+		if strings.HasPrefix(line, "MSG ") {
+			body, err := r.ReadString('\n')
+			if err != nil {
+				return err
+			}
+			if strings.Contains(body, "\"error\"") {
+				return fmt.Errorf("jetstream not ready: %s", strings.TrimSpace(body))
+			}
+			return nil
+		}
+		if strings.HasPrefix(line, "-ERR") {
+			return fmt.Errorf("nats: %s", strings.TrimSpace(line))
+		}
+	}
+}
+
+// sqliteStore is a SQLite file. Its outage is another process holding the
+// database's write lock.
+func sqliteStore(t *testing.T) store {
+	path := filepath.Join(t.TempDir(), "anarchon.db")
+	return store{
+		name: "sqlite",
+		url:  func(string) string { return "sqlite:" + path },
+		lock: func(d time.Duration) (start, end time.Time, err error) {
+			db, err := sql.Open(sqlitefile.DriverName, sqlitefile.DSN(path, 30000))
+			if err != nil {
+				return start, end, err
+			}
+			defer db.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+			defer cancel()
+			tx, err := db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: takes the write lock
+			if err != nil {
+				return start, end, err
+			}
+			// A write makes sure the lock is held, whatever the driver's
+			// BEGIN did.
+			if _, err := tx.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS faults_lock (x INTEGER)"); err != nil {
+				_ = tx.Rollback()
+				return start, end, err
+			}
+			start = time.Now()
+			time.Sleep(d) // the outage itself
+			end = time.Now()
+			return start, end, tx.Rollback()
+		},
+	}
+}
