@@ -1,0 +1,432 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/membackend"
+	"github.com/spf13/cobra"
+)
+
+// buildVersion is set at link time with -ldflags "-X main.buildVersion=v1.2.3";
+// otherwise the module version from the build info is shown.
+var buildVersion = ""
+
+func version() string {
+	if buildVersion != "" {
+		return buildVersion
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}
+
+// globalFlags are the flags every command shares.
+type globalFlags struct {
+	store     string
+	crontabs  []string
+	configs   []string
+	instance  string
+	logFormat string
+	logLevel  string
+}
+
+func (g *globalFlags) sources() sources {
+	return sources{Crontabs: g.crontabs, Configs: g.configs}
+}
+
+// logger builds the slog logger the flags ask for, writing to w.
+func (g *globalFlags) logger(w io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	switch strings.ToLower(g.logLevel) {
+	case "debug":
+		level = slog.LevelDebug
+	case "info", "":
+		level = slog.LevelInfo
+	case "warn", "warning":
+		level = slog.LevelWarn
+	case "error":
+		level = slog.LevelError
+	default:
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", g.logLevel)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch strings.ToLower(g.logFormat) {
+	case "text", "":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", g.logFormat)
+}
+
+// exitError ends the program with a code after its message was printed.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+// execute runs the command line args and returns the exit code.
+func execute(args []string, stdout, stderr io.Writer) int {
+	root := newRoot(stdout, stderr)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return 0
+	}
+	var ee exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	fmt.Fprintf(stderr, "anarchon: %v\n", err)
+	return 1
+}
+
+func newRoot(stdout, stderr io.Writer) *cobra.Command {
+	g := &globalFlags{}
+	root := &cobra.Command{
+		Use:   "anarchon",
+		Short: "High-availability cron: every replica runs the schedule, a shared store lets one run each slot",
+		Long: `anarchon runs jobs from a crontab or a YAML file on any number of replicas.
+Before running a job for a scheduled time, each replica claims that run in a
+shared store (SQLite by default, PostgreSQL, Redis, NATS), and exactly one wins.`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.store, "store", defaultStore, "store URL: sqlite:PATH, postgres://…, redis://…, nats://…, memory:")
+	pf.StringArrayVar(&g.crontabs, "crontab", nil, "crontab `FILE` with the jobs (repeatable)")
+	pf.StringArrayVar(&g.configs, "config", nil, "YAML `FILE` with the jobs (repeatable)")
+	pf.StringVar(&g.instance, "instance", "", "this instance's ID in claims and history (default hostname-pid)")
+	pf.StringVar(&g.logFormat, "log-format", "text", "log format: text or json")
+	pf.StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+
+	root.AddCommand(runCmd(g, stdout, stderr), historyCmd(g, stdout), runNowCmd(g, stdout, stderr),
+		statusCmd(g, stdout, stderr), nextCmd(stdout), validateCmd(g, stdout), versionCmd(stdout))
+	return root
+}
+
+func runCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
+	rf := &runFlags{}
+	c := &cobra.Command{
+		Use:   "run",
+		Short: "Run the scheduler until SIGTERM or SIGINT",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			log, err := g.logger(stderr)
+			if err != nil {
+				return err
+			}
+			return run(g, rf, stdout, log)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&rf.http, "http", "", "serve /healthz, /readyz, /metrics and /status on `ADDR` (PORT binds loopback, :PORT every interface)")
+	f.DurationVar(&rf.stopTimeout, "stop-timeout", 30*time.Second, "on SIGTERM, how long running jobs may finish before they are handed over")
+	f.DurationVar(&rf.killGrace, "kill-grace", 5*time.Second, "time between SIGTERM and SIGKILL when a command is stopped")
+	f.DurationVar(&rf.poll, "poll", time.Second, "how often a backup asks the store again while another instance holds a lease")
+	f.StringVar(&rf.clockOffset, "clock-offset", "", "shift this instance's clock by a Go duration (fault injection; also ANARCHON_CLOCK_OFFSET)")
+	_ = f.MarkHidden("clock-offset")
+	return c
+}
+
+// openForRead opens the store with a scheduler that knows the jobs of the
+// given files (if any), for the read-only commands.
+func openForRead(g *globalFlags, stderr io.Writer, needJobs bool) (*daemon, error) {
+	log, err := g.logger(stderr)
+	if err != nil {
+		return nil, err
+	}
+	if needJobs || !g.sources().empty() {
+		return openDaemon(g, log, nil, 0, 5*time.Second)
+	}
+	b, err := openStore(g.store)
+	if err != nil {
+		return nil, err
+	}
+	return &daemon{log: log, backend: b, store: redact(storeOrDefault(g.store)), metrics: newMetrics(),
+		sched: anarchon.New(b, &anarchon.Options{Logger: log})}, nil
+}
+
+func historyCmd(g *globalFlags, stdout io.Writer) *cobra.Command {
+	var n int
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "history JOB",
+		Short: "Show a job's recent runs from every instance, newest first",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			if n <= 0 {
+				return errors.New("-n must be positive")
+			}
+			d, err := openForRead(g, c.ErrOrStderr(), false)
+			if err != nil {
+				return err
+			}
+			defer d.close()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := d.backend.Init(ctx); err != nil {
+				return err
+			}
+			recs, err := d.backend.History(ctx, args[0], n)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				out := make([]recordJSON, len(recs))
+				for i, r := range recs {
+					out[i] = toJSON(r)
+				}
+				return writeJSON(stdout, out)
+			}
+			printRecords(stdout, recs)
+			return nil
+		},
+	}
+	c.Flags().IntVarP(&n, "n", "n", 20, "how many records")
+	c.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
+	return c
+}
+
+func printRecords(w io.Writer, recs []anarchon.RunRecord) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SLOT\tSTATUS\tINSTANCE\tATTEMPT\tSTARTED\tDURATION\tERROR")
+	for _, r := range recs {
+		dur := ""
+		if !r.StartedAt.IsZero() && !r.FinishedAt.IsZero() {
+			dur = r.FinishedAt.Sub(r.StartedAt).Round(time.Millisecond).String()
+		}
+		status := string(r.Status)
+		if r.Manual {
+			status += " (manual)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", formatSlot(r.Slot), status, r.InstanceID, r.Attempt,
+			formatTime(r.StartedAt), dur, firstLine(r.Error))
+	}
+	_ = tw.Flush()
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + " …"
+	}
+	return s
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func runNowCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "run-now JOB",
+		Short: "Run a job at once on this machine and record it in the store's history",
+		Long: `run-now runs the job's command here, now, without claiming a slot (a
+manual run is never deduplicated), records it in the history and prints the
+record. It needs --crontab or --config to know the command. Exit status 1 if
+the command failed.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			d, err := openForRead(g, stderr, true)
+			if err != nil {
+				return err
+			}
+			defer d.close()
+			name := args[0]
+			if _, err := d.sched.NextSlots(name, time.Time{}, 1); err != nil {
+				return fmt.Errorf("no job %q in the given files", name)
+			}
+			ctx := context.Background()
+			if err := d.backend.PrepareJob(ctx, name, historySizeOf(d, name)); err != nil {
+				return err
+			}
+			rec, err := d.sched.RunNow(ctx, name)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if err := writeJSON(stdout, toJSON(rec)); err != nil {
+					return err
+				}
+			} else {
+				printRecords(stdout, []anarchon.RunRecord{rec})
+			}
+			if rec.Status != anarchon.StatusSuccess {
+				return exitError{1}
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the record as JSON")
+	return c
+}
+
+func historySizeOf(d *daemon, name string) int {
+	for _, j := range d.sched.Jobs() {
+		if j.Name == name {
+			return j.Options.HistorySize
+		}
+	}
+	return anarchon.DefaultHistorySize
+}
+
+func statusCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "status",
+		Short: "Show each job's next slots, active leases and last result",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			d, err := openForRead(g, stderr, true)
+			if err != nil {
+				return err
+			}
+			defer d.close()
+			d.instance = ""
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := d.backend.Init(ctx); err != nil {
+				return err
+			}
+			rep := d.status(ctx)
+			if asJSON {
+				return writeJSON(stdout, rep)
+			}
+			fmt.Fprintf(stdout, "store: %s (%s)\n", rep.Store, rep.Backend)
+			for _, j := range rep.Jobs {
+				fmt.Fprintf(stdout, "\n%s  %s  (%s)\n", j.Name, j.Schedule, j.Zone)
+				fmt.Fprintf(stdout, "  next:   %s\n", strings.Join(j.Next, ", "))
+				for _, a := range j.Active {
+					live := "expired"
+					if a.Live {
+						live = "live"
+					}
+					fmt.Fprintf(stdout, "  active: slot %s on %s, attempt %d, %s, lease until %s (%s)\n",
+						a.Slot, a.Instance, a.Attempt, a.State, a.LeaseUntil, live)
+				}
+				if j.Last != nil {
+					fmt.Fprintf(stdout, "  last:   slot %s %s on %s", j.Last.Slot, j.Last.Status, j.Last.Instance)
+					if j.Last.Error != "" {
+						fmt.Fprintf(stdout, ": %s", firstLine(j.Last.Error))
+					}
+					fmt.Fprintln(stdout)
+				} else {
+					fmt.Fprintln(stdout, "  last:   never ran")
+				}
+				if j.Error != "" {
+					fmt.Fprintf(stdout, "  error:  %s\n", j.Error)
+				}
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func nextCmd(stdout io.Writer) *cobra.Command {
+	var zone, after string
+	var n int
+	c := &cobra.Command{
+		Use:   "next EXPR",
+		Short: "Print the next fire times of a cron expression",
+		Long: `next prints the next N fire times of a cron expression (5 or 6 fields, or a
+descriptor such as @daily or "@every 10s"), one RFC 3339 instant per line in
+the zone's offset, as anarchon computes slots (DST gaps and folds included).`,
+		Example: `  anarchon next '0 2 * * *' --zone America/New_York --after 2026-03-07T12:00:00-05:00 -n 3`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			return next(stdout, args[0], zone, after, n)
+		},
+	}
+	c.Flags().StringVar(&zone, "zone", "UTC", "IANA time zone the expression is computed in")
+	c.Flags().StringVar(&after, "after", "", "start after this RFC 3339 instant (default now)")
+	c.Flags().IntVarP(&n, "n", "n", 5, "how many times")
+	return c
+}
+
+// next prints the n slots of expr in zone after the RFC 3339 instant after.
+func next(w io.Writer, expr, zone, after string, n int) error {
+	if n <= 0 {
+		return errors.New("-n must be positive")
+	}
+	from := time.Now()
+	if after != "" {
+		t, err := time.Parse(time.RFC3339Nano, after)
+		if err != nil {
+			return fmt.Errorf("--after %q is not an RFC 3339 time (like 2026-03-07T12:00:00-05:00)", after)
+		}
+		from = t
+	}
+	s := anarchon.New(membackend.New(nil), &anarchon.Options{InstanceID: "next"})
+	if err := s.Cron("next", expr, noop, &anarchon.JobOptions{Zone: zone}); err != nil {
+		var ve *anarchon.ValidationError
+		if errors.As(err, &ve) {
+			return fmt.Errorf("%s: %s", strings.ToLower(ve.Field), ve.Reason)
+		}
+		return err
+	}
+	slots, err := s.NextSlots("next", from, n)
+	if err != nil {
+		return err
+	}
+	for _, t := range formatIn(slots, zone) {
+		fmt.Fprintln(w, t)
+	}
+	return nil
+}
+
+func validateCmd(g *globalFlags, stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "validate",
+		Short: "Check the job files and report every mistake as FILE:LINE: reason",
+		Long: `validate reads every --crontab and --config file and reports all mistakes,
+one per line as FILE:LINE: reason, then exits with status 1 if there was any.
+Jobs are checked as a store with leases and no dedupe window would check them;
+"run" checks them again against the real store.`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			src := g.sources()
+			if src.empty() {
+				return errors.New("nothing to validate: give --crontab FILE or --config FILE")
+			}
+			jobs, errs := src.load()
+			errs = append(errs, checkJobs(jobs)...)
+			for _, e := range errs {
+				fmt.Fprintln(stdout, e)
+			}
+			if len(errs) > 0 {
+				return exitError{1}
+			}
+			fmt.Fprintf(stdout, "ok: %d jobs\n", len(jobs))
+			return nil
+		},
+	}
+}
+
+func versionCmd(stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		Run: func(*cobra.Command, []string) {
+			fmt.Fprintf(stdout, "anarchon %s %s %s/%s\n", version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+		},
+	}
+}

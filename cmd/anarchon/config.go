@@ -1,0 +1,278 @@
+package main
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/anarchon/anarchon"
+	"go.yaml.in/yaml/v3"
+)
+
+// jobKeys are the keys a job of a YAML file may have.
+var jobKeys = []string{
+	"name", "schedule", "zone", "command", "shell", "env", "workdir", "timeout", "jitter",
+	"max_late", "overlap", "catch_up", "lease", "max_attempts", "history_size",
+}
+
+var (
+	yamlErrLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+	envName     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// parseConfig reads a YAML job file: a list of jobs, or a mapping whose only
+// key is "jobs" holding that list. Decoding is strict: an unknown key, a
+// value of the wrong kind or a duration that does not parse is an error at
+// its line. It returns the jobs it could read and one *posError per
+// mistake, so a caller can report them all.
+func parseConfig(file string, data []byte) ([]*jobSpec, []error) {
+	var errs []error
+	fail := func(line int, format string, args ...any) {
+		errs = append(errs, &posError{File: file, Line: line, Msg: fmt.Sprintf(format, args...)})
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		msg := err.Error()
+		if m := yamlErrLine.FindStringSubmatch(msg); m != nil {
+			line, _ := strconv.Atoi(m[1])
+			fail(line, "%s", m[2])
+		} else {
+			fail(0, "%s", strings.TrimPrefix(msg, "yaml: "))
+		}
+		return nil, errs
+	}
+	if len(doc.Content) == 0 {
+		fail(0, "no jobs: the file is empty")
+		return nil, errs
+	}
+	list := doc.Content[0]
+	if list.Kind == yaml.MappingNode {
+		var found *yaml.Node
+		for i := 0; i+1 < len(list.Content); i += 2 {
+			k, v := list.Content[i], list.Content[i+1]
+			if k.Value != "jobs" {
+				fail(k.Line, "unknown key %q at the top level (want \"jobs\")", k.Value)
+				continue
+			}
+			found = v
+		}
+		if found == nil {
+			if len(errs) == 0 {
+				fail(list.Line, "no \"jobs\" list")
+			}
+			return nil, errs
+		}
+		list = found
+	}
+	if list.Kind != yaml.SequenceNode {
+		fail(list.Line, "want a list of jobs")
+		return nil, errs
+	}
+	var jobs []*jobSpec
+	for _, item := range list.Content {
+		j, es := decodeJob(file, item)
+		errs = append(errs, es...)
+		if j != nil {
+			jobs = append(jobs, j)
+		}
+	}
+	return jobs, errs
+}
+
+// decodeJob reads one job mapping. It returns nil when the job is too
+// broken to register (no name, schedule or command); every mistake is in
+// the errors.
+func decodeJob(file string, n *yaml.Node) (*jobSpec, []error) {
+	var errs []error
+	fail := func(line int, format string, args ...any) {
+		errs = append(errs, &posError{File: file, Line: line, Msg: fmt.Sprintf(format, args...)})
+	}
+	if n.Kind != yaml.MappingNode {
+		fail(n.Line, "a job must be a mapping with name, schedule and command or shell")
+		return nil, errs
+	}
+	j := &jobSpec{File: file, Line: n.Line, Lines: map[string]int{}}
+	var shell string
+	hasCommand := false
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		key := k.Value
+		if _, dup := j.Lines[key]; dup {
+			fail(k.Line, "key %q repeated (first at line %d)", key, j.Lines[key])
+			continue
+		}
+		j.Lines[key] = k.Line
+		str := func() (string, bool) {
+			if v.Kind != yaml.ScalarNode || v.Tag == "!!null" {
+				fail(v.Line, "%s: want a string", key)
+				return "", false
+			}
+			return v.Value, true
+		}
+		dur := func(set func(time.Duration)) {
+			s, ok := str()
+			if !ok {
+				return
+			}
+			d, err := durationOf(key, s)
+			if err != nil {
+				fail(v.Line, "%v", err)
+				return
+			}
+			set(d)
+		}
+		num := func(set func(int)) {
+			s, ok := str()
+			if !ok {
+				return
+			}
+			x, err := strconv.Atoi(s)
+			if err != nil {
+				fail(v.Line, "%s: %q is not a whole number", key, s)
+				return
+			}
+			set(x)
+		}
+		switch key {
+		case "name":
+			if s, ok := str(); ok {
+				j.Name = s
+			}
+		case "schedule":
+			if s, ok := str(); ok {
+				j.Schedule = s
+			}
+		case "zone":
+			if s, ok := str(); ok {
+				j.Zone = s
+			}
+		case "workdir":
+			if s, ok := str(); ok {
+				j.Workdir = s
+			}
+		case "shell":
+			if s, ok := str(); ok {
+				shell = s
+				if strings.TrimSpace(s) == "" {
+					fail(v.Line, "shell: empty command")
+				}
+			}
+		case "command":
+			hasCommand = true
+			if v.Kind != yaml.SequenceNode {
+				fail(v.Line, "command: want a list of arguments (argv); use shell for a command line")
+				continue
+			}
+			for _, a := range v.Content {
+				if a.Kind != yaml.ScalarNode {
+					fail(a.Line, "command: every argument must be a string")
+					continue
+				}
+				j.Argv = append(j.Argv, a.Value)
+			}
+			if len(v.Content) == 0 {
+				fail(v.Line, "command: empty list")
+			}
+		case "env":
+			if v.Kind != yaml.MappingNode {
+				fail(v.Line, "env: want a mapping of NAME: value")
+				continue
+			}
+			for e := 0; e+1 < len(v.Content); e += 2 {
+				ek, ev := v.Content[e], v.Content[e+1]
+				if !envName.MatchString(ek.Value) {
+					fail(ek.Line, "env: %q is not a variable name", ek.Value)
+					continue
+				}
+				if ev.Kind != yaml.ScalarNode {
+					fail(ev.Line, "env: %s: want a string", ek.Value)
+					continue
+				}
+				j.Env = setEnv(j.Env, ek.Value, ev.Value)
+			}
+		case "timeout":
+			dur(func(d time.Duration) { j.Options.Timeout = d })
+		case "jitter":
+			dur(func(d time.Duration) { j.Options.Jitter = d })
+		case "max_late":
+			dur(func(d time.Duration) { j.Options.MaxLate = d })
+		case "lease":
+			dur(func(d time.Duration) { j.Options.Lease = d })
+		case "max_attempts":
+			num(func(x int) { j.Options.MaxAttempts = x })
+		case "history_size":
+			num(func(x int) { j.Options.HistorySize = x })
+		case "overlap":
+			s, ok := str()
+			if !ok {
+				continue
+			}
+			switch s {
+			case "skip":
+				j.Options.Overlap = anarchon.OverlapSkip
+			case "allow":
+				j.Options.Overlap = anarchon.OverlapAllow
+			default:
+				fail(v.Line, "overlap: %q is not skip or allow", s)
+			}
+		case "catch_up":
+			if v.Kind != yaml.MappingNode {
+				fail(v.Line, "catch_up: want a mapping with window and max")
+				continue
+			}
+			seen := map[string]bool{}
+			for c := 0; c+1 < len(v.Content); c += 2 {
+				ck, cv := v.Content[c], v.Content[c+1]
+				if seen[ck.Value] {
+					fail(ck.Line, "catch_up: key %q repeated", ck.Value)
+					continue
+				}
+				seen[ck.Value] = true
+				switch ck.Value {
+				case "window":
+					d, err := durationOf("catch_up.window", cv.Value)
+					if err != nil || cv.Kind != yaml.ScalarNode {
+						fail(cv.Line, "catch_up.window: %q is not a Go duration (like 30s, 5m, 1h30m)", cv.Value)
+						continue
+					}
+					j.Options.CatchUp.Window = d
+				case "max":
+					x, err := strconv.Atoi(cv.Value)
+					if err != nil || cv.Kind != yaml.ScalarNode {
+						fail(cv.Line, "catch_up.max: %q is not a whole number", cv.Value)
+						continue
+					}
+					j.Options.CatchUp.Max = x
+				default:
+					fail(ck.Line, "catch_up: unknown key %q (want window, max)", ck.Value)
+				}
+			}
+		default:
+			fail(k.Line, "unknown key %q (want one of %s)", key, strings.Join(jobKeys, ", "))
+		}
+	}
+	if _, ok := j.Lines["name"]; !ok {
+		fail(n.Line, "job without a name")
+	}
+	if _, ok := j.Lines["schedule"]; !ok {
+		fail(n.Line, "job %q: no schedule", j.Name)
+	}
+	_, hasShell := j.Lines["shell"]
+	switch {
+	case hasShell && hasCommand:
+		fail(j.Lines["shell"], "job %q: give command or shell, not both", j.Name)
+	case !hasShell && !hasCommand:
+		fail(n.Line, "job %q: no command or shell", j.Name)
+	case hasShell:
+		j.Argv = []string{"/bin/sh", "-c", shell}
+	}
+	if j.Name == "" || j.Schedule == "" || len(j.Argv) == 0 {
+		if len(errs) == 0 {
+			fail(n.Line, "job %q: incomplete", j.Name)
+		}
+		return nil, errs
+	}
+	return j, errs
+}

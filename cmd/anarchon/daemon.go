@@ -1,0 +1,358 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/anarchon/anarchon"
+)
+
+// runFlags are the flags of "anarchon run".
+type runFlags struct {
+	http        string
+	stopTimeout time.Duration
+	killGrace   time.Duration
+	clockOffset string
+	poll        time.Duration
+}
+
+// daemon is a scheduler with its store, jobs and metrics.
+type daemon struct {
+	log      *slog.Logger
+	backend  anarchon.Backend
+	sched    *anarchon.Scheduler
+	jobs     []*jobSpec
+	metrics  *metrics
+	exec     *executor
+	store    string // redacted store URL
+	instance string
+}
+
+// openDaemon loads the jobs, opens the store and registers every job on a
+// new scheduler. Job mistakes come back as one error listing them all.
+func openDaemon(g *globalFlags, log *slog.Logger, clock anarchon.Clock, poll, grace time.Duration) (*daemon, error) {
+	src := g.sources()
+	if src.empty() {
+		return nil, errors.New("no jobs: give --crontab FILE or --config FILE")
+	}
+	jobs, errs := src.load()
+	if len(errs) > 0 {
+		return nil, joinErrors(errs)
+	}
+	if len(jobs) == 0 {
+		return nil, errors.New("no jobs in the given files")
+	}
+	backend, err := openStore(g.store)
+	if err != nil {
+		return nil, err
+	}
+	instance := g.instance
+	if instance == "" {
+		host, err := os.Hostname()
+		if err != nil || host == "" {
+			host = "anarchon"
+		}
+		instance = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	d := &daemon{
+		log:      log,
+		backend:  backend,
+		jobs:     jobs,
+		metrics:  newMetrics(),
+		store:    redact(storeOrDefault(g.store)),
+		instance: instance,
+	}
+	d.exec = &executor{log: log, instance: instance, grace: grace}
+	d.sched = anarchon.New(backend, &anarchon.Options{
+		InstanceID:   instance,
+		Logger:       log,
+		Clock:        clock,
+		PollInterval: poll,
+		OnEvent:      d.metrics.observe,
+	})
+	if errs := register(d.sched, jobs, d.exec.handler); len(errs) > 0 {
+		_ = backend.Close(context.Background())
+		return nil, joinErrors(errs)
+	}
+	return d, nil
+}
+
+func storeOrDefault(s string) string {
+	if s == "" {
+		return defaultStore
+	}
+	return s
+}
+
+// close closes the store.
+func (d *daemon) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := d.backend.Close(ctx); err != nil {
+		d.log.Warn("closing the store", slog.Any("error", err))
+	}
+}
+
+// joinErrors makes one error of job mistakes, one per line.
+func joinErrors(errs []error) error {
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+	}
+	return &listError{errs: errs, msg: strings.Join(msgs, "\n")}
+}
+
+// listError is several mistakes, one per line.
+type listError struct {
+	errs []error
+	msg  string
+}
+
+func (e *listError) Error() string   { return e.msg }
+func (e *listError) Unwrap() []error { return e.errs }
+
+// run is "anarchon run": start, print the summary, serve HTTP, and stop
+// gracefully on SIGTERM or SIGINT (a second signal exits at once).
+func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error {
+	if rf.stopTimeout < 0 || rf.killGrace < 0 {
+		return errors.New("--stop-timeout and --kill-grace must not be negative")
+	}
+	var clock anarchon.Clock = anarchon.SystemClock{}
+	offset := rf.clockOffset
+	if offset == "" {
+		offset = os.Getenv("ANARCHON_CLOCK_OFFSET")
+	}
+	if offset != "" {
+		off, err := time.ParseDuration(offset)
+		if err != nil {
+			return fmt.Errorf("clock offset %q is not a Go duration", offset)
+		}
+		clock = anarchon.OffsetClock{Offset: off}
+		log.Warn("clock shifted for fault injection", slog.Duration("offset", off))
+	}
+	var addr string
+	if rf.http != "" {
+		a, err := httpAddr(rf.http)
+		if err != nil {
+			return err
+		}
+		addr = a
+	}
+
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
+
+	d, err := openDaemon(g, log, clock, rf.poll, rf.killGrace)
+	if err != nil {
+		return err
+	}
+	defer d.close()
+
+	startCtx, cancelStart := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-sigs:
+			cancelStart()
+		case <-startCtx.Done():
+		}
+	}()
+	err = d.sched.Start(startCtx)
+	stopped := startCtx.Err() != nil
+	cancelStart()
+	if stopped {
+		return errors.New("interrupted while starting")
+	}
+	if err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
+	d.metrics.offset.Set(d.sched.ClockOffset().Seconds())
+
+	var srv *server
+	if addr != "" {
+		srv, err = startHTTP(d, addr)
+		if err != nil {
+			d.stop(rf.stopTimeout)
+			return fmt.Errorf("--http %s: %w", rf.http, err)
+		}
+		log.Info("http listening", slog.String("addr", srv.ln.Addr().String()))
+	}
+	d.summary(stdout, srv)
+
+	sig := <-sigs
+	log.Info("stopping", slog.String("signal", sig.String()), slog.Duration("stop_timeout", rf.stopTimeout))
+	go func() {
+		s := <-sigs
+		log.Error("second signal: exiting at once", slog.String("signal", s.String()))
+		os.Exit(128 + int(s.(syscall.Signal)))
+	}()
+	d.stop(rf.stopTimeout)
+	if srv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		srv.close(ctx)
+		cancel()
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// stop stops the scheduler with a grace period, then waits for the
+// commands it had to cancel to be killed.
+func (d *daemon) stop(timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := d.sched.Stop(ctx); err != nil {
+		d.log.Warn("stop deadline passed: running jobs were handed over", slog.Any("error", err))
+	}
+	d.exec.wait(d.exec.grace + 2*time.Second)
+}
+
+// summary prints the store, the instance and each job with its next slots.
+func (d *daemon) summary(w io.Writer, srv *server) {
+	fmt.Fprintf(w, "anarchon %s\n", version())
+	fmt.Fprintf(w, "store:    %s (%s)\n", d.store, d.backend.Name())
+	fmt.Fprintf(w, "instance: %s\n", d.instance)
+	if srv != nil {
+		fmt.Fprintf(w, "http:     http://%s\n", srv.ln.Addr())
+	}
+	fmt.Fprintf(w, "jobs:     %d\n", len(d.jobs))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, j := range d.jobs {
+		next, _ := d.sched.NextSlots(j.Name, time.Time{}, 3)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\tnext: %s\n", j.Name, j.Schedule, zoneName(j.Zone), strings.Join(formatIn(next, j.Zone), ", "))
+	}
+	_ = tw.Flush()
+}
+
+func zoneName(z string) string {
+	if z == "" {
+		return "UTC"
+	}
+	return z
+}
+
+// formatIn renders instants as RFC 3339 in zone (UTC if "" or unknown).
+func formatIn(ts []time.Time, zone string) []string {
+	loc, err := time.LoadLocation(zoneName(zone))
+	if err != nil {
+		loc = time.UTC
+	}
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.In(loc).Format(time.RFC3339Nano)
+	}
+	return out
+}
+
+// statusReport is what "anarchon status --json" and /status return.
+type statusReport struct {
+	Store    string      `json:"store"`
+	Backend  string      `json:"backend"`
+	Instance string      `json:"instance,omitempty"`
+	Time     string      `json:"time"`
+	Jobs     []jobStatus `json:"jobs"`
+}
+
+type jobStatus struct {
+	Name     string       `json:"name"`
+	Schedule string       `json:"schedule"`
+	Zone     string       `json:"zone"`
+	Next     []string     `json:"next"`
+	Active   []activeJSON `json:"active"`
+	Last     *recordJSON  `json:"last"`
+	Error    string       `json:"error,omitempty"`
+}
+
+type activeJSON struct {
+	Slot       string `json:"slot"`
+	Instance   string `json:"instance"`
+	Attempt    int    `json:"attempt"`
+	State      string `json:"state"`
+	LeaseUntil string `json:"lease_until"`
+	Live       bool   `json:"live"`
+}
+
+// status reads each job's next slots, active leases (when the store has a
+// RunStore) and last result.
+func (d *daemon) status(ctx context.Context) statusReport {
+	rep := statusReport{Store: d.store, Backend: d.backend.Name(), Instance: d.instance, Time: time.Now().UTC().Format(time.RFC3339Nano)}
+	var runs anarchon.RunStore
+	if lb, ok := d.backend.(anarchon.LeaseBackend); ok {
+		runs = lb.Runs()
+	}
+	for _, j := range d.jobs {
+		js := jobStatus{Name: j.Name, Schedule: j.Schedule, Zone: zoneName(j.Zone), Active: []activeJSON{}}
+		next, _ := d.sched.NextSlots(j.Name, time.Time{}, 3)
+		js.Next = formatIn(next, j.Zone)
+		var errs []string
+		if runs != nil {
+			act, err := runs.Active(ctx, j.Name)
+			if err != nil {
+				errs = append(errs, "active: "+err.Error())
+			}
+			for _, a := range act {
+				js.Active = append(js.Active, activeJSON{
+					Slot: formatSlot(time.UnixMilli(a.Slot)), Instance: a.InstanceID, Attempt: a.Attempt,
+					State: string(a.State), LeaseUntil: formatTime(a.LeaseUntil), Live: a.Live,
+				})
+			}
+		}
+		recs, err := d.sched.History(ctx, j.Name, 1)
+		if err != nil {
+			errs = append(errs, "history: "+err.Error())
+		} else if len(recs) > 0 {
+			r := toJSON(recs[0])
+			js.Last = &r
+		}
+		js.Error = strings.Join(errs, "; ")
+		rep.Jobs = append(rep.Jobs, js)
+	}
+	return rep
+}
+
+// recordJSON is one history record as "history --json" prints it.
+type recordJSON struct {
+	Job        string  `json:"job"`
+	Slot       string  `json:"slot"`
+	Instance   string  `json:"instance"`
+	Attempt    int     `json:"attempt"`
+	Status     string  `json:"status"`
+	StartedAt  *string `json:"started_at"`
+	FinishedAt *string `json:"finished_at"`
+	Error      string  `json:"error"`
+	Manual     bool    `json:"manual"`
+	Output     string  `json:"output,omitempty"`
+}
+
+func toJSON(r anarchon.RunRecord) recordJSON {
+	opt := func(t time.Time) *string {
+		if t.IsZero() {
+			return nil
+		}
+		s := formatTime(t)
+		return &s
+	}
+	return recordJSON{
+		Job: r.Job, Slot: formatSlot(r.Slot), Instance: r.InstanceID, Attempt: r.Attempt,
+		Status: string(r.Status), StartedAt: opt(r.StartedAt), FinishedAt: opt(r.FinishedAt),
+		Error: r.Error, Manual: r.Manual, Output: r.Output,
+	}
+}
+
+// formatTime is RFC 3339 in UTC with the fraction only when non-zero; ""
+// for the zero time.
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}

@@ -1,0 +1,71 @@
+// Command anarchon is high-availability cron: run it on any number of
+// machines with the same crontab (or YAML job file) and the same store, and
+// each scheduled run of each job happens exactly once, on one of them. There
+// is no leader: before running a job for a slot, every instance claims
+// (job, slot) in the shared store and exactly one wins (SPEC §2).
+//
+//	anarchon run --crontab /etc/anarchon/crontab --store sqlite:/var/lib/anarchon/anarchon.db
+//
+// # Commands
+//
+//   - run: schedule the jobs until SIGTERM or SIGINT; --http serves
+//     /healthz, /readyz, /metrics (Prometheus) and /status.
+//   - history JOB [-n N] [--json]: a job's recent runs from every instance.
+//   - run-now JOB: run a job here, now, and record it (never deduplicated).
+//   - status [--json]: next slots, active leases and the last result of each job.
+//   - next EXPR [--zone Z] [--after T] [-n N]: fire times of a cron expression.
+//   - validate: every mistake in the job files as FILE:LINE: reason; exit 1 if any.
+//   - version.
+//
+// # Stores
+//
+// --store takes a URL: sqlite:PATH (the default, sqlite:./anarchon.db),
+// postgres://…, redis://… (rediss:// for TLS), nats://… or memory: (one
+// process only). A "prefix" query parameter sets the table or key prefix
+// (the bucket name on NATS). Each scheme is opened by one small file
+// (store_<name>.go) that registers itself; a scheme whose backend is not in
+// the build is refused with the code backend_unavailable. Errors never show
+// a password.
+//
+// # Jobs
+//
+// A crontab line is 5 cron fields, or 6 with a leading seconds field, or a
+// descriptor (@daily, @every 10s), then a shell command run with /bin/sh -c.
+// A "# name: NAME" comment directly above names the job; otherwise its name
+// is "job-" and the first 12 hex digits of the SHA-256 of the schedule, a
+// NUL byte and the command, so every replica derives the same name.
+// NAME=value lines set the environment of the jobs after them; CRON_TZ sets
+// their zone, TZ their zone and their TZ variable. In a command, an
+// unescaped % starts the command's standard input (further ones are
+// newlines) and \% is a literal %, as in Vixie cron.
+//
+// The YAML file is a list of jobs (or a mapping whose only key is "jobs"),
+// each with name, schedule, zone, command (an argv list) or shell (a string
+// for sh -c), env, workdir, timeout, jitter, max_late, overlap (skip or
+// allow), catch_up {window, max}, lease, max_attempts and history_size.
+// Durations are Go durations ("30s"). Unknown keys are errors.
+//
+// # Processes
+//
+// Each run is a child process in its own process group, with the daemon's
+// environment, the job's variables and ANARCHON_JOB, ANARCHON_SLOT (RFC 3339
+// in UTC, fractional seconds only when not zero), ANARCHON_ATTEMPT,
+// ANARCHON_INSTANCE and ANARCHON_MANUAL. Its output is logged line by line;
+// the last 4 KiB go into the run's history record. A non-zero exit status is
+// an error "exit status N". A timeout, a lost lease or the stop deadline
+// sends SIGTERM to the whole group, then SIGKILL after --kill-grace.
+//
+// # Signals
+//
+// SIGTERM or SIGINT stops scheduling and waits up to --stop-timeout for
+// running jobs; jobs still running then are stopped and, on a store with
+// leases, handed over to another instance, which runs the slot again as
+// attempt 2. The exit status is then 0. A second signal exits at once with
+// status 128+signal.
+//
+// # Fault injection
+//
+// The environment variable ANARCHON_CLOCK_OFFSET (or the hidden flag
+// --clock-offset), a Go duration, moves this instance's clock, to test that
+// instances with skewed clocks still agree (they use the store's clock).
+package main

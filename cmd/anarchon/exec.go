@@ -1,0 +1,211 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/anarchon/anarchon"
+)
+
+// outputTail is how much of a run's combined output (bytes) is kept in its
+// history record.
+const outputTail = 4 << 10
+
+// maxLogLine is the longest output line logged as one record (bytes);
+// longer lines are split.
+const maxLogLine = 16 << 10
+
+// executor runs jobs as child processes.
+type executor struct {
+	log      *slog.Logger
+	instance string
+	grace    time.Duration // SIGTERM to SIGKILL
+	wg       sync.WaitGroup
+}
+
+// handler returns the anarchon.Handler that runs j's command once per slot.
+//
+// The child runs in its own process group with the daemon's environment,
+// then the job's Env, then ANARCHON_JOB, ANARCHON_SLOT (RFC 3339, UTC),
+// ANARCHON_ATTEMPT, ANARCHON_INSTANCE and ANARCHON_MANUAL ("1" for run-now).
+// Each line of its stdout and stderr is logged with the job, slot and
+// attempt; the last outputTail bytes of both go into the run's history
+// record. A non-zero exit is an error "exit status N". When the run's
+// context ends (timeout, lease lost, stop deadline) the whole process group
+// gets SIGTERM, then SIGKILL after the grace period.
+func (e *executor) handler(j *jobSpec) anarchon.Handler {
+	return func(ctx context.Context, run *anarchon.Run) error {
+		e.wg.Add(1)
+		defer e.wg.Done()
+		slot := formatSlot(run.Slot)
+		log := e.log.With(slog.String("job", run.Job), slog.String("slot", slot), slog.Int("attempt", run.Attempt))
+		tail := &tailBuffer{max: outputTail}
+		stdout := &lineLogger{log: log, stream: "stdout", tail: tail}
+		stderr := &lineLogger{log: log, stream: "stderr", tail: tail}
+
+		cmd := exec.Command(j.Argv[0], j.Argv[1:]...)
+		cmd.Dir = j.Workdir
+		cmd.Env = append(append(os.Environ(), j.Env...),
+			"ANARCHON_JOB="+run.Job,
+			"ANARCHON_SLOT="+slot,
+			"ANARCHON_ATTEMPT="+strconv.Itoa(run.Attempt),
+			"ANARCHON_INSTANCE="+run.InstanceID,
+			"ANARCHON_MANUAL="+boolEnv(run.Manual),
+		)
+		if j.Stdin != "" {
+			cmd.Stdin = strings.NewReader(j.Stdin)
+		}
+		cmd.Stdout, cmd.Stderr = stdout, stderr
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		// Background children that keep the pipes open must not hold the
+		// run forever once the command itself has exited.
+		cmd.WaitDelay = e.grace + time.Second
+
+		log.Debug("starting command", slog.Any("argv", j.Argv))
+		if err := cmd.Start(); err != nil {
+			return fmt.Errorf("start %s: %w", j.Argv[0], err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+
+		var err error
+		select {
+		case err = <-done:
+		case <-ctx.Done():
+			cause := context.Cause(ctx)
+			log.Warn("stopping command", slog.Any("cause", cause), slog.Duration("grace", e.grace))
+			pgid := cmd.Process.Pid
+			_ = syscall.Kill(-pgid, syscall.SIGTERM)
+			t := time.NewTimer(e.grace)
+			select {
+			case err = <-done:
+			case <-t.C:
+				log.Warn("killing command: it outlived the grace period")
+				_ = syscall.Kill(-pgid, syscall.SIGKILL)
+				err = <-done
+			}
+			t.Stop()
+			stdout.flush()
+			stderr.flush()
+			run.SetOutput(tail.String())
+			if err == nil {
+				err = errors.New("exited after the stop signal")
+			}
+			return fmt.Errorf("%w (process group stopped: %v)", cause, err)
+		}
+		stdout.flush()
+		stderr.flush()
+		run.SetOutput(tail.String())
+		if err != nil {
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				return ee // "exit status N" or "signal: killed"
+			}
+			return err
+		}
+		return nil
+	}
+}
+
+// wait waits until every handler returned or d passed.
+func (e *executor) wait(d time.Duration) {
+	done := make(chan struct{})
+	go func() { e.wg.Wait(); close(done) }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
+
+// formatSlot renders a slot as ANARCHON_SLOT has it: RFC 3339 in UTC, with
+// fractional seconds only when they are not zero.
+func formatSlot(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+func boolEnv(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// lineLogger is an io.Writer that logs each line written to it and keeps
+// all bytes in a shared tail.
+type lineLogger struct {
+	log    *slog.Logger
+	stream string
+	tail   *tailBuffer
+	buf    []byte
+}
+
+// Write logs every complete line of p and keeps the rest for later.
+func (l *lineLogger) Write(p []byte) (int, error) {
+	l.tail.Write(p)
+	l.buf = append(l.buf, p...)
+	for {
+		i := bytes.IndexByte(l.buf, '\n')
+		if i < 0 {
+			if len(l.buf) >= maxLogLine {
+				l.emit(l.buf[:maxLogLine])
+				l.buf = l.buf[maxLogLine:]
+				continue
+			}
+			break
+		}
+		l.emit(l.buf[:i])
+		l.buf = l.buf[i+1:]
+	}
+	return len(p), nil
+}
+
+func (l *lineLogger) emit(line []byte) {
+	l.log.Info(string(bytes.TrimRight(line, "\r")), slog.String("stream", l.stream))
+}
+
+// flush logs a last line without a newline.
+func (l *lineLogger) flush() {
+	if len(l.buf) > 0 {
+		l.emit(l.buf)
+		l.buf = nil
+	}
+}
+
+// tailBuffer keeps the last max bytes written to it. Safe for concurrent
+// use (stdout and stderr write from two goroutines).
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+// Write appends p, dropping the oldest bytes beyond max.
+func (t *tailBuffer) Write(p []byte) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if over := len(t.b) - t.max; over > 0 {
+		t.b = append(t.b[:0], t.b[over:]...)
+	}
+}
+
+// String returns the kept bytes as text, starting at a whole UTF-8 rune.
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b := t.b
+	for len(b) > 0 && b[0]&0xC0 == 0x80 {
+		b = b[1:]
+	}
+	return strings.ToValidUTF8(string(b), "\uFFFD")
+}

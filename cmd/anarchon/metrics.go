@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/anarchon/anarchon"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics are the daemon's Prometheus metrics, fed by the scheduler's
+// events (anarchon.Options.OnEvent).
+type metrics struct {
+	reg       *prometheus.Registry
+	claims    *prometheus.CounterVec
+	runs      *prometheus.CounterVec
+	skipped   *prometheus.CounterVec
+	duration  *prometheus.HistogramVec
+	lateness  *prometheus.HistogramVec
+	storeErrs *prometheus.CounterVec
+	offset    prometheus.Gauge
+}
+
+// newMetrics registers the metrics on a fresh registry, with the Go and
+// process collectors.
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		claims: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "anarchon_claims_total",
+			Help: "Claims answered by the store, by job and outcome (won, lost, running, done, overlap, none, late).",
+		}, []string{"job", "outcome"}),
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "anarchon_runs_total",
+			Help: "Runs this instance executed, by job and status.",
+		}, []string{"job", "status"}),
+		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "anarchon_slots_skipped_total",
+			Help: "Slots not run, by job and status (missed, skipped, abandoned).",
+		}, []string{"job", "status"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "anarchon_run_duration_seconds",
+			Help:    "How long a job's command ran, in seconds.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 4, 10),
+		}, []string{"job"}),
+		lateness: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "anarchon_slot_lateness_seconds",
+			Help:    "How late after its slot a run started (its winning claim was answered), by the store's clock, in seconds.",
+			Buckets: []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"job"}),
+		storeErrs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "anarchon_store_errors_total",
+			Help: "Failed store calls, by operation (Claim, SaveResult, Heartbeat, …).",
+		}, []string{"op"}),
+		offset: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "anarchon_clock_offset_seconds",
+			Help: "The store's clock minus this instance's clock, in seconds (positive: the store is ahead).",
+		}),
+	}
+	m.reg.MustRegister(m.claims, m.runs, m.skipped, m.duration, m.lateness, m.storeErrs, m.offset,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// observe records one scheduler event. It is quick and never calls back
+// into the scheduler, as Options.OnEvent requires.
+func (m *metrics) observe(e anarchon.Event) {
+	switch e.Kind {
+	case anarchon.EventClaim:
+		m.claims.WithLabelValues(e.Job, e.Outcome).Inc()
+		if e.Outcome == "won" { // when the run started, after any standing by
+			m.lateness.WithLabelValues(e.Job).Observe(max(e.Lateness, 0).Seconds())
+		}
+	case anarchon.EventRunEnd:
+		m.runs.WithLabelValues(e.Job, string(e.Status)).Inc()
+		m.duration.WithLabelValues(e.Job).Observe(e.Duration.Seconds())
+	case anarchon.EventSlotSkipped:
+		m.skipped.WithLabelValues(e.Job, string(e.Status)).Inc()
+	case anarchon.EventStoreError:
+		m.storeErrs.WithLabelValues(e.Op).Inc()
+	case anarchon.EventClockOffset:
+		m.offset.Set(e.Offset.Seconds())
+	}
+}
+
+// httpAddr turns a --http value into a listen address: a bare port ("9090")
+// binds loopback only, ":9090" every interface, "host:port" that host.
+func httpAddr(v string) (string, error) {
+	if _, err := strconv.Atoi(v); err == nil {
+		return net.JoinHostPort("127.0.0.1", v), nil
+	}
+	if _, _, err := net.SplitHostPort(v); err != nil {
+		return "", errors.New("--http: want PORT, :PORT or HOST:PORT")
+	}
+	return v, nil
+}
+
+// server is the daemon's HTTP endpoint: /healthz, /readyz, /metrics and
+// /status.
+type server struct {
+	d   *daemon
+	srv *http.Server
+	ln  net.Listener
+}
+
+// startHTTP listens on addr and serves in the background.
+func startHTTP(d *daemon, addr string) (*server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	s := &server{d: d, ln: ln}
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(d.metrics.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /status", s.status)
+	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			d.log.Error("http server stopped", slog.Any("error", err))
+		}
+	}()
+	return s, nil
+}
+
+// readyz answers 200 when the store answers a cheap read within 2 s: its
+// clock where it has one, else Init.
+func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if err := ping(ctx, s.d.backend); err != nil {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte("store unreachable: " + strings.TrimSpace(err.Error()) + "\n"))
+		return
+	}
+	_, _ = w.Write([]byte("ok\n"))
+}
+
+// ping checks that the store answers.
+func ping(ctx context.Context, b anarchon.Backend) error {
+	if c, ok := b.(anarchon.ServerClock); ok {
+		_, err := c.ServerTime(ctx)
+		return err
+	}
+	return b.Init(ctx)
+}
+
+func (s *server) status(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	st := s.d.status(ctx)
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(st)
+}
+
+// close stops the server, waiting at most until ctx ends.
+func (s *server) close(ctx context.Context) {
+	_ = s.srv.Shutdown(ctx)
+}

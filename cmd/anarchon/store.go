@@ -1,0 +1,145 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/anarchon/anarchon"
+)
+
+// defaultStore is the store URL when --store is not given: an SQLite file
+// in the working directory.
+const defaultStore = "sqlite:./anarchon.db"
+
+// StoreErrorCode is the stable kind of a [StoreURLError].
+type StoreErrorCode string
+
+// Store URL error codes.
+const (
+	StoreBadURL        StoreErrorCode = "bad_url"             // the URL does not parse, or a part of it is wrong
+	StoreUnknownScheme StoreErrorCode = "unknown_scheme"      // no store has this scheme
+	StoreUnavailable   StoreErrorCode = "backend_unavailable" // the scheme is known but this build has no backend for it
+	StoreOpenFailed    StoreErrorCode = "open_failed"         // the backend's constructor refused the URL
+)
+
+// StoreURLError reports a --store URL that cannot be used. URL is redacted:
+// it never holds a password.
+type StoreURLError struct {
+	URL    string         // the URL, password replaced by "xxxxx"
+	Code   StoreErrorCode // stable kind
+	Reason string         // what is wrong
+	Err    error          // the backend's error, if any
+}
+
+// Error returns "store URL <redacted>: <reason> (<code>)".
+func (e *StoreURLError) Error() string {
+	return fmt.Sprintf("store URL %s: %s (%s)", e.URL, e.Reason, e.Code)
+}
+
+// Unwrap returns the backend's error, if any.
+func (e *StoreURLError) Unwrap() error { return e.Err }
+
+// opener opens the backend of one URL scheme. u is the parsed URL, raw the
+// text as given (some clients parse it themselves) and prefix the value of
+// the "prefix" query parameter, already removed from u and raw.
+type opener func(u *url.URL, raw, prefix string) (anarchon.Backend, error)
+
+// openers maps a URL scheme to its backend; each store's file registers
+// itself in an init function.
+var openers = map[string]opener{}
+
+// plannedSchemes are schemes of stores anarchon knows of whose backend is not
+// in this build; they get StoreUnavailable instead of StoreUnknownScheme.
+var plannedSchemes = map[string]string{
+	"postgres":   "PostgreSQL",
+	"postgresql": "PostgreSQL",
+	"redis":      "Redis",
+	"rediss":     "Redis",
+	"nats":       "NATS",
+	"sqlite":     "SQLite",
+	"memory":     "memory",
+}
+
+var userinfo = regexp.MustCompile(`(//[^/@:]*:)[^/@]*@`)
+
+// redact returns raw with any password replaced by "xxxxx". It works on
+// URLs that do not parse too.
+func redact(raw string) string {
+	if u, err := url.Parse(raw); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	return userinfo.ReplaceAllString(raw, "${1}xxxxx@")
+}
+
+// openStore opens the backend a --store URL names. Errors are
+// *StoreURLError (the backend's own error wrapped) and never contain a
+// password.
+func openStore(raw string) (anarchon.Backend, error) {
+	if raw == "" {
+		raw = defaultStore
+	}
+	bad := func(code StoreErrorCode, err error, format string, args ...any) error {
+		return &StoreURLError{URL: redact(raw), Code: code, Reason: fmt.Sprintf(format, args...), Err: err}
+	}
+	i := strings.Index(raw, ":")
+	if i <= 0 {
+		return nil, bad(StoreBadURL, nil, "no scheme: want sqlite:PATH, postgres://…, redis://…, nats://… or memory:")
+	}
+	scheme := strings.ToLower(raw[:i])
+	u, err := url.Parse(raw)
+	if err != nil {
+		// url.Error repeats the whole URL, password included: keep its cause.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, bad(StoreBadURL, nil, "does not parse: %v", err)
+	}
+	open, ok := openers[scheme]
+	if !ok {
+		if what, known := plannedSchemes[scheme]; known {
+			return nil, bad(StoreUnavailable, nil, "this build of anarchon has no %s backend", what)
+		}
+		return nil, bad(StoreUnknownScheme, nil, "unknown scheme %q (known: %s)", scheme, strings.Join(knownSchemes(), ", "))
+	}
+	q := u.Query()
+	prefix := q.Get("prefix")
+	if q.Has("prefix") {
+		q.Del("prefix")
+		u.RawQuery = q.Encode()
+		raw = u.String()
+	}
+	b, err := open(u, raw, prefix)
+	if err != nil {
+		var se *StoreURLError
+		if errors.As(err, &se) {
+			return nil, err
+		}
+		return nil, bad(StoreOpenFailed, err, "%s", scrub(err.Error(), u))
+	}
+	return b, nil
+}
+
+// knownSchemes lists the schemes this build can open, sorted.
+func knownSchemes() []string {
+	out := make([]string, 0, len(openers))
+	for s := range openers {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// scrub removes u's password from msg, in case a driver repeated it.
+func scrub(msg string, u *url.URL) string {
+	if u != nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok && pw != "" {
+			msg = strings.ReplaceAll(msg, pw, "xxxxx")
+		}
+	}
+	return msg
+}

@@ -1,0 +1,34 @@
+package main
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/sqlitebackend"
+	"github.com/anarchon/anarchon/sqlitefile"
+)
+
+func init() { openers["sqlite"] = openSQLite }
+
+// openSQLite opens "sqlite:PATH" (also "sqlite://PATH" and
+// "sqlite:///abs/path") with the pure-Go driver; "prefix" sets the table
+// prefix. The file is created if absent; its directory must exist.
+func openSQLite(u *url.URL, raw, prefix string) (anarchon.Backend, error) {
+	path := strings.TrimPrefix(raw[len("sqlite:"):], "//")
+	if i := strings.IndexByte(path, '?'); i >= 0 {
+		path = path[:i]
+	}
+	if p, err := url.PathUnescape(path); err == nil {
+		path = p
+	}
+	if path == "" {
+		return nil, &StoreURLError{URL: raw, Code: StoreBadURL, Reason: "no file path: want sqlite:PATH, e.g. sqlite:./anarchon.db"}
+	}
+	b, err := sqlitefile.Open(path, &sqlitebackend.Options{Prefix: prefix})
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return b, nil
+}
