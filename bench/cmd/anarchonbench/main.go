@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -35,19 +36,45 @@ func main() {
 	stores := fs.String("stores", strings.Join(bench.StoreNames(), ","), "comma-separated stores")
 	workdir := fs.String("workdir", os.TempDir(), "directory for store files")
 	short := fs.Bool("short", false, "shorter runs (smoke test)")
+	jobs := fs.Int("jobs", 10000, "load: registered jobs")
+	active := fs.Int("active", 10000, "load: jobs firing every second")
+	mode := fs.String("mode", "plain", "load: plain or lease")
+	secs := fs.Duration("d", 5*time.Second, "load: measured time")
+	mprof := fs.String("profile", "", "load: write mutex and block profiles to this prefix")
 	_ = fs.Parse(os.Args[2:])
 	ctx := context.Background()
 
+	if ok, err := childMain(ctx, part, childArgs{jobs: *jobs, active: *active, mode: *mode, d: *secs}); ok {
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "anarchonbench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if part == "hog" { // a CPU hog for the timing part: GOMAXPROCS busy loops
 		hog()
 		return
 	}
-	fmt.Printf("<!-- %s, %s/%s, %d CPUs, %s -->\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"),
-		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
+	load, _ := os.ReadFile("/proc/loadavg")
+	fmt.Printf("<!-- %s, %s/%s, %d CPUs, %s, load average at start: %s -->\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"),
+		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), strings.TrimSpace(string(load)))
 	var err error
 	switch part {
 	case "claim":
 		err = runClaim(ctx, split(*stores), *workdir, *short)
+	case "load":
+		if *mprof != "" {
+			runtime.SetMutexProfileFraction(10)
+			runtime.SetBlockProfileRate(100000)
+			defer writeProfiles(*mprof)
+		}
+		var l bench.Load
+		l, err = bench.MeasureLoad(ctx, *jobs, *active, bench.TimingMode(*mode), *secs)
+		fmt.Printf("%+v fired/s=%.0f cpu/s=%v cpu/fired=%v\n", l, float64(l.Fired)/l.Wall.Seconds(), l.CPUPerSecond(), l.CPUPerFired())
+	case "timing":
+		err = runTiming(ctx, *short)
+	case "scale":
+		err = runScale(ctx, *short)
 	default:
 		usage()
 	}
@@ -105,5 +132,17 @@ func spin() {
 	x := 0
 	for {
 		x++
+	}
+}
+
+func writeProfiles(prefix string) {
+	for _, name := range []string{"mutex", "block"} {
+		f, err := os.Create(prefix + "." + name)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return
+		}
+		_ = pprof.Lookup(name).WriteTo(f, 0)
+		f.Close()
 	}
 }
