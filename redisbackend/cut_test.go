@@ -366,3 +366,32 @@ func leaseRun(slot int64, lease time.Duration) func(e env) string {
 		return tok
 	}
 }
+
+// TestCutConnectionClientRetry: with go-redis's own retries on (the
+// default MaxRetries), a claim whose reply is lost is re-sent by the client
+// with the same token and the caller just sees the win.
+func TestCutConnectionClientRetry(t *testing.T) {
+	addr := redisAddr(t)
+	prefix := freshPrefix(t, addr)
+	p := startCutProxy(t, addr)
+	c := newClient(t, p.addr(), func(o *redis.Options) { o.PoolSize = 1 })
+	b, err := redisbackend.New(c, &redisbackend.Options{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Init(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	slot := time.Now().Truncate(time.Minute).UnixMilli()
+	in := anarchon.ClaimInput{Job: "auto", Slot: slot, Token: randToken(), InstanceID: "a"}
+	p.arm()
+	ok, err := b.Claim(t.Context(), in)
+	p.waitCut(t)
+	if err != nil || !ok {
+		t.Fatalf("claim through a cut connection with client retries: %v, %v; want true", ok, err)
+	}
+	in.Token = randToken()
+	if ok, err := b.Claim(t.Context(), in); err != nil || ok {
+		t.Errorf("another token: %v, %v; want false", ok, err)
+	}
+}
