@@ -29,10 +29,6 @@
 //
 // # Guarantees
 //
-// A plain claim is one EVALSHA that writes one hash field and two
-// sorted-set entries: one round trip, like SET NX PX (BenchmarkClaim
-// measures both in one run).
-//
 // Each operation (plain claim, lease claim, heartbeat, finish, release,
 // active, save-result with trimming, manual run, history) is one Lua script,
 // run with EVALSHA and EVAL as a fallback. Redis runs a script atomically:
@@ -40,6 +36,10 @@
 // wins. A repeat with the winning token wins again (SPEC §4 repeat safety),
 // so a retry after a lost reply is safe, including go-redis's own retries
 // (Options.MaxRetries of the client).
+//
+// A plain claim is one EVALSHA that writes one hash field and two
+// sorted-set entries: one round trip, like SET NX PX (BenchmarkClaim
+// measures both in one run).
 //
 // Leases are judged by one clock, the Redis server's: each script reads TIME
 // itself. That is safe to replicate because, since Redis 5, scripts are
