@@ -94,8 +94,11 @@
 // state and claim, stored result and two sorted-set entries) takes about
 // 600 bytes on Redis 7.0 (measured with MEMORY USAGE in TestMemoryPerRun)
 // plus its error text and output tail, times the job's HistorySize (100 by
-// default, so about 60 KB per job), plus a few small keys per job. Runs still running or released are never trimmed. Keys
-// never expire by TTL.
+// default, so about 60 KB per job), plus a few small keys per job. Keys
+// never expire by TTL. Runs still running or released are never trimmed: a
+// run whose holder died and that no instance claims again stays in
+// [RunStore.Active] (not live) until a claim of its slot takes it over or
+// abandons it.
 //
 // # Keys
 //
