@@ -139,9 +139,12 @@ func splitCronLine(text string) (schedule, command string, err error) {
 		if f[4] == "" {
 			return "", "", fmt.Errorf("a job line needs 5 time fields (6 with seconds) and a command: %q", text)
 		}
-		if isCronField(f[5]) && r != "" {
+		switch {
+		case isCronField(f[5]) && r == "":
+			return "", "", fmt.Errorf("no command after the schedule %q", strings.Join(f, " "))
+		case isCronField(f[5]):
 			fields, rest = f, r
-		} else {
+		default:
 			fields, rest = splitFields(text, 5)
 		}
 	}

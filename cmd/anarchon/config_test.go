@@ -1,0 +1,112 @@
+package main
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/anarchon/anarchon"
+)
+
+func TestParseConfig(t *testing.T) {
+	src := `jobs:
+  - name: backup
+    schedule: "0 3 * * *"
+    zone: Europe/Athens
+    command: [tar, czf, /tmp/b.tgz, /etc]
+    env: {LEVEL: "9", MODE: fast}
+    workdir: /tmp
+    timeout: 10m
+    jitter: 30s
+    max_late: 5m
+    overlap: allow
+    catch_up: {window: 2h, max: 2}
+    lease: 1m
+    max_attempts: 4
+    history_size: 50
+  - name: beat
+    schedule: "*/5 * * * * *"
+    shell: echo "$ANARCHON_SLOT" >> /tmp/beat
+`
+	jobs, errs := parseConfig("a.yaml", []byte(src))
+	if len(errs) > 0 {
+		t.Fatalf("errors: %v", errs)
+	}
+	if len(jobs) != 2 {
+		t.Fatalf("%d jobs", len(jobs))
+	}
+	b := jobs[0]
+	want := anarchon.JobOptions{
+		Timeout: 10 * time.Minute, Jitter: 30 * time.Second, MaxLate: 5 * time.Minute, Overlap: anarchon.OverlapAllow,
+		CatchUp: anarchon.CatchUp{Window: 2 * time.Hour, Max: 2}, Lease: time.Minute, MaxAttempts: 4, HistorySize: 50,
+	}
+	if b.Options != want {
+		t.Errorf("options %+v, want %+v", b.Options, want)
+	}
+	if b.Name != "backup" || b.Zone != "Europe/Athens" || b.Workdir != "/tmp" || b.Line != 2 ||
+		!slices.Equal(b.Argv, []string{"tar", "czf", "/tmp/b.tgz", "/etc"}) || !slices.Equal(b.Env, []string{"LEVEL=9", "MODE=fast"}) {
+		t.Errorf("backup = %+v", b)
+	}
+	if got := jobs[1].Argv; !slices.Equal(got, []string{"/bin/sh", "-c", `echo "$ANARCHON_SLOT" >> /tmp/beat`}) {
+		t.Errorf("beat argv %q", got)
+	}
+	if errs := checkJobs(jobs); len(errs) > 0 {
+		t.Errorf("registration: %v", errs)
+	}
+
+	// A bare list works too.
+	jobs, errs = parseConfig("b.yaml", []byte("- name: x\n  schedule: '@hourly'\n  shell: date\n"))
+	if len(errs) > 0 || len(jobs) != 1 || jobs[0].Line != 1 {
+		t.Fatalf("bare list: %v %v", jobs, errs)
+	}
+}
+
+func TestParseConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, src string
+		want      []string // substrings, in order, one per error
+	}{
+		{"unknown key", "- name: a\n  schedule: '@daily'\n  shell: date\n  retries: 3\n",
+			[]string{`c.yaml:4: unknown key "retries"`}},
+		{"bad duration", "- name: a\n  schedule: '@daily'\n  shell: date\n  timeout: 30\n",
+			[]string{`c.yaml:4: timeout: "30" is not a Go duration`}},
+		{"both commands", "- name: a\n  schedule: '@daily'\n  shell: date\n  command: [date]\n",
+			[]string{`c.yaml:3: job "a": give command or shell, not both`}},
+		{"command string", "- name: a\n  schedule: '@daily'\n  command: date\n",
+			[]string{`c.yaml:3: command: want a list`}},
+		{"no schedule, no command", "- name: a\n",
+			[]string{`c.yaml:1: job "a": no schedule`, `c.yaml:1: job "a": no command or shell`}},
+		{"repeated key", "- name: a\n  name: b\n  schedule: '@daily'\n  shell: date\n",
+			[]string{`c.yaml:2: key "name" repeated (first at line 1)`}},
+		{"overlap", "- name: a\n  schedule: '@daily'\n  shell: date\n  overlap: queue\n",
+			[]string{`c.yaml:4: overlap: "queue" is not skip or allow`}},
+		{"catch_up", "- name: a\n  schedule: '@daily'\n  shell: date\n  catch_up: {window: 1h, max: x, size: 1}\n",
+			[]string{`c.yaml:4: catch_up.max: "x"`, `c.yaml:4: catch_up: unknown key "size"`}},
+		{"top level", "jobz: []\n", []string{`c.yaml:1: unknown key "jobz"`}},
+		{"syntax", "- name: a\n  schedule: [\n", []string{`c.yaml:2: did not find expected node content`}},
+		{"not a list", "name: a\n", []string{`c.yaml:1: unknown key "name"`}},
+		{"env", "- name: a\n  schedule: '@daily'\n  shell: date\n  env: {1X: y}\n", []string{`c.yaml:4: env: "1X" is not a variable name`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, errs := parseConfig("c.yaml", []byte(tc.src))
+			if len(errs) != len(tc.want) {
+				t.Fatalf("got %d errors %v, want %d", len(errs), errs, len(tc.want))
+			}
+			for i, w := range tc.want {
+				if !strings.Contains(errs[i].Error(), w) {
+					t.Errorf("error %d = %q, want it to contain %q", i, errs[i], w)
+				}
+			}
+		})
+	}
+}
+
+func FuzzParseConfig(f *testing.F) {
+	f.Add("jobs:\n  - name: a\n    schedule: '@daily'\n    shell: date\n    timeout: 1s\n")
+	f.Add("- {name: a, schedule: '* * * * * *', command: [x], catch_up: {window: 1h}}\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		jobs, _ := parseConfig("f", []byte(s))
+		_ = checkJobs(jobs)
+	})
+}

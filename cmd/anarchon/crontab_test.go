@@ -1,0 +1,138 @@
+package main
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestParseCrontab(t *testing.T) {
+	src := `# a comment
+SHELL_VAR = "quoted value"
+# name: heartbeat
+*/5 * * * * * echo beat >> /tmp/beat
+
+# this comment is not a name
+0 3 * * * tar czf /tmp/b.tgz /etc
+CRON_TZ=Europe/Athens
+# name: report
+30 9 * * MON-FRI echo report
+TZ=America/New_York
+OTHER='x'
+@every 10s echo tick
+@daily date +\%Y-\%m-\%d%line one%line two
+15 4 * * SAT,SUN echo weekend
+`
+	jobs, errs := parseCrontab("ct", []byte(src))
+	if len(errs) > 0 {
+		t.Fatalf("errors: %v", errs)
+	}
+	type want struct {
+		name, schedule, zone, cmd, stdin string
+		line                             int
+		env                              []string
+	}
+	wants := []want{
+		{"heartbeat", "*/5 * * * * *", "", "echo beat >> /tmp/beat", "", 4, []string{"SHELL_VAR=quoted value"}},
+		{hashName("0 3 * * *", "tar czf /tmp/b.tgz /etc"), "0 3 * * *", "", "tar czf /tmp/b.tgz /etc", "", 7, []string{"SHELL_VAR=quoted value"}},
+		{"report", "30 9 * * MON-FRI", "Europe/Athens", "echo report", "", 10, []string{"SHELL_VAR=quoted value"}},
+		{hashName("@every 10s", "echo tick"), "@every 10s", "America/New_York", "echo tick", "", 13,
+			[]string{"SHELL_VAR=quoted value", "TZ=America/New_York", "OTHER=x"}},
+		{hashName("@daily", `date +\%Y-\%m-\%d%line one%line two`), "@daily", "America/New_York", "date +%Y-%m-%d", "line one\nline two\n", 14, nil},
+		{"", "15 4 * * SAT,SUN", "America/New_York", "echo weekend", "", 15, nil},
+	}
+	if len(jobs) != len(wants) {
+		t.Fatalf("got %d jobs, want %d", len(jobs), len(wants))
+	}
+	for i, w := range wants {
+		j := jobs[i]
+		if w.name != "" && j.Name != w.name {
+			t.Errorf("job %d: name %q, want %q", i, j.Name, w.name)
+		}
+		if j.Schedule != w.schedule || j.Zone != w.zone || j.Line != w.line {
+			t.Errorf("job %d: schedule %q zone %q line %d, want %q %q %d", i, j.Schedule, j.Zone, j.Line, w.schedule, w.zone, w.line)
+		}
+		if !slices.Equal(j.Argv, []string{"/bin/sh", "-c", w.cmd}) || j.Stdin != w.stdin {
+			t.Errorf("job %d: argv %q stdin %q, want %q %q", i, j.Argv, j.Stdin, w.cmd, w.stdin)
+		}
+		if w.env != nil && !slices.Equal(j.Env, w.env) {
+			t.Errorf("job %d: env %q, want %q", i, j.Env, w.env)
+		}
+	}
+	if errs := checkJobs(jobs); len(errs) > 0 {
+		t.Errorf("registration: %v", errs)
+	}
+}
+
+func TestHashNameStable(t *testing.T) {
+	a, _ := parseCrontab("a", []byte("0  3 * *   * echo   hi\n"))
+	b, _ := parseCrontab("b", []byte("# other\n0 3 * * * echo   hi\n"))
+	if a[0].Name != b[0].Name {
+		t.Fatalf("same schedule and command, names %q and %q", a[0].Name, b[0].Name)
+	}
+	if want := hashName("0 3 * * *", "echo   hi"); a[0].Name != want || len(want) != len("job-")+12 {
+		t.Fatalf("name %q, want %q", a[0].Name, want)
+	}
+	c, _ := parseCrontab("c", []byte("0 3 * * * echo hi\n"))
+	if c[0].Name == a[0].Name {
+		t.Fatalf("different commands share the name %q", c[0].Name)
+	}
+}
+
+func TestParseCrontabErrors(t *testing.T) {
+	src := `# name: ok
+* * * * * echo fine
+* * * *
+@reboot echo boot
+CRON_TZ=Mars/Olympus
+@every
+# name:
+0 0 * * *
+*/5 * * * * *
+`
+	jobs, errs := parseCrontab("bad.cron", []byte(src))
+	var got []string
+	for _, e := range errs {
+		got = append(got, e.Error())
+	}
+	wantPrefixes := []string{"bad.cron:3:", "bad.cron:4:", "bad.cron:5:", "bad.cron:6:", "bad.cron:7:", "bad.cron:8:", "bad.cron:9:"}
+	if len(got) != len(wantPrefixes) {
+		t.Fatalf("got %d errors, want %d:\n%s", len(got), len(wantPrefixes), strings.Join(got, "\n"))
+	}
+	for i, p := range wantPrefixes {
+		if !strings.HasPrefix(got[i], p) {
+			t.Errorf("error %d = %q, want prefix %q", i, got[i], p)
+		}
+	}
+	if !strings.Contains(got[2], "Mars/Olympus") {
+		t.Errorf("zone error %q does not name the zone", got[2])
+	}
+	if len(jobs) != 1 || jobs[0].Name != "ok" {
+		t.Fatalf("jobs %v, want only \"ok\"", jobs)
+	}
+}
+
+func TestSixFieldDetection(t *testing.T) {
+	for _, tc := range []struct{ line, schedule, cmd string }{
+		{"*/5 * * * * * date", "*/5 * * * * *", "date"},
+		{"0 0 9 * * MON-FRI date", "0 0 9 * * MON-FRI", "date"},
+		{"0 9 * * MON-FRI date", "0 9 * * MON-FRI", "date"},
+		{"0 9 * * 1 mon-script --x", "0 9 * * 1", "mon-script --x"},
+		{"0 9 * * * ls -l", "0 9 * * *", "ls -l"},
+		{"0 0 9 * * 5L ./x", "0 0 9 * * 5L", "./x"},
+	} {
+		s, c, err := splitCronLine(tc.line)
+		if err != nil || s != tc.schedule || c != tc.cmd {
+			t.Errorf("%q: %q %q %v, want %q %q", tc.line, s, c, err, tc.schedule, tc.cmd)
+		}
+	}
+}
+
+func FuzzParseCrontab(f *testing.F) {
+	f.Add("# name: x\n*/5 * * * * * echo hi\nA=b\nCRON_TZ=UTC\n@every 1s x%y\\%z\n")
+	f.Add("* * *\n@reboot\n@every\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		jobs, _ := parseCrontab("f", []byte(s))
+		_ = checkJobs(jobs)
+	})
+}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestOpenStoreErrors(t *testing.T) {
+	for _, tc := range []struct {
+		url  string
+		code StoreErrorCode
+		want string
+	}{
+		{"no-scheme", StoreBadURL, "no scheme"},
+		{"ftp://host/x", StoreUnknownScheme, `unknown scheme "ftp"`},
+		{"sqlite:", StoreBadURL, "no file path"},
+		{"sqlite:/nonexistent-dir/sub/x.db", StoreOpenFailed, "nonexistent-dir"},
+		{"memory:/x", StoreBadURL, "takes no path"},
+		{"redis://user:s3cr3t@127.0.0.1:1/0?bogus=1", StoreOpenFailed, "xxxxx"},
+		{"postgres://user:s3cr3t@host:5432/db%zz", StoreBadURL, "does not parse"},
+		{"nats://user:s3cr3t@127.0.0.1:1", StoreOpenFailed, "127.0.0.1:1"},
+	} {
+		t.Run(tc.url, func(t *testing.T) {
+			b, err := openStore(tc.url)
+			if err == nil {
+				b.Close(context.Background())
+				t.Fatal("no error")
+			}
+			var se *StoreURLError
+			if !errors.As(err, &se) {
+				t.Fatalf("%T %v is not a *StoreURLError", err, err)
+			}
+			if se.Code != tc.code || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%v: code %s, want %s and %q", err, se.Code, tc.code, tc.want)
+			}
+			if strings.Contains(err.Error(), "s3cr3t") {
+				t.Errorf("password in %q", err)
+			}
+		})
+	}
+}
+
+func TestOpenStorePostgresWithoutBackend(t *testing.T) {
+	if _, ok := openers["postgres"]; ok {
+		t.Skip("this build has a PostgreSQL backend")
+	}
+	_, err := openStore("postgres://u:s3cr3t@localhost/db")
+	var se *StoreURLError
+	if !errors.As(err, &se) || se.Code != StoreUnavailable || strings.Contains(err.Error(), "s3cr3t") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		"redis://u:pw@h:1/0":         "redis://u:xxxxx@h:1/0",
+		"postgres://u:p%zz@h/db":     "postgres://u:xxxxx@h/db",
+		"nats://h:4222":              "nats://h:4222",
+		"sqlite:./anarchon.db":       "sqlite:./anarchon.db",
+		"postgres://u:a@b@h:5432/db": "postgres://u:xxxxx@h:5432/db",
+	} {
+		if got := redact(in); got != want {
+			t.Errorf("redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestOpenStoreSQLite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	for _, u := range []string{"sqlite:" + path + "?prefix=t1_", "sqlite://" + path} {
+		b, err := openStore(u)
+		if err != nil {
+			t.Fatalf("%s: %v", u, err)
+		}
+		if err := b.Init(context.Background()); err != nil {
+			t.Fatalf("%s: init: %v", u, err)
+		}
+		if b.Name() != "sqlite" {
+			t.Errorf("name %q", b.Name())
+		}
+		b.Close(context.Background())
+	}
+	b, err := openStore("memory:")
+	if err != nil || b.Name() != "memory" {
+		t.Fatalf("memory: %v", err)
+	}
+}
