@@ -73,6 +73,10 @@ func main() {
 		fmt.Printf("%+v fired/s=%.0f cpu/s=%v cpu/fired=%v\n", l, float64(l.Fired)/l.Wall.Seconds(), l.CPUPerSecond(), l.CPUPerFired())
 	case "timing":
 		err = runTiming(ctx, *short)
+	case "contest":
+		err = runContest(ctx, split(*stores), *workdir, *short)
+	case "failover":
+		err = runFailover(ctx, split(*stores), *workdir, *short)
 	case "scale":
 		err = runScale(ctx, *short)
 	default:

@@ -1,0 +1,142 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/anarchon/anarchon"
+)
+
+// Failover scenarios.
+const (
+	ScenarioCrash    = "crash"    // the holder stops heartbeating (every store call fails)
+	ScenarioHandOver = "handover" // the holder calls Stop with an expired context
+)
+
+// FailoverTrial is one measured takeover.
+type FailoverTrial struct {
+	Gap         time.Duration // crash or Stop call → the backup's handler start
+	AfterExpiry time.Duration // crash only: backup start − (last good heartbeat + lease)
+}
+
+// FailoverConfig sets the lease and the trials of [Failover].
+type FailoverConfig struct {
+	Lease  time.Duration // the job's lease; heartbeats every Lease/3
+	Trials int
+	Watch  bool // false hides the backend's Watcher: the backup polls
+}
+
+// ErrNoTakeover is returned when the backup did not start the run in time.
+var ErrNoTakeover = errors.New("bench: backup did not take the run over")
+
+// Failover runs two instances A and B, each on its own backend, with a
+// leased job every second. The first handler of a slot blocks; then the
+// holder crashes (scenario crash: after a successful heartbeat every call
+// of its backend fails, as if the process died) or stops (scenario
+// handover: Stop with an expired context, which releases the lease), and
+// the time until the other instance's handler starts is measured. The
+// backup polls every PollInterval (1 s, the default) or is woken by the
+// store's Watcher.
+func Failover(ctx context.Context, st *Store, scenario string, cfg FailoverConfig) ([]FailoverTrial, error) {
+	var out []FailoverTrial
+	for range cfg.Trials {
+		t, err := failoverTrial(ctx, st, scenario, cfg)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+type started struct {
+	instance string
+	attempt  int
+	slot     time.Time
+	at       time.Time
+}
+
+func failoverTrial(ctx context.Context, st *Store, scenario string, cfg FailoverConfig) (FailoverTrial, error) {
+	job := fmt.Sprintf("failover-%d", uniq())
+	starts := make(chan started, 16)
+	h := func(hctx context.Context, run *anarchon.Run) error {
+		starts <- started{run.InstanceID, run.Attempt, run.Slot, time.Now()}
+		if run.Attempt == 1 {
+			<-hctx.Done() // the holder is busy until it loses the run
+		}
+		return nil
+	}
+	wraps := map[string]*Wrapped{}
+	scheds := map[string]*anarchon.Scheduler{}
+	for _, id := range []string{"A", "B"} {
+		be, err := st.Open(ctx)
+		if err != nil {
+			return FailoverTrial{}, err
+		}
+		w, sb := Wrap(be, !cfg.Watch)
+		s := anarchon.New(sb, &anarchon.Options{InstanceID: id, Logger: quietLogger()})
+		if err := s.Every(job, time.Second, h, &anarchon.JobOptions{Lease: cfg.Lease}); err != nil {
+			return FailoverTrial{}, err
+		}
+		wraps[id], scheds[id] = w, s
+	}
+	for _, s := range scheds {
+		if err := s.Start(ctx); err != nil {
+			return FailoverTrial{}, err
+		}
+	}
+	defer func() {
+		for _, s := range scheds {
+			sctx, cancel := deadline(5 * time.Second)
+			_ = s.Stop(sctx)
+			cancel()
+		}
+	}()
+	var first started
+	select {
+	case first = <-starts:
+	case <-time.After(5 * time.Second):
+		return FailoverTrial{}, errors.New("bench: no first run")
+	}
+	holder := wraps[first.instance]
+	var t0 time.Time
+	var expiry time.Time
+	switch scenario {
+	case ScenarioCrash:
+		// Crash just after a good heartbeat, so the lease has its full
+		// length left, as when a process dies at a random moment.
+		deadlineAt := time.Now().Add(cfg.Lease)
+		for holder.LastHeartbeat().IsZero() && time.Now().Before(deadlineAt) {
+			time.Sleep(time.Millisecond)
+		}
+		holder.Crash()
+		t0 = time.Now()
+		if hb := holder.LastHeartbeat(); !hb.IsZero() {
+			expiry = hb.Add(cfg.Lease)
+		}
+	case ScenarioHandOver:
+		sctx, cancel := context.WithCancel(ctx)
+		cancel()
+		t0 = time.Now()
+		go func() { _ = scheds[first.instance].Stop(sctx) }()
+	default:
+		return FailoverTrial{}, fmt.Errorf("bench: unknown scenario %q", scenario)
+	}
+	timeout := time.After(cfg.Lease + 5*time.Second)
+	for {
+		select {
+		case s := <-starts:
+			if s.slot.Equal(first.slot) && s.instance != first.instance {
+				tr := FailoverTrial{Gap: s.at.Sub(t0)}
+				if !expiry.IsZero() {
+					tr.AfterExpiry = s.at.Sub(expiry)
+				}
+				return tr, nil
+			}
+		case <-timeout:
+			return FailoverTrial{}, fmt.Errorf("%w (%s, %s, watch %v)", ErrNoTakeover, st.Name, scenario, cfg.Watch)
+		}
+	}
+}

@@ -1,0 +1,78 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/pgbackend"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+func init() { register("postgres", openPostgres) }
+
+func openPostgres(ctx context.Context, workdir string) (*Store, error) {
+	url, err := needEnv("ANARCHON_TEST_POSTGRES_URL")
+	if err != nil {
+		return nil, err
+	}
+	prefix := "bench" + strconv.FormatInt(uniq(), 36) + "_"
+	var mu sync.Mutex
+	var closers []func()
+	return &Store{
+		Name: "postgres",
+		Open: func(ctx context.Context) (anarchon.Backend, error) {
+			b, err := pgbackend.Open(ctx, url, &pgbackend.Options{Prefix: prefix})
+			if err != nil {
+				return nil, err
+			}
+			mu.Lock()
+			closers = append(closers, func() { _ = b.Close(context.Background()) })
+			mu.Unlock()
+			return b, nil
+		},
+		Raw: func(ctx context.Context) (RawClaimer, error) {
+			pool, err := pgxpool.New(ctx, url)
+			if err != nil {
+				return nil, fmt.Errorf("bench: postgres pool: %w", err)
+			}
+			table := prefix + "raw"
+			_, err = pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+table+` (
+				job text NOT NULL, slot bigint NOT NULL, token text NOT NULL, instance text NOT NULL,
+				PRIMARY KEY (job, slot))`)
+			if err != nil && !pgbackend.IsAlreadyCreated(err) {
+				pool.Close()
+				return nil, fmt.Errorf("bench: create raw table: %w", err)
+			}
+			mu.Lock()
+			closers = append(closers, pool.Close)
+			mu.Unlock()
+			return &pgRaw{pool: pool, q: `INSERT INTO ` + table + ` (job, slot, token, instance) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`}, nil
+		},
+		Close: func() {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, c := range closers {
+				c()
+			}
+		},
+	}, nil
+}
+
+// pgRaw is INSERT … ON CONFLICT DO NOTHING, won when a row was inserted.
+type pgRaw struct {
+	pool *pgxpool.Pool
+	q    string
+}
+
+func (r *pgRaw) Claim(ctx context.Context, job string, slot int64, token string) (bool, error) {
+	tag, err := r.pool.Exec(ctx, r.q, job, slot, token, "bench")
+	if err != nil {
+		return false, err
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+func (r *pgRaw) Close() error { return nil }
