@@ -454,29 +454,33 @@ func (b *SQLBackend) trim(ctx context.Context, tx Querier, job string, size int,
 // transaction (Serialize, then SELECT … ForUpdate). It returns the
 // watermark.
 func (b *SQLBackend) lockJob(ctx context.Context, tx Querier, job string) error {
-	_, _, err := b.lockJobWatermark(ctx, tx, job)
+	_, _, _, err := b.lockJobWatermark(ctx, tx, job)
 	return err
 }
 
-func (b *SQLBackend) lockJobWatermark(ctx context.Context, tx Querier, job string) (wm int64, has bool, err error) {
+// lockJobWatermark locks the job (see lockJob) and returns its watermark
+// and the server's clock, read after the lock was taken.
+func (b *SQLBackend) lockJobWatermark(ctx context.Context, tx Querier, job string) (wm int64, has bool, now int64, err error) {
 	if b.d.Serialize != "" {
 		if _, err := b.all(ctx, tx, b.d.Serialize, job); err != nil {
-			return 0, false, err
+			return 0, false, 0, err
 		}
 	}
 	for range 2 {
 		rows, err := b.all(ctx, tx, b.q.selectJob, job)
 		if err != nil {
-			return 0, false, err
+			return 0, false, 0, err
 		}
 		if len(rows) > 0 {
-			return asNullInt64(rows[0][0])
+			wm, has, err1 := asNullInt64(rows[0][0])
+			now, err2 := asInt64(rows[0][1])
+			return wm, has, now, errors.Join(err1, err2)
 		}
 		if _, err := b.all(ctx, tx, b.q.insertJob, job); err != nil {
-			return 0, false, err
+			return 0, false, 0, err
 		}
 	}
-	return 0, false, errors.New("job row vanished")
+	return 0, false, 0, errors.New("job row vanished")
 }
 
 // History returns the job's runs from all instances, newest first: run

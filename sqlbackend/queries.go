@@ -31,7 +31,6 @@ func buildQueries(qualify func(string) string, d SQLDialect) queries {
 		"{jobs}", jobs, "{runs}", runs, "{results}", results,
 		"{big}", big, "{now}", now, "{fu}", d.ForUpdate,
 		"{results_slot}", qualifyIndex(qualify, "results_slot"),
-		"{runs_state}", qualifyIndex(qualify, "runs_state"),
 	)
 	q := func(s string) string { return r.Replace(s) }
 	return queries{
@@ -53,7 +52,6 @@ func buildQueries(qualify func(string) string, d SQLDialect) queries {
 	claimed_at {big} NOT NULL,
 	PRIMARY KEY (job, slot)
 )`),
-			q(`CREATE INDEX IF NOT EXISTS {runs_state} ON {runs} (job, state, lease_until)`),
 			q(`CREATE TABLE IF NOT EXISTS {results} (
 	job TEXT NOT NULL,
 	token TEXT NOT NULL,
@@ -74,7 +72,7 @@ func buildQueries(qualify func(string) string, d SQLDialect) queries {
 		},
 
 		insertJob:      q(`INSERT INTO {jobs} (job, watermark, created_at) VALUES (?, NULL, {now}) ON CONFLICT (job) DO NOTHING`),
-		selectJob:      q(`SELECT watermark FROM {jobs} WHERE job = ?{fu}`),
+		selectJob:      q(`SELECT watermark, {now} FROM {jobs} WHERE job = ?{fu}`),
 		raiseWatermark: q(`UPDATE {jobs} SET watermark = ? WHERE job = ? AND (watermark IS NULL OR watermark < ?)`),
 
 		// The plain claim: one statement. The WHERE keeps trimmed slots

@@ -56,11 +56,7 @@ func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.Cla
 	var out anarchon.ClaimOutcome
 	err := b.cfg.Conn.Transaction(ctx, func(tx Querier) error {
 		out = anarchon.ClaimOutcome{}
-		wm, hasWM, err := b.lockJobWatermark(ctx, tx, c.Job)
-		if err != nil {
-			return err
-		}
-		now, err := b.nowMs(ctx, tx)
+		wm, hasWM, now, err := b.lockJobWatermark(ctx, tx, c.Job)
 		if err != nil {
 			return err
 		}
