@@ -1,0 +1,196 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// cli runs the command line in-process and returns its exit code and
+// output.
+func cli(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var o, e bytes.Buffer
+	code = execute(args, &o, &e)
+	return code, o.String(), e.String()
+}
+
+func writeFile(t *testing.T, dir, name, text string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestNextDST(t *testing.T) {
+	code, out, errOut := cli(t, "next", "0 2 * * *", "--zone", "America/New_York", "--after", "2026-03-07T12:00:00-05:00", "-n", "3")
+	want := "2026-03-08T03:00:00-04:00\n2026-03-09T02:00:00-04:00\n2026-03-10T02:00:00-04:00\n"
+	if code != 0 || out != want {
+		t.Fatalf("exit %d, stdout:\n%s\nstderr: %s\nwant:\n%s", code, out, errOut, want)
+	}
+	code, out, _ = cli(t, "next", "*/90 * * * *")
+	if code != 1 || out != "" {
+		t.Errorf("bad expression: exit %d, stdout %q", code, out)
+	}
+	code, _, errOut = cli(t, "next", "@hourly", "--after", "yesterday")
+	if code != 1 || !strings.Contains(errOut, "RFC 3339") {
+		t.Errorf("bad --after: exit %d, %q", code, errOut)
+	}
+	code, _, errOut = cli(t, "next", "@hourly", "--zone", "Nowhere/Land")
+	if code != 1 || !strings.Contains(errOut, "Nowhere/Land") {
+		t.Errorf("bad zone: exit %d, %q", code, errOut)
+	}
+}
+
+func TestValidateReportsEverything(t *testing.T) {
+	dir := t.TempDir()
+	ct := writeFile(t, dir, "crontab", `# name: good
+* * * * * echo fine
+# name: badfield
+0 25 * * * echo never
+# name: zoned
+CRON_TZ=Atlantis/Capital
+0 1 * * * echo z
+# name: good
+5 * * * * echo again
+`)
+	cfg := writeFile(t, dir, "jobs.yaml", `jobs:
+  - name: neg
+    schedule: "@hourly"
+    shell: date
+    timeout: -5s
+  - name: zone
+    schedule: "0 9 * * *"
+    zone: Mars/Base
+    shell: date
+  - name: good
+    schedule: "@daily"
+    command: [date]
+`)
+	code, out, errOut := cli(t, "validate", "--crontab", ct, "--config", cfg)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1; stdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	want := []string{
+		ct + `:6: CRON_TZ: unknown time zone "Atlantis/Capital"`,
+		ct + `:4: job "badfield": schedule:`,
+		ct + `:8: job "good": duplicate name (first defined at ` + ct + `:2)`,
+		cfg + `:5: job "neg": timeout: -5s is negative`,
+		cfg + `:8: job "zone": zone: unknown time zone "Mars/Base"`,
+		cfg + `:10: job "good": duplicate name (first defined at ` + ct + `:2)`,
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("got %d errors, want %d:\n%s", len(lines), len(want), out)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], w) {
+			t.Errorf("line %d:\n got %s\nwant %s…", i, lines[i], w)
+		}
+	}
+
+	code, out, _ = cli(t, "validate", "--crontab", writeFile(t, dir, "ok", "@every 1s echo x\n"))
+	if code != 0 || out != "ok: 1 jobs\n" {
+		t.Errorf("valid file: exit %d, %q", code, out)
+	}
+	if code, _, _ = cli(t, "validate"); code != 1 {
+		t.Errorf("no files: exit %d", code)
+	}
+	if code, _, _ = cli(t, "validate", "--crontab", filepath.Join(dir, "missing")); code != 1 {
+		t.Errorf("missing file: exit %d", code)
+	}
+}
+
+func TestExamplesValidate(t *testing.T) {
+	for _, args := range [][]string{{"--crontab", "../../examples/crontab"}, {"--config", "../../examples/anarchon.yaml"}} {
+		code, out, errOut := cli(t, append([]string{"validate"}, args...)...)
+		if code != 0 {
+			t.Errorf("%s: exit %d:\n%s%s", args[1], code, out, errOut)
+		}
+	}
+}
+
+func TestRunNowAndHistory(t *testing.T) {
+	dir := t.TempDir()
+	ct := writeFile(t, dir, "crontab", `# name: hello
+@daily echo "hello $ANARCHON_JOB manual=$ANARCHON_MANUAL $GREETING"; echo to-stderr >&2
+# name: broken
+@daily exit 7
+GREETING=hi
+`)
+	store := "sqlite:" + filepath.Join(dir, "a.db")
+	code, out, errOut := cli(t, "run-now", "hello", "--crontab", ct, "--store", store, "--json")
+	if code != 0 {
+		t.Fatalf("run-now: exit %d\n%s%s", code, out, errOut)
+	}
+	var rec recordJSON
+	if err := json.Unmarshal([]byte(out), &rec); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if rec.Status != "success" || !rec.Manual || !strings.Contains(rec.Output, "hello hello manual=1 \n") || !strings.Contains(rec.Output, "to-stderr\n") {
+		t.Errorf("record %+v", rec)
+	}
+	if !strings.Contains(errOut, "msg=to-stderr") || !strings.Contains(errOut, "stream=stderr") {
+		t.Errorf("output not logged:\n%s", errOut)
+	}
+
+	code, out, _ = cli(t, "run-now", "broken", "--crontab", ct, "--store", store)
+	if code != 1 || !strings.Contains(out, "exit status 7") {
+		t.Errorf("failing run-now: exit %d\n%s", code, out)
+	}
+	code, _, errOut = cli(t, "run-now", "nope", "--crontab", ct, "--store", store)
+	if code != 1 || !strings.Contains(errOut, `no job "nope"`) {
+		t.Errorf("unknown job: exit %d %q", code, errOut)
+	}
+
+	code, out, _ = cli(t, "history", "hello", "--store", store, "--json")
+	var recs []map[string]any
+	if err := json.Unmarshal([]byte(out), &recs); code != 0 || err != nil || len(recs) != 1 {
+		t.Fatalf("history: exit %d, %v\n%s", code, err, out)
+	}
+	for _, k := range []string{"job", "slot", "instance", "attempt", "status", "started_at", "finished_at", "error", "manual"} {
+		if _, ok := recs[0][k]; !ok {
+			t.Errorf("history record has no %q: %v", k, recs[0])
+		}
+	}
+	code, out, _ = cli(t, "history", "broken", "--store", store)
+	if code != 0 || !strings.Contains(out, "exit status 7") || !strings.Contains(out, "SLOT") {
+		t.Errorf("history table: exit %d\n%s", code, out)
+	}
+
+	code, out, errOut = cli(t, "status", "--crontab", ct, "--store", store, "--json")
+	var st statusReport
+	if err := json.Unmarshal([]byte(out), &st); code != 0 || err != nil || len(st.Jobs) != 2 {
+		t.Fatalf("status: exit %d %v\n%s%s", code, err, out, errOut)
+	}
+	if st.Jobs[0].Last == nil || st.Jobs[0].Last.Status != "success" || len(st.Jobs[0].Next) != 3 {
+		t.Errorf("status job %+v", st.Jobs[0])
+	}
+	if code, out, _ = cli(t, "status", "--crontab", ct, "--store", store); code != 0 || !strings.Contains(out, "exit status 7") {
+		t.Errorf("status table: exit %d\n%s", code, out)
+	}
+}
+
+func TestBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"run"},
+		{"run", "--crontab", "/nonexistent"},
+		{"history"},
+		{"history", "x", "-n", "0"},
+		{"history", "x", "--store", "bogus://x"},
+		{"nosuch"},
+		{"run", "--log-level", "loud", "--crontab", "x"},
+	} {
+		if code, _, errOut := cli(t, args...); code == 0 || errOut == "" {
+			t.Errorf("%q: exit %d, stderr %q", args, code, errOut)
+		}
+	}
+	if code, out, _ := cli(t, "version"); code != 0 || !strings.HasPrefix(out, "anarchon ") {
+		t.Errorf("version: %d %q", code, out)
+	}
+}

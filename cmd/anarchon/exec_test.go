@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/membackend"
+)
+
+// runOnce registers j on a scheduler over the memory store and runs it with
+// RunNow, returning its history record.
+func runOnce(t *testing.T, j *jobSpec, grace time.Duration) anarchon.RunRecord {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	s := anarchon.New(membackend.New(nil), &anarchon.Options{InstanceID: "test-1", Logger: log})
+	e := &executor{log: log, instance: "test-1", grace: grace}
+	if errs := register(s, []*jobSpec{j}, e.handler); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	rec, err := s.RunNow(context.Background(), j.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+func TestHandlerEnvAndExitStatus(t *testing.T) {
+	dir := t.TempDir()
+	rec := runOnce(t, &jobSpec{
+		Name: "env", Schedule: "@daily", Workdir: dir, Env: []string{"X=1"},
+		Argv: []string{"/bin/sh", "-c", `pwd; echo "$ANARCHON_JOB|$ANARCHON_ATTEMPT|$ANARCHON_INSTANCE|$ANARCHON_MANUAL|$X"; echo "$ANARCHON_SLOT"; exit 3`},
+	}, time.Second)
+	if rec.Status != anarchon.StatusError || rec.Error != "exit status 3" {
+		t.Fatalf("status %s error %q", rec.Status, rec.Error)
+	}
+	lines := strings.Split(strings.TrimSpace(rec.Output), "\n")
+	if len(lines) != 3 || lines[1] != "env|1|test-1|1|1" {
+		t.Fatalf("output %q", rec.Output)
+	}
+	if real, _ := filepath.EvalSymlinks(dir); lines[0] != dir && lines[0] != real {
+		t.Errorf("workdir %q, want %q", lines[0], dir)
+	}
+	if slot, err := time.Parse(time.RFC3339Nano, lines[2]); err != nil || !slot.Equal(rec.Slot) || !strings.HasSuffix(lines[2], "Z") {
+		t.Errorf("ANARCHON_SLOT %q, slot %v (%v)", lines[2], rec.Slot, err)
+	}
+
+	rec = runOnce(t, &jobSpec{Name: "missing", Schedule: "@daily", Argv: []string{"/nonexistent/cmd"}}, time.Second)
+	if rec.Status != anarchon.StatusError || !strings.Contains(rec.Error, "/nonexistent/cmd") {
+		t.Errorf("missing command: %s %q", rec.Status, rec.Error)
+	}
+}
+
+func TestHandlerOutputTail(t *testing.T) {
+	rec := runOnce(t, &jobSpec{
+		Name: "big", Schedule: "@daily",
+		Argv: []string{"/bin/sh", "-c", `i=0; while [ $i -lt 2000 ]; do echo "line $i"; i=$((i+1)); done; printf "no newline"`},
+	}, time.Second)
+	if rec.Status != anarchon.StatusSuccess || len(rec.Output) > outputTail || !strings.HasSuffix(rec.Output, "line 1999\nno newline") {
+		t.Fatalf("status %s, output %d bytes ending %q", rec.Status, len(rec.Output), rec.Output[max(len(rec.Output)-30, 0):])
+	}
+}
+
+func TestFormatSlot(t *testing.T) {
+	for in, want := range map[time.Time]string{
+		time.Date(2026, 3, 8, 7, 0, 0, 0, time.UTC):                             "2026-03-08T07:00:00Z",
+		time.Date(2026, 3, 8, 7, 0, 0, 250e6, time.UTC):                         "2026-03-08T07:00:00.25Z",
+		time.Date(2026, 3, 8, 3, 0, 0, 0, time.FixedZone("EDT", -4*3600)):       "2026-03-08T07:00:00Z",
+		time.UnixMilli(1772953200001).In(time.FixedZone("X", 3600)).Truncate(0): "2026-03-08T07:00:00.001Z",
+	} {
+		if got := formatSlot(in); got != want {
+			t.Errorf("formatSlot(%v) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestTimeoutKillsProcessGroup runs a job whose shell starts a background
+// sleep; the timeout must stop both, SIGKILLing the one that ignores
+// SIGTERM.
+func TestTimeoutKillsProcessGroup(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	j := &jobSpec{
+		Name: "slow", Schedule: "@daily", Options: anarchon.JobOptions{Timeout: 300 * time.Millisecond},
+		Argv: []string{"/bin/sh", "-c", `sh -c 'trap "" TERM; sleep 30' & echo $! > ` + pidFile + `; echo started; wait`},
+	}
+	start := time.Now()
+	rec := runOnce(t, j, 500*time.Millisecond)
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("took %v", took)
+	}
+	if rec.Status != anarchon.StatusError || !strings.Contains(rec.Error, anarchon.ErrTimeout.Error()) || !strings.Contains(rec.Output, "started") {
+		t.Fatalf("status %s error %q output %q", rec.Status, rec.Error, rec.Output)
+	}
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	// The background child ignores SIGTERM: only the SIGKILL after the
+	// grace period ends it. It may linger as a zombie until its new parent
+	// reaps it, which counts as ended.
+	deadline := time.Now().Add(5 * time.Second)
+	for !gone(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("background child %d still running", pid)
+		}
+		time.Sleep(20 * time.Millisecond) // polling another process's state: no channel can say it
+	}
+}
+
+// gone reports whether pid no longer runs (absent or a zombie).
+func gone(pid int) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if errors.Is(err, os.ErrNotExist) {
+		return true
+	}
+	if err != nil {
+		return false
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
+}
