@@ -234,3 +234,47 @@ func TestJobNamesDistinct(t *testing.T) {
 		}
 	}
 }
+
+// TestHistoryLimitWithinSlot: with a limit, History still orders the
+// records of one slot (attempts after takeovers) by anarchon.BuildHistory's
+// rule, newest attempt first, whatever order Redis keeps them in.
+func TestHistoryLimitWithinSlot(t *testing.T) {
+	addr := redisAddr(t)
+	b := newBackend(t, addr, freshPrefix(t, addr), nil)
+	rs := b.Runs()
+	ctx := t.Context()
+	slot := time.Now().Truncate(time.Minute).UnixMilli()
+	var toks []string
+	for i := range 3 {
+		tok := randToken()
+		toks = append(toks, tok)
+		out, err := rs.Claim(ctx, anarchon.RunClaim{ClaimInput: anarchon.ClaimInput{Job: "h", Slot: slot, Token: tok, InstanceID: "i" + itoa(i)}, Lease: time.Hour, MaxAttempts: 5})
+		if err != nil || out.Kind != anarchon.OutcomeWon || out.Attempt != i+1 {
+			t.Fatalf("claim %d: %+v %v", i, out, err)
+		}
+		if ok, err := rs.Release(ctx, "h", slot, tok); err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+	}
+	if ok, err := b.Claim(ctx, anarchon.ClaimInput{Job: "h", Slot: slot - 60000, Token: randToken(), InstanceID: "old"}); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	for _, limit := range []int{1, 2, 3} {
+		recs, err := b.History(ctx, "h", limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) != limit {
+			t.Fatalf("History(%d): %d records", limit, len(recs))
+		}
+		for i, r := range recs {
+			if want := toks[2-i]; r.Token != want || r.Attempt != 3-i {
+				t.Errorf("History(%d)[%d]: token %s attempt %d, want %s attempt %d", limit, i, r.Token, r.Attempt, want, 3-i)
+			}
+		}
+	}
+	recs, err := b.History(ctx, "h", 0)
+	if err != nil || len(recs) != 4 || recs[3].InstanceID != "old" {
+		t.Errorf("History(0): %+v, %v; want 4 records, the older slot last", recs, err)
+	}
+}
