@@ -76,8 +76,8 @@ type config struct {
 // soak mode when ANARCHON_SOAK holds a duration (e.g. ANARCHON_SOAK=20m).
 func loadConfig(t *testing.T) config {
 	c := config{
-		duration: 40 * time.Second, instances: 3,
-		interval: 2 * time.Second, work: 1200 * time.Millisecond, lease: 1500 * time.Millisecond,
+		duration: 45 * time.Second, instances: 3,
+		interval: 3 * time.Second, work: 2 * time.Second, lease: 1200 * time.Millisecond,
 		plainInterval: time.Second, gapMin: 2 * time.Second, gapMax: 3 * time.Second,
 	}
 	if v := os.Getenv("ANARCHON_SOAK"); v != "" {
@@ -512,6 +512,22 @@ func (h *harness) run() faults.Report {
 	if h.st.lock != nil {
 		kinds = append(kinds, faults.FaultStoreLock)
 	}
+	// After one of each, kills (of the winner above all) and partitions
+	// come more often than store-wide outages, which excuse slots from the
+	// settlement check.
+	var weighted []faults.FaultKind
+	for _, k := range kinds {
+		n := 1
+		switch k {
+		case faults.FaultKillWinner:
+			n = 4
+		case faults.FaultKill, faults.FaultBlackhole:
+			n = 2
+		}
+		for range n {
+			weighted = append(weighted, k)
+		}
+	}
 	tail := newLedgerTail(h.ledger)
 	end := time.Now().Add(c.duration)
 	h.pause(c.interval + c.gapMin) // let the instances settle
@@ -519,7 +535,7 @@ func (h *harness) run() faults.Report {
 		// Every kind once in turn, then at random.
 		kind := kinds[i%len(kinds)]
 		if i >= len(kinds) {
-			kind = kinds[h.intn(len(kinds))]
+			kind = weighted[h.intn(len(weighted))]
 		}
 		h.inject(kind, tail)
 		gap := c.gapMin + h.dur(c.gapMax-c.gapMin)

@@ -8,7 +8,11 @@
 //
 //   - "leased" runs every -interval under a lease of -lease, works for
 //     -work in steps of 10 ms and stops as soon as its context ends (lease
-//     lost, stopped): the ledger then shows "stopped" with the cause.
+//     lost, stopped): the ledger then shows "stopped" with the cause. With
+//     -catchup, a (re)started instance claims the slots of the last
+//     -catchup again: the newest is run if nobody settled it, older ones
+//     are settled as missed, and runs whose holders all died are taken
+//     over.
 //   - "plain" runs every -plain-interval with a plain claim (no lease) and
 //     works for -plain-work without looking at its context.
 //
@@ -56,6 +60,7 @@ func run() error {
 		clockSync     = flag.Duration("clock-sync", 5*time.Second, "how often the store clock offset is measured")
 		history       = flag.Int("history", 5000, "history records kept per job")
 		stopWait      = flag.Duration("stop-wait", 2*time.Second, "how long Stop waits before handing runs over")
+		catchUp       = flag.Duration("catchup", 30*time.Second, "catch-up window of the leased job (0: none)")
 	)
 	flag.Parse()
 	if *store == "" || *id == "" || *ledgerPath == "" {
@@ -134,6 +139,7 @@ func run() error {
 	}
 	if err := s.Every("leased", *interval, leased, &anarchon.JobOptions{
 		Lease: *lease, HistorySize: *history, MaxAttempts: 3,
+		CatchUp: anarchon.CatchUp{Window: *catchUp, Max: 1},
 	}); err != nil {
 		return err
 	}
