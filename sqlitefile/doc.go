@@ -1,0 +1,46 @@
+// Package sqlitefile opens a SQLite database file as an anarchon backend
+// in one call, bringing in a driver: [Open] returns a
+// [github.com/anarchon/anarchon/sqlitebackend.Backend] that owns the
+// database and closes it on Close. It is the embedded default: no server,
+// and instances in several processes on one host share one file.
+//
+//	b, err := sqlitefile.Open("/var/lib/myapp/anarchon.db", nil)
+//	if err != nil { … }
+//	s := anarchon.New(b, nil) // Stop closes what the scheduler opened; b.Close closes the file
+//
+// # Guarantees
+//
+// Those of sqlitebackend: exactly one winner per (job, slot) across every
+// goroutine and process using the file (the tests race 8 processes over
+// 2,000 slots), repeat-safe claims, leases judged by the host's clock,
+// history trimming that never reopens a slot.
+//
+// # Driver choice
+//
+// The driver is modernc.org/sqlite, a pure-Go translation of the SQLite C
+// library, so that programs using this package (and the anarchon daemon)
+// build with CGO_ENABLED=0 and cross-compile. It was measured side by side
+// with the cgo driver github.com/mattn/go-sqlite3 v1.14.28 (SQLite
+// 3.49), running the same sqlitebackend code on a fresh WAL file each,
+// with the same PRAGMAs (busy_timeout, journal_mode=WAL,
+// synchronous=NORMAL), in one benchmark binary, on a shared 2-core Linux
+// machine (go1.26, -benchtime 3000x, 3 runs each, per operation):
+//
+//	operation                     modernc v1.38.2     mattn v1.14.28
+//	plain Claim (one INSERT)      115–174 µs          116–279 µs
+//	lease Claim (transaction)     108–179 µs          115–159 µs
+//	Claim + SaveResult (trimming) 1.5–2.7 ms          0.87–1.25 ms
+//	History, 100 records          1.3–2.0 ms          1.25–2.1 ms
+//
+// The claim paths, which are the ones on a scheduler's hot path, are the
+// same within the machine's noise; saving results is about 1.5–2× slower
+// with the pure-Go driver, still hundreds per second per process, far
+// more than a scheduler writes. The numbers do not justify cgo, so
+// mattn/go-sqlite3 is not a dependency. A program that already links it
+// can pass its own *sql.DB to sqlitebackend.New instead of using Open.
+//
+// The plain claim costs about 1.3–2.2× the bare
+// INSERT … ON CONFLICT DO NOTHING it is built on (BenchmarkClaimVsRawInsert
+// reports the ratio as claim/raw): the extra is the watermark check in the
+// same statement, the wider row and the connection preparation.
+package sqlitefile
