@@ -17,11 +17,11 @@
 //
 // # Driver choice
 //
-// The driver is modernc.org/sqlite, a pure-Go translation of the SQLite C
-// library, so that programs using this package (and the anarchon daemon)
-// build with CGO_ENABLED=0 and cross-compile. It was measured side by side
-// with the cgo driver github.com/mattn/go-sqlite3 v1.14.28 (SQLite
-// 3.49), running the same sqlitebackend code on a fresh WAL file each,
+// The driver is modernc.org/sqlite (v1.38.2, SQLite 3.50.3), a pure-Go
+// translation of the SQLite C library, so that programs using this package
+// (and the anarchon daemon) build with CGO_ENABLED=0 and cross-compile. It
+// was measured side by side with the cgo driver
+// github.com/mattn/go-sqlite3 (v1.14.28, SQLite 3.49.1), running the same sqlitebackend code on a fresh WAL file each,
 // with the same PRAGMAs (busy_timeout, journal_mode=WAL,
 // synchronous=NORMAL), in one benchmark binary, on a shared 2-core Linux
 // machine (go1.26, -benchtime 3000x, 3 runs each, per operation):
