@@ -8,7 +8,9 @@ require (
 	github.com/anarchon/anarchon/pgbackend v0.0.0-00010101000000-000000000000
 	github.com/anarchon/anarchon/redisbackend v0.0.0-00010101000000-000000000000
 	github.com/anarchon/anarchon/sqlitefile v0.0.0-00010101000000-000000000000
+	github.com/go-co-op/gocron/v2 v2.21.2
 	github.com/jackc/pgx/v5 v5.7.5
+	github.com/jonboulle/clockwork v0.5.0
 	github.com/nats-io/nats.go v1.53.1
 	github.com/redis/go-redis/v9 v9.22.0
 )
@@ -26,6 +28,7 @@ require (
 	github.com/nats-io/nuid v1.0.1 // indirect
 	github.com/ncruces/go-strftime v0.1.9 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
+	github.com/robfig/cron/v3 v3.0.1 // indirect
 	go.uber.org/atomic v1.11.0 // indirect
 	golang.org/x/crypto v0.49.0 // indirect
 	golang.org/x/exp v0.0.0-20250620022241-b7579e27df2b // indirect

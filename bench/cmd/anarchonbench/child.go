@@ -49,6 +49,12 @@ func childMain(ctx context.Context, part string, a childArgs) (bool, error) {
 		res = bench.TimerLateness(a.jobs, time.Second, a.d)
 	case "child-lateness":
 		res, err = bench.SchedulerLateness(ctx, a.jobs, time.Second, a.d, bench.TimingMode(a.mode))
+	case "child-redisload":
+		addr, aerr := bench.RedisAddr()
+		if aerr != nil {
+			return true, aerr
+		}
+		res, err = bench.MeasureRedisLoad(ctx, addr, a.mode, a.jobs, a.d)
 	case "child-jobmem":
 		res, err = bench.MeasureJobMemory(ctx, a.jobs)
 	default:

@@ -73,6 +73,8 @@ func main() {
 		fmt.Printf("%+v fired/s=%.0f cpu/s=%v cpu/fired=%v\n", l, float64(l.Fired)/l.Wall.Seconds(), l.CPUPerSecond(), l.CPUPerFired())
 	case "timing":
 		err = runTiming(ctx, *short)
+	case "gocron":
+		err = runGocron(ctx, *short)
 	case "contest":
 		err = runContest(ctx, split(*stores), *workdir, *short)
 	case "failover":

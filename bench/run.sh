@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Runs one part of anarchon's benchmark harness and prints its Markdown
+# tables (the tables in BENCHMARKS.md come from these commands).
+#
+#   bash bench/run.sh <part> [flags]
+#
+# Parts: claim, contest, failover (every store), timing, scale (memory
+# store), gocron (Redis). Flags go to the harness, e.g. -short for a quick
+# smoke run or -stores memory,redis.
+#
+# Server stores are started with scripts/services/<name>.sh under
+# $ANARCHON_BENCH_WORKDIR (default: a directory under /tmp) unless their
+# variable (ANARCHON_TEST_POSTGRES_URL, ANARCHON_TEST_REDIS_ADDR,
+# ANARCHON_TEST_NATS_URL) is already set. The servers are left running for
+# the next part; their pids are in <workdir>/<name>/<name>.pid.
+set -euo pipefail
+
+if [ $# -lt 1 ]; then
+	echo "usage: $0 claim|contest|failover|timing|scale|gocron [flags]" >&2
+	exit 2
+fi
+part=$1
+shift
+root=$(cd "$(dirname "$0")/.." && pwd)
+workdir=${ANARCHON_BENCH_WORKDIR:-/tmp/anarchon-bench}
+mkdir -p "$workdir"
+
+start() { # start <script> <variable>
+	local name=$1 var=$2
+	if [ -n "${!var:-}" ]; then
+		return
+	fi
+	if [ ! -f "$root/scripts/services/$name.sh" ]; then
+		echo "no scripts/services/$name.sh: $name rows are skipped" >&2
+		return
+	fi
+	local out
+	if ! out=$(bash "$root/scripts/services/$name.sh" "$workdir/$name"); then
+		echo "starting $name failed: its rows are skipped" >&2
+		return
+	fi
+	while IFS= read -r line; do
+		case $line in
+		*=*) export "${line?}" ;;
+		esac
+	done <<<"$out"
+}
+
+case $part in
+claim | contest | failover)
+	start postgres ANARCHON_TEST_POSTGRES_URL
+	start redis ANARCHON_TEST_REDIS_ADDR
+	start nats ANARCHON_TEST_NATS_URL
+	;;
+gocron)
+	start redis ANARCHON_TEST_REDIS_ADDR
+	;;
+esac
+
+bin="$workdir/anarchonbench"
+(cd "$root/bench" && go build -o "$bin" ./cmd/anarchonbench)
+exec "$bin" "$part" -workdir "$workdir" "$@"
