@@ -197,7 +197,7 @@ func TestRace16(t *testing.T) {
 
 // TestLeaseRace races lease claims for the same slots from 16 connections.
 func TestLeaseRace(t *testing.T) {
-	const conns, slots = 16, 200
+	const conns, slots = 16, 100
 	bs := open(t, conns, 1, freshSchema(t))
 	ctx := t.Context()
 	winners := make([]atomic.Int32, slots)
