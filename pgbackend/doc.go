@@ -31,11 +31,13 @@
 // PostgreSQL 10 or newer ([MinServerVersion], checked by Init). The role
 // needs CREATE on the schema the tables go in (and on the database, if
 // Options.Schema names a schema that does not exist yet), and
-// SELECT/INSERT/UPDATE/DELETE on the tables afterwards. Connection poolers
-// in transaction mode (PgBouncer) work for claims, since every transaction
-// is self-contained and the advisory locks are transaction-scoped; LISTEN
-// needs a session, so point WatchRuns' pool at the server directly or set
-// Options.NoNotify (instances then poll). Each Backend uses its pool's
+// SELECT/INSERT/UPDATE/DELETE on the tables afterwards. Behind a pooler in
+// transaction mode (PgBouncer), claims work, since every transaction is
+// self-contained and the advisory locks are transaction-scoped; add
+// default_query_exec_mode=exec to the connection string if the pooler
+// does not support prepared statements. LISTEN needs a session: connect
+// the backend to the server directly, or set Options.NoNotify (instances
+// then poll). Each Backend uses its pool's
 // connections plus one per active WatchRuns.
 //
 // # Setup

@@ -596,3 +596,14 @@ func (b *SQLBackend) nowMs(ctx context.Context, q Querier) (int64, error) {
 	}
 	return asInt64(rows[0][0])
 }
+
+// CheckJob implements anarchon.JobChecker: it refuses a job name the
+// tables cannot hold (empty, longer than MaxJobName bytes, or with a NUL
+// byte, which PostgreSQL's text type rejects), so the job fails at
+// registration rather than at its first claim.
+func (b *SQLBackend) CheckJob(l anarchon.JobLimits) error {
+	if err := checkJob(l.Job); err != nil {
+		return fmt.Errorf("%s: %w", b.cfg.Name, err)
+	}
+	return nil
+}

@@ -100,3 +100,19 @@ func TestConvert(t *testing.T) {
 		t.Errorf("asString = %q, %v", s, err)
 	}
 }
+
+func TestCheckJob(t *testing.T) {
+	b, err := New(Config{Conn: noConn(), Dialect: SQLDialect{BigInt: "BIGINT", NowMs: "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var _ anarchon.JobChecker = b
+	for _, bad := range []string{"", "a\x00b", strings.Repeat("x", MaxJobName+1)} {
+		if b.CheckJob(anarchon.JobLimits{Job: bad}) == nil {
+			t.Errorf("CheckJob(%q…) accepted", bad[:min(len(bad), 8)])
+		}
+	}
+	if err := b.CheckJob(anarchon.JobLimits{Job: `it's "ok" ✓`}); err != nil {
+		t.Error(err)
+	}
+}
