@@ -312,9 +312,16 @@ func Check(spec Spec, entries []Entry, history map[string][]anarchon.RunRecord, 
 						spec.LeasedJob, fmtMs(slot), b.attempt, b.inst, fmtUs(b.start), a.attempt, a.inst)
 				} else if end > b.start {
 					r.Overlaps++
+					how := "killed"
+					if a.end != 0 {
+						how = a.result
+						if a.cause != "" {
+							how += ": " + a.cause
+						}
+					}
 					bad("%s slot %s: attempt %d on %s started at %s, %v before attempt %d on %s ended (%s)",
 						spec.LeasedJob, fmtMs(slot), b.attempt, b.inst, fmtUs(b.start),
-						time.Duration(end-b.start)*time.Microsecond, a.attempt, a.inst, a.cause)
+						time.Duration(end-b.start)*time.Microsecond, a.attempt, a.inst, how)
 				}
 			}
 		}

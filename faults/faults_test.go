@@ -14,3 +14,7 @@ func TestRedis(t *testing.T) { runStore(t, redisStore(t)) }
 // TestNATS is TestRedis on a nats-server with JetStream. Needs
 // ANARCHON_TEST_NATS_URL.
 func TestNATS(t *testing.T) { runStore(t, natsStore(t)) }
+
+// TestPostgres is TestRedis on a PostgreSQL server. Needs
+// ANARCHON_TEST_POSTGRES_URL.
+func TestPostgres(t *testing.T) { runStore(t, pgStore(t)) }

@@ -291,8 +291,9 @@ func (h *harness) kill(p *proc, kind faults.FaultKind) {
 }
 
 // winner waits (up to two intervals) for a leased run in progress on a live
-// process and returns that process.
-func (h *harness) winner(tail *ledgerTail) *proc {
+// process with at least minLeft of its work to go, and returns that
+// process.
+func (h *harness) winner(tail *ledgerTail, minLeft time.Duration) *proc {
 	deadline := time.Now().Add(2 * h.cfg.interval)
 	for time.Now().Before(deadline) {
 		tail.poll()
@@ -300,7 +301,7 @@ func (h *harness) winner(tail *ledgerTail) *proc {
 			p.mu.Lock()
 			id := p.id
 			p.mu.Unlock()
-			if tail.open[id] > 0 && time.Now().Add(-200*time.Millisecond).Before(tail.until(id, h.cfg.work)) {
+			if tail.open[id] > 0 && time.Now().Add(minLeft).Before(tail.until(id, h.cfg.work)) {
 				return p
 			}
 		}
@@ -399,7 +400,7 @@ func (h *harness) inject(kind faults.FaultKind, tail *ledgerTail) {
 	c := h.cfg
 	switch kind {
 	case faults.FaultKillWinner:
-		if p := h.winner(tail); p != nil {
+		if p := h.winner(tail, 200*time.Millisecond); p != nil {
 			// Into the middle of the run.
 			h.kill(p, faults.FaultKillWinner)
 			return
@@ -428,9 +429,9 @@ func (h *harness) inject(kind faults.FaultKind, tail *ledgerTail) {
 		h.record(faults.Fault{Kind: kind, Targets: ids, Start: start, End: end})
 	case faults.FaultBlackhole:
 		// Partition the winner of a run away from the store for longer
-		// than its lease: a backup must take over, and the winner must have
-		// stopped first.
-		p := h.winner(tail)
+		// than its lease, early in the run: a backup must take over, and
+		// the winner must have stopped first.
+		p := h.winner(tail, c.lease+300*time.Millisecond)
 		if p == nil || p.proxy == nil {
 			return
 		}

@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/anarchon/anarchon"
 	"github.com/anarchon/anarchon/natsbackend"
+	"github.com/anarchon/anarchon/pgbackend"
 	"github.com/anarchon/anarchon/redisbackend"
 	"github.com/anarchon/anarchon/sqlitebackend"
 	"github.com/anarchon/anarchon/sqlitefile"
@@ -23,6 +25,7 @@ var ErrBadStoreURL = errors.New("faults: bad store URL")
 //	sqlite:/path/to/file.db     sqlitefile.Open, busy timeout 2 s
 //	redis://127.0.0.1:6379      redisbackend.Open
 //	nats://127.0.0.1:4222       natsbackend.Open, reconnecting for ever every 250 ms
+//	postgres://u:p@host/db      pgbackend.Open (postgresql:// too)
 //
 // Clients are set up to keep reconnecting, since the harness restarts
 // servers and cuts connections under them. An unknown scheme is an error
@@ -37,12 +40,14 @@ func Open(storeURL string) (anarchon.Backend, error) {
 		return sqlitefile.Open(rest, &sqlitebackend.Options{BusyTimeout: 2 * time.Second})
 	case "redis":
 		return redisbackend.Open(storeURL, nil)
+	case "postgres", "postgresql":
+		return pgbackend.Open(context.Background(), storeURL, nil)
 	case "nats":
 		return natsbackend.Open(storeURL, &natsbackend.Options{Timeout: 3 * time.Second},
 			nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond),
 			nats.RetryOnFailedConnect(false))
 	}
-	return nil, fmt.Errorf("%w: unknown scheme %q (want sqlite, redis or nats)", ErrBadStoreURL, scheme)
+	return nil, fmt.Errorf("%w: unknown scheme %q (want sqlite, redis, nats or postgres)", ErrBadStoreURL, scheme)
 }
 
 // redact drops the user info of a URL-like string, so that a password never

@@ -4,11 +4,14 @@ import (
 	"bufio"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
+	"net/url"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -264,4 +267,106 @@ func sqliteStore(t *testing.T) store {
 			return start, end, tx.Rollback()
 		},
 	}
+}
+
+// pgStore starts a PostgreSQL server of its own with
+// scripts/services/postgres.sh (a data directory under a temporary
+// directory, run by the script's unprivileged user when the tests run as
+// root), so that it can stop and start it with pg_ctl on the same port.
+func pgStore(t *testing.T) store {
+	need(t, "ANARCHON_TEST_POSTGRES_URL", "postgres")
+	work := t.TempDir()
+	script, err := filepath.Abs("../scripts/services/postgres.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", script, work)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("postgres.sh: %v", err)
+	}
+	var rawURL string
+	for _, line := range strings.Split(string(out), "\n") {
+		if v, ok := strings.CutPrefix(line, "ANARCHON_TEST_POSTGRES_URL="); ok {
+			rawURL = strings.TrimSpace(v)
+		}
+	}
+	if rawURL == "" {
+		t.Fatal("postgres.sh printed no ANARCHON_TEST_POSTGRES_URL")
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		t.Fatalf("postgres.sh printed an unparsable URL: %v", err)
+	}
+	datadir, err := filepath.EvalSymlinks(filepath.Join(work, "postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgdata := filepath.Join(datadir, "data")
+	bindir, err := pgBinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := u.Port()
+	pgctl := func(args ...string) error {
+		argv := append([]string{filepath.Join(bindir, "pg_ctl"), "-D", pgdata}, args...)
+		if os.Getuid() == 0 {
+			argv = append([]string{"runuser", "-u", "anarchon-pg", "--"}, argv...)
+		}
+		c := exec.Command(argv[0], argv[1:]...)
+		if b, err := c.CombinedOutput(); err != nil {
+			return fmt.Errorf("pg_ctl %s: %v: %s", args[len(args)-1], err, b)
+		}
+		return nil
+	}
+	// The options postgres.sh starts the server with.
+	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %s -c unix_socket_directories=%s -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=500", port, datadir)
+	t.Cleanup(func() {
+		if err := pgctl("-m", "immediate", "-w", "stop"); err != nil {
+			t.Log(err)
+		}
+		if datadir != filepath.Join(work, "postgres") {
+			os.RemoveAll(datadir)
+		}
+	})
+	addr := u.Host
+	return store{
+		name: "postgres", addr: addr,
+		url: func(a string) string {
+			v := *u
+			v.Host = a
+			q := v.Query()
+			q.Set("connect_timeout", "3")
+			v.RawQuery = q.Encode()
+			return v.String()
+		},
+		restart: func(down time.Duration) (start, end time.Time, err error) {
+			start = time.Now()
+			// A fast shutdown: sessions are ended, the data is checkpointed.
+			if err := pgctl("-m", "fast", "-w", "stop"); err != nil {
+				return start, time.Now(), err
+			}
+			time.Sleep(down) // the outage itself
+			end = time.Now()
+			return start, end, pgctl("-l", filepath.Join(datadir, "postgres.log"), "-w", "-t", "60", "-o", opts, "start")
+		},
+	}
+}
+
+// pgBinDir finds PostgreSQL's server binaries as postgres.sh does.
+func pgBinDir() (string, error) {
+	if p, err := exec.LookPath("pg_ctl"); err == nil {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Dir(r), nil
+		}
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Sort(sort.Reverse(sort.StringSlice(dirs)))
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, "pg_ctl")); err == nil {
+			return d, nil
+		}
+	}
+	return "", errors.New("pg_ctl not found (scripts/services/postgres.sh installs PostgreSQL)")
 }
