@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync/atomic"
@@ -24,6 +25,7 @@ type Load struct {
 	Wall         time.Duration
 	RSS          int64 // at the end, bytes
 	Goroutines   int   // at the end
+	StopTimedOut bool  // Stop's 10 s deadline passed with handlers still queued
 }
 
 // CPUPerSecond is CPU time per wall second.
@@ -80,7 +82,13 @@ func MeasureLoad(ctx context.Context, jobs, active int, mode TimingMode, d time.
 		RSS: RSS(), Goroutines: runtime.NumGoroutine()}
 	sctx, cancel := deadline(10 * time.Second)
 	defer cancel()
-	return l, s.Stop(sctx)
+	if err := s.Stop(sctx); err != nil {
+		if !errors.Is(err, context.DeadlineExceeded) {
+			return l, err
+		}
+		l.StopTimedOut = true
+	}
+	return l, nil
 }
 
 // JobMemory is the heap cost of registered jobs.

@@ -48,7 +48,7 @@ func runTiming(ctx context.Context, short bool) error {
 				return err
 			}
 			t.Add(jobs, machine, "Go timer (goroutine per job)", timer.N, bench.Ms(timer.P50), bench.Ms(timer.P99), bench.Ms(timer.Max), "—")
-			for _, mode := range []bench.TimingMode{bench.ModePlain, bench.ModeLease} {
+			for _, mode := range []bench.TimingMode{bench.ModeNull, bench.ModePlain, bench.ModeLease} {
 				var s bench.Summary
 				err := child(cellTimeout(d), &s, childFlags("child-lateness", jobs, 0, string(mode), d)...)
 				if errors.Is(err, errCollapsed) {
@@ -74,18 +74,18 @@ func runScale(ctx context.Context, short bool) error {
 	if short {
 		d = 3 * time.Second
 	}
-	steady := bench.Table{Head: []string{"jobs at 1 s", "path", "fired/s", "CPU ms per s", "RSS MiB", "goroutines at end"}}
-	for _, mode := range []bench.TimingMode{bench.ModePlain, bench.ModeLease} {
+	steady := bench.Table{Head: []string{"jobs at 1 s", "path", "fired/s", "CPU ms per s", "RSS MiB", "goroutines at end", "Stop done in 10 s"}}
+	for _, mode := range []bench.TimingMode{bench.ModeNull, bench.ModePlain, bench.ModeLease} {
 		var l bench.Load
 		err := child(cellTimeout(d), &l, childFlags("child-load", 10000, 10000, string(mode), d)...)
 		if errors.Is(err, errCollapsed) {
-			steady.Add(10000, mode, "fell behind, did not stop", "", "", "")
+			steady.Add(10000, mode, "fell behind, did not stop", "", "", "", "no")
 			continue
 		}
 		if err != nil {
 			return err
 		}
-		steady.Add(l.Jobs, l.Mode, fmt.Sprintf("%.0f", float64(l.Fired)/l.Wall.Seconds()), bench.Ms(l.CPUPerSecond()), bench.MiB(l.RSS), l.Goroutines)
+		steady.Add(l.Jobs, l.Mode, fmt.Sprintf("%.0f", float64(l.Fired)/l.Wall.Seconds()), bench.Ms(l.CPUPerSecond()), bench.MiB(l.RSS), l.Goroutines, yesNo(!l.StopTimedOut))
 	}
 	fmt.Print("### 10,000 jobs every second, one instance (memory store)\n\n")
 	fmt.Println(steady.String())
@@ -121,4 +121,11 @@ func runScale(ctx context.Context, short bool) error {
 	fmt.Print("### CPU per fired slot against registered jobs (plain path, memory store)\n\n")
 	fmt.Println(curve.String())
 	return nil
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }
