@@ -1,0 +1,148 @@
+package faults_test
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/faults"
+)
+
+// base is a slot boundary of the synthetic ledgers below.
+var base = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func at(d time.Duration) int64 { return base.Add(d).UnixMicro() }
+
+func run(inst, job, token string, slot time.Duration, attempt int, start, end time.Duration, result string) []faults.Entry {
+	s := faults.Entry{Ev: faults.EvStart, Inst: inst, Job: job, Token: token, Slot: base.Add(slot).UnixMilli(), Attempt: attempt, T: at(start), Local: at(start)}
+	if end < 0 {
+		return []faults.Entry{s}
+	}
+	e := s
+	e.Ev, e.T, e.Local, e.Result = faults.EvEnd, at(end), at(end), result
+	return []faults.Entry{s, e}
+}
+
+func rec(job, token string, slot time.Duration, st anarchon.Status) anarchon.RunRecord {
+	return anarchon.RunRecord{Job: job, Token: token, Slot: base.Add(slot), Status: st}
+}
+
+func spec() faults.Spec {
+	return faults.Spec{
+		LeasedJob: "leased", PlainJob: "plain", LeasedInterval: 3 * time.Second, PlainInterval: time.Second,
+		Lease: time.Second, Work: 2 * time.Second, From: base, To: base.Add(3 * time.Second),
+	}
+}
+
+func cat(parts ...[]faults.Entry) []faults.Entry {
+	var out []faults.Entry
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+func TestCheck(t *testing.T) {
+	const ms = time.Millisecond
+	goodHistory := map[string][]anarchon.RunRecord{
+		"leased": {rec("leased", "a", 0, anarchon.StatusSuccess), rec("leased", "b", 3*time.Second, anarchon.StatusSuccess)},
+		"plain":  {rec("plain", "p", 0, anarchon.StatusSuccess)},
+	}
+	good := cat(
+		run("i1.1", "leased", "a", 0, 1, 5*ms, 2005*ms, faults.ResultCompleted),
+		run("i2.1", "leased", "b", 3*time.Second, 1, 3005*ms, 5005*ms, faults.ResultCompleted),
+		run("i1.1", "plain", "p", 0, 1, 2*ms, 102*ms, faults.ResultCompleted),
+	)
+	tests := []struct {
+		name    string
+		entries []faults.Entry
+		history map[string][]anarchon.RunRecord
+		faults  []faults.Fault
+		want    string // a substring of a violation; "" for none
+	}{
+		{"clean", good, goodHistory, nil, ""},
+		{"plain slot twice", cat(good, run("i2.1", "plain", "q", 0, 1, 3*ms, 50*ms, faults.ResultCompleted)), goodHistory, nil, "ran 2 times"},
+		{"early start", cat(good, run("i3.1", "plain", "e", time.Second, 1, 950*ms, 990*ms, faults.ResultCompleted)), goodHistory, nil, "before its slot"},
+		{"lost slot", good[:2], map[string][]anarchon.RunRecord{"leased": goodHistory["leased"][:1]}, nil, "never settled"},
+		{"backup overlaps the holder", cat(
+			run("i1.1", "leased", "a", 0, 1, 5*ms, 2005*ms, faults.ResultCompleted),
+			run("i2.1", "leased", "a2", 0, 2, 1500*ms, 1600*ms, faults.ResultStopped),
+			good[2:]), goodHistory, nil, "before attempt 1 on i1.1 ended"},
+		{"backup after the holder was killed", cat(
+			run("i1.1", "leased", "a", 0, 1, 5*ms, -1, ""),
+			run("i2.1", "leased", "a2", 0, 2, 1500*ms, 3000*ms, faults.ResultCompleted),
+			good[2:]), goodHistory,
+			[]faults.Fault{{Kind: faults.FaultKillWinner, Targets: []string{"i1.1"}, Start: base.Add(700 * ms)}}, ""},
+		{"rerun after a kill before Finish", cat(
+			run("i1.1", "leased", "a", 0, 1, 5*ms, 1005*ms, faults.ResultCompleted),
+			run("i2.1", "leased", "a2", 0, 2, 2500*ms, 3000*ms, faults.ResultCompleted),
+			good[2:]), goodHistory,
+			[]faults.Fault{{Kind: faults.FaultKillWinner, Targets: []string{"i1.1"}, Start: base.Add(1010 * ms)}}, ""},
+		{"completed twice", cat(
+			run("i1.1", "leased", "a", 0, 1, 5*ms, 1005*ms, faults.ResultCompleted),
+			run("i2.1", "leased", "a2", 0, 2, 2500*ms, 3000*ms, faults.ResultCompleted),
+			good[2:]), goodHistory, nil, "completed 2 times"},
+		{"settled twice", good, map[string][]anarchon.RunRecord{
+			"leased": append(goodHistory["leased"], rec("leased", "abandoned-0", 0, anarchon.StatusAbandoned)),
+			"plain":  goodHistory["plain"],
+		}, nil, "settled 2 times"},
+		{"ran during an outage", good, goodHistory,
+			[]faults.Fault{{Kind: faults.FaultCut, Start: base.Add(-time.Second), End: base.Add(10 * ms)}}, "not fail-closed"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := faults.Check(spec(), tc.entries, tc.history, tc.faults)
+			all := strings.Join(r.Violations, "\n")
+			if tc.want == "" && len(r.Violations) > 0 {
+				t.Fatalf("unexpected violations:\n%s", all)
+			}
+			if tc.want != "" && !strings.Contains(all, tc.want) {
+				t.Fatalf("want a violation containing %q, got:\n%s", tc.want, all)
+			}
+			if r.String() == "" {
+				t.Fatal("empty report")
+			}
+		})
+	}
+}
+
+func TestLedgerRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.jsonl")
+	l, err := faults.OpenLedger(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := run("i1.1", "leased", "tok", 0, 2, time.Millisecond, time.Second, faults.ResultCompleted)
+	for _, e := range want {
+		if err := l.Append(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := faults.ReadLedger(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("read %+v, want %+v", got, want)
+	}
+	if _, err := faults.OpenLedger(""); err == nil {
+		t.Fatal("OpenLedger accepted an empty path")
+	}
+}
+
+func TestOpenBadURL(t *testing.T) {
+	for _, u := range []string{"", "nope", "ftp://user:secret@host/x"} {
+		_, err := faults.Open(u)
+		if err == nil {
+			t.Fatalf("Open(%q) succeeded", u)
+		}
+		if strings.Contains(err.Error(), "secret") {
+			t.Fatalf("Open(%q): the error shows the password: %v", u, err)
+		}
+	}
+}

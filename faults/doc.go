@@ -1,0 +1,58 @@
+// Package faults injects faults into running anarchon instances and checks
+// that nothing was run twice and nothing was lost.
+//
+// The tests of this module start several instance processes (the program
+// in cmd/instance, one anarchon.Scheduler each) against one store —
+// SQLite, PostgreSQL, Redis or NATS JetStream — and, while they run,
+// SIGKILL them (the holder of a leased run above all, in the middle of the
+// run), restart the store server, delay, cut or black-hole their
+// connections through a TCP [Proxy] in front of each instance, and run
+// every instance with its clock set up to ±5 s off. Afterwards [Check]
+// reads the [Ledger] the instances wrote and the store's history.
+//
+// # Ledger
+//
+// Every handler appends a "start" line when it starts and an "end" line
+// when it returns, to one file shared by all instances: JSON, one line per
+// write(2), file opened with O_APPEND, so a SIGKILL leaves whole lines and
+// concurrent writers never interleave ([Entry], [Ledger], [ReadLedger]).
+// Times are the host clock in Unix microseconds. Every store in these tests
+// runs on the same host, so the host clock is the store's clock; each line
+// also carries the instance's skewed clock and its estimate of the store
+// offset, so the estimate's error is measured too.
+//
+// # Invariants
+//
+// [Check] reports a violation when:
+//
+//   - a slot of the plain-claim job runs twice, or has two history records;
+//   - a slot of the leased job is completed twice, unless the first holder
+//     completed and then was killed or lost the store before its Finish
+//     could be recorded (a rerun: leases give at-least-once, and Run.Attempt
+//     is the fencing number for that case), or is settled twice in history;
+//   - a leased slot due while instances were alive and the store reachable
+//     is never settled (success, error, missed, skipped or abandoned);
+//   - a backup's attempt starts before the previous attempt's handler
+//     returned (or before its process was killed): fencing by the lease;
+//   - a run starts before its slot by the store's clock, beyond
+//     [Spec.Tolerance];
+//   - a run starts on an instance while its store is unreachable (fail
+//     closed), or no run starts within [Spec.RecoveryBound] after a
+//     store-wide outage.
+//
+// A [Report] gives the figures: slots, runs, faults by kind, duplicates,
+// losses, overlaps, reruns, the longest recovery.
+//
+// # Running
+//
+// Plain `go test -race ./...` is the bounded CI mode: about a minute per
+// store. SQLite always runs; the others need the server variables
+// ANARCHON_TEST_POSTGRES_URL, ANARCHON_TEST_REDIS_ADDR and
+// ANARCHON_TEST_NATS_URL (printed by scripts/services/<name>.sh) and are
+// skipped without them, or fail when CI=true. The tests start servers of
+// their own from the same binaries, on other loopback ports, so that they
+// can restart them. ANARCHON_SOAK=20m turns a run into a soak of that
+// length; ANARCHON_FAULTS_REPORT=<dir> appends each report to
+// <dir>/<store>.txt; ANARCHON_FAULTS_KEEP=<dir> keeps the ledgers and
+// instance logs there.
+package faults
