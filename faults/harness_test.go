@@ -181,6 +181,10 @@ func (h *harness) record(f faults.Fault) {
 	h.mu.Lock()
 	h.faults = append(h.faults, f)
 	h.mu.Unlock()
+	if f.End.IsZero() {
+		h.t.Logf("%s fault %s targets=%v at %s", h.st.name, f.Kind, f.Targets, f.Start.Format("15:04:05.000"))
+		return
+	}
 	h.t.Logf("%s fault %s targets=%v %s→%s", h.st.name, f.Kind, f.Targets,
 		f.Start.Format("15:04:05.000"), f.End.Format("15:04:05.000"))
 }
