@@ -260,7 +260,7 @@ func (b *Backend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, erro
 	}
 	k := b.keys(in.Job)
 	res, err := b.runWrite(ctx, scriptClaim,
-		[]string{k.run, k.hist, k.mark, k.age},
+		[]string{k.run, k.hist, k.mark},
 		slotArg(in.Slot), in.Token, in.InstanceID)
 	if err != nil {
 		return false, b.wrap(fmt.Sprintf("claim %q slot %d", in.Job, in.Slot), err)
@@ -279,7 +279,7 @@ func (b *Backend) RecordManualRun(ctx context.Context, in anarchon.ClaimInput) (
 		return 0, err
 	}
 	k := b.keys(in.Job)
-	_, err := scriptManual.Run(ctx, b.client, []string{k.claims, k.hist, k.age},
+	_, err := scriptManual.Run(ctx, b.client, []string{k.claims, k.hist},
 		slotArg(in.Slot), in.Token, in.InstanceID).Result()
 	if err != nil {
 		return 0, b.wrap(fmt.Sprintf("record manual run %q", in.Job), err)
@@ -526,7 +526,7 @@ type jobKeys struct {
 	results string // HASH history member -> stored result (JSON)
 	mark    string // STRING the newest slot forgotten by trimming
 	active  string // ZSET slots that are running or released, scored by slot
-	age     string // ZSET history members scored by the server time they were written (ms)
+	age     string // ZSET history members with a result, scored by the server time it was saved (ms)
 }
 
 func (b *Backend) keys(job string) jobKeys {

@@ -278,3 +278,42 @@ func TestHistoryLimitWithinSlot(t *testing.T) {
 		t.Errorf("History(0): %+v, %v; want 4 records, the older slot last", recs, err)
 	}
 }
+
+// TestTTLTrimClaimOnly: HistoryTTL also drops claims that never got a
+// result (their age is the claim time), keeps young ones, and the dropped
+// slots stay claimed.
+func TestTTLTrimClaimOnly(t *testing.T) {
+	addr := redisAddr(t)
+	b := newBackend(t, addr, freshPrefix(t, addr), nil)
+	ctx := t.Context()
+	const ttl = time.Second
+	slot := time.Now().Truncate(time.Minute).UnixMilli() - 60000 // older than the TTL by slot
+	old, young, saved := randToken(), randToken(), randToken()
+	claim := func(s int64, tok string) {
+		t.Helper()
+		if ok, err := b.Claim(ctx, anarchon.ClaimInput{Job: "ttl", Slot: s, Token: tok, InstanceID: "a"}); err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+	}
+	claim(slot, old)
+	time.Sleep(ttl + ttl/2) // let the server's clock pass the TTL
+	claim(slot+1000, young) // an old slot claimed just now: young by claim time
+	claim(slot+2000, saved)
+	if err := b.SaveResult(ctx, "ttl", anarchon.StoredResult{Slot: slot + 2000, Token: saved, InstanceID: "a", Attempt: 1, Status: anarchon.StatusSuccess}, 100, ttl); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := b.History(ctx, "ttl", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, r := range recs {
+		got[r.Token] = true
+	}
+	if got[old] || !got[young] || !got[saved] || len(recs) != 2 {
+		t.Errorf("History after TTL trim: old %v young %v saved %v (%d records); want only young and saved", got[old], got[young], got[saved], len(recs))
+	}
+	if ok, err := b.Claim(ctx, anarchon.ClaimInput{Job: "ttl", Slot: slot, Token: randToken(), InstanceID: "b"}); err != nil || ok {
+		t.Errorf("claim of the trimmed slot: %v, %v; want false", ok, err)
+	}
+}

@@ -38,7 +38,7 @@ local function slot_of(member) return string.match(member, '^([^/]*)/') end
 // takeover) and of manual runs.
 
 // scriptClaim is the plain claim (SPEC §4).
-// KEYS: run, hist, mark, age. ARGV: slot, token, instance.
+// KEYS: run, hist, mark. ARGV: slot, token, instance.
 // Returns 1 (won, or won before with this token) or 0.
 var scriptClaim = newScript(`
 local slot, tok, inst = ARGV[1], ARGV[2], ARGV[3]
@@ -52,24 +52,22 @@ if mark and tonumber(slot) <= tonumber(mark) then return 0 end
 local now = fmt(now_ms())
 redis.call('HSET', KEYS[1], slot, cjson.encode({tok=tok, inst=inst, att='1', st='claimed', lu='0', at=now}))
 redis.call('ZADD', KEYS[2], slot, slot .. '/' .. tok)
-redis.call('ZADD', KEYS[4], now, slot .. '/' .. tok)
 return 1
 `)
 
 // scriptManual records a RunNow run (no deduplication).
-// KEYS: claims, hist, age. ARGV: slot, token, instance.
+// KEYS: claims, hist. ARGV: slot, token, instance.
 var scriptManual = newScript(`
 local slot, tok = ARGV[1], ARGV[2]
 local now = fmt(now_ms())
 redis.call('HSET', KEYS[1], tok, cjson.encode({inst=ARGV[3], at=now, att='1', man='1'}))
 redis.call('ZADD', KEYS[2], slot, slot .. '/' .. tok)
-redis.call('ZADD', KEYS[3], now, slot .. '/' .. tok)
 return 1
 `)
 
 // scriptLeaseClaim decides a lease claim per the table of SPEC §6, first
 // match wins.
-// KEYS: run, claims, hist, mark, active, age.
+// KEYS: run, claims, hist, mark, active.
 // ARGV: slot, token, instance, lease ms, max-late ms (0 = none),
 // allow overlap ('1'/'0'), max attempts, channel, job.
 // Returns {kind, attempt, holder, lease until ms (string), status}; kind as
@@ -87,7 +85,6 @@ local function win(att, prev)
   redis.call('HSET', KEYS[1], slot, cjson.encode({tok=tok, inst=inst, att=fmt(att), st='running', lu=lu, at=fmt(now)}))
   redis.call('ZADD', KEYS[3], slot, slot .. '/' .. tok)
   redis.call('ZADD', KEYS[5], slot, slot)
-  redis.call('ZADD', KEYS[6], fmt(now), slot .. '/' .. tok)
   return {1, att, inst, lu, ''}
 end
 local cur = redis.call('HGET', KEYS[1], slot)
@@ -120,9 +117,8 @@ if mark and tonumber(slot) <= tonumber(mark) then
   return {3, 0, '', '0', ''}
 end
 if maxlate > 0 and now > tonumber(slot) + maxlate then
-  redis.call('HSET', KEYS[1], slot, cjson.encode({tok='', inst=inst, att='0', st='missed', lu='0'}))
+  redis.call('HSET', KEYS[1], slot, cjson.encode({tok='', inst=inst, att='0', st='missed', lu='0', at=fmt(now)}))
   redis.call('ZADD', KEYS[3], slot, slot .. '/')
-  redis.call('ZADD', KEYS[6], fmt(now), slot .. '/')
   return {6, 0, '', '0', 'missed'}
 end
 if not overlap then
@@ -133,9 +129,8 @@ if not overlap then
       if not o or (o.st ~= 'running' and o.st ~= 'released') then
         redis.call('ZREM', KEYS[5], s)
       elseif o.st == 'running' and (tonumber(o.lu) or 0) > now then
-        redis.call('HSET', KEYS[1], slot, cjson.encode({tok='', inst=inst, att='0', st='skipped', lu='0'}))
+        redis.call('HSET', KEYS[1], slot, cjson.encode({tok='', inst=inst, att='0', st='skipped', lu='0', at=fmt(now)}))
         redis.call('ZADD', KEYS[3], slot, slot .. '/')
-        redis.call('ZADD', KEYS[6], fmt(now), slot .. '/')
         return {4, tonumber(o.att) or 1, o.inst, o.lu, 'skipped'}
       end
     end
@@ -210,9 +205,14 @@ return out
 // ARGV: slot, token, result JSON, history size, history TTL ms (0 = none).
 //
 // A history member is "slot/token" ("slot/" for a slot settled without a
-// token); "age" scores each member with the server time it was written.
-// Trimming drops the members older than the TTL, then the oldest members
-// (by slot) beyond the size, with their claim and result records; when the
+// token). A member's age is the server time its result was saved ("age"
+// scores members that have a result) or, without a result, its claim time
+// (field "at" of its claim record). Claims do not write "age", which keeps
+// a claim to one sorted-set write. Since a slot is claimed at or after its
+// time, a member claimed before the cutoff has a slot before it, so the
+// claim-only members to check are found by slot. Trimming drops the members
+// older than the TTL, then the oldest members (by slot) beyond the size,
+// with their claim and result records; when the
 // last member of a slot goes, the slot's run state goes too and the slot
 // becomes the watermark (if newer), so a later claim for it loses. The
 // members of a running or released run are kept.
@@ -252,9 +252,27 @@ local function drop(m)
   end
   return true
 end
+local function claimed_at(m)
+  local s = slot_of(m)
+  local t = string.sub(m, #s + 2)
+  local c = false
+  if t ~= '' then c = redis.call('HGET', KEYS[2], t) end
+  if not c then
+    c = redis.call('HGET', KEYS[1], s)
+    if c and cjson.decode(c).tok ~= t then c = false end
+  end
+  if not c then return nil end
+  return tonumber(cjson.decode(c).at)
+end
 if ttl > 0 then
   local cutoff = now - ttl
   for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[6], '-inf', '(' .. fmt(cutoff))) do drop(m) end
+  for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', '(' .. fmt(cutoff))) do
+    if not redis.call('ZSCORE', KEYS[6], m) then
+      local at = claimed_at(m)
+      if not at or at < cutoff then drop(m) end
+    end
+  end
 end
 local excess = redis.call('ZCARD', KEYS[3]) - size
 if excess > 0 then
