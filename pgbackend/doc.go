@@ -40,6 +40,18 @@
 // then poll). Each Backend uses its pool's
 // connections plus one per active WatchRuns.
 //
+// # Cost
+//
+// BenchmarkClaimVsRawInsert and BenchmarkLeaseClaimVsRawInsert time each
+// claim against the bare INSERT … ON CONFLICT DO NOTHING on the same pool
+// in the same run. On a loaded 2-core machine with PostgreSQL 15 on
+// loopback, the plain claim cost 1.13–1.14× the bare insert (one
+// statement too; the extra is the watermark check), and the lease claim
+// 3.7–4.8× (one transaction of about seven round trips: BEGIN, advisory
+// lock, job row, run row, overlap check, write, COMMIT). Lease claims of
+// one job queue behind each other by design; claims of different jobs run
+// in parallel.
+//
 // # Setup
 //
 //	b, err := pgbackend.Open(ctx, "postgres://app:secret@db.example:5432/app?sslmode=verify-full&pool_max_conns=8", nil)
