@@ -60,7 +60,9 @@ type Options struct {
 	// falls short returns an error wrapping ErrNotReplicated and must not be
 	// run. Defaults to 0: a claim counts once the primary answers.
 	Replicas int
-	// ReplicaTimeout bounds the WAIT. Defaults to DefaultReplicaTimeout (1 s).
+	// ReplicaTimeout bounds the WAIT. It must be below the client's
+	// ReadTimeout (5 s by default in go-redis v9.22), which bounds the reply to the
+	// pipeline that carries the WAIT. Defaults to DefaultReplicaTimeout (1 s).
 	ReplicaTimeout time.Duration
 }
 
@@ -99,7 +101,8 @@ var (
 // script of this backend is safe to repeat, so that retry is harmless.
 //
 // It returns an error wrapping ErrInvalidInput for a nil client, a bad
-// prefix or negative replica settings. Options.Replicas needs a *redis.Client
+// prefix, negative replica settings or a ReplicaTimeout not below the
+// client's ReadTimeout. Options.Replicas needs a *redis.Client
 // or *redis.ClusterClient (WAIT has to run on the connection that wrote).
 func New(client redis.UniversalClient, opts *Options) (*Backend, error) {
 	if client == nil {
@@ -122,10 +125,17 @@ func New(client redis.UniversalClient, opts *Options) (*Backend, error) {
 		o.ReplicaTimeout = DefaultReplicaTimeout
 	}
 	if o.Replicas > 0 {
-		switch client.(type) {
-		case *redis.Client, *redis.ClusterClient:
+		var read time.Duration
+		switch c := client.(type) {
+		case *redis.Client:
+			read = c.Options().ReadTimeout
+		case *redis.ClusterClient:
+			read = c.Options().ReadTimeout
 		default:
 			return nil, fmt.Errorf("%w: Replicas needs a *redis.Client or *redis.ClusterClient, not %T", ErrInvalidInput, client)
+		}
+		if read > 0 && o.ReplicaTimeout >= read {
+			return nil, fmt.Errorf("%w: ReplicaTimeout %v is not below the client's ReadTimeout %v", ErrInvalidInput, o.ReplicaTimeout, read)
 		}
 	}
 	b := &Backend{

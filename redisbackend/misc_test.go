@@ -28,6 +28,9 @@ func TestInvalidInput(t *testing.T) {
 			t.Errorf("New(%+v): %v, want ErrInvalidInput", o, err)
 		}
 	}
+	if _, err := redisbackend.New(c, &redisbackend.Options{Replicas: 1, ReplicaTimeout: time.Minute}); !errors.Is(err, redisbackend.ErrInvalidInput) {
+		t.Errorf("New with ReplicaTimeout above the client's ReadTimeout: %v, want ErrInvalidInput", err)
+	}
 	b, err := redisbackend.New(c, nil)
 	if err != nil {
 		t.Fatal(err)

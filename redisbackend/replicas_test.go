@@ -53,7 +53,7 @@ func TestWaitReplicas(t *testing.T) {
 	waitInfo(t, primary, "replication", "connected_slaves", "1")
 	prefix := freshPrefix(t, primary)
 	c := newClient(t, primary, nil)
-	b, err := redisbackend.New(c, &redisbackend.Options{Prefix: prefix, Replicas: 1, ReplicaTimeout: 5 * time.Second})
+	b, err := redisbackend.New(c, &redisbackend.Options{Prefix: prefix, Replicas: 1, ReplicaTimeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
