@@ -61,8 +61,9 @@ type Options struct {
 	// run. Defaults to 0: a claim counts once the primary answers.
 	Replicas int
 	// ReplicaTimeout bounds the WAIT. It must be below the client's
-	// ReadTimeout (5 s by default in go-redis v9.22), which bounds the reply to the
-	// pipeline that carries the WAIT. Defaults to DefaultReplicaTimeout (1 s).
+	// ReadTimeout (5 s by default in go-redis v9.22), which bounds the
+	// reply to the pipeline that carries the WAIT. Defaults to
+	// DefaultReplicaTimeout (1 s).
 	ReplicaTimeout time.Duration
 }
 
