@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -113,17 +114,28 @@ func New(db *sql.DB, opts *Options) (*Backend, error) {
 func (b *Backend) DB() *sql.DB { return b.db }
 
 // prepared applies the per-connection PRAGMA once per driver connection.
+// It remembers at most maxPrepared connections: past that it forgets them
+// all (they get the PRAGMA again, which is harmless), so that connections
+// the pool closed are not kept alive.
 type prepared struct {
 	pragma string
-	done   sync.Map // driver connection -> struct{}
+	mu     sync.Mutex
+	done   map[any]struct{} // driver connections
 }
+
+const maxPrepared = 256
 
 func (p *prepared) prepare(ctx context.Context, c *sql.Conn) error {
 	var key any
 	seen := false
 	if err := c.Raw(func(dc any) error {
+		if dc == nil || !reflect.TypeOf(dc).Comparable() {
+			return nil // cannot remember it: set the PRAGMA every time
+		}
 		key = dc
-		_, seen = p.done.Load(dc)
+		p.mu.Lock()
+		_, seen = p.done[dc]
+		p.mu.Unlock()
 		return nil
 	}); err != nil {
 		return err
@@ -134,7 +146,15 @@ func (p *prepared) prepare(ctx context.Context, c *sql.Conn) error {
 	if _, err := c.ExecContext(ctx, p.pragma); err != nil {
 		return err
 	}
-	p.done.Store(key, struct{}{})
+	if key == nil {
+		return nil
+	}
+	p.mu.Lock()
+	if p.done == nil || len(p.done) >= maxPrepared {
+		p.done = make(map[any]struct{})
+	}
+	p.done[key] = struct{}{}
+	p.mu.Unlock()
 	return nil
 }
 
