@@ -86,13 +86,14 @@ type Backend struct {
 }
 
 var (
-	_ anarchon.Backend      = (*Backend)(nil)
-	_ anarchon.LeaseBackend = (*Backend)(nil)
-	_ anarchon.Watcher      = (*Backend)(nil)
-	_ anarchon.ServerClock  = (*Backend)(nil)
-	_ anarchon.RunStore     = (*RunStore)(nil)
-	_ anarchon.Watcher      = (*RunStore)(nil)
-	_ anarchon.ServerClock  = (*RunStore)(nil)
+	_ anarchon.Backend        = (*Backend)(nil)
+	_ anarchon.LeaseBackend   = (*Backend)(nil)
+	_ anarchon.Watcher        = (*Backend)(nil)
+	_ anarchon.ServerClock    = (*Backend)(nil)
+	_ anarchon.RunStore       = (*RunStore)(nil)
+	_ anarchon.ResultFinisher = (*RunStore)(nil)
+	_ anarchon.Watcher        = (*RunStore)(nil)
+	_ anarchon.ServerClock    = (*RunStore)(nil)
 )
 
 // New returns a backend on a client the caller owns: a *redis.Client
@@ -299,7 +300,7 @@ func (b *Backend) RecordManualRun(ctx context.Context, in anarchon.ClaimInput) (
 }
 
 // SaveResult stores r and trims the job's history, in one script: to
-// historySize records (0 means anarchon.DefaultHistorySize) and, if
+// historySize records (<= 0 means anarchon.DefaultHistorySize) and, if
 // historyTTL > 0, to records written (claimed or saved) less than
 // historyTTL ago by the server's clock. A run still running or released is never trimmed. Trimming
 // a slot's last record forgets its claim and raises the job's watermark.
@@ -313,10 +314,10 @@ func (b *Backend) SaveResult(ctx context.Context, job string, r anarchon.StoredR
 	if err := checkSlot(r.Slot); err != nil {
 		return err
 	}
-	if historySize < 0 || historyTTL < 0 {
-		return fmt.Errorf("%w: negative history size or TTL", ErrInvalidInput)
+	if historyTTL < 0 {
+		return fmt.Errorf("%w: negative history TTL", ErrInvalidInput)
 	}
-	if historySize == 0 {
+	if historySize <= 0 {
 		historySize = anarchon.DefaultHistorySize
 	}
 	data, err := json.Marshal(encodeResult(r))
@@ -551,6 +552,11 @@ func (b *Backend) keys(job string) jobKeys {
 		active:  tag + ":active",
 		age:     tag + ":age",
 	}
+}
+
+// finishKeys is the key layout of scriptFinish and scriptFinishResult.
+func (k jobKeys) finishKeys() []string {
+	return []string{k.run, k.claims, k.hist, k.results, k.mark, k.age, k.active}
 }
 
 // escapeJob keeps a job name from ending the hash tag early: '%', '{' and

@@ -283,6 +283,20 @@ func TestCutConnectionRetry(t *testing.T) {
 			},
 		},
 		{
+			name:  "FinishResult",
+			setup: leaseRun(slot, lease),
+			call: func(ctx context.Context, b *redisbackend.Backend, e env, tok string) (any, error) {
+				return b.Runs().(anarchon.ResultFinisher).FinishResult(ctx, e.job, anarchon.StoredResult{Slot: slot, Token: tok, InstanceID: "a", Attempt: 1, Status: anarchon.StatusSuccess}, 10, 0)
+			},
+			want: true,
+			check: func(e env, tok string) {
+				recs, err := e.direct.History(e.t.Context(), e.job, 0)
+				if err != nil || len(recs) != 1 || recs[0].Status != anarchon.StatusSuccess || recs[0].Token != tok {
+					e.t.Errorf("history after the retried finish: %+v, %v; want one success record", recs, err)
+				}
+			},
+		},
+		{
 			name: "History",
 			setup: func(e env) string {
 				tok := randToken()

@@ -47,7 +47,6 @@ func TestInvalidInput(t *testing.T) {
 		"PrepareJob empty":     func() error { return b.PrepareJob(ctx, "", 10) },
 		"PrepareJob negative":  func() error { return b.PrepareJob(ctx, "j", -1) },
 		"SaveResult empty job": func() error { return b.SaveResult(ctx, "", anarchon.StoredResult{Slot: 1}, 10, 0) },
-		"SaveResult negative":  func() error { return b.SaveResult(ctx, "j", anarchon.StoredResult{Slot: 1}, -1, 0) },
 		"SaveResult neg TTL":   func() error { return b.SaveResult(ctx, "j", anarchon.StoredResult{Slot: 1}, 1, -time.Second) },
 		"History empty job":    func() error { _, err := b.History(ctx, "", 0); return err },
 		"Lease zero": func() error {
@@ -60,8 +59,12 @@ func TestInvalidInput(t *testing.T) {
 		},
 		"Heartbeat zero lease": func() error { _, err := rs.Heartbeat(ctx, "j", 1, "t", 0); return err },
 		"Finish empty status":  func() error { _, err := rs.Finish(ctx, "j", 1, "t", ""); return err },
-		"Release empty token":  func() error { _, err := rs.Release(ctx, "j", 1, ""); return err },
-		"Active empty job":     func() error { _, err := rs.Active(ctx, ""); return err },
+		"FinishResult empty token": func() error {
+			_, err := rs.(anarchon.ResultFinisher).FinishResult(ctx, "j", anarchon.StoredResult{Slot: 1, Status: anarchon.StatusSuccess}, 10, 0)
+			return err
+		},
+		"Release empty token": func() error { _, err := rs.Release(ctx, "j", 1, ""); return err },
+		"Active empty job":    func() error { _, err := rs.Active(ctx, ""); return err },
 	}
 	for name, f := range bad {
 		if err := f(); !errors.Is(err, redisbackend.ErrInvalidInput) {
@@ -318,5 +321,61 @@ func TestTTLTrimClaimOnly(t *testing.T) {
 	}
 	if ok, err := b.Claim(ctx, anarchon.ClaimInput{Job: "ttl", Slot: slot, Token: randToken(), InstanceID: "b"}); err != nil || ok {
 		t.Errorf("claim of the trimmed slot: %v, %v; want false", ok, err)
+	}
+}
+
+// TestFinishResult: one script finishes the run and stores its result; a
+// token that lost the run has its result stored as lease_lost.
+func TestFinishResult(t *testing.T) {
+	addr := redisAddr(t)
+	b := newBackend(t, addr, freshPrefix(t, addr), nil)
+	rs := b.Runs()
+	rf := rs.(anarchon.ResultFinisher)
+	ctx := t.Context()
+	slot := time.Now().Truncate(time.Minute).UnixMilli()
+	a, c := randToken(), randToken()
+	claim := func(tok, inst string) anarchon.ClaimOutcome {
+		t.Helper()
+		out, err := rs.Claim(ctx, anarchon.RunClaim{ClaimInput: anarchon.ClaimInput{Job: "fr", Slot: slot, Token: tok, InstanceID: inst}, Lease: time.Hour, MaxAttempts: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	if out := claim(a, "a"); out.Kind != anarchon.OutcomeWon {
+		t.Fatal(out)
+	}
+	if ok, err := rs.Release(ctx, "fr", slot, a); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if out := claim(c, "c"); out.Kind != anarchon.OutcomeWon || out.Attempt != 2 {
+		t.Fatal(out)
+	}
+	now := time.Now()
+	// The old holder's result: the run is c's now.
+	ok, err := rf.FinishResult(ctx, "fr", anarchon.StoredResult{Slot: slot, Token: a, InstanceID: "a", Attempt: 1, Status: anarchon.StatusSuccess, StartedAt: now, FinishedAt: now}, 10, 0)
+	if ok || err != nil {
+		t.Fatalf("FinishResult by the old holder: %v, %v; want false", ok, err)
+	}
+	// The holder's result.
+	for range 2 { // the repeat answers the same
+		ok, err = rf.FinishResult(ctx, "fr", anarchon.StoredResult{Slot: slot, Token: c, InstanceID: "c", Attempt: 2, Status: anarchon.StatusError, Error: "boom", StartedAt: now, FinishedAt: now}, 10, 0)
+		if !ok || err != nil {
+			t.Fatalf("FinishResult by the holder: %v, %v; want true", ok, err)
+		}
+	}
+	if out := claim(randToken(), "d"); out.Kind != anarchon.OutcomeDone || out.Status != anarchon.StatusError {
+		t.Errorf("claim after FinishResult: %+v, want done, error", out)
+	}
+	recs, err := b.History(ctx, "fr", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]anarchon.RunRecord{}
+	for _, r := range recs {
+		got[r.Token] = r
+	}
+	if len(recs) != 2 || got[a].Status != anarchon.StatusLeaseLost || got[c].Status != anarchon.StatusError || got[c].Error != "boom" || got[c].Attempt != 2 {
+		t.Errorf("History: %+v; want a lease_lost, c error boom attempt 2", recs)
 	}
 }

@@ -108,9 +108,46 @@ func (s *RunStore) Finish(ctx context.Context, job string, slot int64, token str
 		return false, fmt.Errorf("%w: job %q: empty status", ErrInvalidInput, job)
 	}
 	k := b.keys(job)
-	res, err := scriptFinish.Run(ctx, b.client, []string{k.run, k.active},
+	res, err := scriptFinish.Run(ctx, b.client, k.finishKeys(),
 		slotArg(slot), token, string(status), b.channel, job).Result()
 	return s.flag("finish", job, slot, res, err)
+}
+
+// FinishResult is Finish and Backend.SaveResult in one script, one round
+// trip ([anarchon.ResultFinisher]): it marks the run (job, r.Slot) done
+// with r.Status if r.Token holds it (running, or released by the same
+// token) and stores r, trimming history as SaveResult does. If r.Token no
+// longer holds the run it stores r with Status StatusLeaseLost and returns
+// false. A repeat after a lost reply answers as the first call did.
+func (s *RunStore) FinishResult(ctx context.Context, job string, r anarchon.StoredResult, historySize int, historyTTL time.Duration) (bool, error) {
+	b := s.b
+	if err := b.checkRun(job, r.Slot, r.Token); err != nil {
+		return false, err
+	}
+	if r.Status == "" {
+		return false, fmt.Errorf("%w: job %q: empty status", ErrInvalidInput, job)
+	}
+	if historyTTL < 0 {
+		return false, fmt.Errorf("%w: negative history TTL", ErrInvalidInput)
+	}
+	if historySize <= 0 {
+		historySize = anarchon.DefaultHistorySize
+	}
+	won, err := json.Marshal(encodeResult(r))
+	if err != nil {
+		return false, fmt.Errorf("redisbackend: finish result %q: %w", job, err)
+	}
+	lostR := r
+	lostR.Status = anarchon.StatusLeaseLost
+	lost, err := json.Marshal(encodeResult(lostR))
+	if err != nil {
+		return false, fmt.Errorf("redisbackend: finish result %q: %w", job, err)
+	}
+	k := b.keys(job)
+	res, err := scriptFinishResult.Run(ctx, b.client, k.finishKeys(),
+		slotArg(r.Slot), r.Token, string(r.Status), b.channel, job,
+		string(won), string(lost), historySize, historyTTL.Milliseconds()).Result()
+	return s.flag("finish result", job, r.Slot, res, err)
 }
 
 // Release ends token's running lease at once (state released) so a backup

@@ -151,22 +151,32 @@ redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(r))
 return {1, r.lu}
 `)
 
-// scriptFinish marks the token's run done with a status. Repeating it
-// after it succeeded answers 1 again and keeps the first status.
-// KEYS: run, active. ARGV: slot, token, status, channel, job.
-var scriptFinish = newScript(`
-local slot, tok = ARGV[1], ARGV[2]
-local cur = redis.call('HGET', KEYS[1], slot)
-if not cur then return 0 end
-local r = cjson.decode(cur)
-if r.tok ~= tok then return 0 end
-if r.st == 'done' then return 1 end
-if r.st ~= 'running' and r.st ~= 'released' and r.st ~= 'claimed' then return 0 end
-r.st, r.stat = 'done', ARGV[3]
-redis.call('HSET', KEYS[1], slot, cjson.encode(r))
-redis.call('ZREM', KEYS[2], slot)
-redis.call('PUBLISH', ARGV[4], cjson.encode({job=ARGV[5], slot=slot, kind='finished'}))
-return 1
+// luaFinish defines finish(slot, token, status, channel, job): it marks
+// the token's run done with a status and publishes a finished event.
+// Repeating it after it succeeded answers 1 again and keeps the first
+// status. Keys: KEYS[1] run, KEYS[7] active.
+const luaFinish = `
+local function finish(slot, tok, status, channel, job)
+  local cur = redis.call('HGET', KEYS[1], slot)
+  if not cur then return 0 end
+  local r = cjson.decode(cur)
+  if r.tok ~= tok then return 0 end
+  if r.st == 'done' then return 1 end
+  if r.st ~= 'running' and r.st ~= 'released' and r.st ~= 'claimed' then return 0 end
+  r.st, r.stat = 'done', status
+  redis.call('HSET', KEYS[1], slot, cjson.encode(r))
+  redis.call('ZREM', KEYS[7], slot)
+  redis.call('PUBLISH', channel, cjson.encode({job=job, slot=slot, kind='finished'}))
+  return 1
+end
+`
+
+// scriptFinish is RunStore.Finish.
+// KEYS: run, claims, hist, results, mark, age, active (the layout of
+// scriptFinishResult; it touches run and active). ARGV: slot, token, status,
+// channel, job. Returns 1 or 0.
+var scriptFinish = newScript(luaFinish + `
+return finish(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5])
 `)
 
 // scriptRelease ends the token's running lease at once. Repeating it after
@@ -200,9 +210,9 @@ end
 return out
 `)
 
-// scriptSave stores a result and trims the history.
-// KEYS: run, claims, hist, results, mark, age.
-// ARGV: slot, token, result JSON, history size, history TTL ms (0 = none).
+// luaSave defines save(slot, token, result JSON, history size, history TTL
+// ms (0 = none)): it stores a result and trims the history.
+// Keys: KEYS[1] run, [2] claims, [3] hist, [4] results, [5] mark, [6] age.
 //
 // A history member is "slot/token" ("slot/" for a slot settled without a
 // token). A member's age is the server time its result was saved ("age"
@@ -216,8 +226,8 @@ return out
 // last member of a slot goes, the slot's run state goes too and the slot
 // becomes the watermark (if newer), so a later claim for it loses. The
 // members of a running or released run are kept.
-var scriptSave = newScript(`
-local slot, tok = ARGV[1], ARGV[2]
+const luaSave = `
+local function save(slot, tok, result, size_arg, ttl_arg)
 local member = slot .. '/' .. tok
 local now = now_ms()
 if tok ~= '' then
@@ -226,8 +236,8 @@ if tok ~= '' then
 end
 redis.call('ZADD', KEYS[3], slot, member)
 redis.call('ZADD', KEYS[6], fmt(now), member)
-redis.call('HSET', KEYS[4], member, ARGV[3])
-local size, ttl = tonumber(ARGV[4]), tonumber(ARGV[5])
+redis.call('HSET', KEYS[4], member, result)
+local size, ttl = tonumber(size_arg), tonumber(ttl_arg)
 local function live(s, t)
   local cur = redis.call('HGET', KEYS[1], s)
   if not cur then return false end
@@ -282,6 +292,27 @@ if excess > 0 then
   end
 end
 return 1
+end
+`
+
+// scriptSave is Backend.SaveResult.
+// KEYS: run, claims, hist, results, mark, age.
+// ARGV: slot, token, result JSON, history size, history TTL ms.
+var scriptSave = newScript(luaSave + `
+return save(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5])
+`)
+
+// scriptFinishResult is RunStore.FinishResult: finish, then save the
+// result, or, if the token no longer holds the run, save it as lease_lost.
+// KEYS: run, claims, hist, results, mark, age, active.
+// ARGV: slot, token, status, channel, job, result JSON, lease-lost result
+// JSON, history size, history TTL ms. Returns 1 or 0 as finish.
+var scriptFinishResult = newScript(luaFinish + luaSave + `
+local ok = finish(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5])
+local result = ARGV[6]
+if ok == 0 then result = ARGV[7] end
+save(ARGV[1], ARGV[2], result, ARGV[8], ARGV[9])
+return ok
 `)
 
 // scriptHistory reads a job's history in one snapshot, newest first.
@@ -327,4 +358,5 @@ return out
 var allScripts = []*script{
 	scriptClaim, scriptManual, scriptLeaseClaim, scriptHeartbeat,
 	scriptFinish, scriptRelease, scriptActive, scriptSave, scriptHistory,
+	scriptFinishResult,
 }
