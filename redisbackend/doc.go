@@ -30,7 +30,8 @@
 // # Guarantees
 //
 // Each operation (plain claim, lease claim, heartbeat, finish, release,
-// active, save-result with trimming, manual run, history) is one Lua script,
+// active, save-result with trimming, finish-and-save
+// ([RunStore.FinishResult]), manual run, history) is one Lua script,
 // run with EVALSHA and EVAL as a fallback. Redis runs a script atomically:
 // no other command interleaves, so for one (job, slot) exactly one token
 // wins. A repeat with the winning token wins again (SPEC §4 repeat safety),
