@@ -9,10 +9,11 @@
 //     RETURNING; the primary key lets exactly one instance win, from any
 //     number of connections and hosts. A retry with the winner's token
 //     answers true again.
-//   - Lease claims: one transaction that takes a transaction-scoped
-//     advisory lock on the job (pg_advisory_xact_lock), locks the job's row
-//     FOR UPDATE and decides SPEC §6's table by the server's clock
-//     (clock_timestamp(), read after the locks). Heartbeat, Finish, Release
+//   - Lease claims: one transaction that locks the job's row FOR UPDATE
+//     (a transaction-scoped advisory lock, pg_advisory_xact_lock, guards
+//     the row's creation on a job's first claim) and decides SPEC §6's
+//     table by the server's clock (clock_timestamp(), read after the
+//     lock). Heartbeat, Finish, Release
 //     and Active use the same clock, so instances with skewed clocks agree;
 //     [Backend.ServerTime] exposes it (anarchon.ServerClock).
 //   - DedupeWindow is anarchon.Forever; history trimming keeps a per-job
@@ -47,8 +48,8 @@
 // in the same run. On a loaded 2-core machine with PostgreSQL 15 on
 // loopback, the plain claim cost 1.13–1.14× the bare insert (one
 // statement too; the extra is the watermark check), and the lease claim
-// 3.7–4.8× (one transaction of about seven round trips: BEGIN, advisory
-// lock, job row, run row, overlap check, write, COMMIT). Lease claims of
+// 3.1–4.0× (one transaction of six round trips: BEGIN, locked job row
+// with the clock, run row, overlap check, write, COMMIT). Lease claims of
 // one job queue behind each other by design; claims of different jobs run
 // in parallel.
 //

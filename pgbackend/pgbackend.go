@@ -26,10 +26,10 @@ const lockClass = 0x616e6172 // "anar"
 // Dialect is the PostgreSQL dialect of the SQL base (SPEC §7): BIGINT
 // columns, the server clock read with clock_timestamp() (the time when
 // evaluated, after any lock wait, not the transaction's start), row locks
-// with FOR UPDATE, $n placeholders, and claims of one job serialised by a
-// transaction-scoped advisory lock on a hash of the job name (which works
-// before the job's row exists; two jobs whose hashes collide only wait for
-// each other).
+// with FOR UPDATE (the locked job row serialises the claims of a job), $n
+// placeholders, and a transaction-scoped advisory lock on a hash of the
+// key for migrations and for creating a job's row on its first claim (two
+// keys whose hashes collide only wait for each other).
 var Dialect = sqlbackend.SQLDialect{
 	BigInt:           "BIGINT",
 	NowMs:            "(floor(extract(epoch from clock_timestamp()) * 1000)::bigint)",

@@ -460,13 +460,26 @@ func (b *SQLBackend) lockJob(ctx context.Context, tx Querier, job string) error 
 
 // lockJobWatermark locks the job (see lockJob) and returns its watermark
 // and the server's clock, read after the lock was taken.
+//
+// With row locks (ForUpdate set) the job row's lock is what serialises
+// claims of the job, and Serialize only guards the creation of a missing
+// row; without row locks Serialize (or the exclusive transaction) runs
+// first, every time.
 func (b *SQLBackend) lockJobWatermark(ctx context.Context, tx Querier, job string) (wm int64, has bool, now int64, err error) {
-	if b.d.Serialize != "" {
-		if _, err := b.all(ctx, tx, b.d.Serialize, job); err != nil {
+	rowLocks := b.d.ForUpdate != ""
+	serialize := func() error {
+		if b.d.Serialize == "" {
+			return nil
+		}
+		_, err := b.all(ctx, tx, b.d.Serialize, job)
+		return err
+	}
+	if !rowLocks {
+		if err := serialize(); err != nil {
 			return 0, false, 0, err
 		}
 	}
-	for range 2 {
+	for i := range 2 {
 		rows, err := b.all(ctx, tx, b.q.selectJob, job)
 		if err != nil {
 			return 0, false, 0, err
@@ -475,6 +488,11 @@ func (b *SQLBackend) lockJobWatermark(ctx context.Context, tx Querier, job strin
 			wm, has, err1 := asNullInt64(rows[0][0])
 			now, err2 := asInt64(rows[0][1])
 			return wm, has, now, errors.Join(err1, err2)
+		}
+		if i == 0 && rowLocks {
+			if err := serialize(); err != nil {
+				return 0, false, 0, err
+			}
 		}
 		if _, err := b.all(ctx, tx, b.q.insertJob, job); err != nil {
 			return 0, false, 0, err

@@ -43,14 +43,15 @@ type SQLDialect struct {
 	// means none. Statements must be idempotent (IF NOT EXISTS).
 	ExtraTables func(qualify func(name string) string) []string
 
-	// Serialize is a statement run first in every claim and migration
-	// transaction, with one `?` bound to a key (the job name, or a fixed key
-	// for migrations). It must block while another transaction that ran it
-	// with the same key is open, e.g. PostgreSQL's
-	// "SELECT pg_advisory_xact_lock(hashtextextended(?, 0))". It serialises
-	// lease claims of a job even before the job's row exists. Empty when
-	// the connection's transactions already run one at a time, like
-	// SQLite's BEGIN IMMEDIATE, which takes the database's write lock.
+	// Serialize is a statement that blocks while another transaction that
+	// ran it with the same key is open, with one `?` bound to the key, e.g.
+	// PostgreSQL's "SELECT 1 FROM pg_advisory_xact_lock(…, hashtext(?))".
+	// Migrations run it first (a fixed key). Claims run it with the job
+	// name: first of all when ForUpdate is empty; when ForUpdate is set,
+	// the locked job row serialises claims and Serialize runs only to
+	// create a missing job row. Empty when the connection's transactions
+	// already run one at a time, like SQLite's BEGIN IMMEDIATE, which takes
+	// the database's write lock.
 	Serialize string
 
 	// IsAlreadyCreated reports whether err, returned by a CREATE statement,

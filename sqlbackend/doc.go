@@ -17,8 +17,9 @@
 //     insert win. A claim that inserted nothing reads the stored token, so
 //     the winner's retry with the same token answers true again (SPEC §4).
 //   - The lease claim ([RunStore.Claim]) is one transaction that first
-//     serialises on the job (SQLDialect.Serialize, then the job row with
-//     SQLDialect.ForUpdate), then reads the server's clock
+//     serialises on the job (the job row locked with SQLDialect.ForUpdate,
+//     or SQLDialect.Serialize / an exclusive transaction on databases
+//     without row locks), then reads the server's clock
 //     (SQLDialect.NowMs) and decides SPEC §6's table. Heartbeat, Finish,
 //     Release and Active judge leases by the same clock.
 //   - DedupeWindow is anarchon.Forever. History trimming deletes old run
