@@ -272,7 +272,7 @@ func (b *Backend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, erro
 	}
 	k := b.keys(in.Job)
 	res, err := b.runWrite(ctx, scriptClaim,
-		[]string{k.run, k.hist, k.mark},
+		[]string{k.run, k.hist},
 		slotArg(in.Slot), in.Token, in.InstanceID)
 	if err != nil {
 		return false, b.wrap(fmt.Sprintf("claim %q slot %d", in.Job, in.Slot), err)
@@ -326,7 +326,7 @@ func (b *Backend) SaveResult(ctx context.Context, job string, r anarchon.StoredR
 	}
 	k := b.keys(job)
 	_, err = scriptSave.Run(ctx, b.client,
-		[]string{k.run, k.claims, k.hist, k.results, k.mark, k.age},
+		[]string{k.run, k.claims, k.hist, k.results, k.age},
 		slotArg(r.Slot), r.Token, string(data), historySize, historyTTL.Milliseconds()).Result()
 	if err != nil {
 		return b.wrap(fmt.Sprintf("save result %q slot %d", job, r.Slot), err)
@@ -532,11 +532,10 @@ func won(v any) bool {
 // jobKeys are the keys of one job. They share the hash tag {prefix:job}, so
 // they live in one cluster slot and one script may touch them all.
 type jobKeys struct {
-	run     string // HASH slot -> run state (JSON)
+	run     string // HASH slot -> run state (JSON); field "mark": the newest slot forgotten by trimming
 	claims  string // HASH token -> claim record (JSON)
 	hist    string // ZSET "slot/token" (or "slot/") scored by slot
 	results string // HASH history member -> stored result (JSON)
-	mark    string // STRING the newest slot forgotten by trimming
 	active  string // ZSET slots that are running or released, scored by slot
 	age     string // ZSET history members with a result, scored by the server time it was saved (ms)
 }
@@ -548,7 +547,6 @@ func (b *Backend) keys(job string) jobKeys {
 		claims:  tag + ":claims",
 		hist:    tag + ":hist",
 		results: tag + ":results",
-		mark:    tag + ":mark",
 		active:  tag + ":active",
 		age:     tag + ":age",
 	}
@@ -556,7 +554,7 @@ func (b *Backend) keys(job string) jobKeys {
 
 // finishKeys is the key layout of scriptFinish and scriptFinishResult.
 func (k jobKeys) finishKeys() []string {
-	return []string{k.run, k.claims, k.hist, k.results, k.mark, k.age, k.active}
+	return []string{k.run, k.claims, k.hist, k.results, k.age, k.active}
 }
 
 // escapeJob keeps a job name from ending the hash tag early: '%', '{' and

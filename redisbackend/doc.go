@@ -106,13 +106,13 @@
 // All keys of a job share the hash tag {prefix:job}, so a script touches one
 // cluster slot, and every key a script touches is passed in KEYS:
 //
-//	{prefix:job}:run      HASH  slot -> run state and current claim (token, holder, attempt, state, lease until, claimed at)
+//	{prefix:job}:run      HASH  slot -> run state and current claim (token, holder, attempt, state, lease until, claimed at);
+//	                            field "mark" -> the watermark slot
 //	{prefix:job}:claims   HASH  token -> claim record of an earlier holder or a manual run
 //	{prefix:job}:results  HASH  history member -> stored result
 //	{prefix:job}:hist     ZSET  history members "slot/token" scored by slot
 //	{prefix:job}:age      ZSET  the same members scored by the server time they were written
 //	{prefix:job}:active   ZSET  slots running or released
-//	{prefix:job}:mark     STRING the watermark slot
 //
 // '%', '{' and '}' in job names are percent-encoded. Records are JSON with
 // numbers as decimal strings; readers ignore fields they do not know, so two

@@ -64,7 +64,7 @@ func TestMemoryPerRun(t *testing.T) {
 	if at300 > at100+at100/2 {
 		t.Errorf("memory grew from %d to %d bytes although HistorySize bounds it", at100, at300)
 	}
-	if mark, err := c.Get(t.Context(), "{"+prefix+":"+job+"}:mark").Result(); err != nil || !strings.HasPrefix(mark, "1") {
+	if mark, err := c.HGet(t.Context(), "{"+prefix+":"+job+"}:run", "mark").Result(); err != nil || !strings.HasPrefix(mark, "1") {
 		t.Errorf("watermark %q, %v", mark, err)
 	}
 }

@@ -44,7 +44,7 @@ func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.Cla
 	}
 	k := b.keys(c.Job)
 	res, err := b.runWrite(ctx, scriptLeaseClaim,
-		[]string{k.run, k.claims, k.hist, k.mark, k.active},
+		[]string{k.run, k.claims, k.hist, k.active},
 		slotArg(c.Slot), c.Token, c.InstanceID,
 		c.Lease.Milliseconds(), c.MaxLate.Milliseconds(), overlap, max(c.MaxAttempts, 1),
 		b.channel, c.Job)

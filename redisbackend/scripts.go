@@ -38,16 +38,16 @@ local function slot_of(member) return string.match(member, '^([^/]*)/') end
 // takeover) and of manual runs.
 
 // scriptClaim is the plain claim (SPEC §4).
-// KEYS: run, hist, mark. ARGV: slot, token, instance.
+// KEYS: run, hist. ARGV: slot, token, instance.
 // Returns 1 (won, or won before with this token) or 0.
 var scriptClaim = newScript(`
 local slot, tok, inst = ARGV[1], ARGV[2], ARGV[3]
-local cur = redis.call('HGET', KEYS[1], slot)
+local got = redis.call('HMGET', KEYS[1], slot, 'mark')
+local cur, mark = got[1], got[2]
 if cur then
   if cjson.decode(cur).tok == tok then return 1 end
   return 0
 end
-local mark = redis.call('GET', KEYS[3])
 if mark and tonumber(slot) <= tonumber(mark) then return 0 end
 local now = fmt(now_ms())
 redis.call('HSET', KEYS[1], slot, cjson.encode({tok=tok, inst=inst, att='1', st='claimed', lu='0', at=now}))
@@ -67,7 +67,7 @@ return 1
 
 // scriptLeaseClaim decides a lease claim per the table of SPEC §6, first
 // match wins.
-// KEYS: run, claims, hist, mark, active.
+// KEYS: run, claims, hist, active.
 // ARGV: slot, token, instance, lease ms, max-late ms (0 = none),
 // allow overlap ('1'/'0'), max attempts, channel, job.
 // Returns {kind, attempt, holder, lease until ms (string), status}; kind as
@@ -84,7 +84,7 @@ local function win(att, prev)
   end
   redis.call('HSET', KEYS[1], slot, cjson.encode({tok=tok, inst=inst, att=fmt(att), st='running', lu=lu, at=fmt(now)}))
   redis.call('ZADD', KEYS[3], slot, slot .. '/' .. tok)
-  redis.call('ZADD', KEYS[5], slot, slot)
+  redis.call('ZADD', KEYS[4], slot, slot)
   return {1, att, inst, lu, ''}
 end
 local cur = redis.call('HGET', KEYS[1], slot)
@@ -106,13 +106,13 @@ if cur then
     if att < maxatt then return win(att + 1, r) end
     r.st, r.stat = 'done', 'abandoned'
     redis.call('HSET', KEYS[1], slot, cjson.encode(r))
-    redis.call('ZREM', KEYS[5], slot)
+    redis.call('ZREM', KEYS[4], slot)
     redis.call('PUBLISH', ARGV[8], cjson.encode({job=ARGV[9], slot=slot, kind='finished'}))
     return {3, att, r.inst, '0', 'abandoned'}
   end
   return {3, att, r.inst or '', '0', r.stat or ''}
 end
-local mark = redis.call('GET', KEYS[4])
+local mark = redis.call('HGET', KEYS[1], 'mark')
 if mark and tonumber(slot) <= tonumber(mark) then
   return {3, 0, '', '0', ''}
 end
@@ -122,12 +122,12 @@ if maxlate > 0 and now > tonumber(slot) + maxlate then
   return {6, 0, '', '0', 'missed'}
 end
 if not overlap then
-  for _, s in ipairs(redis.call('ZRANGE', KEYS[5], 0, -1)) do
+  for _, s in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do
     if s ~= slot then
       local o = redis.call('HGET', KEYS[1], s)
       if o then o = cjson.decode(o) end
       if not o or (o.st ~= 'running' and o.st ~= 'released') then
-        redis.call('ZREM', KEYS[5], s)
+        redis.call('ZREM', KEYS[4], s)
       elseif o.st == 'running' and (tonumber(o.lu) or 0) > now then
         redis.call('HSET', KEYS[1], slot, cjson.encode({tok='', inst=inst, att='0', st='skipped', lu='0', at=fmt(now)}))
         redis.call('ZADD', KEYS[3], slot, slot .. '/')
@@ -154,7 +154,7 @@ return {1, r.lu}
 // luaFinish defines finish(slot, token, status, channel, job): it marks
 // the token's run done with a status and publishes a finished event.
 // Repeating it after it succeeded answers 1 again and keeps the first
-// status. Keys: KEYS[1] run, KEYS[7] active.
+// status. Keys: KEYS[1] run, KEYS[6] active.
 const luaFinish = `
 local function finish(slot, tok, status, channel, job)
   local cur = redis.call('HGET', KEYS[1], slot)
@@ -165,14 +165,14 @@ local function finish(slot, tok, status, channel, job)
   if r.st ~= 'running' and r.st ~= 'released' and r.st ~= 'claimed' then return 0 end
   r.st, r.stat = 'done', status
   redis.call('HSET', KEYS[1], slot, cjson.encode(r))
-  redis.call('ZREM', KEYS[7], slot)
+  redis.call('ZREM', KEYS[6], slot)
   redis.call('PUBLISH', channel, cjson.encode({job=job, slot=slot, kind='finished'}))
   return 1
 end
 `
 
 // scriptFinish is RunStore.Finish.
-// KEYS: run, claims, hist, results, mark, age, active (the layout of
+// KEYS: run, claims, hist, results, age, active (the layout of
 // scriptFinishResult; it touches run and active). ARGV: slot, token, status,
 // channel, job. Returns 1 or 0.
 var scriptFinish = newScript(luaFinish + `
@@ -212,7 +212,7 @@ return out
 
 // luaSave defines save(slot, token, result JSON, history size, history TTL
 // ms (0 = none)): it stores a result and trims the history.
-// Keys: KEYS[1] run, [2] claims, [3] hist, [4] results, [5] mark, [6] age.
+// Keys: KEYS[1] run, [2] claims, [3] hist, [4] results, [5] age.
 //
 // A history member is "slot/token" ("slot/" for a slot settled without a
 // token). A member's age is the server time its result was saved ("age"
@@ -232,10 +232,10 @@ local member = slot .. '/' .. tok
 local now = now_ms()
 if tok ~= '' then
   redis.call('ZREM', KEYS[3], slot .. '/')
-  redis.call('ZREM', KEYS[6], slot .. '/')
+  redis.call('ZREM', KEYS[5], slot .. '/')
 end
 redis.call('ZADD', KEYS[3], slot, member)
-redis.call('ZADD', KEYS[6], fmt(now), member)
+redis.call('ZADD', KEYS[5], fmt(now), member)
 redis.call('HSET', KEYS[4], member, result)
 local size, ttl = tonumber(size_arg), tonumber(ttl_arg)
 local function live(s, t)
@@ -249,15 +249,15 @@ local function drop(m)
   local t = string.sub(m, #s + 2)
   if live(s, t) then return false end
   redis.call('ZREM', KEYS[3], m)
-  redis.call('ZREM', KEYS[6], m)
+  redis.call('ZREM', KEYS[5], m)
   redis.call('HDEL', KEYS[4], m)
   if t ~= '' then redis.call('HDEL', KEYS[2], t) end
   if redis.call('ZCOUNT', KEYS[3], s, s) == 0 and redis.call('HEXISTS', KEYS[1], s) == 1 then
     local r = cjson.decode(redis.call('HGET', KEYS[1], s))
     if r.st ~= 'running' and r.st ~= 'released' then
       redis.call('HDEL', KEYS[1], s)
-      local mark = redis.call('GET', KEYS[5])
-      if not mark or tonumber(s) > tonumber(mark) then redis.call('SET', KEYS[5], s) end
+      local mark = redis.call('HGET', KEYS[1], 'mark')
+      if not mark or tonumber(s) > tonumber(mark) then redis.call('HSET', KEYS[1], 'mark', s) end
     end
   end
   return true
@@ -276,9 +276,9 @@ local function claimed_at(m)
 end
 if ttl > 0 then
   local cutoff = now - ttl
-  for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[6], '-inf', '(' .. fmt(cutoff))) do drop(m) end
+  for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', '(' .. fmt(cutoff))) do drop(m) end
   for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', '(' .. fmt(cutoff))) do
-    if not redis.call('ZSCORE', KEYS[6], m) then
+    if not redis.call('ZSCORE', KEYS[5], m) then
       local at = claimed_at(m)
       if not at or at < cutoff then drop(m) end
     end
@@ -296,7 +296,7 @@ end
 `
 
 // scriptSave is Backend.SaveResult.
-// KEYS: run, claims, hist, results, mark, age.
+// KEYS: run, claims, hist, results, age.
 // ARGV: slot, token, result JSON, history size, history TTL ms.
 var scriptSave = newScript(luaSave + `
 return save(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5])
@@ -304,7 +304,7 @@ return save(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5])
 
 // scriptFinishResult is RunStore.FinishResult: finish, then save the
 // result, or, if the token no longer holds the run, save it as lease_lost.
-// KEYS: run, claims, hist, results, mark, age, active.
+// KEYS: run, claims, hist, results, age, active.
 // ARGV: slot, token, status, channel, job, result JSON, lease-lost result
 // JSON, history size, history TTL ms. Returns 1 or 0 as finish.
 var scriptFinishResult = newScript(luaFinish + luaSave + `
