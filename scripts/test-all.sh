@@ -13,7 +13,7 @@ root=$(pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/anarchon-test.XXXXXX")
 chmod 755 "$work"
 cleanup() {
-  for pidfile in "$work"/*.pid; do
+  for pidfile in "$work"/*.pid "$work"/*/*.pid; do
     [ -f "$pidfile" ] || continue
     kill "$(cat "$pidfile")" 2>/dev/null || true
   done
