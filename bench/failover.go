@@ -19,6 +19,7 @@ const (
 type FailoverTrial struct {
 	Gap         time.Duration // crash or Stop call → the backup's handler start
 	AfterExpiry time.Duration // crash only: backup start − (last good heartbeat + lease)
+	Watched     bool          // the backup's scheduler saw a Watcher
 }
 
 // FailoverConfig sets the lease and the trials of [Failover].
@@ -101,6 +102,18 @@ func failoverTrial(ctx context.Context, st *Store, scenario string, cfg Failover
 		return FailoverTrial{}, errors.New("bench: no first run")
 	}
 	holder := wraps[first.instance]
+	backup := wraps["A"]
+	if first.instance == "A" {
+		backup = wraps["B"]
+	}
+	// Act only once the backup stands by (its claim was answered
+	// "running"), so the measurement starts from a waiting backup.
+	for waitUntil := time.Now().Add(cfg.Lease); backup.StandingBy() == 0; {
+		if time.Now().After(waitUntil) {
+			return FailoverTrial{}, errors.New("bench: the backup never stood by")
+		}
+		time.Sleep(time.Millisecond)
+	}
 	var t0 time.Time
 	var expiry time.Time
 	switch scenario {
@@ -129,7 +142,7 @@ func failoverTrial(ctx context.Context, st *Store, scenario string, cfg Failover
 		select {
 		case s := <-starts:
 			if s.slot.Equal(first.slot) && s.instance != first.instance {
-				tr := FailoverTrial{Gap: s.at.Sub(t0)}
+				tr := FailoverTrial{Gap: s.at.Sub(t0), Watched: backup.HasWatcher()}
 				if !expiry.IsZero() {
 					tr.AfterExpiry = s.at.Sub(expiry)
 				}

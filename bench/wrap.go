@@ -54,7 +54,18 @@ type Wrapped struct {
 	// lastBeat is the send time (Unix ns) of the last heartbeat that
 	// succeeded, for failover measurements.
 	lastBeat atomic.Int64
+	// standing counts lease claims answered OutcomeRunning: the instance
+	// stands by as a backup.
+	standing atomic.Int64
+	watch    bool // the scheduler sees a Watcher
 }
+
+// HasWatcher reports whether the Backend returned by Wrap is a Watcher.
+func (w *Wrapped) HasWatcher() bool { return w.watch }
+
+// StandingBy reports how many lease claims were answered "running" (the
+// instance stood by as a backup).
+func (w *Wrapped) StandingBy() int64 { return w.standing.Load() }
 
 // watching is a Wrapped backend that also forwards the inner Watcher.
 type watching struct {
@@ -91,6 +102,7 @@ func Wrap(b anarchon.Backend, hideWatcher bool) (*Wrapped, anarchon.Backend) {
 	if hideWatcher || watcher == nil {
 		return w, w
 	}
+	w.watch = true
 	return w, watching{Wrapped: w, w: watcher}
 }
 
@@ -236,7 +248,11 @@ func (r *countingRuns) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon
 	if err := r.w.count(OpRunClaim); err != nil {
 		return anarchon.ClaimOutcome{}, err
 	}
-	return r.inner.Claim(ctx, c)
+	out, err := r.inner.Claim(ctx, c)
+	if err == nil && out.Kind == anarchon.OutcomeRunning {
+		r.w.standing.Add(1)
+	}
+	return out, err
 }
 
 func (r *countingRuns) Heartbeat(ctx context.Context, job string, slot int64, token string, lease time.Duration) (bool, error) {

@@ -63,8 +63,11 @@ func runFailover(ctx context.Context, stores []string, workdir string, short boo
 					exp = bench.Ms(after[len(after)/2])
 				}
 				w := "yes"
-				if !watch {
+				switch {
+				case !watch:
 					w = "hidden (poll 1 s)"
+				case !trs[0].Watched:
+					w = "none in store (poll 1 s)"
 				}
 				t.Add(st.Name, sc, w, cfg.Lease, len(trs), bench.Ms(gaps[len(gaps)/2]), bench.Ms(gaps[len(gaps)-1]), exp)
 			}
