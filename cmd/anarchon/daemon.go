@@ -192,7 +192,8 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 	log.Info("stopping", slog.String("signal", sig.String()), slog.Duration("stop_timeout", rf.stopTimeout))
 	go func() {
 		s := <-sigs
-		log.Error("second signal: exiting at once", slog.String("signal", s.String()))
+		log.Error("second signal: killing running commands and exiting at once", slog.String("signal", s.String()))
+		d.exec.killAll()
 		os.Exit(128 + int(s.(syscall.Signal)))
 	}()
 	d.stop(rf.stopTimeout)

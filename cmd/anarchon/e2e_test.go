@@ -493,3 +493,50 @@ func httpGet(ctx context.Context, url string) (string, int) {
 	body, _ := io.ReadAll(resp.Body)
 	return string(body), resp.StatusCode
 }
+
+// TestSecondSignal checks that a second SIGTERM during a graceful stop exits
+// at once with a non-zero status and kills the running command.
+func TestSecondSignal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a daemon")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	out := filepath.Join(dir, "pid")
+	crontab := writeFile(t, dir, "crontab", "# name: sleeper\n* * * * * * sh -c 'echo \"$ANARCHON_SLOT 1 x $$\" >> "+out+"; exec sleep 60'\n")
+	p := startDaemon(t, dir, "s", "--crontab", crontab, "--store", "sqlite:"+filepath.Join(dir, "a.db"))
+	p.waitReady(t, 60*time.Second)
+	l := waitLine(t, out, func(outLine) bool { return true }, 10*time.Second)
+	pid, _ := strconv.Atoi(l.word)
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	// Two signals sent back to back may reach the process as one: send the
+	// second once the first has started the graceful stop.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		data, _ := os.ReadFile(p.logPath)
+		if strings.Contains(string(data), "msg=stopping") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the daemon did not log the start of its stop")
+		}
+		time.Sleep(20 * time.Millisecond) // another process's log: nothing to wait on
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.exited:
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ee.ExitCode() != 128+int(syscall.SIGTERM) {
+			t.Errorf("exit: %v, want status %d", err, 128+int(syscall.SIGTERM))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a second SIGTERM did not end the daemon at once")
+	}
+	deadline = time.Now().Add(5 * time.Second)
+	for !gone(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("command %d still running", pid)
+		}
+		time.Sleep(20 * time.Millisecond) // another process's state: nothing to wait on
+	}
+}

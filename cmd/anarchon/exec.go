@@ -34,7 +34,8 @@ type executor struct {
 	wg       sync.WaitGroup
 
 	mu      sync.Mutex
-	stopped []stoppedRun // runs stopped by the Stop deadline (handed over)
+	stopped []stoppedRun     // runs stopped by the Stop deadline (handed over)
+	groups  map[int]struct{} // process groups of running commands
 }
 
 // stoppedRun is a run whose command the stop deadline ended.
@@ -82,6 +83,18 @@ func (e *executor) handler(j *jobSpec) anarchon.Handler {
 		if err := cmd.Start(); err != nil {
 			return fmt.Errorf("start %s: %w", j.Argv[0], err)
 		}
+		pgid := cmd.Process.Pid
+		e.mu.Lock()
+		if e.groups == nil {
+			e.groups = make(map[int]struct{})
+		}
+		e.groups[pgid] = struct{}{}
+		e.mu.Unlock()
+		defer func() {
+			e.mu.Lock()
+			delete(e.groups, pgid)
+			e.mu.Unlock()
+		}()
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
 
@@ -96,7 +109,6 @@ func (e *executor) handler(j *jobSpec) anarchon.Handler {
 				e.mu.Unlock()
 			}
 			log.Warn("stopping command", slog.Any("cause", cause), slog.Duration("grace", e.grace))
-			pgid := cmd.Process.Pid
 			_ = syscall.Kill(-pgid, syscall.SIGTERM)
 			t := time.NewTimer(e.grace)
 			select {
@@ -126,6 +138,16 @@ func (e *executor) handler(j *jobSpec) anarchon.Handler {
 			return err
 		}
 		return nil
+	}
+}
+
+// killAll sends SIGKILL to the process group of every running command, for
+// an exit that cannot wait.
+func (e *executor) killAll() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for pgid := range e.groups {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	}
 }
 

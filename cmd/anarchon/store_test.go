@@ -88,3 +88,23 @@ func TestOpenStoreSQLite(t *testing.T) {
 		t.Fatalf("memory: %v", err)
 	}
 }
+
+func TestHTTPAddr(t *testing.T) {
+	for in, want := range map[string]string{
+		"9090":           "127.0.0.1:9090",
+		":9090":          ":9090",
+		"0.0.0.0:80":     "0.0.0.0:80",
+		"127.0.0.1:0":    "127.0.0.1:0",
+		"[::1]:9090":     "[::1]:9090",
+		"localhost:9090": "localhost:9090",
+	} {
+		if got, err := httpAddr(in); err != nil || got != want {
+			t.Errorf("httpAddr(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "host", "http://x:1"} {
+		if _, err := httpAddr(bad); err == nil {
+			t.Errorf("httpAddr(%q): no error", bad)
+		}
+	}
+}
