@@ -164,6 +164,10 @@ func TestConcurrentMigration(t *testing.T) {
 
 const childEnv = "ANARCHON_SQLITEFILE_RACE_CHILD"
 
+// raceStep is the pace of the multi-process race: slot k is claimed by
+// every process at start + k·raceStep.
+const raceStep = 3 * time.Millisecond
+
 // TestMultiProcessRace runs 8 OS processes (this test binary, re-executed)
 // claiming the same 2,000 slots of one file; each slot must have exactly
 // one winner.
@@ -215,8 +219,12 @@ func TestMultiProcessRace(t *testing.T) {
 			t.Fatalf("child %d did not get ready: %s", i, c.errTx.String())
 		}
 	}
+	// Every child claims slot k at t0 + k·raceStep, so that the processes
+	// arrive at each slot together instead of one running ahead.
 	begin := time.Now()
+	t0 := begin.Add(200 * time.Millisecond).UnixNano()
 	for _, c := range children {
+		fmt.Fprintf(c.in, "%d\n", t0)
 		c.in.Close()
 	}
 	winners := make([]int, slots)
@@ -278,9 +286,16 @@ func TestRaceChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	fmt.Println("READY")
-	_, _ = bufio.NewReader(os.Stdin).ReadString('\n') // the parent closes stdin to start
+	line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
+	t0, err := strconv.ParseInt(strings.TrimSpace(line), 10, 64)
+	if err != nil {
+		t.Fatalf("start time %q: %v", line, err)
+	}
 	w := bufio.NewWriter(os.Stdout)
 	for s := range slots {
+		if d := time.Until(time.Unix(0, t0).Add(time.Duration(s) * raceStep)); d > 0 {
+			time.Sleep(d) // pacing: every process reaches slot s together
+		}
 		ok, err := b.Claim(ctx, anarchon.ClaimInput{Job: "race", Slot: int64(s) * 1000, Token: id + "-" + strconv.Itoa(s), InstanceID: id})
 		if err != nil {
 			t.Fatalf("slot %d: %v", s, err)
