@@ -344,6 +344,13 @@ func TestHandOver(t *testing.T) {
 					t.Fatalf("Stop = %v, want DeadlineExceeded", err)
 				}
 				cancel()
+				handedOnStop := false
+				for _, r := range historyBySlot(t, holder, "long")[run.Slot.UnixMilli()] {
+					handedOnStop = handedOnStop || (r.Status == anarchon.StatusHandedOver && r.Token == run.Token)
+				}
+				if !handedOnStop {
+					t.Fatal("the hand-over was not recorded when Stop returned")
+				}
 				got := <-backupAt
 				if d := got.Sub(deadline); d < 0 || d > tc.limit {
 					t.Fatalf("backup started %v after the Stop deadline, want within %v", d, tc.limit)

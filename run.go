@@ -22,10 +22,12 @@ func storeCtx() (context.Context, context.CancelFunc) {
 // activeRun is a handler running under this instance, tracked so that Stop
 // can hand it over.
 type activeRun struct {
-	job    *job
-	slot   int64
-	token  string
-	cancel context.CancelCauseFunc
+	job     *job
+	slot    int64
+	token   string
+	attempt int
+	started time.Time
+	cancel  context.CancelCauseFunc
 
 	mu    sync.Mutex
 	state int // runActive, runFinishing, runHandedOver
@@ -263,7 +265,7 @@ func (s *Scheduler) settle(j *job, slotT time.Time, token string, status Status)
 func (s *Scheduler) runWon(j *job, slotT time.Time, rc RunClaim, attempt int, claimSent time.Time) {
 	hctx, cancel := context.WithCancelCause(s.runCtx)
 	defer cancel(nil)
-	ar := &activeRun{job: j, slot: rc.Slot, token: rc.Token, cancel: cancel}
+	ar := &activeRun{job: j, slot: rc.Slot, token: rc.Token, attempt: attempt, started: s.now(), cancel: cancel}
 	s.track(ar)
 	stopHB := make(chan struct{})
 	hbDone := make(chan struct{})
@@ -280,8 +282,10 @@ func (s *Scheduler) runWon(j *job, slotT time.Time, rc RunClaim, attempt int, cl
 
 	cause := context.Cause(hctx)
 	switch {
-	case !finishing: // Stop released the lease: a backup owns the slot
-		res.Status = StatusHandedOver
+	case !finishing:
+		// Stop released the lease and recorded the hand-over; a backup owns
+		// the slot, and the store may be closed by now.
+		return
 	case errors.Is(cause, ErrLeaseLost):
 		res.Status = StatusLeaseLost
 	default:
@@ -367,9 +371,17 @@ func (s *Scheduler) handOver() {
 			defer wg.Done()
 			ctx, cancel := storeCtx()
 			defer cancel()
+			slotT := time.UnixMilli(a.slot).UTC()
 			if _, err := s.runs.Release(ctx, a.job.name, a.slot, a.token); err != nil {
-				s.storeError(ctx, "Release", a.job.name, time.UnixMilli(a.slot).UTC(), err)
+				s.storeError(ctx, "Release", a.job.name, slotT, err)
 			}
+			// Recorded here rather than when the handler returns, so that
+			// the record is stored when Stop returns.
+			s.saveResult(a.job, StoredResult{
+				Slot: a.slot, Token: a.token, InstanceID: s.opts.InstanceID, Attempt: a.attempt,
+				Status: StatusHandedOver, StartedAt: a.started, FinishedAt: s.now(),
+				Error: "handed over: " + ErrStopped.Error(),
+			})
 		}()
 	}
 	wg.Wait()

@@ -500,9 +500,9 @@ func (s *Scheduler) anyLeased(jobs []*job) bool {
 // handlers until ctx ends. Handlers still running then have their context
 // cancelled with cause ErrStopped and, under leases, their runs are released
 // at once so a backup takes them over (hand-over); their results are
-// recorded as StatusHandedOver. Stop returns ctx's error if it had to cancel
-// handlers, nil otherwise, and ErrNotStarted if Start never succeeded. It
-// does not close the backend.
+// recorded as StatusHandedOver before Stop returns. Stop returns ctx's
+// error if it had to cancel handlers, nil otherwise, and ErrNotStarted if
+// Start never succeeded. It does not close the backend.
 //
 // Stop bounds only the wait: a handler that ignores its context keeps its
 // goroutine until it returns.
@@ -550,6 +550,13 @@ func (s *Scheduler) RunNow(ctx context.Context, name string) (RunRecord, error) 
 	}
 	if err := s.ensureInit(ctx); err != nil {
 		return RunRecord{}, err
+	}
+	if !s.isStarted() {
+		// Start prepares every job; a scheduler used only for RunNow (a
+		// command-line tool) prepares this one.
+		if err := s.backend.PrepareJob(ctx, name, j.opt.HistorySize); err != nil {
+			return RunRecord{}, err
+		}
 	}
 	in := ClaimInput{
 		Job: name, Slot: s.now().UnixMilli(), Token: newToken(), InstanceID: s.opts.InstanceID,
@@ -619,6 +626,12 @@ func (s *Scheduler) storeError(ctx context.Context, op, jobName string, slot tim
 	}
 	s.log.LogAttrs(ctx, slog.LevelError, "store call failed", attrs...)
 	s.emit(Event{Kind: EventStoreError, Job: jobName, Slot: slot, Op: op, Err: err})
+}
+
+func (s *Scheduler) isStarted() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state == stateStarted
 }
 
 func (s *Scheduler) stopping() bool {
