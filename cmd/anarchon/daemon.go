@@ -215,7 +215,6 @@ func (d *daemon) stop(timeout time.Duration) {
 		d.log.Warn("stop deadline passed: running jobs were handed over", slog.Any("error", err))
 	}
 	d.exec.wait(d.exec.grace + 2*time.Second)
-	d.exec.awaitSaved(d.backend, 5*time.Second)
 }
 
 // summary prints the store, the instance and each job with its next slots.

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,13 +32,9 @@ type executor struct {
 	grace    time.Duration // SIGTERM to SIGKILL
 	wg       sync.WaitGroup
 
-	mu      sync.Mutex
-	stopped []stoppedRun     // runs stopped by the Stop deadline (handed over)
-	groups  map[int]struct{} // process groups of running commands
+	mu     sync.Mutex
+	groups map[int]struct{} // process groups of running commands
 }
-
-// stoppedRun is a run whose command the stop deadline ended.
-type stoppedRun struct{ job, token string }
 
 // handler returns the anarchon.Handler that runs j's command once per slot.
 //
@@ -103,11 +98,6 @@ func (e *executor) handler(j *jobSpec) anarchon.Handler {
 		case err = <-done:
 		case <-ctx.Done():
 			cause := context.Cause(ctx)
-			if errors.Is(cause, anarchon.ErrStopped) {
-				e.mu.Lock()
-				e.stopped = append(e.stopped, stoppedRun{run.Job, run.Token})
-				e.mu.Unlock()
-			}
 			log.Warn("stopping command", slog.Any("cause", cause), slog.Duration("grace", e.grace))
 			_ = syscall.Kill(-pgid, syscall.SIGTERM)
 			t := time.NewTimer(e.grace)
@@ -160,41 +150,6 @@ func (e *executor) wait(d time.Duration) {
 	select {
 	case <-done:
 	case <-t.C:
-	}
-}
-
-// awaitSaved waits, up to d, until the store holds a result for every run
-// the stop deadline ended. The scheduler saves such a run's result
-// (handed_over) after its handler returned, possibly after Stop returned:
-// closing the store before that would lose the record.
-func (e *executor) awaitSaved(b anarchon.Backend, d time.Duration) {
-	e.mu.Lock()
-	runs := append([]stoppedRun(nil), e.stopped...)
-	e.mu.Unlock()
-	if len(runs) == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	for _, r := range runs {
-		for {
-			recs, err := b.History(ctx, r.job, 0)
-			if err == nil && slices.ContainsFunc(recs, func(rec anarchon.RunRecord) bool {
-				return rec.Token == r.token && rec.Status != anarchon.StatusRunning
-			}) {
-				break
-			}
-			// The save happens in the scheduler's goroutine, which offers
-			// nothing to wait on: ask the store again shortly.
-			t := time.NewTimer(20 * time.Millisecond)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				e.log.Warn("result of a handed-over run not seen in the store", slog.String("job", r.job))
-				return
-			case <-t.C:
-			}
-		}
 	}
 }
 
