@@ -49,8 +49,9 @@ type Backend interface {
 	RecordManualRun(ctx context.Context, in ClaimInput) (slot int64, err error)
 	// SaveResult stores how a run ended and trims the job's history to
 	// historySize records (<= 0: DefaultHistorySize) and, if historyTTL > 0,
-	// to records younger than historyTTL. Trimming must never reopen a slot
-	// inside DedupeWindow.
+	// to records younger than historyTTL, measured from when each record
+	// was saved (store clock). Trimming must never reopen a slot inside
+	// DedupeWindow.
 	SaveResult(ctx context.Context, job string, r StoredResult, historySize int, historyTTL time.Duration) error
 	// History returns at most limit recent runs of job from all instances,
 	// newest first (by slot, then by start). limit <= 0 means the backend's
@@ -266,7 +267,8 @@ type RunStore interface {
 	// and it is running. false means the lease is lost.
 	Heartbeat(ctx context.Context, job string, slot int64, token string, lease time.Duration) (bool, error)
 	// Finish marks the run done with status if token holds it (running, or
-	// released by the same token). false if another token holds the slot.
+	// released by the same token). false if another token holds the slot or
+	// the slot was abandoned; a repeat by the token that finished it is true.
 	Finish(ctx context.Context, job string, slot int64, token string, status Status) (bool, error)
 	// Release ends token's live lease at once (state released) so a backup
 	// takes over. false if token does not hold a running lease.
