@@ -253,9 +253,6 @@ the command failed.`,
 				return fmt.Errorf("no job %q in the given files", name)
 			}
 			ctx := context.Background()
-			if err := d.backend.PrepareJob(ctx, name, historySizeOf(d, name)); err != nil {
-				return err
-			}
 			rec, err := d.sched.RunNow(ctx, name)
 			if err != nil {
 				return err
@@ -275,15 +272,6 @@ the command failed.`,
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the record as JSON")
 	return c
-}
-
-func historySizeOf(d *daemon, name string) int {
-	for _, j := range d.sched.Jobs() {
-		if j.Name == name {
-			return j.Options.HistorySize
-		}
-	}
-	return anarchon.DefaultHistorySize
 }
 
 func statusCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
@@ -408,6 +396,7 @@ Jobs are checked as a store with leases and no dedupe window would check them;
 			}
 			jobs, errs := src.load()
 			errs = append(errs, checkJobs(jobs)...)
+			sortByPosition(errs)
 			for _, e := range errs {
 				fmt.Fprintln(stdout, e)
 			}

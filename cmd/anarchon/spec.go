@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -56,6 +58,35 @@ func (e *posError) Error() string {
 
 // Unwrap returns the underlying error.
 func (e *posError) Unwrap() error { return e.Err }
+
+// sortByPosition orders errors by file and line, so a report reads from the
+// top of each file down; errors without a position keep their order, last.
+func sortByPosition(errs []error) {
+	pos := func(err error) (string, int, bool) {
+		var pe *posError
+		if errors.As(err, &pe) {
+			return pe.File, pe.Line, true
+		}
+		return "", 0, false
+	}
+	slices.SortStableFunc(errs, func(a, b error) int {
+		fa, la, oka := pos(a)
+		fb, lb, okb := pos(b)
+		switch {
+		case !oka || !okb:
+			if oka == okb {
+				return 0
+			}
+			if oka {
+				return -1
+			}
+			return 1
+		case fa != fb:
+			return strings.Compare(fa, fb)
+		}
+		return cmp.Compare(la, lb)
+	})
+}
 
 // yamlKeys maps the Field of an anarchon.ValidationError to the YAML key
 // that sets it, so an error points at the right line.
