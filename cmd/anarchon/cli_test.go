@@ -78,8 +78,8 @@ CRON_TZ=Atlantis/Capital
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	want := []string{
-		ct + `:6: CRON_TZ: unknown time zone "Atlantis/Capital"`,
 		ct + `:4: job "badfield": schedule:`,
+		ct + `:6: CRON_TZ: unknown time zone "Atlantis/Capital"`,
 		ct + `:8: job "good": duplicate name (first defined at ` + ct + `:2)`,
 		cfg + `:5: job "neg": timeout: -5s is negative`,
 		cfg + `:8: job "zone": zone: unknown time zone "Mars/Base"`,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -59,49 +60,35 @@ func (e *posError) Error() string {
 // Unwrap returns the underlying error.
 func (e *posError) Unwrap() error { return e.Err }
 
-// sortByPosition orders errors by file and line, so a report reads from the
-// top of each file down; errors without a position keep their order, last.
+// sortByPosition orders errors by line within each file, files in the
+// order they first appear, so a report reads from the top of each file
+// down; errors without a position keep their order, last.
 func sortByPosition(errs []error) {
-	pos := func(err error) (string, int, bool) {
+	type item struct {
+		file, line int
+		err        error
+	}
+	files := map[string]int{}
+	items := make([]item, len(errs))
+	for i, err := range errs {
+		items[i] = item{math.MaxInt, 0, err}
 		var pe *posError
 		if errors.As(err, &pe) {
-			return pe.File, pe.Line, true
+			if _, ok := files[pe.File]; !ok {
+				files[pe.File] = len(files)
+			}
+			items[i].file, items[i].line = files[pe.File], pe.Line
 		}
-		return "", 0, false
 	}
-	slices.SortStableFunc(errs, func(a, b error) int {
-		fa, la, oka := pos(a)
-		fb, lb, okb := pos(b)
-		switch {
-		case !oka || !okb:
-			if oka == okb {
-				return 0
-			}
-			if oka {
-				return -1
-			}
-			return 1
-		case fa != fb:
-			return strings.Compare(fa, fb)
+	slices.SortStableFunc(items, func(a, b item) int {
+		if c := cmp.Compare(a.file, b.file); c != 0 {
+			return c
 		}
-		return cmp.Compare(la, lb)
+		return cmp.Compare(a.line, b.line)
 	})
-}
-
-// yamlKeys maps the Field of an anarchon.ValidationError to the YAML key
-// that sets it, so an error points at the right line.
-var yamlKeys = map[string]string{
-	"Name":           "name",
-	"Schedule":       "schedule",
-	"Zone":           "zone",
-	"Jitter":         "jitter",
-	"MaxLate":        "max_late",
-	"Timeout":        "timeout",
-	"HistorySize":    "history_size",
-	"Lease":          "lease",
-	"Overlap":        "overlap",
-	"CatchUp.Window": "catch_up",
-	"CatchUp.Max":    "catch_up",
+	for i, it := range items {
+		errs[i] = it.err
+	}
 }
 
 // register adds every job to s with handler(job) as its handler and returns
