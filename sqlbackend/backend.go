@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"regexp"
 	"strings"
 	"sync"
@@ -47,6 +46,12 @@ type Config struct {
 	// to run there, e.g. PostgreSQL's pg_notify. An empty query means no
 	// statement.
 	Notify func(ev anarchon.RunEvent) (query string, args []any)
+	// Routines, if set, is called once by New with the backend's Qualify
+	// and returns server-side routines that replace the lease claim,
+	// Finish, Release and FinishResult transactions with one statement
+	// each. Nil means none: every operation is a transaction of plain
+	// statements.
+	Routines func(qualify func(name string) string) Routines
 	// Close is called once by SQLBackend.Close to close what the backend
 	// opened itself. Nil means nothing to close.
 	Close func(ctx context.Context) error
@@ -61,6 +66,7 @@ type SQLBackend struct {
 	cfg    Config
 	d      SQLDialect
 	q      queries
+	rt     Routines
 	closed atomic.Bool
 
 	initMu   sync.Mutex
@@ -96,6 +102,9 @@ func New(cfg Config) (*SQLBackend, error) {
 	}
 	b := &SQLBackend{cfg: cfg, d: cfg.Dialect}
 	b.q = buildQueries(b.Qualify, cfg.Dialect)
+	if cfg.Routines != nil {
+		b.rt = cfg.Routines(b.Qualify)
+	}
 	return b, nil
 }
 
@@ -206,6 +215,7 @@ func (b *SQLBackend) migrate(ctx context.Context) error {
 	if b.d.ExtraTables != nil {
 		stmts = append(stmts[:len(stmts):len(stmts)], b.d.ExtraTables(b.Qualify)...)
 	}
+	stmts = append(stmts[:len(stmts):len(stmts)], b.rt.DDL...)
 	return b.cfg.Conn.Transaction(ctx, func(tx Querier) error {
 		if b.d.Serialize != "" {
 			if _, err := b.all(ctx, tx, b.d.Serialize, "anarchon migrate "+b.Qualify("")); err != nil {
@@ -343,46 +353,31 @@ func msOrNil(t time.Time) any {
 // watermark is raised to the highest slot deleted, so that a late claim for
 // it loses (SPEC §4). Leased runs still running or released are never
 // deleted. historySize <= 0 means anarchon.DefaultHistorySize; a negative
-// historyTTL is an error.
+// historyTTL is an error. An empty r.Status is stored as success, or as
+// error if r.Error is set.
 func (b *SQLBackend) SaveResult(ctx context.Context, job string, r anarchon.StoredResult, historySize int, historyTTL time.Duration) error {
 	if err := b.ready(ctx, "save result"); err != nil {
 		return err
 	}
-	if err := checkJob(job); err != nil {
+	sr, err := newSaved(job, r, historySize, historyTTL)
+	if err != nil {
 		return b.errorf("save result", err)
 	}
-	if historyTTL < 0 {
-		return b.errorf("save result", fmt.Errorf("negative history TTL %v", historyTTL))
-	}
-	if historySize <= 0 {
-		historySize = anarchon.DefaultHistorySize
-	}
-	if r.Attempt <= 0 {
-		r.Attempt = 1
-	}
-	status := r.Status
-	if status == "" {
-		status = anarchon.StatusSuccess
-		if r.Error != "" {
-			status = anarchon.StatusError
+	err = b.cfg.Conn.Transaction(ctx, func(tx Querier) error {
+		// The job's lock comes first, as in a lease claim (job row, then
+		// run row), so that the two never wait for each other in a cycle.
+		if err := b.lockJob(ctx, tx, job); err != nil {
+			return err
 		}
-	}
-	manual := 0
-	if r.Manual {
-		manual = 1
-	}
-	err := b.cfg.Conn.Transaction(ctx, func(tx Querier) error {
-		if _, err := b.all(ctx, tx, b.q.upsertResult,
-			job, r.Token, r.Slot, r.InstanceID, r.Attempt, string(status),
-			msOrNil(r.StartedAt), msOrNil(r.FinishedAt), r.Error, r.Output, manual); err != nil {
+		if err := b.upsertResult(ctx, tx, sr); err != nil {
 			return err
 		}
 		if r.Token != "" && !r.Manual {
-			if _, err := b.all(ctx, tx, b.q.finishPlain, string(status), job, r.Slot, r.Token); err != nil {
+			if _, err := b.all(ctx, tx, b.q.finishPlain, string(sr.r.Status), job, r.Slot, r.Token); err != nil {
 				return err
 			}
 		}
-		return b.trim(ctx, tx, job, historySize, historyTTL)
+		return b.trim(ctx, tx, sr)
 	})
 	if err != nil {
 		return b.errorf("save result", err)
@@ -390,45 +385,67 @@ func (b *SQLBackend) SaveResult(ctx context.Context, job string, r anarchon.Stor
 	return nil
 }
 
-// trim deletes history beyond historySize records and older than ttl, and
-// raises the job's watermark over deleted run rows.
-func (b *SQLBackend) trim(ctx context.Context, tx Querier, job string, size int, ttl time.Duration) error {
-	// Serialise with lease claims of the job: a claim that read "absent"
-	// must not race a deletion that has not yet raised the watermark.
-	if err := b.lockJob(ctx, tx, job); err != nil {
-		return err
+// saved is a validated SaveResult (or FinishResult) call.
+type saved struct {
+	job   string
+	r     anarchon.StoredResult // Attempt >= 1, Status set
+	size  int64                 // > 0
+	ttlMs int64                 // 0: no TTL
+}
+
+// newSaved checks and normalises the arguments of SaveResult: the job
+// name, a non-negative TTL, historySize <= 0 meaning the default, an
+// attempt of at least 1, and an empty status read as success or error.
+func newSaved(job string, r anarchon.StoredResult, historySize int, historyTTL time.Duration) (saved, error) {
+	if err := checkJob(job); err != nil {
+		return saved{}, err
 	}
-	// Two bounds: the size-th newest slot (older slots go) and, with a
-	// TTL, the server's now minus ttl (rows saved or claimed before go).
-	// math.MinInt64 disables a bound.
-	ttlCut := int64(math.MinInt64)
-	if ttl > 0 {
-		now, err := b.nowMs(ctx, tx)
-		if err != nil {
-			return err
+	if historyTTL < 0 {
+		return saved{}, fmt.Errorf("negative history TTL %v", historyTTL)
+	}
+	if historySize <= 0 {
+		historySize = anarchon.DefaultHistorySize
+	}
+	if r.Attempt <= 0 {
+		r.Attempt = 1
+	}
+	if r.Status == "" {
+		r.Status = anarchon.StatusSuccess
+		if r.Error != "" {
+			r.Status = anarchon.StatusError
 		}
-		ttlCut = now - ttl.Milliseconds()
 	}
-	nth := func(query string) (int64, error) {
-		rows, err := b.all(ctx, tx, query, job, size-1)
-		if err != nil || len(rows) == 0 {
-			return math.MinInt64, err
-		}
-		return asInt64(rows[0][0])
+	var ttl int64
+	if historyTTL > 0 {
+		ttl = max(historyTTL.Milliseconds(), 1)
 	}
-	resCut, err := nth(b.q.nthResultSlot)
-	if err != nil {
+	return saved{job: job, r: r, size: int64(historySize), ttlMs: ttl}, nil
+}
+
+func (sr saved) manual() int64 {
+	if sr.r.Manual {
+		return 1
+	}
+	return 0
+}
+
+func (b *SQLBackend) upsertResult(ctx context.Context, tx Querier, sr saved) error {
+	r := sr.r
+	_, err := b.all(ctx, tx, b.q.upsertResult,
+		sr.job, r.Token, r.Slot, r.InstanceID, int64(r.Attempt), string(r.Status),
+		msOrNil(r.StartedAt), msOrNil(r.FinishedAt), r.Error, r.Output, sr.manual())
+	return err
+}
+
+// trim deletes history beyond sr.size records and older than sr.ttlMs,
+// and raises the job's watermark over deleted run rows. The caller holds
+// the job's lock (lockJob), so that a lease claim that read "absent" does
+// not race a deletion that has not yet raised the watermark.
+func (b *SQLBackend) trim(ctx context.Context, tx Querier, sr saved) error {
+	if _, err := b.all(ctx, tx, b.q.trimResults, sr.job, sr.job, sr.size-1, sr.ttlMs, sr.ttlMs); err != nil {
 		return err
 	}
-	// Equal slots at the cutoff are all kept: a few extra records at most.
-	if _, err := b.all(ctx, tx, b.q.trimResults, job, resCut, ttlCut); err != nil {
-		return err
-	}
-	runCut, err := nth(b.q.nthRunSlot)
-	if err != nil {
-		return err
-	}
-	rows, err := b.all(ctx, tx, b.q.trimRuns, job, runCut, ttlCut)
+	rows, err := b.all(ctx, tx, b.q.trimRuns, sr.job, sr.job, sr.size-1, sr.ttlMs, sr.ttlMs)
 	if err != nil {
 		return err
 	}
@@ -443,7 +460,7 @@ func (b *SQLBackend) trim(ctx context.Context, tx Querier, job string, size int,
 		}
 	}
 	if len(rows) > 0 {
-		if _, err := b.all(ctx, tx, b.q.raiseWatermark, top, job, top); err != nil {
+		if _, err := b.all(ctx, tx, b.q.raiseWatermark, top, sr.job, top); err != nil {
 			return err
 		}
 	}

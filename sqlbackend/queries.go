@@ -11,7 +11,6 @@ type queries struct {
 
 	plainClaim, selectToken, insertManual string
 	upsertResult, finishPlain             string
-	nthResultSlot, nthRunSlot             string
 	trimResults, trimRuns                 string
 
 	historyRuns, historyResults       string
@@ -92,12 +91,20 @@ ON CONFLICT (job, token) DO UPDATE SET slot = excluded.slot, instance = excluded
 	manual = excluded.manual, saved_at = excluded.saved_at`),
 		finishPlain: q(`UPDATE {runs} SET state = 'done', status = ?
 WHERE job = ? AND slot = ? AND token = ? AND state = 'running' AND lease_until IS NULL`),
-		nthResultSlot: q(`SELECT slot FROM {results} WHERE job = ? ORDER BY slot DESC LIMIT 1 OFFSET ?`),
-		nthRunSlot:    q(`SELECT slot FROM {runs} WHERE job = ? ORDER BY slot DESC LIMIT 1 OFFSET ?`),
-		trimResults:   q(`DELETE FROM {results} WHERE job = ? AND (slot < ? OR saved_at < ?)`),
+		// Trimming: two bounds per table, the historySize-th newest slot
+		// (older slots go; a NULL bound when there are fewer rows keeps
+		// everything) and, with a TTL (the last two arguments, ms; 0 means
+		// none), rows saved or claimed before the server's now minus it.
+		// Equal slots at the cutoff are all kept: a few extra records at
+		// most.
+		trimResults: q(`DELETE FROM {results} WHERE job = ? AND (
+	slot < (SELECT slot FROM {results} WHERE job = ? ORDER BY slot DESC LIMIT 1 OFFSET ?)
+	OR (CAST(? AS {big}) > 0 AND saved_at < {now} - CAST(? AS {big})))`),
 		// Only settled rows and plain claims go; leased runs still running
 		// or released stay until they settle.
-		trimRuns: q(`DELETE FROM {runs} WHERE job = ? AND (slot < ? OR claimed_at < ?)
+		trimRuns: q(`DELETE FROM {runs} WHERE job = ? AND (
+	slot < (SELECT slot FROM {runs} WHERE job = ? ORDER BY slot DESC LIMIT 1 OFFSET ?)
+	OR (CAST(? AS {big}) > 0 AND claimed_at < {now} - CAST(? AS {big})))
 AND (state IN ('done', 'missed', 'skipped') OR lease_until IS NULL) RETURNING slot`),
 
 		historyRuns:       q(`SELECT slot, token, instance, attempt, state, status, claimed_at FROM {runs} WHERE job = ? ORDER BY slot DESC LIMIT ?`),

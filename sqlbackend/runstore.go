@@ -53,6 +53,13 @@ func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.Cla
 	}
 	maxAttempts := int64(max(c.MaxAttempts, 1))
 	leaseMs := max(c.Lease.Milliseconds(), 1)
+	if b.rt.Claim != "" {
+		out, err := b.claimRoutine(ctx, c, leaseMs, maxAttempts)
+		if err != nil {
+			return anarchon.ClaimOutcome{}, b.errorf("lease claim", err)
+		}
+		return out, nil
+	}
 	var out anarchon.ClaimOutcome
 	err := b.cfg.Conn.Transaction(ctx, func(tx Querier) error {
 		out = anarchon.ClaimOutcome{}
@@ -127,6 +134,66 @@ func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.Cla
 	return out, nil
 }
 
+// claimRoutine runs the lease claim as one call of Routines.Claim.
+func (b *SQLBackend) claimRoutine(ctx context.Context, c anarchon.RunClaim, leaseMs, maxAttempts int64) (anarchon.ClaimOutcome, error) {
+	var maxLate any // NULL: no limit
+	if c.MaxLate > 0 {
+		maxLate = c.MaxLate.Milliseconds()
+	}
+	rows, err := b.all(ctx, b.cfg.Conn, b.rt.Claim, c.Job, c.Slot, c.Token, c.InstanceID, leaseMs, maxLate, c.AllowOverlap, maxAttempts)
+	if err != nil {
+		return anarchon.ClaimOutcome{}, err
+	}
+	if len(rows) != 1 || len(rows[0]) != 5 {
+		return anarchon.ClaimOutcome{}, fmt.Errorf("claim routine returned %d rows", len(rows))
+	}
+	r := rows[0]
+	kind, err1 := asString(r[0])
+	att, _, err2 := asNullInt64(r[1])
+	holder, err3 := asString(r[2])
+	until, hasUntil, err4 := asNullInt64(r[3])
+	status, err5 := asString(r[4])
+	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
+		return anarchon.ClaimOutcome{}, err
+	}
+	out := anarchon.ClaimOutcome{Attempt: int(att), Holder: holder, Status: anarchon.Status(status)}
+	if hasUntil {
+		out.LeaseUntil = time.UnixMilli(until).UTC()
+	}
+	switch kind {
+	case "won":
+		out.Kind = anarchon.OutcomeWon
+	case "running":
+		out.Kind = anarchon.OutcomeRunning
+	case "overlap":
+		out.Kind = anarchon.OutcomeOverlap
+	case "none":
+		out.Kind = anarchon.OutcomeNone
+	case "late":
+		out.Kind = anarchon.OutcomeLate
+	default:
+		out.Kind = anarchon.OutcomeDone
+	}
+	return out, nil
+}
+
+// routineBool runs a routine that returns one boolean.
+func (b *SQLBackend) routineBool(ctx context.Context, query string, args ...any) (bool, error) {
+	rows, err := b.all(ctx, b.cfg.Conn, query, args...)
+	if err != nil {
+		return false, err
+	}
+	if len(rows) != 1 || len(rows[0]) != 1 {
+		return false, fmt.Errorf("routine returned %d rows", len(rows))
+	}
+	ok, isBool := rows[0][0].(bool)
+	if !isBool {
+		n, err := asInt64(rows[0][0])
+		return n != 0, err
+	}
+	return ok, nil
+}
+
 func (b *SQLBackend) insertRun(ctx context.Context, tx Querier, c anarchon.RunClaim, state anarchon.RunState, status anarchon.Status, lease any, now int64) error {
 	_, err := b.all(ctx, tx, b.q.insertRun, c.Job, c.Slot, c.Token, c.InstanceID, string(state), string(status), lease, now)
 	return err
@@ -185,6 +252,9 @@ func (s *RunStore) Heartbeat(ctx context.Context, job string, slot int64, token 
 // released by the same token); a repeat with the same token and status is
 // true again. It notifies watchers in the same transaction.
 func (s *RunStore) Finish(ctx context.Context, job string, slot int64, token string, status anarchon.Status) (bool, error) {
+	if s.rt.Finish != "" {
+		return s.settleRoutine(ctx, "finish", s.rt.Finish, job, slot, token, string(status))
+	}
 	return s.settle(ctx, "finish", job, slot, anarchon.RunFinished, func(tx Querier) ([][]any, error) {
 		return s.b().all(ctx, tx, s.q.finish, string(status), job, slot, token, string(status))
 	})
@@ -194,9 +264,87 @@ func (s *RunStore) Finish(ctx context.Context, job string, slot int64, token str
 // the server's now), so a backup takes over. false if token does not hold
 // a running lease. It notifies watchers in the same transaction.
 func (s *RunStore) Release(ctx context.Context, job string, slot int64, token string) (bool, error) {
+	if s.rt.Release != "" {
+		return s.settleRoutine(ctx, "release", s.rt.Release, job, slot, token)
+	}
 	return s.settle(ctx, "release", job, slot, anarchon.RunReleased, func(tx Querier) ([][]any, error) {
 		return s.b().all(ctx, tx, s.q.release, job, slot, token)
 	})
+}
+
+// settleRoutine runs Routines.Finish or Routines.Release.
+func (s *RunStore) settleRoutine(ctx context.Context, op, query string, args ...any) (bool, error) {
+	b := s.b()
+	if err := b.ready(ctx, op); err != nil {
+		return false, err
+	}
+	ok, err := b.routineBool(ctx, query, args...)
+	if err != nil {
+		return false, b.errorf(op, err)
+	}
+	return ok, nil
+}
+
+// FinishResult implements anarchon.ResultFinisher: Finish and SaveResult
+// in one transaction (one statement with Config.Routines). It locks the
+// job, marks the run done with r.Status if r.Token holds it (running, or
+// released by the same token; a repeat with the same status is true
+// again) and notifies watchers; otherwise it stores r with status
+// anarchon.StatusLeaseLost and returns false. Then it stores r and trims
+// the history exactly as SaveResult does. It fails on an empty token, a
+// manual result (RunNow runs have no lease: use SaveResult), and on what
+// SaveResult refuses.
+func (s *RunStore) FinishResult(ctx context.Context, job string, r anarchon.StoredResult, historySize int, historyTTL time.Duration) (bool, error) {
+	b := s.b()
+	const op = "finish result"
+	if err := b.ready(ctx, op); err != nil {
+		return false, err
+	}
+	sr, err := newSaved(job, r, historySize, historyTTL)
+	if err == nil && r.Token == "" {
+		err = errors.New("empty token")
+	}
+	if err == nil && r.Manual {
+		err = errors.New("a manual run has no lease to finish")
+	}
+	if err != nil {
+		return false, b.errorf(op, err)
+	}
+	if b.rt.FinishResult != "" {
+		ok, err := b.routineBool(ctx, b.rt.FinishResult, job, r.Slot, r.Token, r.InstanceID, int64(sr.r.Attempt),
+			string(sr.r.Status), msOrNil(r.StartedAt), msOrNil(r.FinishedAt), r.Error, r.Output, sr.size, sr.ttlMs)
+		if err != nil {
+			return false, b.errorf(op, err)
+		}
+		return ok, nil
+	}
+	var ok bool
+	err = b.cfg.Conn.Transaction(ctx, func(tx Querier) error {
+		if err := b.lockJob(ctx, tx, job); err != nil {
+			return err
+		}
+		rows, err := b.all(ctx, tx, b.q.finish, string(sr.r.Status), job, r.Slot, r.Token, string(sr.r.Status))
+		if err != nil {
+			return err
+		}
+		ok = len(rows) > 0
+		rec := sr
+		if ok {
+			if err := b.notify(ctx, tx, job, r.Slot, anarchon.RunFinished); err != nil {
+				return err
+			}
+		} else {
+			rec.r.Status = anarchon.StatusLeaseLost
+		}
+		if err := b.upsertResult(ctx, tx, rec); err != nil {
+			return err
+		}
+		return b.trim(ctx, tx, rec)
+	})
+	if err != nil {
+		return false, b.errorf(op, err)
+	}
+	return ok, nil
 }
 
 func (s *RunStore) settle(ctx context.Context, op, job string, slot int64, kind anarchon.RunEventKind, update func(Querier) ([][]any, error)) (bool, error) {

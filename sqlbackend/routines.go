@@ -1,0 +1,48 @@
+package sqlbackend
+
+// Routines are server-side routines (stored functions) that do a whole
+// lease operation in one statement, so that it costs one round trip to the
+// server instead of a transaction of several. A database that has them
+// (PostgreSQL's PL/pgSQL) returns them from [Config.Routines]; each empty
+// statement falls back to the base's own transaction. Every routine must
+// decide exactly as the base's transaction does: lock the job row, then
+// the run row, read the server's clock after the locks, and send the
+// change notification (Config.Notify) in the same transaction.
+//
+// Statements are written with `?` placeholders and rewritten by
+// SQLDialect.Placeholders like every other statement.
+type Routines struct {
+	// DDL creates the routines. Init runs it after the tables and
+	// SQLDialect.ExtraTables, in the same migration transaction (after
+	// SQLDialect.Serialize, so that two instances never replace a routine
+	// at once). It must be idempotent (CREATE OR REPLACE). A routine's
+	// name should carry a version, so that two versions of anarchon that
+	// share a database during a rolling deploy each call their own.
+	DDL []string
+
+	// Claim decides a lease claim (SPEC §6). Arguments: job (text), slot
+	// (ms), token, instance, lease (ms, > 0), max-late (ms, or NULL for no
+	// limit), allow overlap (boolean), max attempts (>= 1). It returns one
+	// row: kind ("won", "running", "done", "overlap", "none", "late"),
+	// attempt, holder, lease_until (ms or NULL), status.
+	Claim string
+
+	// Finish marks a run done. Arguments: job, slot, token, status. It
+	// returns one row with one boolean: whether token held the run (or
+	// already finished it with status).
+	Finish string
+
+	// Release releases a running lease. Arguments: job, slot, token. It
+	// returns one row with one boolean: whether token held a running
+	// lease.
+	Release string
+
+	// FinishResult finishes a run and saves its result, trimming the
+	// history, as the base's FinishResult does. Arguments: job, slot,
+	// token, instance, attempt, status, started_at (ms or NULL),
+	// finished_at (ms or NULL), error, output, history size (> 0), history
+	// TTL (ms, 0 for none). It returns one row with one boolean: whether
+	// token held the run; when false, the result is stored with status
+	// "lease_lost".
+	FinishResult string
+}
