@@ -152,15 +152,20 @@ func newBackend(conn sqlbackend.Conn, pool *pgxpool.Pool, db *sql.DB, opts *Opti
 		Check:   b.check,
 		Close:   closeFn,
 	}
+	// The channel depends only on the schema and prefix, which New
+	// validates; an invalid one fails there.
+	b.channel = channelName(o.Schema, prefixOr(o.Prefix))
+	notifyOn := ""
 	if !o.NoNotify {
 		cfg.Notify = b.notify
+		notifyOn = b.channel
 	}
+	cfg.Routines = routines(notifyOn)
 	base, err := sqlbackend.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("pgbackend: %w", err)
 	}
 	b.SQLBackend = base
-	b.channel = channelName(base.Schema(), base.Prefix())
 	return b, nil
 }
 
@@ -248,6 +253,13 @@ func channelName(schema, prefix string) string {
 		ch = ch[:63]
 	}
 	return ch
+}
+
+func prefixOr(p string) string {
+	if p == "" {
+		return sqlbackend.DefaultPrefix
+	}
+	return p
 }
 
 // Channel returns the LISTEN/NOTIFY channel the backend notifies on.
