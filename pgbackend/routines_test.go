@@ -1,0 +1,127 @@
+package pgbackend_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/anarchontest"
+	"github.com/anarchon/anarchon/pgbackend"
+	"github.com/anarchon/anarchon/sqlbackend"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// plainBase opens the SQL base on schema with the PostgreSQL dialect but
+// without the stored routines: every lease operation is a transaction of
+// plain statements, as in a version of anarchon without them.
+func plainBase(t testing.TB, schema string) *sqlbackend.SQLBackend {
+	t.Helper()
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, withParam(t, serverURL(t), "pool_max_conns", "4"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if _, err := pool.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS "`+schema+`"`); err != nil && !pgbackend.IsAlreadyCreated(err) {
+		t.Fatal(err)
+	}
+	b, err := sqlbackend.New(sqlbackend.Config{Name: "postgres", Dialect: pgbackend.Dialect, Conn: pgbackend.Pool(pool), Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestConformanceMixed runs the suite with the first backend deciding by
+// plain transactions and the others by the stored routines, all on one
+// schema: the two paths must agree, and must serialise with each other
+// (a rolling deploy from a version without routines).
+func TestConformanceMixed(t *testing.T) {
+	serverURL(t)
+	if testing.Short() {
+		t.Skip("the pool run covers the routines in -short mode")
+	}
+	anarchontest.Run(t, anarchontest.Harness{
+		New: func(t *testing.T, n int) []anarchon.Backend {
+			schema := freshSchema(t)
+			out := []anarchon.Backend{plainBase(t, schema)}
+			for _, b := range open(t, n-1, 4, schema) {
+				out = append(out, b)
+			}
+			return out
+		},
+		Lease: 300 * time.Millisecond,
+	})
+}
+
+// TestRoutinesCreated checks that Init creates the versioned stored
+// functions in the configured schema, and that a second Init (another
+// instance) replaces them without error.
+func TestRoutinesCreated(t *testing.T) {
+	schema := freshSchema(t)
+	bs := open(t, 2, 2, schema)
+	ctx := t.Context()
+	for _, b := range bs {
+		if err := b.Init(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var n int
+	err := bs[0].Pool().QueryRow(ctx, `SELECT count(*) FROM pg_proc p JOIN pg_namespace s ON s.oid = p.pronamespace
+WHERE s.nspname = $1 AND p.proname LIKE 'anarchon\_%\_v1'`, schema).Scan(&n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 5 {
+		t.Errorf("%d anarchon functions in schema %s, want 5", n, schema)
+	}
+}
+
+// BenchmarkFinishResult times FinishResult (one call of a stored
+// function) against Finish followed by SaveResult (two transactions) on
+// the same pool in the same run, alternating them, each after a won lease
+// claim of its own slot, and reports the ratio (one/two).
+func BenchmarkFinishResult(b *testing.B) {
+	be := open(b, 1, 2, freshSchema(b))[0]
+	ctx := context.Background()
+	if err := be.PrepareJob(ctx, "bench", 100); err != nil {
+		b.Fatal(err)
+	}
+	rs := be.Runs()
+	f := rs.(anarchon.ResultFinisher)
+	claim := func(slot int64, tok string) {
+		out, err := rs.Claim(ctx, anarchon.RunClaim{ClaimInput: anarchon.ClaimInput{Job: "bench", Slot: slot, Token: tok, InstanceID: "a"}, Lease: time.Minute, AllowOverlap: true})
+		if err != nil || out.Kind != anarchon.OutcomeWon {
+			b.Fatal(out, err)
+		}
+	}
+	var twoD, oneD time.Duration
+	for i := 0; b.Loop(); i++ {
+		s1, s2 := int64(2*i), int64(2*i+1)
+		t1, t2 := strconv.Itoa(2*i), strconv.Itoa(2*i+1)
+		claim(s1, t1)
+		claim(s2, t2)
+		now := time.Now()
+		res := anarchon.StoredResult{Slot: s1, Token: t1, InstanceID: "a", Attempt: 1, Status: anarchon.StatusSuccess, StartedAt: now, FinishedAt: now}
+		t0 := time.Now()
+		if ok, err := rs.Finish(ctx, "bench", s1, t1, res.Status); err != nil || !ok {
+			b.Fatal(ok, err)
+		}
+		if err := be.SaveResult(ctx, "bench", res, 100, 0); err != nil {
+			b.Fatal(err)
+		}
+		tm := time.Now()
+		res.Slot, res.Token = s2, t2
+		if ok, err := f.FinishResult(ctx, "bench", res, 100, 0); err != nil || !ok {
+			b.Fatal(ok, err)
+		}
+		oneD += time.Since(tm)
+		twoD += tm.Sub(t0)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(twoD.Nanoseconds())/n, "finish+save-ns/op")
+	b.ReportMetric(float64(oneD.Nanoseconds())/n, "finishresult-ns/op")
+	b.ReportMetric(float64(oneD)/float64(twoD), "one/two")
+}
