@@ -9,13 +9,26 @@
 //     RETURNING; the primary key lets exactly one instance win, from any
 //     number of connections and hosts. A retry with the winner's token
 //     answers true again.
-//   - Lease claims: one transaction that locks the job's row FOR UPDATE
-//     (a transaction-scoped advisory lock, pg_advisory_xact_lock, guards
-//     the row's creation on a job's first claim) and decides SPEC §6's
-//     table by the server's clock (clock_timestamp(), read after the
-//     lock). Heartbeat, Finish, Release
-//     and Active use the same clock, so instances with skewed clocks agree;
-//     [Backend.ServerTime] exposes it (anarchon.ServerClock).
+//   - Lease claims: one call of a PL/pgSQL function (one round trip) that
+//     locks the job's row FOR UPDATE (a transaction-scoped advisory lock,
+//     pg_advisory_xact_lock, guards the row's creation on a job's first
+//     claim), then the run's row, and decides SPEC §6's table by the
+//     server's clock (clock_timestamp(), read after the locks). Finish,
+//     Release and FinishResult (anarchon.ResultFinisher: finish and save
+//     the result, trimming history) are one function call each too;
+//     Heartbeat and Active are one statement. The same clock judges them
+//     all, so instances with skewed clocks agree; [Backend.ServerTime]
+//     exposes it (anarchon.ServerClock).
+//   - The functions (anarchon_lock_job_v1, anarchon_claim_v1,
+//     anarchon_finish_v1, anarchon_release_v1, anarchon_finish_result_v1,
+//     named with the table prefix and in the tables' schema) are created
+//     by Init, each only if absent, in the migration transaction under an
+//     advisory lock, so instances starting at once do not race and a role
+//     that does not own them can still use them. The version in the name
+//     changes whenever a body does, so two versions of anarchon sharing a
+//     database each call their own; they decide
+//     exactly as the SQL base's plain transactions, which they serialise
+//     with (both lock the job row first).
 //   - DedupeWindow is anarchon.Forever; history trimming keeps a per-job
 //     watermark so that a trimmed slot is never claimed again.
 //   - Release, Finish and abandonment send NOTIFY in the same transaction
@@ -32,8 +45,9 @@
 // PostgreSQL 10 or newer ([MinServerVersion], checked by Init). The role
 // needs CREATE on the schema the tables go in (and on the database, if
 // Options.Schema names a schema that does not exist yet), and
-// SELECT/INSERT/UPDATE/DELETE on the tables afterwards. Behind a pooler in
-// transaction mode (PgBouncer), claims work, since every transaction is
+// SELECT/INSERT/UPDATE/DELETE on the tables and EXECUTE on the functions
+// afterwards (PL/pgSQL is installed in every database by default). Behind
+// a pooler in transaction mode (PgBouncer), claims work, since every transaction is
 // self-contained and the advisory locks are transaction-scoped; add
 // default_query_exec_mode=exec to the connection string if the pooler
 // does not support prepared statements. LISTEN needs a session: connect

@@ -13,6 +13,16 @@ import (
 // the body they were built with. A change of any body takes a new version.
 const routineVersion = "_v1"
 
+// ifAbsent wraps the CREATE of function fn (a qualified name) so that it
+// runs only if no function of that name exists. A body never changes
+// under one name (see routineVersion), and a role that does not own an
+// existing function could not replace it: creating only what is missing
+// lets instances running as different roles share the functions.
+func ifAbsent(fn, create string) string {
+	return "DO $create$ BEGIN IF to_regproc('" + fn + "') IS NULL THEN EXECUTE $body$" + create +
+		"$body$; END IF; END $create$"
+}
+
 // routines returns the PL/pgSQL functions that make the lease claim,
 // Finish, Release and FinishResult one statement each (one round trip),
 // and the statements that call them. channel is the NOTIFY channel, ""
@@ -50,7 +60,7 @@ func routines(channel string) func(qualify func(string) string) sqlbackend.Routi
 			DDL: []string{
 				// lock_job locks the job's row, creating it if absent, and
 				// returns its watermark (NULL if none).
-				q(`CREATE OR REPLACE FUNCTION {lock_job}(p_job text, OUT o_wm bigint)
+				ifAbsent(lockJob, q(`CREATE OR REPLACE FUNCTION {lock_job}(p_job text, OUT o_wm bigint)
 LANGUAGE plpgsql VOLATILE AS $anarchon$
 BEGIN
 	SELECT watermark INTO o_wm FROM {jobs} WHERE job = p_job FOR UPDATE;
@@ -60,9 +70,9 @@ BEGIN
 		SELECT watermark INTO o_wm FROM {jobs} WHERE job = p_job FOR UPDATE;
 	END IF;
 END
-$anarchon$`),
+$anarchon$`)),
 				// claim decides SPEC §6's table, first match wins.
-				q(`CREATE OR REPLACE FUNCTION {claim}(p_job text, p_slot bigint, p_token text, p_instance text,
+				ifAbsent(claim, q(`CREATE OR REPLACE FUNCTION {claim}(p_job text, p_slot bigint, p_token text, p_instance text,
 	p_lease bigint, p_max_late bigint, p_overlap boolean, p_max_attempts bigint, p_channel text,
 	OUT o_kind text, OUT o_attempt bigint, OUT o_holder text, OUT o_until bigint, OUT o_status text)
 LANGUAGE plpgsql VOLATILE AS $anarchon$
@@ -141,8 +151,8 @@ BEGIN
 		o_status := v_run.status;
 	END IF;
 END
-$anarchon$`),
-				q(`CREATE OR REPLACE FUNCTION {finish}(p_job text, p_slot bigint, p_token text, p_status text, p_channel text, OUT o_ok boolean)
+$anarchon$`)),
+				ifAbsent(finish, q(`CREATE OR REPLACE FUNCTION {finish}(p_job text, p_slot bigint, p_token text, p_status text, p_channel text, OUT o_ok boolean)
 LANGUAGE plpgsql VOLATILE AS $anarchon$
 BEGIN
 	UPDATE {runs} SET state = 'done', status = p_status, lease_until = NULL
@@ -153,8 +163,8 @@ BEGIN
 		PERFORM pg_notify(p_channel, '{finished} ' || p_slot || ' ' || p_job);
 	END IF;
 END
-$anarchon$`),
-				q(`CREATE OR REPLACE FUNCTION {release}(p_job text, p_slot bigint, p_token text, p_channel text, OUT o_ok boolean)
+$anarchon$`)),
+				ifAbsent(release, q(`CREATE OR REPLACE FUNCTION {release}(p_job text, p_slot bigint, p_token text, p_channel text, OUT o_ok boolean)
 LANGUAGE plpgsql VOLATILE AS $anarchon$
 BEGIN
 	UPDATE {runs} SET state = 'released', lease_until = {now}
@@ -164,10 +174,10 @@ BEGIN
 		PERFORM pg_notify(p_channel, '{released} ' || p_slot || ' ' || p_job);
 	END IF;
 END
-$anarchon$`),
+$anarchon$`)),
 				// finish_result: the job's lock first (as a claim takes it),
 				// then Finish, the result, and trimming as SaveResult does.
-				q(`CREATE OR REPLACE FUNCTION {finish_result}(p_job text, p_slot bigint, p_token text, p_instance text,
+				ifAbsent(finishResult, q(`CREATE OR REPLACE FUNCTION {finish_result}(p_job text, p_slot bigint, p_token text, p_instance text,
 	p_attempt bigint, p_status text, p_started bigint, p_finished bigint, p_error text, p_output text,
 	p_size bigint, p_ttl bigint, p_channel text, OUT o_ok boolean)
 LANGUAGE plpgsql VOLATILE AS $anarchon$
@@ -205,7 +215,7 @@ BEGIN
 		UPDATE {jobs} SET watermark = v_top WHERE job = p_job AND (watermark IS NULL OR watermark < v_top);
 	END IF;
 END
-$anarchon$`),
+$anarchon$`)),
 			},
 			Claim:        q(`SELECT o_kind, o_attempt, o_holder, o_until, o_status FROM {claim}(?, ?, ?, ?, ?, ?, ?, ?, ` + ch + `)`),
 			Finish:       q(`SELECT o_ok FROM {finish}(?, ?, ?, ?, ` + ch + `)`),

@@ -21,7 +21,18 @@
 //     or SQLDialect.Serialize / an exclusive transaction on databases
 //     without row locks), then reads the server's clock
 //     (SQLDialect.NowMs) and decides SPEC §6's table. Heartbeat, Finish,
-//     Release and Active judge leases by the same clock.
+//     Release and Active judge leases by the same clock. A database with
+//     stored functions may supply [Routines] (Config.Routines) that do
+//     the claim, Finish, Release and FinishResult in one statement each
+//     (pgbackend does): one round trip instead of a transaction of
+//     several, deciding the same way and serialising with the
+//     transactions of an instance that has no routines.
+//   - [RunStore.FinishResult] (anarchon.ResultFinisher) finishes a run
+//     and saves its result in one transaction: a won lease costs the
+//     claim, heartbeats, and one more round trip with routines.
+//   - Every transaction that writes takes the job's lock before the run
+//     row (claim, SaveResult, FinishResult), so two never wait for each
+//     other in a cycle.
 //   - DedupeWindow is anarchon.Forever. History trimming deletes old run
 //     rows but raises a per-job watermark to the highest slot it deleted; a
 //     claim (plain or lease) for an absent slot at or below the watermark
