@@ -89,7 +89,7 @@ func TestTimeoutKillsProcessGroup(t *testing.T) {
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "pid")
 	j := &jobSpec{
-		Name: "slow", Schedule: "@daily", Options: anarchon.JobOptions{Timeout: 300 * time.Millisecond},
+		Name: "slow", Schedule: "@daily", Options: anarchon.JobOptions{Timeout: 2 * time.Second}, // long enough for "echo started" on a loaded machine
 		Argv: []string{"/bin/sh", "-c", `sh -c 'trap "" TERM; sleep 30' & echo $! > ` + pidFile + `; echo started; wait`},
 	}
 	start := time.Now()

@@ -60,6 +60,22 @@ func (e *posError) Error() string {
 // Unwrap returns the underlying error.
 func (e *posError) Unwrap() error { return e.Err }
 
+// yamlKeys maps the Field of an anarchon.ValidationError to the YAML key
+// that sets it, so an error points at the right line.
+var yamlKeys = map[string]string{
+	"Name":           "name",
+	"Schedule":       "schedule",
+	"Zone":           "zone",
+	"Jitter":         "jitter",
+	"MaxLate":        "max_late",
+	"Timeout":        "timeout",
+	"HistorySize":    "history_size",
+	"Lease":          "lease",
+	"Overlap":        "overlap",
+	"CatchUp.Window": "catch_up",
+	"CatchUp.Max":    "catch_up",
+}
+
 // sortByPosition orders errors by line within each file, files in the
 // order they first appear, so a report reads from the top of each file
 // down; errors without a position keep their order, last.
