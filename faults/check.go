@@ -157,6 +157,9 @@ type ledgerRun struct {
 //   - fail closed: no run starts on an instance while its store is
 //     unreachable, and a run starts within Spec.RecoveryBound after a
 //     store-wide outage ends.
+//
+// A nil history (the store could not be read) skips the checks that need
+// it, and a violation says so.
 func Check(spec Spec, entries []Entry, history map[string][]anarchon.RunRecord, faults []Fault) Report {
 	if spec.Tolerance == 0 {
 		spec.Tolerance = 10 * time.Millisecond
@@ -237,6 +240,9 @@ func Check(spec Spec, entries []Entry, history map[string][]anarchon.RunRecord, 
 	if len(order) == 0 {
 		r.MinLead = 0
 		bad("the ledger holds no run at all")
+	}
+	if history == nil {
+		bad("no history from the store: settlement, records and losses not checked")
 	}
 
 	bySlot := func(job string) map[int64][]*ledgerRun {
@@ -345,7 +351,7 @@ func Check(spec Spec, entries []Entry, history map[string][]anarchon.RunRecord, 
 		}
 	}
 	iv := spec.LeasedInterval.Milliseconds()
-	if iv > 0 && spec.To.After(spec.From) {
+	if iv > 0 && spec.To.After(spec.From) && history != nil {
 		first := (spec.From.UnixMilli() + iv - 1) / iv * iv
 	slots:
 		for s := first; s <= spec.To.UnixMilli(); s += iv {
