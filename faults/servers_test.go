@@ -95,11 +95,11 @@ func (s *server) halt() {
 }
 
 // restart stops the server, waits down and starts it again. The outage
-// is [start, end): start is when the stop was sent, end when the new
-// server was started (it answers a little later).
+// is [start, end): start is when the old process had exited, end when the
+// new one was started (it answers a little later).
 func (s *server) restart(down time.Duration) (start, end time.Time, err error) {
-	start = time.Now()
 	s.halt()
+	start = time.Now() // a stopping server may still answer until it exits
 	time.Sleep(down) // the outage itself
 	end = time.Now()
 	return start, end, s.start()
@@ -342,11 +342,12 @@ func pgStore(t *testing.T) store {
 			return v.String()
 		},
 		restart: func(down time.Duration) (start, end time.Time, err error) {
-			start = time.Now()
 			// A fast shutdown: sessions are ended, the data is checkpointed.
+			// With -w pg_ctl returns once the server has exited.
 			if err := pgctl("-m", "fast", "-w", "stop"); err != nil {
-				return start, time.Now(), err
+				return time.Now(), time.Now(), err
 			}
+			start = time.Now()
 			time.Sleep(down) // the outage itself
 			end = time.Now()
 			return start, end, pgctl("-l", filepath.Join(datadir, "postgres.log"), "-w", "-t", "60", "-o", opts, "start")
