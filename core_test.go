@@ -226,3 +226,60 @@ func TestOutcomeKindString(t *testing.T) {
 		}
 	}
 }
+
+// Catch-up costs what it keeps, not the size of its window: a 1 ms job and
+// a every-second cron job with windows of months start at once.
+func TestCatchUpStartIsBounded(t *testing.T) {
+	h := func(context.Context, *anarchon.Run) error { return nil }
+	s := anarchon.New(membackend.New(nil), &anarchon.Options{Logger: quiet})
+	opts := &anarchon.JobOptions{CatchUp: anarchon.CatchUp{Window: 10000 * time.Hour, Max: 1}, HistorySize: 50, MaxLate: time.Second}
+	if err := s.Every("fast", time.Millisecond, h, opts); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Cron("seconds", "* * * * * *", h, opts); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Cron("yearly", "@yearly", h, opts); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Start(context.Background()) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Start did not return within 20 s: catch-up walks its whole window")
+	}
+	stopAll(t, s)
+	for _, job := range []string{"fast", "seconds"} {
+		hist, _ := s.History(context.Background(), job, 0)
+		missed := 0
+		for _, r := range hist {
+			if r.Status == anarchon.StatusMissed {
+				missed++
+			}
+		}
+		if missed == 0 || missed > 50 {
+			t.Errorf("%s: %d missed records, want 1..50 (HistorySize)", job, missed)
+		}
+	}
+}
+
+func TestNilBackendAndOddArguments(t *testing.T) {
+	s := anarchon.New(nil, &anarchon.Options{Logger: quiet})
+	if err := s.Start(context.Background()); !errors.Is(err, anarchon.ErrNoBackend) {
+		t.Fatalf("Start with a nil backend = %v", err)
+	}
+	s = anarchon.New(membackend.New(nil), &anarchon.Options{Logger: quiet})
+	if err := s.Every("j", time.Second, func(context.Context, *anarchon.Run) error { return nil }, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.NextSlots("j", time.Time{}, -1); err != nil || len(got) != 0 {
+		t.Fatalf("NextSlots(-1) = %v, %v", got, err)
+	}
+	if info := s.Jobs(); len(info) != 1 || info[0].Options.MaxLate != anarchon.DefaultMaxLate {
+		t.Fatalf("Jobs() = %+v, want defaults applied", info)
+	}
+}

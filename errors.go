@@ -8,8 +8,7 @@ import (
 // Sentinel errors. Test for them with [errors.Is]; anarchon wraps them with
 // context but never replaces them.
 var (
-	// ErrClosed is returned by a backend (or the scheduler) used after Close
-	// or Stop.
+	// ErrClosed is returned (wrapped) by a backend used after its Close.
 	ErrClosed = errors.New("anarchon: closed")
 	// ErrNotFound is returned by RunNow and History for a job name that was
 	// never registered with the scheduler.
@@ -31,6 +30,9 @@ var (
 	ErrStarted = errors.New("anarchon: scheduler already started")
 	// ErrNotStarted is returned by Stop on a scheduler that was never started.
 	ErrNotStarted = errors.New("anarchon: scheduler not started")
+	// ErrNoBackend is returned by Start, and wrapped in the ValidationError
+	// of every job added, when New was given a nil Backend.
+	ErrNoBackend = errors.New("anarchon: no backend")
 )
 
 // Code is the stable, machine-readable kind of a [ValidationError]. Codes

@@ -81,6 +81,13 @@ type CatchUp struct {
 	Max int
 }
 
+// Upper limits of job options; larger values are refused with CodeBadOption.
+const (
+	MaxHistorySize = 100_000
+	MaxAttempts    = 1_000
+	MaxCatchUp     = 10_000
+)
+
 // Default job option values, used where a JobOptions field is zero.
 const (
 	DefaultMaxLate     = time.Minute
@@ -98,10 +105,12 @@ type JobOptions struct {
 	// unknown zone is refused with CodeUnknownZone.
 	Zone string
 	// Offset moves an interval job's grid away from the Unix epoch: slots
-	// are k·interval + Offset. Must be in [0, interval). Defaults to 0.
+	// are k·interval + Offset. Must be in [0, interval); refused on cron
+	// jobs. Defaults to 0.
 	Offset time.Duration
 	// Jitter delays each claim by a random duration in [0, Jitter), spreading
-	// load across instances. Defaults to 0.
+	// load across instances. It counts against MaxLate, so it must be below
+	// MaxLate, and below the interval of an interval job. Defaults to 0.
 	Jitter time.Duration
 	// MaxLate skips a slot that is more than MaxLate past due when an
 	// instance gets to it (judged by the store's clock where the backend has

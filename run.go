@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 )
@@ -130,9 +131,9 @@ func (s *Scheduler) execute(ctx context.Context, j *job, run *Run) StoredResult 
 		ctx, cancel = context.WithTimeoutCause(ctx, j.opt.Timeout, ErrTimeout)
 		defer cancel()
 	}
-	start := s.now()
+	start := s.now().Round(0) // stored times carry no monotonic reading
 	err := call(ctx, j.handler, run)
-	end := s.now()
+	end := s.now().Round(0)
 	res := StoredResult{
 		Slot: run.Slot.UnixMilli(), Token: run.Token, InstanceID: run.InstanceID, Attempt: run.Attempt,
 		Status: StatusSuccess, StartedAt: start, FinishedAt: end, Manual: run.Manual, Output: run.output,
@@ -393,16 +394,7 @@ func (s *Scheduler) handOver() {
 // them since older records would be trimmed anyway. Claims make this
 // exactly-once across instances that start together.
 func (s *Scheduler) catchUp(j *job, now time.Time) {
-	keep := j.opt.CatchUp.Max + j.opt.HistorySize
-	ring := make([]time.Time, 0, keep)
-	from := now.Add(-j.opt.CatchUp.Window)
-	for t := j.nextSlot(from.Add(-time.Nanosecond)); !t.After(now); t = j.nextSlot(t) {
-		if len(ring) == keep {
-			copy(ring, ring[1:])
-			ring = ring[:keep-1]
-		}
-		ring = append(ring, t)
-	}
+	ring := j.recentSlots(now, j.opt.CatchUp.Window, j.opt.CatchUp.Max+j.opt.HistorySize)
 	if len(ring) == 0 {
 		return
 	}
@@ -423,6 +415,34 @@ func (s *Scheduler) catchUp(j *job, now time.Time) {
 			s.runLeased(ctx, j, slotT, j.opt.CatchUp.Window+j.opt.MaxLate)
 		}
 	}()
+}
+
+// recentSlots returns the newest keep slots in [now-window, now], oldest
+// first. Its cost follows keep, not the window: interval slots are counted
+// back from now, and cron slots are scanned over a look-back that doubles
+// until it holds keep slots or covers the window.
+func (j *job) recentSlots(now time.Time, window time.Duration, keep int) []time.Time {
+	from := now.Add(-window)
+	if j.expr == nil {
+		last := j.nextSlot(now).Add(-j.interval) // the newest slot <= now
+		out := make([]time.Time, 0, keep)
+		for t := last; len(out) < keep && !t.Before(from); t = t.Add(-j.interval) {
+			out = append(out, t)
+		}
+		slices.Reverse(out)
+		return out
+	}
+	var out []time.Time
+	for back := min(window, time.Minute); ; back = min(2*back, window) {
+		out = out[:0]
+		for t := j.nextSlot(now.Add(-back - time.Nanosecond)); !t.After(now); t = j.nextSlot(t) {
+			out = append(out, t)
+		}
+		if len(out) >= keep || back >= window {
+			break
+		}
+	}
+	return out[max(len(out)-keep, 0):]
 }
 
 // markMissed settles an old slot as missed unless it was already run or

@@ -168,17 +168,18 @@ func (s *Scheduler) Cron(name, expr string, h Handler, opts *JobOptions) error {
 type Schedule struct {
 	interval time.Duration
 	expr     string
+	cron     bool
 }
 
 // Interval is a schedule of slots every d, aligned to the Unix epoch.
 func Interval(d time.Duration) Schedule { return Schedule{interval: d} }
 
 // CronSchedule is a schedule given by a cron expression (package docs).
-func CronSchedule(expr string) Schedule { return Schedule{expr: expr} }
+func CronSchedule(expr string) Schedule { return Schedule{expr: expr, cron: true} }
 
 // String returns "every <d>" or the cron expression.
 func (s Schedule) String() string {
-	if s.expr != "" {
+	if s.cron {
 		return s.expr
 	}
 	return "every " + s.interval.String()
@@ -234,6 +235,9 @@ func (s *Scheduler) compile(j Job) (*job, error) {
 	bad := func(field string, code Code, reason string, err error) error {
 		return &ValidationError{Job: j.Name, Field: field, Code: code, Reason: reason, Err: err}
 	}
+	if s.backend == nil {
+		return nil, bad("Backend", CodeBadOption, "the scheduler has no backend (New was given nil)", ErrNoBackend)
+	}
 	if j.Name == "" {
 		return nil, bad("Name", CodeEmptyName, "the name is empty", nil)
 	}
@@ -263,13 +267,24 @@ func (s *Scheduler) compile(j Job) (*job, error) {
 			return nil, bad(n.field, CodeBadOption, fmt.Sprintf("%d is negative", n.v), nil)
 		}
 	}
+	for _, n := range []struct {
+		field string
+		v, max int
+	}{{"HistorySize", o.HistorySize, MaxHistorySize}, {"MaxAttempts", o.MaxAttempts, MaxAttempts}, {"CatchUp.Max", o.CatchUp.Max, MaxCatchUp}} {
+		if n.v > n.max {
+			return nil, bad(n.field, CodeBadOption, fmt.Sprintf("%d is above the limit %d", n.v, n.max), nil)
+		}
+	}
+	if o.CatchUp.Max > 0 && o.CatchUp.Window == 0 {
+		return nil, bad("CatchUp.Max", CodeBadOption, "CatchUp.Max without a CatchUp.Window does nothing", nil)
+	}
 	if o.Overlap < OverlapDefault || o.Overlap > OverlapAllow {
 		return nil, bad("Overlap", CodeBadOption, fmt.Sprintf("unknown overlap policy %d", int(o.Overlap)), nil)
 	}
 	jb := &job{name: j.Name, handler: j.Handler, sched: j.Schedule.String()}
 
 	interval := j.Schedule.interval
-	if j.Schedule.expr != "" {
+	if j.Schedule.cron {
 		e, err := cron.Parse(j.Schedule.expr)
 		if err != nil {
 			return nil, bad("Schedule", CodeBadCron, err.Error(), err)
@@ -282,11 +297,18 @@ func (s *Scheduler) compile(j Job) (*job, error) {
 			if zone == "" {
 				zone = "UTC"
 			}
+			if zone == "Local" {
+				return nil, bad("Zone", CodeUnknownZone, `"Local" is each machine's own zone, which instances may not share: name an IANA zone`, nil)
+			}
 			loc, err := time.LoadLocation(zone)
 			if err != nil {
 				return nil, bad("Zone", CodeUnknownZone, fmt.Sprintf("unknown time zone %q", zone), err)
 			}
 			jb.loc = loc
+			o.Zone = zone
+			if o.Offset != 0 {
+				return nil, bad("Offset", CodeBadOption, "Offset moves an interval grid; a cron schedule has none", nil)
+			}
 		}
 	} else if interval <= 0 {
 		return nil, bad("Schedule", CodeBadInterval, fmt.Sprintf("interval %v is not positive", interval), nil)
@@ -313,6 +335,13 @@ func (s *Scheduler) compile(j Job) (*job, error) {
 
 	if o.MaxLate == 0 {
 		o.MaxLate = DefaultMaxLate
+	}
+	if o.Jitter > 0 && o.Jitter >= o.MaxLate {
+		return nil, bad("Jitter", CodeBadOption,
+			fmt.Sprintf("Jitter %v is not below MaxLate %v: a slot delayed by its jitter would be skipped as late", o.Jitter, o.MaxLate), nil)
+	}
+	if jb.interval > 0 && o.Jitter >= jb.interval {
+		return nil, bad("Jitter", CodeBadOption, fmt.Sprintf("Jitter %v is not below the interval %v", o.Jitter, jb.interval), nil)
 	}
 	if o.HistorySize == 0 {
 		o.HistorySize = DefaultHistorySize
@@ -346,7 +375,7 @@ func (s *Scheduler) compile(j Job) (*job, error) {
 		limits.Lease = o.Lease
 	}
 	if w := s.backend.DedupeWindow(); w != Forever {
-		if o.Jitter+o.MaxLate >= w {
+		if sum := o.Jitter + o.MaxLate; sum < o.MaxLate || sum >= w {
 			return nil, bad("MaxLate", CodeDedupeWindow,
 				fmt.Sprintf("Jitter+MaxLate (%v) is not below the backend's dedupe window %v: a late instance could run a slot twice", o.Jitter+o.MaxLate, w), nil)
 		}
@@ -387,6 +416,9 @@ func (s *Scheduler) NextSlots(name string, after time.Time, n int) ([]time.Time,
 	if j == nil {
 		return nil, fmt.Errorf("%w: %q", ErrNotFound, name)
 	}
+	if n <= 0 {
+		return nil, nil
+	}
 	if after.IsZero() {
 		after = s.now()
 	}
@@ -425,7 +457,8 @@ func (s *Scheduler) Jobs() []JobInfo {
 
 // Start initialises the backend (Init, then PrepareJob for every job),
 // measures the offset to the store's clock, catches up missed slots of jobs
-// with CatchUp, and starts scheduling. It returns the backend's error if Init
+// with CatchUp, and starts scheduling. ctx bounds only that start-up work:
+// once started, the scheduler runs until Stop, whatever becomes of ctx. It returns the backend's error if Init
 // or PrepareJob fails (the scheduler can then be started again), and
 // ErrStarted if already started.
 func (s *Scheduler) Start(ctx context.Context) error {
@@ -437,6 +470,9 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	jobs := append([]*job(nil), s.order...)
 	s.mu.Unlock()
 
+	if s.backend == nil {
+		return ErrNoBackend
+	}
 	if err := s.backend.Init(ctx); err != nil {
 		return err
 	}
@@ -578,7 +614,8 @@ func (s *Scheduler) RunNow(ctx context.Context, name string) (RunRecord, error) 
 		s.storeError(ctx, "SaveResult", name, run.Slot, err)
 		return RunRecord{}, err
 	}
-	return BuildHistory(name, nil, []StoredResult{res}, 1)[0], nil
+	claim := ClaimRecord{Slot: in.Slot, Token: in.Token, InstanceID: in.InstanceID, ClaimedAt: time.UnixMilli(in.Slot).UTC(), Attempt: 1, Manual: true}
+	return BuildHistory(name, []ClaimRecord{claim}, []StoredResult{res}, 1)[0], nil
 }
 
 // History returns up to limit recent runs of the named job from all

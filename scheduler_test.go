@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -214,12 +215,26 @@ func TestValidation(t *testing.T) {
 		{"lease without run store", plain, anarchon.Job{Name: "j", Schedule: anarchon.Interval(time.Second), Handler: h, Options: &anarchon.JobOptions{Lease: time.Second}}, anarchon.CodeNeedsRunStore},
 		{"skip without run store", plain, anarchon.Job{Name: "j", Schedule: anarchon.Interval(time.Second), Handler: h, Options: &anarchon.JobOptions{Overlap: anarchon.OverlapSkip}}, anarchon.CodeNeedsRunStore},
 		{"catch-up without run store", plain, anarchon.Job{Name: "j", Schedule: anarchon.Interval(time.Second), Handler: h, Options: &anarchon.JobOptions{CatchUp: anarchon.CatchUp{Window: time.Minute}}}, anarchon.CodeNeedsRunStore},
+		{"empty cron", nil, anarchon.Job{Name: "j", Schedule: anarchon.CronSchedule(""), Handler: h}, anarchon.CodeBadCron},
+		{"local zone", nil, anarchon.Job{Name: "j", Schedule: anarchon.CronSchedule("0 * * * *"), Handler: h, Options: &anarchon.JobOptions{Zone: "Local"}}, anarchon.CodeUnknownZone},
+		{"offset on cron", nil, anarchon.Job{Name: "j", Schedule: anarchon.CronSchedule("0 * * * *"), Handler: h, Options: &anarchon.JobOptions{Offset: time.Second}}, anarchon.CodeBadOption},
+		{"huge history", nil, anarchon.Job{Name: "j", Schedule: anarchon.Interval(time.Second), Handler: h, Options: &anarchon.JobOptions{HistorySize: math.MaxInt}}, anarchon.CodeBadOption},
+		{"huge catch-up", nil, anarchon.Job{Name: "j", Schedule: anarchon.Interval(time.Second), Handler: h, Options: &anarchon.JobOptions{CatchUp: anarchon.CatchUp{Window: time.Minute, Max: math.MaxInt}}}, anarchon.CodeBadOption},
+		{"huge attempts", nil, anarchon.Job{Name: "j", Schedule: anarchon.Interval(time.Second), Handler: h, Options: &anarchon.JobOptions{MaxAttempts: 1e9}}, anarchon.CodeBadOption},
+		{"catch-up max without window", nil, anarchon.Job{Name: "j", Schedule: anarchon.Interval(time.Second), Handler: h, Options: &anarchon.JobOptions{CatchUp: anarchon.CatchUp{Max: 3}}}, anarchon.CodeBadOption},
+		{"jitter above max late", nil, anarchon.Job{Name: "j", Schedule: anarchon.Interval(time.Minute), Handler: h, Options: &anarchon.JobOptions{Jitter: 5 * time.Second, MaxLate: time.Second}}, anarchon.CodeBadOption},
+		{"jitter above interval", nil, anarchon.Job{Name: "j", Schedule: anarchon.Interval(time.Second), Handler: h, Options: &anarchon.JobOptions{Jitter: 2 * time.Second, MaxLate: time.Hour}}, anarchon.CodeBadOption},
+		{"jitter overflows the window", short, anarchon.Job{Name: "j", Schedule: anarchon.CronSchedule("0 * * * *"), Handler: h, Options: &anarchon.JobOptions{Jitter: time.Millisecond, MaxLate: math.MaxInt64}}, anarchon.CodeDedupeWindow},
+		{"nil backend", nilBackend, anarchon.Job{Name: "j", Schedule: anarchon.Interval(time.Second), Handler: h}, anarchon.CodeBadOption},
 		{"backend refuses", refusing, anarchon.Job{Name: "j", Schedule: anarchon.Interval(time.Second), Handler: h}, anarchon.CodeBackendRefused},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := tc.backend
-			if b == nil {
+			switch b {
+			case nil:
 				b = membackend.New(nil)
+			case nilBackend:
+				b = nil
 			}
 			s := anarchon.New(b, &anarchon.Options{Logger: quiet})
 			err := s.Add(tc.job)
@@ -261,6 +276,9 @@ type plainBackend struct{ *membackend.Backend }
 func (plainBackend) Runs() {} // shadows LeaseBackend's method with another signature
 
 var errRefused = errors.New("this store cannot run that job")
+
+// nilBackend marks a case that passes a nil Backend to New.
+var nilBackend anarchon.Backend = &plainBackend{}
 
 type refusingBackend struct{ *membackend.Backend }
 
