@@ -33,12 +33,13 @@
 // meaning a-max/n, so 1/7 in day-of-month restarts each month), and ? as a
 // synonym of * in the day fields. A range that wraps means what it says:
 // 22-2 is 22,23,0,1,2 and FRI-MON is Fri,Sat,Sun,Mon. Day-of-week 0 and 7
-// are Sunday. Quartz extensions: L (last day of the month; 5L, the last
-// Friday), W (15W, the weekday nearest the 15th within the month), LW (the
+// are Sunday. Quartz extensions: L (last day of the month; L-3, three
+// days before it; 5L, the last Friday), W (15W, the weekday nearest the 15th within the month), LW (the
 // last weekday) and # (MON#2, the second Monday; a fifth one that does not
 // exist does not fire). Descriptors: @yearly (@annually), @monthly, @weekly,
-// @daily (@midnight), @hourly, and @every <Go duration>, which makes an
-// interval job.
+// @daily (@midnight), @hourly, and @every <Go duration> of at least one
+// second, which makes an interval job (Every takes intervals down to 1 ms).
+// The zone is an IANA name; "Local" is refused, since machines differ.
 //
 // If either day field begins with * (or is ?), both must match; if both are
 // restricted, either matches (the Vixie cron rule). A step larger than its

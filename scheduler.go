@@ -268,7 +268,7 @@ func (s *Scheduler) compile(j Job) (*job, error) {
 		}
 	}
 	for _, n := range []struct {
-		field string
+		field  string
 		v, max int
 	}{{"HistorySize", o.HistorySize, MaxHistorySize}, {"MaxAttempts", o.MaxAttempts, MaxAttempts}, {"CatchUp.Max", o.CatchUp.Max, MaxCatchUp}} {
 		if n.v > n.max {
