@@ -64,6 +64,10 @@ func main() {
 		err = runClaim(ctx, split(*stores), *workdir, *short)
 	case "load":
 		if *mprof != "" {
+			if f, err := os.Create(*mprof + ".cpu"); err == nil {
+				_ = pprof.StartCPUProfile(f)
+				defer pprof.StopCPUProfile()
+			}
 			runtime.SetMutexProfileFraction(10)
 			runtime.SetBlockProfileRate(100000)
 			defer writeProfiles(*mprof)
