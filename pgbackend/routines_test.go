@@ -27,7 +27,13 @@ func plainBase(t testing.TB, schema string) *sqlbackend.SQLBackend {
 	if _, err := pool.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS "`+schema+`"`); err != nil && !pgbackend.IsAlreadyCreated(err) {
 		t.Fatal(err)
 	}
-	b, err := sqlbackend.New(sqlbackend.Config{Name: "postgres", Dialect: pgbackend.Dialect, Conn: pgbackend.Pool(pool), Schema: schema})
+	channel := schema + "." + sqlbackend.DefaultPrefix + "runs"
+	notify := func(ev anarchon.RunEvent) (string, []any) {
+		// pgbackend's payload: "<kind> <slot> <job>".
+		p := strconv.Itoa(int(ev.Kind)) + " " + strconv.FormatInt(ev.Slot, 10) + " " + ev.Job
+		return "SELECT 1 FROM pg_notify(?, ?)", []any{channel, p}
+	}
+	b, err := sqlbackend.New(sqlbackend.Config{Name: "postgres", Dialect: pgbackend.Dialect, Conn: pgbackend.Pool(pool), Schema: schema, Notify: notify})
 	if err != nil {
 		t.Fatal(err)
 	}
