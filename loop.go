@@ -117,31 +117,31 @@ func (s *Scheduler) watchLoop(ctx context.Context) {
 // a value when one arrives. Call the cancel function when done.
 func (s *Scheduler) waitFor(k slotKey) (<-chan struct{}, func()) {
 	ch := make(chan struct{}, 1)
-	s.mu.Lock()
+	s.wmu.Lock()
 	m := s.waiters[k]
 	if m == nil {
 		m = make(map[chan struct{}]struct{})
 		s.waiters[k] = m
 	}
 	m[ch] = struct{}{}
-	s.mu.Unlock()
+	s.wmu.Unlock()
 	return ch, func() {
-		s.mu.Lock()
+		s.wmu.Lock()
 		delete(m, ch)
 		if len(m) == 0 && s.waiters[k] != nil && len(s.waiters[k]) == 0 {
 			delete(s.waiters, k)
 		}
-		s.mu.Unlock()
+		s.wmu.Unlock()
 	}
 }
 
 func (s *Scheduler) notify(k slotKey) {
-	s.mu.Lock()
+	s.wmu.Lock()
 	for ch := range s.waiters[k] {
 		select {
 		case ch <- struct{}{}:
 		default:
 		}
 	}
-	s.mu.Unlock()
+	s.wmu.Unlock()
 }

@@ -54,19 +54,22 @@ func (a *activeRun) transition(state int) bool {
 }
 
 func (s *Scheduler) track(a *activeRun) {
-	s.mu.Lock()
+	s.amu.Lock()
 	s.active[a] = struct{}{}
-	s.mu.Unlock()
+	s.amu.Unlock()
 }
 
 func (s *Scheduler) untrack(a *activeRun) {
-	s.mu.Lock()
+	s.amu.Lock()
 	delete(s.active, a)
-	s.mu.Unlock()
+	s.amu.Unlock()
 }
 
 // fire handles one due slot of a job.
 func (s *Scheduler) fire(ctx context.Context, j *job, slot time.Time) {
+	if ctx.Err() != nil {
+		return // Stop has begun: no new claims
+	}
 	if j.leased {
 		s.runLeased(ctx, j, slot, j.opt.MaxLate)
 		return
@@ -76,7 +79,7 @@ func (s *Scheduler) fire(ctx context.Context, j *job, slot time.Time) {
 
 func (s *Scheduler) claimInput(j *job, slot int64) ClaimInput {
 	return ClaimInput{
-		Job: j.name, Slot: slot, Token: newToken(), InstanceID: s.opts.InstanceID,
+		Job: j.name, Slot: slot, Token: s.newToken(), InstanceID: s.opts.InstanceID,
 		HistorySize: j.opt.HistorySize, HistoryTTL: j.opt.HistoryTTL,
 	}
 }
@@ -356,14 +359,14 @@ func (s *Scheduler) heartbeat(ctx context.Context, ar *activeRun, lease time.Dur
 // leases so that backups take the runs over at once. Marking comes first so
 // a handler that returns on the cancellation does not finish the slot.
 func (s *Scheduler) handOver() {
-	s.mu.Lock()
+	s.amu.Lock()
 	runs := make([]*activeRun, 0, len(s.active))
 	for a := range s.active {
 		if a.transition(runHandedOver) {
 			runs = append(runs, a)
 		}
 	}
-	s.mu.Unlock()
+	s.amu.Unlock()
 	s.runCancel(ErrStopped)
 	var wg sync.WaitGroup
 	for _, a := range runs {

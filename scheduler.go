@@ -97,8 +97,16 @@ type Scheduler struct {
 	runCancel  context.CancelCauseFunc
 	bg         sync.WaitGroup // the loop, the watch and the clock goroutines
 	inflight   sync.WaitGroup // slot goroutines (claim, handler, result)
-	active     map[*activeRun]struct{}
-	waiters    map[slotKey]map[chan struct{}]struct{}
+
+	// Slot goroutines take these instead of mu, so that they do not
+	// contend with the loop.
+	amu     sync.Mutex
+	active  map[*activeRun]struct{} // guarded by amu
+	wmu     sync.Mutex
+	waiters map[slotKey]map[chan struct{}]struct{} // guarded by wmu
+
+	tokenPrefix string
+	tokenSeq    atomic.Uint64
 }
 
 const (
@@ -125,6 +133,8 @@ func New(backend Backend, opts *Options) *Scheduler {
 		wake:    make(chan struct{}, 1),
 		active:  make(map[*activeRun]struct{}),
 		waiters: make(map[slotKey]map[chan struct{}]struct{}),
+
+		tokenPrefix: rand.Text(),
 	}
 	if lb, ok := backend.(LeaseBackend); ok {
 		s.runs = lb.Runs()
@@ -556,10 +566,12 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	s.mu.Unlock()
 
 	s.loopCancel()
-	s.bg.Wait()
-
 	done := make(chan struct{})
-	go func() { s.inflight.Wait(); close(done) }()
+	go func() {
+		s.bg.Wait() // the loop has exited: no slot goroutine starts after this
+		s.inflight.Wait()
+		close(done)
+	}()
 	select {
 	case <-done:
 		s.runCancel(ErrStopped)
@@ -595,7 +607,7 @@ func (s *Scheduler) RunNow(ctx context.Context, name string) (RunRecord, error) 
 		}
 	}
 	in := ClaimInput{
-		Job: name, Slot: s.now().UnixMilli(), Token: newToken(), InstanceID: s.opts.InstanceID,
+		Job: name, Slot: s.now().UnixMilli(), Token: s.newToken(), InstanceID: s.opts.InstanceID,
 		HistorySize: j.opt.HistorySize, HistoryTTL: j.opt.HistoryTTL,
 	}
 	slot, err := s.backend.RecordManualRun(ctx, in)
@@ -677,5 +689,9 @@ func (s *Scheduler) stopping() bool {
 	return s.state == stateStopped
 }
 
-// newToken returns a random claim token (26 base32 characters, 130 bits).
-func newToken() string { return rand.Text() }
+// newToken returns a claim token unique to this attempt: a random prefix
+// drawn once per scheduler (130 bits) and a sequence number, which costs no
+// system call per claim.
+func (s *Scheduler) newToken() string {
+	return s.tokenPrefix + "-" + strconv.FormatUint(s.tokenSeq.Add(1), 36)
+}
