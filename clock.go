@@ -60,7 +60,10 @@ func (s *Scheduler) measureOffset(ctx context.Context) (time.Duration, error) {
 			best = st.Sub(t0.Add(rtt / 2))
 		}
 	}
-	return best, nil
+	// The reading could come from anywhere in the round trip: take the
+	// lowest offset it allows, so that a wait by the store's time never
+	// ends before the store's clock reaches the slot.
+	return best - bestRTT/2, nil
 }
 
 // syncClock measures the offset once and publishes it, warning above the
@@ -94,8 +97,10 @@ func (s *Scheduler) clockLoop(ctx context.Context) {
 }
 
 // ClockOffset is the scheduler's latest estimate of the store's clock minus
-// its own clock (positive: the store is ahead). It is 0 when the backend has
-// no ServerClock or before Start.
+// its own clock (positive: the store is ahead), lowered by the estimate's
+// uncertainty (half the round trip of the best sample) so that the
+// scheduler never acts early by the store's clock. It is 0 when the backend
+// has no ServerClock or before Start.
 func (s *Scheduler) ClockOffset() time.Duration { return time.Duration(s.offset.Load()) }
 
 // now is the scheduler's estimate of the store's clock: every wait and every

@@ -19,6 +19,8 @@ import (
 type instance struct {
 	*membackend.Backend
 	failHB atomic.Bool
+	hangHB atomic.Bool   // heartbeats do not return, whatever their context says,
+	unhang chan struct{} // until this is closed
 }
 
 func (i *instance) Runs() anarchon.RunStore {
@@ -34,6 +36,10 @@ var errPartition = errors.New("store unreachable")
 
 func (r *instanceRuns) Heartbeat(ctx context.Context, job string, slot int64, token string, lease time.Duration) (bool, error) {
 	if r.inst.failHB.Load() {
+		return false, errPartition
+	}
+	if r.inst.hangHB.Load() {
+		<-r.inst.unhang // a black-holed connection with no deadline
 		return false, errPartition
 	}
 	return r.RunStore.Heartbeat(ctx, job, slot, token, lease)
@@ -504,6 +510,99 @@ func TestUnknownOutcomeIsDone(t *testing.T) {
 		stopAll(t, s)
 		if ran.Load() != 0 || claims.Load() != 5 {
 			t.Fatalf("ran %d, claims %d; want 0 runs for 5 claims", ran.Load(), claims.Load())
+		}
+	})
+}
+
+// A heartbeat that hangs (a black-holed connection whose client ignores its
+// context) must not keep the holder running: its handler is cancelled at
+// the lease's safe end, before the backup can take over.
+func TestHungHeartbeatStillFences(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := membackend.New(nil)
+		insts := map[string]*instance{}
+		var mu sync.Mutex
+		var holderEnd, backupStart time.Time
+		var holderCause error
+		unhang := make(chan struct{})
+		defer close(unhang)
+		h := func(ctx context.Context, run *anarchon.Run) error {
+			if run.Attempt == 1 {
+				insts[run.InstanceID].hangHB.Store(true)
+				<-ctx.Done()
+				mu.Lock()
+				holderEnd, holderCause = time.Now(), context.Cause(ctx)
+				mu.Unlock()
+				return ctx.Err()
+			}
+			mu.Lock()
+			backupStart = time.Now()
+			mu.Unlock()
+			return nil
+		}
+		var ss []*anarchon.Scheduler
+		for i := range 3 {
+			id := fmt.Sprintf("i%d", i)
+			insts[id] = &instance{Backend: store, unhang: unhang}
+			s := newSched(t, insts[id], id, nil)
+			if err := s.Every("job", time.Hour, h, &anarchon.JobOptions{Lease: 6 * time.Second}); err != nil {
+				t.Fatal(err)
+			}
+			mustStart(t, s)
+			ss = append(ss, s)
+		}
+		time.Sleep(time.Hour + time.Minute)
+		for _, s := range ss {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			s.Stop(ctx) // the hung heartbeat goroutine stays: that is the point
+			cancel()
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !errors.Is(holderCause, anarchon.ErrLeaseLost) {
+			t.Fatalf("holder's cause %v, want ErrLeaseLost", holderCause)
+		}
+		if backupStart.IsZero() || !holderEnd.Before(backupStart) {
+			t.Fatalf("holder ended at %v, backup started at %v: they overlapped", holderEnd, backupStart)
+		}
+		slot := time.Now().Truncate(time.Hour)
+		if got := holderEnd.Sub(slot); got > 5*time.Second {
+			t.Fatalf("holder cancelled %v after the slot, want by the safe end (5s)", got)
+		}
+	})
+}
+
+// A run whose holder died while no backup was standing by is taken over by
+// an instance that starts later, though that instance never saw the slot
+// come due.
+func TestStartAdoptsOrphanedRuns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := membackend.New(nil)
+		slot := time.Now().Truncate(time.Hour)
+		// A holder that claimed the slot and died.
+		out, err := store.Runs().Claim(context.Background(), anarchon.RunClaim{
+			ClaimInput: anarchon.ClaimInput{Job: "hourly", Slot: slot.UnixMilli(), Token: "ghost", InstanceID: "dead", HistorySize: 100},
+			Lease:      10 * time.Second, MaxAttempts: 3,
+		})
+		if err != nil || out.Kind != anarchon.OutcomeWon {
+			t.Fatalf("ghost claim: %+v %v", out, err)
+		}
+		runs := make(chan anarchon.Run, 2)
+		s := newSched(t, store, "late", nil)
+		if err := s.Every("hourly", time.Hour, func(_ context.Context, run *anarchon.Run) error {
+			runs <- *run
+			return nil
+		}, &anarchon.JobOptions{Lease: 10 * time.Second}); err != nil {
+			t.Fatal(err)
+		}
+		mustStart(t, s)
+		got := <-runs
+		stopAll(t, s)
+		if !got.Slot.Equal(slot) || got.Attempt != 2 {
+			t.Fatalf("run %+v, want slot %v at attempt 2", got, slot)
+		}
+		if d := time.Since(slot); d < 10*time.Second {
+			t.Fatalf("took over %v after the claim, before the dead holder's lease ran out", d)
 		}
 	})
 }

@@ -176,8 +176,27 @@ func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
 func (s *Scheduler) saveResult(j *job, res StoredResult) {
 	ctx, cancel := storeCtx()
 	defer cancel()
-	if err := s.backend.SaveResult(ctx, j.name, res, j.opt.HistorySize, j.opt.HistoryTTL); err != nil {
-		s.storeError(ctx, "SaveResult", j.name, time.UnixMilli(res.Slot).UTC(), err)
+	s.retry(ctx, "SaveResult", j.name, time.UnixMilli(res.Slot).UTC(), storeTimeout, func() error {
+		return s.backend.SaveResult(ctx, j.name, res, j.opt.HistorySize, j.opt.HistoryTTL)
+	})
+}
+
+// retry calls f until it succeeds, backing off from 50 ms to 1 s between
+// tries, for at most budget; every failure is reported. It gives up at once
+// on ErrClosed and when ctx ends. It reports whether f succeeded.
+func (s *Scheduler) retry(ctx context.Context, op, job string, slot time.Time, budget time.Duration, f func() error) bool {
+	deadline := time.Now().Add(budget)
+	wait := 50 * time.Millisecond
+	for {
+		err := f()
+		if err == nil {
+			return true
+		}
+		s.storeError(ctx, op, job, slot, err)
+		if errors.Is(err, ErrClosed) || ctx.Err() != nil || time.Now().Add(wait).After(deadline) || !sleepCtx(ctx, wait) {
+			return false
+		}
+		wait = min(2*wait, time.Second)
 	}
 }
 
@@ -293,63 +312,106 @@ func (s *Scheduler) runWon(j *job, slotT time.Time, rc RunClaim, attempt int, cl
 	case errors.Is(cause, ErrLeaseLost):
 		res.Status = StatusLeaseLost
 	default:
+		// The store must hear of the end while the lease still holds, or a
+		// backup runs the slot again: retry a failed finish for as long as
+		// the lease lasts. A finish never confirmed is recorded so.
 		ctx, cancelStore := storeCtx()
 		defer cancelStore()
+		var confirmed bool
 		if f, ok := s.runs.(ResultFinisher); ok {
-			if _, err := f.FinishResult(ctx, j.name, res, j.opt.HistorySize, j.opt.HistoryTTL); err != nil {
-				s.storeError(ctx, "FinishResult", j.name, slotT, err)
+			confirmed = s.retry(ctx, "FinishResult", j.name, slotT, j.opt.Lease, func() error {
+				_, err := f.FinishResult(ctx, j.name, res, j.opt.HistorySize, j.opt.HistoryTTL)
+				return err
+			})
+			if confirmed {
+				return
 			}
-			return
+		} else {
+			var held bool
+			confirmed = s.retry(ctx, "Finish", j.name, slotT, j.opt.Lease, func() (err error) {
+				held, err = s.runs.Finish(ctx, j.name, rc.Slot, rc.Token, res.Status)
+				return err
+			})
+			if confirmed && !held {
+				res.Status = StatusLeaseLost // a backup took the slot while we ran
+			}
 		}
-		ok, err := s.runs.Finish(ctx, j.name, rc.Slot, rc.Token, res.Status)
-		if err != nil {
-			s.storeError(ctx, "Finish", j.name, slotT, err)
-		} else if !ok {
-			res.Status = StatusLeaseLost // a backup took the slot while we ran
+		if !confirmed {
+			note := "finish not confirmed by the store: a backup may run the slot again"
+			if res.Error != "" {
+				note = res.Error + "; " + note
+			}
+			res.Error = note
 		}
 	}
 	s.saveResult(j, res)
 }
 
 // heartbeat renews the lease every lease/3 until stop closes. A store that
-// answers false ends the lease at once; a store that cannot be reached ends
-// it when the lease would run out (measured from the send time of the last
-// renewal, so a backup can never overlap us by our own reckoning). Either
-// way the handler's context is cancelled with ErrLeaseLost.
+// answers false ends the lease at once. Otherwise the lease is ours until
+// its safe end: lease − lease/6 after the send time of the last renewal,
+// by our own monotonic clock, which is never later than the store's expiry.
+// At the safe end the handler's context is cancelled with ErrLeaseLost,
+// whatever a heartbeat call in flight is doing: a call that hangs on a dead
+// connection must not keep a holder running past the moment a backup may
+// take over (fencing).
 func (s *Scheduler) heartbeat(ctx context.Context, ar *activeRun, lease time.Duration, lastOK time.Time, stop <-chan struct{}) {
 	every := lease / 3
+	margin := lease / 6
 	retry := max(every/4, time.Millisecond)
-	t := time.NewTimer(every)
-	defer t.Stop()
+	slotT := time.UnixMilli(ar.slot).UTC()
+	type answer struct {
+		ok  bool
+		err error
+	}
+	answers := make(chan answer, 1)
+	next := time.NewTimer(every)
+	defer next.Stop()
+	safeEnd := time.NewTimer(lease - margin)
+	defer safeEnd.Stop()
+	inFlight := false
+	var sent time.Time // send time of the call in flight
 	for {
 		select {
 		case <-stop:
 			return
 		case <-ctx.Done():
 			return
-		case <-t.C:
-		}
-		sent := time.Now()
-		ok, err := s.runs.Heartbeat(ctx, ar.job.name, ar.slot, ar.token, lease)
-		switch {
-		case err == nil && ok:
-			lastOK = sent
-			t.Reset(every)
-		case err == nil:
-			s.log.LogAttrs(ctx, slog.LevelWarn, "lease lost", slog.String("job", ar.job.name), slog.Time("slot", time.UnixMilli(ar.slot).UTC()))
+		case <-safeEnd.C:
+			s.log.LogAttrs(ctx, slog.LevelWarn, "lease lost: no renewal before its safe end",
+				slog.String("job", ar.job.name), slog.Time("slot", slotT))
 			ar.cancel(ErrLeaseLost)
 			return
-		default:
-			if ctx.Err() != nil {
-				return
+		case <-next.C:
+			if inFlight {
+				continue // still waiting for the previous call; the safe end bounds it
 			}
-			s.storeError(ctx, "Heartbeat", ar.job.name, time.UnixMilli(ar.slot).UTC(), err)
-			left := lease - time.Since(lastOK) - every/2
-			if left <= 0 {
+			inFlight = true
+			sent = time.Now()
+			callCtx, cancel := context.WithDeadline(ctx, lastOK.Add(lease-margin))
+			go func() {
+				defer cancel()
+				ok, err := s.runs.Heartbeat(callCtx, ar.job.name, ar.slot, ar.token, lease)
+				answers <- answer{ok, err} // buffered: never blocks, even after we return
+			}()
+		case a := <-answers:
+			inFlight = false
+			switch {
+			case a.err == nil && a.ok:
+				lastOK = sent
+				safeEnd.Reset(time.Until(lastOK.Add(lease - margin)))
+				next.Reset(every)
+			case a.err == nil:
+				s.log.LogAttrs(ctx, slog.LevelWarn, "lease lost", slog.String("job", ar.job.name), slog.Time("slot", slotT))
 				ar.cancel(ErrLeaseLost)
 				return
+			default:
+				if ctx.Err() != nil {
+					return
+				}
+				s.storeError(ctx, "Heartbeat", ar.job.name, slotT, a.err)
+				next.Reset(retry)
 			}
-			t.Reset(min(retry, left))
 		}
 	}
 }
@@ -446,6 +508,28 @@ func (j *job) recentSlots(now time.Time, window time.Duration, keep int) []time.
 		}
 	}
 	return out[max(len(out)-keep, 0):]
+}
+
+// adoptActive makes a starting instance a backup for the job's runs that
+// are still unfinished in the store: it stands by for live ones and takes
+// over those whose holder died (or abandons them after MaxAttempts).
+// Without it a slot whose holder and backups all died would stay running
+// for good, since only instances that saw the slot due ever claim it.
+func (s *Scheduler) adoptActive(ctx context.Context, j *job) {
+	runs, err := s.runs.Active(ctx, j.name)
+	if err != nil {
+		s.storeError(ctx, "Active", j.name, time.Time{}, err)
+		return
+	}
+	for _, r := range runs {
+		slotT := time.UnixMilli(r.Slot).UTC()
+		s.inflight.Add(1)
+		go func() {
+			defer s.inflight.Done()
+			// The run exists, so lateness does not apply to it (0: no limit).
+			s.runLeased(s.loopCtx, j, slotT, 0)
+		}()
+	}
 }
 
 // markMissed settles an old slot as missed unless it was already run or

@@ -522,9 +522,13 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 	for _, j := range jobs {
-		if j.leased && j.opt.CatchUp.Window > 0 {
+		if !j.leased {
+			continue
+		}
+		if j.opt.CatchUp.Window > 0 {
 			s.catchUp(j, now)
 		}
+		s.adoptActive(ctx, j)
 	}
 	s.bg.Add(1)
 	go func() { defer s.bg.Done(); s.loop(s.loopCtx) }()
