@@ -42,5 +42,10 @@
 // The plain claim costs about 1.3–2.2× the bare
 // INSERT … ON CONFLICT DO NOTHING it is built on (BenchmarkClaimVsRawInsert
 // reports the ratio as claim/raw): the extra is the watermark check in the
-// same statement, the wider row and the connection preparation.
+// same statement, the wider row and the connection preparation. The lease
+// claim (one BEGIN IMMEDIATE transaction of a few statements: SQLite runs
+// in-process, so each costs no network round trip) measured 1.6× the same
+// insert, and FinishResult (one transaction: finish, save, trim) 0.65 of
+// the time of Finish followed by SaveResult (0.96 ms against 1.47 ms;
+// -benchtime 3000x on the same shared machine).
 package sqlitefile
