@@ -107,7 +107,7 @@ type StoredResult struct {
 	Token      string    // the claim's token; matches the ClaimRecord
 	InstanceID string    // who ran it
 	Attempt    int       // 1 for the first holder, +1 per takeover; 1 without leases
-	Status     Status    // how it ended
+	Status     Status    // how it ended; never empty
 	StartedAt  time.Time // handler start (zero for slots that did not run)
 	FinishedAt time.Time // handler end
 	Error      string    // error text, "" on success
@@ -284,7 +284,9 @@ type RunStore interface {
 // released by the same token), exactly as Finish would, and stores r as
 // SaveResult would, trimming history the same way. If r.Token no longer
 // holds the run, it stores r with Status replaced by StatusLeaseLost and
-// returns false. Without it the scheduler calls Finish, then SaveResult.
+// returns false. r.Status is never empty and r.Manual is false (a RunNow
+// run holds no lease); a backend may refuse either with an error. Without
+// it the scheduler calls Finish, then SaveResult.
 type ResultFinisher interface {
 	FinishResult(ctx context.Context, job string, r StoredResult, historySize int, historyTTL time.Duration) (bool, error)
 }
