@@ -11,7 +11,7 @@ import (
 // routineVersion ends the name of every stored function, so that two
 // versions of anarchon sharing a database in a rolling deploy each call
 // the body they were built with. A change of any body takes a new version.
-const routineVersion = "_v1"
+const routineVersion = "_v2"
 
 // ifAbsent wraps the CREATE of function fn (a qualified name) so that it
 // runs only if no function of that name exists. A body never changes
@@ -85,7 +85,7 @@ BEGIN
 	v_now := {now};
 	o_holder := '';
 	o_status := '';
-	SELECT token, instance, attempt, state, status, lease_until INTO v_run
+	SELECT token, instance, attempt, state, status, lease_until, claimed_at INTO v_run
 		FROM {runs} WHERE job = p_job AND slot = p_slot FOR UPDATE;
 	IF NOT FOUND THEN
 		IF v_wm IS NOT NULL AND p_slot <= v_wm THEN
@@ -117,6 +117,7 @@ BEGIN
 		o_until := v_now + p_lease;
 	ELSIF v_run.state = 'done' THEN
 		o_kind := 'done';
+		o_attempt := v_run.attempt;
 		o_status := v_run.status;
 	ELSIF v_run.state IN ('missed', 'skipped') THEN
 		o_kind := 'none';
@@ -128,13 +129,25 @@ BEGIN
 		o_holder := v_run.instance;
 		o_until := v_run.lease_until;
 	ELSIF v_run.state IN ('running', 'released') THEN
+		-- the previous holder's attempt ends: its record, unless it saved one
+		INSERT INTO {results} (job, token, slot, instance, attempt, status, claimed_at, started_at, finished_at, error, output, manual, saved_at)
+			VALUES (p_job, v_run.token, p_slot, v_run.instance, v_run.attempt,
+				CASE WHEN v_run.state = 'released' THEN 'handed_over' ELSE 'lease_lost' END,
+				v_run.claimed_at, NULL, NULL, '', '', 0, v_now)
+			ON CONFLICT (job, token) DO NOTHING;
 		IF v_run.attempt >= p_max_attempts THEN
-			UPDATE {runs} SET state = 'done', status = 'abandoned', lease_until = NULL
+			UPDATE {runs} SET token = 'abandoned-' || p_slot, instance = p_instance, state = 'done',
+				status = 'abandoned', lease_until = NULL
 				WHERE job = p_job AND slot = p_slot;
+			INSERT INTO {results} (job, token, slot, instance, attempt, status, claimed_at, started_at, finished_at, error, output, manual, saved_at)
+				VALUES (p_job, 'abandoned-' || p_slot, p_slot, p_instance, v_run.attempt, 'abandoned',
+					NULL, NULL, NULL, '', '', 0, v_now)
+				ON CONFLICT (job, token) DO NOTHING;
 			IF p_channel IS NOT NULL THEN
 				PERFORM pg_notify(p_channel, '{finished} ' || p_slot || ' ' || p_job);
 			END IF;
 			o_kind := 'done';
+			o_attempt := v_run.attempt;
 			o_status := 'abandoned';
 		ELSE
 			UPDATE {runs} SET token = p_token, instance = p_instance, attempt = v_run.attempt + 1,
@@ -195,10 +208,13 @@ BEGIN
 	ELSIF p_channel IS NOT NULL THEN
 		PERFORM pg_notify(p_channel, '{finished} ' || p_slot || ' ' || p_job);
 	END IF;
-	INSERT INTO {results} (job, token, slot, instance, attempt, status, claimed_at, started_at, finished_at, error, output, manual, saved_at)
-		VALUES (p_job, p_token, p_slot, p_instance, p_attempt, v_status, NULL, p_started, p_finished, p_error, p_output, 0, {now})
+	INSERT INTO {results} AS r (job, token, slot, instance, attempt, status, claimed_at, started_at, finished_at, error, output, manual, saved_at)
+		VALUES (p_job, p_token, p_slot, p_instance, p_attempt, v_status,
+			(SELECT c.claimed_at FROM {runs} c WHERE c.job = p_job AND c.slot = p_slot AND c.token = p_token),
+			p_started, p_finished, p_error, p_output, 0, {now})
 		ON CONFLICT (job, token) DO UPDATE SET slot = excluded.slot, instance = excluded.instance,
-			attempt = excluded.attempt, status = excluded.status, started_at = excluded.started_at,
+			attempt = GREATEST(excluded.attempt, r.attempt), status = excluded.status,
+			claimed_at = COALESCE(excluded.claimed_at, r.claimed_at), started_at = excluded.started_at,
 			finished_at = excluded.finished_at, error = excluded.error, output = excluded.output,
 			manual = excluded.manual, saved_at = excluded.saved_at;
 	DELETE FROM {results} WHERE job = p_job AND (

@@ -433,6 +433,7 @@ func (b *SQLBackend) upsertResult(ctx context.Context, tx Querier, sr saved) err
 	r := sr.r
 	_, err := b.all(ctx, tx, b.q.upsertResult,
 		sr.job, r.Token, r.Slot, r.InstanceID, int64(r.Attempt), string(r.Status),
+		sr.job, r.Slot, r.Token,
 		msOrNil(r.StartedAt), msOrNil(r.FinishedAt), r.Error, r.Output, sr.manual())
 	return err
 }
@@ -550,6 +551,7 @@ func (b *SQLBackend) History(ctx context.Context, job string, limit int) ([]anar
 	}
 	var claims []anarchon.ClaimRecord
 	var settled, results []anarchon.StoredResult
+	claimed := make(map[string]bool, len(runRows))
 	for _, r := range runRows {
 		// slot, token, instance, attempt, state, status, claimed_at
 		slot, err1 := asInt64(r[0])
@@ -569,6 +571,10 @@ func (b *SQLBackend) History(ctx context.Context, job string, limit int) ([]anar
 			}
 			settled = append(settled, anarchon.StoredResult{Slot: slot, Token: tok, InstanceID: inst, Attempt: int(att), Status: anarchon.Status(st)})
 		}
+		if tok == anarchon.AbandonedToken(slot) {
+			continue // nobody claimed it under this token: no claim time
+		}
+		claimed[tok] = true
 		claims = append(claims, anarchon.ClaimRecord{Slot: slot, Token: tok, InstanceID: inst, ClaimedAt: time.UnixMilli(cl).UTC(), Attempt: int(att)})
 	}
 	for _, r := range resRows {
@@ -594,10 +600,13 @@ func (b *SQLBackend) History(ctx context.Context, job string, limit int) ([]anar
 		if hasFa {
 			res.FinishedAt = time.UnixMilli(fa).UTC()
 		}
-		if hasCl && man != 0 {
-			// A manual run is its own claim record.
-			claims = append(claims, anarchon.ClaimRecord{Slot: slot, Token: tok, InstanceID: inst, ClaimedAt: time.UnixMilli(cl).UTC(), Attempt: int(att), Manual: true})
-			if anarchon.Status(st) == anarchon.StatusRunning {
+		if hasCl && !claimed[tok] {
+			// A manual run is its own claim record; a leased or plain run
+			// whose run row another holder took over (or trimming deleted)
+			// keeps its claim time in its result.
+			claimed[tok] = true
+			claims = append(claims, anarchon.ClaimRecord{Slot: slot, Token: tok, InstanceID: inst, ClaimedAt: time.UnixMilli(cl).UTC(), Attempt: int(att), Manual: man != 0})
+			if man != 0 && anarchon.Status(st) == anarchon.StatusRunning {
 				continue // recorded, no result yet
 			}
 		}

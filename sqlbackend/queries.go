@@ -17,6 +17,7 @@ type queries struct {
 	historyRunsAll, historyResultsAll string
 
 	selectRun, insertRun, renewRun, takeOverRun, abandonRun string
+	insertStoreResult                                       string
 	liveOtherRun                                            string
 	heartbeat, finish, release, active                      string
 }
@@ -83,12 +84,17 @@ ON CONFLICT (job, slot) DO NOTHING RETURNING token`),
 		selectToken: q(`SELECT token FROM {runs} WHERE job = ? AND slot = ?`),
 		insertManual: q(`INSERT INTO {results} (job, token, slot, instance, attempt, status, claimed_at, started_at, finished_at, error, output, manual, saved_at)
 VALUES (?, ?, ?, ?, 1, 'running', {now}, NULL, NULL, '', '', 1, {now}) ON CONFLICT (job, token) DO NOTHING`),
-		upsertResult: q(`INSERT INTO {results} (job, token, slot, instance, attempt, status, claimed_at, started_at, finished_at, error, output, manual, saved_at)
-VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, {now})
+		// A result takes its claim time from the run row its token still
+		// holds, or keeps the one stored before (a record the store wrote
+		// at a takeover, a manual run's). One token is one attempt, so
+		// the stored attempt never goes down.
+		upsertResult: q(`INSERT INTO {results} AS r (job, token, slot, instance, attempt, status, claimed_at, started_at, finished_at, error, output, manual, saved_at)
+VALUES (?, ?, ?, ?, ?, ?, (SELECT claimed_at FROM {runs} WHERE job = ? AND slot = ? AND token = ?), ?, ?, ?, ?, ?, {now})
 ON CONFLICT (job, token) DO UPDATE SET slot = excluded.slot, instance = excluded.instance,
-	attempt = excluded.attempt, status = excluded.status, started_at = excluded.started_at,
-	finished_at = excluded.finished_at, error = excluded.error, output = excluded.output,
-	manual = excluded.manual, saved_at = excluded.saved_at`),
+	attempt = CASE WHEN excluded.attempt > r.attempt THEN excluded.attempt ELSE r.attempt END,
+	status = excluded.status, claimed_at = COALESCE(excluded.claimed_at, r.claimed_at),
+	started_at = excluded.started_at, finished_at = excluded.finished_at, error = excluded.error,
+	output = excluded.output, manual = excluded.manual, saved_at = excluded.saved_at`),
 		finishPlain: q(`UPDATE {runs} SET state = 'done', status = ?
 WHERE job = ? AND slot = ? AND token = ? AND state = 'running' AND lease_until IS NULL`),
 		// Trimming: two bounds per table, the historySize-th newest slot
@@ -112,12 +118,20 @@ AND (state IN ('done', 'missed', 'skipped') OR lease_until IS NULL) RETURNING sl
 		historyResults:    q(`SELECT slot, token, instance, attempt, status, claimed_at, started_at, finished_at, error, output, manual FROM {results} WHERE job = ? ORDER BY slot DESC, started_at DESC LIMIT ?`),
 		historyResultsAll: q(`SELECT slot, token, instance, attempt, status, claimed_at, started_at, finished_at, error, output, manual FROM {results} WHERE job = ? ORDER BY slot DESC, started_at DESC`),
 
-		selectRun: q(`SELECT token, instance, attempt, state, status, lease_until FROM {runs} WHERE job = ? AND slot = ?{fu}`),
+		selectRun: q(`SELECT token, instance, attempt, state, status, lease_until, claimed_at FROM {runs} WHERE job = ? AND slot = ?{fu}`),
 		insertRun: q(`INSERT INTO {runs} (job, slot, token, instance, attempt, state, status, lease_until, claimed_at)
 VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?)`),
 		renewRun:    q(`UPDATE {runs} SET lease_until = ? WHERE job = ? AND slot = ?`),
 		takeOverRun: q(`UPDATE {runs} SET token = ?, instance = ?, attempt = ?, state = 'running', status = '', lease_until = ?, claimed_at = ? WHERE job = ? AND slot = ?`),
-		abandonRun:  q(`UPDATE {runs} SET state = 'done', status = 'abandoned', lease_until = NULL WHERE job = ? AND slot = ?`),
+		// An abandoned run row takes anarchon.AbandonedToken and the
+		// instance that settled it, like the history record of the
+		// abandonment; the last holder's token no longer holds it.
+		abandonRun: q(`UPDATE {runs} SET token = ?, instance = ?, state = 'done', status = 'abandoned', lease_until = NULL WHERE job = ? AND slot = ?`),
+		// The store's own history records, written by a lease claim: the
+		// previous holder's at a takeover or abandonment, and the
+		// abandonment itself. A result saved for the token wins.
+		insertStoreResult: q(`INSERT INTO {results} (job, token, slot, instance, attempt, status, claimed_at, started_at, finished_at, error, output, manual, saved_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, NULL, NULL, '', '', 0, {now}) ON CONFLICT (job, token) DO NOTHING`),
 		liveOtherRun: q(`SELECT slot FROM {runs} WHERE job = ? AND slot <> ? AND state = 'running'
 AND lease_until IS NOT NULL AND lease_until > ? LIMIT 1`),
 

@@ -29,6 +29,8 @@ type runRow struct {
 	status          anarchon.Status
 	leaseUntil      int64
 	hasLease        bool
+	claimedAt       int64
+	hasClaimedAt    bool
 }
 
 // Claim decides a lease claim per SPEC §6's table, first match wins, in
@@ -100,7 +102,7 @@ func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.Cla
 			}
 			out = anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: int(row.attempt), Holder: row.instance, LeaseUntil: time.UnixMilli(until).UTC()}
 		case row.state == anarchon.RunStateDone:
-			out = anarchon.ClaimOutcome{Kind: anarchon.OutcomeDone, Status: row.status}
+			out = anarchon.ClaimOutcome{Kind: anarchon.OutcomeDone, Attempt: int(row.attempt), Status: row.status}
 		case row.state == anarchon.RunStateMissed || row.state == anarchon.RunStateSkipped:
 			out = anarchon.ClaimOutcome{Kind: anarchon.OutcomeNone, Status: row.status}
 		case row.state == anarchon.RunStateRunning && (!row.hasLease || row.leaseUntil > now):
@@ -110,11 +112,21 @@ func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.Cla
 				out.LeaseUntil = time.UnixMilli(row.leaseUntil).UTC()
 			}
 		case row.state == anarchon.RunStateRunning || row.state == anarchon.RunStateReleased:
+			// The previous holder's attempt ends here: record it, unless
+			// it saved its own result already (membackend does the same).
+			if err := b.recordHolder(ctx, tx, c.Job, c.Slot, row); err != nil {
+				return err
+			}
 			if row.attempt >= maxAttempts {
-				if _, err := b.all(ctx, tx, b.q.abandonRun, c.Job, c.Slot); err != nil {
+				abandoned := anarchon.AbandonedToken(c.Slot)
+				if _, err := b.all(ctx, tx, b.q.abandonRun, abandoned, c.InstanceID, c.Job, c.Slot); err != nil {
 					return err
 				}
-				out = anarchon.ClaimOutcome{Kind: anarchon.OutcomeDone, Status: anarchon.StatusAbandoned}
+				if _, err := b.all(ctx, tx, b.q.insertStoreResult, c.Job, abandoned, c.Slot, c.InstanceID,
+					row.attempt, string(anarchon.StatusAbandoned), nil); err != nil {
+					return err
+				}
+				out = anarchon.ClaimOutcome{Kind: anarchon.OutcomeDone, Attempt: int(row.attempt), Status: anarchon.StatusAbandoned}
 				return b.notify(ctx, tx, c.Job, c.Slot, anarchon.RunFinished)
 			}
 			att := row.attempt + 1
@@ -194,6 +206,24 @@ func (b *SQLBackend) routineBool(ctx context.Context, query string, args ...any)
 	return ok, nil
 }
 
+// recordHolder stores the history record of the holder whose attempt a
+// takeover or an abandonment ends: lease_lost if its lease ran out,
+// handed_over if it released it, with its claim time. A result already
+// stored for its token is kept.
+func (b *SQLBackend) recordHolder(ctx context.Context, tx Querier, job string, slot int64, row runRow) error {
+	status := anarchon.StatusLeaseLost
+	if row.state == anarchon.RunStateReleased {
+		status = anarchon.StatusHandedOver
+	}
+	var claimed any
+	if row.hasClaimedAt {
+		claimed = row.claimedAt
+	}
+	_, err := b.all(ctx, tx, b.q.insertStoreResult, job, row.token, slot, row.instance,
+		row.attempt, string(status), claimed)
+	return err
+}
+
 func (b *SQLBackend) insertRun(ctx context.Context, tx Querier, c anarchon.RunClaim, state anarchon.RunState, status anarchon.Status, lease any, now int64) error {
 	_, err := b.all(ctx, tx, b.q.insertRun, c.Job, c.Slot, c.Token, c.InstanceID, string(state), string(status), lease, now)
 	return err
@@ -207,15 +237,16 @@ func (b *SQLBackend) readRun(ctx context.Context, tx Querier, job string, slot i
 	r := rows[0]
 	var row runRow
 	var state, status string
-	var err1, err2, err3, err4, err5, err6 error
+	var err1, err2, err3, err4, err5, err6, err7 error
 	row.token, err1 = asString(r[0])
 	row.instance, err2 = asString(r[1])
 	row.attempt, err3 = asInt64(r[2])
 	state, err4 = asString(r[3])
 	status, err5 = asString(r[4])
 	row.leaseUntil, row.hasLease, err6 = asNullInt64(r[5])
+	row.claimedAt, row.hasClaimedAt, err7 = asNullInt64(r[6])
 	row.state, row.status = anarchon.RunState(state), anarchon.Status(status)
-	return row, true, errors.Join(err1, err2, err3, err4, err5, err6)
+	return row, true, errors.Join(err1, err2, err3, err4, err5, err6, err7)
 }
 
 func (b *SQLBackend) notify(ctx context.Context, tx Querier, job string, slot int64, kind anarchon.RunEventKind) error {

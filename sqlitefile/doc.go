@@ -6,7 +6,13 @@
 //
 //	b, err := sqlitefile.Open("/var/lib/myapp/anarchon.db", nil)
 //	if err != nil { … }
-//	s := anarchon.New(b, nil) // Stop closes what the scheduler opened; b.Close closes the file
+//	s := anarchon.New(b, nil)
+//	… // add jobs, s.Start(ctx)
+//	err = s.Stop(ctx)       // waits for handlers; it does not close the backend
+//	err = b.Close(context.Background()) // closes the database file
+//
+// Open refuses a path that is a directory or whose directory does not
+// exist, before SQLite reports either as "unable to open database file".
 //
 // # Guarantees
 //

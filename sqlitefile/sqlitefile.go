@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -26,8 +27,10 @@ const DriverName = "sqlite"
 // lose the last transactions, never corrupt the file), and opens write
 // transactions with BEGIN IMMEDIATE. The file's directory must exist.
 //
-// Errors: an empty path, a missing directory, or an error opening the
-// file. The tables are created by the backend's Init.
+// Errors: an empty path, a path that is a directory, a directory that
+// does not exist (or is not a directory), or an error opening the file;
+// errors from the file system wrap the *fs.PathError (errors.Is with
+// fs.ErrNotExist works). The tables are created by the backend's Init.
 func Open(path string, opts *sqlitebackend.Options) (*sqlitebackend.Backend, error) {
 	if path == "" {
 		return nil, errors.New("sqlitefile: empty path")
@@ -35,12 +38,8 @@ func Open(path string, opts *sqlitebackend.Options) (*sqlitebackend.Backend, err
 	if path == ":memory:" {
 		return nil, errors.New("sqlitefile: \":memory:\" is not a file; use sqlitebackend.New with a single-connection *sql.DB")
 	}
-	if dir := filepath.Dir(path); dir != "" {
-		if st, err := os.Stat(dir); err != nil {
-			return nil, fmt.Errorf("sqlitefile: %w", err)
-		} else if !st.IsDir() {
-			return nil, fmt.Errorf("sqlitefile: %s is not a directory", dir)
-		}
+	if err := checkPath(path); err != nil {
+		return nil, err
 	}
 	var o sqlitebackend.Options
 	if opts != nil {
@@ -63,6 +62,26 @@ func Open(path string, opts *sqlitebackend.Options) (*sqlitebackend.Backend, err
 		return nil, err
 	}
 	return b, nil
+}
+
+// checkPath refuses, with a clear error, what SQLite would only report
+// at the first statement as "unable to open database file": a path that
+// names a directory, and a parent that is missing or not a directory.
+func checkPath(path string) error {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return fmt.Errorf("sqlitefile: %s is a directory, not a database file", path)
+	}
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("sqlitefile: the directory of %s does not exist (create it first): %w", path, err)
+	case err != nil:
+		return fmt.Errorf("sqlitefile: checking the directory of %s: %w", path, err)
+	case !st.IsDir():
+		return fmt.Errorf("sqlitefile: %s is not a directory, so %s cannot be created in it", dir, path)
+	}
+	return nil
 }
 
 // DSN returns the modernc.org/sqlite data source name Open uses for path:
