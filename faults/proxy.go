@@ -211,24 +211,49 @@ func (p *Proxy) serve(c net.Conn) {
 	<-done
 }
 
+// chunk is bytes read from one side, with the time they arrived.
+type chunk struct {
+	b  []byte
+	at time.Time
+}
+
 // pipe copies src to dst chunk by chunk, applying the mode to each chunk.
+// A reader goroutine stamps each chunk with its arrival, so that Delay is
+// latency (every chunk leaves d after it came in, and chunks in flight
+// overlap) rather than a serial slowdown that would grow with the number
+// of writes a request takes.
 func (p *Proxy) pipe(dst, src net.Conn) {
-	buf := make([]byte, 32*1024)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			mode, delay, ok := p.gate()
-			if !ok {
-				return
+	ch := make(chan chunk, 64)
+	quit := make(chan struct{})
+	defer close(quit) // the reader ends when serve closes src, or here
+	go func() {
+		defer close(ch)
+		for {
+			buf := make([]byte, 32*1024)
+			n, err := src.Read(buf)
+			if n > 0 {
+				select {
+				case ch <- chunk{b: buf[:n], at: time.Now()}:
+				case <-quit:
+					return
+				}
 			}
-			if mode == Delay && delay > 0 {
-				time.Sleep(delay) // the fault itself: a slow link
-			}
-			if _, werr := dst.Write(buf[:n]); werr != nil {
+			if err != nil { // io.EOF or a reset: the connection is over
 				return
 			}
 		}
-		if err != nil { // io.EOF or a reset: the connection is over
+	}()
+	for c := range ch {
+		mode, delay, ok := p.gate()
+		if !ok {
+			return
+		}
+		if mode == Delay && delay > 0 {
+			if wait := time.Until(c.at.Add(delay)); wait > 0 {
+				time.Sleep(wait) // the fault itself: a slow link
+			}
+		}
+		if _, err := dst.Write(c.b); err != nil {
 			return
 		}
 	}
