@@ -431,9 +431,16 @@ func (sr saved) manual() int64 {
 
 func (b *SQLBackend) upsertResult(ctx context.Context, tx Querier, sr saved) error {
 	r := sr.r
+	// The claim time comes from the run row the token holds. An abandoned
+	// slot's row carries anarchon.AbandonedToken, but nobody claimed the
+	// slot under it: its record has no claim time.
+	claimToken := r.Token
+	if claimToken == anarchon.AbandonedToken(r.Slot) {
+		claimToken = ""
+	}
 	_, err := b.all(ctx, tx, b.q.upsertResult,
 		sr.job, r.Token, r.Slot, r.InstanceID, int64(r.Attempt), string(r.Status),
-		sr.job, r.Slot, r.Token,
+		sr.job, r.Slot, claimToken,
 		msOrNil(r.StartedAt), msOrNil(r.FinishedAt), r.Error, r.Output, sr.manual())
 	return err
 }
