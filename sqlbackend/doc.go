@@ -75,9 +75,31 @@
 //
 // History merges runs and results by token with anarchon.BuildHistory;
 // run rows that settled without a saved result (missed, skipped,
-// abandoned) appear with that status. All times are Unix milliseconds.
+// abandoned) appear with that status. A result carries the claim time of
+// its run (claimed_at, by the server's clock), so a record keeps it after
+// another holder took the run row over. All times are Unix milliseconds.
 // What the tables hold is anarchon's to keep compatible across versions
 // (SPEC §9): columns are only ever added.
+//
+// # History records of lease runs
+//
+// A lease claim that ends a holder's attempt records it itself, in the
+// same transaction, unless a result for that token is already stored
+// (the records anarchon.RunStore's doc describes, as membackend writes
+// them):
+//
+//   - a takeover of an expired lease stores the previous holder's record
+//     as lease_lost, of a released one as handed_over, with its instance,
+//     attempt and claim time. A holder that comes back and saves its own
+//     result (FinishResult: lease_lost) replaces it and keeps the claim
+//     time;
+//   - an abandonment (attempts used up) stores the last holder's record
+//     the same way, and the abandonment once under
+//     anarchon.AbandonedToken(slot), with the settling instance and the
+//     last attempt, which the claim outcome (OutcomeDone) also carries.
+//     The run row takes that token, so the last holder's Finish fails.
+//     The scheduler's own save of the abandonment under the same token
+//     updates the one record; its attempt never goes down.
 //
 // # Connections
 //

@@ -38,7 +38,11 @@ type runRow struct {
 // after taking it. c.Lease must be positive; c.MaxAttempts <= 0 means 1;
 // c.MaxLate == 0 means no lateness limit. An absent slot at or below the
 // job's trimming watermark is answered OutcomeDone: it was settled and
-// trimmed.
+// trimmed. OutcomeDone carries the settled run's attempt (for an
+// abandoned slot, the last holder's). A takeover or an abandonment also
+// stores the previous holder's history record (lease_lost or
+// handed_over) and an abandonment's record under anarchon.AbandonedToken;
+// see the package doc's "History records of lease runs".
 func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.ClaimOutcome, error) {
 	b := s.b()
 	if err := b.ready(ctx, "lease claim"); err != nil {
