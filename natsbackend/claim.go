@@ -201,6 +201,12 @@ func (b *Backend) trim(ctx context.Context, h handles, job string, historySize i
 // consumer and merges claims and results with anarchon.BuildHistory.
 // Records older than the HistoryTTL they were written with, by the
 // server's clock, are left out.
+//
+// It reads at most what the stream held for the job when the call began
+// (the subject's message count and the stream's last sequence, from one
+// stream info request): records published meanwhile are not waited for,
+// and a message the consumer delivers twice is counted once. Once ctx is
+// done it stops and returns an error wrapping ctx's error.
 func (b *Backend) History(ctx context.Context, job string, limit int) ([]anarchon.RunRecord, error) {
 	enc, err := encodeJob(job)
 	if err != nil {
@@ -210,6 +216,9 @@ func (b *Backend) History(ctx context.Context, job string, limit int) ([]anarcho
 	if err != nil {
 		return nil, err
 	}
+	if err := ctxErr(ctx, "read history"); err != nil {
+		return nil, err
+	}
 	ctx, cancel := b.bound(ctx)
 	defer cancel()
 	subj := b.subject(enc)
@@ -217,42 +226,80 @@ func (b *Backend) History(ctx context.Context, job string, limit int) ([]anarcho
 	info, err := h.hist.Info(ctx, jetstream.WithSubjectFilter(subj))
 	b.infoMu.Unlock()
 	if err != nil {
-		return nil, b.wrap("read history", err)
+		return nil, b.readErr(ctx, err)
 	}
-	if info.State.Subjects[subj] == 0 {
+	total := info.State.Subjects[subj]
+	if total == 0 {
 		return []anarchon.RunRecord{}, nil
 	}
+	lastSeq := info.State.LastSeq
 	now := info.TimeStamp
-	cons, err := h.hist.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		FilterSubjects:    []string{subj},
+	// A plain pull consumer without acks: unlike an ordered consumer it is
+	// not recreated between fetches, so each fetch continues where the
+	// last one stopped. The server deletes it after InactiveThreshold.
+	cons, err := h.hist.CreateConsumer(ctx, jetstream.ConsumerConfig{
+		FilterSubject:     subj,
 		DeliverPolicy:     jetstream.DeliverAllPolicy,
+		AckPolicy:         jetstream.AckNonePolicy,
 		InactiveThreshold: 5 * time.Second,
+		MemoryStorage:     true,
+		Replicas:          1,
 	})
 	if err != nil {
-		return nil, b.wrap("read history", err)
+		return nil, b.readErr(ctx, err)
 	}
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		_ = h.hist.DeleteConsumer(dctx, cons.CachedInfo().Name) // else it expires by itself
+	}()
 	var claims []anarchon.ClaimRecord
 	var results []anarchon.StoredResult
 	seen := map[string]int{} // claim token -> index, to fold repeats
+	var read uint64          // messages taken, at most total
+	var seq uint64           // highest stream sequence taken
 	done := false
-	for !done {
-		batch, err := cons.FetchNoWait(256)
-		if err != nil {
-			return nil, b.wrap("read history", err)
+	for !done && read < total {
+		if err := ctxErr(ctx, "read history"); err != nil {
+			return nil, err
 		}
-		n := 0
-		for m := range batch.Messages() {
+		batch, err := cons.FetchNoWait(int(min(total-read, 256)))
+		if err != nil {
+			return nil, b.readErr(ctx, err)
+		}
+		n, before := 0, read
+	batchLoop:
+		for {
+			var m jetstream.Msg
+			var ok bool
+			select {
+			case <-ctx.Done():
+				return nil, ctxErr(ctx, "read history")
+			case m, ok = <-batch.Messages():
+			}
+			if !ok {
+				break
+			}
 			n++
 			md, err := m.Metadata()
 			if err != nil {
-				return nil, b.wrap("read history", err)
+				return nil, b.readErr(ctx, err)
 			}
-			if md.NumPending == 0 {
+			if md.Sequence.Stream > lastSeq {
+				done = true // published after the call began
+				continue
+			}
+			if md.Sequence.Stream <= seq {
+				continue // delivered again after a consumer reset
+			}
+			seq = md.Sequence.Stream
+			read++
+			if md.NumPending == 0 || seq == lastSeq || read >= total {
 				done = true
 			}
 			var r histRec
 			if json.Unmarshal(m.Data(), &r) != nil {
-				continue // a record this version cannot read
+				continue batchLoop // a record this version cannot read
 			}
 			if r.TTLms > 0 && !now.IsZero() && md.Timestamp.Add(time.Duration(r.TTLms)*time.Millisecond).Before(now) {
 				continue
@@ -276,11 +323,20 @@ func (b *Backend) History(ctx context.Context, job string, limit int) ([]anarcho
 			}
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
-			return nil, b.wrap("read history", err)
+			return nil, b.readErr(ctx, err)
 		}
-		if n == 0 {
-			break // purged while reading
+		if n == 0 || read == before {
+			break // purged while reading, or nothing new delivered
 		}
 	}
 	return anarchon.BuildHistory(job, claims, results, limit), nil
+}
+
+// readErr translates an error of a history read: once ctx is done, the
+// error wraps ctx's error as well as the driver's.
+func (b *Backend) readErr(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("natsbackend: read history: %w: %w", cerr, err)
+	}
+	return b.wrap("read history", err)
 }

@@ -125,7 +125,8 @@ type Backend struct {
 	nc   *nats.Conn // closed by Close only when owned
 	own  bool
 
-	infoMu sync.Mutex // serializes Info calls on the history stream handle
+	infoMu sync.Mutex  // serializes Info calls on the history stream handle
+	clk    serverClock // cached server clock; see clock.go
 	mu     sync.Mutex
 	kv     jetstream.KeyValue
 	hist   jetstream.Stream
@@ -369,6 +370,20 @@ func (b *Backend) wrap(op string, err error) error {
 	}
 	if errors.Is(err, nats.ErrConnectionClosed) {
 		return fmt.Errorf("natsbackend: %s: %w: %w", op, anarchon.ErrClosed, err)
+	}
+	return fmt.Errorf("natsbackend: %s: %w", op, err)
+}
+
+// ctxErr returns ctx's error, wrapped with op, once ctx is done, so that
+// loops of several server calls stop at once and the caller can test for
+// context.DeadlineExceeded or context.Canceled with errors.Is.
+func ctxErr(ctx context.Context, op string) error {
+	err := ctx.Err()
+	if err == nil {
+		return nil
+	}
+	if cause := context.Cause(ctx); cause != nil && cause != err {
+		return fmt.Errorf("natsbackend: %s: %w: %w", op, err, cause)
 	}
 	return fmt.Errorf("natsbackend: %s: %w", op, err)
 }

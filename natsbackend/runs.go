@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -101,7 +102,7 @@ func (b *Backend) ServerTime(ctx context.Context) (time.Time, error) {
 	}
 	ctx, cancel := b.bound(ctx)
 	defer cancel()
-	return b.serverNow(ctx, h)
+	return b.readClock(ctx, h)
 }
 
 func (b *Backend) runArgs(ctx context.Context, job string, token string) (handles, string, context.Context, context.CancelFunc, error) {
@@ -127,9 +128,11 @@ func (b *Backend) runArgs(ctx context.Context, job string, token string) (handle
 // stale gets a revision mismatch and decides again on the new state.
 //
 // Lease times come from the server: a lease ends LeaseMs after the server
-// timestamp of the revision that granted or renewed it, and "now" is the
-// server's time read before deciding (see ServerTime). The LeaseUntil of
-// a won claim is read back from the revision the claim wrote.
+// timestamp of the revision that granted or renewed it. "Now" is the
+// server's clock, answered from the cached sample when the decision is
+// clear outside its error bound and read from the server otherwise (see
+// serverAfter). The LeaseUntil of a won claim is read back from the
+// revision it wrote (see settleWin).
 //
 // The overlap check uses the per-job key "j.<job>", the list of slots
 // that may be running. A new run is created first, then added to the list
@@ -151,24 +154,16 @@ func (b *Backend) claimRun(ctx context.Context, c anarchon.RunClaim) (anarchon.C
 	}
 	maxAttempts := max(c.MaxAttempts, 1)
 	key := runKey(job, c.Slot)
-	var now time.Time
-	clock := func() (time.Time, error) {
-		if now.IsZero() {
-			t, err := b.serverNow(ctx, h)
-			if err != nil {
-				return t, err
-			}
-			now = t
-		}
-		return now, nil
-	}
 	for range casRetries {
+		if err := ctxErr(ctx, "claim run"); err != nil {
+			return anarchon.ClaimOutcome{}, err
+		}
 		e, v, err := b.readRun(ctx, h, key)
 		if err != nil {
 			return anarchon.ClaimOutcome{}, err
 		}
 		if e == nil {
-			out, retry, err := b.claimAbsent(ctx, h, job, key, c, clock)
+			out, retry, err := b.claimAbsent(ctx, h, job, key, c)
 			if retry {
 				continue
 			}
@@ -176,11 +171,11 @@ func (b *Backend) claimRun(ctx context.Context, c anarchon.RunClaim) (anarchon.C
 		}
 		switch v.State {
 		case anarchon.RunStateRunning:
-			t, err := clock()
-			if err != nil {
-				return anarchon.ClaimOutcome{}, err
-			}
 			if v.Token == c.Token {
+				lo, _, err := b.nowBounds(ctx, h)
+				if err != nil {
+					return anarchon.ClaimOutcome{}, err
+				}
 				v.LeaseMs = c.Lease.Milliseconds()
 				rev, err := h.kv.Update(ctx, key, encodeRun(v), e.Revision())
 				if err != nil {
@@ -189,10 +184,15 @@ func (b *Backend) claimRun(ctx context.Context, c anarchon.RunClaim) (anarchon.C
 					}
 					return anarchon.ClaimOutcome{}, b.wrap("renew lease", err)
 				}
-				return anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: v.Attempt, Holder: v.Holder, LeaseUntil: b.leaseEnd(ctx, h, key, rev, t, c.Lease)}, nil
+				return anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: v.Attempt, Holder: v.Holder, LeaseUntil: b.leaseEnd(ctx, h, key, rev, lo, c.Lease)}, nil
 			}
-			if until := v.until(e); until.After(t) {
-				return anarchon.ClaimOutcome{Kind: anarchon.OutcomeRunning, Attempt: v.Attempt, Holder: v.Holder, LeaseUntil: until}, nil
+			until := v.until(e)
+			expired, err := b.serverAfter(ctx, h, until.Add(-time.Nanosecond)) // now >= until
+			if err != nil {
+				return anarchon.ClaimOutcome{}, err
+			}
+			if !expired {
+				return anarchon.ClaimOutcome{Kind: anarchon.OutcomeRunning, Attempt: v.Attempt, Holder: v.Holder, LeaseUntil: until.UTC()}, nil
 			}
 		case anarchon.RunStateReleased:
 		case anarchon.RunStateMissed, anarchon.RunStateSkipped:
@@ -211,7 +211,7 @@ func (b *Backend) claimRun(ctx context.Context, c anarchon.RunClaim) (anarchon.C
 			}
 			return anarchon.ClaimOutcome{Kind: anarchon.OutcomeDone, Status: anarchon.StatusAbandoned}, nil
 		}
-		t, err := clock()
+		lo, _, err := b.nowBounds(ctx, h)
 		if err != nil {
 			return anarchon.ClaimOutcome{}, err
 		}
@@ -223,24 +223,24 @@ func (b *Backend) claimRun(ctx context.Context, c anarchon.RunClaim) (anarchon.C
 			}
 			return anarchon.ClaimOutcome{}, b.wrap("take over run", err)
 		}
-		if _, err := b.commitJob(ctx, h, job, c.Slot, false, t); err != nil {
+		until, _, err := b.settleWin(ctx, h, job, key, rev, lo, c, nv.Attempt, false)
+		if err != nil {
 			return anarchon.ClaimOutcome{}, err
 		}
-		if err := b.publishClaim(ctx, job, c.ClaimInput, nv.Attempt, false); err != nil {
-			return anarchon.ClaimOutcome{}, err
-		}
-		return anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: nv.Attempt, Holder: c.InstanceID, LeaseUntil: b.leaseEnd(ctx, h, key, rev, t, c.Lease)}, nil
+		return anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: nv.Attempt, Holder: c.InstanceID, LeaseUntil: until}, nil
 	}
 	return anarchon.ClaimOutcome{}, fmt.Errorf("natsbackend: claim %s: %w", key, ErrContention)
 }
 
+// leaseFrom is the lease end a won claim reports: lo, a lower bound of
+// the server time before the write, plus the lease as stored (whole ms).
+func leaseFrom(lo time.Time, lease time.Duration) time.Time {
+	return lo.Add(time.Duration(lease.Milliseconds()) * time.Millisecond).UTC()
+}
+
 // claimAbsent handles the rows of SPEC §6 for an absent run. retry is
 // true when the key appeared meanwhile and the caller must decide again.
-func (b *Backend) claimAbsent(ctx context.Context, h handles, job, key string, c anarchon.RunClaim, clock func() (time.Time, error)) (out anarchon.ClaimOutcome, retry bool, err error) {
-	t, err := clock()
-	if err != nil {
-		return out, false, err
-	}
+func (b *Backend) claimAbsent(ctx context.Context, h handles, job, key string, c anarchon.RunClaim) (out anarchon.ClaimOutcome, retry bool, err error) {
 	settle := func(state anarchon.RunState, kind anarchon.OutcomeKind) (anarchon.ClaimOutcome, bool, error) {
 		_, err := h.kv.Create(ctx, key, encodeRun(runValue{State: state}))
 		if errors.Is(err, jetstream.ErrKeyExists) {
@@ -251,17 +251,21 @@ func (b *Backend) claimAbsent(ctx context.Context, h handles, job, key string, c
 		}
 		return anarchon.ClaimOutcome{Kind: kind}, false, nil
 	}
-	if c.MaxLate > 0 && t.UnixMilli() > c.Slot+c.MaxLate.Milliseconds() {
-		return settle(anarchon.RunStateMissed, anarchon.OutcomeLate)
-	}
-	if !c.AllowOverlap {
-		busy, err := b.otherLive(ctx, h, job, c.Slot, t)
+	if c.MaxLate > 0 {
+		// Late when the server's Unix ms exceed Slot+MaxLate, that is when
+		// its time is at or past the next millisecond.
+		deadline := time.UnixMilli(c.Slot + c.MaxLate.Milliseconds() + 1)
+		late, err := b.serverAfter(ctx, h, deadline.Add(-time.Nanosecond))
 		if err != nil {
 			return out, false, err
 		}
-		if busy {
-			return settle(anarchon.RunStateSkipped, anarchon.OutcomeOverlap)
+		if late {
+			return settle(anarchon.RunStateMissed, anarchon.OutcomeLate)
 		}
+	}
+	lo, _, err := b.nowBounds(ctx, h)
+	if err != nil {
+		return out, false, err
 	}
 	v := runValue{State: anarchon.RunStateRunning, Token: c.Token, Holder: c.InstanceID, Attempt: 1, LeaseMs: c.Lease.Milliseconds()}
 	rev, err := h.kv.Create(ctx, key, encodeRun(v))
@@ -271,7 +275,7 @@ func (b *Backend) claimAbsent(ctx context.Context, h handles, job, key string, c
 	if err != nil {
 		return out, false, b.wrap("claim run", err)
 	}
-	ok, err := b.commitJob(ctx, h, job, c.Slot, !c.AllowOverlap, t)
+	until, ok, err := b.settleWin(ctx, h, job, key, rev, lo, c, 1, !c.AllowOverlap)
 	if err != nil {
 		return out, false, err
 	}
@@ -285,21 +289,49 @@ func (b *Backend) claimAbsent(ctx context.Context, h handles, job, key string, c
 		}
 		return anarchon.ClaimOutcome{Kind: anarchon.OutcomeOverlap}, false, nil
 	}
-	if err := b.publishClaim(ctx, job, c.ClaimInput, 1, false); err != nil {
-		return out, false, err
+	return anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: 1, Holder: c.InstanceID, LeaseUntil: until}, false, nil
+}
+
+// settleWin completes a claim whose write of revision rev of key made the
+// caller the holder: it lists the slot in the job key (refusing, ok false,
+// when check finds another live run), publishes the claim record to
+// history, and reads the lease end back from the revision. The read-back
+// runs beside the job key update, and so does the publish when check is
+// off (the update cannot refuse then), so a won claim waits for one round
+// trip of the three instead of three. The lease end is the server
+// timestamp of revision rev plus the lease, exactly what another
+// instance's claim reports as running; if the revision cannot be read it
+// is lo, a lower bound of the server time before the write, plus the
+// lease.
+func (b *Backend) settleWin(ctx context.Context, h handles, job, key string, rev uint64, lo time.Time, c anarchon.RunClaim, attempt int, check bool) (until time.Time, ok bool, err error) {
+	ends := make(chan time.Time, 1)
+	go func() { ends <- b.leaseEnd(ctx, h, key, rev, lo, c.Lease) }()
+	var pub chan error
+	if !check {
+		pub = make(chan error, 1)
+		go func() { pub <- b.publishClaim(ctx, job, c.ClaimInput, attempt, false) }()
 	}
-	return anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: 1, Holder: c.InstanceID, LeaseUntil: b.leaseEnd(ctx, h, key, rev, t, c.Lease)}, false, nil
+	ok, err = b.commitJob(ctx, h, job, c.Slot, check)
+	if pub != nil {
+		if perr := <-pub; err == nil {
+			err = perr
+		}
+	} else if err == nil && ok {
+		err = b.publishClaim(ctx, job, c.ClaimInput, attempt, false)
+	}
+	until = <-ends
+	return until, ok, err
 }
 
 // leaseEnd returns the end of the lease granted by revision rev of key:
 // the server timestamp of that revision plus lease, read back with one
 // direct get. If the revision is already gone (a heartbeat or takeover
-// replaced it) it returns now+lease, now being the server time read
-// before the write, so never later than the real end.
-func (b *Backend) leaseEnd(ctx context.Context, h handles, key string, rev uint64, now time.Time, lease time.Duration) time.Time {
+// replaced it) it returns lo+lease, lo being a lower bound of the server
+// time before the write, so never later than the real end.
+func (b *Backend) leaseEnd(ctx context.Context, h handles, key string, rev uint64, lo time.Time, lease time.Duration) time.Time {
 	e, err := h.kv.GetRevision(ctx, key, rev)
 	if err != nil {
-		return now.Add(lease)
+		return leaseFrom(lo, lease)
 	}
 	return e.Created().Add(time.Duration(lease.Milliseconds()) * time.Millisecond).UTC()
 }
@@ -321,53 +353,60 @@ func (b *Backend) readJob(ctx context.Context, h handles, job string) (jobValue,
 	return v, e.Revision(), nil
 }
 
-// otherLive reports whether a listed slot other than slot is running with
-// a live lease at server time now.
-func (b *Backend) otherLive(ctx context.Context, h handles, job string, slot int64, now time.Time) (bool, error) {
-	jv, _, err := b.readJob(ctx, h, job)
-	if err != nil {
-		return false, err
-	}
-	for _, s := range jv.Slots {
-		if s == slot {
-			continue
-		}
-		e, v, err := b.readRun(ctx, h, runKey(job, s))
-		if err != nil {
+// pruneProbes is how many listed slots commitJob reads, when it does not
+// check overlap, to drop those no longer running or released. Probing a
+// few slots at random instead of all keeps a claim's cost independent of
+// the list's length; as each commit adds one slot and removes every
+// settled slot it probes, the list stays within a small multiple of the
+// job's unfinished runs.
+const pruneProbes = 2
+
+// commitJob adds slot to the per-job key by compare-and-set. With check,
+// it reads every other listed slot, drops those no longer running or
+// released, and refuses (false) if one holds a live lease by the server's
+// clock. Without check it probes at most pruneProbes listed slots.
+func (b *Backend) commitJob(ctx context.Context, h handles, job string, slot int64, check bool) (bool, error) {
+	for range casRetries {
+		if err := ctxErr(ctx, "update job"); err != nil {
 			return false, err
 		}
-		if e != nil && v.State == anarchon.RunStateRunning && v.until(e).After(now) {
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
-// commitJob adds slot to the per-job key by compare-and-set, dropping
-// slots that are no longer running or released. With check, it refuses
-// (false) if another listed slot holds a live lease at server time now.
-func (b *Backend) commitJob(ctx context.Context, h handles, job string, slot int64, check bool, now time.Time) (bool, error) {
-	for range casRetries {
 		jv, rev, err := b.readJob(ctx, h, job)
 		if err != nil {
 			return false, err
 		}
-		keep := []int64{slot}
-		for _, s := range jv.Slots {
-			if s == slot {
-				continue
+		others := slices.DeleteFunc(slices.Clone(jv.Slots), func(s int64) bool { return s == slot })
+		probe := others
+		if !check && len(others) > pruneProbes {
+			probe = make([]int64, 0, pruneProbes)
+			for _, i := range rand.Perm(len(others))[:pruneProbes] {
+				probe = append(probe, others[i])
 			}
+		}
+		drop := map[int64]bool{}
+		for _, s := range probe {
 			e, v, err := b.readRun(ctx, h, runKey(job, s))
 			if err != nil {
 				return false, err
 			}
 			if e == nil || (v.State != anarchon.RunStateRunning && v.State != anarchon.RunStateReleased) {
+				drop[s] = true
 				continue
 			}
-			if check && v.State == anarchon.RunStateRunning && v.until(e).After(now) {
-				return false, nil
+			if check && v.State == anarchon.RunStateRunning {
+				expired, err := b.serverAfter(ctx, h, v.until(e).Add(-time.Nanosecond))
+				if err != nil {
+					return false, err
+				}
+				if !expired {
+					return false, nil
+				}
 			}
-			keep = append(keep, s)
+		}
+		keep := []int64{slot}
+		for _, s := range others {
+			if !drop[s] {
+				keep = append(keep, s)
+			}
 		}
 		slices.Sort(keep)
 		val, _ := json.Marshal(jobValue{Slots: keep})
@@ -391,6 +430,9 @@ func (b *Backend) commitJob(ctx context.Context, h handles, job string, slot int
 // value with the read revision, retrying on a revision mismatch.
 func (b *Backend) change(ctx context.Context, h handles, key string, decide func(runValue) (runValue, bool)) (bool, error) {
 	for range casRetries {
+		if err := ctxErr(ctx, "update run"); err != nil {
+			return false, err
+		}
 		e, v, err := b.readRun(ctx, h, key)
 		if err != nil || e == nil {
 			return false, err
@@ -497,11 +539,10 @@ func (b *Backend) active(ctx context.Context, job string) ([]anarchon.ActiveRun,
 	if len(jv.Slots) == 0 {
 		return out, nil
 	}
-	now, err := b.serverNow(ctx, h)
-	if err != nil {
-		return nil, err
-	}
 	for _, s := range jv.Slots {
+		if err := ctxErr(ctx, "list active runs"); err != nil {
+			return nil, err
+		}
 		e, v, err := b.readRun(ctx, h, runKey(enc, s))
 		if err != nil {
 			return nil, err
@@ -513,8 +554,16 @@ func (b *Backend) active(ctx context.Context, job string) ([]anarchon.ActiveRun,
 		if v.State == anarchon.RunStateReleased {
 			until = e.Created()
 		}
+		live := false
+		if v.State == anarchon.RunStateRunning {
+			expired, err := b.serverAfter(ctx, h, until.Add(-time.Nanosecond))
+			if err != nil {
+				return nil, err
+			}
+			live = !expired
+		}
 		out = append(out, anarchon.ActiveRun{Slot: s, Token: v.Token, InstanceID: v.Holder, Attempt: v.Attempt,
-			State: v.State, LeaseUntil: until.UTC(), Live: v.State == anarchon.RunStateRunning && until.After(now)})
+			State: v.State, LeaseUntil: until.UTC(), Live: live})
 	}
 	return out, nil
 }

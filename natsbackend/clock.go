@@ -1,0 +1,117 @@
+package natsbackend
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Bounds of the cached server clock; see the package docs, "Leases".
+const (
+	// clockMaxAge is how long a server time sample is used before the
+	// next decision that needs "now" reads the server clock again.
+	clockMaxAge = 2 * time.Second
+	// clockDrift is the rate at which the error bound of a sample grows
+	// with its age: 1 ms per second (1000 ppm), twice the largest slew
+	// rate NTP applies, so a server clock kept by NTP stays inside it.
+	clockDrift = 1000 // parts per million
+	// clockSlack is added to every bound: the rounding of times to the
+	// millisecond in stored lease lengths and in SPEC §6's MaxLate rule.
+	clockSlack = time.Millisecond
+)
+
+// serverClock caches one sample of the server's clock: the server time
+// ts, read by a request sent at local monotonic time sent and answered at
+// recv. The server stamped ts between the two, so at local time t the
+// server's time lies within ts + (t − mid) ± (half + drift·age + slack),
+// where mid is the midpoint of sent and recv and half is half the round
+// trip. Local times are monotonic readings, so a step of the local wall
+// clock changes nothing.
+type serverClock struct {
+	mu   sync.Mutex
+	ts   time.Time // server time of the sample
+	mid  time.Time // local monotonic midpoint of the request
+	half time.Duration
+}
+
+// estimate returns the server time now, its error bound, and false when
+// there is no sample younger than clockMaxAge.
+func (c *serverClock) estimate() (time.Time, time.Duration, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ts.IsZero() {
+		return time.Time{}, 0, false
+	}
+	age := time.Since(c.mid)
+	if age < 0 || age > clockMaxAge {
+		return time.Time{}, 0, false
+	}
+	bound := c.half + age*clockDrift/1_000_000 + clockSlack
+	return c.ts.Add(age), bound, true
+}
+
+// record keeps the sample (ts, sent, recv) if its bound is tighter than
+// the current sample's bound at this moment.
+func (c *serverClock) record(ts, sent, recv time.Time) {
+	half := recv.Sub(sent) / 2
+	mid := sent.Add(half)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.ts.IsZero() {
+		age := time.Since(c.mid)
+		if age >= 0 && age <= clockMaxAge && c.half+age*clockDrift/1_000_000 < half {
+			return
+		}
+	}
+	c.ts, c.mid, c.half = ts, mid, half
+}
+
+// nowBounds returns an interval [lo, hi] that holds the server's time at
+// the moment of the call, from the cache or, when the cache is stale, from
+// one read of the server clock.
+func (b *Backend) nowBounds(ctx context.Context, h handles) (lo, hi time.Time, err error) {
+	if t, bound, ok := b.clk.estimate(); ok {
+		return t.Add(-bound), t.Add(bound), nil
+	}
+	sent := time.Now()
+	ts, err := b.readClock(ctx, h)
+	if err != nil {
+		return time.Time{}, time.Time{}, err
+	}
+	// The server stamped ts after sent, so its time now is at least ts and
+	// at most ts plus the local time since sent.
+	return ts, ts.Add(time.Since(sent)*(1_000_000+clockDrift)/1_000_000 + clockSlack), nil
+}
+
+// readClock reads the server clock and records the sample.
+func (b *Backend) readClock(ctx context.Context, h handles) (time.Time, error) {
+	sent := time.Now()
+	ts, err := b.serverNow(ctx, h)
+	if err != nil {
+		return time.Time{}, err
+	}
+	b.clk.record(ts, sent, time.Now())
+	return ts, nil
+}
+
+// serverAfter reports whether the server's time now is after t. It
+// answers from the cached clock when t lies outside the cache's error
+// bound, and reads the server clock (one round trip) otherwise, so the
+// answer is always the server's.
+func (b *Backend) serverAfter(ctx context.Context, h handles, t time.Time) (bool, error) {
+	lo, hi, err := b.nowBounds(ctx, h)
+	if err != nil {
+		return false, err
+	}
+	switch {
+	case lo.After(t):
+		return true, nil
+	case !hi.After(t):
+		return false, nil
+	}
+	now, err := b.readClock(ctx, h)
+	if err != nil {
+		return false, err
+	}
+	return now.After(t), nil
+}
