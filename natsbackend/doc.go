@@ -80,17 +80,66 @@
 // holds its length, and it ends that long after the server timestamp of
 // the revision that granted or renewed it (KeyValueEntry.Created, set by
 // the server when it stored the message). A heartbeat is an Update that
-// writes a new revision, so the server restamps the lease. "Now", for
-// expiry and for MaxLate, is the server's time read just before deciding
-// ([Backend.ServerTime]: the "ts" field the server puts in a stream info
-// response for the bucket's stream). Client clocks are never used, so
-// instances with skewed clocks agree. The LeaseUntil a won claim returns is
-// read back from the revision it wrote (one more round trip), so the
-// holder and its backups see the same instant.
+// writes a new revision, so the server restamps the lease. The LeaseUntil
+// a won claim returns is read back from the revision it wrote, so the
+// holder and its backups see the same instant. Client wall clocks are
+// never used, so instances with skewed clocks agree.
+//
+// "Now", for lease expiry, for MaxLate and in [RunStore.Active], is the
+// server's clock, judged through a cached sample with an explicit error
+// bound:
+//
+//   - A sample is one read of the server clock ([Backend.ServerTime]: the
+//     "ts" field the server puts in a stream info response for the
+//     bucket's stream), sent at local monotonic time s and answered at r.
+//     The server stamped it between s and r.
+//   - At local monotonic time t the estimate is ts + (t − (s+r)/2), with
+//     the error bound E = (r − s)/2 + (t − (s+r)/2)·10⁻³ + 1 ms: half the
+//     round trip, a drift of 1 ms per second of age (twice the largest
+//     slew NTP applies, so a server clock kept by NTP stays inside it),
+//     and 1 ms for the millisecond rounding of stored lease lengths and of
+//     MaxLate. Monotonic readings make steps of the local clock harmless.
+//   - A sample is used for at most 2 s; the next decision that needs "now"
+//     reads the clock again (so a busy backend reads it at most about once
+//     per 2 s). Every ServerTime call, including the scheduler's own
+//     periodic offset reads, records its sample, and a sample replaces the
+//     cached one only if its bound is tighter at that moment.
+//   - A question "is the server's time past T?" is answered from the
+//     cache only if T lies outside [estimate − E, estimate + E], where the
+//     answer is the same for every server time inside the bound.
+//     Otherwise the server clock is read at once (one round trip) and
+//     decides. So every decision is the one the server's clock gives, on
+//     the one assumption that the server's clock is not stepped (rather
+//     than slewed) by more than E within the 2 s a sample lives.
+//
+// Round trips of a lease claim, with a fresh sample:
+//
+//   - a running run held by another token with a live lease (a backup's
+//     claim): one KV Get of the run key;
+//   - an absent run, overlap allowed (the first claim of a slot): a KV Get
+//     and a KV Create of the run key, then three exchanges side by side —
+//     the job key update (a Get, at most two probe reads, an Update), the
+//     claim record's publish, and the read-back of the lease's time
+//     stamp — so the claim waits for about five round trips in a row,
+//     whatever the number of the job's unfinished runs;
+//   - an absent run, overlap refused: the same, but the job key update
+//     reads every listed slot (the list then holds only the job's
+//     unfinished runs, normally one or none) and the claim record is
+//     published after it, once the overlap check has passed;
+//   - a takeover: the Get, an Update of the run key, then the same three
+//     exchanges side by side.
+//
+// A decision near a lease's end or the MaxLate limit (within E), or a
+// stale sample, adds one round trip for the clock.
 //
 // The overlap check uses "j.<job>". A new run is created as running first;
 // then the slot is added to the job key by compare-and-set, and the same
-// step checks that no other listed slot holds a live lease. Of two
+// step checks that no other listed slot holds a live lease. That step also
+// drops slots no longer running or released: with overlap refused it reads
+// every listed slot; with overlap allowed it probes two listed slots at
+// random, so a claim's cost does not grow with the list, and as each claim
+// adds one slot and drops the settled slots it probes, the list stays
+// within a small multiple of the job's unfinished runs. Of two
 // instances starting different slots of a job at once, one commits first;
 // the other sees it, turns its new run into skipped and returns overlap. A
 // crash between the two writes leaves a running run that is not listed:
@@ -105,12 +154,25 @@
 // [Backend.SaveResult] publishes the result and purges the job's subject
 // down to its newest 2·historySize messages (one claim and one result per
 // run), so at least historySize runs are kept and a claim is always
-// trimmed before its result. [Backend.History] reads the subject with an
-// ordered consumer and merges records with anarchon.BuildHistory; a
-// record's ClaimedAt is its message's server timestamp. The history TTL is
-// stored with each record and applied when reading, by the server's clock:
-// records older than it are not returned (they leave the stream with the
-// size trim).
+// trimmed before its result. [Backend.History] reads the subject with a
+// pull consumer without acks (memory storage, deleted after the read or
+// by the server after 5 s idle) and merges records with
+// anarchon.BuildHistory; a record's ClaimedAt is its message's server
+// timestamp. The history TTL is stored with each record and applied when
+// reading, by the server's clock: records older than it are not returned
+// (they leave the stream with the size trim).
+//
+// A read is bounded by what the stream held for the job when it began:
+// one stream info request gives the subject's message count and the
+// stream's last sequence, and History takes at most that many messages,
+// none past that sequence, each stream sequence once, and stops when a
+// fetch brings nothing new. Records saved meanwhile are not waited for,
+// so a job that is written without pause cannot keep a read going. Every
+// fetch and every message wait also watches the context: once it ends,
+// History returns an error wrapping the context's error
+// (context.DeadlineExceeded or context.Canceled), with the driver's error
+// when there is one. The lease loops (claim, heartbeat, finish, release,
+// Active) check the context before each server call in the same way.
 //
 // # Watches
 //
