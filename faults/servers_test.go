@@ -100,7 +100,7 @@ func (s *server) halt() {
 func (s *server) restart(down time.Duration) (start, end time.Time, err error) {
 	s.halt()
 	start = time.Now() // a stopping server may still answer until it exits
-	time.Sleep(down) // the outage itself
+	time.Sleep(down)   // the outage itself
 	end = time.Now()
 	return start, end, s.start()
 }
