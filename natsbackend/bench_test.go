@@ -59,3 +59,63 @@ func BenchmarkClaim(b *testing.B) {
 	b.ReportMetric(float64(createT.Nanoseconds())/float64(i), "create-ns/op")
 	b.ReportMetric(float64(claimT)/float64(createT), "claim/create")
 }
+
+// BenchmarkRunStoreClaim measures a winning lease claim (RunStore.Claim of
+// a fresh slot, 30 s lease, overlap allowed, as the first claimer of a
+// slot makes it) and a backup's claim of the same slot (the outcome
+// running), and reports both beside a raw KV Create of a fresh key
+// (won-ns/op, running-ns/op, create-ns/op, won/create).
+func BenchmarkRunStoreClaim(b *testing.B) {
+	url := natsURL(b)
+	o := freshOptions(b, url)
+	nc, err := nats.Connect(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nc.Close()
+	be, err := natsbackend.New(nc, o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := be.Init(ctx); err != nil {
+		b.Fatal(err)
+	}
+	runs := be.Runs()
+	js, _ := jetstream.New(nc)
+	kv, err := js.KeyValue(ctx, o.Bucket)
+	if err != nil {
+		b.Fatal(err)
+	}
+	val := []byte(`{"st":"running","t":"0123456789abcdef01234567","i":"bench","a":1,"l":30000}`)
+	claim := func(slot int64, token string) anarchon.RunClaim {
+		return anarchon.RunClaim{ClaimInput: anarchon.ClaimInput{Job: "bench", Slot: slot, Token: token, InstanceID: token},
+			Lease: 30 * time.Second, AllowOverlap: true, MaxAttempts: 3}
+	}
+	var wonT, runT, createT time.Duration
+	i := 0
+	for b.Loop() {
+		i++
+		t0 := time.Now()
+		out, err := runs.Claim(ctx, claim(int64(i), "a"+strconv.Itoa(i)))
+		t1 := time.Now()
+		if err != nil || out.Kind != anarchon.OutcomeWon {
+			b.Fatalf("first claim = %v, %v", out.Kind, err)
+		}
+		out, err = runs.Claim(ctx, claim(int64(i), "b"+strconv.Itoa(i)))
+		t2 := time.Now()
+		if err != nil || out.Kind != anarchon.OutcomeRunning {
+			b.Fatalf("backup claim = %v, %v", out.Kind, err)
+		}
+		if _, err := kv.Create(ctx, "x.bench."+strconv.Itoa(i), val); err != nil {
+			b.Fatal(err)
+		}
+		wonT += t1.Sub(t0)
+		runT += t2.Sub(t1)
+		createT += time.Since(t2)
+	}
+	b.ReportMetric(float64(wonT.Nanoseconds())/float64(i), "won-ns/op")
+	b.ReportMetric(float64(runT.Nanoseconds())/float64(i), "running-ns/op")
+	b.ReportMetric(float64(createT.Nanoseconds())/float64(i), "create-ns/op")
+	b.ReportMetric(float64(wonT)/float64(createT), "won/create")
+}
