@@ -428,6 +428,9 @@ func TestAttemptsRunOut(t *testing.T) {
 			for _, r := range recs {
 				if r.Status == anarchon.StatusAbandoned {
 					abandoned++
+					if r.Attempt != 3 {
+						t.Errorf("abandoned record at attempt %d, want the last holder's 3", r.Attempt)
+					}
 				}
 			}
 		}

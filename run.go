@@ -254,18 +254,18 @@ func (s *Scheduler) runLeased(ctx context.Context, j *job, slotT time.Time, maxL
 			}
 		case OutcomeLate:
 			unwait()
-			s.settle(j, slotT, rc.Token, StatusMissed)
+			s.settle(j, slotT, rc.Token, StatusMissed, 0)
 			return
 		case OutcomeOverlap:
 			unwait()
-			s.settle(j, slotT, rc.Token, StatusSkipped)
+			s.settle(j, slotT, rc.Token, StatusSkipped, 0)
 			return
 		case OutcomeDone:
 			unwait()
 			if out.Status == StatusAbandoned && standing {
 				// Every backup that saw the slot through to abandonment
 				// records it under one token, so history shows it once.
-				s.settle(j, slotT, AbandonedToken(slot), StatusAbandoned)
+				s.settle(j, slotT, AbandonedToken(slot), StatusAbandoned, out.Attempt)
 			}
 			return
 		default: // OutcomeNone, and kinds this version does not know: like done
@@ -276,11 +276,11 @@ func (s *Scheduler) runLeased(ctx context.Context, j *job, slotT time.Time, maxL
 }
 
 // settle records a slot that did not run.
-func (s *Scheduler) settle(j *job, slotT time.Time, token string, status Status) {
+func (s *Scheduler) settle(j *job, slotT time.Time, token string, status Status, attempt int) {
 	s.log.LogAttrs(context.Background(), slog.LevelInfo, "slot not run",
 		slog.String("job", j.name), slog.Time("slot", slotT), slog.String("status", string(status)))
 	s.emit(Event{Kind: EventSlotSkipped, Job: j.name, Slot: slotT, Status: status, Lateness: s.now().Sub(slotT)})
-	s.saveResult(j, StoredResult{Slot: slotT.UnixMilli(), Token: token, InstanceID: s.opts.InstanceID, Status: status})
+	s.saveResult(j, StoredResult{Slot: slotT.UnixMilli(), Token: token, InstanceID: s.opts.InstanceID, Status: status, Attempt: attempt})
 }
 
 // runWon runs a slot whose lease this instance holds: heartbeats every
@@ -547,7 +547,7 @@ func (s *Scheduler) markMissed(ctx context.Context, j *job, slotT time.Time) {
 	}
 	switch out.Kind {
 	case OutcomeLate:
-		s.settle(j, slotT, rc.Token, StatusMissed)
+		s.settle(j, slotT, rc.Token, StatusMissed, 0)
 	case OutcomeWon:
 		// The store's clock is behind ours by more than the slot's age: the
 		// slot is not late for the store, so it is ours to run.
