@@ -49,14 +49,10 @@ func (s *Scheduler) loop(ctx context.Context) {
 	var batch []due
 	for {
 		s.mu.Lock()
-		if len(s.queue) == 0 {
+		if len(s.queue) == 0 { // no jobs: nothing ever comes due
 			s.mu.Unlock()
-			select {
-			case <-ctx.Done():
-				return
-			case <-s.wake:
-				continue
-			}
+			<-ctx.Done()
+			return
 		}
 		now := s.now()
 		for len(s.queue) > 0 && !s.queue[0].fireAt.After(now) {
@@ -88,7 +84,6 @@ func (s *Scheduler) loop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-s.wake:
 		case <-timer.C:
 		}
 	}

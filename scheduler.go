@@ -88,7 +88,6 @@ type Scheduler struct {
 	order  []*job
 	state  int // stateNew, stateStarted, stateStopped
 	queue  jobHeap
-	wake   chan struct{}
 	inited bool
 
 	loopCtx    context.Context // ends when Stop begins: no new slots, no more standing by
@@ -130,7 +129,6 @@ func New(backend Backend, opts *Options) *Scheduler {
 		clock:   o.Clock,
 		log:     o.Logger.With(slog.String("instance", o.InstanceID)),
 		jobs:    make(map[string]*job),
-		wake:    make(chan struct{}, 1),
 		active:  make(map[*activeRun]struct{}),
 		waiters: make(map[slotKey]map[chan struct{}]struct{}),
 
