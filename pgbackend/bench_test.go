@@ -2,12 +2,27 @@ package pgbackend_test
 
 import (
 	"context"
-	"strconv"
 	"testing"
-	"time"
 
-	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/pgbackend"
+	"github.com/anarchon/anarchon/sqlbackend/sqlbackendtest"
 )
+
+// rawTable is the bare claims table of the benchmarks in be's schema.
+func rawTable(be *pgbackend.Backend, schema string) sqlbackendtest.RawTable {
+	pool := be.Pool()
+	raw := `"` + schema + `".raw_claims`
+	return sqlbackendtest.RawTable{
+		Create: func(ctx context.Context) error {
+			_, err := pool.Exec(ctx, `CREATE TABLE `+raw+` (job TEXT NOT NULL, slot BIGINT NOT NULL, token TEXT NOT NULL, PRIMARY KEY (job, slot))`)
+			return err
+		},
+		Insert: func(ctx context.Context, job string, slot int64, token string) (int64, error) {
+			tag, err := pool.Exec(ctx, `INSERT INTO `+raw+` (job, slot, token) VALUES ($1, $2, $3) ON CONFLICT (job, slot) DO NOTHING`, job, slot, token)
+			return tag.RowsAffected(), err
+		},
+	}
+}
 
 // BenchmarkClaimVsRawInsert measures anarchon's plain claim against the
 // bare INSERT … ON CONFLICT DO NOTHING it is built on, on the same server
@@ -16,33 +31,7 @@ import (
 func BenchmarkClaimVsRawInsert(b *testing.B) {
 	schema := freshSchema(b)
 	be := open(b, 1, 2, schema)[0]
-	ctx := context.Background()
-	if err := be.PrepareJob(ctx, "bench", 100); err != nil {
-		b.Fatal(err)
-	}
-	pool := be.Pool()
-	raw := `"` + schema + `".raw_claims`
-	if _, err := pool.Exec(ctx, `CREATE TABLE `+raw+` (job TEXT NOT NULL, slot BIGINT NOT NULL, token TEXT NOT NULL, PRIMARY KEY (job, slot))`); err != nil {
-		b.Fatal(err)
-	}
-	ins := `INSERT INTO ` + raw + ` (job, slot, token) VALUES ($1, $2, $3) ON CONFLICT (job, slot) DO NOTHING`
-	var rawD, claimD time.Duration
-	for i := 0; b.Loop(); i++ {
-		tok := strconv.Itoa(i)
-		t0 := time.Now()
-		tag, err := pool.Exec(ctx, ins, "bench", int64(i), tok)
-		if err != nil || tag.RowsAffected() != 1 {
-			b.Fatal(tag, err)
-		}
-		t1 := time.Now()
-		ok, err := be.Claim(ctx, anarchon.ClaimInput{Job: "bench", Slot: int64(i), Token: tok, InstanceID: "a"})
-		if err != nil || !ok {
-			b.Fatal(ok, err)
-		}
-		claimD += time.Since(t1)
-		rawD += t1.Sub(t0)
-	}
-	report(b, rawD, claimD)
+	sqlbackendtest.ClaimVsRawInsert(b, be, rawTable(be, schema))
 }
 
 // BenchmarkLeaseClaimVsRawInsert does the same for the lease claim (one
@@ -50,38 +39,5 @@ func BenchmarkClaimVsRawInsert(b *testing.B) {
 func BenchmarkLeaseClaimVsRawInsert(b *testing.B) {
 	schema := freshSchema(b)
 	be := open(b, 1, 2, schema)[0]
-	ctx := context.Background()
-	if err := be.Init(ctx); err != nil {
-		b.Fatal(err)
-	}
-	pool := be.Pool()
-	raw := `"` + schema + `".raw_claims`
-	if _, err := pool.Exec(ctx, `CREATE TABLE `+raw+` (job TEXT NOT NULL, slot BIGINT NOT NULL, token TEXT NOT NULL, PRIMARY KEY (job, slot))`); err != nil {
-		b.Fatal(err)
-	}
-	ins := `INSERT INTO ` + raw + ` (job, slot, token) VALUES ($1, $2, $3) ON CONFLICT (job, slot) DO NOTHING`
-	rs := be.Runs()
-	var rawD, claimD time.Duration
-	for i := 0; b.Loop(); i++ {
-		tok := strconv.Itoa(i)
-		t0 := time.Now()
-		if _, err := pool.Exec(ctx, ins, "bench", int64(i), tok); err != nil {
-			b.Fatal(err)
-		}
-		t1 := time.Now()
-		out, err := rs.Claim(ctx, anarchon.RunClaim{ClaimInput: anarchon.ClaimInput{Job: "bench", Slot: int64(i), Token: tok, InstanceID: "a"}, Lease: time.Minute, AllowOverlap: true})
-		if err != nil || out.Kind != anarchon.OutcomeWon {
-			b.Fatal(out, err)
-		}
-		claimD += time.Since(t1)
-		rawD += t1.Sub(t0)
-	}
-	report(b, rawD, claimD)
-}
-
-func report(b *testing.B, raw, claim time.Duration) {
-	n := float64(b.N)
-	b.ReportMetric(float64(raw.Nanoseconds())/n, "raw-ns/op")
-	b.ReportMetric(float64(claim.Nanoseconds())/n, "claim-ns/op")
-	b.ReportMetric(float64(claim)/float64(raw), "claim/raw")
+	sqlbackendtest.LeaseClaimVsRawInsert(b, be, rawTable(be, schema))
 }

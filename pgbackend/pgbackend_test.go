@@ -19,6 +19,7 @@ import (
 	"github.com/anarchon/anarchon"
 	"github.com/anarchon/anarchon/anarchontest"
 	"github.com/anarchon/anarchon/pgbackend"
+	"github.com/anarchon/anarchon/sqlbackend/sqlbackendtest"
 	"github.com/jackc/pgx/v5/pgxpool"
 	_ "github.com/jackc/pgx/v5/stdlib"
 )
@@ -235,29 +236,9 @@ func TestLeaseRace(t *testing.T) {
 
 // TestConcurrentMigration starts 8 instances on an empty schema at once.
 func TestConcurrentMigration(t *testing.T) {
-	for round := range 5 {
-		bs := open(t, 8, 2, freshSchema(t))
-		var wg sync.WaitGroup
-		errs := make([]error, len(bs))
-		start := make(chan struct{})
-		for i, b := range bs {
-			wg.Go(func() {
-				<-start
-				if err := b.Init(t.Context()); err != nil {
-					errs[i] = err
-					return
-				}
-				errs[i] = b.PrepareJob(t.Context(), "job", 10)
-			})
-		}
-		close(start)
-		wg.Wait()
-		for i, err := range errs {
-			if err != nil {
-				t.Errorf("round %d, instance %d: %v", round, i, err)
-			}
-		}
-	}
+	sqlbackendtest.ConcurrentMigration(t, func(t testing.TB, n int) []anarchon.Backend {
+		return sqlbackendtest.Backends(open(t, n, 2, freshSchema(t)))
+	})
 }
 
 // TestConcurrentMigrationPrefix does the same without a schema, on a fresh

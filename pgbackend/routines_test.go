@@ -10,6 +10,7 @@ import (
 	"github.com/anarchon/anarchon/anarchontest"
 	"github.com/anarchon/anarchon/pgbackend"
 	"github.com/anarchon/anarchon/sqlbackend"
+	"github.com/anarchon/anarchon/sqlbackend/sqlbackendtest"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -90,44 +91,5 @@ WHERE s.nspname = $1 AND p.proname LIKE 'anarchon\_%\_v2'`, schema).Scan(&n)
 // the same pool in the same run, alternating them, each after a won lease
 // claim of its own slot, and reports the ratio (one/two).
 func BenchmarkFinishResult(b *testing.B) {
-	be := open(b, 1, 2, freshSchema(b))[0]
-	ctx := context.Background()
-	if err := be.PrepareJob(ctx, "bench", 100); err != nil {
-		b.Fatal(err)
-	}
-	rs := be.Runs()
-	f := rs.(anarchon.ResultFinisher)
-	claim := func(slot int64, tok string) {
-		out, err := rs.Claim(ctx, anarchon.RunClaim{ClaimInput: anarchon.ClaimInput{Job: "bench", Slot: slot, Token: tok, InstanceID: "a"}, Lease: time.Minute, AllowOverlap: true})
-		if err != nil || out.Kind != anarchon.OutcomeWon {
-			b.Fatal(out, err)
-		}
-	}
-	var twoD, oneD time.Duration
-	for i := 0; b.Loop(); i++ {
-		s1, s2 := int64(2*i), int64(2*i+1)
-		t1, t2 := strconv.Itoa(2*i), strconv.Itoa(2*i+1)
-		claim(s1, t1)
-		claim(s2, t2)
-		now := time.Now()
-		res := anarchon.StoredResult{Slot: s1, Token: t1, InstanceID: "a", Attempt: 1, Status: anarchon.StatusSuccess, StartedAt: now, FinishedAt: now}
-		t0 := time.Now()
-		if ok, err := rs.Finish(ctx, "bench", s1, t1, res.Status); err != nil || !ok {
-			b.Fatal(ok, err)
-		}
-		if err := be.SaveResult(ctx, "bench", res, 100, 0); err != nil {
-			b.Fatal(err)
-		}
-		tm := time.Now()
-		res.Slot, res.Token = s2, t2
-		if ok, err := f.FinishResult(ctx, "bench", res, 100, 0); err != nil || !ok {
-			b.Fatal(ok, err)
-		}
-		oneD += time.Since(tm)
-		twoD += tm.Sub(t0)
-	}
-	n := float64(b.N)
-	b.ReportMetric(float64(twoD.Nanoseconds())/n, "finish+save-ns/op")
-	b.ReportMetric(float64(oneD.Nanoseconds())/n, "finishresult-ns/op")
-	b.ReportMetric(float64(oneD)/float64(twoD), "one/two")
+	sqlbackendtest.FinishResult(b, open(b, 1, 2, freshSchema(b))[0])
 }

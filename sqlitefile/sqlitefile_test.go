@@ -11,13 +11,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
 
 	"github.com/anarchon/anarchon"
 	"github.com/anarchon/anarchon/anarchontest"
+	"github.com/anarchon/anarchon/sqlbackend/sqlbackendtest"
 	"github.com/anarchon/anarchon/sqlitebackend"
 	"github.com/anarchon/anarchon/sqlitefile"
 )
@@ -137,29 +137,9 @@ func TestTrimNeverReopens(t *testing.T) {
 // TestConcurrentMigration starts 8 instances on an empty file at once:
 // Init and PrepareJob must succeed for all.
 func TestConcurrentMigration(t *testing.T) {
-	for round := range 5 {
-		bs := open(t, 8)
-		var wg sync.WaitGroup
-		errs := make([]error, len(bs))
-		start := make(chan struct{})
-		for i, b := range bs {
-			wg.Go(func() {
-				<-start
-				if err := b.Init(t.Context()); err != nil {
-					errs[i] = err
-					return
-				}
-				errs[i] = b.PrepareJob(t.Context(), "job", 10)
-			})
-		}
-		close(start)
-		wg.Wait()
-		for i, err := range errs {
-			if err != nil {
-				t.Errorf("round %d, instance %d: %v", round, i, err)
-			}
-		}
-	}
+	sqlbackendtest.ConcurrentMigration(t, func(t testing.TB, n int) []anarchon.Backend {
+		return sqlbackendtest.Backends(open(t, n))
+	})
 }
 
 const childEnv = "ANARCHON_SQLITEFILE_RACE_CHILD"

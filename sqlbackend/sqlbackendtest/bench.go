@@ -1,0 +1,143 @@
+package sqlbackendtest
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/anarchon/anarchon"
+)
+
+// RawTable is a bare claims table, (job, slot, token) with the primary key
+// (job, slot), in the database of the backend under test: the baseline a
+// claim is measured against.
+type RawTable struct {
+	// Create creates the table. It is called once, after the backend's
+	// own tables exist.
+	Create func(ctx context.Context) error
+	// Insert inserts one row with INSERT … ON CONFLICT (job, slot) DO
+	// NOTHING and returns the number of rows inserted (1, or 0 on a
+	// conflict).
+	Insert func(ctx context.Context, job string, slot int64, token string) (int64, error)
+}
+
+// ClaimVsRawInsert measures be's plain claim (anarchon.Backend.Claim)
+// against raw's bare insert on the same database in the same run,
+// alternating them, and reports the mean of each (raw-ns/op,
+// claim-ns/op) and their ratio (claim/raw). It calls be.PrepareJob first,
+// and fails b if an insert or a claim does not win.
+func ClaimVsRawInsert(b *testing.B, be anarchon.Backend, raw RawTable) {
+	ctx := context.Background()
+	if err := be.PrepareJob(ctx, "bench", 100); err != nil {
+		b.Fatal(err)
+	}
+	if err := raw.Create(ctx); err != nil {
+		b.Fatal(err)
+	}
+	var rawD, claimD time.Duration
+	for i := 0; b.Loop(); i++ {
+		tok := strconv.Itoa(i)
+		t0 := time.Now()
+		n, err := raw.Insert(ctx, "bench", int64(i), tok)
+		if err != nil || n != 1 {
+			b.Fatal("raw insert:", n, err)
+		}
+		t1 := time.Now()
+		ok, err := be.Claim(ctx, anarchon.ClaimInput{Job: "bench", Slot: int64(i), Token: tok, InstanceID: "a"})
+		if err != nil || !ok {
+			b.Fatal(ok, err)
+		}
+		claimD += time.Since(t1)
+		rawD += t1.Sub(t0)
+	}
+	report(b, rawD, claimD)
+}
+
+// LeaseClaimVsRawInsert does the same as [ClaimVsRawInsert] for the lease
+// claim (anarchon.RunStore.Claim with a one-minute lease). It calls
+// be.Init first, and fails b if an insert errs or a claim is not won.
+func LeaseClaimVsRawInsert(b *testing.B, be anarchon.Backend, raw RawTable) {
+	ctx := context.Background()
+	if err := be.Init(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if err := raw.Create(ctx); err != nil {
+		b.Fatal(err)
+	}
+	rs := runs(b, be)
+	var rawD, claimD time.Duration
+	for i := 0; b.Loop(); i++ {
+		tok := strconv.Itoa(i)
+		t0 := time.Now()
+		if _, err := raw.Insert(ctx, "bench", int64(i), tok); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		out, err := rs.Claim(ctx, anarchon.RunClaim{ClaimInput: anarchon.ClaimInput{Job: "bench", Slot: int64(i), Token: tok, InstanceID: "a"}, Lease: time.Minute, AllowOverlap: true})
+		if err != nil || out.Kind != anarchon.OutcomeWon {
+			b.Fatal(out, err)
+		}
+		claimD += time.Since(t1)
+		rawD += t1.Sub(t0)
+	}
+	report(b, rawD, claimD)
+}
+
+// report reports the mean raw and claim times per iteration and their
+// ratio.
+func report(b *testing.B, raw, claim time.Duration) {
+	n := float64(b.N)
+	b.ReportMetric(float64(raw.Nanoseconds())/n, "raw-ns/op")
+	b.ReportMetric(float64(claim.Nanoseconds())/n, "claim-ns/op")
+	b.ReportMetric(float64(claim)/float64(raw), "claim/raw")
+}
+
+// FinishResult times anarchon.ResultFinisher.FinishResult against
+// anarchon.RunStore.Finish followed by anarchon.Backend.SaveResult on be
+// in the same run, alternating them, each after a won lease claim of its
+// own slot, and reports the mean of each (finish+save-ns/op,
+// finishresult-ns/op) and their ratio (one/two). It calls be.PrepareJob
+// first, and fails b if be's run store is not a ResultFinisher or any
+// step fails.
+func FinishResult(b *testing.B, be anarchon.Backend) {
+	ctx := context.Background()
+	if err := be.PrepareJob(ctx, "bench", 100); err != nil {
+		b.Fatal(err)
+	}
+	rs := runs(b, be)
+	f := finisher(b, be)
+	claim := func(slot int64, tok string) {
+		out, err := rs.Claim(ctx, anarchon.RunClaim{ClaimInput: anarchon.ClaimInput{Job: "bench", Slot: slot, Token: tok, InstanceID: "a"}, Lease: time.Minute, AllowOverlap: true})
+		if err != nil || out.Kind != anarchon.OutcomeWon {
+			b.Fatal(out, err)
+		}
+	}
+	var twoD, oneD time.Duration
+	for i := 0; b.Loop(); i++ {
+		s1, s2 := int64(2*i), int64(2*i+1)
+		t1, t2 := strconv.Itoa(2*i), strconv.Itoa(2*i+1)
+		claim(s1, t1)
+		claim(s2, t2)
+		now := time.Now()
+		res := anarchon.StoredResult{Slot: s1, Token: t1, InstanceID: "a", Attempt: 1, Status: anarchon.StatusSuccess, StartedAt: now, FinishedAt: now}
+		t0 := time.Now()
+		if ok, err := rs.Finish(ctx, "bench", s1, t1, res.Status); err != nil || !ok {
+			b.Fatal(ok, err)
+		}
+		if err := be.SaveResult(ctx, "bench", res, 100, 0); err != nil {
+			b.Fatal(err)
+		}
+		tm := time.Now()
+		res.Slot, res.Token = s2, t2
+		if ok, err := f.FinishResult(ctx, "bench", res, 100, 0); err != nil || !ok {
+			b.Fatal(ok, err)
+		}
+		oneD += time.Since(tm)
+		twoD += tm.Sub(t0)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(twoD.Nanoseconds())/n, "finish+save-ns/op")
+	b.ReportMetric(float64(oneD.Nanoseconds())/n, "finishresult-ns/op")
+	b.ReportMetric(float64(oneD)/float64(twoD), "one/two")
+}
