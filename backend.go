@@ -82,14 +82,15 @@ type Status string
 // Run statuses. Backends store these strings verbatim; readers must accept
 // values they do not know (SPEC §9).
 const (
-	StatusRunning    Status = "running"     // claimed, no result yet
-	StatusSuccess    Status = "success"     // the handler returned nil
-	StatusError      Status = "error"       // the handler returned an error, panicked or timed out
-	StatusLeaseLost  Status = "lease_lost"  // the run lost its lease; a backup owns the slot
-	StatusHandedOver Status = "handed_over" // the instance stopped and released the run to a backup
-	StatusAbandoned  Status = "abandoned"   // takeovers used up MaxAttempts
-	StatusMissed     Status = "missed"      // the slot was more than MaxLate past due (or outside catch-up)
-	StatusSkipped    Status = "skipped"     // another run of the job was still running (overlap policy skip)
+	StatusRunning     Status = "running"     // claimed, no result yet
+	StatusSuccess     Status = "success"     // the handler returned nil
+	StatusError       Status = "error"       // the handler returned an error, panicked or timed out
+	StatusLeaseLost   Status = "lease_lost"  // the run lost its lease; a backup owns the slot
+	StatusHandedOver  Status = "handed_over" // the instance stopped and released the run to a backup
+	StatusUnconfirmed Status = "unconfirmed" // the handler ended but the store never confirmed the finish; the slot may run again
+	StatusAbandoned   Status = "abandoned"   // takeovers used up MaxAttempts
+	StatusMissed      Status = "missed"      // the slot was more than MaxLate past due (or outside catch-up)
+	StatusSkipped     Status = "skipped"     // another run of the job was still running (overlap policy skip)
 )
 
 // Final reports whether s settles a slot: no further attempt will run it.

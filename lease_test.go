@@ -18,9 +18,10 @@ import (
 // be made to fail (a stalled or partitioned winner) and its watch hidden.
 type instance struct {
 	*membackend.Backend
-	failHB atomic.Bool
-	hangHB atomic.Bool   // heartbeats do not return, whatever their context says,
-	unhang chan struct{} // until this is closed
+	failHB     atomic.Bool
+	failFinish atomic.Bool   // Finish fails as if the store were unreachable
+	hangHB     atomic.Bool   // heartbeats do not return, whatever their context says,
+	unhang     chan struct{} // until this is closed
 }
 
 func (i *instance) Runs() anarchon.RunStore {
@@ -33,6 +34,13 @@ type instanceRuns struct {
 }
 
 var errPartition = errors.New("store unreachable")
+
+func (r *instanceRuns) Finish(ctx context.Context, job string, slot int64, token string, status anarchon.Status) (bool, error) {
+	if r.inst.failFinish.Load() {
+		return false, errPartition
+	}
+	return r.RunStore.Finish(ctx, job, slot, token, status)
+}
 
 func (r *instanceRuns) Heartbeat(ctx context.Context, job string, slot int64, token string, lease time.Duration) (bool, error) {
 	if r.inst.failHB.Load() {
@@ -606,6 +614,53 @@ func TestStartAdoptsOrphanedRuns(t *testing.T) {
 		}
 		if d := time.Since(slot); d < 10*time.Second {
 			t.Fatalf("took over %v after the claim, before the dead holder's lease ran out", d)
+		}
+	})
+}
+
+// A holder whose finish never reaches the store records its run as
+// unconfirmed, which does not settle the slot; a backup runs it again and
+// settles it. History has exactly one final record for the slot.
+func TestUnconfirmedFinish(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := membackend.New(nil)
+		insts := map[string]*instance{}
+		runs := make(chan anarchon.Run, 4)
+		h := func(_ context.Context, run *anarchon.Run) error {
+			if run.Attempt == 1 {
+				insts[run.InstanceID].failFinish.Store(true)
+			}
+			runs <- *run
+			return nil
+		}
+		var ss []*anarchon.Scheduler
+		for i := range 2 {
+			id := fmt.Sprintf("i%d", i)
+			insts[id] = &instance{Backend: store}
+			s := newSched(t, insts[id], id, nil)
+			if err := s.Every("job", time.Hour, h, &anarchon.JobOptions{Lease: 3 * time.Second}); err != nil {
+				t.Fatal(err)
+			}
+			mustStart(t, s)
+			ss = append(ss, s)
+		}
+		first, second := <-runs, <-runs
+		time.Sleep(time.Minute)
+		stopAll(t, ss...)
+		if first.Attempt != 1 || second.Attempt != 2 || first.InstanceID == second.InstanceID {
+			t.Fatalf("runs %+v then %+v, want attempt 1, then attempt 2 elsewhere", first, second)
+		}
+		var final, unconfirmed int
+		for _, r := range historyBySlot(t, ss[0], "job")[first.Slot.UnixMilli()] {
+			if r.Status.Final() {
+				final++
+			}
+			if r.Status == anarchon.StatusUnconfirmed && r.Token == first.Token {
+				unconfirmed++
+			}
+		}
+		if final != 1 || unconfirmed != 1 {
+			t.Fatalf("%d final and %d unconfirmed records, want 1 and 1", final, unconfirmed)
 		}
 	})
 }

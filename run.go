@@ -312,14 +312,16 @@ func (s *Scheduler) runWon(j *job, slotT time.Time, rc RunClaim, attempt int, cl
 	case errors.Is(cause, ErrLeaseLost):
 		res.Status = StatusLeaseLost
 	default:
-		// The store must hear of the end while the lease still holds, or a
-		// backup runs the slot again: retry a failed finish for as long as
-		// the lease lasts. A finish never confirmed is recorded so.
+		// The store must hear of the end, or a backup runs the slot again:
+		// retry a failed finish. Past the lease a finish can still land (if
+		// no backup took over, the run is still ours) or be refused (then it
+		// was lost). One never confirmed is recorded as unconfirmed, which
+		// does not settle the slot.
 		ctx, cancelStore := storeCtx()
 		defer cancelStore()
 		var confirmed bool
 		if f, ok := s.runs.(ResultFinisher); ok {
-			confirmed = s.retry(ctx, "FinishResult", j.name, slotT, j.opt.Lease, func() error {
+			confirmed = s.retry(ctx, "FinishResult", j.name, slotT, storeTimeout, func() error {
 				_, err := f.FinishResult(ctx, j.name, res, j.opt.HistorySize, j.opt.HistoryTTL)
 				return err
 			})
@@ -328,7 +330,7 @@ func (s *Scheduler) runWon(j *job, slotT time.Time, rc RunClaim, attempt int, cl
 			}
 		} else {
 			var held bool
-			confirmed = s.retry(ctx, "Finish", j.name, slotT, j.opt.Lease, func() (err error) {
+			confirmed = s.retry(ctx, "Finish", j.name, slotT, storeTimeout, func() (err error) {
 				held, err = s.runs.Finish(ctx, j.name, rc.Slot, rc.Token, res.Status)
 				return err
 			})
@@ -337,11 +339,11 @@ func (s *Scheduler) runWon(j *job, slotT time.Time, rc RunClaim, attempt int, cl
 			}
 		}
 		if !confirmed {
-			note := "finish not confirmed by the store: a backup may run the slot again"
+			note := fmt.Sprintf("the run ended (%s) but the store never confirmed it: the slot may run again", res.Status)
 			if res.Error != "" {
 				note = res.Error + "; " + note
 			}
-			res.Error = note
+			res.Status, res.Error = StatusUnconfirmed, note
 		}
 	}
 	s.saveResult(j, res)
