@@ -159,8 +159,27 @@ func (p *prepared) prepare(ctx context.Context, c *sql.Conn) error {
 }
 
 // check is the "server check": the library is new enough, and the file is
-// in WAL mode.
+// in WAL mode. A fresh file that other instances are setting up at the same
+// moment can answer SQLITE_BUSY without waiting (journal mode changes skip
+// SQLite's busy handler), so a busy check is tried again for a few seconds.
 func check(ctx context.Context, c sqlbackend.Conn, wal bool) error {
+	wait := 10 * time.Millisecond
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := checkOnce(ctx, c, wal)
+		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 200*time.Millisecond)
+	}
+}
+
+func checkOnce(ctx context.Context, c sqlbackend.Conn, wal bool) error {
 	rows, err := c.All(ctx, "SELECT sqlite_version()")
 	if err != nil {
 		return err
@@ -176,22 +195,43 @@ func check(ctx context.Context, c sqlbackend.Conn, wal bool) error {
 		return fmt.Errorf("SQLite %s is older than %s (RETURNING is needed)", v, MinVersion)
 	}
 	if wal {
-		rows, err := c.All(ctx, "PRAGMA journal_mode = WAL")
-		if err != nil {
-			return fmt.Errorf("switching to WAL: %w", err)
-		}
-		if len(rows) == 1 {
-			m, _ := rows[0][0].(string)
-			if b, ok := rows[0][0].([]byte); ok {
-				m = string(b)
-			}
-			// An in-memory database stays "memory"; that is fine.
-			if !strings.EqualFold(m, "wal") && !strings.EqualFold(m, "memory") {
-				return fmt.Errorf("journal_mode is %q after asking for WAL", m)
-			}
-		}
+		return switchToWAL(ctx, c)
 	}
 	return nil
+}
+
+// switchToWAL puts the database in WAL mode, unless another connection
+// already did.
+func switchToWAL(ctx context.Context, c sqlbackend.Conn) error {
+	mode := func(sql string) (string, error) {
+		rows, err := c.All(ctx, sql)
+		if err != nil || len(rows) != 1 || len(rows[0]) == 0 {
+			return "", err
+		}
+		m, _ := rows[0][0].(string)
+		if b, ok := rows[0][0].([]byte); ok {
+			m = string(b)
+		}
+		return strings.ToLower(m), nil
+	}
+	if m, err := mode("PRAGMA journal_mode"); err == nil && m == "wal" {
+		return nil
+	}
+	m, err := mode("PRAGMA journal_mode = WAL")
+	switch {
+	case err != nil:
+		return fmt.Errorf("switching to WAL: %w", err)
+	case m != "wal" && m != "memory" && m != "": // an in-memory database stays "memory"
+		return fmt.Errorf("journal_mode is %q after asking for WAL", m)
+	}
+	return nil
+}
+
+// isBusy reports whether err is SQLite's "database is locked" (SQLITE_BUSY),
+// by its text, since any driver may be in use.
+func isBusy(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "SQLITE_BUSY") || strings.Contains(msg, "database is locked")
 }
 
 func versionAtLeast(v, min string) bool {
