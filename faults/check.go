@@ -281,6 +281,15 @@ func Check(spec Spec, entries []Entry, history map[string][]anarchon.RunRecord, 
 
 	// Leases: completions, settlement, fencing.
 	leased := bySlot(spec.LeasedJob)
+	// Runs whose end the store did not accept: the scheduler records them
+	// lease_lost (a backup already held the slot when the finish arrived)
+	// or unconfirmed (the finish never got through).
+	refused := map[string]bool{}
+	for _, rec := range history[spec.LeasedJob] {
+		if rec.Status == anarchon.StatusLeaseLost || rec.Status == anarchon.StatusUnconfirmed {
+			refused[rec.Token] = true
+		}
+	}
 	for slot, rs := range leased {
 		completed, unconfirmed := 0, 0
 		for _, lr := range rs {
@@ -288,16 +297,18 @@ func Check(spec Spec, entries []Entry, history map[string][]anarchon.RunRecord, 
 				continue
 			}
 			completed++
-			if unconfirmedFinish(lr, faults, killedAt) {
+			if refused[lr.token] || unconfirmedFinish(lr, faults, killedAt) {
 				unconfirmed++
 			}
 		}
 		switch {
 		case completed > 1 && completed-unconfirmed <= 1:
-			// The holder completed, then died or lost the store before its
-			// Finish reached it: to the store it is a holder that died, and
-			// a backup runs the slot again (at least once). Run.Attempt is
-			// the fencing number that lets the work tell the two apart.
+			// The holder completed, then died, lost the store, or was too
+			// slow, before its Finish reached the store within its lease:
+			// to the store it is a holder that died, and a backup runs the
+			// slot again (at least once); history shows the first run as
+			// lease_lost or unconfirmed. Run.Attempt is the fencing number
+			// that lets the work tell the two apart.
 			r.Reruns++
 		case completed > 1:
 			r.Duplicates++

@@ -80,6 +80,13 @@ func TestCheck(t *testing.T) {
 			run("i2.1", "leased", "a2", 0, 2, 2500*ms, 3000*ms, faults.ResultCompleted),
 			good[2:]), goodHistory,
 			[]faults.Fault{{Kind: faults.FaultKillWinner, Targets: []string{"i1.1"}, Start: base.Add(1010 * ms)}}, ""},
+		{"rerun after a finish the store refused", cat(
+			run("i1.1", "leased", "a", 0, 1, 5*ms, 1005*ms, faults.ResultCompleted),
+			run("i2.1", "leased", "a2", 0, 2, 2500*ms, 3000*ms, faults.ResultCompleted),
+			good[2:]), map[string][]anarchon.RunRecord{
+			"leased": {rec("leased", "a", 0, anarchon.StatusUnconfirmed), rec("leased", "a2", 0, anarchon.StatusSuccess), goodHistory["leased"][1]},
+			"plain":  goodHistory["plain"],
+		}, nil, ""},
 		{"completed twice", cat(
 			run("i1.1", "leased", "a", 0, 1, 5*ms, 1005*ms, faults.ResultCompleted),
 			run("i2.1", "leased", "a2", 0, 2, 2500*ms, 3000*ms, faults.ResultCompleted),
