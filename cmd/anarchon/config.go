@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"strconv"
 	"strings"
@@ -33,7 +36,20 @@ func parseConfig(file string, data []byte) ([]*jobSpec, []error) {
 		errs = append(errs, &posError{File: file, Line: line, Msg: fmt.Sprintf(format, args...)})
 	}
 	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	err := dec.Decode(&doc)
+	if errors.Is(err, io.EOF) {
+		err = nil // an empty file: reported below
+	}
+	if err == nil {
+		// A second document ("---") would be ignored: refuse it.
+		var more yaml.Node
+		if err2 := dec.Decode(&more); err2 == nil {
+			fail(more.Line, "a second YAML document: put every job in the first one")
+			return nil, errs
+		}
+	}
+	if err != nil {
 		msg := err.Error()
 		if m := yamlErrLine.FindStringSubmatch(msg); m != nil {
 			line, _ := strconv.Atoi(m[1])
@@ -50,13 +66,18 @@ func parseConfig(file string, data []byte) ([]*jobSpec, []error) {
 	list := doc.Content[0]
 	if list.Kind == yaml.MappingNode {
 		var found *yaml.Node
+		foundAt := 0
 		for i := 0; i+1 < len(list.Content); i += 2 {
 			k, v := list.Content[i], list.Content[i+1]
 			if k.Value != "jobs" {
 				fail(k.Line, "unknown key %q at the top level (want \"jobs\")", k.Value)
 				continue
 			}
-			found = v
+			if found != nil {
+				fail(k.Line, "key \"jobs\" repeated (first at line %d): put every job in one list", foundAt)
+				continue
+			}
+			found, foundAt = v, k.Line
 		}
 		if found == nil {
 			if len(errs) == 0 {

@@ -67,6 +67,10 @@ func TestParseConfigErrors(t *testing.T) {
 		name, src string
 		want      []string // substrings, in order, one per error
 	}{
+		{"jobs twice", "jobs:\n  - name: a\n    schedule: '@daily'\n    shell: date\njobs:\n  - name: b\n    schedule: '@daily'\n    shell: date\n",
+			[]string{`c.yaml:5: key "jobs" repeated (first at line 1)`}},
+		{"two documents", "- name: a\n  schedule: '@daily'\n  shell: date\n---\n- name: b\n  schedule: '@daily'\n  shell: date\n",
+			[]string{`c.yaml:4: a second YAML document`}},
 		{"unknown key", "- name: a\n  schedule: '@daily'\n  shell: date\n  retries: 3\n",
 			[]string{`c.yaml:4: unknown key "retries"`}},
 		{"bad duration", "- name: a\n  schedule: '@daily'\n  shell: date\n  timeout: 30\n",

@@ -152,6 +152,11 @@ func splitCronLine(text string) (schedule, command string, err error) {
 	if command == "" {
 		return "", "", fmt.Errorf("no command after the schedule %q", strings.Join(fields, " "))
 	}
+	if first, _ := splitFields(command, 1); isCronField(first[0]) && strings.ContainsAny(first[0], "*?") {
+		// "* * * * * * * cmd": a seventh time field would run as a shell
+		// glob. No real command starts with * or ?.
+		return "", "", fmt.Errorf("the command starts with %q: too many time fields (5, or 6 with seconds)", first[0])
+	}
 	return strings.Join(fields, " "), command, nil
 }
 

@@ -89,13 +89,14 @@ CRON_TZ=Mars/Olympus
 # name:
 0 0 * * *
 */5 * * * * *
+* * * * * * * echo seven
 `
 	jobs, errs := parseCrontab("bad.cron", []byte(src))
 	var got []string
 	for _, e := range errs {
 		got = append(got, e.Error())
 	}
-	wantPrefixes := []string{"bad.cron:3:", "bad.cron:4:", "bad.cron:5:", "bad.cron:6:", "bad.cron:7:", "bad.cron:8:", "bad.cron:9:"}
+	wantPrefixes := []string{"bad.cron:3:", "bad.cron:4:", "bad.cron:5:", "bad.cron:6:", "bad.cron:7:", "bad.cron:8:", "bad.cron:9:", "bad.cron:10:"}
 	if len(got) != len(wantPrefixes) {
 		t.Fatalf("got %d errors, want %d:\n%s", len(got), len(wantPrefixes), strings.Join(got, "\n"))
 	}

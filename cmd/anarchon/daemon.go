@@ -149,7 +149,7 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 	}
 
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP) // a closed terminal stops gracefully too
 	defer signal.Stop(sigs)
 
 	d, err := openDaemon(g, log, clock, rf.poll, rf.killGrace)

@@ -76,6 +76,11 @@ func (e *executor) handler(j *jobSpec) anarchon.Handler {
 
 		log.Debug("starting command", slog.Any("argv", j.Argv))
 		if err := cmd.Start(); err != nil {
+			if j.Workdir != "" {
+				if fi, serr := os.Stat(j.Workdir); serr != nil || !fi.IsDir() {
+					return fmt.Errorf("workdir %q is not a directory here: %w", j.Workdir, err)
+				}
+			}
 			return fmt.Errorf("start %s: %w", j.Argv[0], err)
 		}
 		pgid := cmd.Process.Pid
