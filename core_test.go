@@ -3,6 +3,7 @@ package anarchon_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -282,4 +283,35 @@ func TestNilBackendAndOddArguments(t *testing.T) {
 	if info := s.Jobs(); len(info) != 1 || info[0].Options.MaxLate != anarchon.DefaultMaxLate {
 		t.Fatalf("Jobs() = %+v, want defaults applied", info)
 	}
+}
+
+// An instance whose clock is off by more than ClockSkewWarning says so.
+func TestClockSkewWarning(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var buf strings.Builder
+		var mu sync.Mutex
+		logger := slog.New(slog.NewTextHandler(lockedWriter{&mu, &buf}, nil))
+		s := anarchon.New(membackend.New(nil), &anarchon.Options{Logger: logger, Clock: anarchon.OffsetClock{Offset: 3 * time.Second}})
+		if err := s.Every("j", time.Minute, func(context.Context, *anarchon.Run) error { return nil }, nil); err != nil {
+			t.Fatal(err)
+		}
+		mustStart(t, s)
+		stopAll(t, s)
+		mu.Lock()
+		defer mu.Unlock()
+		if !strings.Contains(buf.String(), "clock differs from the store's") {
+			t.Fatalf("no skew warning in the log:\n%s", buf.String())
+		}
+	})
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *strings.Builder
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -288,7 +288,7 @@ func (s *Scheduler) settle(j *job, slotT time.Time, token string, status Status,
 func (s *Scheduler) runWon(j *job, slotT time.Time, rc RunClaim, attempt int, claimSent time.Time) {
 	hctx, cancel := context.WithCancelCause(s.runCtx)
 	defer cancel(nil)
-	ar := &activeRun{job: j, slot: rc.Slot, token: rc.Token, attempt: attempt, started: s.now(), cancel: cancel}
+	ar := &activeRun{job: j, slot: rc.Slot, token: rc.Token, attempt: attempt, started: s.now().Round(0), cancel: cancel}
 	s.track(ar)
 	stopHB := make(chan struct{})
 	hbDone := make(chan struct{})
@@ -455,18 +455,18 @@ func (s *Scheduler) handOver() {
 	wg.Wait()
 }
 
-// catchUp claims the slots of j missed inside its catch-up window, before
-// Start returns: the newest CatchUp.Max are run (oldest first, in the
-// background), older ones are settled as missed, at most HistorySize of
-// them since older records would be trimmed anyway. Claims make this
+// catchUp claims, in the background, the slots of j missed inside its
+// catch-up window: older ones are settled as missed first (at most
+// HistorySize of them, since older records would be trimmed anyway), then
+// the newest CatchUp.Max are run, oldest first. Claims make this
 // exactly-once across instances that start together.
 func (s *Scheduler) catchUp(j *job, now time.Time) {
-	ring := j.recentSlots(now, j.opt.CatchUp.Window, j.opt.CatchUp.Max+j.opt.HistorySize)
-	if len(ring) == 0 {
+	slots := j.recentSlots(now, j.opt.CatchUp.Window, j.opt.CatchUp.Max+j.opt.HistorySize)
+	if len(slots) == 0 {
 		return
 	}
-	split := max(len(ring)-j.opt.CatchUp.Max, 0)
-	older, recent := ring[:split], ring[split:]
+	split := max(len(slots)-j.opt.CatchUp.Max, 0)
+	older, recent := slots[:split], slots[split:]
 	s.inflight.Add(1)
 	go func() {
 		defer s.inflight.Done()

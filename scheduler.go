@@ -464,8 +464,9 @@ func (s *Scheduler) Jobs() []JobInfo {
 }
 
 // Start initialises the backend (Init, then PrepareJob for every job),
-// measures the offset to the store's clock, catches up missed slots of jobs
-// with CatchUp, and starts scheduling. ctx bounds only that start-up work:
+// measures the offset to the store's clock, starts catching up missed slots
+// of jobs with CatchUp, stands by as a backup for the unfinished runs of
+// leased jobs (one RunStore.Active call per job), and starts scheduling. ctx bounds only that start-up work:
 // once started, the scheduler runs until Stop, whatever becomes of ctx. It returns the backend's error if Init
 // or PrepareJob fails (the scheduler can then be started again), and
 // ErrStarted if already started.
