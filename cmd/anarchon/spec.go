@@ -74,6 +74,7 @@ var yamlKeys = map[string]string{
 	"Overlap":        "overlap",
 	"CatchUp.Window": "catch_up",
 	"CatchUp.Max":    "catch_up",
+	"MaxAttempts":    "max_attempts",
 }
 
 // sortByPosition orders errors by line within each file, files in the
