@@ -270,9 +270,8 @@ func (b *Backend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, erro
 	if err := b.checkRun(in.Job, in.Slot, in.Token); err != nil {
 		return false, err
 	}
-	k := b.keys(in.Job)
 	res, err := b.runWrite(ctx, scriptClaim,
-		[]string{k.run, k.hist},
+		[]string{b.tag(in.Job) + ":run"},
 		slotArg(in.Slot), in.Token, in.InstanceID)
 	if err != nil {
 		return false, b.wrap(fmt.Sprintf("claim %q slot %d", in.Job, in.Slot), err)
@@ -534,14 +533,14 @@ func won(v any) bool {
 type jobKeys struct {
 	run     string // HASH slot -> run state (JSON); field "mark": the newest slot forgotten by trimming
 	claims  string // HASH token -> claim record (JSON)
-	hist    string // ZSET "slot/token" (or "slot/") scored by slot
+	hist    string // ZSET "slot/token" (or "slot/") scored by slot; a plain claim enters with its result
 	results string // HASH history member -> stored result (JSON)
 	active  string // ZSET slots that are running or released, scored by slot
 	age     string // ZSET history members with a result, scored by the server time it was saved (ms)
 }
 
 func (b *Backend) keys(job string) jobKeys {
-	tag := "{" + b.prefix + ":" + escapeJob(job) + "}"
+	tag := b.tag(job)
 	return jobKeys{
 		run:     tag + ":run",
 		claims:  tag + ":claims",
@@ -550,6 +549,11 @@ func (b *Backend) keys(job string) jobKeys {
 		active:  tag + ":active",
 		age:     tag + ":age",
 	}
+}
+
+// tag is the hash tag that starts every key of job.
+func (b *Backend) tag(job string) string {
+	return "{" + b.prefix + ":" + escapeJob(job) + "}"
 }
 
 // finishKeys is the key layout of scriptFinish and scriptFinishResult.

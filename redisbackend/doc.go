@@ -38,9 +38,11 @@
 // so a retry after a lost reply is safe, including go-redis's own retries
 // (Options.MaxRetries of the client).
 //
-// A plain claim is one EVALSHA that writes one hash field and two
-// sorted-set entries: one round trip, like SET NX PX (BenchmarkClaim
-// measures both in one run).
+// A plain claim is one EVALSHA that reads two fields of the job's run hash
+// and the server's TIME, and writes one hash field: one round trip, like
+// SET NX PX (BenchmarkClaim measures both in one run). The claim enters the
+// job's history index with its result; until then History and trimming
+// find it in the run hash.
 //
 // Leases are judged by one clock, the Redis server's: each script reads TIME
 // itself. That is safe to replicate because, since Redis 5, scripts are
@@ -110,7 +112,7 @@
 //	                            field "mark" -> the watermark slot
 //	{prefix:job}:claims   HASH  token -> claim record of an earlier holder or a manual run
 //	{prefix:job}:results  HASH  history member -> stored result
-//	{prefix:job}:hist     ZSET  history members "slot/token" scored by slot
+//	{prefix:job}:hist     ZSET  history members "slot/token" scored by slot (a plain claim's with its result)
 //	{prefix:job}:age      ZSET  the same members scored by the server time they were written
 //	{prefix:job}:active   ZSET  slots running or released
 //

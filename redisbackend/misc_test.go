@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -377,5 +378,85 @@ func TestFinishResult(t *testing.T) {
 	}
 	if len(recs) != 2 || got[a].Status != anarchon.StatusLeaseLost || got[c].Status != anarchon.StatusError || got[c].Error != "boom" || got[c].Attempt != 2 {
 		t.Errorf("History: %+v; want a lease_lost, c error boom attempt 2", recs)
+	}
+}
+
+// TestPlainClaimsBeforeTheirResult: a plain claim enters the history index
+// only with its result, so History and trimming must find claims without
+// one (runs in flight, and claims whose instance died) in the run hash:
+// History lists them in slot order with the indexed runs and cuts them by
+// its limit; trimming counts them against the history size, drops the
+// oldest first and keeps dropped slots claimed.
+func TestPlainClaimsBeforeTheirResult(t *testing.T) {
+	addr := redisAddr(t)
+	b := newBackend(t, addr, freshPrefix(t, addr), nil)
+	ctx := t.Context()
+	slot0 := time.Now().Truncate(time.Minute).UnixMilli() - 3600_000
+	slot := func(i int) int64 { return slot0 + int64(i)*1000 }
+	toks := map[int]string{}
+	claim := func(i int) {
+		t.Helper()
+		toks[i] = randToken()
+		if ok, err := b.Claim(ctx, anarchon.ClaimInput{Job: "p", Slot: slot(i), Token: toks[i], InstanceID: "a"}); err != nil || !ok {
+			t.Fatalf("claim %d: %v %v", i, ok, err)
+		}
+	}
+	save := func(i, size int) {
+		t.Helper()
+		r := anarchon.StoredResult{Slot: slot(i), Token: toks[i], InstanceID: "a", Attempt: 1, Status: anarchon.StatusSuccess}
+		if err := b.SaveResult(ctx, "p", r, size, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slots := func(limit int) []int {
+		t.Helper()
+		recs, err := b.History(ctx, "p", limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []int
+		for _, r := range recs {
+			out = append(out, int((r.Slot.UnixMilli()-slot0)/1000))
+			if want := toks[out[len(out)-1]]; r.Token != want {
+				t.Errorf("History: slot %d has token %s, want %s", out[len(out)-1], r.Token, want)
+			}
+		}
+		return out
+	}
+	// Slots 1-3 get results, 4 and 6 are in flight, 5 gets a result.
+	for i := 1; i <= 6; i++ {
+		claim(i)
+	}
+	for _, i := range []int{1, 2, 3, 5} {
+		save(i, 100)
+	}
+	if got, want := slots(0), []int{6, 5, 4, 3, 2, 1}; !slices.Equal(got, want) {
+		t.Errorf("History(0) = %v, want %v", got, want)
+	}
+	if got, want := slots(3), []int{6, 5, 4}; !slices.Equal(got, want) {
+		t.Errorf("History(3) = %v, want %v", got, want)
+	}
+	recs, err := b.History(ctx, "p", 1)
+	if err != nil || len(recs) != 1 || recs[0].Status != anarchon.StatusRunning {
+		t.Errorf("History(1) = %+v, %v; want slot 6 running", recs, err)
+	}
+	// Claims 7-12 never get a result (their instance died); saving slot 13
+	// with a history of 4 keeps the 4 newest records (13, 12, 11, 10) of
+	// indexed and unindexed together.
+	for i := 7; i <= 13; i++ {
+		claim(i)
+	}
+	save(13, 4)
+	if got, want := slots(0), []int{13, 12, 11, 10}; !slices.Equal(got, want) {
+		t.Errorf("History(0) after trimming to 4 = %v, want %v", got, want)
+	}
+	for _, i := range []int{1, 4, 6, 9} {
+		if ok, err := b.Claim(ctx, anarchon.ClaimInput{Job: "p", Slot: slot(i), Token: randToken(), InstanceID: "b"}); err != nil || ok {
+			t.Errorf("claim of trimmed slot %d: %v, %v; want false", i, ok, err)
+		}
+	}
+	// The claim of an unindexed slot still answers its own token.
+	if ok, err := b.Claim(ctx, anarchon.ClaimInput{Job: "p", Slot: slot(12), Token: toks[12], InstanceID: "a"}); err != nil || !ok {
+		t.Errorf("repeat claim of slot 12: %v, %v; want true", ok, err)
 	}
 }

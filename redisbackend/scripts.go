@@ -10,6 +10,12 @@ type script struct {
 	src string
 }
 
+// newBareScript is newScript without luaPrelude, for a script that needs
+// none of its helpers.
+func newBareScript(src string) *script {
+	return &script{Script: redis.NewScript(src), src: src}
+}
+
 func newScript(body string) *script {
 	src := luaPrelude + body
 	return &script{Script: redis.NewScript(src), src: src}
@@ -36,22 +42,29 @@ local function slot_of(member) return string.match(member, '^([^/]*)/') end
 // holder (fields tok, inst, att, at), so a claim writes one record. The
 // claims hash keeps the records of earlier holders (moved there on a
 // takeover) and of manual runs.
+//
+// A plain claim writes only its record in the run hash (state "claimed"):
+// it enters the history index (hist) with its result, in save. Until then
+// it is an unindexed claim, which History and trimming find in the run
+// hash. This keeps the claim, the hot path, to one hash write.
 
-// scriptClaim is the plain claim (SPEC §4).
-// KEYS: run, hist. ARGV: slot, token, instance.
+// scriptClaim is the plain claim (SPEC §4). It is written without the
+// shared prelude and encodes its record by hand (the fields are those of
+// cjson.encode, the strings escaped by cjson) to keep its Lua work small.
+// KEYS: run. ARGV: slot, token, instance.
 // Returns 1 (won, or won before with this token) or 0.
-var scriptClaim = newScript(`
-local slot, tok, inst = ARGV[1], ARGV[2], ARGV[3]
+var scriptClaim = newBareScript(`
+local slot, tok = ARGV[1], ARGV[2]
 local got = redis.call('HMGET', KEYS[1], slot, 'mark')
-local cur, mark = got[1], got[2]
-if cur then
-  if cjson.decode(cur).tok == tok then return 1 end
+if got[1] then
+  if cjson.decode(got[1]).tok == tok then return 1 end
   return 0
 end
-if mark and tonumber(slot) <= tonumber(mark) then return 0 end
-local now = fmt(now_ms())
-redis.call('HSET', KEYS[1], slot, cjson.encode({tok=tok, inst=inst, att='1', st='claimed', lu='0', at=now}))
-redis.call('ZADD', KEYS[2], slot, slot .. '/' .. tok)
+if got[2] and tonumber(slot) <= tonumber(got[2]) then return 0 end
+local t = redis.call('TIME')
+local now = string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+redis.call('HSET', KEYS[1], slot, '{"tok":' .. cjson.encode(tok) .. ',"inst":' .. cjson.encode(ARGV[3]) ..
+  ',"att":"1","st":"claimed","lu":"0","at":"' .. now .. '"}')
 return 1
 `)
 
@@ -210,6 +223,29 @@ end
 return out
 `)
 
+// luaUnindexed defines unindexed(run, hist): the runs whose current claim
+// is not in the history index (plain claims without a result yet, see
+// scriptClaim) as {s = slot number, m = member, at = claim time ms or nil},
+// oldest slot first. It reads the whole run hash, so callers on a hot path
+// check first that there can be any.
+const luaUnindexed = `
+local function unindexed(run, hist)
+  local out = {}
+  local all = redis.call('HGETALL', run)
+  for i = 1, #all, 2 do
+    local s = all[i]
+    if s ~= 'mark' then
+      local r = cjson.decode(all[i + 1])
+      local m = s .. '/' .. r.tok
+      if not redis.call('ZSCORE', hist, m) then
+        out[#out + 1] = {s = tonumber(s), m = m, at = tonumber(r.at)}
+      end
+    end
+  end
+  table.sort(out, function(a, b) return a.s < b.s end)
+  return out
+end`
+
 // luaSave defines save(slot, token, result JSON, history size, history TTL
 // ms (0 = none)): it stores a result and trims the history.
 // Keys: KEYS[1] run, [2] claims, [3] hist, [4] results, [5] age.
@@ -274,6 +310,13 @@ local function claimed_at(m)
   if not c then return nil end
   return tonumber(cjson.decode(c).at)
 end
+-- Unindexed plain claims are only looked for when the run hash has more
+-- slot fields than hist has members: then there must be some. (Members
+-- without a run field, such as manual runs, can hide a few until they are
+-- trimmed themselves; those claims are trimmed later.)
+local open = {}
+local fields = redis.call('HLEN', KEYS[1]) - redis.call('HEXISTS', KEYS[1], 'mark')
+if fields > redis.call('ZCARD', KEYS[3]) then open = unindexed(KEYS[1], KEYS[3]) end
 if ttl > 0 then
   local cutoff = now - ttl
   for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', '(' .. fmt(cutoff))) do drop(m) end
@@ -283,13 +326,34 @@ if ttl > 0 then
       if not at or at < cutoff then drop(m) end
     end
   end
-end
-local excess = redis.call('ZCARD', KEYS[3]) - size
-if excess > 0 then
-  for _, m in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
-    if excess <= 0 then break end
-    if drop(m) then excess = excess - 1 end
+  local left = {}
+  for _, u in ipairs(open) do
+    if (u.at and u.at >= cutoff) or not drop(u.m) then left[#left + 1] = u end
   end
+  open = left
+end
+if #open == 0 then
+  -- Read only as many of the oldest members as may go: the first kept
+  -- (live) members are skipped, dropped ones leave the set.
+  local excess, kept = redis.call('ZCARD', KEYS[3]) - size, 0
+  while excess > 0 do
+    local batch = redis.call('ZRANGE', KEYS[3], kept, kept + excess - 1)
+    if #batch == 0 then break end
+    for _, m in ipairs(batch) do
+      if drop(m) then excess = excess - 1 else kept = kept + 1 end
+    end
+  end
+  return 1
+end
+-- With unindexed claims, the oldest of hist and of those go first.
+local all = open
+local hm = redis.call('ZRANGE', KEYS[3], 0, -1, 'WITHSCORES')
+for i = 1, #hm, 2 do all[#all + 1] = {s = tonumber(hm[i + 1]), m = hm[i]} end
+table.sort(all, function(a, b) return a.s < b.s end)
+local excess = #all - size
+for _, e in ipairs(all) do
+  if excess <= 0 then break end
+  if drop(e.m) then excess = excess - 1 end
 end
 return 1
 end
@@ -298,7 +362,7 @@ end
 // scriptSave is Backend.SaveResult.
 // KEYS: run, claims, hist, results, age.
 // ARGV: slot, token, result JSON, history size, history TTL ms.
-var scriptSave = newScript(luaSave + `
+var scriptSave = newScript(luaUnindexed + luaSave + `
 return save(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5])
 `)
 
@@ -307,7 +371,7 @@ return save(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5])
 // KEYS: run, claims, hist, results, age, active.
 // ARGV: slot, token, status, channel, job, result JSON, lease-lost result
 // JSON, history size, history TTL ms. Returns 1 or 0 as finish.
-var scriptFinishResult = newScript(luaFinish + luaSave + `
+var scriptFinishResult = newScript(luaFinish + luaUnindexed + luaSave + `
 local ok = finish(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5])
 local result = ARGV[6]
 if ok == 0 then result = ARGV[7] end
@@ -319,8 +383,9 @@ return ok
 // KEYS: claims, hist, results, run. ARGV: limit (0 = all).
 // Returns {member1, claim1, result1, ...}; a missing record is "". With a
 // limit, every member sharing the oldest returned slot is included, so
-// ordering within a slot is left to anarchon.BuildHistory.
-var scriptHistory = newScript(`
+// ordering within a slot is left to anarchon.BuildHistory. Unindexed plain
+// claims (read from the run hash) are merged in by slot.
+var scriptHistory = newScript(luaUnindexed + `
 local limit = tonumber(ARGV[1])
 local members
 if limit > 0 then
@@ -335,6 +400,18 @@ if limit > 0 then
   end
 else
   members = redis.call('ZREVRANGE', KEYS[2], 0, -1)
+end
+local open = unindexed(KEYS[4], KEYS[2])
+if #open > 0 then
+  -- Merge the unindexed plain claims in, newest first, and cut again.
+  local all = open
+  for _, m in ipairs(members) do all[#all + 1] = {s = tonumber(slot_of(m)), m = m} end
+  table.sort(all, function(a, b) return a.s > b.s end)
+  members = {}
+  for i, e in ipairs(all) do
+    if limit > 0 and i > limit and e.s ~= all[limit].s then break end
+    members[#members + 1] = e.m
+  end
 end
 local out = {}
 for _, m in ipairs(members) do
