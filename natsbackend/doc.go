@@ -85,6 +85,15 @@
 // holder and its backups see the same instant. Client wall clocks are
 // never used, so instances with skewed clocks agree.
 //
+// A lease starts when the server stores the write that grants it, and a
+// won claim answers only after the exchanges that follow that write (see
+// the round trips below: up to four in a row with overlap refused). On a
+// slow link the answer can come most of a lease after the lease began. A
+// holder must therefore count its lease from when it sent the claim (or
+// by the returned LeaseUntil and the store's clock), never from when the
+// answer arrived; a backup wins once the server's clock reaches
+// LeaseUntil, whenever the holder heard of its win.
+//
 // "Now", for lease expiry, for MaxLate and in [RunStore.Active], is the
 // server's clock, judged through a cached sample with an explicit error
 // bound:
