@@ -380,8 +380,13 @@ func (s *Scheduler) heartbeat(ctx context.Context, ar *activeRun, lease time.Dur
 		case <-ctx.Done():
 			return
 		case <-safeEnd.C:
+			// late is how long after the safe end this runs: time the
+			// process was not scheduled, which eats into the margin the
+			// holder has to stop before a backup may win.
+			late := time.Since(lastOK.Add(lease - margin))
 			s.log.LogAttrs(ctx, slog.LevelWarn, "lease lost: no renewal before its safe end",
-				slog.String("job", ar.job.name), slog.Time("slot", slotT))
+				slog.String("job", ar.job.name), slog.Time("slot", slotT),
+				slog.Duration("late", late), slog.Duration("margin", margin))
 			ar.cancel(ErrLeaseLost)
 			return
 		case <-next.C:
