@@ -127,7 +127,13 @@ type JobOptions struct {
 	HistoryTTL time.Duration
 
 	// Lease is the length of a run's lease on a backend with a RunStore; the
-	// holder renews it every Lease/3. Defaults to DefaultLease (30 s).
+	// holder renews it every Lease/3. Defaults to DefaultLease (30 s). The
+	// holder counts the lease from the send time of its last claim or
+	// renewal the store accepted, by its own monotonic clock, and cancels
+	// its handler (ErrLeaseLost) Lease/6 before that lease runs out, so
+	// that it stops before a backup can win; a won claim answered after
+	// that point is released without running. A holder process stalled for
+	// longer than Lease/6 can still overlap its backup: see Run.Attempt.
 	// Setting it on a backend without a RunStore is refused with
 	// CodeNeedsRunStore.
 	Lease time.Duration

@@ -22,6 +22,9 @@ type instance struct {
 	failFinish atomic.Bool   // Finish fails as if the store were unreachable
 	hangHB     atomic.Bool   // heartbeats do not return, whatever their context says,
 	unhang     chan struct{} // until this is closed
+	// slowWin delays the answer to a won first attempt by this long (ns)
+	// after the store recorded it: a reply held up on the way back.
+	slowWin atomic.Int64
 }
 
 func (i *instance) Runs() anarchon.RunStore {
@@ -40,6 +43,14 @@ func (r *instanceRuns) Finish(ctx context.Context, job string, slot int64, token
 		return false, errPartition
 	}
 	return r.RunStore.Finish(ctx, job, slot, token, status)
+}
+
+func (r *instanceRuns) Claim(ctx context.Context, rc anarchon.RunClaim) (anarchon.ClaimOutcome, error) {
+	out, err := r.RunStore.Claim(ctx, rc)
+	if d := r.inst.slowWin.Load(); d > 0 && err == nil && out.Kind == anarchon.OutcomeWon && out.Attempt == 1 {
+		time.Sleep(time.Duration(d))
+	}
+	return out, err
 }
 
 func (r *instanceRuns) Heartbeat(ctx context.Context, job string, slot int64, token string, lease time.Duration) (bool, error) {
@@ -661,6 +672,120 @@ func TestUnconfirmedFinish(t *testing.T) {
 		}
 		if final != 1 || unconfirmed != 1 {
 			t.Fatalf("%d final and %d unconfirmed records, want 1 and 1", final, unconfirmed)
+		}
+	})
+}
+
+// The lease starts when the store records the claim, so a holder whose
+// claim answer came back late has less of it: its safe end counts from the
+// claim's send time. An answer 3 s late on a 6 s lease (safe end 5 s) whose
+// renewals never get through: the holder must stop 5 s after the slot, not
+// 8 s, and before the backup starts at the store's expiry (6 s).
+func TestSlowClaimAnswerShortensTheLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := membackend.New(nil)
+		unhang := make(chan struct{})
+		defer close(unhang)
+		insts := map[string]*instance{}
+		var mu sync.Mutex
+		var holderEnd, backupStart time.Time
+		h := func(ctx context.Context, run *anarchon.Run) error {
+			if run.Attempt == 1 {
+				insts[run.InstanceID].hangHB.Store(true)
+				<-ctx.Done()
+				mu.Lock()
+				holderEnd = time.Now()
+				mu.Unlock()
+				return ctx.Err()
+			}
+			mu.Lock()
+			backupStart = time.Now()
+			mu.Unlock()
+			return nil
+		}
+		var ss []*anarchon.Scheduler
+		for i := range 3 {
+			id := fmt.Sprintf("i%d", i)
+			insts[id] = &instance{Backend: store, unhang: unhang}
+			insts[id].slowWin.Store(int64(3 * time.Second))
+			s := newSched(t, insts[id], id, nil)
+			if err := s.Every("job", time.Hour, h, &anarchon.JobOptions{Lease: 6 * time.Second}); err != nil {
+				t.Fatal(err)
+			}
+			mustStart(t, s)
+			ss = append(ss, s)
+		}
+		time.Sleep(time.Hour + time.Minute)
+		for _, s := range ss {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			s.Stop(ctx)
+			cancel()
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		slot := time.Now().Truncate(time.Hour)
+		if holderEnd.IsZero() || backupStart.IsZero() {
+			t.Fatalf("holder ended %v, backup started %v: want both", holderEnd, backupStart)
+		}
+		if got := holderEnd.Sub(slot); got > 5*time.Second {
+			t.Errorf("holder cancelled %v after the slot, want by the safe end counted from the claim (5s)", got)
+		}
+		if !holderEnd.Before(backupStart) {
+			t.Errorf("holder ended at %v, backup started at %v: they overlapped", holderEnd, backupStart)
+		}
+	})
+}
+
+// A won claim answered after the lease's safe end must not run at all: the
+// holder releases it, and a backup runs the slot as attempt 2 at once.
+func TestClaimAnsweredPastSafeEndDoesNotRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := membackend.New(nil)
+		var mu sync.Mutex
+		var runs []int
+		var backupStart time.Time
+		h := func(ctx context.Context, run *anarchon.Run) error {
+			mu.Lock()
+			defer mu.Unlock()
+			runs = append(runs, run.Attempt)
+			backupStart = time.Now()
+			return nil
+		}
+		var ss []*anarchon.Scheduler
+		for i := range 2 {
+			inst := &instance{Backend: store}
+			inst.slowWin.Store(int64(5500 * time.Millisecond)) // the safe end of a 6 s lease is 5 s
+			s := newSched(t, inst, fmt.Sprintf("i%d", i), nil)
+			if err := s.Every("job", time.Hour, h, &anarchon.JobOptions{Lease: 6 * time.Second}); err != nil {
+				t.Fatal(err)
+			}
+			mustStart(t, s)
+			ss = append(ss, s)
+		}
+		time.Sleep(time.Hour + time.Minute)
+		for _, s := range ss {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			if err := s.Stop(ctx); err != nil {
+				t.Error(err)
+			}
+			cancel()
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(runs) != 1 || runs[0] != 2 {
+			t.Fatalf("handler ran attempts %v, want only attempt 2", runs)
+		}
+		slot := time.Now().Truncate(time.Hour)
+		if got := backupStart.Sub(slot); got >= 6*time.Second {
+			t.Errorf("backup started %v after the slot, want before the lease's expiry (6s): the late winner releases", got)
+		}
+		recs := historyBySlot(t, ss[0], "job")[slot.UnixMilli()]
+		var statuses []string
+		for _, r := range recs {
+			statuses = append(statuses, fmt.Sprintf("%d:%s", r.Attempt, r.Status))
+		}
+		if len(recs) != 2 || recs[0].Status != anarchon.StatusSuccess || recs[1].Status != anarchon.StatusLeaseLost || !recs[1].StartedAt.IsZero() {
+			t.Errorf("history %v, want attempt 2 success, attempt 1 lease_lost without a start", statuses)
 		}
 	})
 }

@@ -286,6 +286,25 @@ func (s *Scheduler) settle(j *job, slotT time.Time, token string, status Status,
 // runWon runs a slot whose lease this instance holds: heartbeats every
 // Lease/3, finish on return, or hand-over when Stop released it.
 func (s *Scheduler) runWon(j *job, slotT time.Time, rc RunClaim, attempt int, claimSent time.Time) {
+	if late := time.Since(claimSent); late >= j.opt.Lease-leaseMargin(j.opt.Lease) {
+		// The answer came after the lease's safe end (a slow or delayed
+		// connection): a backup may win the slot any moment, so the
+		// handler must not start. Releasing lets a backup take over now
+		// instead of at the lease's expiry.
+		s.log.LogAttrs(context.Background(), slog.LevelWarn, "lease won too late to run",
+			slog.String("job", j.name), slog.Time("slot", slotT), slog.Int("attempt", attempt),
+			slog.Duration("answer_after", late), slog.Duration("lease", j.opt.Lease))
+		ctx, cancel := storeCtx()
+		defer cancel()
+		if _, err := s.runs.Release(ctx, j.name, rc.Slot, rc.Token); err != nil {
+			s.storeError(ctx, "Release", j.name, slotT, err)
+		}
+		s.saveResult(j, StoredResult{
+			Slot: rc.Slot, Token: rc.Token, InstanceID: s.opts.InstanceID, Attempt: attempt,
+			Status: StatusLeaseLost, Error: fmt.Sprintf("the lease claim was answered %v after it was sent, past the lease's safe end; the handler did not run", late.Round(time.Millisecond)),
+		})
+		return
+	}
 	hctx, cancel := context.WithCancelCause(s.runCtx)
 	defer cancel(nil)
 	ar := &activeRun{job: j, slot: rc.Slot, token: rc.Token, attempt: attempt, started: s.now().Round(0), cancel: cancel}
@@ -349,6 +368,11 @@ func (s *Scheduler) runWon(j *job, slotT time.Time, rc RunClaim, attempt int, cl
 	s.saveResult(j, res)
 }
 
+// leaseMargin is how long before the store's expiry of a lease its holder
+// stops: lease/6 (5 s of the default 30 s). A holder process that is not
+// scheduled for longer than that can overlap its backup (see Run.Attempt).
+func leaseMargin(lease time.Duration) time.Duration { return lease / 6 }
+
 // heartbeat renews the lease every lease/3 until stop closes. A store that
 // answers false ends the lease at once. Otherwise the lease is ours until
 // its safe end: lease − lease/6 after the send time of the last renewal,
@@ -359,7 +383,7 @@ func (s *Scheduler) runWon(j *job, slotT time.Time, rc RunClaim, attempt int, cl
 // take over (fencing).
 func (s *Scheduler) heartbeat(ctx context.Context, ar *activeRun, lease time.Duration, lastOK time.Time, stop <-chan struct{}) {
 	every := lease / 3
-	margin := lease / 6
+	margin := leaseMargin(lease)
 	retry := max(every/4, time.Millisecond)
 	slotT := time.UnixMilli(ar.slot).UTC()
 	type answer struct {
@@ -367,9 +391,12 @@ func (s *Scheduler) heartbeat(ctx context.Context, ar *activeRun, lease time.Dur
 		err error
 	}
 	answers := make(chan answer, 1)
-	next := time.NewTimer(every)
+	// Both timers count from lastOK, the claim's send time, not from now:
+	// the store started the lease when it got the claim, and the answer
+	// may have taken a while to come back.
+	next := time.NewTimer(time.Until(lastOK.Add(every)))
 	defer next.Stop()
-	safeEnd := time.NewTimer(lease - margin)
+	safeEnd := time.NewTimer(time.Until(lastOK.Add(lease - margin)))
 	defer safeEnd.Stop()
 	inFlight := false
 	var sent time.Time // send time of the call in flight
@@ -547,6 +574,7 @@ func (s *Scheduler) markMissed(ctx context.Context, j *job, slotT time.Time) {
 		ClaimInput: s.claimInput(j, slotT.UnixMilli()), Lease: j.opt.Lease, MaxLate: time.Millisecond,
 		AllowOverlap: true, MaxAttempts: j.opt.MaxAttempts,
 	}
+	sent := time.Now()
 	out, err := s.runs.Claim(ctx, rc)
 	if err != nil {
 		s.storeError(ctx, "Claim", j.name, slotT, err)
@@ -558,7 +586,7 @@ func (s *Scheduler) markMissed(ctx context.Context, j *job, slotT time.Time) {
 	case OutcomeWon:
 		// The store's clock is behind ours by more than the slot's age: the
 		// slot is not late for the store, so it is ours to run.
-		s.runWon(j, slotT, rc, out.Attempt, time.Now())
+		s.runWon(j, slotT, rc, out.Attempt, sent)
 	}
 }
 
