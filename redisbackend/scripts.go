@@ -224,9 +224,9 @@ return out
 `)
 
 // luaUnindexed defines unindexed(run, hist): the runs whose current claim
-// is not in the history index (plain claims without a result yet, see
-// scriptClaim) as {s = slot number, m = member, at = claim time ms or nil},
-// oldest slot first. It reads the whole run hash, so callers on a hot path
+// (a non-empty token) is not in the history index (plain claims without a
+// result yet, see scriptClaim) as {s = slot number, m = member, at = claim
+// time ms or nil}, oldest slot first. It reads the whole run hash, so callers on a hot path
 // check first that there can be any.
 const luaUnindexed = `
 local function unindexed(run, hist)
@@ -234,8 +234,10 @@ local function unindexed(run, hist)
   local all = redis.call('HGETALL', run)
   for i = 1, #all, 2 do
     local s = all[i]
-    if s ~= 'mark' then
-      local r = cjson.decode(all[i + 1])
+    local r = s ~= 'mark' and cjson.decode(all[i + 1])
+    -- A state without a token (a slot settled as missed or skipped) is no
+    -- claim: its record is the one saved under the settling token.
+    if r and type(r.tok) == 'string' and r.tok ~= '' then
       local m = s .. '/' .. r.tok
       if not redis.call('ZSCORE', hist, m) then
         out[#out + 1] = {s = tonumber(s), m = m, at = tonumber(r.at)}
@@ -258,10 +260,11 @@ end`
 // time, a member claimed before the cutoff has a slot before it, so the
 // claim-only members to check are found by slot. Trimming drops the members
 // older than the TTL, then the oldest members (by slot) beyond the size,
-// with their claim and result records; when the
-// last member of a slot goes, the slot's run state goes too and the slot
-// becomes the watermark (if newer), so a later claim for it loses. The
-// members of a running or released run are kept.
+// with their claim and result records. When the member of a slot's current
+// claim goes (or, for a state without a token, the slot's last member),
+// the slot's run state goes too and the slot becomes the watermark (if
+// newer), so a later claim for it loses. The members of a running or
+// released run are kept.
 const luaSave = `
 local function save(slot, tok, result, size_arg, ttl_arg)
 local member = slot .. '/' .. tok
@@ -274,23 +277,25 @@ redis.call('ZADD', KEYS[3], slot, member)
 redis.call('ZADD', KEYS[5], fmt(now), member)
 redis.call('HSET', KEYS[4], member, result)
 local size, ttl = tonumber(size_arg), tonumber(ttl_arg)
-local function live(s, t)
-  local cur = redis.call('HGET', KEYS[1], s)
-  if not cur then return false end
-  local r = cjson.decode(cur)
-  return (r.st == 'running' or r.st == 'released') and r.tok == t
-end
 local function drop(m)
   local s = slot_of(m)
   local t = string.sub(m, #s + 2)
-  if live(s, t) then return false end
+  local cur = redis.call('HGET', KEYS[1], s)
+  local r = cur and cjson.decode(cur)
+  local held = r and (r.st == 'running' or r.st == 'released')
+  if held and r.tok == t then return false end
   redis.call('ZREM', KEYS[3], m)
   redis.call('ZREM', KEYS[5], m)
   redis.call('HDEL', KEYS[4], m)
   if t ~= '' then redis.call('HDEL', KEYS[2], t) end
-  if redis.call('ZCOUNT', KEYS[3], s, s) == 0 and redis.call('HEXISTS', KEYS[1], s) == 1 then
-    local r = cjson.decode(redis.call('HGET', KEYS[1], s))
-    if r.st ~= 'running' and r.st ~= 'released' then
+  -- The run state goes with the record of its current claim, even while
+  -- other records of the slot stay (else the claim would come back as an
+  -- unindexed one), or, if it has no token (a settled slot), with the
+  -- slot's last record. An unindexed claim sharing its slot with the
+  -- dropped record keeps its state: it is trimmed as itself.
+  if r and not held then
+    local tok = type(r.tok) == 'string' and r.tok or ''
+    if tok == t or (tok == '' and redis.call('ZCOUNT', KEYS[3], s, s) == 0) then
       redis.call('HDEL', KEYS[1], s)
       local mark = redis.call('HGET', KEYS[1], 'mark')
       if not mark or tonumber(s) > tonumber(mark) then redis.call('HSET', KEYS[1], 'mark', s) end
@@ -310,13 +315,17 @@ local function claimed_at(m)
   if not c then return nil end
   return tonumber(cjson.decode(c).at)
 end
--- Unindexed plain claims are only looked for when the run hash has more
--- slot fields than hist has members: then there must be some. (Members
--- without a run field, such as manual runs, can hide a few until they are
--- trimmed themselves; those claims are trimmed later.)
+-- Unindexed plain claims are only looked for when the run states plus
+-- the claims hash (the records of manual runs and earlier lease holders,
+-- each a member of hist without a run state of its own) outnumber the
+-- members of hist: without unindexed claims they never do, since every
+-- other run state has its member in hist, or (a slot settled under a
+-- token) a member that stands for it. Members of neither kind (a slot
+-- recorded as abandoned under its own token) can still hide as many
+-- unindexed claims until they are trimmed themselves.
 local open = {}
 local fields = redis.call('HLEN', KEYS[1]) - redis.call('HEXISTS', KEYS[1], 'mark')
-if fields > redis.call('ZCARD', KEYS[3]) then open = unindexed(KEYS[1], KEYS[3]) end
+if fields + redis.call('HLEN', KEYS[2]) > redis.call('ZCARD', KEYS[3]) then open = unindexed(KEYS[1], KEYS[3]) end
 if ttl > 0 then
   local cutoff = now - ttl
   for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', '(' .. fmt(cutoff))) do drop(m) end
