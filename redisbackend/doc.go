@@ -84,9 +84,10 @@
 //
 // [Backend.DedupeWindow] is [anarchon.Forever]. Claims are kept with the
 // job's history and trimmed with it (by HistorySize and HistoryTTL, in
-// SaveResult). When the last history record of a slot is trimmed, the slot's
-// state is deleted and the slot becomes the job's watermark if it is newer
-// than the current one; a claim for a slot at or below the watermark that has
+// SaveResult). When the history record of a slot's current claim is trimmed
+// (for a slot settled without a claim, its last record), the slot's state
+// is deleted and the slot becomes the job's watermark if it is newer than
+// the current one; a claim for a slot at or below the watermark that has
 // no state loses (a lease claim answers done). So trimming never reopens a
 // slot. The price: a slot older than the newest trimmed slot that was never
 // claimed can no longer be claimed; since slots are claimed in time order

@@ -238,3 +238,37 @@ func TestInFlightClaimSharesSlotWithManualRun(t *testing.T) {
 		t.Errorf("History(0) after the result = %v, want %v", got, want)
 	}
 }
+
+// TestFinishOnPlainClaim: Finish and FinishResult accept a plain claim's
+// token. A plain claim finished without a result stays unindexed: History
+// lists it once (without a result), trimming drops it by size and its
+// slot stays claimed; FinishResult indexes it with its result.
+func TestFinishOnPlainClaim(t *testing.T) {
+	f := newHistFixture(t, "finish-plain")
+	rs := f.b.Runs()
+	f.claim(1, "p1")
+	if ok, err := rs.Finish(t.Context(), f.job, f.slot(1), "p1", anarchon.StatusSuccess); err != nil || !ok {
+		t.Fatalf("Finish of a plain claim: %v, %v; want true", ok, err)
+	}
+	if ok, err := rs.Finish(t.Context(), f.job, f.slot(1), "other", anarchon.StatusSuccess); err != nil || ok {
+		t.Errorf("Finish with another token: %v, %v; want false", ok, err)
+	}
+	f.claim(2, "p2")
+	r := anarchon.StoredResult{Slot: f.slot(2), Token: "p2", InstanceID: "a", Attempt: 1, Status: anarchon.StatusError, Error: "boom"}
+	if ok, err := rs.(anarchon.ResultFinisher).FinishResult(t.Context(), f.job, r, 100, 0); err != nil || !ok {
+		t.Fatalf("FinishResult of a plain claim: %v, %v; want true", ok, err)
+	}
+	if got, want := f.history(0), []string{"2:p2:error", "1:p1:running"}; !slices.Equal(got, want) {
+		t.Errorf("History(0) = %v, want %v", got, want)
+	}
+	f.claim(1, "p1") // repeat safety holds after Finish
+	f.claim(3, "p3")
+	f.save(3, "p3", anarchon.StatusSuccess, 2, 0)
+	if got, want := f.history(0), []string{"3:p3:success", "2:p2:error"}; !slices.Equal(got, want) {
+		t.Errorf("History(0) after trimming to 2 = %v, want %v", got, want)
+	}
+	ok, err := f.b.Claim(t.Context(), anarchon.ClaimInput{Job: f.job, Slot: f.slot(1), Token: randToken(), InstanceID: "b"})
+	if err != nil || ok {
+		t.Errorf("claim of the trimmed slot: %v, %v; want false", ok, err)
+	}
+}
