@@ -226,8 +226,8 @@ return out
 // luaUnindexed defines unindexed(run, hist): the runs whose current claim
 // (a non-empty token) is not in the history index (plain claims without a
 // result yet, see scriptClaim) as {s = slot number, m = member, at = claim
-// time ms or nil}, oldest slot first. It reads the whole run hash, so callers on a hot path
-// check first that there can be any.
+// time ms or nil}, oldest slot first. It reads the whole run hash, so
+// callers on a hot path check first that there can be any.
 const luaUnindexed = `
 local function unindexed(run, hist)
   local out = {}
