@@ -132,7 +132,8 @@ type JobOptions struct {
 	// renewal the store accepted, by its own monotonic clock, and cancels
 	// its handler (ErrLeaseLost) Lease/6 before that lease runs out, so
 	// that it stops before a backup can win; a won claim answered after
-	// that point is released without running. A holder process stalled for
+	// that point is claimed again (which renews the lease, SPEC §6) before
+	// the handler starts. A holder process stalled for
 	// longer than Lease/6 can still overlap its backup: see Run.Attempt.
 	// Setting it on a backend without a RunStore is refused with
 	// CodeNeedsRunStore.

@@ -232,6 +232,13 @@ func (s *Scheduler) runLeased(ctx context.Context, j *job, slotT time.Time, maxL
 		switch out.Kind {
 		case OutcomeWon:
 			unwait()
+			if !s.wonInTime(j, slotT, out.Attempt, sent) {
+				// Ask again at once: the same token's claim renews the
+				// lease if it is still ours (SPEC §6), or shows who holds
+				// it now.
+				standing = true
+				continue
+			}
 			s.runWon(j, slotT, rc, out.Attempt, sent)
 			return
 		case OutcomeRunning:
@@ -286,25 +293,6 @@ func (s *Scheduler) settle(j *job, slotT time.Time, token string, status Status,
 // runWon runs a slot whose lease this instance holds: heartbeats every
 // Lease/3, finish on return, or hand-over when Stop released it.
 func (s *Scheduler) runWon(j *job, slotT time.Time, rc RunClaim, attempt int, claimSent time.Time) {
-	if late := time.Since(claimSent); late >= j.opt.Lease-leaseMargin(j.opt.Lease) {
-		// The answer came after the lease's safe end (a slow or delayed
-		// connection): a backup may win the slot any moment, so the
-		// handler must not start. Releasing lets a backup take over now
-		// instead of at the lease's expiry.
-		s.log.LogAttrs(context.Background(), slog.LevelWarn, "lease won too late to run",
-			slog.String("job", j.name), slog.Time("slot", slotT), slog.Int("attempt", attempt),
-			slog.Duration("answer_after", late), slog.Duration("lease", j.opt.Lease))
-		ctx, cancel := storeCtx()
-		defer cancel()
-		if _, err := s.runs.Release(ctx, j.name, rc.Slot, rc.Token); err != nil {
-			s.storeError(ctx, "Release", j.name, slotT, err)
-		}
-		s.saveResult(j, StoredResult{
-			Slot: rc.Slot, Token: rc.Token, InstanceID: s.opts.InstanceID, Attempt: attempt,
-			Status: StatusLeaseLost, Error: fmt.Sprintf("the lease claim was answered %v after it was sent, past the lease's safe end; the handler did not run", late.Round(time.Millisecond)),
-		})
-		return
-	}
 	hctx, cancel := context.WithCancelCause(s.runCtx)
 	defer cancel(nil)
 	ar := &activeRun{job: j, slot: rc.Slot, token: rc.Token, attempt: attempt, started: s.now().Round(0), cancel: cancel}
@@ -574,20 +562,43 @@ func (s *Scheduler) markMissed(ctx context.Context, j *job, slotT time.Time) {
 		ClaimInput: s.claimInput(j, slotT.UnixMilli()), Lease: j.opt.Lease, MaxLate: time.Millisecond,
 		AllowOverlap: true, MaxAttempts: j.opt.MaxAttempts,
 	}
-	sent := time.Now()
-	out, err := s.runs.Claim(ctx, rc)
-	if err != nil {
-		s.storeError(ctx, "Claim", j.name, slotT, err)
+	for ctx.Err() == nil {
+		sent := time.Now()
+		out, err := s.runs.Claim(ctx, rc)
+		if err != nil {
+			s.storeError(ctx, "Claim", j.name, slotT, err)
+			return
+		}
+		switch out.Kind {
+		case OutcomeLate:
+			s.settle(j, slotT, rc.Token, StatusMissed, 0)
+		case OutcomeWon:
+			// The store's clock is behind ours by more than the slot's
+			// age: the slot is not late for the store, so it is ours to
+			// run.
+			if !s.wonInTime(j, slotT, out.Attempt, sent) {
+				continue // renew by asking again, as in runLeased
+			}
+			s.runWon(j, slotT, rc, out.Attempt, sent)
+		}
 		return
 	}
-	switch out.Kind {
-	case OutcomeLate:
-		s.settle(j, slotT, rc.Token, StatusMissed, 0)
-	case OutcomeWon:
-		// The store's clock is behind ours by more than the slot's age: the
-		// slot is not late for the store, so it is ours to run.
-		s.runWon(j, slotT, rc, out.Attempt, sent)
+}
+
+// wonInTime reports whether a won lease claim sent at sent was answered
+// before the lease's safe end. The store started the lease when it got the
+// claim; an answer that took longer than Lease − Lease/6 (a slow or delayed
+// connection, a store waiting on a lock) leaves the holder no time to stop
+// before a backup may win, so the handler must not start on it.
+func (s *Scheduler) wonInTime(j *job, slotT time.Time, attempt int, sent time.Time) bool {
+	took := time.Since(sent)
+	if took < j.opt.Lease-leaseMargin(j.opt.Lease) {
+		return true
 	}
+	s.log.LogAttrs(context.Background(), slog.LevelWarn, "lease won too late to run; claiming again",
+		slog.String("job", j.name), slog.Time("slot", slotT), slog.Int("attempt", attempt),
+		slog.Duration("answer_after", took), slog.Duration("lease", j.opt.Lease))
+	return false
 }
 
 // sleepCtx waits d or until ctx ends; it reports whether d passed.
