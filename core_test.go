@@ -218,6 +218,41 @@ func TestBuildHistory(t *testing.T) {
 	}
 }
 
+// A claim without a result whose slot was taken over (a higher attempt) or
+// abandoned (a record with the last attempt) is shown as lease_lost, not
+// running; the current holder, manual runs and plain slots stay running.
+func TestBuildHistorySuperseded(t *testing.T) {
+	claims := []anarchon.ClaimRecord{
+		{Slot: 1000, Token: "a1", Attempt: 1}, // killed, taken over by a2
+		{Slot: 1000, Token: "a2", Attempt: 2}, // killed, taken over by a3
+		{Slot: 1000, Token: "a3", Attempt: 3}, // running now
+		{Slot: 2000, Token: "b1", Attempt: 1}, // taken over by b2, which finished
+		{Slot: 2000, Token: "b2", Attempt: 2},
+		{Slot: 3000, Token: "c3", Attempt: 3}, // the last holder of an abandoned slot
+		{Slot: 4000, Token: "p", Attempt: 0},  // a plain claim in progress
+		{Slot: 4000, Token: "m", Manual: true},
+	}
+	results := []anarchon.StoredResult{
+		{Slot: 2000, Token: "b2", Attempt: 2, Status: anarchon.StatusSuccess},
+		{Slot: 3000, Token: anarchon.AbandonedToken(3000), Attempt: 3, Status: anarchon.StatusAbandoned},
+	}
+	want := map[string]anarchon.Status{
+		"a1": anarchon.StatusLeaseLost, "a2": anarchon.StatusLeaseLost, "a3": anarchon.StatusRunning,
+		"b1": anarchon.StatusLeaseLost, "b2": anarchon.StatusSuccess,
+		"c3": anarchon.StatusLeaseLost, anarchon.AbandonedToken(3000): anarchon.StatusAbandoned,
+		"p": anarchon.StatusRunning, "m": anarchon.StatusRunning,
+	}
+	got := anarchon.BuildHistory("j", claims, results, 0)
+	if len(got) != len(want) {
+		t.Fatalf("got %d records, want %d: %+v", len(got), len(want), got)
+	}
+	for _, r := range got {
+		if r.Status != want[r.Token] {
+			t.Errorf("token %s: status %s, want %s", r.Token, r.Status, want[r.Token])
+		}
+	}
+}
+
 func TestOutcomeKindString(t *testing.T) {
 	for k, want := range map[anarchon.OutcomeKind]string{
 		anarchon.OutcomeWon: "won", anarchon.OutcomeLate: "late", 0: "unknown(0)", 42: "unknown(42)",
@@ -232,7 +267,18 @@ func TestOutcomeKindString(t *testing.T) {
 // a every-second cron job with windows of months start at once.
 func TestCatchUpStartIsBounded(t *testing.T) {
 	h := func(context.Context, *anarchon.Run) error { return nil }
-	s := anarchon.New(membackend.New(nil), &anarchon.Options{Logger: quiet})
+	// Catch-up records missed slots in the background after Start returns:
+	// wait for the first of each job before stopping.
+	var once sync.Map
+	missedFirst := make(chan string, 2)
+	onEvent := func(e anarchon.Event) {
+		if e.Kind == anarchon.EventSlotSkipped && e.Status == anarchon.StatusMissed && e.Job != "yearly" {
+			if _, seen := once.LoadOrStore(e.Job, true); !seen {
+				missedFirst <- e.Job
+			}
+		}
+	}
+	s := anarchon.New(membackend.New(nil), &anarchon.Options{Logger: quiet, OnEvent: onEvent})
 	opts := &anarchon.JobOptions{CatchUp: anarchon.CatchUp{Window: 10000 * time.Hour, Max: 1}, HistorySize: 50, MaxLate: time.Second}
 	if err := s.Every("fast", time.Millisecond, h, opts); err != nil {
 		t.Fatal(err)
@@ -252,6 +298,13 @@ func TestCatchUpStartIsBounded(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("Start did not return within 20 s: catch-up walks its whole window")
+	}
+	for range 2 {
+		select {
+		case <-missedFirst:
+		case <-time.After(20 * time.Second):
+			t.Fatal("no missed slot recorded within 20 s")
+		}
 	}
 	stopAll(t, s)
 	for _, job := range []string{"fast", "seconds"} {

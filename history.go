@@ -10,8 +10,12 @@ import (
 // records, newest first, at most limit of them (limit <= 0: all).
 //
 // A claim and a result belong together when their tokens match. A claim
-// with no result is a run still in progress (StatusRunning); a result with
-// no claim (a slot settled without running, or a claim the backend already
+// with no result is a run still in progress (StatusRunning), unless its
+// slot has a record of another token with the same or a higher attempt (a
+// takeover, or the abandonment after the last one): then its holder lost
+// the lease without storing a result, and the record says StatusLeaseLost,
+// as backends that record takeovers themselves store it. A result with no
+// claim (a slot settled without running, or a claim the backend already
 // trimmed) stands alone. Order is by slot, then start time, then attempt,
 // all descending. Backends that keep claims and results apart should build
 // History with it, so that records gain new fields without backend changes
@@ -63,6 +67,7 @@ func BuildHistory(job string, claims []ClaimRecord, results []StoredResult, limi
 			Manual:     c.Manual,
 		})
 	}
+	markSuperseded(out)
 	slices.SortStableFunc(out, func(a, b RunRecord) int {
 		if c := b.Slot.Compare(a.Slot); c != 0 {
 			return c
@@ -79,4 +84,34 @@ func BuildHistory(job string, claims []ClaimRecord, results []StoredResult, limi
 		out = out[:limit:limit]
 	}
 	return out
+}
+
+// markSuperseded sets StatusLeaseLost on each record still running whose
+// slot has a record of another token with the same or a higher attempt:
+// a takeover (a higher attempt) or an abandonment (recorded with the last
+// attempt) means its holder lost the lease. Manual runs are left alone.
+func markSuperseded(out []RunRecord) {
+	bySlot := map[int64][]int{}
+	for i, r := range out {
+		if !r.Manual {
+			bySlot[r.Slot.UnixMilli()] = append(bySlot[r.Slot.UnixMilli()], i)
+		}
+	}
+	for _, idx := range bySlot {
+		if len(idx) < 2 {
+			continue
+		}
+		for _, i := range idx {
+			r := &out[i]
+			if r.Status != StatusRunning {
+				continue
+			}
+			for _, j := range idx {
+				if o := out[j]; o.Token != r.Token && o.Attempt >= r.Attempt {
+					r.Status = StatusLeaseLost
+					break
+				}
+			}
+		}
+	}
 }
