@@ -6,12 +6,14 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,15 +23,33 @@ import (
 	"github.com/anarchon/anarchon/sqlitefile"
 )
 
-// freePort asks the kernel for a free loopback port.
+// freePort finds a free loopback port below the kernel's ephemeral range
+// (net.ipv4.ip_local_port_range), so that while a server is down for a
+// restart no client connection can take its port as a local port and
+// keep the server from listening on it again.
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil {
+				low = n
+			}
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	const base = 10000
+	if low <= base+1000 {
+		t.Fatalf("ephemeral ports start at %d: no room below them for the servers", low)
+	}
+	for range 100 {
+		port := base + rand.IntN(low-base)
+		if ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			ln.Close()
+			return port
+		}
+	}
+	t.Fatalf("no free port in [%d, %d)", base, low)
+	return 0
 }
 
 // server is a store server process the harness owns, so that it can stop
@@ -101,8 +121,26 @@ func (s *server) restart(down time.Duration) (start, end time.Time, err error) {
 	s.halt()
 	start = time.Now() // a stopping server may still answer until it exits
 	time.Sleep(down)   // the outage itself
-	end = time.Now()
-	return start, end, s.start()
+	end, err = startRetrying(s.start)
+	return start, end, err
+}
+
+// startRetrying calls start up to 5 times, 1 s apart, and returns the
+// first success or every error: a server that fails to come back once
+// (a loaded machine) must not end the soak's store for good. The fault's
+// outage then lasts until the start that worked.
+func startRetrying(start func() error) (end time.Time, err error) {
+	var errs []error
+	for range 5 {
+		end = time.Now()
+		err := start()
+		if err == nil {
+			return end, nil
+		}
+		errs = append(errs, err)
+		time.Sleep(time.Second)
+	}
+	return end, errors.Join(errs...)
 }
 
 func newServer(t *testing.T, name, bin string, args []string, addr string, ready func(string) error) *server {
@@ -349,8 +387,15 @@ func pgStore(t *testing.T) store {
 			}
 			start = time.Now()
 			time.Sleep(down) // the outage itself
-			end = time.Now()
-			return start, end, pgctl("-l", filepath.Join(datadir, "postgres.log"), "-w", "-t", "60", "-o", opts, "start")
+			logfile := filepath.Join(datadir, "postgres.log")
+			end, err = startRetrying(func() error {
+				err := pgctl("-l", logfile, "-w", "-t", "60", "-o", opts, "start")
+				if err != nil {
+					err = fmt.Errorf("%w; the end of %s:\n%s", err, logfile, tail(logfile, 10))
+				}
+				return err
+			})
+			return start, end, err
 		},
 	}
 }
@@ -370,4 +415,14 @@ func pgBinDir() (string, error) {
 		}
 	}
 	return "", errors.New("pg_ctl not found (scripts/services/postgres.sh installs PostgreSQL)")
+}
+
+// tail returns the last n lines of a file, or why it could not be read.
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

@@ -117,7 +117,10 @@ port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 started=""
 for _ in $(seq 1 20); do
-	port=$((20000 + RANDOM % 40000))
+	# Below the kernel's ephemeral range (32768 and up by default), so that
+	# no client connection can hold the port while the server is down for
+	# a restart (the fault harness restarts it on the same port).
+	port=$((20000 + RANDOM % 12000))
 	port_free "$port" || continue
 	if as_pg "$bindir/pg_ctl" -D "$pgdata" -l "$logfile" -w -t 60 start -o \
 		"-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories=$datadir -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=500" >&2; then
