@@ -554,51 +554,61 @@ func TestUnknownOutcomeIsDone(t *testing.T) {
 	})
 }
 
+// hungHolderRun runs one hourly slot on three instances sharing a
+// membackend, with a 6 s lease: the first holder's heartbeats hang from its
+// handler's start, and its won claim is answered slowWin late (0: at once).
+// It returns when the holder's handler ended and with what cause, and when
+// the backup's handler started. Call it inside a synctest bubble.
+func hungHolderRun(t *testing.T, slowWin time.Duration) (holderEnd time.Time, holderCause error, backupStart time.Time) {
+	t.Helper()
+	store := membackend.New(nil)
+	insts := map[string]*instance{}
+	var mu sync.Mutex
+	unhang := make(chan struct{})
+	defer close(unhang)
+	h := func(ctx context.Context, run *anarchon.Run) error {
+		if run.Attempt == 1 {
+			insts[run.InstanceID].hangHB.Store(true)
+			<-ctx.Done()
+			mu.Lock()
+			holderEnd, holderCause = time.Now(), context.Cause(ctx)
+			mu.Unlock()
+			return ctx.Err()
+		}
+		mu.Lock()
+		backupStart = time.Now()
+		mu.Unlock()
+		return nil
+	}
+	var ss []*anarchon.Scheduler
+	for i := range 3 {
+		id := fmt.Sprintf("i%d", i)
+		insts[id] = &instance{Backend: store, unhang: unhang}
+		insts[id].slowWin.Store(int64(slowWin))
+		s := newSched(t, insts[id], id, nil)
+		if err := s.Every("job", time.Hour, h, &anarchon.JobOptions{Lease: 6 * time.Second}); err != nil {
+			t.Fatal(err)
+		}
+		mustStart(t, s)
+		ss = append(ss, s)
+	}
+	time.Sleep(time.Hour + time.Minute)
+	for _, s := range ss {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		s.Stop(ctx) // the hung heartbeat goroutine stays: that is the point
+		cancel()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return holderEnd, holderCause, backupStart
+}
+
 // A heartbeat that hangs (a black-holed connection whose client ignores its
 // context) must not keep the holder running: its handler is cancelled at
 // the lease's safe end, before the backup can take over.
 func TestHungHeartbeatStillFences(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := membackend.New(nil)
-		insts := map[string]*instance{}
-		var mu sync.Mutex
-		var holderEnd, backupStart time.Time
-		var holderCause error
-		unhang := make(chan struct{})
-		defer close(unhang)
-		h := func(ctx context.Context, run *anarchon.Run) error {
-			if run.Attempt == 1 {
-				insts[run.InstanceID].hangHB.Store(true)
-				<-ctx.Done()
-				mu.Lock()
-				holderEnd, holderCause = time.Now(), context.Cause(ctx)
-				mu.Unlock()
-				return ctx.Err()
-			}
-			mu.Lock()
-			backupStart = time.Now()
-			mu.Unlock()
-			return nil
-		}
-		var ss []*anarchon.Scheduler
-		for i := range 3 {
-			id := fmt.Sprintf("i%d", i)
-			insts[id] = &instance{Backend: store, unhang: unhang}
-			s := newSched(t, insts[id], id, nil)
-			if err := s.Every("job", time.Hour, h, &anarchon.JobOptions{Lease: 6 * time.Second}); err != nil {
-				t.Fatal(err)
-			}
-			mustStart(t, s)
-			ss = append(ss, s)
-		}
-		time.Sleep(time.Hour + time.Minute)
-		for _, s := range ss {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			s.Stop(ctx) // the hung heartbeat goroutine stays: that is the point
-			cancel()
-		}
-		mu.Lock()
-		defer mu.Unlock()
+		holderEnd, holderCause, backupStart := hungHolderRun(t, 0)
 		if !errors.Is(holderCause, anarchon.ErrLeaseLost) {
 			t.Fatalf("holder's cause %v, want ErrLeaseLost", holderCause)
 		}
@@ -701,46 +711,7 @@ func TestUnconfirmedFinish(t *testing.T) {
 // 8 s, and before the backup starts at the store's expiry (6 s).
 func TestSlowClaimAnswerShortensTheLease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := membackend.New(nil)
-		unhang := make(chan struct{})
-		defer close(unhang)
-		insts := map[string]*instance{}
-		var mu sync.Mutex
-		var holderEnd, backupStart time.Time
-		h := func(ctx context.Context, run *anarchon.Run) error {
-			if run.Attempt == 1 {
-				insts[run.InstanceID].hangHB.Store(true)
-				<-ctx.Done()
-				mu.Lock()
-				holderEnd = time.Now()
-				mu.Unlock()
-				return ctx.Err()
-			}
-			mu.Lock()
-			backupStart = time.Now()
-			mu.Unlock()
-			return nil
-		}
-		var ss []*anarchon.Scheduler
-		for i := range 3 {
-			id := fmt.Sprintf("i%d", i)
-			insts[id] = &instance{Backend: store, unhang: unhang}
-			insts[id].slowWin.Store(int64(3 * time.Second))
-			s := newSched(t, insts[id], id, nil)
-			if err := s.Every("job", time.Hour, h, &anarchon.JobOptions{Lease: 6 * time.Second}); err != nil {
-				t.Fatal(err)
-			}
-			mustStart(t, s)
-			ss = append(ss, s)
-		}
-		time.Sleep(time.Hour + time.Minute)
-		for _, s := range ss {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			s.Stop(ctx)
-			cancel()
-		}
-		mu.Lock()
-		defer mu.Unlock()
+		holderEnd, _, backupStart := hungHolderRun(t, 3*time.Second)
 		slot := time.Now().Truncate(time.Hour)
 		if holderEnd.IsZero() || backupStart.IsZero() {
 			t.Fatalf("holder ended %v, backup started %v: want both", holderEnd, backupStart)
