@@ -45,6 +45,16 @@ func (f *histFixture) claim(i int, tok string) {
 	}
 }
 
+// claimLoses checks that another token's claim of slot i loses; what
+// names the slot's state in the error.
+func (f *histFixture) claimLoses(i int, what string) {
+	f.t.Helper()
+	ok, err := f.b.Claim(f.t.Context(), anarchon.ClaimInput{Job: f.job, Slot: f.slot(i), Token: randToken(), InstanceID: "b"})
+	if err != nil || ok {
+		f.t.Errorf("claim of %s %d by another token: %v, %v; want false", what, i, ok, err)
+	}
+}
+
 func (f *histFixture) manual(i int, tok string) {
 	f.t.Helper()
 	if _, err := f.b.RecordManualRun(f.t.Context(), anarchon.ClaimInput{Job: f.job, Slot: f.slot(i), Token: tok, InstanceID: "m"}); err != nil {
@@ -94,10 +104,7 @@ func TestTrimmedRunStaysOutOfHistory(t *testing.T) {
 			t.Errorf("History(0) = %v, want %v", got, want)
 		}
 		// The slot stays claimed for every other token.
-		ok, err := f.b.Claim(t.Context(), anarchon.ClaimInput{Job: f.job, Slot: f.slot(1), Token: randToken(), InstanceID: "b"})
-		if err != nil || ok {
-			t.Errorf("claim of the partly trimmed slot: %v, %v; want false", ok, err)
-		}
+		f.claimLoses(1, "partly trimmed slot")
 	})
 	t.Run("lease takeover", func(t *testing.T) {
 		f := newHistFixture(t, "ghost-lease")
@@ -191,10 +198,7 @@ func TestManualRunsDoNotHideDeadClaims(t *testing.T) {
 			t.Errorf("History(0) after trimming to 2 = %v, want %v", got, want)
 		}
 		for _, i := range []int{1, 2} {
-			ok, err := f.b.Claim(t.Context(), anarchon.ClaimInput{Job: f.job, Slot: f.slot(i), Token: randToken(), InstanceID: "b"})
-			if err != nil || ok {
-				t.Errorf("claim of trimmed slot %d: %v, %v; want false", i, ok, err)
-			}
+			f.claimLoses(i, "trimmed slot")
 		}
 	})
 	t.Run("ttl", func(t *testing.T) {
@@ -229,10 +233,7 @@ func TestInFlightClaimSharesSlotWithManualRun(t *testing.T) {
 		t.Errorf("History(0) = %v, want %v", got, want)
 	}
 	f.claim(1, "run1") // repeat safety
-	ok, err := f.b.Claim(t.Context(), anarchon.ClaimInput{Job: f.job, Slot: f.slot(1), Token: randToken(), InstanceID: "b"})
-	if err != nil || ok {
-		t.Errorf("claim of the slot by another token: %v, %v; want false", ok, err)
-	}
+	f.claimLoses(1, "claimed slot")
 	f.save(1, "run1", anarchon.StatusSuccess, 100, ttl)
 	if got, want := f.history(0), []string{"2:m2:success", "1:run1:success"}; !slices.Equal(got, want) {
 		t.Errorf("History(0) after the result = %v, want %v", got, want)
@@ -267,8 +268,5 @@ func TestFinishOnPlainClaim(t *testing.T) {
 	if got, want := f.history(0), []string{"3:p3:success", "2:p2:error"}; !slices.Equal(got, want) {
 		t.Errorf("History(0) after trimming to 2 = %v, want %v", got, want)
 	}
-	ok, err := f.b.Claim(t.Context(), anarchon.ClaimInput{Job: f.job, Slot: f.slot(1), Token: randToken(), InstanceID: "b"})
-	if err != nil || ok {
-		t.Errorf("claim of the trimmed slot: %v, %v; want false", ok, err)
-	}
+	f.claimLoses(1, "trimmed slot")
 }
