@@ -554,6 +554,27 @@ func TestUnknownOutcomeIsDone(t *testing.T) {
 	})
 }
 
+// startHourly starts n instances (IDs i0, i1, …, added to insts) on
+// store, each running h hourly under a 6 s lease, with their won first
+// claims answered slowWin late and their hung heartbeats released by
+// closing unhang.
+func startHourly(t *testing.T, store *membackend.Backend, insts map[string]*instance, n int, slowWin time.Duration, unhang chan struct{}, h anarchon.Handler) []*anarchon.Scheduler {
+	t.Helper()
+	var ss []*anarchon.Scheduler
+	for i := range n {
+		id := fmt.Sprintf("i%d", i)
+		insts[id] = &instance{Backend: store, unhang: unhang}
+		insts[id].slowWin.Store(int64(slowWin))
+		s := newSched(t, insts[id], id, nil)
+		if err := s.Every("job", time.Hour, h, &anarchon.JobOptions{Lease: 6 * time.Second}); err != nil {
+			t.Fatal(err)
+		}
+		mustStart(t, s)
+		ss = append(ss, s)
+	}
+	return ss
+}
+
 // hungHolderRun runs one hourly slot on three instances sharing a
 // membackend, with a 6 s lease: the first holder's heartbeats hang from its
 // handler's start, and its won claim is answered slowWin late (0: at once).
@@ -580,18 +601,7 @@ func hungHolderRun(t *testing.T, slowWin time.Duration) (holderEnd time.Time, ho
 		mu.Unlock()
 		return nil
 	}
-	var ss []*anarchon.Scheduler
-	for i := range 3 {
-		id := fmt.Sprintf("i%d", i)
-		insts[id] = &instance{Backend: store, unhang: unhang}
-		insts[id].slowWin.Store(int64(slowWin))
-		s := newSched(t, insts[id], id, nil)
-		if err := s.Every("job", time.Hour, h, &anarchon.JobOptions{Lease: 6 * time.Second}); err != nil {
-			t.Fatal(err)
-		}
-		mustStart(t, s)
-		ss = append(ss, s)
-	}
+	ss := startHourly(t, store, insts, 3, slowWin, unhang, h)
 	time.Sleep(time.Hour + time.Minute)
 	for _, s := range ss {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -749,18 +759,8 @@ func TestClaimAnsweredPastSafeEndRenewsFirst(t *testing.T) {
 			time.Sleep(10 * time.Second) // longer than the lease: heartbeats must hold it
 			return nil
 		}
-		var ss []*anarchon.Scheduler
-		for i := range 2 {
-			id := fmt.Sprintf("i%d", i)
-			insts[id] = &instance{Backend: store}
-			insts[id].slowWin.Store(int64(5500 * time.Millisecond)) // the safe end of a 6 s lease is 5 s
-			s := newSched(t, insts[id], id, nil)
-			if err := s.Every("job", time.Hour, h, &anarchon.JobOptions{Lease: 6 * time.Second}); err != nil {
-				t.Fatal(err)
-			}
-			mustStart(t, s)
-			ss = append(ss, s)
-		}
+		// The safe end of a 6 s lease is 5 s.
+		ss := startHourly(t, store, insts, 2, 5500*time.Millisecond, nil, h)
 		time.Sleep(time.Hour + time.Minute)
 		for _, s := range ss {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
