@@ -578,9 +578,9 @@ func startHourly(t *testing.T, store *membackend.Backend, insts map[string]*inst
 // hungHolderRun runs one hourly slot on three instances sharing a
 // membackend, with a 6 s lease: the first holder's heartbeats hang from its
 // handler's start, and its won claim is answered slowWin late (0: at once).
-// It returns when the holder's handler ended and with what cause, and when
-// the backup's handler started. Call it inside a synctest bubble.
-func hungHolderRun(t *testing.T, slowWin time.Duration) (holderEnd time.Time, holderCause error, backupStart time.Time) {
+// It returns when the holder's handler ended, when the backup's handler
+// started, and the cause the holder's context ended with. Call it inside a synctest bubble.
+func hungHolderRun(t *testing.T, slowWin time.Duration) (holderEnd, backupStart time.Time, holderCause error) {
 	t.Helper()
 	store := membackend.New(nil)
 	insts := map[string]*instance{}
@@ -610,7 +610,7 @@ func hungHolderRun(t *testing.T, slowWin time.Duration) (holderEnd time.Time, ho
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	return holderEnd, holderCause, backupStart
+	return holderEnd, backupStart, holderCause
 }
 
 // A heartbeat that hangs (a black-holed connection whose client ignores its
@@ -618,7 +618,7 @@ func hungHolderRun(t *testing.T, slowWin time.Duration) (holderEnd time.Time, ho
 // the lease's safe end, before the backup can take over.
 func TestHungHeartbeatStillFences(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		holderEnd, holderCause, backupStart := hungHolderRun(t, 0)
+		holderEnd, backupStart, holderCause := hungHolderRun(t, 0)
 		if !errors.Is(holderCause, anarchon.ErrLeaseLost) {
 			t.Fatalf("holder's cause %v, want ErrLeaseLost", holderCause)
 		}
@@ -721,7 +721,7 @@ func TestUnconfirmedFinish(t *testing.T) {
 // 8 s, and before the backup starts at the store's expiry (6 s).
 func TestSlowClaimAnswerShortensTheLease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		holderEnd, _, backupStart := hungHolderRun(t, 3*time.Second)
+		holderEnd, backupStart, _ := hungHolderRun(t, 3*time.Second)
 		slot := time.Now().Truncate(time.Hour)
 		if holderEnd.IsZero() || backupStart.IsZero() {
 			t.Fatalf("holder ended %v, backup started %v: want both", holderEnd, backupStart)
