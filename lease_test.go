@@ -579,7 +579,8 @@ func startHourly(t *testing.T, store *membackend.Backend, insts map[string]*inst
 // membackend, with a 6 s lease: the first holder's heartbeats hang from its
 // handler's start, and its won claim is answered slowWin late (0: at once).
 // It returns when the holder's handler ended, when the backup's handler
-// started, and the cause the holder's context ended with. Call it inside a synctest bubble.
+// started, and the cause the holder's context ended with. Call it inside a
+// synctest bubble.
 func hungHolderRun(t *testing.T, slowWin time.Duration) (holderEnd, backupStart time.Time, holderCause error) {
 	t.Helper()
 	store := membackend.New(nil)
