@@ -133,7 +133,9 @@ type JobOptions struct {
 	// its handler (ErrLeaseLost) Lease/6 before that lease runs out, so
 	// that it stops before a backup can win; a won claim answered after
 	// that point is claimed again (which renews the lease, SPEC §6) before
-	// the handler starts. A holder process stalled for
+	// the handler starts, and after 3 such answers in a row the attempt is
+	// given up (recorded lease_lost): a lease too short for the store's
+	// answers ends the slot abandoned. A holder process stalled for
 	// longer than Lease/6 can still overlap its backup: see Run.Attempt.
 	// Setting it on a backend without a RunStore is refused with
 	// CodeNeedsRunStore.

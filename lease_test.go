@@ -27,6 +27,8 @@ type instance struct {
 	// back. lateToken is the token whose last won answer was so delayed
 	// (a handler must not be running on it).
 	slowWin   atomic.Int64
+	slowEvery atomic.Bool // delay every won answer, of any attempt, by slowWin
+	wins      atomic.Int64
 	mu        sync.Mutex
 	slowed    map[string]bool
 	lateToken string
@@ -52,6 +54,13 @@ func (r *instanceRuns) Finish(ctx context.Context, job string, slot int64, token
 
 func (r *instanceRuns) Claim(ctx context.Context, rc anarchon.RunClaim) (anarchon.ClaimOutcome, error) {
 	out, err := r.RunStore.Claim(ctx, rc)
+	if err == nil && out.Kind == anarchon.OutcomeWon {
+		r.inst.wins.Add(1)
+	}
+	if d := r.inst.slowWin.Load(); d > 0 && err == nil && out.Kind == anarchon.OutcomeWon && r.inst.slowEvery.Load() {
+		time.Sleep(time.Duration(d))
+		return out, err
+	}
 	if d := r.inst.slowWin.Load(); d > 0 && err == nil && out.Kind == anarchon.OutcomeWon && out.Attempt == 1 {
 		r.inst.mu.Lock()
 		first := !r.inst.slowed[rc.Token]
@@ -786,6 +795,51 @@ func TestClaimAnsweredPastSafeEndRenewsFirst(t *testing.T) {
 				got = append(got, fmt.Sprintf("%d:%s", r.Attempt, r.Status))
 			}
 			t.Errorf("history %v, want attempt 1 success only", got)
+		}
+	})
+}
+
+// A store that answers every won claim past the lease's safe end (a lease
+// too short for it) must not keep a slot renewed for ever: after a few
+// late wins an instance gives its attempt up (recorded lease_lost) and
+// stands by under a new token, so the attempts run out and the slot ends
+// abandoned. The handler never runs, and the claims are bounded.
+func TestLeaseTooShortForTheStoreEndsAbandoned(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := membackend.New(nil)
+		insts := map[string]*instance{}
+		var ran atomic.Int64
+		h := func(context.Context, *anarchon.Run) error {
+			ran.Add(1)
+			return nil
+		}
+		ss := startHourly(t, store, insts, 2, 5500*time.Millisecond, nil, h)
+		for _, in := range insts {
+			in.slowEvery.Store(true)
+		}
+		time.Sleep(time.Hour + 10*time.Minute)
+		stopAll(t, ss...)
+		if n := ran.Load(); n != 0 {
+			t.Errorf("handler ran %d times on wins answered past the safe end", n)
+		}
+		var wins int64
+		for _, in := range insts {
+			wins += in.wins.Load()
+		}
+		// 3 attempts (the default MaxAttempts), each given up after at
+		// most 3 late wins by each of the 2 instances.
+		if wins == 0 || wins > 3*3*2 {
+			t.Errorf("%d wins in all, want between 1 and 18", wins)
+		}
+		slot := time.Now().Truncate(time.Hour)
+		var statuses []string
+		abandoned := false
+		for _, r := range historyBySlot(t, ss[0], "job")[slot.UnixMilli()] {
+			statuses = append(statuses, fmt.Sprintf("%d:%s", r.Attempt, r.Status))
+			abandoned = abandoned || r.Status == anarchon.StatusAbandoned
+		}
+		if !abandoned {
+			t.Errorf("history of the slot %v, want it abandoned", statuses)
 		}
 	})
 }

@@ -214,6 +214,7 @@ func (s *Scheduler) runLeased(ctx context.Context, j *job, slotT time.Time, maxL
 	}
 	key := slotKey{j.name, slot}
 	standing := false
+	lateWins := 0 // wins of rc.Token in a row answered past the safe end
 	for {
 		// Listen before asking, so a release between the answer and the
 		// wait is not missed.
@@ -233,10 +234,22 @@ func (s *Scheduler) runLeased(ctx context.Context, j *job, slotT time.Time, maxL
 		case OutcomeWon:
 			unwait()
 			if !s.wonInTime(j, slotT, out.Attempt, sent) {
-				// Ask again at once: the same token's claim renews the
-				// lease if it is still ours (SPEC §6), or shows who holds
-				// it now.
 				standing = true
+				if lateWins++; lateWins < maxLateWins {
+					// Ask again at once: the same token's claim renews the
+					// lease if it is still ours (SPEC §6), or shows who
+					// holds it now.
+					continue
+				}
+				// The store answers slower than the lease allows: give
+				// this attempt up and stand by under a new token, so the
+				// lease runs out and the attempts with it (the slot ends
+				// abandoned) instead of renewing it for ever.
+				s.saveResult(j, StoredResult{
+					Slot: slot, Token: rc.Token, InstanceID: s.opts.InstanceID, Attempt: out.Attempt, Status: StatusLeaseLost,
+					Error: fmt.Sprintf("%d wins in a row were answered past the lease's safe end (the last after %v, lease %v); the handler did not run", lateWins, time.Since(sent).Round(time.Millisecond), j.opt.Lease),
+				})
+				rc.ClaimInput, lateWins = s.claimInput(j, slot), 0
 				continue
 			}
 			s.runWon(j, slotT, rc, out.Attempt, sent)
@@ -562,7 +575,7 @@ func (s *Scheduler) markMissed(ctx context.Context, j *job, slotT time.Time) {
 		ClaimInput: s.claimInput(j, slotT.UnixMilli()), Lease: j.opt.Lease, MaxLate: time.Millisecond,
 		AllowOverlap: true, MaxAttempts: j.opt.MaxAttempts,
 	}
-	for ctx.Err() == nil {
+	for range maxLateWins {
 		sent := time.Now()
 		out, err := s.runs.Claim(ctx, rc)
 		if err != nil {
@@ -577,13 +590,17 @@ func (s *Scheduler) markMissed(ctx context.Context, j *job, slotT time.Time) {
 			// age: the slot is not late for the store, so it is ours to
 			// run.
 			if !s.wonInTime(j, slotT, out.Attempt, sent) {
-				continue // renew by asking again, as in runLeased
+				continue // renew by asking again, as in runLeased, a few times
 			}
 			s.runWon(j, slotT, rc, out.Attempt, sent)
 		}
 		return
 	}
 }
+
+// maxLateWins is how many wins in a row, each answered past the lease's
+// safe end, one token claims before it gives the attempt up.
+const maxLateWins = 3
 
 // wonInTime reports whether a won lease claim sent at sent was answered
 // before the lease's safe end. The store started the lease when it got the
