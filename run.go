@@ -20,6 +20,15 @@ func storeCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), storeTimeout)
 }
 
+// claimCtx bounds one claim call by storeTimeout, keeping ctx's values but
+// not its cancellation: a claim already sent when Stop begins may win at
+// the store, and an answer thrown away would leave the slot claimed and
+// never run (a plain claim has no backup). A claim won that way runs, and
+// Stop waits for it or hands it over as for any other run.
+func claimCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+}
+
 // activeRun is a handler running under this instance, tracked so that Stop
 // can hand it over.
 type activeRun struct {
@@ -93,7 +102,9 @@ func (s *Scheduler) runPlain(ctx context.Context, j *job, slotT time.Time) {
 		return
 	}
 	in := s.claimInput(j, slotT.UnixMilli())
-	won, err := s.backend.Claim(ctx, in)
+	cctx, cancelClaim := claimCtx(ctx)
+	defer cancelClaim()
+	won, err := s.backend.Claim(cctx, in)
 	if err != nil {
 		s.storeError(ctx, "Claim", j.name, slotT, err) // fail closed: the slot is not run here
 		return
@@ -107,7 +118,7 @@ func (s *Scheduler) runPlain(ctx context.Context, j *job, slotT time.Time) {
 		return
 	}
 	if rec, ok := s.backend.(ClaimRecorder); ok {
-		if err := rec.RecordClaim(ctx, in); err != nil {
+		if err := rec.RecordClaim(cctx, in); err != nil {
 			// The claim is won and the slot is ours; only its history entry
 			// is missing until the result is saved.
 			s.storeError(ctx, "RecordClaim", j.name, slotT, err)
@@ -220,7 +231,9 @@ func (s *Scheduler) runLeased(ctx context.Context, j *job, slotT time.Time, maxL
 		// wait is not missed.
 		wake, unwait := s.waitFor(key)
 		sent := time.Now()
-		out, err := s.runs.Claim(ctx, rc)
+		cctx, cancelClaim := claimCtx(ctx)
+		out, err := s.runs.Claim(cctx, rc)
+		cancelClaim()
 		if err != nil {
 			unwait()
 			s.storeError(ctx, "Claim", j.name, slotT, err)

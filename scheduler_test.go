@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -288,4 +289,56 @@ func TestPlainBackendHasNoLeases(t *testing.T) {
 	if _, ok := anarchon.Backend(&plainBackend{}).(anarchon.LeaseBackend); ok {
 		t.Fatal("plainBackend still offers a RunStore")
 	}
+}
+
+// gatedClaims is a membackend whose plain claims are recorded at once but
+// answered only when gate closes, or never if the caller gives up first:
+// an answer lost on the way back.
+type gatedClaims struct {
+	*membackend.Backend
+	sent chan struct{} // closed when the first claim has been recorded
+	gate chan struct{}
+	once sync.Once
+}
+
+func (g *gatedClaims) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, error) {
+	won, err := g.Backend.Claim(ctx, in)
+	g.once.Do(func() { close(g.sent) })
+	select {
+	case <-g.gate:
+		return won, err
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+}
+
+// A plain claim in flight when Stop begins must not be abandoned: the store
+// may have recorded it, and no other instance would run the slot. Its
+// answer is awaited, and the won slot runs before Stop returns.
+func TestStopDuringClaimStillRunsTheSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := &gatedClaims{Backend: membackend.New(nil), sent: make(chan struct{}), gate: make(chan struct{})}
+		var ran atomic.Int64
+		s := newSched(t, g, "i0", nil)
+		h := func(context.Context, *anarchon.Run) error { ran.Add(1); return nil }
+		if err := s.Every("job", time.Hour, h, &anarchon.JobOptions{NoLease: true}); err != nil {
+			t.Fatal(err)
+		}
+		mustStart(t, s)
+		<-g.sent // the slot's claim is recorded; its answer waits
+		stopped := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			stopped <- s.Stop(ctx)
+		}()
+		time.Sleep(time.Second) // Stop has begun (the bubble is idle)
+		close(g.gate)
+		if err := <-stopped; err != nil {
+			t.Fatalf("Stop: %v", err)
+		}
+		if n := ran.Load(); n != 1 {
+			t.Errorf("the claimed slot ran %d times, want 1", n)
+		}
+	})
 }
