@@ -18,26 +18,8 @@ import (
 // claim/create). A winning Claim is one KV Create plus input checks and
 // JSON encoding of the token, so the ratio shows the backend's overhead.
 func BenchmarkClaim(b *testing.B) {
-	url := natsURL(b)
-	o := freshOptions(b, url)
-	nc, err := nats.Connect(url)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer nc.Close()
-	be, err := natsbackend.New(nc, o)
-	if err != nil {
-		b.Fatal(err)
-	}
 	ctx := context.Background()
-	if err := be.Init(ctx); err != nil {
-		b.Fatal(err)
-	}
-	js, _ := jetstream.New(nc)
-	kv, err := js.KeyValue(ctx, o.Bucket)
-	if err != nil {
-		b.Fatal(err)
-	}
+	be, kv := benchBackend(b)
 	val := []byte(`{"t":"0123456789abcdef01234567","i":"bench"}`)
 	var claimT, createT time.Duration
 	i := 0
@@ -66,27 +48,9 @@ func BenchmarkClaim(b *testing.B) {
 // running), and reports both beside a raw KV Create of a fresh key
 // (won-ns/op, running-ns/op, create-ns/op, won/create).
 func BenchmarkRunStoreClaim(b *testing.B) {
-	url := natsURL(b)
-	o := freshOptions(b, url)
-	nc, err := nats.Connect(url)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer nc.Close()
-	be, err := natsbackend.New(nc, o)
-	if err != nil {
-		b.Fatal(err)
-	}
 	ctx := context.Background()
-	if err := be.Init(ctx); err != nil {
-		b.Fatal(err)
-	}
+	be, kv := benchBackend(b)
 	runs := be.Runs()
-	js, _ := jetstream.New(nc)
-	kv, err := js.KeyValue(ctx, o.Bucket)
-	if err != nil {
-		b.Fatal(err)
-	}
 	val := []byte(`{"st":"running","t":"0123456789abcdef01234567","i":"bench","a":1,"l":30000}`)
 	claim := func(slot int64, token string) anarchon.RunClaim {
 		return anarchon.RunClaim{ClaimInput: anarchon.ClaimInput{Job: "bench", Slot: slot, Token: token, InstanceID: token},
@@ -118,4 +82,34 @@ func BenchmarkRunStoreClaim(b *testing.B) {
 	b.ReportMetric(float64(runT.Nanoseconds())/float64(i), "running-ns/op")
 	b.ReportMetric(float64(createT.Nanoseconds())/float64(i), "create-ns/op")
 	b.ReportMetric(float64(wonT)/float64(createT), "won/create")
+}
+
+// benchBackend connects to the test server, makes an initialized backend
+// on a fresh bucket and returns it with that bucket's KV handle, for the
+// raw operations a benchmark compares with. The connection closes with b.
+func benchBackend(b *testing.B) (*natsbackend.Backend, jetstream.KeyValue) {
+	b.Helper()
+	url := natsURL(b)
+	o := freshOptions(b, url)
+	nc, err := nats.Connect(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(nc.Close)
+	be, err := natsbackend.New(nc, o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := be.Init(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	kv, err := js.KeyValue(context.Background(), o.Bucket)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return be, kv
 }

@@ -223,14 +223,27 @@ end
 return out
 `)
 
-// luaUnindexed defines unindexed(run, hist): the runs whose current claim
-// (a non-empty token) is not in the history index (plain claims without a
-// result yet, see scriptClaim) as {s = slot number, m = member, at = claim
-// time ms or nil}, oldest slot first. It reads the whole run hash, so
-// callers on a hot path check first that there can be any.
+// luaUnindexed defines unindexed(run, claims, hist): the runs whose
+// current claim (a non-empty token) is not in the history index (plain
+// claims without a result yet, see scriptClaim) as {s = slot number, m =
+// member, at = claim time ms or nil}, oldest slot first.
+//
+// It reads the whole run hash only when the run states plus the claims
+// hash (the records of manual runs and earlier lease holders, each a
+// member of hist without a run state of its own) outnumber the members of
+// hist: without unindexed claims they never do, since every other run
+// state has its member in hist, or (a slot settled under a token) a member
+// that stands for it. So saves and History of a job with no claim waiting
+// for its result pay three counts, not a scan. Members of neither kind (a
+// slot recorded as abandoned under its own token, which only leased jobs
+// have) can hide as many unindexed claims until they are trimmed
+// themselves; unindexed claims come from plain claims, so only a job
+// switched between the two modes can meet both.
 const luaUnindexed = `
-local function unindexed(run, hist)
+local function unindexed(run, claims, hist)
   local out = {}
+  local states = redis.call('HLEN', run) - redis.call('HEXISTS', run, 'mark')
+  if states + redis.call('HLEN', claims) <= redis.call('ZCARD', hist) then return out end
   local all = redis.call('HGETALL', run)
   for i = 1, #all, 2 do
     local s = all[i]
@@ -315,17 +328,7 @@ local function claimed_at(m)
   if not c then return nil end
   return tonumber(cjson.decode(c).at)
 end
--- Unindexed plain claims are only looked for when the run states plus
--- the claims hash (the records of manual runs and earlier lease holders,
--- each a member of hist without a run state of its own) outnumber the
--- members of hist: without unindexed claims they never do, since every
--- other run state has its member in hist, or (a slot settled under a
--- token) a member that stands for it. Members of neither kind (a slot
--- recorded as abandoned under its own token) can still hide as many
--- unindexed claims until they are trimmed themselves.
-local open = {}
-local fields = redis.call('HLEN', KEYS[1]) - redis.call('HEXISTS', KEYS[1], 'mark')
-if fields + redis.call('HLEN', KEYS[2]) > redis.call('ZCARD', KEYS[3]) then open = unindexed(KEYS[1], KEYS[3]) end
+local open = unindexed(KEYS[1], KEYS[2], KEYS[3])
 if ttl > 0 then
   local cutoff = now - ttl
   for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', '(' .. fmt(cutoff))) do drop(m) end
@@ -410,7 +413,7 @@ if limit > 0 then
 else
   members = redis.call('ZREVRANGE', KEYS[2], 0, -1)
 end
-local open = unindexed(KEYS[4], KEYS[2])
+local open = unindexed(KEYS[4], KEYS[1], KEYS[2])
 if #open > 0 then
   -- Merge the unindexed plain claims in, newest first, and cut again.
   local all = open
