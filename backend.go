@@ -3,7 +3,6 @@ package anarchon
 import (
 	"context"
 	"math"
-	"strconv"
 	"time"
 )
 
@@ -34,10 +33,11 @@ type Backend interface {
 	// and before reads (History) on a scheduler that was not started. It must
 	// be safe to call more than once and from several goroutines.
 	Init(ctx context.Context) error
-	// PrepareJob does one-time per-job setup (a table, stream or keys). It is
-	// called once per job by Start and must be idempotent across instances
-	// starting at once.
-	PrepareJob(ctx context.Context, job string, historySize int) error
+	// PrepareJob does one-time per-job setup (a table, stream or keys) for
+	// in.Job. It is called once per job by Start (and by RunNow on a
+	// scheduler that was not started) and must be idempotent across
+	// instances starting at once.
+	PrepareJob(ctx context.Context, in PrepareJobInput) error
 	// Claim atomically records that in.InstanceID runs (in.Job, in.Slot).
 	// It returns true for exactly one instance per (job, slot); a repeat of
 	// the winning call with the same in.Token returns true again, any other
@@ -47,12 +47,12 @@ type Backend interface {
 	// the slot it used (Unix ms), which may differ from in.Slot if the store
 	// needs a unique one; returning in.Slot is always correct.
 	RecordManualRun(ctx context.Context, in ClaimInput) (slot int64, err error)
-	// SaveResult stores how a run ended and trims the job's history to
-	// historySize records (<= 0: DefaultHistorySize) and, if historyTTL > 0,
-	// to records younger than historyTTL, measured from when each record
-	// was saved (store clock). Trimming must never reopen a slot inside
-	// DedupeWindow.
-	SaveResult(ctx context.Context, job string, r StoredResult, historySize int, historyTTL time.Duration) error
+	// SaveResult stores in.Result, how a run of in.Job ended, and trims the
+	// job's history to in.HistorySize records (<= 0: DefaultHistorySize)
+	// and, if in.HistoryTTL > 0, to records younger than in.HistoryTTL,
+	// measured from when each record was saved (store clock). Trimming must
+	// never reopen a slot inside DedupeWindow.
+	SaveResult(ctx context.Context, in SaveResultInput) error
 	// History returns at most limit recent runs of job from all instances,
 	// newest first (by slot, then by start). limit <= 0 means the backend's
 	// whole retained history. Use [BuildHistory] to build it, passing
@@ -72,6 +72,23 @@ type ClaimInput struct {
 	Token       string        // random value unique to this claim attempt (repeat safety)
 	InstanceID  string        // the claiming instance
 	HistorySize int           // records of history to keep for the job
+	HistoryTTL  time.Duration // how long to keep history records; 0 = no limit
+}
+
+// PrepareJobInput is what [Backend.PrepareJob] is given.
+// New fields may be added; a backend may ignore fields it does not know.
+type PrepareJobInput struct {
+	Job         string // job name
+	HistorySize int    // records of history the job keeps; <= 0 means DefaultHistorySize
+}
+
+// SaveResultInput is what [Backend.SaveResult] and
+// [ResultFinisher.FinishResult] are given.
+// New fields may be added; a backend may ignore fields it does not know.
+type SaveResultInput struct {
+	Job         string        // job name
+	Result      StoredResult  // how the run ended
+	HistorySize int           // records of history to keep for the job; <= 0 means DefaultHistorySize
 	HistoryTTL  time.Duration // how long to keep history records; 0 = no limit
 }
 
@@ -142,197 +159,4 @@ type RunRecord struct {
 	Error      string
 	Output     string
 	Manual     bool
-}
-
-// JobLimits describes a job to [JobChecker] and to the scheduler's own
-// dedupe-window check (SPEC §5). New fields may be added.
-type JobLimits struct {
-	Job           string
-	Jitter        time.Duration
-	MaxLate       time.Duration
-	CatchUpWindow time.Duration // 0 without catch-up
-	Lease         time.Duration // 0 without leases
-	Overlap       OverlapPolicy
-	HistorySize   int
-	HistoryTTL    time.Duration
-	Interval      time.Duration // the interval of an interval job; 0 for cron
-}
-
-// JobChecker is an optional Backend interface: CheckJob rejects a job this
-// backend cannot run safely. The scheduler calls it when a job is added and
-// returns its error wrapped in a [ValidationError] with [CodeBackendRefused].
-// Without it every job that passes the scheduler's own checks is accepted.
-type JobChecker interface {
-	CheckJob(JobLimits) error
-}
-
-// ClaimRecorder is an optional Backend interface for backends whose Claim is
-// not itself a history record: the scheduler calls RecordClaim after a won
-// claim, before the handler starts. Without it the claim is assumed to be
-// recorded by Claim.
-type ClaimRecorder interface {
-	RecordClaim(ctx context.Context, in ClaimInput) error
-}
-
-// LeaseBackend is an optional Backend interface: the backend supports leases
-// (SPEC §6), which give backups, overlap protection, catch-up and hand-over.
-// Without it, jobs that ask for those are refused with [CodeNeedsRunStore].
-type LeaseBackend interface {
-	Runs() RunStore
-}
-
-// OutcomeKind is the kind of a lease claim's result (SPEC §6). Kinds may be
-// added; the scheduler treats a kind it does not know like OutcomeDone.
-type OutcomeKind int
-
-// Lease claim outcomes, SPEC §6.
-const (
-	OutcomeWon     OutcomeKind = iota + 1 // the caller holds the lease and runs the slot
-	OutcomeRunning                        // another instance holds a live lease; stand by
-	OutcomeDone                           // the slot is settled (done or abandoned)
-	OutcomeOverlap                        // another slot of the job is running; the slot is now skipped
-	OutcomeNone                           // the slot was missed or skipped earlier
-	OutcomeLate                           // store clock > slot + MaxLate; the slot is now missed
-)
-
-var outcomeNames = [...]string{"", "won", "running", "done", "overlap", "none", "late"}
-
-// String returns the outcome's lower-case name ("won", "running", …), or
-// "unknown(N)".
-func (k OutcomeKind) String() string {
-	if k > 0 && int(k) < len(outcomeNames) {
-		return outcomeNames[k]
-	}
-	return "unknown(" + strconv.Itoa(int(k)) + ")"
-}
-
-// ClaimOutcome is the result of [RunStore.Claim].
-type ClaimOutcome struct {
-	Kind       OutcomeKind
-	Attempt    int       // won: the caller's attempt number; running: the holder's; overlap: optional, the running slot's
-	Holder     string    // running: the instance holding the lease; overlap: optional, the running slot's holder
-	LeaseUntil time.Time // won/running: lease expiry by the store's clock; overlap: optional
-	Status     Status    // done: the settled status if the store knows it
-}
-
-// RunClaim is a lease claim: a ClaimInput plus the lease rules of SPEC §6.
-// New fields may be added.
-type RunClaim struct {
-	ClaimInput
-	Lease        time.Duration // the lease to grant on a win (store clock); must be > 0
-	MaxLate      time.Duration // an absent slot whose store time is past Slot+MaxLate is missed; 0 = no limit
-	AllowOverlap bool          // false: refuse (skip) while another slot of the job is running with a live lease
-	MaxAttempts  int           // attempts a slot may use before it is abandoned; <= 0 means 1
-}
-
-// RunState is the stored state of a run under leases (SPEC §6).
-type RunState string
-
-// Run states, SPEC §6.
-const (
-	RunStateRunning  RunState = "running"
-	RunStateReleased RunState = "released"
-	RunStateDone     RunState = "done"
-	RunStateMissed   RunState = "missed"
-	RunStateSkipped  RunState = "skipped"
-)
-
-// ActiveRun is an unfinished run (running or released), as [RunStore.Active]
-// lists it.
-type ActiveRun struct {
-	Slot       int64 // Unix ms
-	Token      string
-	InstanceID string
-	Attempt    int
-	State      RunState  // RunStateRunning or RunStateReleased
-	LeaseUntil time.Time // by the store's clock
-	Live       bool      // running with LeaseUntil after the store's now
-}
-
-// RunStore keeps the per-slot runs that leases need (SPEC §6). All times are
-// judged by the store's clock. Every method is atomic on the store.
-//
-// A RunStore need not write history: the scheduler records every outcome
-// through Backend.SaveResult — runs it executed under their claim's token,
-// slots it found late or overlapping under the token of the claim that
-// settled them, and an abandoned slot under [AbandonedToken]. A store that
-// does record these states itself must use those tokens, so that
-// BuildHistory merges the two records into one.
-//
-// Repeats are answered as the first call was: Finish of a run the token
-// already finished, and Release of a run it already released, return true.
-type RunStore interface {
-	// Claim decides per SPEC §6's table, first match wins.
-	Claim(ctx context.Context, c RunClaim) (ClaimOutcome, error)
-	// Heartbeat extends the lease to store-now+lease if token holds the run
-	// and it is running. false means the lease is lost.
-	Heartbeat(ctx context.Context, job string, slot int64, token string, lease time.Duration) (bool, error)
-	// Finish marks the run done with status if token holds it (running, or
-	// released by the same token). false if another token holds the slot or
-	// the slot was abandoned; a repeat by the token that finished it is true.
-	Finish(ctx context.Context, job string, slot int64, token string, status Status) (bool, error)
-	// Release ends token's live lease at once (state released) so a backup
-	// takes over. false if token does not hold a running lease.
-	Release(ctx context.Context, job string, slot int64, token string) (bool, error)
-	// Active lists the job's unfinished runs (running or released), oldest
-	// slot first.
-	Active(ctx context.Context, job string) ([]ActiveRun, error)
-}
-
-// ResultFinisher is an optional interface of a RunStore that folds Finish
-// and Backend.SaveResult into one store round trip. FinishResult marks the
-// run (job, r.Slot) done with r.Status if r.Token holds it (running, or
-// released by the same token), exactly as Finish would, and stores r as
-// SaveResult would, trimming history the same way. If r.Token no longer
-// holds the run, it stores r with Status replaced by StatusLeaseLost and
-// returns false. r.Status is never empty and r.Manual is false (a RunNow
-// run holds no lease); a backend may refuse either with an error. Without
-// it the scheduler calls Finish, then SaveResult.
-type ResultFinisher interface {
-	FinishResult(ctx context.Context, job string, r StoredResult, historySize int, historyTTL time.Duration) (bool, error)
-}
-
-// AbandonedToken is the token under which an abandoned slot (Unix ms) is
-// recorded in history: "abandoned-<slot>". Every backup that sees a slot
-// abandoned saves its record under it, and so may the store, so that
-// history shows the abandonment once.
-func AbandonedToken(slot int64) string { return "abandoned-" + strconv.FormatInt(slot, 10) }
-
-// RunEventKind says what happened to a run in a [RunEvent].
-type RunEventKind int
-
-// Run event kinds.
-const (
-	RunReleased RunEventKind = iota + 1 // a lease was released (hand-over)
-	RunFinished                         // a run was finished or settled
-)
-
-// RunEvent is a change to a run that may let a standing-by instance act.
-type RunEvent struct {
-	Job  string
-	Slot int64 // Unix ms
-	Kind RunEventKind
-}
-
-// Watcher is an optional interface of a RunStore (or of the Backend): it
-// wakes standing-by instances as soon as a lease is released or a run
-// finished, instead of waiting for the next poll (SPEC §6). PostgreSQL uses
-// LISTEN/NOTIFY, Redis pub/sub, NATS a KV watch.
-//
-// WatchRuns delivers events for every job of the store until ctx ends or the
-// watch breaks; then the channel is closed and the scheduler falls back to
-// polling and watches again. Every change made after WatchRuns returns must
-// be delivered (a backend whose subscription is confirmed asynchronously
-// waits for the confirmation before returning). Events may be lost or repeated: they are hints,
-// and the scheduler always re-claims to learn the truth.
-type Watcher interface {
-	WatchRuns(ctx context.Context) (<-chan RunEvent, error)
-}
-
-// ServerClock is an optional interface of a Backend or RunStore whose server
-// has a clock (SQL now(), Redis TIME, NATS server times). The scheduler
-// reads it at Start and periodically to estimate its offset from the store's
-// clock, NTP-style (half the round trip).
-type ServerClock interface {
-	ServerTime(ctx context.Context) (time.Time, error)
 }

@@ -28,18 +28,6 @@ type OffsetClock struct{ Offset time.Duration }
 // Now returns time.Now() plus the offset.
 func (c OffsetClock) Now() time.Time { return time.Now().Add(c.Offset) }
 
-// serverClock finds the store's clock: on the RunStore first, then on the
-// Backend.
-func serverClock(b Backend, rs RunStore) ServerClock {
-	if c, ok := rs.(ServerClock); ok {
-		return c
-	}
-	if c, ok := b.(ServerClock); ok {
-		return c
-	}
-	return nil
-}
-
 // measureOffset estimates store clock minus local clock the NTP way: the
 // server's reading is taken to be from the middle of the round trip. Of a few
 // samples it keeps the one with the shortest round trip, whose midpoint guess

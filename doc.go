@@ -85,11 +85,44 @@
 // wrapped with %w at most. A handler's panic is recovered and recorded as
 // [PanicError].
 //
-// # Writing a backend
+// # Implementing a backend
 //
-// Implement [Backend]; Claim must be one atomic server-side step (an insert
-// with a unique key, a put-if-absent, a script or a transaction) that is safe
-// to repeat with the same token. Optional abilities are separate interfaces
-// found by type assertion. Build History with [BuildHistory]. Then run the
-// conformance suite, package anarchontest, from your tests.
+// The backend-facing part of this package (its service provider interface,
+// SPI) lives in its own files: backend.go ([Backend] and its inputs and
+// records), runstore.go ([RunStore] and the lease types), ability.go (the
+// optional interfaces, [As] and [Wrapper]), history.go ([BuildHistory]) and
+// the error classes in errors.go ([Permanent]). It stays in this package
+// rather than a separate driver package: the SPI is about twenty types,
+// users meet several of them (Status, RunRecord, the outcome kinds) in the
+// scheduler's API, and one package keeps a backend to one import and the
+// docs in one place. Every method that takes more than a key takes an input
+// struct (ClaimInput, HeartbeatInput, SaveResultInput, …), so that inputs
+// may gain fields without breaking a backend (SPEC §9).
+//
+// Checklist:
+//
+//  1. Implement [Backend]. Claim must be one atomic server-side step (an
+//     insert with a unique key, a put-if-absent, a script or a
+//     transaction) that is safe to repeat with the same token (SPEC §4).
+//  2. Return the truth about DedupeWindow: how long a claimed slot is
+//     remembered, [Forever] if always.
+//  3. Build History with [BuildHistory], from claim records and stored
+//     results, so records gain new fields without backend changes.
+//  4. Translate native errors at the boundary, keep the native error
+//     reachable (%w), wrap [ErrClosed] after Close, and mark errors that a
+//     retry cannot fix with [Permanent]; anything else is retried.
+//  5. Add the optional interfaces the store can do: [ClaimRecorder] if
+//     Claim is not itself a history record, [JobChecker] to refuse jobs it
+//     cannot run safely, [ServerClock] if the server has a clock, and
+//     [LeaseBackend] with a [RunStore] for leases (SPEC §6), plus
+//     [ResultFinisher] and [Watcher] on the RunStore when the store can
+//     fold a finish into one round trip or push changes.
+//  6. Check each interface at compile time: var _ anarchon.RunStore =
+//     (*RunStore)(nil).
+//  7. Run the conformance suite, package anarchontest, against a real
+//     server from your tests.
+//
+// A backend that wraps another (metrics, tracing, fault injection)
+// implements [Wrapper]; see its doc. The scheduler finds every optional
+// ability with [As], which sees through wrappers.
 package anarchon

@@ -33,7 +33,34 @@ var (
 	// ErrNoBackend is returned by Start, and wrapped in the ValidationError
 	// of every job added, when New was given a nil Backend.
 	ErrNoBackend = errors.New("anarchon: no backend")
+	// ErrPermanent marks a store error that will not go away if the call is
+	// repeated: a dropped table, a refused input, a closed backend. Backends
+	// mark such errors with [Permanent]; the scheduler gives a call that
+	// failed with one up at once instead of retrying it. An error without
+	// the mark is taken to be transient (a timeout, a lost connection).
+	ErrPermanent = errors.New("anarchon: permanent store error")
 )
+
+// Permanent marks err as permanent: errors.Is(result, ErrPermanent) is
+// true, and err stays reachable by errors.Is and errors.As. The result's
+// message is err's. Permanent(nil) is nil. A backend calls it at its
+// boundary on errors that retrying cannot fix (SPEC §4, error classes).
+func Permanent(err error) error {
+	if err == nil || errors.Is(err, ErrPermanent) {
+		return err
+	}
+	return &permanentError{err: err}
+}
+
+// IsPermanent reports whether err, or an error it wraps, was marked with
+// [Permanent] (or wraps ErrPermanent directly).
+func IsPermanent(err error) bool { return errors.Is(err, ErrPermanent) }
+
+// permanentError is err marked permanent; it unwraps to both.
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string   { return e.err.Error() }
+func (e *permanentError) Unwrap() []error { return []error{e.err, ErrPermanent} }
 
 // Code is the stable, machine-readable kind of a [ValidationError]. Codes
 // never change meaning between versions; new codes may be added.

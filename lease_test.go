@@ -45,11 +45,11 @@ type instanceRuns struct {
 
 var errPartition = errors.New("store unreachable")
 
-func (r *instanceRuns) Finish(ctx context.Context, job string, slot int64, token string, status anarchon.Status) (bool, error) {
+func (r *instanceRuns) Finish(ctx context.Context, in anarchon.FinishInput) (bool, error) {
 	if r.inst.failFinish.Load() {
 		return false, errPartition
 	}
-	return r.RunStore.Finish(ctx, job, slot, token, status)
+	return r.RunStore.Finish(ctx, in)
 }
 
 func (r *instanceRuns) Claim(ctx context.Context, rc anarchon.RunClaim) (anarchon.ClaimOutcome, error) {
@@ -80,7 +80,7 @@ func (r *instanceRuns) Claim(ctx context.Context, rc anarchon.RunClaim) (anarcho
 	return out, err
 }
 
-func (r *instanceRuns) Heartbeat(ctx context.Context, job string, slot int64, token string, lease time.Duration) (bool, error) {
+func (r *instanceRuns) Heartbeat(ctx context.Context, in anarchon.HeartbeatInput) (bool, error) {
 	if r.inst.failHB.Load() {
 		return false, errPartition
 	}
@@ -88,7 +88,7 @@ func (r *instanceRuns) Heartbeat(ctx context.Context, job string, slot int64, to
 		<-r.inst.unhang // a black-holed connection with no deadline
 		return false, errPartition
 	}
-	return r.RunStore.Heartbeat(ctx, job, slot, token, lease)
+	return r.RunStore.Heartbeat(ctx, in)
 }
 
 // noWatch hides the Watcher of a membackend: backups must poll.
@@ -196,7 +196,7 @@ func TestLostLeaseCancelsHandler(t *testing.T) {
 		run := <-started
 		// Another party ends the lease: the store releases it and the
 		// backup takes the slot.
-		if ok, err := store.Runs().Release(context.Background(), "job", run.Slot.UnixMilli(), run.Token); err != nil || !ok {
+		if ok, err := store.Runs().Release(context.Background(), anarchon.ReleaseInput{Job: "job", Slot: run.Slot.UnixMilli(), Token: run.Token}); err != nil || !ok {
 			t.Fatalf("Release = %v, %v", ok, err)
 		}
 		if got := <-cause; !errors.Is(got, anarchon.ErrLeaseLost) {

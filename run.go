@@ -117,7 +117,7 @@ func (s *Scheduler) runPlain(ctx context.Context, j *job, slotT time.Time) {
 	if !won {
 		return
 	}
-	if rec, ok := s.backend.(ClaimRecorder); ok {
+	if rec := s.recorder; rec != nil {
 		if err := rec.RecordClaim(cctx, in); err != nil {
 			// The claim is won and the slot is ours; only its history entry
 			// is missing until the result is saved.
@@ -188,7 +188,7 @@ func (s *Scheduler) saveResult(j *job, res StoredResult) {
 	ctx, cancel := storeCtx()
 	defer cancel()
 	s.retry(ctx, "SaveResult", j.name, time.UnixMilli(res.Slot).UTC(), storeTimeout, func() error {
-		return s.backend.SaveResult(ctx, j.name, res, j.opt.HistorySize, j.opt.HistoryTTL)
+		return s.backend.SaveResult(ctx, SaveResultInput{Job: j.name, Result: res, HistorySize: j.opt.HistorySize, HistoryTTL: j.opt.HistoryTTL})
 	})
 }
 
@@ -353,9 +353,9 @@ func (s *Scheduler) runWon(j *job, slotT time.Time, rc RunClaim, attempt int, cl
 		ctx, cancelStore := storeCtx()
 		defer cancelStore()
 		var confirmed bool
-		if f, ok := s.runs.(ResultFinisher); ok {
+		if f := s.finisher; f != nil {
 			confirmed = s.retry(ctx, "FinishResult", j.name, slotT, storeTimeout, func() error {
-				_, err := f.FinishResult(ctx, j.name, res, j.opt.HistorySize, j.opt.HistoryTTL)
+				_, err := f.FinishResult(ctx, SaveResultInput{Job: j.name, Result: res, HistorySize: j.opt.HistorySize, HistoryTTL: j.opt.HistoryTTL})
 				return err
 			})
 			if confirmed {
@@ -364,7 +364,7 @@ func (s *Scheduler) runWon(j *job, slotT time.Time, rc RunClaim, attempt int, cl
 		} else {
 			var held bool
 			confirmed = s.retry(ctx, "Finish", j.name, slotT, storeTimeout, func() (err error) {
-				held, err = s.runs.Finish(ctx, j.name, rc.Slot, rc.Token, res.Status)
+				held, err = s.runs.Finish(ctx, FinishInput{Job: j.name, Slot: rc.Slot, Token: rc.Token, Status: res.Status})
 				return err
 			})
 			if confirmed && !held {
@@ -439,7 +439,7 @@ func (s *Scheduler) heartbeat(ctx context.Context, ar *activeRun, lease time.Dur
 			callCtx, cancel := context.WithDeadline(ctx, lastOK.Add(lease-margin))
 			go func() {
 				defer cancel()
-				ok, err := s.runs.Heartbeat(callCtx, ar.job.name, ar.slot, ar.token, lease)
+				ok, err := s.runs.Heartbeat(callCtx, HeartbeatInput{Job: ar.job.name, Slot: ar.slot, Token: ar.token, Lease: lease})
 				answers <- answer{ok, err} // buffered: never blocks, even after we return
 			}()
 		case a := <-answers:
@@ -486,7 +486,7 @@ func (s *Scheduler) handOver() {
 			ctx, cancel := storeCtx()
 			defer cancel()
 			slotT := time.UnixMilli(a.slot).UTC()
-			if _, err := s.runs.Release(ctx, a.job.name, a.slot, a.token); err != nil {
+			if _, err := s.runs.Release(ctx, ReleaseInput{Job: a.job.name, Slot: a.slot, Token: a.token}); err != nil {
 				s.storeError(ctx, "Release", a.job.name, slotT, err)
 			}
 			// Recorded here rather than when the handler returns, so that

@@ -74,14 +74,17 @@ func (o *Options) withDefaults() Options {
 // through a shared Backend. Create it with New, add jobs with Every, Cron or
 // Add, then Start it. Its methods are safe for concurrent use.
 type Scheduler struct {
-	backend Backend
-	runs    RunStore    // nil without leases
-	watcher Watcher     // nil without a watch
-	sclock  ServerClock // nil without a store clock
-	opts    Options
-	clock   Clock
-	log     *slog.Logger
-	offset  atomic.Int64 // store clock minus local clock, ns
+	backend  Backend
+	runs     RunStore       // nil without leases
+	watcher  Watcher        // nil without a watch
+	sclock   ServerClock    // nil without a store clock
+	recorder ClaimRecorder  // nil if Claim records history itself
+	checker  JobChecker     // nil if the backend checks no job
+	finisher ResultFinisher // nil without leases or without the one-call finish
+	opts     Options
+	clock    Clock
+	log      *slog.Logger
+	offset   atomic.Int64 // store clock minus local clock, ns
 
 	mu     sync.Mutex
 	jobs   map[string]*job
@@ -134,18 +137,26 @@ func New(backend Backend, opts *Options) *Scheduler {
 
 		tokenPrefix: rand.Text(),
 	}
-	if lb, ok := backend.(LeaseBackend); ok {
+	s.findAbilities()
+	return s
+}
+
+// findAbilities looks up the backend's optional interfaces once, through
+// As, so that wrappers expose what they wrap and the run path pays no
+// lookup per slot.
+func (s *Scheduler) findAbilities() {
+	b := s.backend
+	s.recorder, _ = As[ClaimRecorder](b)
+	s.checker, _ = As[JobChecker](b)
+	s.sclock, _ = As[ServerClock](b)
+	if lb, ok := As[LeaseBackend](b); ok {
 		s.runs = lb.Runs()
 	}
-	if s.runs != nil {
-		if w, ok := s.runs.(Watcher); ok {
-			s.watcher = w
-		} else if w, ok := backend.(Watcher); ok {
-			s.watcher = w
-		}
+	if s.runs == nil {
+		return
 	}
-	s.sclock = serverClock(backend, s.runs)
-	return s
+	s.watcher, _ = As[Watcher](b)
+	s.finisher, _ = As[ResultFinisher](b)
 }
 
 // Backend returns the backend the scheduler was created with.
@@ -392,7 +403,7 @@ func (s *Scheduler) compile(j Job) (*job, error) {
 				fmt.Sprintf("the catch-up window %v is not below the backend's dedupe window %v", o.CatchUp.Window, w), nil)
 		}
 	}
-	if c, ok := s.backend.(JobChecker); ok {
+	if c := s.checker; c != nil {
 		if err := c.CheckJob(limits); err != nil {
 			return nil, bad("Backend", CodeBackendRefused, err.Error(), err)
 		}
@@ -486,7 +497,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		return err
 	}
 	for _, j := range jobs {
-		if err := s.backend.PrepareJob(ctx, j.name, j.opt.HistorySize); err != nil {
+		if err := s.backend.PrepareJob(ctx, PrepareJobInput{Job: j.name, HistorySize: j.opt.HistorySize}); err != nil {
 			return err
 		}
 	}
@@ -605,7 +616,7 @@ func (s *Scheduler) RunNow(ctx context.Context, name string) (RunRecord, error) 
 	if !s.isStarted() {
 		// Start prepares every job; a scheduler used only for RunNow (a
 		// command-line tool) prepares this one.
-		if err := s.backend.PrepareJob(ctx, name, j.opt.HistorySize); err != nil {
+		if err := s.backend.PrepareJob(ctx, PrepareJobInput{Job: name, HistorySize: j.opt.HistorySize}); err != nil {
 			return RunRecord{}, err
 		}
 	}
@@ -625,7 +636,7 @@ func (s *Scheduler) RunNow(ctx context.Context, name string) (RunRecord, error) 
 	hctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	res := s.execute(hctx, j, run)
-	if err := s.backend.SaveResult(ctx, name, res, j.opt.HistorySize, j.opt.HistoryTTL); err != nil {
+	if err := s.backend.SaveResult(ctx, SaveResultInput{Job: name, Result: res, HistorySize: j.opt.HistorySize, HistoryTTL: j.opt.HistoryTTL}); err != nil {
 		s.storeError(ctx, "SaveResult", name, run.Slot, err)
 		return RunRecord{}, err
 	}

@@ -18,8 +18,8 @@ func (p plainOnly) Name() string                    { return p.b.Name() }
 func (p plainOnly) DedupeWindow() time.Duration     { return p.b.DedupeWindow() }
 func (p plainOnly) Init(ctx context.Context) error  { return p.b.Init(ctx) }
 func (p plainOnly) Close(ctx context.Context) error { return p.b.Close(ctx) }
-func (p plainOnly) PrepareJob(ctx context.Context, job string, size int) error {
-	return p.b.PrepareJob(ctx, job, size)
+func (p plainOnly) PrepareJob(ctx context.Context, in anarchon.PrepareJobInput) error {
+	return p.b.PrepareJob(ctx, in)
 }
 func (p plainOnly) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, error) {
 	return p.b.Claim(ctx, in)
@@ -27,8 +27,8 @@ func (p plainOnly) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, err
 func (p plainOnly) RecordManualRun(ctx context.Context, in anarchon.ClaimInput) (int64, error) {
 	return p.b.RecordManualRun(ctx, in)
 }
-func (p plainOnly) SaveResult(ctx context.Context, job string, r anarchon.StoredResult, size int, ttl time.Duration) error {
-	return p.b.SaveResult(ctx, job, r, size, ttl)
+func (p plainOnly) SaveResult(ctx context.Context, in anarchon.SaveResultInput) error {
+	return p.b.SaveResult(ctx, in)
 }
 func (p plainOnly) History(ctx context.Context, job string, limit int) ([]anarchon.RunRecord, error) {
 	return p.b.History(ctx, job, limit)

@@ -67,7 +67,7 @@ func testBasics(t *testing.T, h Harness) {
 			var wg sync.WaitGroup
 			for i := range 16 {
 				wg.Go(func() {
-					if err := s.b(i).PrepareJob(t.Context(), job, 10); err != nil {
+					if err := s.b(i).PrepareJob(t.Context(), anarchon.PrepareJobInput{Job: job, HistorySize: 10}); err != nil {
 						t.Errorf("round %d, handle %d: concurrent PrepareJob: %v", round, i%4, err)
 					}
 				})
@@ -245,10 +245,10 @@ func testClose(t *testing.T, h Harness, hasLeases bool) {
 	check("Claim", err)
 	_, err = b.RecordManualRun(ctx, input(job, slot, token(), "a"))
 	check("RecordManualRun", err)
-	check("SaveResult", b.SaveResult(ctx, job, anarchon.StoredResult{Slot: slot, Token: token(), Status: anarchon.StatusSuccess}, 10, 0))
+	check("SaveResult", b.SaveResult(ctx, anarchon.SaveResultInput{Job: job, Result: anarchon.StoredResult{Slot: slot, Token: token(), Status: anarchon.StatusSuccess}, HistorySize: 10}))
 	_, err = b.History(ctx, job, 0)
 	check("History", err)
-	check("PrepareJob", b.PrepareJob(ctx, job, 10))
+	check("PrepareJob", b.PrepareJob(ctx, anarchon.PrepareJobInput{Job: job, HistorySize: 10}))
 	if rs != nil {
 		_, err = rs.Claim(ctx, anarchon.RunClaim{ClaimInput: input(job, slot, token(), "a"), Lease: longLease, MaxAttempts: 1})
 		check("RunStore.Claim", err)

@@ -56,7 +56,7 @@ func want(t *testing.T, what string, out anarchon.ClaimOutcome, k anarchon.Outco
 
 func (s *store) heartbeat(i int, job string, slot int64, tok string, lease time.Duration) bool {
 	s.t.Helper()
-	ok, err := s.rs(i).Heartbeat(s.t.Context(), job, slot, tok, lease)
+	ok, err := s.rs(i).Heartbeat(s.t.Context(), anarchon.HeartbeatInput{Job: job, Slot: slot, Token: tok, Lease: lease})
 	if err != nil {
 		s.t.Fatalf("Heartbeat: %v", err)
 	}
@@ -65,7 +65,7 @@ func (s *store) heartbeat(i int, job string, slot int64, tok string, lease time.
 
 func (s *store) finish(i int, job string, slot int64, tok string, st anarchon.Status) bool {
 	s.t.Helper()
-	ok, err := s.rs(i).Finish(s.t.Context(), job, slot, tok, st)
+	ok, err := s.rs(i).Finish(s.t.Context(), anarchon.FinishInput{Job: job, Slot: slot, Token: tok, Status: st})
 	if err != nil {
 		s.t.Fatalf("Finish: %v", err)
 	}
@@ -74,7 +74,7 @@ func (s *store) finish(i int, job string, slot int64, tok string, st anarchon.St
 
 func (s *store) release(i int, job string, slot int64, tok string) bool {
 	s.t.Helper()
-	ok, err := s.rs(i).Release(s.t.Context(), job, slot, tok)
+	ok, err := s.rs(i).Release(s.t.Context(), anarchon.ReleaseInput{Job: job, Slot: slot, Token: tok})
 	if err != nil {
 		s.t.Fatalf("Release: %v", err)
 	}
@@ -193,7 +193,7 @@ func testRunStore(t *testing.T, h Harness) {
 			f := s.rs(1).(anarchon.ResultFinisher)
 			res := anarchon.StoredResult{Slot: slot, Token: a, InstanceID: "a", Attempt: 1, Status: anarchon.StatusSuccess,
 				StartedAt: s.now(), FinishedAt: s.now(), Output: "out"}
-			ok, err := f.FinishResult(t.Context(), job, res, 100, 0)
+			ok, err := f.FinishResult(t.Context(), anarchon.SaveResultInput{Job: job, Result: res, HistorySize: 100})
 			if err != nil || !ok {
 				t.Fatalf("FinishResult by the holder = %v, %v; want true", ok, err)
 			}
@@ -201,7 +201,7 @@ func testRunStore(t *testing.T, h Harness) {
 			// Another token does not finish the run, and its result is
 			// kept as lease_lost.
 			other := token()
-			ok, err = f.FinishResult(t.Context(), job, anarchon.StoredResult{Slot: slot + 1000, Token: other, InstanceID: "b", Attempt: 1, Status: anarchon.StatusSuccess}, 100, 0)
+			ok, err = f.FinishResult(t.Context(), anarchon.SaveResultInput{Job: job, Result: anarchon.StoredResult{Slot: slot + 1000, Token: other, InstanceID: "b", Attempt: 1, Status: anarchon.StatusSuccess}, HistorySize: 100})
 			if err != nil || ok {
 				t.Fatalf("FinishResult with another token = %v, %v; want false", ok, err)
 			}

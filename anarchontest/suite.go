@@ -151,7 +151,7 @@ func open(t *testing.T, h Harness, n int) *store {
 func (s *store) prepare(job string, historySize int) {
 	s.t.Helper()
 	for i, b := range s.bs {
-		if err := b.PrepareJob(s.t.Context(), job, historySize); err != nil {
+		if err := b.PrepareJob(s.t.Context(), anarchon.PrepareJobInput{Job: job, HistorySize: historySize}); err != nil {
 			s.t.Fatalf("handle %d: PrepareJob(%q, %d): %v", i, job, historySize, err)
 		}
 	}
@@ -187,7 +187,7 @@ func (s *store) recordClaim(i int, in anarchon.ClaimInput) {
 
 func (s *store) save(i int, job string, r anarchon.StoredResult, size int, ttl time.Duration) {
 	s.t.Helper()
-	if err := s.b(i).SaveResult(s.t.Context(), job, r, size, ttl); err != nil {
+	if err := s.b(i).SaveResult(s.t.Context(), anarchon.SaveResultInput{Job: job, Result: r, HistorySize: size, HistoryTTL: ttl}); err != nil {
 		s.t.Fatalf("handle %d: SaveResult(%q, slot %d, token %s): %v", i, job, r.Slot, r.Token, err)
 	}
 }

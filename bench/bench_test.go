@@ -160,7 +160,7 @@ func BenchmarkClaim(b *testing.B) {
 				b.Fatal(err)
 			}
 			job := fmt.Sprintf("bench-%d", uniq())
-			if err := be.PrepareJob(ctx, job, 100); err != nil {
+			if err := be.PrepareJob(ctx, anarchon.PrepareJobInput{Job: job, HistorySize: 100}); err != nil {
 				b.Fatal(err)
 			}
 			var slot atomic.Int64

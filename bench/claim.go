@@ -64,10 +64,10 @@ func MeasureClaims(ctx context.Context, st *Store, cfg ClaimConfig) ([]ClaimResu
 			}
 		}
 		job := fmt.Sprintf("claimcost-%d-%d", conc, uniq())
-		if err := bes[0].PrepareJob(ctx, job, 100); err != nil {
+		if err := bes[0].PrepareJob(ctx, anarchon.PrepareJobInput{Job: job, HistorySize: 100}); err != nil {
 			return nil, err
 		}
-		_, hasRuns := bes[0].(anarchon.LeaseBackend)
+		_, hasRuns := anarchon.As[anarchon.LeaseBackend](bes[0])
 		kinds := []string{KindRaw, KindClaim}
 		if hasRuns {
 			kinds = append(kinds, KindLease)
@@ -113,7 +113,7 @@ func claimRound(ctx context.Context, kind, job string, raws []RawClaimer, bes []
 			defer wg.Done()
 			local := make([]time.Duration, 0, 1024)
 			var runs anarchon.RunStore
-			if lb, ok := bes[i].(anarchon.LeaseBackend); ok {
+			if lb, ok := anarchon.As[anarchon.LeaseBackend](bes[i]); ok {
 				runs = lb.Runs()
 			}
 			inst := fmt.Sprintf("bench-%d", i)
@@ -170,7 +170,7 @@ func CountRoundTrips(ctx context.Context, st *Store, interval, d time.Duration) 
 		if err != nil {
 			return nil, err
 		}
-		if _, ok := be.(anarchon.LeaseBackend); !ok && path == "lease" {
+		if _, ok := anarchon.As[anarchon.LeaseBackend](be); !ok && path == "lease" {
 			continue
 		}
 		w, sb := Wrap(be, false)

@@ -50,14 +50,14 @@ func Contest(ctx context.Context, st *Store, kind string, n int, d time.Duration
 			return ContestResult{}, err
 		}
 		bes[i] = b
-		if lb, ok := b.(anarchon.LeaseBackend); ok {
+		if lb, ok := anarchon.As[anarchon.LeaseBackend](b); ok {
 			runs[i] = lb.Runs()
 		} else if kind == KindLease {
 			return ContestResult{}, fmt.Errorf("bench: %s has no RunStore", st.Name)
 		}
 	}
 	job := fmt.Sprintf("contest-%s-%d-%d", kind, n, uniq())
-	if err := bes[0].PrepareJob(ctx, job, 100); err != nil {
+	if err := bes[0].PrepareJob(ctx, anarchon.PrepareJobInput{Job: job, HistorySize: 100}); err != nil {
 		return ContestResult{}, err
 	}
 	res := ContestResult{Store: st.Name, Kind: kind, Instances: n}

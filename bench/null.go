@@ -22,7 +22,7 @@ func (NullBackend) DedupeWindow() time.Duration { return anarchon.Forever }
 func (NullBackend) Init(context.Context) error { return nil }
 
 // PrepareJob returns nil.
-func (NullBackend) PrepareJob(context.Context, string, int) error { return nil }
+func (NullBackend) PrepareJob(context.Context, anarchon.PrepareJobInput) error { return nil }
 
 // Claim returns true.
 func (NullBackend) Claim(context.Context, anarchon.ClaimInput) (bool, error) { return true, nil }
@@ -33,7 +33,7 @@ func (NullBackend) RecordManualRun(_ context.Context, in anarchon.ClaimInput) (i
 }
 
 // SaveResult drops r.
-func (NullBackend) SaveResult(context.Context, string, anarchon.StoredResult, int, time.Duration) error {
+func (NullBackend) SaveResult(context.Context, anarchon.SaveResultInput) error {
 	return nil
 }
 

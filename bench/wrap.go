@@ -154,11 +154,11 @@ func (w *Wrapped) Init(ctx context.Context) error {
 }
 
 // PrepareJob forwards to the inner backend.
-func (w *Wrapped) PrepareJob(ctx context.Context, job string, historySize int) error {
+func (w *Wrapped) PrepareJob(ctx context.Context, in anarchon.PrepareJobInput) error {
 	if err := w.count(OpOther); err != nil {
 		return err
 	}
-	return w.inner.PrepareJob(ctx, job, historySize)
+	return w.inner.PrepareJob(ctx, in)
 }
 
 // Claim forwards to the inner backend and counts OpClaim.
@@ -200,11 +200,11 @@ func (w *Wrapped) RecordManualRun(ctx context.Context, in anarchon.ClaimInput) (
 }
 
 // SaveResult forwards to the inner backend and counts OpSaveResult.
-func (w *Wrapped) SaveResult(ctx context.Context, job string, r anarchon.StoredResult, historySize int, historyTTL time.Duration) error {
+func (w *Wrapped) SaveResult(ctx context.Context, in anarchon.SaveResultInput) error {
 	if err := w.count(OpSaveResult); err != nil {
 		return err
 	}
-	return w.inner.SaveResult(ctx, job, r, historySize, historyTTL)
+	return w.inner.SaveResult(ctx, in)
 }
 
 // History forwards to the inner backend (never fails after a crash, so a
@@ -255,30 +255,30 @@ func (r *countingRuns) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon
 	return out, err
 }
 
-func (r *countingRuns) Heartbeat(ctx context.Context, job string, slot int64, token string, lease time.Duration) (bool, error) {
+func (r *countingRuns) Heartbeat(ctx context.Context, in anarchon.HeartbeatInput) (bool, error) {
 	if err := r.w.count(OpHeartbeat); err != nil {
 		return false, err
 	}
 	sent := time.Now()
-	ok, err := r.inner.Heartbeat(ctx, job, slot, token, lease)
+	ok, err := r.inner.Heartbeat(ctx, in)
 	if ok && err == nil {
 		r.w.lastBeat.Store(sent.UnixNano())
 	}
 	return ok, err
 }
 
-func (r *countingRuns) Finish(ctx context.Context, job string, slot int64, token string, status anarchon.Status) (bool, error) {
+func (r *countingRuns) Finish(ctx context.Context, in anarchon.FinishInput) (bool, error) {
 	if err := r.w.count(OpFinish); err != nil {
 		return false, err
 	}
-	return r.inner.Finish(ctx, job, slot, token, status)
+	return r.inner.Finish(ctx, in)
 }
 
-func (r *countingRuns) Release(ctx context.Context, job string, slot int64, token string) (bool, error) {
+func (r *countingRuns) Release(ctx context.Context, in anarchon.ReleaseInput) (bool, error) {
 	if err := r.w.count(OpRelease); err != nil {
 		return false, err
 	}
-	return r.inner.Release(ctx, job, slot, token)
+	return r.inner.Release(ctx, in)
 }
 
 func (r *countingRuns) Active(ctx context.Context, job string) ([]anarchon.ActiveRun, error) {

@@ -188,7 +188,8 @@ func (b *Backend) Init(ctx context.Context) error {
 
 // PrepareJob creates the job's empty state. It is idempotent. It fails on
 // an empty job name or a negative historySize, and after Close.
-func (b *Backend) PrepareJob(ctx context.Context, job string, historySize int) error {
+func (b *Backend) PrepareJob(ctx context.Context, in anarchon.PrepareJobInput) error {
+	job, historySize := in.Job, in.HistorySize
 	if err := b.op("PrepareJob"); err != nil {
 		return err
 	}
@@ -306,7 +307,8 @@ func (b *Backend) RecordManualRun(ctx context.Context, in anarchon.ClaimInput) (
 // history never reopens a slot: claims are kept apart (see the package
 // doc). It fails on an empty job name or a negative historyTTL, and after
 // Close.
-func (b *Backend) SaveResult(ctx context.Context, job string, r anarchon.StoredResult, historySize int, historyTTL time.Duration) error {
+func (b *Backend) SaveResult(ctx context.Context, in anarchon.SaveResultInput) error {
+	job, r, historySize, historyTTL := in.Job, in.Result, in.HistorySize, in.HistoryTTL
 	if err := b.op("SaveResult"); err != nil {
 		return err
 	}

@@ -59,18 +59,27 @@ func TestFault(t *testing.T) {
 	ctx := t.Context()
 	calls := map[string]func() error{
 		"Init":            func() error { return b.Init(ctx) },
-		"PrepareJob":      func() error { return b.PrepareJob(ctx, "j", 10) },
+		"PrepareJob":      func() error { return b.PrepareJob(ctx, anarchon.PrepareJobInput{Job: "j", HistorySize: 10}) },
 		"Claim":           func() error { _, err := b.Claim(ctx, in("j", 1, "t", "i")); return err },
 		"RecordClaim":     func() error { return b.RecordClaim(ctx, in("j", 1, "t", "i")) },
 		"RecordManualRun": func() error { _, err := b.RecordManualRun(ctx, in("j", 2, "m", "i")); return err },
 		"SaveResult": func() error {
-			return b.SaveResult(ctx, "j", anarchon.StoredResult{Slot: 1, Token: "t", Status: anarchon.StatusSuccess}, 10, 0)
+			return b.SaveResult(ctx, anarchon.SaveResultInput{Job: "j", Result: anarchon.StoredResult{Slot: 1, Token: "t", Status: anarchon.StatusSuccess}, HistorySize: 10})
 		},
-		"History":    func() error { _, err := b.History(ctx, "j", 0); return err },
-		"RunClaim":   func() error { _, err := rs.Claim(ctx, lease("k", 1, "t", "i")); return err },
-		"Heartbeat":  func() error { _, err := rs.Heartbeat(ctx, "k", 1, "t", time.Minute); return err },
-		"Release":    func() error { _, err := rs.Release(ctx, "k", 1, "t"); return err },
-		"Finish":     func() error { _, err := rs.Finish(ctx, "k", 1, "t", anarchon.StatusSuccess); return err },
+		"History":  func() error { _, err := b.History(ctx, "j", 0); return err },
+		"RunClaim": func() error { _, err := rs.Claim(ctx, lease("k", 1, "t", "i")); return err },
+		"Heartbeat": func() error {
+			_, err := rs.Heartbeat(ctx, anarchon.HeartbeatInput{Job: "k", Slot: 1, Token: "t", Lease: time.Minute})
+			return err
+		},
+		"Release": func() error {
+			_, err := rs.Release(ctx, anarchon.ReleaseInput{Job: "k", Slot: 1, Token: "t"})
+			return err
+		},
+		"Finish": func() error {
+			_, err := rs.Finish(ctx, anarchon.FinishInput{Job: "k", Slot: 1, Token: "t", Status: anarchon.StatusSuccess})
+			return err
+		},
 		"Active":     func() error { _, err := rs.Active(ctx, "k"); return err },
 		"ServerTime": func() error { _, err := b.ServerTime(ctx); return err },
 		"WatchRuns":  func() error { _, err := b.WatchRuns(ctx); return err },
@@ -106,18 +115,18 @@ func TestBadInput(t *testing.T) {
 	c.HistorySize = -1
 	_, bad["Claim negative history size"] = b.Claim(ctx, c)
 	_, bad["RecordManualRun empty token"] = b.RecordManualRun(ctx, in("j", 1, "", "i"))
-	bad["PrepareJob empty job"] = b.PrepareJob(ctx, "", 1)
-	bad["PrepareJob negative size"] = b.PrepareJob(ctx, "j", -1)
-	bad["SaveResult empty job"] = b.SaveResult(ctx, "", anarchon.StoredResult{}, 1, 0)
-	bad["SaveResult negative TTL"] = b.SaveResult(ctx, "j", anarchon.StoredResult{}, 1, -time.Second)
+	bad["PrepareJob empty job"] = b.PrepareJob(ctx, anarchon.PrepareJobInput{Job: "", HistorySize: 1})
+	bad["PrepareJob negative size"] = b.PrepareJob(ctx, anarchon.PrepareJobInput{Job: "j", HistorySize: -1})
+	bad["SaveResult empty job"] = b.SaveResult(ctx, anarchon.SaveResultInput{Job: "", Result: anarchon.StoredResult{}, HistorySize: 1})
+	bad["SaveResult negative TTL"] = b.SaveResult(ctx, anarchon.SaveResultInput{Job: "j", Result: anarchon.StoredResult{}, HistorySize: 1, HistoryTTL: -time.Second})
 	lc := lease("j", 1, "t", "i")
 	lc.Lease = 0
 	_, bad["RunClaim zero lease"] = rs.Claim(ctx, lc)
 	lc = lease("j", 1, "t", "i")
 	lc.MaxLate = -1
 	_, bad["RunClaim negative MaxLate"] = rs.Claim(ctx, lc)
-	_, bad["Heartbeat zero lease"] = rs.Heartbeat(ctx, "j", 1, "t", 0)
-	_, bad["Finish empty status"] = rs.Finish(ctx, "j", 1, "t", "")
+	_, bad["Heartbeat zero lease"] = rs.Heartbeat(ctx, anarchon.HeartbeatInput{Job: "j", Slot: 1, Token: "t", Lease: 0})
+	_, bad["Finish empty status"] = rs.Finish(ctx, anarchon.FinishInput{Job: "j", Slot: 1, Token: "t", Status: ""})
 	for what, err := range bad {
 		if err == nil {
 			t.Errorf("%s: no error", what)
@@ -148,9 +157,9 @@ func TestClosed(t *testing.T) {
 	errs["RecordClaim"] = b.RecordClaim(ctx, in("j", 1, "t", "i"))
 	_, errs["ServerTime"] = b.ServerTime(ctx)
 	_, errs["WatchRuns"] = b.WatchRuns(ctx)
-	_, errs["Heartbeat"] = rs.Heartbeat(ctx, "j", 1, "t", time.Second)
-	_, errs["Finish"] = rs.Finish(ctx, "j", 1, "t", anarchon.StatusSuccess)
-	_, errs["Release"] = rs.Release(ctx, "j", 1, "t")
+	_, errs["Heartbeat"] = rs.Heartbeat(ctx, anarchon.HeartbeatInput{Job: "j", Slot: 1, Token: "t", Lease: time.Second})
+	_, errs["Finish"] = rs.Finish(ctx, anarchon.FinishInput{Job: "j", Slot: 1, Token: "t", Status: anarchon.StatusSuccess})
+	_, errs["Release"] = rs.Release(ctx, anarchon.ReleaseInput{Job: "j", Slot: 1, Token: "t"})
 	for op, err := range errs {
 		if !errors.Is(err, anarchon.ErrClosed) {
 			t.Errorf("%s after Close: %v, want ErrClosed", op, err)
@@ -203,7 +212,7 @@ func TestLeaseHistory(t *testing.T) {
 		t.Fatalf("overlap claim: %v", out.Kind)
 	}
 	// Release then takeover: handed_over for the first holder.
-	must(rs.Release(ctx, job, now, "run"))
+	must(rs.Release(ctx, anarchon.ReleaseInput{Job: job, Slot: now, Token: "run"}))
 	must(rs.Claim(ctx, lease(job, now, "second", "j")))
 	// Expiry with attempts used up (MaxAttempts 2): abandoned for the last.
 	clock.Advance(2 * time.Minute)
@@ -215,7 +224,7 @@ func TestLeaseHistory(t *testing.T) {
 	clock.Advance(2 * time.Minute)
 	must(rs.Claim(ctx, lease(job, now+2000, "x2", "j")))
 	// Finish records a status; SaveResult after it wins.
-	must(rs.Finish(ctx, job, now+2000, "x2", anarchon.StatusError))
+	must(rs.Finish(ctx, anarchon.FinishInput{Job: job, Slot: now + 2000, Token: "x2", Status: anarchon.StatusError}))
 	want := map[string]anarchon.Status{
 		"late": anarchon.StatusMissed, "skip": anarchon.StatusSkipped,
 		"run": anarchon.StatusHandedOver, "second": anarchon.StatusLeaseLost,
@@ -231,14 +240,14 @@ func TestLeaseHistory(t *testing.T) {
 	if len(got) != len(want) {
 		t.Errorf("history %v, want %v", got, want)
 	}
-	if err := b.SaveResult(ctx, job, anarchon.StoredResult{Slot: now + 2000, Token: "x2", Attempt: 2, Status: anarchon.StatusSuccess}, 10, 0); err != nil {
+	if err := b.SaveResult(ctx, anarchon.SaveResultInput{Job: job, Result: anarchon.StoredResult{Slot: now + 2000, Token: "x2", Attempt: 2, Status: anarchon.StatusSuccess}, HistorySize: 10}); err != nil {
 		t.Fatal(err)
 	}
 	if st := statuses(t, b, job)["x2"]; st != anarchon.StatusSuccess {
 		t.Errorf("after SaveResult: %q, want success", st)
 	}
 	// A repeat Finish neither fails nor overrides the saved result.
-	if !must(rs.Finish(ctx, job, now+2000, "x2", anarchon.StatusError)) {
+	if !must(rs.Finish(ctx, anarchon.FinishInput{Job: job, Slot: now + 2000, Token: "x2", Status: anarchon.StatusError})) {
 		t.Error("repeated Finish returned false")
 	}
 	if st := statuses(t, b, job)["x2"]; st != anarchon.StatusSuccess {
@@ -269,7 +278,7 @@ func TestWatchDoesNotBlock(t *testing.T) {
 	for i := range int64(200) {
 		tok := "t"
 		must(rs.Claim(ctx, lease("j", i, tok, "i")))
-		must(rs.Release(ctx, "j", i, tok))
+		must(rs.Release(ctx, anarchon.ReleaseInput{Job: "j", Slot: i, Token: tok}))
 	}
 	n := 0
 	for len(ch) > 0 {

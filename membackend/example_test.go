@@ -25,9 +25,10 @@ func Example() {
 	again, _ := store.Claim(ctx, a)
 	fmt.Println(wonA, wonB, again)
 
-	_ = store.SaveResult(ctx, "report", anarchon.StoredResult{
+	_ = store.SaveResult(ctx, anarchon.SaveResultInput{Job: "report", Result: anarchon.StoredResult{
 		Slot: slot, Token: "tok-a", InstanceID: "a", Attempt: 1, Status: anarchon.StatusSuccess,
-	}, 10, 0)
+	}, HistorySize: 10})
+
 	hist, _ := store.History(ctx, "report", 0)
 	for _, r := range hist {
 		fmt.Println(r.Slot.Format(time.RFC3339), r.InstanceID, r.Status)
@@ -59,7 +60,7 @@ func ExampleRunStore() {
 	fmt.Println(claim("a").Kind)
 	out := claim("b")
 	fmt.Println(out.Kind, out.Holder)
-	ok, _ := runs.Release(ctx, "sync", 1000, "tok-a")
+	ok, _ := runs.Release(ctx, anarchon.ReleaseInput{Job: "sync", Slot: 1000, Token: "tok-a"})
 	fmt.Println(ok)
 	out = claim("b")
 	fmt.Println(out.Kind, out.Attempt)

@@ -180,7 +180,8 @@ func (b *Backend) heldRun(job string, slot int64, token string) (*jobState, *run
 // holds the run and it is running (even if the lease has just expired and
 // no backup has taken over yet). false means the lease is lost. It fails
 // on a lease <= 0 and after Close.
-func (s *RunStore) Heartbeat(ctx context.Context, job string, slot int64, token string, lease time.Duration) (bool, error) {
+func (s *RunStore) Heartbeat(ctx context.Context, in anarchon.HeartbeatInput) (bool, error) {
+	job, slot, token, lease := in.Job, in.Slot, in.Token, in.Lease
 	b := s.b
 	if err := b.op("Heartbeat"); err != nil {
 		return false, err
@@ -205,7 +206,8 @@ func (s *RunStore) Heartbeat(ctx context.Context, job string, slot int64, token 
 // If the history has no result for token yet, a status-only result is
 // recorded; a result saved with SaveResult, before or after, wins. It fails
 // on an empty status and after Close.
-func (s *RunStore) Finish(ctx context.Context, job string, slot int64, token string, status anarchon.Status) (bool, error) {
+func (s *RunStore) Finish(ctx context.Context, in anarchon.FinishInput) (bool, error) {
+	job, slot, token, status := in.Job, in.Slot, in.Token, in.Status
 	b := s.b
 	if err := b.op("Finish"); err != nil {
 		return false, err
@@ -246,7 +248,8 @@ func (b *Backend) finishLocked(job string, slot int64, token string, status anar
 // holds the run, r is stored with StatusLeaseLost and the answer is false.
 // It fails on an empty job, token or status, a negative history TTL, and
 // after Close.
-func (s *RunStore) FinishResult(ctx context.Context, job string, r anarchon.StoredResult, historySize int, historyTTL time.Duration) (bool, error) {
+func (s *RunStore) FinishResult(ctx context.Context, in anarchon.SaveResultInput) (bool, error) {
+	job, r, historySize, historyTTL := in.Job, in.Result, in.HistorySize, in.HistoryTTL
 	b := s.b
 	if err := b.op("FinishResult"); err != nil {
 		return false, err
@@ -281,7 +284,8 @@ func (s *RunStore) FinishResult(ctx context.Context, job string, r anarchon.Stor
 // that a backup wins its next claim, and wakes watchers (RunReleased).
 // false if token does not hold a running run; a repeat for a run token
 // already released returns true. It fails after Close.
-func (s *RunStore) Release(ctx context.Context, job string, slot int64, token string) (bool, error) {
+func (s *RunStore) Release(ctx context.Context, in anarchon.ReleaseInput) (bool, error) {
+	job, slot, token := in.Job, in.Slot, in.Token
 	b := s.b
 	if err := b.op("Release"); err != nil {
 		return false, err

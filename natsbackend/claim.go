@@ -147,7 +147,8 @@ func (b *Backend) RecordManualRun(ctx context.Context, in anarchon.ClaimInput) (
 
 // PrepareJob checks the job name; the bucket and the stream are shared by
 // all jobs and made by Init, so there is nothing else to set up.
-func (b *Backend) PrepareJob(ctx context.Context, job string, historySize int) error {
+func (b *Backend) PrepareJob(ctx context.Context, in anarchon.PrepareJobInput) error {
+	job, historySize := in.Job, in.HistorySize
 	if _, err := encodeJob(job); err != nil {
 		return err
 	}
@@ -163,7 +164,8 @@ func (b *Backend) PrepareJob(ctx context.Context, job string, historySize int) e
 // stream purge that keeps them. historyTTL is stored with the record:
 // History hides records older than it by the server's clock. Claims live
 // in the KV bucket, so trimming history never reopens a slot.
-func (b *Backend) SaveResult(ctx context.Context, job string, r anarchon.StoredResult, historySize int, historyTTL time.Duration) error {
+func (b *Backend) SaveResult(ctx context.Context, in anarchon.SaveResultInput) error {
+	job, r, historySize, historyTTL := in.Job, in.Result, in.HistorySize, in.HistoryTTL
 	enc, err := encodeJob(job)
 	if err != nil {
 		return err

@@ -45,7 +45,7 @@ func (r *slowRuns) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.Cla
 	}
 }
 
-func (r *slowRuns) Heartbeat(ctx context.Context, job string, slot int64, token string, lease time.Duration) (bool, error) {
+func (r *slowRuns) Heartbeat(ctx context.Context, _ anarchon.HeartbeatInput) (bool, error) {
 	<-ctx.Done()
 	return false, ctx.Err()
 }

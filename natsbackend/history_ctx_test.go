@@ -21,7 +21,7 @@ func fillHistory(t *testing.T, b anarchon.Backend, job string, n int) {
 			t.Fatal(err)
 		}
 		r := anarchon.StoredResult{Slot: in.Slot, Token: in.Token, InstanceID: "a", Attempt: 1, Status: anarchon.StatusSuccess}
-		if err := b.SaveResult(ctx, job, r, 10*n, 0); err != nil {
+		if err := b.SaveResult(ctx, anarchon.SaveResultInput{Job: job, Result: r, HistorySize: 10 * n}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -87,7 +87,7 @@ func TestHistoryBoundedWhileWriting(t *testing.T) {
 			default:
 			}
 			r := anarchon.StoredResult{Slot: int64(1_000_000 + i), Token: "w-" + strconv.Itoa(i), InstanceID: "b", Status: anarchon.StatusSuccess}
-			if err := bs[1].SaveResult(context.Background(), "busy", r, 100_000, 0); err != nil {
+			if err := bs[1].SaveResult(context.Background(), anarchon.SaveResultInput{Job: "busy", Result: r, HistorySize: 100_000}); err != nil {
 				t.Error(err)
 				return
 			}

@@ -662,19 +662,22 @@ func (r *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.Cla
 
 // Heartbeat extends the lease to (server time of this write) + lease if
 // token holds the run and it is running. false means the lease is lost.
-func (r *RunStore) Heartbeat(ctx context.Context, job string, slot int64, token string, lease time.Duration) (bool, error) {
+func (r *RunStore) Heartbeat(ctx context.Context, in anarchon.HeartbeatInput) (bool, error) {
+	job, slot, token, lease := in.Job, in.Slot, in.Token, in.Lease
 	return r.b.heartbeat(ctx, job, slot, token, lease)
 }
 
 // Finish marks the run done with status if token holds it (running, or
 // released by the same token); a repeat of the same Finish answers true.
-func (r *RunStore) Finish(ctx context.Context, job string, slot int64, token string, status anarchon.Status) (bool, error) {
+func (r *RunStore) Finish(ctx context.Context, in anarchon.FinishInput) (bool, error) {
+	job, slot, token, status := in.Job, in.Slot, in.Token, in.Status
 	return r.b.finish(ctx, job, slot, token, status)
 }
 
 // Release ends token's live lease at once (state released) so that a
 // backup takes over. false if token does not hold a running lease.
-func (r *RunStore) Release(ctx context.Context, job string, slot int64, token string) (bool, error) {
+func (r *RunStore) Release(ctx context.Context, in anarchon.ReleaseInput) (bool, error) {
+	job, slot, token := in.Job, in.Slot, in.Token
 	return r.b.release(ctx, job, slot, token)
 }
 

@@ -158,7 +158,7 @@ func TestRace16(t *testing.T) {
 	bs := open(t, conns, 1, freshSchema(t))
 	ctx := t.Context()
 	for _, b := range bs {
-		if err := b.PrepareJob(ctx, "race", 10); err != nil {
+		if err := b.PrepareJob(ctx, anarchon.PrepareJobInput{Job: "race", HistorySize: 10}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -270,7 +270,7 @@ func TestConcurrentMigrationPrefix(t *testing.T) {
 				errs[i] = err
 				return
 			}
-			errs[i] = b.PrepareJob(t.Context(), "job", 10)
+			errs[i] = b.PrepareJob(t.Context(), anarchon.PrepareJobInput{Job: "job", HistorySize: 10})
 		})
 	}
 	wg.Wait()
@@ -293,13 +293,13 @@ func TestJobNameRoundTrip(t *testing.T) {
 	ctx := t.Context()
 	b := open(t, 1, 2, freshSchema(t))[0]
 	job := oddName()
-	if err := b.PrepareJob(ctx, job, 10); err != nil {
+	if err := b.PrepareJob(ctx, anarchon.PrepareJobInput{Job: job, HistorySize: 10}); err != nil {
 		t.Fatal(err)
 	}
 	if ok, err := b.Claim(ctx, anarchon.ClaimInput{Job: job, Slot: 60_000, Token: "t1", InstanceID: "i1"}); err != nil || !ok {
 		t.Fatalf("Claim = %v, %v", ok, err)
 	}
-	if err := b.SaveResult(ctx, job, anarchon.StoredResult{Slot: 60_000, Token: "t1", InstanceID: "i1", Status: anarchon.StatusSuccess, Output: "ünïcode 'out'"}, 10, 0); err != nil {
+	if err := b.SaveResult(ctx, anarchon.SaveResultInput{Job: job, Result: anarchon.StoredResult{Slot: 60_000, Token: "t1", InstanceID: "i1", Status: anarchon.StatusSuccess, Output: "ünïcode 'out'"}, HistorySize: 10}); err != nil {
 		t.Fatal(err)
 	}
 	out, err := b.Runs().Claim(ctx, anarchon.RunClaim{ClaimInput: anarchon.ClaimInput{Job: job, Slot: 120_000, Token: "t2", InstanceID: "i1"}, Lease: time.Minute, AllowOverlap: true})
@@ -352,12 +352,12 @@ func TestNotifyWakes(t *testing.T) {
 		}
 	}
 	claim(1000, "r")
-	if ok, err := bs[1].Runs().Release(ctx, job, 1000, "r"); err != nil || !ok {
+	if ok, err := bs[1].Runs().Release(ctx, anarchon.ReleaseInput{Job: job, Slot: 1000, Token: "r"}); err != nil || !ok {
 		t.Fatalf("Release = %v, %v", ok, err)
 	}
 	want(anarchon.RunReleased, 1000)
 	claim(2000, "f")
-	if ok, err := bs[1].Runs().Finish(ctx, job, 2000, "f", anarchon.StatusSuccess); err != nil || !ok {
+	if ok, err := bs[1].Runs().Finish(ctx, anarchon.FinishInput{Job: job, Slot: 2000, Token: "f", Status: anarchon.StatusSuccess}); err != nil || !ok {
 		t.Fatalf("Finish = %v, %v", ok, err)
 	}
 	want(anarchon.RunFinished, 2000)

@@ -248,7 +248,8 @@ func infoField(info, name string) (string, bool) {
 
 // PrepareJob checks the job name. Redis needs no per-job setup: the job's
 // keys appear with its first claim.
-func (b *Backend) PrepareJob(ctx context.Context, job string, historySize int) error {
+func (b *Backend) PrepareJob(ctx context.Context, in anarchon.PrepareJobInput) error {
+	job, historySize := in.Job, in.HistorySize
 	if err := b.check(); err != nil {
 		return err
 	}
@@ -303,7 +304,8 @@ func (b *Backend) RecordManualRun(ctx context.Context, in anarchon.ClaimInput) (
 // historyTTL > 0, to records written (claimed or saved) less than
 // historyTTL ago by the server's clock. A run still running or released is never trimmed. Trimming
 // a slot's last record forgets its claim and raises the job's watermark.
-func (b *Backend) SaveResult(ctx context.Context, job string, r anarchon.StoredResult, historySize int, historyTTL time.Duration) error {
+func (b *Backend) SaveResult(ctx context.Context, in anarchon.SaveResultInput) error {
+	job, r, historySize, historyTTL := in.Job, in.Result, in.HistorySize, in.HistoryTTL
 	if err := b.check(); err != nil {
 		return err
 	}

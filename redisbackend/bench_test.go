@@ -45,7 +45,7 @@ func BenchmarkClaim(b *testing.B) {
 	}
 	save := func(slot int64) {
 		r := anarchon.StoredResult{Slot: slot, Token: tok, InstanceID: "a", Attempt: 1, Status: anarchon.StatusSuccess}
-		if err := be.SaveResult(ctx, "bench", r, history, 0); err != nil {
+		if err := be.SaveResult(ctx, anarchon.SaveResultInput{Job: "bench", Result: r, HistorySize: history}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -182,7 +182,7 @@ func TestCutConnectionRetry(t *testing.T) {
 			name:  "Heartbeat",
 			setup: leaseRun(slot, lease),
 			call: func(ctx context.Context, b *redisbackend.Backend, e env, tok string) (any, error) {
-				return b.Runs().Heartbeat(ctx, e.job, slot, tok, 2*lease)
+				return b.Runs().Heartbeat(ctx, anarchon.HeartbeatInput{Job: e.job, Slot: slot, Token: tok, Lease: 2 * lease})
 			},
 			want: true,
 			ran: func(e env, tok string) {
@@ -196,7 +196,7 @@ func TestCutConnectionRetry(t *testing.T) {
 			name:  "Finish",
 			setup: leaseRun(slot, lease),
 			call: func(ctx context.Context, b *redisbackend.Backend, e env, tok string) (any, error) {
-				return b.Runs().Finish(ctx, e.job, slot, tok, anarchon.StatusSuccess)
+				return b.Runs().Finish(ctx, anarchon.FinishInput{Job: e.job, Slot: slot, Token: tok, Status: anarchon.StatusSuccess})
 			},
 			want: true,
 			check: func(e env, tok string) {
@@ -213,7 +213,7 @@ func TestCutConnectionRetry(t *testing.T) {
 			name:  "Release",
 			setup: leaseRun(slot, lease),
 			call: func(ctx context.Context, b *redisbackend.Backend, e env, tok string) (any, error) {
-				return b.Runs().Release(ctx, e.job, slot, tok)
+				return b.Runs().Release(ctx, anarchon.ReleaseInput{Job: e.job, Slot: slot, Token: tok})
 			},
 			want: true,
 			ran: func(e env, tok string) {
@@ -267,7 +267,7 @@ func TestCutConnectionRetry(t *testing.T) {
 				return tok
 			},
 			call: func(ctx context.Context, b *redisbackend.Backend, e env, tok string) (any, error) {
-				err := b.SaveResult(ctx, e.job, anarchon.StoredResult{Slot: slot, Token: tok, InstanceID: "a", Attempt: 1, Status: anarchon.StatusSuccess}, 1, 0)
+				err := b.SaveResult(ctx, anarchon.SaveResultInput{Job: e.job, Result: anarchon.StoredResult{Slot: slot, Token: tok, InstanceID: "a", Attempt: 1, Status: anarchon.StatusSuccess}, HistorySize: 1})
 				return nil, err
 			},
 			want: nil,
@@ -286,7 +286,7 @@ func TestCutConnectionRetry(t *testing.T) {
 			name:  "FinishResult",
 			setup: leaseRun(slot, lease),
 			call: func(ctx context.Context, b *redisbackend.Backend, e env, tok string) (any, error) {
-				return b.Runs().(anarchon.ResultFinisher).FinishResult(ctx, e.job, anarchon.StoredResult{Slot: slot, Token: tok, InstanceID: "a", Attempt: 1, Status: anarchon.StatusSuccess}, 10, 0)
+				return b.Runs().(anarchon.ResultFinisher).FinishResult(ctx, anarchon.SaveResultInput{Job: e.job, Result: anarchon.StoredResult{Slot: slot, Token: tok, InstanceID: "a", Attempt: 1, Status: anarchon.StatusSuccess}, HistorySize: 10})
 			},
 			want: true,
 			check: func(e env, tok string) {

@@ -44,7 +44,7 @@ func TestMemoryPerRun(t *testing.T) {
 		}
 		now := time.Now()
 		r := anarchon.StoredResult{Slot: slot, Token: tok, InstanceID: in.InstanceID, Attempt: 1, Status: anarchon.StatusSuccess, StartedAt: now, FinishedAt: now.Add(time.Second)}
-		if err := b.SaveResult(t.Context(), job, r, size, 0); err != nil {
+		if err := b.SaveResult(t.Context(), anarchon.SaveResultInput{Job: job, Result: r, HistorySize: size}); err != nil {
 			t.Fatal(err)
 		}
 		if i == size-1 {

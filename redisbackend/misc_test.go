@@ -40,16 +40,20 @@ func TestInvalidInput(t *testing.T) {
 	rs := b.Runs()
 	good := anarchon.ClaimInput{Job: "j", Slot: 1, Token: "t", InstanceID: "i"}
 	bad := map[string]func() error{
-		"Claim empty job":      func() error { in := good; in.Job = ""; _, err := b.Claim(ctx, in); return err },
-		"Claim empty token":    func() error { in := good; in.Token = ""; _, err := b.Claim(ctx, in); return err },
-		"Claim huge slot":      func() error { in := good; in.Slot = redisbackend.MaxSlot + 1; _, err := b.Claim(ctx, in); return err },
-		"Claim negative slot":  func() error { in := good; in.Slot = -redisbackend.MaxSlot - 1; _, err := b.Claim(ctx, in); return err },
-		"Manual empty token":   func() error { in := good; in.Token = ""; _, err := b.RecordManualRun(ctx, in); return err },
-		"PrepareJob empty":     func() error { return b.PrepareJob(ctx, "", 10) },
-		"PrepareJob negative":  func() error { return b.PrepareJob(ctx, "j", -1) },
-		"SaveResult empty job": func() error { return b.SaveResult(ctx, "", anarchon.StoredResult{Slot: 1}, 10, 0) },
-		"SaveResult neg TTL":   func() error { return b.SaveResult(ctx, "j", anarchon.StoredResult{Slot: 1}, 1, -time.Second) },
-		"History empty job":    func() error { _, err := b.History(ctx, "", 0); return err },
+		"Claim empty job":     func() error { in := good; in.Job = ""; _, err := b.Claim(ctx, in); return err },
+		"Claim empty token":   func() error { in := good; in.Token = ""; _, err := b.Claim(ctx, in); return err },
+		"Claim huge slot":     func() error { in := good; in.Slot = redisbackend.MaxSlot + 1; _, err := b.Claim(ctx, in); return err },
+		"Claim negative slot": func() error { in := good; in.Slot = -redisbackend.MaxSlot - 1; _, err := b.Claim(ctx, in); return err },
+		"Manual empty token":  func() error { in := good; in.Token = ""; _, err := b.RecordManualRun(ctx, in); return err },
+		"PrepareJob empty":    func() error { return b.PrepareJob(ctx, anarchon.PrepareJobInput{Job: "", HistorySize: 10}) },
+		"PrepareJob negative": func() error { return b.PrepareJob(ctx, anarchon.PrepareJobInput{Job: "j", HistorySize: -1}) },
+		"SaveResult empty job": func() error {
+			return b.SaveResult(ctx, anarchon.SaveResultInput{Job: "", Result: anarchon.StoredResult{Slot: 1}, HistorySize: 10})
+		},
+		"SaveResult neg TTL": func() error {
+			return b.SaveResult(ctx, anarchon.SaveResultInput{Job: "j", Result: anarchon.StoredResult{Slot: 1}, HistorySize: 1, HistoryTTL: -time.Second})
+		},
+		"History empty job": func() error { _, err := b.History(ctx, "", 0); return err },
 		"Lease zero": func() error {
 			_, err := rs.Claim(ctx, anarchon.RunClaim{ClaimInput: good})
 			return err
@@ -58,14 +62,23 @@ func TestInvalidInput(t *testing.T) {
 			_, err := rs.Claim(ctx, anarchon.RunClaim{ClaimInput: good, Lease: time.Second, MaxLate: -1})
 			return err
 		},
-		"Heartbeat zero lease": func() error { _, err := rs.Heartbeat(ctx, "j", 1, "t", 0); return err },
-		"Finish empty status":  func() error { _, err := rs.Finish(ctx, "j", 1, "t", ""); return err },
-		"FinishResult empty token": func() error {
-			_, err := rs.(anarchon.ResultFinisher).FinishResult(ctx, "j", anarchon.StoredResult{Slot: 1, Status: anarchon.StatusSuccess}, 10, 0)
+		"Heartbeat zero lease": func() error {
+			_, err := rs.Heartbeat(ctx, anarchon.HeartbeatInput{Job: "j", Slot: 1, Token: "t", Lease: 0})
 			return err
 		},
-		"Release empty token": func() error { _, err := rs.Release(ctx, "j", 1, ""); return err },
-		"Active empty job":    func() error { _, err := rs.Active(ctx, ""); return err },
+		"Finish empty status": func() error {
+			_, err := rs.Finish(ctx, anarchon.FinishInput{Job: "j", Slot: 1, Token: "t", Status: ""})
+			return err
+		},
+		"FinishResult empty token": func() error {
+			_, err := rs.(anarchon.ResultFinisher).FinishResult(ctx, anarchon.SaveResultInput{Job: "j", Result: anarchon.StoredResult{Slot: 1, Status: anarchon.StatusSuccess}, HistorySize: 10})
+			return err
+		},
+		"Release empty token": func() error {
+			_, err := rs.Release(ctx, anarchon.ReleaseInput{Job: "j", Slot: 1, Token: ""})
+			return err
+		},
+		"Active empty job": func() error { _, err := rs.Active(ctx, ""); return err },
 	}
 	for name, f := range bad {
 		if err := f(); !errors.Is(err, redisbackend.ErrInvalidInput) {
@@ -185,7 +198,7 @@ func TestWatch(t *testing.T) {
 	if out, err := rs.Claim(t.Context(), anarchon.RunClaim{ClaimInput: anarchon.ClaimInput{Job: "w", Slot: slot, Token: tok}, Lease: time.Hour}); err != nil || out.Kind != anarchon.OutcomeWon {
 		t.Fatal(out, err)
 	}
-	if ok, err := rs.Release(t.Context(), "w", slot, tok); !ok || err != nil {
+	if ok, err := rs.Release(t.Context(), anarchon.ReleaseInput{Job: "w", Slot: slot, Token: tok}); !ok || err != nil {
 		t.Fatal(ok, err)
 	}
 	select {
@@ -198,7 +211,7 @@ func TestWatch(t *testing.T) {
 	}
 	// Cut the subscription's connection on the next message.
 	p.arm()
-	if ok, err := rs.Finish(t.Context(), "w", slot, tok, anarchon.StatusHandedOver); !ok || err != nil {
+	if ok, err := rs.Finish(t.Context(), anarchon.FinishInput{Job: "w", Slot: slot, Token: tok, Status: anarchon.StatusHandedOver}); !ok || err != nil {
 		t.Fatal(ok, err)
 	}
 	p.waitCut(t)
@@ -259,7 +272,7 @@ func TestHistoryLimitWithinSlot(t *testing.T) {
 		if err != nil || out.Kind != anarchon.OutcomeWon || out.Attempt != i+1 {
 			t.Fatalf("claim %d: %+v %v", i, out, err)
 		}
-		if ok, err := rs.Release(ctx, "h", slot, tok); err != nil || !ok {
+		if ok, err := rs.Release(ctx, anarchon.ReleaseInput{Job: "h", Slot: slot, Token: tok}); err != nil || !ok {
 			t.Fatal(ok, err)
 		}
 	}
@@ -306,7 +319,7 @@ func TestTTLTrimClaimOnly(t *testing.T) {
 	time.Sleep(ttl + ttl/2) // let the server's clock pass the TTL
 	claim(slot+1000, young) // an old slot claimed just now: young by claim time
 	claim(slot+2000, saved)
-	if err := b.SaveResult(ctx, "ttl", anarchon.StoredResult{Slot: slot + 2000, Token: saved, InstanceID: "a", Attempt: 1, Status: anarchon.StatusSuccess}, 100, ttl); err != nil {
+	if err := b.SaveResult(ctx, anarchon.SaveResultInput{Job: "ttl", Result: anarchon.StoredResult{Slot: slot + 2000, Token: saved, InstanceID: "a", Attempt: 1, Status: anarchon.StatusSuccess}, HistorySize: 100, HistoryTTL: ttl}); err != nil {
 		t.Fatal(err)
 	}
 	recs, err := b.History(ctx, "ttl", 0)
@@ -346,7 +359,7 @@ func TestFinishResult(t *testing.T) {
 	if out := claim(a, "a"); out.Kind != anarchon.OutcomeWon {
 		t.Fatal(out)
 	}
-	if ok, err := rs.Release(ctx, "fr", slot, a); !ok || err != nil {
+	if ok, err := rs.Release(ctx, anarchon.ReleaseInput{Job: "fr", Slot: slot, Token: a}); !ok || err != nil {
 		t.Fatal(ok, err)
 	}
 	if out := claim(c, "c"); out.Kind != anarchon.OutcomeWon || out.Attempt != 2 {
@@ -354,13 +367,13 @@ func TestFinishResult(t *testing.T) {
 	}
 	now := time.Now()
 	// The old holder's result: the run is c's now.
-	ok, err := rf.FinishResult(ctx, "fr", anarchon.StoredResult{Slot: slot, Token: a, InstanceID: "a", Attempt: 1, Status: anarchon.StatusSuccess, StartedAt: now, FinishedAt: now}, 10, 0)
+	ok, err := rf.FinishResult(ctx, anarchon.SaveResultInput{Job: "fr", Result: anarchon.StoredResult{Slot: slot, Token: a, InstanceID: "a", Attempt: 1, Status: anarchon.StatusSuccess, StartedAt: now, FinishedAt: now}, HistorySize: 10})
 	if ok || err != nil {
 		t.Fatalf("FinishResult by the old holder: %v, %v; want false", ok, err)
 	}
 	// The holder's result.
 	for range 2 { // the repeat answers the same
-		ok, err = rf.FinishResult(ctx, "fr", anarchon.StoredResult{Slot: slot, Token: c, InstanceID: "c", Attempt: 2, Status: anarchon.StatusError, Error: "boom", StartedAt: now, FinishedAt: now}, 10, 0)
+		ok, err = rf.FinishResult(ctx, anarchon.SaveResultInput{Job: "fr", Result: anarchon.StoredResult{Slot: slot, Token: c, InstanceID: "c", Attempt: 2, Status: anarchon.StatusError, Error: "boom", StartedAt: now, FinishedAt: now}, HistorySize: 10})
 		if !ok || err != nil {
 			t.Fatalf("FinishResult by the holder: %v, %v; want true", ok, err)
 		}
@@ -404,7 +417,7 @@ func TestPlainClaimsBeforeTheirResult(t *testing.T) {
 	save := func(i, size int) {
 		t.Helper()
 		r := anarchon.StoredResult{Slot: slot(i), Token: toks[i], InstanceID: "a", Attempt: 1, Status: anarchon.StatusSuccess}
-		if err := b.SaveResult(ctx, "p", r, size, 0); err != nil {
+		if err := b.SaveResult(ctx, anarchon.SaveResultInput{Job: "p", Result: r, HistorySize: size}); err != nil {
 			t.Fatal(err)
 		}
 	}

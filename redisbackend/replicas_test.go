@@ -140,7 +140,7 @@ func TestCluster(t *testing.T) {
 		if ok, err := b.Claim(ctx, anarchon.ClaimInput{Job: job, Slot: slot, Token: tok, InstanceID: "a"}); err != nil || !ok {
 			t.Fatalf("%q: claim: %v %v", job, ok, err)
 		}
-		if err := b.SaveResult(ctx, job, anarchon.StoredResult{Slot: slot, Token: tok, InstanceID: "a", Attempt: 1, Status: anarchon.StatusSuccess}, 1, time.Hour); err != nil {
+		if err := b.SaveResult(ctx, anarchon.SaveResultInput{Job: job, Result: anarchon.StoredResult{Slot: slot, Token: tok, InstanceID: "a", Attempt: 1, Status: anarchon.StatusSuccess}, HistorySize: 1, HistoryTTL: time.Hour}); err != nil {
 			t.Fatalf("%q: save: %v", job, err)
 		}
 		if _, err := b.RecordManualRun(ctx, anarchon.ClaimInput{Job: job, Slot: slot + 1, Token: randToken(), InstanceID: "a"}); err != nil {
@@ -155,16 +155,16 @@ func TestCluster(t *testing.T) {
 		if err != nil || out.Kind != anarchon.OutcomeWon {
 			t.Fatalf("%q: lease claim: %+v %v", job, out, err)
 		}
-		if ok, err := rs.Heartbeat(ctx, job, slot+5000, lt, time.Minute); err != nil || !ok {
+		if ok, err := rs.Heartbeat(ctx, anarchon.HeartbeatInput{Job: job, Slot: slot + 5000, Token: lt, Lease: time.Minute}); err != nil || !ok {
 			t.Fatalf("%q: heartbeat: %v %v", job, ok, err)
 		}
 		if runs, err := rs.Active(ctx, job); err != nil || len(runs) != 1 {
 			t.Fatalf("%q: active: %+v %v", job, runs, err)
 		}
-		if ok, err := rs.Release(ctx, job, slot+5000, lt); err != nil || !ok {
+		if ok, err := rs.Release(ctx, anarchon.ReleaseInput{Job: job, Slot: slot + 5000, Token: lt}); err != nil || !ok {
 			t.Fatalf("%q: release: %v %v", job, ok, err)
 		}
-		if ok, err := rs.Finish(ctx, job, slot+5000, lt, anarchon.StatusHandedOver); err != nil || !ok {
+		if ok, err := rs.Finish(ctx, anarchon.FinishInput{Job: job, Slot: slot + 5000, Token: lt, Status: anarchon.StatusHandedOver}); err != nil || !ok {
 			t.Fatalf("%q: finish: %v %v", job, ok, err)
 		}
 	}

@@ -75,7 +75,8 @@ func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.Cla
 // Heartbeat extends the lease to server-now + lease if token holds the run
 // and it is running (even if the lease ran out while nobody took over).
 // false means the lease is lost.
-func (s *RunStore) Heartbeat(ctx context.Context, job string, slot int64, token string, lease time.Duration) (bool, error) {
+func (s *RunStore) Heartbeat(ctx context.Context, in anarchon.HeartbeatInput) (bool, error) {
+	job, slot, token, lease := in.Job, in.Slot, in.Token, in.Lease
 	b := s.b
 	if err := b.checkRun(job, slot, token); err != nil {
 		return false, err
@@ -100,7 +101,8 @@ func (s *RunStore) Heartbeat(ctx context.Context, job string, slot int64, token 
 // released by the same token), and publishes a finished event. Repeating a
 // successful Finish answers true again and keeps the first status. false if
 // another token holds the slot or it is not claimed.
-func (s *RunStore) Finish(ctx context.Context, job string, slot int64, token string, status anarchon.Status) (bool, error) {
+func (s *RunStore) Finish(ctx context.Context, in anarchon.FinishInput) (bool, error) {
+	job, slot, token, status := in.Job, in.Slot, in.Token, in.Status
 	b := s.b
 	if err := b.checkRun(job, slot, token); err != nil {
 		return false, err
@@ -120,7 +122,8 @@ func (s *RunStore) Finish(ctx context.Context, job string, slot int64, token str
 // token) and stores r, trimming history as SaveResult does. If r.Token no
 // longer holds the run it stores r with Status StatusLeaseLost and returns
 // false. A repeat after a lost reply answers as the first call did.
-func (s *RunStore) FinishResult(ctx context.Context, job string, r anarchon.StoredResult, historySize int, historyTTL time.Duration) (bool, error) {
+func (s *RunStore) FinishResult(ctx context.Context, in anarchon.SaveResultInput) (bool, error) {
+	job, r, historySize, historyTTL := in.Job, in.Result, in.HistorySize, in.HistoryTTL
 	b := s.b
 	if err := b.checkRun(job, r.Slot, r.Token); err != nil {
 		return false, err
@@ -154,7 +157,8 @@ func (s *RunStore) FinishResult(ctx context.Context, job string, r anarchon.Stor
 // Release ends token's running lease at once (state released) so a backup
 // takes over, and publishes a released event. Repeating a successful
 // Release answers true again. false if token does not hold a running lease.
-func (s *RunStore) Release(ctx context.Context, job string, slot int64, token string) (bool, error) {
+func (s *RunStore) Release(ctx context.Context, in anarchon.ReleaseInput) (bool, error) {
+	job, slot, token := in.Job, in.Slot, in.Token
 	b := s.b
 	if err := b.checkRun(job, slot, token); err != nil {
 		return false, err

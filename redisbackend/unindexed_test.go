@@ -65,7 +65,7 @@ func (f *histFixture) manual(i int, tok string) {
 func (f *histFixture) save(i int, tok string, st anarchon.Status, size int, ttl time.Duration) {
 	f.t.Helper()
 	r := anarchon.StoredResult{Slot: f.slot(i), Token: tok, InstanceID: "a", Attempt: 1, Status: st}
-	if err := f.b.SaveResult(f.t.Context(), f.job, r, size, ttl); err != nil {
+	if err := f.b.SaveResult(f.t.Context(), anarchon.SaveResultInput{Job: f.job, Result: r, HistorySize: size, HistoryTTL: ttl}); err != nil {
 		f.t.Fatal(err)
 	}
 }
@@ -130,7 +130,7 @@ func TestTrimmedRunStaysOutOfHistory(t *testing.T) {
 		finish := func(tok string, att int) {
 			t.Helper()
 			r := anarchon.StoredResult{Slot: f.slot(1), Token: tok, InstanceID: "a", Attempt: att, Status: anarchon.StatusSuccess}
-			if _, err := rs.FinishResult(t.Context(), f.job, r, 100, 0); err != nil {
+			if _, err := rs.FinishResult(t.Context(), anarchon.SaveResultInput{Job: f.job, Result: r, HistorySize: 100}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -248,15 +248,15 @@ func TestFinishOnPlainClaim(t *testing.T) {
 	f := newHistFixture(t, "finish-plain")
 	rs := f.b.Runs()
 	f.claim(1, "p1")
-	if ok, err := rs.Finish(t.Context(), f.job, f.slot(1), "p1", anarchon.StatusSuccess); err != nil || !ok {
+	if ok, err := rs.Finish(t.Context(), anarchon.FinishInput{Job: f.job, Slot: f.slot(1), Token: "p1", Status: anarchon.StatusSuccess}); err != nil || !ok {
 		t.Fatalf("Finish of a plain claim: %v, %v; want true", ok, err)
 	}
-	if ok, err := rs.Finish(t.Context(), f.job, f.slot(1), "other", anarchon.StatusSuccess); err != nil || ok {
+	if ok, err := rs.Finish(t.Context(), anarchon.FinishInput{Job: f.job, Slot: f.slot(1), Token: "other", Status: anarchon.StatusSuccess}); err != nil || ok {
 		t.Errorf("Finish with another token: %v, %v; want false", ok, err)
 	}
 	f.claim(2, "p2")
 	r := anarchon.StoredResult{Slot: f.slot(2), Token: "p2", InstanceID: "a", Attempt: 1, Status: anarchon.StatusError, Error: "boom"}
-	if ok, err := rs.(anarchon.ResultFinisher).FinishResult(t.Context(), f.job, r, 100, 0); err != nil || !ok {
+	if ok, err := rs.(anarchon.ResultFinisher).FinishResult(t.Context(), anarchon.SaveResultInput{Job: f.job, Result: r, HistorySize: 100}); err != nil || !ok {
 		t.Fatalf("FinishResult of a plain claim: %v, %v; want true", ok, err)
 	}
 	if got, want := f.history(0), []string{"2:p2:error", "1:p1:running"}; !slices.Equal(got, want) {

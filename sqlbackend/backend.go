@@ -255,9 +255,10 @@ func checkJob(job string) error {
 }
 
 // PrepareJob creates the job's row (its trimming watermark), idempotently.
-// It runs Init first if needed. historySize is not stored: every SaveResult
+// It runs Init first if needed. in.HistorySize is not stored: every SaveResult
 // passes its own.
-func (b *SQLBackend) PrepareJob(ctx context.Context, job string, historySize int) error {
+func (b *SQLBackend) PrepareJob(ctx context.Context, in anarchon.PrepareJobInput) error {
+	job := in.Job
 	if err := b.ready(ctx, "prepare job"); err != nil {
 		return err
 	}
@@ -355,7 +356,8 @@ func msOrNil(t time.Time) any {
 // deleted. historySize <= 0 means anarchon.DefaultHistorySize; a negative
 // historyTTL is an error. An empty r.Status is stored as success, or as
 // error if r.Error is set.
-func (b *SQLBackend) SaveResult(ctx context.Context, job string, r anarchon.StoredResult, historySize int, historyTTL time.Duration) error {
+func (b *SQLBackend) SaveResult(ctx context.Context, in anarchon.SaveResultInput) error {
+	job, r, historySize, historyTTL := in.Job, in.Result, in.HistorySize, in.HistoryTTL
 	if err := b.ready(ctx, "save result"); err != nil {
 		return err
 	}

@@ -268,7 +268,8 @@ func (b *SQLBackend) notify(ctx context.Context, tx Querier, job string, slot in
 // Heartbeat extends token's lease to the server's now + lease if token
 // holds the run and it is running (even if the lease ran out and nobody
 // took over yet). false means the lease is lost.
-func (s *RunStore) Heartbeat(ctx context.Context, job string, slot int64, token string, lease time.Duration) (bool, error) {
+func (s *RunStore) Heartbeat(ctx context.Context, in anarchon.HeartbeatInput) (bool, error) {
+	job, slot, token, lease := in.Job, in.Slot, in.Token, in.Lease
 	b := s.b()
 	if err := b.ready(ctx, "heartbeat"); err != nil {
 		return false, err
@@ -286,7 +287,8 @@ func (s *RunStore) Heartbeat(ctx context.Context, job string, slot int64, token 
 // Finish marks the run done with status if token holds it (running, or
 // released by the same token); a repeat with the same token and status is
 // true again. It notifies watchers in the same transaction.
-func (s *RunStore) Finish(ctx context.Context, job string, slot int64, token string, status anarchon.Status) (bool, error) {
+func (s *RunStore) Finish(ctx context.Context, in anarchon.FinishInput) (bool, error) {
+	job, slot, token, status := in.Job, in.Slot, in.Token, in.Status
 	if s.rt.Finish != "" {
 		return s.settleRoutine(ctx, "finish", s.rt.Finish, job, slot, token, string(status))
 	}
@@ -298,7 +300,8 @@ func (s *RunStore) Finish(ctx context.Context, job string, slot int64, token str
 // Release ends token's running lease at once (state released, lease until
 // the server's now), so a backup takes over. false if token does not hold
 // a running lease. It notifies watchers in the same transaction.
-func (s *RunStore) Release(ctx context.Context, job string, slot int64, token string) (bool, error) {
+func (s *RunStore) Release(ctx context.Context, in anarchon.ReleaseInput) (bool, error) {
+	job, slot, token := in.Job, in.Slot, in.Token
 	if s.rt.Release != "" {
 		return s.settleRoutine(ctx, "release", s.rt.Release, job, slot, token)
 	}
@@ -329,7 +332,8 @@ func (s *RunStore) settleRoutine(ctx context.Context, op, query string, args ...
 // the history exactly as SaveResult does. It fails on an empty token, a
 // manual result (RunNow runs have no lease: use SaveResult), and on what
 // SaveResult refuses.
-func (s *RunStore) FinishResult(ctx context.Context, job string, r anarchon.StoredResult, historySize int, historyTTL time.Duration) (bool, error) {
+func (s *RunStore) FinishResult(ctx context.Context, in anarchon.SaveResultInput) (bool, error) {
+	job, r, historySize, historyTTL := in.Job, in.Result, in.HistorySize, in.HistoryTTL
 	b := s.b()
 	const op = "finish result"
 	if err := b.ready(ctx, op); err != nil {

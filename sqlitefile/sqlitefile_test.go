@@ -72,7 +72,7 @@ func TestJobNameRoundTrip(t *testing.T) {
 	ctx := t.Context()
 	b := open(t, 1)[0]
 	job := oddName()
-	if err := b.PrepareJob(ctx, job, 10); err != nil {
+	if err := b.PrepareJob(ctx, anarchon.PrepareJobInput{Job: job, HistorySize: 10}); err != nil {
 		t.Fatal(err)
 	}
 	in := anarchon.ClaimInput{Job: job, Slot: 60_000, Token: "t1", InstanceID: "i1", HistorySize: 10}
@@ -80,7 +80,7 @@ func TestJobNameRoundTrip(t *testing.T) {
 		t.Fatalf("Claim = %v, %v", ok, err)
 	}
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	if err := b.SaveResult(ctx, job, anarchon.StoredResult{Slot: 60_000, Token: "t1", InstanceID: "i1", Status: anarchon.StatusSuccess, StartedAt: now, FinishedAt: now}, 10, 0); err != nil {
+	if err := b.SaveResult(ctx, anarchon.SaveResultInput{Job: job, Result: anarchon.StoredResult{Slot: 60_000, Token: "t1", InstanceID: "i1", Status: anarchon.StatusSuccess, StartedAt: now, FinishedAt: now}, HistorySize: 10}); err != nil {
 		t.Fatal(err)
 	}
 	rs := b.Runs()
@@ -114,7 +114,7 @@ func TestTrimNeverReopens(t *testing.T) {
 		if ok, err := b.Claim(ctx, in); err != nil || !ok {
 			t.Fatalf("Claim %d = %v, %v", i, ok, err)
 		}
-		if err := b.SaveResult(ctx, job, anarchon.StoredResult{Slot: in.Slot, Token: in.Token, InstanceID: "a", Status: anarchon.StatusSuccess}, 2, 0); err != nil {
+		if err := b.SaveResult(ctx, anarchon.SaveResultInput{Job: job, Result: anarchon.StoredResult{Slot: in.Slot, Token: in.Token, InstanceID: "a", Status: anarchon.StatusSuccess}, HistorySize: 2}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -161,7 +161,7 @@ func TestMultiProcessRace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.PrepareJob(t.Context(), "race", 10); err != nil {
+	if err := b.PrepareJob(t.Context(), anarchon.PrepareJobInput{Job: "race", HistorySize: 10}); err != nil {
 		t.Fatal(err)
 	}
 	b.Close(t.Context())

@@ -287,7 +287,7 @@ type activeJSON struct {
 func (d *daemon) status(ctx context.Context) statusReport {
 	rep := statusReport{Store: d.store, Backend: d.backend.Name(), Instance: d.instance, Time: time.Now().UTC().Format(time.RFC3339Nano)}
 	var runs anarchon.RunStore
-	if lb, ok := d.backend.(anarchon.LeaseBackend); ok {
+	if lb, ok := anarchon.As[anarchon.LeaseBackend](d.backend); ok {
 		runs = lb.Runs()
 	}
 	for _, j := range d.jobs {

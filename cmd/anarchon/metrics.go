@@ -152,7 +152,7 @@ func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
 
 // ping checks that the store answers.
 func ping(ctx context.Context, b anarchon.Backend) error {
-	if c, ok := b.(anarchon.ServerClock); ok {
+	if c, ok := anarchon.As[anarchon.ServerClock](b); ok {
 		_, err := c.ServerTime(ctx)
 		return err
 	}

@@ -29,7 +29,7 @@ type RawTable struct {
 // and fails b if an insert or a claim does not win.
 func ClaimVsRawInsert(b *testing.B, be anarchon.Backend, raw RawTable) {
 	ctx := context.Background()
-	if err := be.PrepareJob(ctx, "bench", 100); err != nil {
+	if err := be.PrepareJob(ctx, anarchon.PrepareJobInput{Job: "bench", HistorySize: 100}); err != nil {
 		b.Fatal(err)
 	}
 	if err := raw.Create(ctx); err != nil {
@@ -102,7 +102,7 @@ func report(b *testing.B, raw, claim time.Duration) {
 // step fails.
 func FinishResult(b *testing.B, be anarchon.Backend) {
 	ctx := context.Background()
-	if err := be.PrepareJob(ctx, "bench", 100); err != nil {
+	if err := be.PrepareJob(ctx, anarchon.PrepareJobInput{Job: "bench", HistorySize: 100}); err != nil {
 		b.Fatal(err)
 	}
 	rs := runs(b, be)
@@ -122,15 +122,15 @@ func FinishResult(b *testing.B, be anarchon.Backend) {
 		now := time.Now()
 		res := anarchon.StoredResult{Slot: s1, Token: t1, InstanceID: "a", Attempt: 1, Status: anarchon.StatusSuccess, StartedAt: now, FinishedAt: now}
 		t0 := time.Now()
-		if ok, err := rs.Finish(ctx, "bench", s1, t1, res.Status); err != nil || !ok {
+		if ok, err := rs.Finish(ctx, anarchon.FinishInput{Job: "bench", Slot: s1, Token: t1, Status: res.Status}); err != nil || !ok {
 			b.Fatal(ok, err)
 		}
-		if err := be.SaveResult(ctx, "bench", res, 100, 0); err != nil {
+		if err := be.SaveResult(ctx, anarchon.SaveResultInput{Job: "bench", Result: res, HistorySize: 100}); err != nil {
 			b.Fatal(err)
 		}
 		tm := time.Now()
 		res.Slot, res.Token = s2, t2
-		if ok, err := f.FinishResult(ctx, "bench", res, 100, 0); err != nil || !ok {
+		if ok, err := f.FinishResult(ctx, anarchon.SaveResultInput{Job: "bench", Result: res, HistorySize: 100}); err != nil || !ok {
 			b.Fatal(ok, err)
 		}
 		oneD += time.Since(tm)

@@ -94,10 +94,11 @@ func HistoryRecords(t *testing.T, open Open) {
 		cb := histClaim("dead", slot, "B", 3)
 		mustClaim(t, b, cb, anarchon.OutcomeWon, 2)
 		now := time.Now()
-		ok, err := finisher(t, b).FinishResult(ctx, "dead", anarchon.StoredResult{
+		ok, err := finisher(t, b).FinishResult(ctx, anarchon.SaveResultInput{Job: "dead", Result: anarchon.StoredResult{
 			Slot: slot, Token: cb.Token, InstanceID: "B", Attempt: 2, Status: anarchon.StatusSuccess,
 			StartedAt: now, FinishedAt: now,
-		}, 10, 0)
+		}, HistorySize: 10})
+
 		if err != nil || !ok {
 			t.Fatalf("FinishResult: %v %v", ok, err)
 		}
@@ -113,10 +114,11 @@ func HistoryRecords(t *testing.T, open Open) {
 
 		// A wakes up and saves its own result: it replaces the store's
 		// record, as lease_lost, and keeps the claim time.
-		ok, err = finisher(t, a).FinishResult(ctx, "dead", anarchon.StoredResult{
+		ok, err = finisher(t, a).FinishResult(ctx, anarchon.SaveResultInput{Job: "dead", Result: anarchon.StoredResult{
 			Slot: slot, Token: ca.Token, InstanceID: "A", Attempt: 1, Status: anarchon.StatusSuccess,
 			StartedAt: now, FinishedAt: now,
-		}, 10, 0)
+		}, HistorySize: 10})
+
 		if err != nil || ok {
 			t.Fatalf("late FinishResult by A: %v %v, want false", ok, err)
 		}
@@ -138,15 +140,16 @@ func HistoryRecords(t *testing.T, open Open) {
 			s := slot + int64(i)*1000
 			ca := histClaim("handover", s, "A", 3)
 			mustClaim(t, a, ca, anarchon.OutcomeWon, 1)
-			if ok, err := rs.Release(ctx, "handover", s, ca.Token); err != nil || !ok {
+			if ok, err := rs.Release(ctx, anarchon.ReleaseInput{Job: "handover", Slot: s, Token: ca.Token}); err != nil || !ok {
 				t.Fatalf("Release: %v %v", ok, err)
 			}
 			save := func() {
 				now := time.Now()
-				err := a.SaveResult(ctx, "handover", anarchon.StoredResult{
+				err := a.SaveResult(ctx, anarchon.SaveResultInput{Job: "handover", Result: anarchon.StoredResult{
 					Slot: s, Token: ca.Token, InstanceID: "A", Attempt: 1, Status: anarchon.StatusHandedOver,
 					StartedAt: now, FinishedAt: now, Error: "handed over",
-				}, 10, 0)
+				}, HistorySize: 10})
+
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -190,9 +193,10 @@ func HistoryRecords(t *testing.T, open Open) {
 		}
 		tok := anarchon.AbandonedToken(slot)
 		for i, inst := range []string{"C", "D"} {
-			err := bs[2+i].SaveResult(ctx, "abandon", anarchon.StoredResult{
+			err := bs[2+i].SaveResult(ctx, anarchon.SaveResultInput{Job: "abandon", Result: anarchon.StoredResult{
 				Slot: slot, Token: tok, InstanceID: inst, Status: anarchon.StatusAbandoned,
-			}, 10, 0)
+			}, HistorySize: 10})
+
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -214,7 +218,7 @@ func HistoryRecords(t *testing.T, open Open) {
 		checkRecord(t, by, ca.Token, "A", 1, anarchon.StatusLeaseLost, true)
 		checkRecord(t, by, cb.Token, "B", 2, anarchon.StatusLeaseLost, true)
 		// The last holder no longer holds the slot.
-		ok, err := runs(t, bs[1]).Finish(ctx, "abandon", slot, cb.Token, anarchon.StatusSuccess)
+		ok, err := runs(t, bs[1]).Finish(ctx, anarchon.FinishInput{Job: "abandon", Slot: slot, Token: cb.Token, Status: anarchon.StatusSuccess})
 		if err != nil || ok {
 			t.Errorf("Finish by the last holder after abandonment: %v %v, want false", ok, err)
 		}

@@ -3,6 +3,8 @@ package sqlbackendtest
 import (
 	"sync"
 	"testing"
+
+	"github.com/anarchon/anarchon"
 )
 
 // ConcurrentMigration starts 8 handles from open on one empty database at
@@ -22,7 +24,7 @@ func ConcurrentMigration(t *testing.T, open Open) {
 					errs[i] = err
 					return
 				}
-				errs[i] = b.PrepareJob(t.Context(), "job", 10)
+				errs[i] = b.PrepareJob(t.Context(), anarchon.PrepareJobInput{Job: "job", HistorySize: 10})
 			})
 		}
 		close(start)
