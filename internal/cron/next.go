@@ -424,20 +424,23 @@ func (e *Expr) Next(after time.Time, loc *time.Location) time.Time {
 	return time.Unix(t0, 0).In(loc)
 }
 
+// nextEvery returns the first multiple of the interval, counted from the
+// Unix epoch, strictly after after. It works on seconds and nanoseconds apart:
+// a single int64 of nanoseconds (UnixNano) covers only the years 1678-2262,
+// and outside them the result would not be aligned.
 func (e *Expr) nextEvery(after time.Time) time.Time {
-	d := e.every
-	if d%time.Second == 0 {
-		ds := int64(d / time.Second)
-		sec := after.Unix()
-		if k := floorDiv(sec, ds); k < math.MaxInt64/ds-1 && k > math.MinInt64/ds+1 {
-			return time.Unix((k+1)*ds, 0)
-		}
-		return after.Add(d)
+	d := uint64(e.every) // at least 1s, see Parse
+	// after = sec·1e9 + nsec nanoseconds after the epoch. Its remainder
+	// modulo d equals that of (sec mod d)·1e9 + nsec; the product needs
+	// 128 bits, and its high word is below d, as bits.Div64 requires.
+	sec := after.Unix()
+	r := sec % int64(d)
+	if r < 0 {
+		r += int64(d)
 	}
-	if y := after.Year(); y > 1680 && y < 2260 {
-		n := after.UnixNano()
-		k := floorDiv(n, int64(d))
-		return time.Unix(0, (k+1)*int64(d))
-	}
-	return after.Add(d)
+	hi, lo := bits.Mul64(uint64(r), uint64(time.Second))
+	lo, carry := bits.Add64(lo, uint64(after.Nanosecond()), 0)
+	hi += carry
+	_, rem := bits.Div64(hi, lo, d)
+	return after.Add(time.Duration(d - rem))
 }
