@@ -405,13 +405,7 @@ func (j *job) nextSlot(t time.Time) time.Time {
 	if j.expr != nil {
 		return j.expr.Next(t, j.loc).UTC()
 	}
-	iv, off := j.interval.Nanoseconds(), j.offset.Nanoseconds()
-	ns := t.UnixNano() - off
-	k := ns / iv
-	if ns < 0 && ns%iv != 0 {
-		k-- // floor division
-	}
-	return time.Unix(0, (k+1)*iv+off).UTC()
+	return cron.NextMultiple(t, j.interval, j.offset).UTC()
 }
 
 // NextSlots returns the n slots of the named job strictly after t (t zero:

@@ -67,3 +67,25 @@ func TestEveryMatchesReference(t *testing.T) {
 		}
 	}
 }
+
+func TestNextMultipleWithOffset(t *testing.T) {
+	cases := []struct{ d, off time.Duration }{
+		{time.Millisecond, 0}, {7 * time.Second, 3 * time.Second}, {1500 * time.Millisecond, 250 * time.Millisecond},
+		{7 * 24 * time.Hour, 4 * 24 * time.Hour}, {time.Duration(1<<63 - 1), time.Hour},
+	}
+	instants := []time.Time{
+		time.Unix(-15, 0), time.Unix(0, 0), time.Unix(6, 999),
+		time.Date(1500, 3, 1, 0, 0, 0, 123, time.UTC),
+		time.Date(2300, 1, 1, 0, 0, 0, 1e8, time.UTC),
+	}
+	for _, c := range cases {
+		for _, at := range instants {
+			got := NextMultiple(at, c.d, c.off)
+			want := refEvery(at.Add(-c.off), c.d).Add(c.off)
+			if !got.Equal(want) {
+				t.Errorf("NextMultiple(%s, %v, %v) = %s, want %s", at.Format(time.RFC3339Nano), c.d, c.off,
+					got.Format(time.RFC3339Nano), want.Format(time.RFC3339Nano))
+			}
+		}
+	}
+}

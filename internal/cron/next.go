@@ -424,23 +424,6 @@ func (e *Expr) Next(after time.Time, loc *time.Location) time.Time {
 	return time.Unix(t0, 0).In(loc)
 }
 
-// nextEvery returns the first multiple of the interval, counted from the
-// Unix epoch, strictly after after. It works on seconds and nanoseconds apart:
-// a single int64 of nanoseconds (UnixNano) covers only the years 1678-2262,
-// and outside them the result would not be aligned.
 func (e *Expr) nextEvery(after time.Time) time.Time {
-	d := uint64(e.every) // at least 1s, see Parse
-	// after = sec·1e9 + nsec nanoseconds after the epoch. Its remainder
-	// modulo d equals that of (sec mod d)·1e9 + nsec; the product needs
-	// 128 bits, and its high word is below d, as bits.Div64 requires.
-	sec := after.Unix()
-	r := sec % int64(d)
-	if r < 0 {
-		r += int64(d)
-	}
-	hi, lo := bits.Mul64(uint64(r), uint64(time.Second))
-	lo, carry := bits.Add64(lo, uint64(after.Nanosecond()), 0)
-	hi += carry
-	_, rem := bits.Div64(hi, lo, d)
-	return after.Add(time.Duration(d - rem))
+	return NextMultiple(after, e.every, 0)
 }
