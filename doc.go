@@ -52,8 +52,11 @@
 // once, at the first instant after the gap; one whose wall time occurs twice
 // in a fall-back fires once, at the first occurrence. A job with * in its
 // minute or hour field fires at every matching wall time that really exists:
-// both passes of a repeated hour, nothing for a gap. Binaries embed the tz
-// database (time/tzdata), so every instance computes the same slots.
+// both passes of a repeated hour, nothing for a gap. Zones are read from the
+// tz database embedded in anarchon ([LoadLocation], release
+// [TZDataVersion]), never from the host's, so every instance computes the
+// same slots whatever tzdata its host has; [Options.HostZoneinfo] chooses the
+// host's database instead.
 //
 // # Leases
 //

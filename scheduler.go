@@ -38,6 +38,12 @@ type Options struct {
 	// OnEvent, if set, is called synchronously for every Event (metrics,
 	// tracing). It must be quick and must not call back into the Scheduler.
 	OnEvent func(Event)
+	// HostZoneinfo loads cron jobs' zones from the host's tz database
+	// ($ZONEINFO, then the system's files) instead of the database embedded
+	// in anarchon (see LoadLocation); a zone the host lacks still comes from
+	// the embedded one. Instances whose hosts have different tzdata releases
+	// may then compute different slots. Defaults to false.
+	HostZoneinfo bool
 }
 
 func (o *Options) withDefaults() Options {
@@ -308,7 +314,7 @@ func (s *Scheduler) compile(j Job) (*job, error) {
 			if zone == "Local" {
 				return nil, bad("Zone", CodeUnknownZone, `"Local" is each machine's own zone, which instances may not share: name an IANA zone`, nil)
 			}
-			loc, err := time.LoadLocation(zone)
+			loc, err := s.loadLocation(zone)
 			if err != nil {
 				return nil, bad("Zone", CodeUnknownZone, fmt.Sprintf("unknown time zone %q", zone), err)
 			}
