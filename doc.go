@@ -20,7 +20,9 @@
 // the identity of a run. Interval slots are aligned to the Unix epoch (slot =
 // k·interval + Offset), so instances that start at different times agree on
 // them. Cron slots are computed in the job's zone and stored as the UTC
-// instant. The scheduler waits for a slot plus a random jitter in [0, Jitter),
+// instant. The scheduler waits for a slot plus its jitter (a delay in
+// [0, Jitter) derived from a hash of the job's name and the slot, so every
+// instance waits the same delay and adding instances does not shorten it),
 // skips it if it is more than MaxLate past due, claims it with a fresh token,
 // runs the handler on a win and stores the result (SPEC §3). It never runs a
 // slot before its time: a timer that wakes early waits again.

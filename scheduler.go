@@ -516,7 +516,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	s.mu.Lock()
 	for _, j := range jobs {
 		j.slot = j.nextSlot(now)
-		j.fireAt = j.slot.Add(jitter(j.opt.Jitter))
+		j.fireAt = j.slot.Add(j.jitter(j.slot))
 		s.queue.push(j)
 	}
 	s.mu.Unlock()
