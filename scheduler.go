@@ -255,6 +255,9 @@ func (s *Scheduler) compile(j Job) (*job, error) {
 	if j.Name == "" {
 		return nil, bad("Name", CodeEmptyName, "the name is empty", nil)
 	}
+	if ve := nameError(j.Name); ve != nil {
+		return nil, ve
+	}
 	if j.Handler == nil {
 		return nil, bad("Handler", CodeNoHandler, "the handler is nil", nil)
 	}
