@@ -201,7 +201,7 @@ func (s Schedule) String() string {
 
 // Job is a job to register with Add.
 type Job struct {
-	Name     string      // identity across instances; must be non-empty and unique per scheduler
+	Name     string      // identity across instances: unique per scheduler, 1 to MaxNameLength bytes of UTF-8 without control characters
 	Schedule Schedule    // when it runs
 	Handler  Handler     // what it runs
 	Options  *JobOptions // nil means defaults

@@ -17,7 +17,7 @@ import (
 // the scheduler registers in the form it encodes it.
 func limitName() string {
 	name := `lim "job" 'name' \ {tag} a.b.* > %_ ;-- Ωμέγα ✓ ` + randHex(6) + " "
-	for len(name)+len("日") <= anarchon.MaxNameLength {
+	for len(name)+len("日") < anarchon.MaxNameLength { // ends in ASCII: see testNames
 		name += "日"
 	}
 	return name + strings.Repeat("x", anarchon.MaxNameLength-len(name))
@@ -32,7 +32,7 @@ func testNames(t *testing.T, h Harness, hasLeases bool) {
 		t.Parallel()
 		s := open(t, h, 2)
 		job := limitName()
-		other := job[:len(job)-1] + "y" // the same length, differs in the last byte
+		other := job[:len(job)-1] + "y" // the same length, differs in the last (ASCII) byte
 		s.prepare(job, 10)
 		s.prepare(other, 10)
 		slot := baseSlot()
