@@ -20,7 +20,9 @@
 // the identity of a run. Interval slots are aligned to the Unix epoch (slot =
 // k·interval + Offset), so instances that start at different times agree on
 // them. Cron slots are computed in the job's zone and stored as the UTC
-// instant. The scheduler waits for a slot plus a random jitter in [0, Jitter),
+// instant. The scheduler waits for a slot plus its jitter (a delay in
+// [0, Jitter) derived from a hash of the job's name and the slot, so every
+// instance waits the same delay and adding instances does not shorten it),
 // skips it if it is more than MaxLate past due, claims it with a fresh token,
 // runs the handler on a win and stores the result (SPEC §3). It never runs a
 // slot before its time: a timer that wakes early waits again.
@@ -52,8 +54,11 @@
 // once, at the first instant after the gap; one whose wall time occurs twice
 // in a fall-back fires once, at the first occurrence. A job with * in its
 // minute or hour field fires at every matching wall time that really exists:
-// both passes of a repeated hour, nothing for a gap. Binaries embed the tz
-// database (time/tzdata), so every instance computes the same slots.
+// both passes of a repeated hour, nothing for a gap. Zones are read from the
+// tz database embedded in anarchon ([LoadLocation], release
+// [TZDataVersion]), never from the host's, so every instance computes the
+// same slots whatever tzdata its host has; [Options.HostZoneinfo] chooses the
+// host's database instead.
 //
 // # Leases
 //

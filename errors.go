@@ -69,6 +69,7 @@ type Code string
 // Validation codes, returned in [ValidationError.Code].
 const (
 	CodeEmptyName        Code = "empty_name"        // the job name is empty
+	CodeBadName          Code = "bad_name"          // the job name is longer than MaxNameLength bytes, is not valid UTF-8, or has a control character (SPEC §3)
 	CodeDuplicateName    Code = "duplicate_name"    // a job with this name is already registered
 	CodeBadCron          Code = "bad_cron"          // the cron expression does not parse, or can never fire
 	CodeUnknownZone      Code = "unknown_zone"      // the time zone is not in the tz database

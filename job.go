@@ -108,10 +108,18 @@ type JobOptions struct {
 	// are k·interval + Offset. Must be in [0, interval); refused on cron
 	// jobs. Defaults to 0.
 	Offset time.Duration
-	// Jitter delays each claim by a random duration in [0, Jitter), spreading
-	// load across instances. It counts against MaxLate, so it must be below
-	// MaxLate, and below the interval of an interval job. Defaults to 0.
+	// Jitter delays each slot's claim by a duration in [0, Jitter), spreading
+	// the load of many jobs due at the same time. The delay is derived from
+	// a hash of the job's name and the slot (and JitterSeed), so every
+	// instance waits the same delay for a slot, and the delays are uniform
+	// over slots: the start times do not depend on how many instances run
+	// (SPEC §3). It counts against MaxLate, so it must be below MaxLate, and
+	// below the interval of an interval job. Defaults to 0.
 	Jitter time.Duration
+	// JitterSeed is mixed into the hash that gives each slot its Jitter
+	// delay, to choose another set of delays for the same job names. Every
+	// instance must set it alike. Defaults to 0.
+	JitterSeed uint64
 	// MaxLate skips a slot that is more than MaxLate past due when an
 	// instance gets to it (judged by the store's clock where the backend has
 	// one). Defaults to DefaultMaxLate (1 minute).

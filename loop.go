@@ -3,7 +3,6 @@ package anarchon
 import (
 	"container/heap"
 	"context"
-	"math/rand/v2"
 	"time"
 )
 
@@ -26,14 +25,6 @@ func (h *jobHeap) Pop() any {
 	return j
 }
 func (h *jobHeap) push(j *job) { heap.Push(h, j) }
-
-// jitter returns a random duration in [0, max).
-func jitter(max time.Duration) time.Duration {
-	if max <= 0 {
-		return 0
-	}
-	return time.Duration(rand.Int64N(int64(max)))
-}
 
 // loop fires due slots until ctx ends. Times are the store's clock as
 // estimated by s.now; a timer that wakes early finds the head not yet due and
@@ -66,7 +57,7 @@ func (s *Scheduler) loop(ctx context.Context) {
 				from = limit
 			}
 			head.slot = head.nextSlot(from)
-			head.fireAt = head.slot.Add(jitter(head.opt.Jitter))
+			head.fireAt = head.slot.Add(head.jitter(head.slot))
 			heap.Fix(&s.queue, 0)
 		}
 		wait := s.queue[0].fireAt.Sub(now)

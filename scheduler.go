@@ -38,6 +38,12 @@ type Options struct {
 	// OnEvent, if set, is called synchronously for every Event (metrics,
 	// tracing). It must be quick and must not call back into the Scheduler.
 	OnEvent func(Event)
+	// HostZoneinfo loads cron jobs' zones from the host's tz database
+	// ($ZONEINFO, then the system's files) instead of the database embedded
+	// in anarchon (see LoadLocation); a zone the host lacks still comes from
+	// the embedded one. Instances whose hosts have different tzdata releases
+	// may then compute different slots. Defaults to false.
+	HostZoneinfo bool
 }
 
 func (o *Options) withDefaults() Options {
@@ -206,7 +212,7 @@ func (s Schedule) String() string {
 
 // Job is a job to register with Add.
 type Job struct {
-	Name     string      // identity across instances; must be non-empty and unique per scheduler
+	Name     string      // identity across instances: unique per scheduler, 1 to MaxNameLength bytes of UTF-8 without control characters
 	Schedule Schedule    // when it runs
 	Handler  Handler     // what it runs
 	Options  *JobOptions // nil means defaults
@@ -259,6 +265,9 @@ func (s *Scheduler) compile(j Job) (*job, error) {
 	}
 	if j.Name == "" {
 		return nil, bad("Name", CodeEmptyName, "the name is empty", nil)
+	}
+	if ve := nameError(j.Name); ve != nil {
+		return nil, ve
 	}
 	if j.Handler == nil {
 		return nil, bad("Handler", CodeNoHandler, "the handler is nil", nil)
@@ -319,7 +328,7 @@ func (s *Scheduler) compile(j Job) (*job, error) {
 			if zone == "Local" {
 				return nil, bad("Zone", CodeUnknownZone, `"Local" is each machine's own zone, which instances may not share: name an IANA zone`, nil)
 			}
-			loc, err := time.LoadLocation(zone)
+			loc, err := s.loadLocation(zone)
 			if err != nil {
 				return nil, bad("Zone", CodeUnknownZone, fmt.Sprintf("unknown time zone %q", zone), err)
 			}
@@ -416,13 +425,7 @@ func (j *job) nextSlot(t time.Time) time.Time {
 	if j.expr != nil {
 		return j.expr.Next(t, j.loc).UTC()
 	}
-	iv, off := j.interval.Nanoseconds(), j.offset.Nanoseconds()
-	ns := t.UnixNano() - off
-	k := ns / iv
-	if ns < 0 && ns%iv != 0 {
-		k-- // floor division
-	}
-	return time.Unix(0, (k+1)*iv+off).UTC()
+	return cron.NextMultiple(t, j.interval, j.offset).UTC()
 }
 
 // NextSlots returns the n slots of the named job strictly after t (t zero:
@@ -527,7 +530,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	s.mu.Lock()
 	for _, j := range jobs {
 		j.slot = j.nextSlot(now)
-		j.fireAt = j.slot.Add(jitter(j.opt.Jitter))
+		j.fireAt = j.slot.Add(j.jitter(j.slot))
 		s.queue.push(j)
 	}
 	s.mu.Unlock()

@@ -66,6 +66,11 @@
 //     ends. Changes made after WatchRuns returns must be delivered.
 //   - ServerClock, for an [anarchon.ServerClock]: it answers, within 5
 //     seconds of this machine's clock unless FakeClock is set.
+//   - Names: names of [anarchon.MaxNameLength] bytes (with the odd name's
+//     characters, filled with 3-byte letters) claimed, recorded, run under
+//     a lease and watched where the backend has those abilities; a
+//     Scheduler on the store refuses one byte more, a NUL, a newline and
+//     invalid UTF-8 with [anarchon.CodeBadName].
 //
 // # Time
 //

@@ -111,6 +111,7 @@ func Run(t *testing.T, h Harness) {
 	} else {
 		t.Log("anarchontest: backend has no RunStore (anarchon.LeaseBackend); lease tests not run")
 	}
+	t.Run("Names", func(t *testing.T) { testNames(t, h, hasLeases) })
 	t.Run("Watch", func(t *testing.T) { testWatch(t, h) })
 	t.Run("ServerClock", func(t *testing.T) { testServerClock(t, h) })
 }

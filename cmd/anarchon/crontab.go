@@ -8,7 +8,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"time"
+
+	"github.com/anarchon/anarchon"
 )
 
 var (
@@ -69,7 +70,7 @@ func parseCrontab(file string, data []byte) ([]*jobSpec, []error) {
 			switch key {
 			case "CRON_TZ", "TZ":
 				if val != "" {
-					if _, err := time.LoadLocation(val); err != nil {
+					if _, err := anarchon.LoadLocation(val); err != nil {
 						fail(lineNo, "%s: unknown time zone %q", key, val)
 						val = ""
 					}

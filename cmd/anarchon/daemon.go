@@ -243,7 +243,7 @@ func zoneName(z string) string {
 
 // formatIn renders instants as RFC 3339 in zone (UTC if "" or unknown).
 func formatIn(ts []time.Time, zone string) []string {
-	loc, err := time.LoadLocation(zoneName(zone))
+	loc, err := anarchon.LoadLocation(zoneName(zone))
 	if err != nil {
 		loc = time.UTC
 	}

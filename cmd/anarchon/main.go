@@ -1,10 +1,6 @@
 package main
 
-import (
-	"os"
-
-	_ "time/tzdata" // every instance computes the same slots, whatever the host's tz database
-)
+import "os"
 
 func main() {
 	os.Exit(execute(os.Args[1:], os.Stdout, os.Stderr))

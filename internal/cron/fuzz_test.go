@@ -2,6 +2,8 @@ package cron
 
 import (
 	"errors"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -16,7 +18,7 @@ func FuzzParse(f *testing.F) {
 		"* * * * *", "*/15 0-6 * * MON-FRI", "0 0 L * *", "0 0 15W * *", "0 0 LW * *",
 		"0 0 * * 5L", "0 0 * * MON#2", "0 22-2 * * FRI-MON/2", "0 0 1/7 * *",
 		"30 0 12 * * *", "@every 90m", "@daily", "0 0 30 2 *", "*/90 * * * *",
-		"0 0 ? * 0#5", "0 0 L-3 * *",
+		"0 0 ? * 0#5", "0 0 L-3 * *", "0 0 * * М", "*/М * * * *",
 	} {
 		f.Add(s)
 	}
@@ -31,6 +33,18 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("Parse(%q): position %d outside the input", s, pe.Pos)
 			}
 			_ = pe.Error()
+			// A character named in the message is one of the input's
+			// (not a byte of it read as a rune).
+			const uc = "unexpected character "
+			if i := strings.Index(pe.Msg, uc); i >= 0 {
+				q, err := strconv.QuotedPrefix(pe.Msg[i+len(uc):])
+				if err != nil {
+					t.Fatalf("Parse(%q): message %q: character not quoted: %v", s, pe.Msg, err)
+				}
+				if c, _ := strconv.Unquote(q); !strings.Contains(s, c) {
+					t.Fatalf("Parse(%q): message %q names a character not in the input", s, pe.Msg)
+				}
+			}
 			return
 		}
 		// The normalised form must parse to the same expression.
@@ -62,6 +76,7 @@ func FuzzNext(f *testing.F) {
 	f.Add("0 0 29 2 *", int64(4102444800), uint8(0))
 	f.Add("0 0 * * 5L", int64(-2208988800), uint8(4))
 	f.Add("* * * * * *", int64(1774746000), uint8(6))
+	f.Add("@every 1500ms", int64(10413792001), uint8(0)) // 2300-01-01, past UnixNano
 	f.Fuzz(func(t *testing.T, s string, sec int64, zone uint8) {
 		e, err := Parse(s)
 		if err != nil {
@@ -78,6 +93,9 @@ func FuzzNext(f *testing.F) {
 			n := e.Next(cur, loc)
 			if !n.After(cur) {
 				t.Fatalf("%q in %s: Next(%v) = %v", s, loc, cur, n)
+			}
+			if e.every > 0 && !n.Equal(refEvery(cur, e.every)) {
+				t.Fatalf("%q: Next(%v) = %v, want %v", s, cur, n, refEvery(cur, e.every))
 			}
 			if e.every == 0 && !matchesOrGap(e, n, loc) {
 				t.Fatalf("%q in %s: Next(%v) = %v does not match", s, loc, cur, n.In(loc))

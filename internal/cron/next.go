@@ -425,19 +425,5 @@ func (e *Expr) Next(after time.Time, loc *time.Location) time.Time {
 }
 
 func (e *Expr) nextEvery(after time.Time) time.Time {
-	d := e.every
-	if d%time.Second == 0 {
-		ds := int64(d / time.Second)
-		sec := after.Unix()
-		if k := floorDiv(sec, ds); k < math.MaxInt64/ds-1 && k > math.MinInt64/ds+1 {
-			return time.Unix((k+1)*ds, 0)
-		}
-		return after.Add(d)
-	}
-	if y := after.Year(); y > 1680 && y < 2260 {
-		n := after.UnixNano()
-		k := floorDiv(n, int64(d))
-		return time.Unix(0, (k+1)*int64(d))
-	}
-	return after.Add(d)
+	return NextMultiple(after, e.every, 0)
 }

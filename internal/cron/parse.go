@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // ErrNeverFires is matched (through [errors.Is]) by the error that [Parse]
@@ -333,7 +334,7 @@ func (p *parser) value(spec fieldSpec, s string, pos int) (int, int, error) {
 		if len(s) == 0 {
 			return 0, 0, p.errf(pos, spec.name, "missing value")
 		}
-		return 0, 0, p.errf(pos, spec.name, "unexpected character %q", s[0])
+		return 0, 0, p.errf(pos, spec.name, "unexpected character %s", charAt(s, 0))
 	}
 	if spec.names == nil {
 		return 0, 0, p.errf(pos, spec.name, "unexpected name %q", s[:n])
@@ -345,6 +346,18 @@ func (p *parser) value(spec fieldSpec, s string, pos int) (int, int, error) {
 	return v, n, nil
 }
 
+// charAt quotes the character that starts at byte offset i of s: the whole
+// UTF-8 sequence when there is one (so "М" is reported as 'М', not as its
+// first byte read as a rune), or the single byte escaped when s is not valid
+// UTF-8 there.
+func charAt(s string, i int) string {
+	r, size := utf8.DecodeRuneInString(s[i:])
+	if r == utf8.RuneError && size <= 1 {
+		return strconv.Quote(s[i : i+1])
+	}
+	return strconv.QuoteRune(r)
+}
+
 func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
 
 // number reads a plain decimal number making up all of s.
@@ -354,7 +367,7 @@ func (p *parser) number(field, what, s string, pos, lo, hi int) (int, error) {
 	}
 	for i := 0; i < len(s); i++ {
 		if s[i] < '0' || s[i] > '9' {
-			return 0, p.errf(pos+i, field, "unexpected character %q in %s", s[i], what)
+			return 0, p.errf(pos+i, field, "unexpected character %s in %s", charAt(s, i), what)
 		}
 	}
 	if len(s) > 6 {
@@ -402,7 +415,7 @@ func (p *parser) parseTerm(e *Expr, idx int, spec fieldSpec, term string, pos in
 				return 0, err
 			}
 			if n != i {
-				return 0, p.errf(pos+n, spec.name, "unexpected character %q", term[n])
+				return 0, p.errf(pos+n, spec.name, "unexpected character %s", charAt(term, n))
 			}
 			k, err := p.number(spec.name, "occurrence", term[i+1:], pos+i+1, 1, 5)
 			if err != nil {
@@ -420,7 +433,7 @@ func (p *parser) parseTerm(e *Expr, idx int, spec fieldSpec, term string, pos in
 				return 0, err
 			}
 			if n != len(term)-1 {
-				return 0, p.errf(pos+n, spec.name, "unexpected character %q", term[n])
+				return 0, p.errf(pos+n, spec.name, "unexpected character %s", charAt(term, n))
 			}
 			e.lastDow |= 1 << uint(d%7)
 			return 0, nil
@@ -462,7 +475,7 @@ func (p *parser) parseTerm(e *Expr, idx int, spec fieldSpec, term string, pos in
 		}
 		if j == 0 {
 			if j < len(s) {
-				return 0, p.errf(sp, spec.name, "unexpected character %q in step", s[0])
+				return 0, p.errf(sp, spec.name, "unexpected character %s in step", charAt(s, 0))
 			}
 			return 0, p.errf(sp, spec.name, "missing step")
 		}
@@ -485,7 +498,7 @@ func (p *parser) parseTerm(e *Expr, idx int, spec fieldSpec, term string, pos in
 		}
 	}
 	if i < len(term) {
-		return 0, p.errf(pos+i, spec.name, "unexpected character %q", term[i])
+		return 0, p.errf(pos+i, spec.name, "unexpected character %s", charAt(term, i))
 	}
 	_ = hasStep
 	return spanBits(spec, lo, hi, step), nil

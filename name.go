@@ -1,0 +1,42 @@
+package anarchon
+
+import (
+	"fmt"
+	"unicode"
+	"unicode/utf8"
+)
+
+// MaxNameLength is the longest job name, in bytes of UTF-8, that a Scheduler
+// registers (SPEC §3). Every built-in store keeps names of this length, with
+// room to spare: NATS carries a name base64-encoded in subjects, and its
+// server closes the connection on a protocol line longer than 4 KB (about
+// 3,000 bytes of name); PostgreSQL refuses a btree index entry above about
+// 2.7 KB. The conformance suite (anarchontest, "Names") runs every store at
+// this length.
+const MaxNameLength = 512
+
+// nameError returns the ValidationError for a job name that is not empty
+// but that a store could not keep: longer than MaxNameLength bytes, not
+// valid UTF-8 (PostgreSQL's TEXT refuses it), or with a control character
+// (NUL ends a C string and is refused by PostgreSQL; the others break logs
+// and the daemon's line-oriented files). It returns nil for a good name.
+func nameError(name string) *ValidationError {
+	reason := ""
+	switch {
+	case len(name) > MaxNameLength:
+		reason = fmt.Sprintf("the name is %d bytes long, more than the limit of %d (MaxNameLength)", len(name), MaxNameLength)
+	case !utf8.ValidString(name):
+		reason = "the name is not valid UTF-8"
+	default:
+		for i, r := range name {
+			if unicode.IsControl(r) {
+				reason = fmt.Sprintf("the name has the control character %U at byte %d", r, i)
+				break
+			}
+		}
+	}
+	if reason == "" {
+		return nil
+	}
+	return &ValidationError{Job: name, Field: "Name", Code: CodeBadName, Reason: reason}
+}

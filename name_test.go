@@ -1,0 +1,50 @@
+package anarchon_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/membackend"
+)
+
+// Names up to MaxNameLength bytes of valid UTF-8 without control characters
+// register; anything else is refused with CodeBadName.
+func TestNameLimits(t *testing.T) {
+	h := func(context.Context, *anarchon.Run) error { return nil }
+	atLimit := strings.Repeat("日", anarchon.MaxNameLength/3) + strings.Repeat("x", anarchon.MaxNameLength%3)
+	if len(atLimit) != anarchon.MaxNameLength {
+		t.Fatalf("test name is %d bytes", len(atLimit))
+	}
+	good := []string{atLimit, strings.Repeat("a", anarchon.MaxNameLength), "nightly backup", `odd "job" {tag} a.b.* > Ωμέγα ✓`, "x"}
+	bad := map[string]string{
+		"one byte past":       strings.Repeat("a", anarchon.MaxNameLength+1),
+		"one rune past":       atLimit[:anarchon.MaxNameLength-2] + "é" + "é",
+		"NUL":                 "backup\x00nightly",
+		"newline":             "backup\nnightly",
+		"tab":                 "backup\tnightly",
+		"DEL":                 "backup\x7f",
+		"C1 control":          "backup\u0085",
+		"escape":              "\x1b[31mred",
+		"invalid UTF-8":       "backup\xff",
+		"truncated UTF-8":     "backup\xe6\x97",
+		"NUL at the end only": "backup\x00",
+	}
+	s := anarchon.New(membackend.New(nil), &anarchon.Options{Logger: quiet})
+	for _, name := range good {
+		if err := s.Every(name, 60e9, h, nil); err != nil {
+			t.Errorf("%d-byte name %.20q…: %v", len(name), name, err)
+		}
+	}
+	for what, name := range bad {
+		err := s.Every(name, 60e9, h, nil)
+		var ve *anarchon.ValidationError
+		if !errors.As(err, &ve) || ve.Code != anarchon.CodeBadName || ve.Field != "Name" || ve.Job != name {
+			t.Errorf("%s: %v, want a ValidationError with CodeBadName on Name", what, err)
+			continue
+		}
+		t.Logf("%s: %s", what, ve.Reason)
+	}
+}
