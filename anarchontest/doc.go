@@ -66,6 +66,15 @@
 //     ends. Changes made after WatchRuns returns must be delivered.
 //   - ServerClock, for an [anarchon.ServerClock]: it answers, within 5
 //     seconds of this machine's clock unless FakeClock is set.
+//   - Registry, for an [anarchon.InstanceRegistry] (SPEC §10): records
+//     round-trip between handles (ID, version, clock offset to the
+//     nanosecond, fingerprints, job lists) with LastSeen and ExpiresAt by
+//     the store's clock; a renewal replaces a record; of two instances
+//     the one that stops renewing is listed dead once its 1.5 s TTL has
+//     passed by the store's clock (polled, at most 30 s), never before,
+//     and is live again when it registers again; a deregistered record is
+//     listed stopped; concurrent registrations; bad input; ErrClosed;
+//     with FakeClock, records are dropped after InstanceRetention.
 //
 // # Time
 //
