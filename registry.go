@@ -40,9 +40,10 @@ type InstanceRegistry interface {
 	Instances(ctx context.Context) ([]InstanceRecord, error)
 }
 
-// InstanceRetention is how long a store keeps the record of a dead or
-// stopped instance after its ExpiresAt, at least, before it may drop it
-// (SPEC §10).
+// InstanceRetention is how long after its ExpiresAt a store keeps the
+// record of a dead or stopped instance before it may drop it (SPEC §10). A
+// store whose keys age out sooner (a NATS bucket with a shorter TTL) says
+// so in its documentation.
 const InstanceRetention = 24 * time.Hour
 
 // DefaultRegistryTTL is the TTL of an instance's record when

@@ -13,6 +13,9 @@ import (
 
 var _ anarchon.InstanceRegistry = (*Backend)(nil)
 
+// The registry's methods call Options.Fault with the operation names
+// "RegisterInstance", "DeregisterInstance" and "Instances".
+
 // instance is one record of the instance registry.
 type instance struct {
 	info      anarchon.InstanceInfo
