@@ -220,23 +220,23 @@ func oddInstanceID() string {
 func sameInfo(got, want anarchon.InstanceInfo) error {
 	switch {
 	case got.ID != want.ID:
-		return fmt.Errorf("ID %q, want %q", got.ID, want.ID)
+		return fmt.Errorf("field ID: %q, want %q", got.ID, want.ID)
 	case got.Version != want.Version:
-		return fmt.Errorf("Version %q, want %q", got.Version, want.Version)
+		return fmt.Errorf("field Version: %q, want %q", got.Version, want.Version)
 	case got.Host != want.Host:
-		return fmt.Errorf("Host %q, want %q", got.Host, want.Host)
+		return fmt.Errorf("field Host: %q, want %q", got.Host, want.Host)
 	case got.PID != want.PID:
-		return fmt.Errorf("PID %d, want %d", got.PID, want.PID)
+		return fmt.Errorf("field PID: %d, want %d", got.PID, want.PID)
 	case !got.StartedAt.Equal(want.StartedAt):
-		return fmt.Errorf("StartedAt %v, want %v", got.StartedAt.Format(time.RFC3339Nano), want.StartedAt.Format(time.RFC3339Nano))
+		return fmt.Errorf("field StartedAt: %v, want %v", got.StartedAt.Format(time.RFC3339Nano), want.StartedAt.Format(time.RFC3339Nano))
 	case got.ClockOffset != want.ClockOffset:
-		return fmt.Errorf("ClockOffset %d ns, want %d ns", got.ClockOffset, want.ClockOffset)
+		return fmt.Errorf("field ClockOffset: %d ns, want %d ns", got.ClockOffset, want.ClockOffset)
 	case got.TZDataVersion != want.TZDataVersion:
-		return fmt.Errorf("TZDataVersion %q, want %q", got.TZDataVersion, want.TZDataVersion)
+		return fmt.Errorf("field TZDataVersion: %q, want %q", got.TZDataVersion, want.TZDataVersion)
 	case got.JobsFingerprint != want.JobsFingerprint:
-		return fmt.Errorf("JobsFingerprint %q, want %q", got.JobsFingerprint, want.JobsFingerprint)
+		return fmt.Errorf("field JobsFingerprint: %q, want %q", got.JobsFingerprint, want.JobsFingerprint)
 	case !slices.Equal(got.Jobs, want.Jobs):
-		return fmt.Errorf("Jobs %q, want %q", got.Jobs, want.Jobs)
+		return fmt.Errorf("field Jobs: %q, want %q", got.Jobs, want.Jobs)
 	}
 	return nil
 }
