@@ -13,7 +13,8 @@
 // # Storage
 //
 // One KV bucket ([Options.Bucket], default "anarchon") holds three kinds of
-// key, each with a job name encoded as unpadded base64url of its UTF-8
+// job key, and the instance registry's "i.<id>" keys (SPEC §10, see
+// [Backend.RegisterInstance]), each with a job name encoded as unpadded base64url of its UTF-8
 // bytes (so dots, spaces, wildcards, quotes and any Unicode are safe in a
 // subject, and names that differ only in case stay apart):
 //

@@ -116,6 +116,8 @@
 //	{prefix:job}:hist     ZSET  history members "slot/token" scored by slot (a plain claim's with its result)
 //	{prefix:job}:age      ZSET  the same members scored by the server time they were written
 //	{prefix:job}:active   ZSET  slots running or released
+//	{prefix:}:inst        HASH  instance ID -> instance registry record (SPEC §10)
+//	{prefix:}:inst:exp    ZSET  instance IDs scored by the server time their record expires
 //
 // '%', '{' and '}' in job names are percent-encoded. Records are JSON with
 // numbers as decimal strings; readers ignore fields they do not know, so two
