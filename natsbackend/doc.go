@@ -13,8 +13,7 @@
 // # Storage
 //
 // One KV bucket ([Options.Bucket], default "anarchon") holds three kinds of
-// job key, and the instance registry's "i.<id>" keys (SPEC §10, see
-// [Backend.RegisterInstance]), each with a job name encoded as unpadded base64url of its UTF-8
+// key, each with a job name encoded as unpadded base64url of its UTF-8
 // bytes (so dots, spaces, wildcards, quotes and any Unicode are safe in a
 // subject, and names that differ only in case stay apart):
 //
@@ -25,6 +24,9 @@
 //     lease length and final status.
 //   - "j.<job>": the slots of the job that may still be running or
 //     released, for the overlap check and [RunStore.Active].
+//
+// The instance registry (SPEC §10) adds one key per scheduler, "i.<id>",
+// the instance ID encoded the same way; see [Backend.RegisterInstance].
 //
 // One stream ([Options.HistoryStream], subjects "<HistorySubject>.>")
 // holds history: a claim record and a result record per run, published to
