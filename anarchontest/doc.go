@@ -80,7 +80,10 @@
 //
 // Times are judged by the store's clock. The suite sleeps (through
 // [Harness.Sleep]) only where time must pass: about twice [Harness.Lease]
-// for each expiry test, and a little more than a second for the TTL test.
-// Leases that must stay live are an hour long, so parallel subtests that
-// move a shared fake clock cannot expire them.
+// for each expiry test, a little more than a second for the TTL test, and
+// in the registry's expiry test steps of 15 ms between polls until a
+// record with a 1.5 s TTL is listed dead. Leases and registrations that
+// must stay live are an hour long, so parallel subtests that move a shared
+// fake clock cannot expire them; the registry's retention test, which
+// moves a fake clock by a day, runs while the other registry tests wait.
 package anarchontest
