@@ -107,17 +107,19 @@ const (
 
 // InstanceRecord is an instance's record as [InstanceRegistry.Instances]
 // lists it. New fields may be added (SPEC §9).
+// Its JSON encoding, like InstanceInfo's, uses snake_case names, for
+// status outputs.
 type InstanceRecord struct {
 	InstanceInfo
 	// TTL is the ttl of the last registration.
-	TTL time.Duration
+	TTL time.Duration `json:"ttl_ns"`
 	// LastSeen is the store's time of the last registration (renewal).
-	LastSeen time.Time
+	LastSeen time.Time `json:"last_seen"`
 	// ExpiresAt is LastSeen+TTL, or the store's time of the deregistration
 	// if that came first (store clock).
-	ExpiresAt time.Time
+	ExpiresAt time.Time `json:"expires_at"`
 	// State is live, dead or stopped, as of the store's time of the list.
-	State InstanceState
+	State InstanceState `json:"state"`
 }
 
 // Live reports whether the record was live when it was listed.

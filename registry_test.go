@@ -2,6 +2,7 @@ package anarchon_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"sync"
@@ -300,5 +301,31 @@ func TestDiffJobSets(t *testing.T) {
 	c := anarchon.CompareJobSets(rec("r", live, 0, x, y).InstanceInfo, rec("i", live, 0, y2, z).InstanceInfo)
 	if !slices.Equal(c.Missing, []string{"x"}) || !slices.Equal(c.Extra, []string{"z"}) || !slices.Equal(c.Changed, []string{"y"}) || c.Empty() {
 		t.Errorf("CompareJobSets = %+v", c)
+	}
+}
+
+// A record's JSON keeps the info's fields at the top level, in snake_case.
+func TestInstanceRecordJSON(t *testing.T) {
+	r := rec("web-1", anarchon.InstanceLive, 5, anarchon.JobFingerprint{Name: "x", Fingerprint: "1"})
+	r.TTL = 15 * time.Second
+	data, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"id", "jobs_fingerprint", "jobs", "started_at", "clock_offset_ns", "ttl_ns", "last_seen", "expires_at", "state"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("JSON of a record has no %q: %s", k, data)
+		}
+	}
+	var back anarchon.InstanceRecord
+	if err := json.Unmarshal(data, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.ID != r.ID || back.TTL != r.TTL || back.State != r.State || !slices.Equal(back.Jobs, r.Jobs) {
+		t.Errorf("JSON round trip: %+v, want %+v", back, r)
 	}
 }
