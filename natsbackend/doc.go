@@ -219,6 +219,11 @@
 //     leader change compares times from two machines; keep the cluster's
 //     clocks synchronized (NTP) and leases well above their skew.
 //
+// The instance registry (SPEC §10, [Backend.RegisterInstance]) times a
+// registration by its revision's server timestamp and judges records by a
+// fresh read of the server's clock at each list. The anarchontest Registry
+// subtests pass against nats-server.
+//
 // # Server requirements
 //
 // nats-server 2.10 or newer with JetStream enabled ("-js", or a

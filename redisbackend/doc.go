@@ -80,6 +80,11 @@
 // several nodes fail. WAIT runs in one pipeline with the script, on the
 // connection of the job's primary, so it costs no extra round trip.
 //
+// The instance registry (SPEC §10, [Backend.RegisterInstance]) is one
+// script per registration, deregistration and list, each reading the
+// server's TIME; a record is live while that time is before its expiry.
+// The anarchontest Registry subtests pass against redis-server.
+//
 // # Dedupe window and memory
 //
 // [Backend.DedupeWindow] is [anarchon.Forever]. Claims are kept with the
