@@ -26,6 +26,7 @@ type registration struct {
 	done   chan struct{} // closed when the loop has returned
 
 	mismatch string // the last job-set mismatch reported; used by the loop only
+	twin     bool   // another process was seen under this ID; used by the loop only
 }
 
 // registryTTL is Options.RegistryTTL with its default; 0 means disabled.
@@ -74,7 +75,7 @@ func (s *Scheduler) startRegistry(ctx context.Context) {
 
 func (s *Scheduler) registryLoop(ctx context.Context, r *registration, first chan<- struct{}) {
 	defer close(r.done)
-	s.renewRegistration(ctx, r)
+	s.renewRegistration(ctx, r, true)
 	close(first)
 	t := time.NewTicker(r.ttl / 3)
 	defer t.Stop()
@@ -83,28 +84,50 @@ func (s *Scheduler) registryLoop(ctx context.Context, r *registration, first cha
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			s.renewRegistration(ctx, r)
+			s.renewRegistration(ctx, r, false)
 		}
 	}
 }
 
-// renewRegistration renews the record, then lists the registry to check
-// that the live instances run the same job set.
-func (s *Scheduler) renewRegistration(ctx context.Context, r *registration) {
+// renewRegistration lists the registry, to check that no other process
+// writes under this instance's ID and that the live instances run the
+// same job set, then renews the record. Listing first lets the check see
+// what others wrote since the last renewal; the first renewal does not
+// check for a twin (the record may be a previous run's).
+func (s *Scheduler) renewRegistration(ctx context.Context, r *registration, first bool) {
 	ctx, cancel := context.WithTimeout(ctx, registryCallTimeout)
 	defer cancel()
 	info := r.info
 	info.ClockOffset = s.ClockOffset()
-	if err := r.reg.RegisterInstance(ctx, info, r.ttl); err != nil {
-		s.storeError(ctx, "RegisterInstance", "", time.Time{}, err)
-		return
-	}
 	recs, err := r.reg.Instances(ctx)
 	if err != nil {
 		s.storeError(ctx, "Instances", "", time.Time{}, err)
+	} else if !first {
+		s.checkTwin(ctx, r, info, recs)
+	}
+	if err := r.reg.RegisterInstance(ctx, info, r.ttl); err != nil {
+		s.storeError(ctx, "RegisterInstance", "", time.Time{}, err)
+	}
+	if recs != nil {
+		s.checkJobSets(ctx, r, info, recs)
+	}
+}
+
+// checkTwin warns, once, when the record under this instance's ID was
+// last written by another process (another host, PID or start time): two
+// processes share an InstanceID, so their claims and history cannot be
+// told apart.
+func (s *Scheduler) checkTwin(ctx context.Context, r *registration, self InstanceInfo, recs []InstanceRecord) {
+	if r.twin {
 		return
 	}
-	s.checkJobSets(ctx, r, info, recs)
+	for _, rec := range recs {
+		if rec.ID == self.ID && (rec.Host != self.Host || rec.PID != self.PID || !rec.StartedAt.Equal(self.StartedAt)) {
+			r.twin = true
+			s.log.LogAttrs(ctx, slog.LevelWarn, "another process registers under this instance ID; give every instance its own InstanceID",
+				slog.String("other_host", rec.Host), slog.Int("other_pid", rec.PID), slog.Time("other_started_at", rec.StartedAt))
+		}
+	}
 }
 
 // checkJobSets compares this instance's job set with every other live

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -328,4 +330,45 @@ func TestInstanceRecordJSON(t *testing.T) {
 	if back.ID != r.ID || back.TTL != r.TTL || back.State != r.State || !slices.Equal(back.Jobs, r.Jobs) {
 		t.Errorf("JSON round trip: %+v, want %+v", back, r)
 	}
+}
+
+// logBuffer is a slog handler's destination safe for concurrent writes.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// Two processes that share an InstanceID overwrite each other's record;
+// each warns once.
+func TestRegistryTwinWarning(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := membackend.New(nil)
+		var logs logBuffer
+		log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		const ttl = 3 * time.Second
+		a := newSched(t, store, "same", &anarchon.Options{RegistryTTL: ttl, Logger: log})
+		mustStart(t, a)
+		// b starts half a renewal period later (another StartedAt), so
+		// that the two write in turns and each lists the other's record.
+		time.Sleep(ttl/3 + ttl/6)
+		b := newSched(t, store, "same", &anarchon.Options{RegistryTTL: ttl, Logger: log})
+		mustStart(t, b)
+		time.Sleep(5 * ttl)
+		stopAll(t, a, b)
+		if n := strings.Count(logs.String(), "another process registers under this instance ID"); n != 2 {
+			t.Fatalf("%d twin warnings, want one from each instance:\n%s", n, logs.String())
+		}
+	})
 }
