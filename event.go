@@ -24,6 +24,11 @@ const (
 	// EventClockOffset: the offset to the store's clock was measured; see
 	// Offset.
 	EventClockOffset
+	// EventJobSetMismatch: the set of live instances in the registry whose
+	// job set differs from this instance's changed (SPEC §10). JobSetDiffs
+	// lists them, each compared with this instance (its Reference); it is
+	// empty when every live instance runs the same job set again.
+	EventJobSetMismatch
 )
 
 // Event reports something the scheduler did, for metrics and tracing. It is
@@ -41,6 +46,8 @@ type Event struct {
 	Op       string
 	Err      error
 	Offset   time.Duration
+
+	JobSetDiffs []JobSetDiff // EventJobSetMismatch only
 }
 
 func (s *Scheduler) emit(e Event) {

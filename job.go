@@ -162,4 +162,9 @@ type JobOptions struct {
 	// takeovers) before it is recorded abandoned. Defaults to
 	// DefaultMaxAttempts (3).
 	MaxAttempts int
+	// Fingerprint is extra material for the job's fingerprint in the
+	// instance registry ([FingerprintJob], SPEC §10), e.g. the command a
+	// daemon runs, so that instances that run the job differently are
+	// reported. It changes nothing else. Defaults to "".
+	Fingerprint string
 }

@@ -44,6 +44,14 @@ type Options struct {
 	// the embedded one. Instances whose hosts have different tzdata releases
 	// may then compute different slots. Defaults to false.
 	HostZoneinfo bool
+	// RegistryTTL is the TTL of this instance's record in the instance
+	// registry, when the backend implements InstanceRegistry (SPEC §10):
+	// Start registers the instance, the record is renewed every
+	// RegistryTTL/3, Stop marks it stopped, and an instance that stops
+	// renewing is listed dead RegistryTTL after its last renewal, by the
+	// store's clock. Negative disables registration. Defaults to
+	// DefaultRegistryTTL (15 s); values below 3 ms count as 3 ms.
+	RegistryTTL time.Duration
 }
 
 func (o *Options) withDefaults() Options {
@@ -115,6 +123,8 @@ type Scheduler struct {
 
 	tokenPrefix string
 	tokenSeq    atomic.Uint64
+
+	reg *registration // the instance registry entry while started; guarded by mu
 }
 
 const (
@@ -521,6 +531,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		s.bg.Add(1)
 		go func() { defer s.bg.Done(); s.clockLoop(s.loopCtx) }()
 	}
+	s.startRegistry(ctx)
 	if s.watcher != nil && s.anyLeased(jobs) {
 		s.bg.Add(1)
 		go func() { defer s.bg.Done(); s.watchLoop(s.loopCtx) }()
@@ -581,6 +592,7 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	}
 	s.state = stateStopped
 	s.mu.Unlock()
+	defer s.stopRegistry(ctx)
 
 	s.loopCancel()
 	done := make(chan struct{})

@@ -71,12 +71,24 @@
 //     a lease and watched where the backend has those abilities; a
 //     Scheduler on the store refuses one byte more, a NUL, a newline and
 //     invalid UTF-8 with [anarchon.CodeBadName].
+//   - Registry, for an [anarchon.InstanceRegistry] (SPEC §10): records
+//     round-trip between handles (ID, version, clock offset to the
+//     nanosecond, fingerprints, job lists) with LastSeen and ExpiresAt by
+//     the store's clock; a renewal replaces a record; of two instances
+//     the one that stops renewing is listed dead once its 1.5 s TTL has
+//     passed by the store's clock (polled, at most 30 s), never before,
+//     and is live again when it registers again; a deregistered record is
+//     listed stopped; concurrent registrations; bad input; ErrClosed;
+//     with FakeClock, records are dropped after InstanceRetention.
 //
 // # Time
 //
 // Times are judged by the store's clock. The suite sleeps (through
 // [Harness.Sleep]) only where time must pass: about twice [Harness.Lease]
-// for each expiry test, and a little more than a second for the TTL test.
-// Leases that must stay live are an hour long, so parallel subtests that
-// move a shared fake clock cannot expire them.
+// for each expiry test, a little more than a second for the TTL test, and
+// in the registry's expiry test steps of 15 ms between polls until a
+// record with a 1.5 s TTL is listed dead. Leases and registrations that
+// must stay live are an hour long, so parallel subtests that move a shared
+// fake clock cannot expire them; the registry's retention test, which
+// moves a fake clock by a day, runs while the other registry tests wait.
 package anarchontest

@@ -114,6 +114,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Names", func(t *testing.T) { testNames(t, h, hasLeases) })
 	t.Run("Watch", func(t *testing.T) { testWatch(t, h) })
 	t.Run("ServerClock", func(t *testing.T) { testServerClock(t, h) })
+	t.Run("Registry", func(t *testing.T) { testRegistry(t, h) })
 }
 
 // store is one fresh store under test, as n handles.

@@ -48,6 +48,7 @@ type Backend struct {
 	closed   bool
 	jobs     map[string]*jobState
 	watchers map[*watcher]struct{}
+	insts    map[string]*instance // the instance registry (registry.go), made on first use
 }
 
 var (

@@ -25,6 +25,12 @@
 // that decides each claim by the table of SPEC §6, first match wins. Lease
 // runs and plain claims are kept apart: a job uses one or the other.
 //
+// Instance registry (SPEC §10): [Backend.RegisterInstance],
+// [Backend.DeregisterInstance] and [Backend.Instances] keep one record per
+// instance in the store, timed and judged by Options.Now; the anarchontest
+// Registry subtests pass on a fake clock (retention included) and on the
+// real one.
+//
 // # Dedupe window and memory
 //
 // Claims are not part of the history: each plain claim is also remembered

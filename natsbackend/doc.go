@@ -25,6 +25,9 @@
 //   - "j.<job>": the slots of the job that may still be running or
 //     released, for the overlap check and [RunStore.Active].
 //
+// The instance registry (SPEC §10) adds one key per scheduler, "i.<id>",
+// the instance ID encoded the same way; see [Backend.RegisterInstance].
+//
 // One stream ([Options.HistoryStream], subjects "<HistorySubject>.>")
 // holds history: a claim record and a result record per run, published to
 // "<HistorySubject>.<job>". The bucket and the stream are created by Init
@@ -215,6 +218,11 @@
 //     the stream leader stamps the writes and answers the time reads, so a
 //     leader change compares times from two machines; keep the cluster's
 //     clocks synchronized (NTP) and leases well above their skew.
+//
+// The instance registry (SPEC §10, [Backend.RegisterInstance]) times a
+// registration by its revision's server timestamp and judges records by a
+// fresh read of the server's clock at each list. The anarchontest Registry
+// subtests pass against nats-server.
 //
 // # Server requirements
 //

@@ -80,6 +80,11 @@
 // several nodes fail. WAIT runs in one pipeline with the script, on the
 // connection of the job's primary, so it costs no extra round trip.
 //
+// The instance registry (SPEC §10, [Backend.RegisterInstance]) is one
+// script per registration, deregistration and list, each reading the
+// server's TIME; a record is live while that time is before its expiry.
+// The anarchontest Registry subtests pass against redis-server.
+//
 // # Dedupe window and memory
 //
 // [Backend.DedupeWindow] is [anarchon.Forever]. Claims are kept with the
@@ -116,6 +121,8 @@
 //	{prefix:job}:hist     ZSET  history members "slot/token" scored by slot (a plain claim's with its result)
 //	{prefix:job}:age      ZSET  the same members scored by the server time they were written
 //	{prefix:job}:active   ZSET  slots running or released
+//	{prefix:}:inst        HASH  instance ID -> instance registry record (SPEC §10)
+//	{prefix:}:inst:exp    ZSET  instance IDs scored by the server time their record expires
 //
 // '%', '{' and '}' in job names are percent-encoded. Records are JSON with
 // numbers as decimal strings; readers ignore fields they do not know, so two

@@ -216,6 +216,7 @@ func (b *SQLBackend) migrate(ctx context.Context) error {
 		stmts = append(stmts[:len(stmts):len(stmts)], b.d.ExtraTables(b.Qualify)...)
 	}
 	stmts = append(stmts[:len(stmts):len(stmts)], b.rt.DDL...)
+	stmts = append(stmts, b.registryDDL()...)
 	return b.cfg.Conn.Transaction(ctx, func(tx Querier) error {
 		if b.d.Serialize != "" {
 			if _, err := b.all(ctx, tx, b.d.Serialize, "anarchon migrate "+b.Qualify("")); err != nil {

@@ -54,9 +54,15 @@
 // retained history are deleted, far outside any MaxLate, so no instance
 // claims them in practice; lease claims are fully serialised with trimming.
 //
+// The instance registry (SPEC §10, [SQLBackend.RegisterInstance]) is one
+// upsert per registration that reads the server's clock once (expires_at
+// is exactly last_seen + ttl), and one SELECT per list that reads the
+// clock it judges live and dead by. The anarchontest Registry subtests
+// pass on SQLite and on PostgreSQL servers.
+//
 // # Schema
 //
-// Three tables, named prefix+name (default prefix "anarchon_"), optionally
+// Four tables, named prefix+name (default prefix "anarchon_"), optionally
 // in a schema ([Config]):
 //
 //   - jobs (job PRIMARY KEY, watermark, created_at): one row per job,
@@ -72,6 +78,9 @@
 //     saved_at): the history records SaveResult stores, and the manual
 //     runs RecordManualRun records (those never enter runs: they are not
 //     deduplicated).
+//   - instances (id PRIMARY KEY, info, ttl_ms, last_seen, expires_at,
+//     stopped): the instance registry (SPEC §10), one row per scheduler
+//     with its anarchon.InstanceInfo as JSON; see [SQLBackend.RegisterInstance].
 //
 // History merges runs and results by token with anarchon.BuildHistory;
 // run rows that settled without a saved result (missed, skipped,

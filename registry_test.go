@@ -1,0 +1,374 @@
+package anarchon_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/membackend"
+)
+
+func noop(context.Context, *anarchon.Run) error { return nil }
+
+// eventLog keeps the events of one kind.
+type eventLog struct {
+	mu   sync.Mutex
+	kind anarchon.EventKind
+	evs  []anarchon.Event
+}
+
+func (l *eventLog) add(e anarchon.Event) {
+	if e.Kind != l.kind {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.evs = append(l.evs, e)
+}
+
+func (l *eventLog) all() []anarchon.Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.evs)
+}
+
+func stateOf(t *testing.T, recs []anarchon.InstanceRecord, id string) anarchon.InstanceState {
+	t.Helper()
+	for _, r := range recs {
+		if r.ID == id {
+			return r.State
+		}
+	}
+	t.Fatalf("no record of %q in %v", id, recs)
+	return ""
+}
+
+// failingRegistry is a memory store whose RegisterInstance fails while
+// fail is set: an instance that cannot renew, as if it had died.
+type failingRegistry struct {
+	*membackend.Backend
+	fail atomic.Bool
+}
+
+func (f *failingRegistry) RegisterInstance(ctx context.Context, info anarchon.InstanceInfo, ttl time.Duration) error {
+	if f.fail.Load() {
+		return errors.New("injected: cannot renew")
+	}
+	return f.Backend.RegisterInstance(ctx, info, ttl)
+}
+
+// Two schedulers with different job sets register at Start, each sees
+// the other's differences once (EventJobSetMismatch), a scheduler that
+// stops renewing is listed dead after its TTL and the difference clears,
+// and Stop marks a record stopped.
+func TestRegistryLifecycle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := membackend.New(nil)
+		bStore := &failingRegistry{Backend: store}
+		const ttl = 3 * time.Second
+		evA := &eventLog{kind: anarchon.EventJobSetMismatch}
+		a := newSched(t, store, "a", &anarchon.Options{RegistryTTL: ttl, OnEvent: evA.add})
+		b := newSched(t, bStore, "b", &anarchon.Options{RegistryTTL: ttl})
+		for _, s := range []*anarchon.Scheduler{a, b} {
+			if err := s.Every("x", time.Minute, noop, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := a.Cron("y", "0 9 * * *", noop, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Cron("y", "0 10 * * *", noop, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Every("z", time.Hour, noop, nil); err != nil {
+			t.Fatal(err)
+		}
+		mustStart(t, a)
+		mustStart(t, b)
+
+		recs, err := a.Instances(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) != 2 || stateOf(t, recs, "a") != anarchon.InstanceLive || stateOf(t, recs, "b") != anarchon.InstanceLive {
+			t.Fatalf("after Start: %+v", recs)
+		}
+		for _, r := range recs {
+			s := a
+			if r.ID == "b" {
+				s = b
+			}
+			want := s.InstanceInfo()
+			if r.JobsFingerprint != want.JobsFingerprint || !slices.Equal(r.Jobs, want.Jobs) ||
+				!r.StartedAt.Equal(want.StartedAt) || r.StartedAt.IsZero() || r.PID != want.PID || r.TTL != ttl {
+				t.Errorf("record of %s = %+v, want %+v", r.ID, r.InstanceInfo, want)
+			}
+		}
+		if a.InstanceInfo().JobsFingerprint == b.InstanceInfo().JobsFingerprint {
+			t.Fatal("different job sets have one fingerprint")
+		}
+
+		time.Sleep(ttl/3 + time.Millisecond) // a's first renewal lists b
+		evs := evA.all()
+		if len(evs) != 1 {
+			t.Fatalf("a reported %d job-set mismatches, want 1: %+v", len(evs), evs)
+		}
+		want := anarchon.JobSetDiff{Instance: "b", Reference: "a", Extra: []string{"z"}, Changed: []string{"y"}}
+		if got := evs[0].JobSetDiffs; len(got) != 1 || got[0].Instance != want.Instance || got[0].Reference != want.Reference ||
+			len(got[0].Missing) != 0 || !slices.Equal(got[0].Extra, want.Extra) || !slices.Equal(got[0].Changed, want.Changed) {
+			t.Fatalf("mismatch event diffs = %+v, want [%+v]", got, want)
+		}
+		time.Sleep(2 * ttl)
+		if n := len(evA.all()); n != 1 {
+			t.Fatalf("an unchanged mismatch was reported again: %d events", n)
+		}
+
+		// b stops renewing: listed dead after its TTL, and a sees the
+		// job sets agree again.
+		bStore.fail.Store(true)
+		time.Sleep(ttl + ttl/3 + time.Millisecond)
+		recs, err = a.Instances(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := stateOf(t, recs, "b"); got != anarchon.InstanceDead {
+			t.Fatalf("b, not renewed for its TTL: %s, want dead", got)
+		}
+		if got := stateOf(t, recs, "a"); got != anarchon.InstanceLive {
+			t.Fatalf("a, renewing: %s, want live", got)
+		}
+		if d := anarchon.DiffJobSets(recs); d != nil {
+			t.Fatalf("DiffJobSets counts a dead instance: %+v", d)
+		}
+		evs = evA.all()
+		if len(evs) != 2 || len(evs[1].JobSetDiffs) != 0 {
+			t.Fatalf("after b died, a's events = %+v, want a second one with no diffs", evs)
+		}
+
+		stopAll(t, a)
+		recs, err = b.Instances(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := stateOf(t, recs, "a"); got != anarchon.InstanceStopped {
+			t.Fatalf("a after Stop: %s, want stopped", got)
+		}
+		bStore.fail.Store(false)
+		time.Sleep(ttl / 3)
+		recs, _ = a.Instances(t.Context())
+		if got := stateOf(t, recs, "b"); got != anarchon.InstanceLive {
+			t.Fatalf("b renewing again: %s, want live", got)
+		}
+		stopAll(t, b)
+	})
+}
+
+// A negative RegistryTTL keeps the scheduler out of the registry; a
+// backend without one answers ErrNoRegistry.
+func TestRegistryOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := membackend.New(nil)
+		s := newSched(t, store, "quiet", &anarchon.Options{RegistryTTL: -1})
+		mustStart(t, s)
+		recs, err := s.Instances(t.Context())
+		if err != nil || len(recs) != 0 {
+			t.Fatalf("Instances = %v, %v; want none", recs, err)
+		}
+		stopAll(t, s)
+
+		plain := newSched(t, struct{ anarchon.Backend }{store}, "plain", nil)
+		mustStart(t, plain)
+		if _, err := plain.Instances(t.Context()); !errors.Is(err, anarchon.ErrNoRegistry) {
+			t.Fatalf("Instances without a registry = %v, want ErrNoRegistry", err)
+		}
+		stopAll(t, plain)
+	})
+}
+
+func jobInfo(name, sched, zone string, o anarchon.JobOptions) anarchon.JobInfo {
+	return anarchon.JobInfo{Name: name, Schedule: sched, Zone: zone, Options: o}
+}
+
+func TestFingerprintJob(t *testing.T) {
+	base := jobInfo("report", "0 9 * * MON-FRI", "Europe/Athens", anarchon.JobOptions{MaxLate: time.Minute})
+	fp := anarchon.FingerprintJob(base)
+	// A fingerprint is stable across versions and processes: instances
+	// of different builds compare them.
+	// A change of this value is a change of the fingerprint format:
+	// instances of the old and new versions would report each other as
+	// running different jobs.
+	if fp != "e6f47cf41517ffc9" {
+		t.Fatalf("FingerprintJob(%+v) = %s, want the stable e6f47cf41517ffc9", base, fp)
+	}
+	same := []anarchon.JobInfo{
+		jobInfo("report", " 0  9 *\t* MON-FRI ", "Europe/Athens", anarchon.JobOptions{MaxLate: time.Minute}),
+		jobInfo("report", "0 9 * * MON-FRI", "Europe/Athens", anarchon.JobOptions{MaxLate: time.Minute, Jitter: time.Second, Timeout: time.Hour, HistorySize: 7}),
+	}
+	for _, j := range same {
+		if got := anarchon.FingerprintJob(j); got != fp {
+			t.Errorf("%+v: fingerprint %s, want %s as for %+v", j, got, fp, base)
+		}
+	}
+	leased := base
+	leased.Leased = true
+	differ := []anarchon.JobInfo{
+		jobInfo("report2", "0 9 * * MON-FRI", "Europe/Athens", anarchon.JobOptions{MaxLate: time.Minute}),
+		jobInfo("report", "0 10 * * MON-FRI", "Europe/Athens", anarchon.JobOptions{MaxLate: time.Minute}),
+		jobInfo("report", "0 9 * * MON-FRI", "UTC", anarchon.JobOptions{MaxLate: time.Minute}),
+		jobInfo("report", "0 9 * * MON-FRI", "Europe/Athens", anarchon.JobOptions{MaxLate: time.Hour}),
+		jobInfo("report", "0 9 * * MON-FRI", "Europe/Athens", anarchon.JobOptions{MaxLate: time.Minute, Fingerprint: "cmd: backup.sh"}),
+		leased,
+	}
+	seen := map[string]int{fp: -1}
+	for i, j := range differ {
+		got := anarchon.FingerprintJob(j)
+		if k, dup := seen[got]; dup {
+			t.Errorf("differ[%d] %+v has the fingerprint of %d", i, j, k)
+		}
+		seen[got] = i
+	}
+	l2 := leased
+	l2.Options.Lease = time.Minute
+	if anarchon.FingerprintJob(l2) == anarchon.FingerprintJob(leased) {
+		t.Error("a leased job's Lease is not in its fingerprint")
+	}
+}
+
+func TestFingerprintJobSet(t *testing.T) {
+	a := []anarchon.JobFingerprint{{"x", "1"}, {"y", "2"}}
+	b := []anarchon.JobFingerprint{{"y", "2"}, {"x", "1"}}
+	if got := anarchon.FingerprintJobSet(a); got != "71977cfde236c1e5" {
+		t.Fatalf("FingerprintJobSet(%v) = %s, want the stable 71977cfde236c1e5", a, got)
+	}
+	if anarchon.FingerprintJobSet(a) != anarchon.FingerprintJobSet(b) {
+		t.Error("the set fingerprint depends on order")
+	}
+	for _, c := range [][]anarchon.JobFingerprint{{{"x", "1"}}, {{"x", "1"}, {"y", "3"}}, {{"x", "1"}, {"y", "2"}, {"z", "2"}}, nil} {
+		if anarchon.FingerprintJobSet(c) == anarchon.FingerprintJobSet(a) {
+			t.Errorf("%v has the fingerprint of %v", c, a)
+		}
+	}
+	// Names cannot run into fingerprints.
+	if anarchon.FingerprintJobSet([]anarchon.JobFingerprint{{"a=b", "c"}}) == anarchon.FingerprintJobSet([]anarchon.JobFingerprint{{"a", "b=c"}}) {
+		t.Error("ambiguous encoding")
+	}
+}
+
+func rec(id string, state anarchon.InstanceState, started int, jobs ...anarchon.JobFingerprint) anarchon.InstanceRecord {
+	return anarchon.InstanceRecord{
+		InstanceInfo: anarchon.InstanceInfo{
+			ID: id, Jobs: jobs, JobsFingerprint: anarchon.FingerprintJobSet(jobs),
+			StartedAt: time.Unix(int64(started), 0),
+		},
+		State: state,
+	}
+}
+
+func TestDiffJobSets(t *testing.T) {
+	x, y, y2, z := anarchon.JobFingerprint{"x", "1"}, anarchon.JobFingerprint{"y", "2"}, anarchon.JobFingerprint{"y", "9"}, anarchon.JobFingerprint{"z", "3"}
+	live, dead, stopped := anarchon.InstanceLive, anarchon.InstanceDead, anarchon.InstanceStopped
+
+	if d := anarchon.DiffJobSets([]anarchon.InstanceRecord{rec("a", live, 1, x, y), rec("b", live, 2, y, x)}); d != nil {
+		t.Errorf("equal sets: %+v", d)
+	}
+	// Dead and stopped instances do not count.
+	if d := anarchon.DiffJobSets([]anarchon.InstanceRecord{rec("a", live, 1, x), rec("b", dead, 0, z), rec("c", stopped, 0, y)}); d != nil {
+		t.Errorf("dead and stopped counted: %+v", d)
+	}
+	// The majority is the reference, even if it started later.
+	d := anarchon.DiffJobSets([]anarchon.InstanceRecord{
+		rec("old", live, 1, x, y2, z), rec("n1", live, 5, x, y), rec("n2", live, 6, x, y),
+	})
+	if len(d) != 1 || d[0].Instance != "old" || d[0].Reference != "n1" ||
+		!slices.Equal(d[0].Missing, nil) || !slices.Equal(d[0].Extra, []string{"z"}) || !slices.Equal(d[0].Changed, []string{"y"}) {
+		t.Errorf("majority: %+v", d)
+	}
+	if got := d[0].Jobs(); !slices.Equal(got, []string{"y", "z"}) {
+		t.Errorf("Jobs() = %v", got)
+	}
+	// A tie goes to the instance that started first.
+	d = anarchon.DiffJobSets([]anarchon.InstanceRecord{rec("b", live, 2, x), rec("a", live, 3, x, y)})
+	if len(d) != 1 || d[0].Reference != "b" || d[0].Instance != "a" || !slices.Equal(d[0].Extra, []string{"y"}) {
+		t.Errorf("tie: %+v", d)
+	}
+	c := anarchon.CompareJobSets(rec("r", live, 0, x, y).InstanceInfo, rec("i", live, 0, y2, z).InstanceInfo)
+	if !slices.Equal(c.Missing, []string{"x"}) || !slices.Equal(c.Extra, []string{"z"}) || !slices.Equal(c.Changed, []string{"y"}) || c.Empty() {
+		t.Errorf("CompareJobSets = %+v", c)
+	}
+}
+
+// A record's JSON keeps the info's fields at the top level, in snake_case.
+func TestInstanceRecordJSON(t *testing.T) {
+	r := rec("web-1", anarchon.InstanceLive, 5, anarchon.JobFingerprint{Name: "x", Fingerprint: "1"})
+	r.TTL = 15 * time.Second
+	data, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"id", "jobs_fingerprint", "jobs", "started_at", "clock_offset_ns", "ttl_ns", "last_seen", "expires_at", "state"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("JSON of a record has no %q: %s", k, data)
+		}
+	}
+	var back anarchon.InstanceRecord
+	if err := json.Unmarshal(data, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.ID != r.ID || back.TTL != r.TTL || back.State != r.State || !slices.Equal(back.Jobs, r.Jobs) {
+		t.Errorf("JSON round trip: %+v, want %+v", back, r)
+	}
+}
+
+// logBuffer is a slog handler's destination safe for concurrent writes.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// Two processes that share an InstanceID overwrite each other's record;
+// each warns once.
+func TestRegistryTwinWarning(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := membackend.New(nil)
+		var logs logBuffer
+		log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		const ttl = 3 * time.Second
+		a := newSched(t, store, "same", &anarchon.Options{RegistryTTL: ttl, Logger: log})
+		mustStart(t, a)
+		// b starts half a renewal period later (another StartedAt), so
+		// that the two write in turns and each lists the other's record.
+		time.Sleep(ttl/3 + ttl/6)
+		b := newSched(t, store, "same", &anarchon.Options{RegistryTTL: ttl, Logger: log})
+		mustStart(t, b)
+		time.Sleep(5 * ttl)
+		stopAll(t, a, b)
+		if n := strings.Count(logs.String(), "another process registers under this instance ID"); n != 2 {
+			t.Fatalf("%d twin warnings, want one from each instance:\n%s", n, logs.String())
+		}
+	})
+}
