@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/anarchon/anarchon/internal/cron"
+	"github.com/anarchon/anarchon/internal/runner"
 )
 
 // Options configure a Scheduler. A nil *Options, and each zero field, means
@@ -90,22 +91,16 @@ type Scheduler struct {
 	jobs   map[string]*job
 	order  []*job
 	state  int // stateNew, stateStarted, stateStopped
-	queue  jobHeap
 	inited bool
 
-	loopCtx    context.Context // ends when Stop begins: no new slots, no more standing by
+	queue      runner.Queue[*job]
+	run        *runner.Runner[slotRun] // set by Start
+	loopCtx    context.Context         // ends when Stop begins: no new slots, no more standing by
 	loopCancel context.CancelFunc
 	runCtx     context.Context // parent of handler contexts; cancelled with ErrStopped at the Stop deadline
 	runCancel  context.CancelCauseFunc
 	bg         sync.WaitGroup // the loop, the watch and the clock goroutines
 	inflight   sync.WaitGroup // slot goroutines (claim, handler, result)
-
-	// Slot goroutines take these instead of mu, so that they do not
-	// contend with the loop.
-	amu     sync.Mutex
-	active  map[*activeRun]struct{} // guarded by amu
-	wmu     sync.Mutex
-	waiters map[slotKey]map[chan struct{}]struct{} // guarded by wmu
 
 	tokenPrefix string
 	tokenSeq    atomic.Uint64
@@ -117,11 +112,6 @@ const (
 	stateStopped
 )
 
-type slotKey struct {
-	job  string
-	slot int64
-}
-
 // New returns a Scheduler on backend. opts may be nil. The scheduler does
 // not close the backend: several schedulers may share one.
 func New(backend Backend, opts *Options) *Scheduler {
@@ -132,8 +122,6 @@ func New(backend Backend, opts *Options) *Scheduler {
 		clock:   o.Clock,
 		log:     o.Logger.With(slog.String("instance", o.InstanceID)),
 		jobs:    make(map[string]*job),
-		active:  make(map[*activeRun]struct{}),
-		waiters: make(map[slotKey]map[chan struct{}]struct{}),
 
 		tokenPrefix: rand.Text(),
 	}
@@ -244,10 +232,7 @@ type job struct {
 	leased   bool // runs through the RunStore
 	sched    string
 
-	// heap state, guarded by Scheduler.mu
-	slot   time.Time // next slot
-	fireAt time.Time // slot + jitter, store clock
-	index  int
+	entry runner.Entry[*job] // its place in the scheduler's queue
 }
 
 func (s *Scheduler) compile(j Job) (*job, error) {
@@ -511,6 +496,10 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	s.inited = true
 	s.loopCtx, s.loopCancel = context.WithCancel(context.WithoutCancel(ctx))
 	s.runCtx, s.runCancel = context.WithCancelCause(context.WithoutCancel(ctx))
+	s.run = runner.New[slotRun](host{s}, s.runCtx, runner.Config{
+		Log: s.log, PollInterval: s.opts.PollInterval,
+		ErrLeaseLost: ErrLeaseLost, ErrStopped: ErrStopped, ErrClosed: ErrClosed,
+	})
 	s.mu.Unlock()
 
 	if s.sclock != nil {
@@ -524,13 +513,10 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	}
 
 	now := s.now()
-	s.mu.Lock()
 	for _, j := range jobs {
-		j.slot = j.nextSlot(now)
-		j.fireAt = j.slot.Add(jitter(j.opt.Jitter))
-		s.queue.push(j)
+		j.entry = runner.Entry[*job]{Value: j, Next: j.nextSlot, MaxLate: j.opt.MaxLate, Jitter: j.opt.Jitter}
+		s.queue.Add(&j.entry, now)
 	}
-	s.mu.Unlock()
 	for _, j := range jobs {
 		if !j.leased {
 			continue
@@ -541,7 +527,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		s.adoptActive(ctx, j)
 	}
 	s.bg.Add(1)
-	go func() { defer s.bg.Done(); s.loop(s.loopCtx) }()
+	go func() { defer s.bg.Done(); s.queue.Run(s.loopCtx, s.now, &s.inflight, s.fire) }()
 	s.log.LogAttrs(ctx, slog.LevelInfo, "scheduler started",
 		slog.String("backend", s.backend.Name()), slog.Int("jobs", len(jobs)))
 	return nil
@@ -593,7 +579,7 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 	}
-	s.handOver()
+	s.run.HandOver(ctx, func() { s.runCancel(ErrStopped) })
 	s.log.LogAttrs(context.WithoutCancel(ctx), slog.LevelInfo, "scheduler stopped; running jobs handed over")
 	return ctx.Err()
 }
