@@ -498,7 +498,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	s.runCtx, s.runCancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	s.run = runner.New[slotRun](host{s}, s.runCtx, runner.Config{
 		Log: s.log, PollInterval: s.opts.PollInterval,
-		ErrLeaseLost: ErrLeaseLost, ErrStopped: ErrStopped, ErrClosed: ErrClosed,
+		ErrLeaseLost: ErrLeaseLost, ErrStopped: ErrStopped, ErrClosed: ErrClosed, ErrPermanent: ErrPermanent,
 	})
 	s.mu.Unlock()
 

@@ -65,8 +65,10 @@ func (r *Runner[J]) RunLeased(ctx context.Context, a *Leased[J]) {
 		}
 		out, err := r.claim(ctx, a)
 		if err != nil {
-			if !a.standing || !sleepCtx(ctx, r.cfg.PollInterval) {
-				return // fail closed
+			// Fail closed; a backup asks again later, unless asking
+			// again cannot help.
+			if !a.standing || r.permanent(err) || !sleepCtx(ctx, r.cfg.PollInterval) {
+				return
 			}
 			continue
 		}

@@ -87,7 +87,7 @@ type Config struct {
 	Log          *slog.Logger
 	PollInterval time.Duration // how often a backup without a watch asks again
 	// The scheduler's sentinels, used as context causes and to stop retries.
-	ErrLeaseLost, ErrStopped, ErrClosed error
+	ErrLeaseLost, ErrStopped, ErrClosed, ErrPermanent error
 }
 
 // Runner runs attempts for one scheduler and tracks the running ones, so
@@ -96,8 +96,8 @@ type Runner[J any] struct {
 	host Host[J]
 	cfg  Config
 
-	runCtx   context.Context // parent of handler contexts
-	base     context.Context // base of store calls that Stop must not cut: runCtx's values, no cancellation
+	runCtx context.Context // parent of handler contexts
+	base   context.Context // base of store calls that Stop must not cut: runCtx's values, no cancellation
 
 	waiters waiters
 
@@ -140,8 +140,11 @@ func (r *Runner[J]) storeCtx() (context.Context, context.CancelFunc) {
 func (r *Runner[J]) claimCtx() (context.Context, context.CancelFunc) { return r.storeCtx() }
 
 // retry calls f until it succeeds, backing off from 50 ms to 1 s between
-// tries, for at most storeTimeout; every failure is reported. It gives up
-// at once on ErrClosed and when ctx ends. It reports whether f succeeded.
+// tries, for at most storeTimeout; every failure is reported. Only an error
+// that may go away is retried: it gives up at once on a permanent error
+// (ErrPermanent: the backend said a retry cannot fix it; ErrClosed: the
+// backend is closed for good) and when ctx ends. It reports whether f
+// succeeded.
 func (r *Runner[J]) retry(ctx context.Context, op string, a *Attempt[J], f func() error) bool {
 	deadline := time.Now().Add(storeTimeout)
 	wait := 50 * time.Millisecond
@@ -151,11 +154,16 @@ func (r *Runner[J]) retry(ctx context.Context, op string, a *Attempt[J], f func(
 			return true
 		}
 		r.host.StoreError(ctx, op, a, err)
-		if errors.Is(err, r.cfg.ErrClosed) || ctx.Err() != nil || time.Now().Add(wait).After(deadline) || !sleepCtx(ctx, wait) {
+		if r.permanent(err) || ctx.Err() != nil || time.Now().Add(wait).After(deadline) || !sleepCtx(ctx, wait) {
 			return false
 		}
 		wait = min(2*wait, time.Second)
 	}
+}
+
+// permanent reports whether err will not go away if the call is repeated.
+func (r *Runner[J]) permanent(err error) bool {
+	return errors.Is(err, r.cfg.ErrPermanent) || errors.Is(err, r.cfg.ErrClosed)
 }
 
 // save stores res for a's slot, retrying.
