@@ -544,9 +544,13 @@ func (s *Scheduler) anyLeased(jobs []*job) bool {
 
 // Stop stops claiming new slots and stops standing by, then waits for running
 // handlers until ctx ends. Handlers still running then have their context
-// cancelled with cause ErrStopped and, under leases, their runs are released
-// at once so a backup takes them over (hand-over); their results are
-// recorded as StatusHandedOver before Stop returns. Stop returns ctx's
+// cancelled with cause ErrStopped. Under leases their runs are released at
+// once so a backup takes them over (hand-over) and recorded as
+// StatusHandedOver; plain runs are recorded as StatusError (their error
+// names ErrStopped). Those records are stored before Stop returns, and a
+// handler that returns later stores nothing, so no record of this instance
+// says running once Stop has returned — except a run whose handler had
+// already returned and whose result the store had not yet taken. Stop returns ctx's
 // error if it had to cancel handlers, nil otherwise, and ErrNotStarted if
 // Start never succeeded. It does not close the backend.
 //

@@ -79,16 +79,19 @@ func (r *Runner[J]) finish(ctx context.Context, a *Leased[J], res *Result) {
 // scheduled for longer than that can overlap its backup (see Run.Attempt).
 func leaseMargin(lease time.Duration) time.Duration { return lease / 6 }
 
-// HandOver runs at Stop's deadline: it marks every leased run still going
-// as handed over, cancels the handlers (cause ErrStopped) with cancelRuns,
-// and releases their leases so that backups take the runs over at once.
-// Marking comes first so a handler that returns on the cancellation does
-// not finish the slot. Each hand-over is recorded before HandOver returns.
+// HandOver runs at Stop's deadline, for every run still going: it marks
+// it handed over, cancels the handlers (cause ErrStopped) with cancelRuns,
+// then releases each lease so that a backup takes the run over at once and
+// records it handed over, and records each plain run as an error (it has
+// no backup). Marking comes first so a handler that returns on the
+// cancellation does not store its own result; every record is stored
+// before HandOver returns, so that none of this instance's says running
+// after Stop.
 func (r *Runner[J]) HandOver(ctx context.Context, cancelRuns func()) {
 	r.amu.Lock()
 	runs := make([]*Attempt[J], 0, len(r.active))
 	for a := range r.active {
-		if a.Leased && a.transition(runHandedOver) {
+		if a.transition(runHandedOver) {
 			runs = append(runs, a)
 		}
 	}
@@ -96,7 +99,13 @@ func (r *Runner[J]) HandOver(ctx context.Context, cancelRuns func()) {
 	cancelRuns()
 	var wg sync.WaitGroup
 	for _, a := range runs {
-		wg.Go(func() { r.handOver(ctx, a) })
+		wg.Go(func() {
+			if a.Leased {
+				r.handOver(ctx, a)
+			} else {
+				r.interrupted(a)
+			}
+		})
 	}
 	wg.Wait()
 }
@@ -108,12 +117,20 @@ func (r *Runner[J]) handOver(ctx context.Context, a *Attempt[J]) {
 	if err := r.host.Release(sctx, a); err != nil {
 		r.host.StoreError(sctx, "Release", a, err)
 	}
-	// Recorded here rather than when the handler returns, so that the
-	// record is stored when Stop returns.
 	r.save(a, &Result{
 		Token: a.Token, Attempt: a.Number, Status: StatusHandedOver,
 		StartedAt: a.Started, FinishedAt: r.host.Now(),
 		Error: "handed over: " + r.cfg.ErrStopped.Error(),
+	})
+}
+
+// interrupted records a plain run that Stop's deadline cut short: it ends
+// as an error, since no backup will run the slot.
+func (r *Runner[J]) interrupted(a *Attempt[J]) {
+	r.save(a, &Result{
+		Token: a.Token, Attempt: a.Number, Status: StatusError,
+		StartedAt: a.Started, FinishedAt: r.host.Now(),
+		Error: "interrupted: " + r.cfg.ErrStopped.Error() + " before the handler returned",
 	})
 }
 
