@@ -21,10 +21,10 @@ func (s *Scheduler) fire(ctx context.Context, j *job, slot time.Time) {
 		return // Stop has begun: no new claims
 	}
 	if j.leased {
-		s.run.RunLeased(ctx, s.lease(j, slot, j.opt.MaxLate))
+		s.lease(j, slot, j.opt.MaxLate).Run(ctx)
 		return
 	}
-	s.run.RunPlain(ctx, s.run.Plain(slotRun{job: j}, j.name, slot, j.opt.MaxLate))
+	s.run.Plain(slotRun{job: j}, j.name, slot, j.opt.MaxLate).Run(ctx)
 }
 
 // lease returns a leased attempt at j's slot; maxLate 0 means no limit.
@@ -100,14 +100,14 @@ func (s *Scheduler) catchUp(j *job, now time.Time) {
 		for _, slotT := range older {
 			a := s.lease(j, slotT, time.Millisecond)
 			a.AllowOverlap = true
-			s.run.MarkMissed(ctx, a)
+			a.MarkMissed(ctx)
 		}
 		// Catch-up slots may be as late as the window allows.
 		for _, slotT := range recent {
 			if ctx.Err() != nil {
 				return
 			}
-			s.run.RunLeased(ctx, s.lease(j, slotT, j.opt.CatchUp.Window+j.opt.MaxLate))
+			s.lease(j, slotT, j.opt.CatchUp.Window+j.opt.MaxLate).Run(ctx)
 		}
 	}()
 }
@@ -157,7 +157,7 @@ func (s *Scheduler) adoptActive(ctx context.Context, j *job) {
 		go func() {
 			defer s.inflight.Done()
 			// The run exists, so lateness does not apply to it (0: no limit).
-			s.run.RunLeased(s.loopCtx, s.lease(j, slotT, 0))
+			s.lease(j, slotT, 0).Run(s.loopCtx)
 		}()
 	}
 }

@@ -19,6 +19,7 @@ type Attempt[J any] struct {
 	Started time.Time     // when the handler started (store clock)
 	Leased  bool          // the attempt holds a lease: Stop releases it
 
+	r      *Runner[J]              // the runner it belongs to
 	cancel context.CancelCauseFunc // the handler's context
 	result Result                  // the handler's result, kept here to save an allocation
 
@@ -37,7 +38,7 @@ func (a *Attempt[J]) SlotTime() time.Time { return time.UnixMilli(a.Slot).UTC() 
 
 // Plain returns a plain attempt at job's slot.
 func (r *Runner[J]) Plain(job J, name string, slot time.Time, maxLate time.Duration) *Attempt[J] {
-	return &Attempt[J]{Job: job, Name: name, Slot: slot.UnixMilli(), Number: 1, MaxLate: maxLate}
+	return &Attempt[J]{r: r, Job: job, Name: name, Slot: slot.UnixMilli(), Number: 1, MaxLate: maxLate}
 }
 
 // transition moves the attempt from runActive to state; it reports false
@@ -55,7 +56,8 @@ func (a *Attempt[J]) transition(state int) bool {
 
 // begin starts the handler's context under the runner's and tracks the
 // attempt so that Stop can hand it over.
-func (r *Runner[J]) begin(a *Attempt[J]) context.Context {
+func (a *Attempt[J]) begin() context.Context {
+	r := a.r
 	ctx, cancel := context.WithCancelCause(r.runCtx)
 	a.cancel = cancel
 	a.Started = r.host.Now().Round(0)
@@ -67,7 +69,8 @@ func (r *Runner[J]) begin(a *Attempt[J]) context.Context {
 
 // end stops tracking a and reports whether its result is still ours to
 // store: false when Stop handed it over (and recorded it) first.
-func (r *Runner[J]) end(a *Attempt[J]) bool {
+func (a *Attempt[J]) end() bool {
+	r := a.r
 	ok := a.transition(runFinishing)
 	r.amu.Lock()
 	delete(r.active, a)
@@ -76,28 +79,30 @@ func (r *Runner[J]) end(a *Attempt[J]) bool {
 	return ok
 }
 
-// RunPlain is SPEC §3's run path with a plain claim: lateness, claim,
-// record, handler, result.
-func (r *Runner[J]) RunPlain(ctx context.Context, a *Attempt[J]) {
+// Run is SPEC §3's run path with a plain claim: lateness, claim, record,
+// handler, result.
+func (a *Attempt[J]) Run(ctx context.Context) {
+	r := a.r
 	if late := r.host.Now().Sub(a.SlotTime()); late > a.MaxLate {
 		r.host.Missed(ctx, a, late)
 		return
 	}
 	a.Token = r.host.NewToken()
-	if !r.claimPlain(ctx, a) {
+	if !a.claimPlain(ctx) {
 		return
 	}
-	hctx := r.begin(a)
+	hctx := a.begin()
 	a.result = r.host.Execute(hctx, a)
-	if !r.end(a) {
+	if !a.end() {
 		return // Stop recorded the run when it interrupted it
 	}
-	r.save(a, &a.result)
+	a.save(&a.result)
 }
 
 // claimPlain claims a's slot and, on a win, records the claim. It reports
 // whether the slot is ours; a store error fails closed.
-func (r *Runner[J]) claimPlain(ctx context.Context, a *Attempt[J]) bool {
+func (a *Attempt[J]) claimPlain(ctx context.Context) bool {
+	r := a.r
 	cctx, cancel := r.claimCtx()
 	defer cancel()
 	won, err := r.host.Claim(cctx, a)

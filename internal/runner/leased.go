@@ -29,13 +29,14 @@ type Leased[J any] struct {
 // Lease returns a leased attempt at job's slot. maxLate bounds how late the
 // slot may be claimed (0: no limit).
 func (r *Runner[J]) Lease(job J, name string, slot time.Time, lease, maxLate time.Duration) *Leased[J] {
-	a := &Leased[J]{Attempt: Attempt[J]{Job: job, Name: name, Slot: slot.UnixMilli(), MaxLate: maxLate, Leased: true}, Lease: lease}
+	a := &Leased[J]{Attempt: Attempt[J]{r: r, Job: job, Name: name, Slot: slot.UnixMilli(), MaxLate: maxLate, Leased: true}, Lease: lease}
 	a.Token = r.host.NewToken()
 	return a
 }
 
 // listen registers for the store's events on a's slot.
-func (r *Runner[J]) listen(a *Leased[J]) {
+func (a *Leased[J]) listen() {
+	r := a.r
 	if a.wake == nil {
 		a.wake = make(chan struct{}, 1)
 		r.waiters.add(slotKey{a.Name, a.Slot}, a.wake)
@@ -43,19 +44,21 @@ func (r *Runner[J]) listen(a *Leased[J]) {
 }
 
 // unlisten ends what listen started; it may be called more than once.
-func (r *Runner[J]) unlisten(a *Leased[J]) {
+func (a *Leased[J]) unlisten() {
+	r := a.r
 	if a.wake != nil {
 		r.waiters.remove(slotKey{a.Name, a.Slot}, a.wake)
 		a.wake = nil
 	}
 }
 
-// RunLeased claims a's slot until the answer settles what this instance
-// does with it: run it, record it missed, skipped or abandoned, or leave it
-// to others.
-func (r *Runner[J]) RunLeased(ctx context.Context, a *Leased[J]) {
-	r.listen(a)
-	defer r.unlisten(a)
+// Run claims a's slot until the answer settles what this instance does
+// with it: run it, record it missed, skipped or abandoned, or leave it to
+// others.
+func (a *Leased[J]) Run(ctx context.Context) {
+	r := a.r
+	a.listen()
+	defer a.unlisten()
 	for {
 		// Listen before asking, so a release between the answer and the
 		// wait is not missed; a wake-up from before this claim is stale.
@@ -63,7 +66,7 @@ func (r *Runner[J]) RunLeased(ctx context.Context, a *Leased[J]) {
 		case <-a.wake:
 		default:
 		}
-		out, err := r.claim(ctx, a)
+		out, err := a.claim(ctx)
 		if err != nil {
 			// Fail closed; a backup asks again later, unless asking
 			// again cannot help.
@@ -73,7 +76,7 @@ func (r *Runner[J]) RunLeased(ctx context.Context, a *Leased[J]) {
 			continue
 		}
 		r.host.LeaseAnswered(ctx, a, out)
-		if !r.answer(ctx, a, out) {
+		if !a.answer(ctx, out) {
 			return
 		}
 	}
@@ -81,7 +84,8 @@ func (r *Runner[J]) RunLeased(ctx context.Context, a *Leased[J]) {
 
 // claim sends one lease claim, bounded by claimCtx, and reports a store
 // error.
-func (r *Runner[J]) claim(ctx context.Context, a *Leased[J]) (Outcome, error) {
+func (a *Leased[J]) claim(ctx context.Context) (Outcome, error) {
+	r := a.r
 	a.sent = time.Now()
 	cctx, cancel := r.claimCtx()
 	defer cancel()
@@ -94,27 +98,27 @@ func (r *Runner[J]) claim(ctx context.Context, a *Leased[J]) (Outcome, error) {
 
 // answer acts on a claim's outcome (SPEC §6's table, from the claimer's
 // side). It reports whether to claim again.
-func (r *Runner[J]) answer(ctx context.Context, a *Leased[J], out Outcome) bool {
+func (a *Leased[J]) answer(ctx context.Context, out Outcome) bool {
 	switch out.Kind {
 	case KindWon:
-		if !r.won(ctx, a, out) {
+		if !a.won(ctx, out) {
 			return true
 		}
-		r.unlisten(a)
-		r.runWon(ctx, a)
+		a.unlisten()
+		a.runWon(ctx)
 		return false
 	case KindRunning:
 		a.standing = true
-		return r.standBy(ctx, a, out)
+		return a.standBy(ctx, out)
 	case KindLate:
-		r.settle(ctx, a, a.Token, StatusMissed, 0)
+		a.settle(ctx, a.Token, StatusMissed, 0)
 	case KindOverlap:
-		r.settle(ctx, a, a.Token, StatusSkipped, 0)
+		a.settle(ctx, a.Token, StatusSkipped, 0)
 	case KindDone:
 		if out.Abandoned && a.standing {
 			// Every backup that saw the slot through to abandonment
 			// records it under one token, so history shows it once.
-			r.settle(ctx, a, AbandonedToken(a.Slot), StatusAbandoned, out.Attempt)
+			a.settle(ctx, AbandonedToken(a.Slot), StatusAbandoned, out.Attempt)
 		}
 	}
 	// KindNone, and kinds this version does not know: like done.
@@ -132,16 +136,17 @@ func AbandonedToken(slot int64) string { return "abandoned-" + strconv.FormatInt
 // and the instance stands by under a new token: the lease then runs out,
 // and the attempts with it (the slot ends abandoned), instead of being
 // renewed for ever.
-func (r *Runner[J]) won(ctx context.Context, a *Leased[J], out Outcome) bool {
+func (a *Leased[J]) won(ctx context.Context, out Outcome) bool {
+	r := a.r
 	a.Number = out.Attempt
-	if r.wonInTime(ctx, a) {
+	if a.wonInTime(ctx) {
 		return true
 	}
 	a.standing = true
 	if a.lateWins++; a.lateWins < maxLateWins {
 		return false
 	}
-	r.save(&a.Attempt, &Result{
+	a.save(&Result{
 		Token: a.Token, Attempt: a.Number, Status: StatusLeaseLost,
 		Error: fmt.Sprintf("%d wins in a row were answered past the lease's safe end (the last after %v, lease %v); the handler did not run", a.lateWins, time.Since(a.sent).Round(time.Millisecond), a.Lease),
 	})
@@ -154,7 +159,8 @@ func (r *Runner[J]) won(ctx context.Context, a *Leased[J], out Outcome) bool {
 // that took longer than Lease − Lease/6 (a slow or delayed connection, a
 // store waiting on a lock) leaves the holder no time to stop before a
 // backup may win, so the handler must not start on it.
-func (r *Runner[J]) wonInTime(ctx context.Context, a *Leased[J]) bool {
+func (a *Leased[J]) wonInTime(ctx context.Context) bool {
+	r := a.r
 	took := time.Since(a.sent)
 	if took < a.Lease-leaseMargin(a.Lease) {
 		return true
@@ -168,7 +174,8 @@ func (r *Runner[J]) wonInTime(ctx context.Context, a *Leased[J]) bool {
 // standBy waits, as a backup, for the holder's lease to end: until a store
 // event on the slot, the poll interval, or just after the lease runs out by
 // the store's clock. It reports false when ctx ended (Stop began).
-func (r *Runner[J]) standBy(ctx context.Context, a *Leased[J], out Outcome) bool {
+func (a *Leased[J]) standBy(ctx context.Context, out Outcome) bool {
+	r := a.r
 	wait := r.cfg.PollInterval
 	if !out.LeaseUntil.IsZero() {
 		wait = min(wait, max(out.LeaseUntil.Sub(r.host.Now())+time.Millisecond, time.Millisecond))
@@ -184,9 +191,10 @@ func (r *Runner[J]) standBy(ctx context.Context, a *Leased[J], out Outcome) bool
 }
 
 // settle records a slot that did not run, under token.
-func (r *Runner[J]) settle(ctx context.Context, a *Leased[J], token string, st Status, attempt int) {
+func (a *Leased[J]) settle(ctx context.Context, token string, st Status, attempt int) {
+	r := a.r
 	r.host.Settled(ctx, &a.Attempt, st)
-	r.save(&a.Attempt, &Result{Token: token, Status: st, Attempt: attempt})
+	a.save(&Result{Token: token, Status: st, Attempt: attempt})
 }
 
 // MarkMissed settles an old slot as missed unless it was already run or
@@ -194,20 +202,20 @@ func (r *Runner[J]) settle(ctx context.Context, a *Leased[J], token string, st S
 // missed, and only the instance whose claim did so records the history. A
 // win means the store's clock is behind ours by more than the slot's age:
 // the slot is not late for the store, so it is ours to run.
-func (r *Runner[J]) MarkMissed(ctx context.Context, a *Leased[J]) {
+func (a *Leased[J]) MarkMissed(ctx context.Context) {
 	for range maxLateWins {
-		out, err := r.claim(ctx, a)
+		out, err := a.claim(ctx)
 		if err != nil {
 			return
 		}
 		switch out.Kind {
 		case KindLate:
-			r.settle(ctx, a, a.Token, StatusMissed, 0)
+			a.settle(ctx, a.Token, StatusMissed, 0)
 		case KindWon:
-			if !r.won(ctx, a, out) {
-				continue // renew by asking again, as RunLeased does
+			if !a.won(ctx, out) {
+				continue // renew by asking again, as Run does
 			}
-			r.runWon(ctx, a)
+			a.runWon(ctx)
 		}
 		return
 	}

@@ -12,30 +12,31 @@ import (
 // runWon runs a slot whose lease this attempt holds: heartbeats every
 // Lease/3 while the handler runs, then the finish, unless Stop handed the
 // run over first.
-func (r *Runner[J]) runWon(ctx context.Context, a *Leased[J]) {
-	hctx := r.begin(&a.Attempt)
+func (a *Leased[J]) runWon(ctx context.Context) {
+	r := a.r
+	hctx := a.begin()
 	stop := make(chan struct{})
 	hbDone := make(chan struct{})
 	go func() {
 		defer close(hbDone)
-		r.heartbeat(hctx, a, stop)
+		a.heartbeat(hctx, stop)
 	}()
 	a.result = r.host.Execute(hctx, &a.Attempt)
 	res := &a.result
 	close(stop)
 	<-hbDone
 	cause := context.Cause(hctx)
-	if !r.end(&a.Attempt) {
+	if !a.end() {
 		// Stop released the lease and recorded the hand-over; a backup owns
 		// the slot, and the store may be closed by now.
 		return
 	}
 	if errors.Is(cause, r.cfg.ErrLeaseLost) {
 		res.Status = StatusLeaseLost
-		r.save(&a.Attempt, res)
+		a.save(res)
 		return
 	}
-	r.finish(ctx, a, res)
+	a.finish(ctx, res)
 }
 
 // finish tells the store how the run ended. The store must hear of the
@@ -43,12 +44,13 @@ func (r *Runner[J]) runWon(ctx context.Context, a *Leased[J]) {
 // the lease a finish can still land (if no backup took over, the run is
 // still ours) or be refused (then it was lost). One never confirmed is
 // recorded as unconfirmed, which does not settle the slot.
-func (r *Runner[J]) finish(ctx context.Context, a *Leased[J], res *Result) {
+func (a *Leased[J]) finish(ctx context.Context, res *Result) {
+	r := a.r
 	sctx, cancel := r.storeCtx()
 	defer cancel()
 	var confirmed bool
 	if r.host.CanFinishResult() {
-		confirmed = r.retry(sctx, "FinishResult", &a.Attempt, func() error {
+		confirmed = a.retry(sctx, "FinishResult", func() error {
 			return r.host.FinishResult(sctx, &a.Attempt, res)
 		})
 		if confirmed {
@@ -56,7 +58,7 @@ func (r *Runner[J]) finish(ctx context.Context, a *Leased[J], res *Result) {
 		}
 	} else {
 		var held bool
-		confirmed = r.retry(sctx, "Finish", &a.Attempt, func() (err error) {
+		confirmed = a.retry(sctx, "Finish", func() (err error) {
 			held, err = r.host.Finish(sctx, &a.Attempt, res.Status)
 			return err
 		})
@@ -71,7 +73,7 @@ func (r *Runner[J]) finish(ctx context.Context, a *Leased[J], res *Result) {
 		}
 		res.Status, res.Error = StatusUnconfirmed, note
 	}
-	r.save(&a.Attempt, res)
+	a.save(res)
 }
 
 // leaseMargin is how long before the store's expiry of a lease its holder
@@ -101,9 +103,9 @@ func (r *Runner[J]) HandOver(ctx context.Context, cancelRuns func()) {
 	for _, a := range runs {
 		wg.Go(func() {
 			if a.Leased {
-				r.handOver(ctx, a)
+				a.handOver()
 			} else {
-				r.interrupted(a)
+				a.interrupted()
 			}
 		})
 	}
@@ -111,13 +113,14 @@ func (r *Runner[J]) HandOver(ctx context.Context, cancelRuns func()) {
 }
 
 // handOver releases a's lease and records the hand-over.
-func (r *Runner[J]) handOver(ctx context.Context, a *Attempt[J]) {
+func (a *Attempt[J]) handOver() {
+	r := a.r
 	sctx, cancel := r.storeCtx()
 	defer cancel()
 	if err := r.host.Release(sctx, a); err != nil {
 		r.host.StoreError(sctx, "Release", a, err)
 	}
-	r.save(a, &Result{
+	a.save(&Result{
 		Token: a.Token, Attempt: a.Number, Status: StatusHandedOver,
 		StartedAt: a.Started, FinishedAt: r.host.Now(),
 		Error: "handed over: " + r.cfg.ErrStopped.Error(),
@@ -126,8 +129,9 @@ func (r *Runner[J]) handOver(ctx context.Context, a *Attempt[J]) {
 
 // interrupted records a plain run that Stop's deadline cut short: it ends
 // as an error, since no backup will run the slot.
-func (r *Runner[J]) interrupted(a *Attempt[J]) {
-	r.save(a, &Result{
+func (a *Attempt[J]) interrupted() {
+	r := a.r
+	a.save(&Result{
 		Token: a.Token, Attempt: a.Number, Status: StatusError,
 		StartedAt: a.Started, FinishedAt: r.host.Now(),
 		Error: "interrupted: " + r.cfg.ErrStopped.Error() + " before the handler returned",
@@ -142,7 +146,8 @@ func (r *Runner[J]) interrupted(a *Attempt[J]) {
 // whatever a heartbeat call in flight is doing: a call that hangs on a dead
 // connection must not keep a holder running past the moment a backup may
 // take over (fencing).
-func (r *Runner[J]) heartbeat(ctx context.Context, a *Leased[J], stop <-chan struct{}) {
+func (a *Leased[J]) heartbeat(ctx context.Context, stop <-chan struct{}) {
+	r := a.r
 	hb := beat[J]{r: r, a: a, ctx: ctx, answers: make(chan beatAnswer, 1), lastOK: a.sent}
 	every := a.Lease / 3
 	// Both timers count from the claim's send time, not from now: the

@@ -145,7 +145,8 @@ func (r *Runner[J]) claimCtx() (context.Context, context.CancelFunc) { return r.
 // (ErrPermanent: the backend said a retry cannot fix it; ErrClosed: the
 // backend is closed for good) and when ctx ends. It reports whether f
 // succeeded.
-func (r *Runner[J]) retry(ctx context.Context, op string, a *Attempt[J], f func() error) bool {
+func (a *Attempt[J]) retry(ctx context.Context, op string, f func() error) bool {
+	r := a.r
 	deadline := time.Now().Add(storeTimeout)
 	wait := 50 * time.Millisecond
 	for {
@@ -167,10 +168,11 @@ func (r *Runner[J]) permanent(err error) bool {
 }
 
 // save stores res for a's slot, retrying.
-func (r *Runner[J]) save(a *Attempt[J], res *Result) {
+func (a *Attempt[J]) save(res *Result) {
+	r := a.r
 	ctx, cancel := r.storeCtx()
 	defer cancel()
-	r.retry(ctx, "SaveResult", a, func() error { return r.host.SaveResult(ctx, a, res) })
+	a.retry(ctx, "SaveResult", func() error { return r.host.SaveResult(ctx, a, res) })
 }
 
 // sleepCtx waits d or until ctx ends; it reports whether d passed.
