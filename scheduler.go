@@ -549,8 +549,12 @@ func (s *Scheduler) anyLeased(jobs []*job) bool {
 // StatusHandedOver; plain runs are recorded as StatusError (their error
 // names ErrStopped). Those records are stored before Stop returns, and a
 // handler that returns later stores nothing, so no record of this instance
-// says running once Stop has returned — except a run whose handler had
-// already returned and whose result the store had not yet taken. Stop returns ctx's
+// says running once Stop has returned. Two cases are not covered: a run
+// whose handler had already returned and whose result the store had not
+// yet taken at the deadline (its store calls go on, bounded by 30 s and
+// given up at once on a permanent error), and a claim sent before Stop and
+// answered after the deadline (its slot then runs with a cancelled
+// context and is recorded when it ends). Stop returns ctx's
 // error if it had to cancel handlers, nil otherwise, and ErrNotStarted if
 // Start never succeeded. It does not close the backend.
 //
