@@ -239,16 +239,40 @@ func (s *Scheduler) compile(j Job) (*job, error) {
 	bad := func(field string, code Code, reason string, err error) error {
 		return &ValidationError{Job: j.Name, Field: field, Code: code, Reason: reason, Err: err}
 	}
+	o, err := s.checkInput(j, bad)
+	if err != nil {
+		return nil, err
+	}
+	jb, err := compileSchedule(j, &o, bad)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.resolveOptions(jb, &o, bad); err != nil {
+		return nil, err
+	}
+	jb.opt = o
+	if err := s.checkLimits(jb, bad); err != nil {
+		return nil, err
+	}
+	return jb, nil
+}
+
+// badFunc builds a job's ValidationError.
+type badFunc func(field string, code Code, reason string, err error) error
+
+// checkInput checks what needs no resolution: backend, name, handler, and
+// the range of every option. It returns a copy of the options.
+func (s *Scheduler) checkInput(j Job, bad badFunc) (JobOptions, error) {
+	var o JobOptions
 	if s.backend == nil {
-		return nil, bad("Backend", CodeBadOption, "the scheduler has no backend (New was given nil)", ErrNoBackend)
+		return o, bad("Backend", CodeBadOption, "the scheduler has no backend (New was given nil)", ErrNoBackend)
 	}
 	if j.Name == "" {
-		return nil, bad("Name", CodeEmptyName, "the name is empty", nil)
+		return o, bad("Name", CodeEmptyName, "the name is empty", nil)
 	}
 	if j.Handler == nil {
-		return nil, bad("Handler", CodeNoHandler, "the handler is nil", nil)
+		return o, bad("Handler", CodeNoHandler, "the handler is nil", nil)
 	}
-	var o JobOptions
 	if j.Options != nil {
 		o = *j.Options
 	}
@@ -260,7 +284,7 @@ func (s *Scheduler) compile(j Job) (*job, error) {
 		{"HistoryTTL", o.HistoryTTL}, {"Lease", o.Lease}, {"CatchUp.Window", o.CatchUp.Window},
 	} {
 		if d.v < 0 {
-			return nil, bad(d.field, CodeNegativeDuration, fmt.Sprintf("%v is negative", d.v), nil)
+			return o, bad(d.field, CodeNegativeDuration, fmt.Sprintf("%v is negative", d.v), nil)
 		}
 	}
 	for _, n := range []struct {
@@ -268,7 +292,7 @@ func (s *Scheduler) compile(j Job) (*job, error) {
 		v     int
 	}{{"HistorySize", o.HistorySize}, {"MaxAttempts", o.MaxAttempts}, {"CatchUp.Max", o.CatchUp.Max}} {
 		if n.v < 0 {
-			return nil, bad(n.field, CodeBadOption, fmt.Sprintf("%d is negative", n.v), nil)
+			return o, bad(n.field, CodeBadOption, fmt.Sprintf("%d is negative", n.v), nil)
 		}
 	}
 	for _, n := range []struct {
@@ -276,15 +300,21 @@ func (s *Scheduler) compile(j Job) (*job, error) {
 		v, max int
 	}{{"HistorySize", o.HistorySize, MaxHistorySize}, {"MaxAttempts", o.MaxAttempts, MaxAttempts}, {"CatchUp.Max", o.CatchUp.Max, MaxCatchUp}} {
 		if n.v > n.max {
-			return nil, bad(n.field, CodeBadOption, fmt.Sprintf("%d is above the limit %d", n.v, n.max), nil)
+			return o, bad(n.field, CodeBadOption, fmt.Sprintf("%d is above the limit %d", n.v, n.max), nil)
 		}
 	}
 	if o.CatchUp.Max > 0 && o.CatchUp.Window == 0 {
-		return nil, bad("CatchUp.Max", CodeBadOption, "CatchUp.Max without a CatchUp.Window does nothing", nil)
+		return o, bad("CatchUp.Max", CodeBadOption, "CatchUp.Max without a CatchUp.Window does nothing", nil)
 	}
 	if o.Overlap < OverlapDefault || o.Overlap > OverlapAllow {
-		return nil, bad("Overlap", CodeBadOption, fmt.Sprintf("unknown overlap policy %d", int(o.Overlap)), nil)
+		return o, bad("Overlap", CodeBadOption, fmt.Sprintf("unknown overlap policy %d", int(o.Overlap)), nil)
 	}
+	return o, nil
+}
+
+// compileSchedule parses the schedule into a job (the options' Zone is
+// resolved in o).
+func compileSchedule(j Job, o *JobOptions, bad badFunc) (*job, error) {
 	jb := &job{name: j.Name, handler: j.Handler, sched: j.Schedule.String()}
 
 	interval := j.Schedule.interval
@@ -327,12 +357,18 @@ func (s *Scheduler) compile(j Job) (*job, error) {
 		jb.interval, jb.offset = interval, o.Offset
 	}
 
+	return jb, nil
+}
+
+// resolveOptions decides whether the job runs under leases and applies the
+// defaults.
+func (s *Scheduler) resolveOptions(jb *job, o *JobOptions, bad badFunc) error {
 	wantsLeases := o.Lease > 0 || o.Overlap == OverlapSkip || o.CatchUp.Window > 0 || o.MaxAttempts > 0
 	if o.NoLease && wantsLeases {
-		return nil, bad("NoLease", CodeBadOption, "NoLease conflicts with Lease, Overlap skip, CatchUp or MaxAttempts", nil)
+		return bad("NoLease", CodeBadOption, "NoLease conflicts with Lease, Overlap skip, CatchUp or MaxAttempts", nil)
 	}
 	if s.runs == nil && wantsLeases {
-		return nil, bad("Lease", CodeNeedsRunStore,
+		return bad("Lease", CodeNeedsRunStore,
 			fmt.Sprintf("leases, overlap skip, catch-up and attempts need a backend with a RunStore; %q has none", s.backend.Name()), nil)
 	}
 	jb.leased = s.runs != nil && !o.NoLease
@@ -341,11 +377,11 @@ func (s *Scheduler) compile(j Job) (*job, error) {
 		o.MaxLate = DefaultMaxLate
 	}
 	if o.Jitter > 0 && o.Jitter >= o.MaxLate {
-		return nil, bad("Jitter", CodeBadOption,
+		return bad("Jitter", CodeBadOption,
 			fmt.Sprintf("Jitter %v is not below MaxLate %v: a slot delayed by its jitter would be skipped as late", o.Jitter, o.MaxLate), nil)
 	}
 	if jb.interval > 0 && o.Jitter >= jb.interval {
-		return nil, bad("Jitter", CodeBadOption, fmt.Sprintf("Jitter %v is not below the interval %v", o.Jitter, jb.interval), nil)
+		return bad("Jitter", CodeBadOption, fmt.Sprintf("Jitter %v is not below the interval %v", o.Jitter, jb.interval), nil)
 	}
 	if o.HistorySize == 0 {
 		o.HistorySize = DefaultHistorySize
@@ -364,15 +400,20 @@ func (s *Scheduler) compile(j Job) (*job, error) {
 			o.CatchUp.Max = 1
 		}
 		if o.Lease < 3*time.Millisecond {
-			return nil, bad("Lease", CodeBadOption, "a lease must be at least 3ms (heartbeats every Lease/3)", nil)
+			return bad("Lease", CodeBadOption, "a lease must be at least 3ms (heartbeats every Lease/3)", nil)
 		}
 	} else if o.Overlap == OverlapDefault {
 		o.Overlap = OverlapAllow
 	}
-	jb.opt = o
+	return nil
+}
 
+// checkLimits checks the job against the backend: its dedupe window and
+// its JobChecker.
+func (s *Scheduler) checkLimits(jb *job, bad badFunc) error {
+	o := jb.opt
 	limits := JobLimits{
-		Job: j.Name, Jitter: o.Jitter, MaxLate: o.MaxLate, CatchUpWindow: o.CatchUp.Window,
+		Job: jb.name, Jitter: o.Jitter, MaxLate: o.MaxLate, CatchUpWindow: o.CatchUp.Window,
 		Overlap: o.Overlap, HistorySize: o.HistorySize, HistoryTTL: o.HistoryTTL, Interval: jb.interval,
 	}
 	if jb.leased {
@@ -380,20 +421,20 @@ func (s *Scheduler) compile(j Job) (*job, error) {
 	}
 	if w := s.backend.DedupeWindow(); w != Forever {
 		if sum := o.Jitter + o.MaxLate; sum < o.MaxLate || sum >= w {
-			return nil, bad("MaxLate", CodeDedupeWindow,
+			return bad("MaxLate", CodeDedupeWindow,
 				fmt.Sprintf("Jitter+MaxLate (%v) is not below the backend's dedupe window %v: a late instance could run a slot twice", o.Jitter+o.MaxLate, w), nil)
 		}
 		if o.CatchUp.Window >= w {
-			return nil, bad("CatchUp.Window", CodeDedupeWindow,
+			return bad("CatchUp.Window", CodeDedupeWindow,
 				fmt.Sprintf("the catch-up window %v is not below the backend's dedupe window %v", o.CatchUp.Window, w), nil)
 		}
 	}
 	if c := s.checker; c != nil {
 		if err := c.CheckJob(limits); err != nil {
-			return nil, bad("Backend", CodeBackendRefused, err.Error(), err)
+			return bad("Backend", CodeBackendRefused, err.Error(), err)
 		}
 	}
-	return jb, nil
+	return nil
 }
 
 // nextSlot returns the job's first slot strictly after t.
