@@ -555,7 +555,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 
 	now := s.now()
 	for _, j := range jobs {
-		j.entry = runner.Entry[*job]{Value: j, Next: j.nextSlot, MaxLate: j.opt.MaxLate, Jitter: j.opt.Jitter}
+		j.entry = runner.Entry[*job]{Value: j, Next: j.nextSlot, Delay: j.jitter, MaxDelay: j.opt.Jitter, MaxLate: j.opt.MaxLate}
 		s.queue.Add(&j.entry, now)
 	}
 	for _, j := range jobs {

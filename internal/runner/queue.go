@@ -3,17 +3,17 @@ package runner
 import (
 	"container/heap"
 	"context"
-	"math/rand/v2"
 	"sync"
 	"time"
 )
 
 // Entry is one job in a [Queue]: its next slot and when to fire it.
 type Entry[T any] struct {
-	Value   T                               // what fire is given
-	Next    func(after time.Time) time.Time // the job's first slot strictly after a time
-	MaxLate time.Duration                   // how late a slot may still run
-	Jitter  time.Duration                   // fire at slot + a random delay in [0, Jitter)
+	Value    T                                  // what fire is given
+	Next     func(after time.Time) time.Time    // the job's first slot strictly after a time
+	Delay    func(slot time.Time) time.Duration // the slot's jitter: fire at slot + Delay(slot); nil means none
+	MaxDelay time.Duration                      // the largest Delay can return
+	MaxLate  time.Duration                      // how late a slot may still run
 
 	slot   time.Time // next slot
 	fireAt time.Time // slot + jitter, store clock
@@ -31,7 +31,7 @@ type Queue[T any] struct {
 // Add schedules e's first slot after now.
 func (q *Queue[T]) Add(e *Entry[T], now time.Time) {
 	e.slot = e.Next(now)
-	e.fireAt = e.slot.Add(jitter(e.Jitter))
+	e.fireAt = e.slot.Add(e.delay(e.slot))
 	q.mu.Lock()
 	heap.Push(&q.h, e)
 	q.mu.Unlock()
@@ -91,22 +91,21 @@ func (q *Queue[T]) takeDue(now time.Time, batch []due[T]) []due[T] {
 		head := q.h[0]
 		batch = append(batch, due[T]{head.Value, head.slot})
 		from := head.slot
-		if limit := now.Add(-head.MaxLate - head.Jitter); limit.After(from) {
+		if limit := now.Add(-head.MaxLate - head.MaxDelay); limit.After(from) {
 			from = limit
 		}
 		head.slot = head.Next(from)
-		head.fireAt = head.slot.Add(jitter(head.Jitter))
+		head.fireAt = head.slot.Add(head.delay(head.slot))
 		heap.Fix(&q.h, 0)
 	}
 	return batch
 }
 
-// jitter returns a random duration in [0, max).
-func jitter(max time.Duration) time.Duration {
-	if max <= 0 {
+func (e *Entry[T]) delay(slot time.Time) time.Duration {
+	if e.Delay == nil {
 		return 0
 	}
-	return time.Duration(rand.Int64N(int64(max)))
+	return e.Delay(slot)
 }
 
 type entryHeap[T any] []*Entry[T]

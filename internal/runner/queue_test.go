@@ -25,7 +25,8 @@ func TestQueueFiresSlotsOnTime(t *testing.T) {
 		var early []string
 		now := func() time.Time { return time.Now() }
 		q.Add(&Entry[string]{Value: "1s", Next: every(time.Second), MaxLate: time.Minute}, now())
-		q.Add(&Entry[string]{Value: "3s", Next: every(3 * time.Second), MaxLate: time.Minute, Jitter: 500 * time.Millisecond}, now())
+		q.Add(&Entry[string]{Value: "3s", Next: every(3 * time.Second), MaxLate: time.Minute, MaxDelay: 500 * time.Millisecond,
+			Delay: func(slot time.Time) time.Duration { return time.Duration(slot.Unix()%5) * 100 * time.Millisecond }}, now())
 		ctx, cancel := context.WithCancel(context.Background())
 		var inflight sync.WaitGroup
 		done := make(chan struct{})
