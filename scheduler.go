@@ -243,14 +243,14 @@ func (s *Scheduler) compile(j Job) (*job, error) {
 	if err != nil {
 		return nil, err
 	}
-	jb, err := compileSchedule(j, &o, bad)
+	jb, err := s.compileSchedule(j, o, bad)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.resolveOptions(jb, &o, bad); err != nil {
+	if err := s.resolveOptions(jb, o, bad); err != nil {
 		return nil, err
 	}
-	jb.opt = o
+	jb.opt = *o
 	if err := s.checkLimits(jb, bad); err != nil {
 		return nil, err
 	}
@@ -262,17 +262,17 @@ type badFunc func(field string, code Code, reason string, err error) error
 
 // checkInput checks what needs no resolution: backend, name, handler, and
 // the range of every option. It returns a copy of the options.
-func (s *Scheduler) checkInput(j Job, bad badFunc) (JobOptions, error) {
-	var o JobOptions
+func (s *Scheduler) checkInput(j Job, bad badFunc) (*JobOptions, error) {
 	if s.backend == nil {
-		return o, bad("Backend", CodeBadOption, "the scheduler has no backend (New was given nil)", ErrNoBackend)
+		return nil, bad("Backend", CodeBadOption, "the scheduler has no backend (New was given nil)", ErrNoBackend)
 	}
 	if j.Name == "" {
-		return o, bad("Name", CodeEmptyName, "the name is empty", nil)
+		return nil, bad("Name", CodeEmptyName, "the name is empty", nil)
 	}
 	if j.Handler == nil {
-		return o, bad("Handler", CodeNoHandler, "the handler is nil", nil)
+		return nil, bad("Handler", CodeNoHandler, "the handler is nil", nil)
 	}
+	var o JobOptions
 	if j.Options != nil {
 		o = *j.Options
 	}
@@ -284,7 +284,7 @@ func (s *Scheduler) checkInput(j Job, bad badFunc) (JobOptions, error) {
 		{"HistoryTTL", o.HistoryTTL}, {"Lease", o.Lease}, {"CatchUp.Window", o.CatchUp.Window},
 	} {
 		if d.v < 0 {
-			return o, bad(d.field, CodeNegativeDuration, fmt.Sprintf("%v is negative", d.v), nil)
+			return nil, bad(d.field, CodeNegativeDuration, fmt.Sprintf("%v is negative", d.v), nil)
 		}
 	}
 	for _, n := range []struct {
@@ -292,7 +292,7 @@ func (s *Scheduler) checkInput(j Job, bad badFunc) (JobOptions, error) {
 		v     int
 	}{{"HistorySize", o.HistorySize}, {"MaxAttempts", o.MaxAttempts}, {"CatchUp.Max", o.CatchUp.Max}} {
 		if n.v < 0 {
-			return o, bad(n.field, CodeBadOption, fmt.Sprintf("%d is negative", n.v), nil)
+			return nil, bad(n.field, CodeBadOption, fmt.Sprintf("%d is negative", n.v), nil)
 		}
 	}
 	for _, n := range []struct {
@@ -300,21 +300,21 @@ func (s *Scheduler) checkInput(j Job, bad badFunc) (JobOptions, error) {
 		v, max int
 	}{{"HistorySize", o.HistorySize, MaxHistorySize}, {"MaxAttempts", o.MaxAttempts, MaxAttempts}, {"CatchUp.Max", o.CatchUp.Max, MaxCatchUp}} {
 		if n.v > n.max {
-			return o, bad(n.field, CodeBadOption, fmt.Sprintf("%d is above the limit %d", n.v, n.max), nil)
+			return nil, bad(n.field, CodeBadOption, fmt.Sprintf("%d is above the limit %d", n.v, n.max), nil)
 		}
 	}
 	if o.CatchUp.Max > 0 && o.CatchUp.Window == 0 {
-		return o, bad("CatchUp.Max", CodeBadOption, "CatchUp.Max without a CatchUp.Window does nothing", nil)
+		return nil, bad("CatchUp.Max", CodeBadOption, "CatchUp.Max without a CatchUp.Window does nothing", nil)
 	}
 	if o.Overlap < OverlapDefault || o.Overlap > OverlapAllow {
-		return o, bad("Overlap", CodeBadOption, fmt.Sprintf("unknown overlap policy %d", int(o.Overlap)), nil)
+		return nil, bad("Overlap", CodeBadOption, fmt.Sprintf("unknown overlap policy %d", int(o.Overlap)), nil)
 	}
-	return o, nil
+	return &o, nil
 }
 
 // compileSchedule parses the schedule into a job (the options' Zone is
 // resolved in o).
-func compileSchedule(j Job, o *JobOptions, bad badFunc) (*job, error) {
+func (s *Scheduler) compileSchedule(j Job, o *JobOptions, bad badFunc) (*job, error) {
 	jb := &job{name: j.Name, handler: j.Handler, sched: j.Schedule.String()}
 
 	interval := j.Schedule.interval
