@@ -1,10 +1,14 @@
 package anarchon_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/anarchon/anarchon"
 	"github.com/anarchon/anarchon/membackend"
@@ -85,5 +89,80 @@ func TestPermanent(t *testing.T) {
 	}
 	if anarchon.IsPermanent(base) || anarchon.IsPermanent(nil) {
 		t.Fatal("an unmarked error is permanent")
+	}
+}
+
+// countedMem is a membackend whose RunStore counts the calls a wrapper
+// could hide: Finish, FinishResult and WatchRuns.
+type countedMem struct {
+	*membackend.Backend
+	finish, finishResult, watch *atomic.Int32
+}
+
+func (c countedMem) Runs() anarchon.RunStore {
+	return countedRuns{c.Backend.Runs().(*membackend.RunStore), c}
+}
+
+type countedRuns struct {
+	*membackend.RunStore
+	c countedMem
+}
+
+func (r countedRuns) Finish(ctx context.Context, in anarchon.FinishInput) (bool, error) {
+	r.c.finish.Add(1)
+	return r.RunStore.Finish(ctx, in)
+}
+
+func (r countedRuns) FinishResult(ctx context.Context, in anarchon.SaveResultInput) (bool, error) {
+	r.c.finishResult.Add(1)
+	return r.RunStore.FinishResult(ctx, in)
+}
+
+func (r countedRuns) WatchRuns(ctx context.Context) (<-chan anarchon.RunEvent, error) {
+	r.c.watch.Add(1)
+	return r.RunStore.WatchRuns(ctx)
+}
+
+// A scheduler given a wrapper with Unwrap uses the wrapped store's
+// ResultFinisher and Watcher; without Unwrap the wrapper hides them (the
+// scheduler falls back to Finish + SaveResult, and to polling).
+func TestSchedulerSeesThroughWrapper(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		wrap   func(anarchon.Backend) anarchon.Backend
+		unwrap bool
+	}{
+		{"Unwrap", func(b anarchon.Backend) anarchon.Backend { return opaque{b} }, true},
+		{"sealed", func(b anarchon.Backend) anarchon.Backend { return sealed{b} }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var finish, finishResult, watch atomic.Int32
+				inner := countedMem{membackend.New(nil), &finish, &finishResult, &watch}
+				b := tc.wrap(inner)
+				if _, ok := anarchon.As[anarchon.LeaseBackend](b); !ok && tc.unwrap {
+					t.Fatal("no LeaseBackend through the wrapper")
+				}
+				s := newSched(t, b, "i0", nil)
+				var ran atomic.Int32
+				if err := s.Every("job", time.Second, func(context.Context, *anarchon.Run) error { ran.Add(1); return nil }, nil); err != nil {
+					t.Fatal(err)
+				}
+				if !tc.unwrap {
+					// Without leases the job runs plain; nothing to check on the RunStore.
+					if infos := s.Jobs(); infos[0].Leased {
+						t.Fatal("a sealed wrapper exposed the RunStore")
+					}
+					return
+				}
+				mustStart(t, s)
+				time.Sleep(3500 * time.Millisecond)
+				stopAll(t, s)
+				if ran.Load() != 3 || finishResult.Load() != 3 || finish.Load() != 0 || watch.Load() == 0 {
+					t.Fatalf("ran %d, FinishResult %d, Finish %d, WatchRuns %d; want 3 runs finished by FinishResult and a watch",
+						ran.Load(), finishResult.Load(), finish.Load(), watch.Load())
+				}
+			})
+		})
 	}
 }

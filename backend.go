@@ -50,8 +50,11 @@ type Backend interface {
 	// SaveResult stores in.Result, how a run of in.Job ended, and trims the
 	// job's history to in.HistorySize records (<= 0: DefaultHistorySize)
 	// and, if in.HistoryTTL > 0, to records younger than in.HistoryTTL,
-	// measured from when each record was saved (store clock). Trimming must
-	// never reopen a slot inside DedupeWindow.
+	// measured from when each record was last written (store clock). One
+	// record is what History returns as one RunRecord: everything stored
+	// under one token — its claim, its result, or both. Trimming keeps the
+	// newest records in History's order and must never reopen a slot
+	// inside DedupeWindow.
 	SaveResult(ctx context.Context, in SaveResultInput) error
 	// History returns at most limit recent runs of job from all instances,
 	// newest first (by slot, then by start). limit <= 0 means the backend's
@@ -71,7 +74,7 @@ type ClaimInput struct {
 	Slot        int64         // scheduled time, Unix milliseconds; (Job, Slot) is the run's identity
 	Token       string        // random value unique to this claim attempt (repeat safety)
 	InstanceID  string        // the claiming instance
-	HistorySize int           // records of history to keep for the job
+	HistorySize int           // records of history to keep for the job (one record per token, see Backend.SaveResult)
 	HistoryTTL  time.Duration // how long to keep history records; 0 = no limit
 }
 
@@ -88,8 +91,8 @@ type PrepareJobInput struct {
 type SaveResultInput struct {
 	Job         string        // job name
 	Result      StoredResult  // how the run ended
-	HistorySize int           // records of history to keep for the job; <= 0 means DefaultHistorySize
-	HistoryTTL  time.Duration // how long to keep history records; 0 = no limit
+	HistorySize int           // records of history to keep for the job (one record per token); <= 0 means DefaultHistorySize
+	HistoryTTL  time.Duration // how long to keep history records, from each one's last write; 0 = no limit
 }
 
 // Status is how a run ended, or why a slot did not run. Stored as its string

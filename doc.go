@@ -86,7 +86,9 @@
 // Registration returns a [*ValidationError] with a stable [Code] for bad
 // input and never panics. A store error on a claim means the slot is not run
 // (fail closed); it is logged, reported as [EventStoreError], and the
-// scheduler goes on. Errors the backend returns reach the caller unchanged,
+// scheduler goes on. Store calls that must land (results, finishes) are
+// retried for up to 30 s, unless the error is permanent ([Permanent],
+// [ErrClosed]): those are given up at once, so Stop never waits on them. Errors the backend returns reach the caller unchanged,
 // wrapped with %w at most. A handler's panic is recovered and recorded as
 // [PanicError].
 //

@@ -41,7 +41,7 @@ func (k OutcomeKind) String() string {
 // ClaimOutcome is the result of [RunStore.Claim].
 type ClaimOutcome struct {
 	Kind       OutcomeKind
-	Attempt    int       // won: the caller's attempt number; running: the holder's; overlap: optional, the running slot's
+	Attempt    int       // won: the caller's attempt number; running: the holder's; done: the last attempt's (abandoned: the attempts used, which the scheduler records on the abandoned record), 0 if unknown; overlap: optional, the running slot's
 	Holder     string    // running: the instance holding the lease; overlap: optional, the running slot's holder
 	LeaseUntil time.Time // won/running: lease expiry by the store's clock; overlap: optional
 	Status     Status    // done: the settled status if the store knows it
@@ -84,12 +84,22 @@ type ActiveRun struct {
 // RunStore keeps the per-slot runs that leases need (SPEC §6). All times are
 // judged by the store's clock. Every method is atomic on the store.
 //
-// A RunStore need not write history: the scheduler records every outcome
-// through Backend.SaveResult — runs it executed under their claim's token,
-// slots it found late or overlapping under the token of the claim that
-// settled them, and an abandoned slot under [AbandonedToken]. A store that
-// does record these states itself must use those tokens, so that
-// BuildHistory merges the two records into one.
+// History of leased runs is written by two hands:
+//
+//   - The store: a won Claim (a first claim or a takeover) is itself a
+//     history record: History lists it at once, under the claim's token,
+//     holder and attempt, with StatusRunning until a result of that token
+//     is stored. The scheduler never calls [ClaimRecorder] for a lease
+//     claim, so this holds on a backend whose plain Claim needs one.
+//   - The scheduler, through Backend.SaveResult (or
+//     [ResultFinisher.FinishResult]): runs it executed, under their claim's
+//     token; slots it found late or overlapping, under the token of the
+//     claim that settled them; an abandoned slot, under [AbandonedToken].
+//
+// A store may also record those settled states itself (a takeover's
+// previous holder as lease_lost or handed_over, a late slot as missed, …);
+// it must then use the same tokens, so that BuildHistory merges the two
+// records into one.
 //
 // Repeats are answered as the first call was: Finish of a run the token
 // already finished, and Release of a run it already released, return true.

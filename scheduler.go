@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/anarchon/anarchon/internal/cron"
+	"github.com/anarchon/anarchon/internal/runner"
 )
 
 // Options configure a Scheduler. A nil *Options, and each zero field, means
@@ -104,22 +105,16 @@ type Scheduler struct {
 	jobs   map[string]*job
 	order  []*job
 	state  int // stateNew, stateStarted, stateStopped
-	queue  jobHeap
 	inited bool
 
-	loopCtx    context.Context // ends when Stop begins: no new slots, no more standing by
+	queue      runner.Queue[*job]
+	run        *runner.Runner[slotRun] // set by Start
+	loopCtx    context.Context         // ends when Stop begins: no new slots, no more standing by
 	loopCancel context.CancelFunc
 	runCtx     context.Context // parent of handler contexts; cancelled with ErrStopped at the Stop deadline
 	runCancel  context.CancelCauseFunc
 	bg         sync.WaitGroup // the loop, the watch and the clock goroutines
 	inflight   sync.WaitGroup // slot goroutines (claim, handler, result)
-
-	// Slot goroutines take these instead of mu, so that they do not
-	// contend with the loop.
-	amu     sync.Mutex
-	active  map[*activeRun]struct{} // guarded by amu
-	wmu     sync.Mutex
-	waiters map[slotKey]map[chan struct{}]struct{} // guarded by wmu
 
 	tokenPrefix string
 	tokenSeq    atomic.Uint64
@@ -133,11 +128,6 @@ const (
 	stateStopped
 )
 
-type slotKey struct {
-	job  string
-	slot int64
-}
-
 // New returns a Scheduler on backend. opts may be nil. The scheduler does
 // not close the backend: several schedulers may share one.
 func New(backend Backend, opts *Options) *Scheduler {
@@ -148,8 +138,6 @@ func New(backend Backend, opts *Options) *Scheduler {
 		clock:   o.Clock,
 		log:     o.Logger.With(slog.String("instance", o.InstanceID)),
 		jobs:    make(map[string]*job),
-		active:  make(map[*activeRun]struct{}),
-		waiters: make(map[slotKey]map[chan struct{}]struct{}),
 
 		tokenPrefix: rand.Text(),
 	}
@@ -260,16 +248,37 @@ type job struct {
 	leased   bool // runs through the RunStore
 	sched    string
 
-	// heap state, guarded by Scheduler.mu
-	slot   time.Time // next slot
-	fireAt time.Time // slot + jitter, store clock
-	index  int
+	entry runner.Entry[*job] // its place in the scheduler's queue
 }
 
 func (s *Scheduler) compile(j Job) (*job, error) {
 	bad := func(field string, code Code, reason string, err error) error {
 		return &ValidationError{Job: j.Name, Field: field, Code: code, Reason: reason, Err: err}
 	}
+	o, err := s.checkInput(j, bad)
+	if err != nil {
+		return nil, err
+	}
+	jb, err := s.compileSchedule(j, o, bad)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.resolveOptions(jb, o, bad); err != nil {
+		return nil, err
+	}
+	jb.opt = *o
+	if err := s.checkLimits(jb, bad); err != nil {
+		return nil, err
+	}
+	return jb, nil
+}
+
+// badFunc builds a job's ValidationError.
+type badFunc func(field string, code Code, reason string, err error) error
+
+// checkInput checks what needs no resolution: backend, name, handler, and
+// the range of every option. It returns a copy of the options.
+func (s *Scheduler) checkInput(j Job, bad badFunc) (*JobOptions, error) {
 	if s.backend == nil {
 		return nil, bad("Backend", CodeBadOption, "the scheduler has no backend (New was given nil)", ErrNoBackend)
 	}
@@ -319,6 +328,12 @@ func (s *Scheduler) compile(j Job) (*job, error) {
 	if o.Overlap < OverlapDefault || o.Overlap > OverlapAllow {
 		return nil, bad("Overlap", CodeBadOption, fmt.Sprintf("unknown overlap policy %d", int(o.Overlap)), nil)
 	}
+	return &o, nil
+}
+
+// compileSchedule parses the schedule into a job (the options' Zone is
+// resolved in o).
+func (s *Scheduler) compileSchedule(j Job, o *JobOptions, bad badFunc) (*job, error) {
 	jb := &job{name: j.Name, handler: j.Handler, sched: j.Schedule.String()}
 
 	interval := j.Schedule.interval
@@ -361,12 +376,18 @@ func (s *Scheduler) compile(j Job) (*job, error) {
 		jb.interval, jb.offset = interval, o.Offset
 	}
 
+	return jb, nil
+}
+
+// resolveOptions decides whether the job runs under leases and applies the
+// defaults.
+func (s *Scheduler) resolveOptions(jb *job, o *JobOptions, bad badFunc) error {
 	wantsLeases := o.Lease > 0 || o.Overlap == OverlapSkip || o.CatchUp.Window > 0 || o.MaxAttempts > 0
 	if o.NoLease && wantsLeases {
-		return nil, bad("NoLease", CodeBadOption, "NoLease conflicts with Lease, Overlap skip, CatchUp or MaxAttempts", nil)
+		return bad("NoLease", CodeBadOption, "NoLease conflicts with Lease, Overlap skip, CatchUp or MaxAttempts", nil)
 	}
 	if s.runs == nil && wantsLeases {
-		return nil, bad("Lease", CodeNeedsRunStore,
+		return bad("Lease", CodeNeedsRunStore,
 			fmt.Sprintf("leases, overlap skip, catch-up and attempts need a backend with a RunStore; %q has none", s.backend.Name()), nil)
 	}
 	jb.leased = s.runs != nil && !o.NoLease
@@ -375,11 +396,11 @@ func (s *Scheduler) compile(j Job) (*job, error) {
 		o.MaxLate = DefaultMaxLate
 	}
 	if o.Jitter > 0 && o.Jitter >= o.MaxLate {
-		return nil, bad("Jitter", CodeBadOption,
+		return bad("Jitter", CodeBadOption,
 			fmt.Sprintf("Jitter %v is not below MaxLate %v: a slot delayed by its jitter would be skipped as late", o.Jitter, o.MaxLate), nil)
 	}
 	if jb.interval > 0 && o.Jitter >= jb.interval {
-		return nil, bad("Jitter", CodeBadOption, fmt.Sprintf("Jitter %v is not below the interval %v", o.Jitter, jb.interval), nil)
+		return bad("Jitter", CodeBadOption, fmt.Sprintf("Jitter %v is not below the interval %v", o.Jitter, jb.interval), nil)
 	}
 	if o.HistorySize == 0 {
 		o.HistorySize = DefaultHistorySize
@@ -398,15 +419,20 @@ func (s *Scheduler) compile(j Job) (*job, error) {
 			o.CatchUp.Max = 1
 		}
 		if o.Lease < 3*time.Millisecond {
-			return nil, bad("Lease", CodeBadOption, "a lease must be at least 3ms (heartbeats every Lease/3)", nil)
+			return bad("Lease", CodeBadOption, "a lease must be at least 3ms (heartbeats every Lease/3)", nil)
 		}
 	} else if o.Overlap == OverlapDefault {
 		o.Overlap = OverlapAllow
 	}
-	jb.opt = o
+	return nil
+}
 
+// checkLimits checks the job against the backend: its dedupe window and
+// its JobChecker.
+func (s *Scheduler) checkLimits(jb *job, bad badFunc) error {
+	o := jb.opt
 	limits := JobLimits{
-		Job: j.Name, Jitter: o.Jitter, MaxLate: o.MaxLate, CatchUpWindow: o.CatchUp.Window,
+		Job: jb.name, Jitter: o.Jitter, MaxLate: o.MaxLate, CatchUpWindow: o.CatchUp.Window,
 		Overlap: o.Overlap, HistorySize: o.HistorySize, HistoryTTL: o.HistoryTTL, Interval: jb.interval,
 	}
 	if jb.leased {
@@ -414,20 +440,20 @@ func (s *Scheduler) compile(j Job) (*job, error) {
 	}
 	if w := s.backend.DedupeWindow(); w != Forever {
 		if sum := o.Jitter + o.MaxLate; sum < o.MaxLate || sum >= w {
-			return nil, bad("MaxLate", CodeDedupeWindow,
+			return bad("MaxLate", CodeDedupeWindow,
 				fmt.Sprintf("Jitter+MaxLate (%v) is not below the backend's dedupe window %v: a late instance could run a slot twice", o.Jitter+o.MaxLate, w), nil)
 		}
 		if o.CatchUp.Window >= w {
-			return nil, bad("CatchUp.Window", CodeDedupeWindow,
+			return bad("CatchUp.Window", CodeDedupeWindow,
 				fmt.Sprintf("the catch-up window %v is not below the backend's dedupe window %v", o.CatchUp.Window, w), nil)
 		}
 	}
 	if c := s.checker; c != nil {
 		if err := c.CheckJob(limits); err != nil {
-			return nil, bad("Backend", CodeBackendRefused, err.Error(), err)
+			return bad("Backend", CodeBackendRefused, err.Error(), err)
 		}
 	}
-	return jb, nil
+	return nil
 }
 
 // nextSlot returns the job's first slot strictly after t.
@@ -524,6 +550,10 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	s.inited = true
 	s.loopCtx, s.loopCancel = context.WithCancel(context.WithoutCancel(ctx))
 	s.runCtx, s.runCancel = context.WithCancelCause(context.WithoutCancel(ctx))
+	s.run = runner.New[slotRun](host{s}, s.runCtx, runner.Config{
+		Log: s.log, PollInterval: s.opts.PollInterval,
+		ErrLeaseLost: ErrLeaseLost, ErrStopped: ErrStopped, ErrClosed: ErrClosed, ErrPermanent: ErrPermanent,
+	})
 	s.mu.Unlock()
 
 	if s.sclock != nil {
@@ -538,13 +568,10 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	}
 
 	now := s.now()
-	s.mu.Lock()
 	for _, j := range jobs {
-		j.slot = j.nextSlot(now)
-		j.fireAt = j.slot.Add(j.jitter(j.slot))
-		s.queue.push(j)
+		j.entry = runner.Entry[*job]{Value: j, Next: j.nextSlot, Delay: j.jitter, MaxDelay: j.opt.Jitter, MaxLate: j.opt.MaxLate}
+		s.queue.Add(&j.entry, now)
 	}
-	s.mu.Unlock()
 	for _, j := range jobs {
 		if !j.leased {
 			continue
@@ -555,7 +582,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		s.adoptActive(ctx, j)
 	}
 	s.bg.Add(1)
-	go func() { defer s.bg.Done(); s.loop(s.loopCtx) }()
+	go func() { defer s.bg.Done(); s.queue.Run(s.loopCtx, s.now, &s.inflight, s.fire) }()
 	s.log.LogAttrs(ctx, slog.LevelInfo, "scheduler started",
 		slog.String("backend", s.backend.Name()), slog.Int("jobs", len(jobs)))
 	return nil
@@ -572,9 +599,17 @@ func (s *Scheduler) anyLeased(jobs []*job) bool {
 
 // Stop stops claiming new slots and stops standing by, then waits for running
 // handlers until ctx ends. Handlers still running then have their context
-// cancelled with cause ErrStopped and, under leases, their runs are released
-// at once so a backup takes them over (hand-over); their results are
-// recorded as StatusHandedOver before Stop returns. Stop returns ctx's
+// cancelled with cause ErrStopped. Under leases their runs are released at
+// once so a backup takes them over (hand-over) and recorded as
+// StatusHandedOver; plain runs are recorded as StatusError (their error
+// names ErrStopped). Those records are stored before Stop returns, and a
+// handler that returns later stores nothing, so no record of this instance
+// says running once Stop has returned. Two cases are not covered: a run
+// whose handler had already returned and whose result the store had not
+// yet taken at the deadline (its store calls go on, bounded by 30 s and
+// given up at once on a permanent error), and a claim sent before Stop and
+// answered after the deadline (its slot then runs with a cancelled
+// context and is recorded when it ends). Stop returns ctx's
 // error if it had to cancel handlers, nil otherwise, and ErrNotStarted if
 // Start never succeeded. It does not close the backend.
 //
@@ -608,7 +643,7 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 	}
-	s.handOver()
+	s.run.HandOver(ctx, func() { s.runCancel(ErrStopped) })
 	s.log.LogAttrs(context.WithoutCancel(ctx), slog.LevelInfo, "scheduler stopped; running jobs handed over")
 	return ctx.Err()
 }

@@ -468,6 +468,20 @@ func testRunClaimTable(t *testing.T, h Harness) {
 			t.Errorf("takeover attempt %d, want 2", out.Attempt)
 		}
 	})
+	leaseTest(t, h, "ReleasedSameToken", func(t *testing.T, s *store, job string, slot int64) {
+		// A token that released its run holds it no more: its next claim
+		// is a takeover like any other token's, not a renewal.
+		a := token()
+		want(t, "claim", s.lclaim(0, rclaim(job, slot, a, "a", longLease)), anarchon.OutcomeWon)
+		if !s.release(0, job, slot, a) {
+			t.Fatal("Release by the holder returned false")
+		}
+		out := s.lclaim(1, rclaim(job, slot, a, "a", longLease))
+		want(t, "claim by the released token", out, anarchon.OutcomeWon)
+		if out.Attempt != 2 {
+			t.Errorf("claim by the released token: attempt %d, want 2 (a takeover)", out.Attempt)
+		}
+	})
 	leaseTest(t, h, "AttemptsUsedUp/Released", func(t *testing.T, s *store, job string, slot int64) {
 		for i, inst := range []string{"a", "b"} {
 			tok := token()

@@ -4,7 +4,7 @@
 #
 #   bash bench/run.sh <part> [flags]
 #
-# Parts: claim, contest, failover (every store), timing, scale (memory
+# Parts: claim, calls (claim's second table only), contest, failover (every store), timing, scale (memory
 # store), gocron (Redis). Flags go to the harness, e.g. -short for a quick
 # smoke run or -stores memory,redis.
 #
@@ -16,7 +16,7 @@
 set -euo pipefail
 
 if [ $# -lt 1 ]; then
-	echo "usage: $0 claim|contest|failover|timing|scale|gocron [flags]" >&2
+	echo "usage: $0 claim|calls|contest|failover|timing|scale|gocron [flags]" >&2
 	exit 2
 fi
 part=$1
@@ -47,7 +47,7 @@ start() { # start <script> <variable>
 }
 
 case $part in
-claim | contest | failover)
+claim | calls | contest | failover)
 	start postgres ANARCHON_TEST_POSTGRES_URL
 	start redis ANARCHON_TEST_REDIS_ADDR
 	start nats ANARCHON_TEST_NATS_URL

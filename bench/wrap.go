@@ -20,13 +20,14 @@ const (
 	OpRunClaim
 	OpHeartbeat
 	OpFinish
+	OpFinishResult
 	OpRelease
 	OpServerTime
 	OpOther
 	numOps
 )
 
-var opNames = [numOps]string{"Claim", "RecordClaim", "SaveResult", "RunStore.Claim", "Heartbeat", "Finish", "Release", "ServerTime", "other"}
+var opNames = [numOps]string{"Claim", "RecordClaim", "SaveResult", "RunStore.Claim", "Heartbeat", "Finish", "FinishResult", "Release", "ServerTime", "other"}
 
 // String returns the method name, e.g. "RunStore.Claim".
 func (o Op) String() string {
@@ -42,10 +43,12 @@ func (o Op) String() string {
 var ErrCrashed = errors.New("bench: instance crashed")
 
 // Wrapped is a Backend that counts calls by method and can simulate a
-// crash. Build it with [Wrap]. It forwards the optional interfaces the
-// scheduler looks for (ClaimRecorder, JobChecker, LeaseBackend,
-// ServerClock) and, unless hidden, Watcher: hiding the Watcher makes the
-// scheduler poll, as with a store that cannot push events.
+// crash. Build it with [Wrap]. It follows the wrapper convention of
+// [anarchon.Wrapper]: it implements, and counts, every optional interface
+// the wrapped backend has that the scheduler calls (ClaimRecorder,
+// JobChecker, LeaseBackend, ServerClock, the RunStore's ResultFinisher)
+// and, unless hidden, Watcher: hiding the Watcher makes the scheduler
+// poll, as with a store that cannot push events. Unwrap exposes the rest.
 type Wrapped struct {
 	inner   anarchon.Backend
 	runs    anarchon.RunStore // the wrapped run store, nil without leases
@@ -58,6 +61,7 @@ type Wrapped struct {
 	// stands by as a backup.
 	standing atomic.Int64
 	watch    bool // the scheduler sees a Watcher
+	hide     bool // the inner Watcher is hidden: Unwrap returns nil
 }
 
 // HasWatcher reports whether the Backend returned by Wrap is a Watcher.
@@ -85,25 +89,31 @@ func (w watching) WatchRuns(ctx context.Context) (<-chan anarchon.RunEvent, erro
 // scheduler: with hideWatcher false and a Watcher on b (or on its RunStore)
 // the returned Backend is also a Watcher.
 func Wrap(b anarchon.Backend, hideWatcher bool) (*Wrapped, anarchon.Backend) {
-	w := &Wrapped{inner: b}
-	var watcher anarchon.Watcher
-	if lb, ok := b.(anarchon.LeaseBackend); ok {
+	w := &Wrapped{inner: b, hide: hideWatcher}
+	if lb, ok := anarchon.As[anarchon.LeaseBackend](b); ok && lb.Runs() != nil {
 		rs := lb.Runs()
-		w.runs = &countingRuns{w: w, inner: rs}
-		if wt, ok := rs.(anarchon.Watcher); ok {
-			watcher = wt
+		cr := &countingRuns{w: w, inner: rs}
+		w.runs = cr
+		if f, ok := anarchon.As[anarchon.ResultFinisher](b); ok {
+			w.runs = finishingRuns{cr, f}
 		}
 	}
-	if watcher == nil {
-		if wt, ok := b.(anarchon.Watcher); ok {
-			watcher = wt
-		}
-	}
-	if hideWatcher || watcher == nil {
+	watcher, ok := anarchon.As[anarchon.Watcher](b)
+	if hideWatcher || !ok {
 		return w, w
 	}
 	w.watch = true
 	return w, watching{Wrapped: w, w: watcher}
+}
+
+// Unwrap returns the wrapped backend, so that anarchon.As finds the
+// abilities Wrapped does not forward itself; nil when the inner Watcher is
+// hidden, since it would be found there.
+func (w *Wrapped) Unwrap() anarchon.Backend {
+	if w.hide {
+		return nil
+	}
+	return w.inner
 }
 
 // Count returns how many calls of op went through the wrapper.
@@ -173,7 +183,7 @@ func (w *Wrapped) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, erro
 // without one it does nothing and counts nothing (the scheduler would not
 // have called it).
 func (w *Wrapped) RecordClaim(ctx context.Context, in anarchon.ClaimInput) error {
-	rec, ok := w.inner.(anarchon.ClaimRecorder)
+	rec, ok := anarchon.As[anarchon.ClaimRecorder](w.inner)
 	if !ok {
 		return nil
 	}
@@ -185,7 +195,7 @@ func (w *Wrapped) RecordClaim(ctx context.Context, in anarchon.ClaimInput) error
 
 // CheckJob forwards to the inner JobChecker, if any.
 func (w *Wrapped) CheckJob(l anarchon.JobLimits) error {
-	if c, ok := w.inner.(anarchon.JobChecker); ok {
+	if c, ok := anarchon.As[anarchon.JobChecker](w.inner); ok {
 		return c.CheckJob(l)
 	}
 	return nil
@@ -222,12 +232,7 @@ func (w *Wrapped) ServerTime(ctx context.Context) (time.Time, error) {
 	if err := w.count(OpServerTime); err != nil {
 		return time.Time{}, err
 	}
-	if cr, ok := w.runs.(*countingRuns); ok {
-		if c, ok := cr.inner.(anarchon.ServerClock); ok {
-			return c.ServerTime(ctx)
-		}
-	}
-	if c, ok := w.inner.(anarchon.ServerClock); ok {
+	if c, ok := anarchon.As[anarchon.ServerClock](w.inner); ok {
 		return c.ServerTime(ctx)
 	}
 	return time.Now(), nil
@@ -238,7 +243,8 @@ func (w *Wrapped) ServerTime(ctx context.Context) (time.Time, error) {
 func (w *Wrapped) Runs() anarchon.RunStore { return w.runs }
 
 // countingRuns counts RunStore calls. It is never a Watcher: the
-// Wrapped backend decides whether the scheduler sees one.
+// Wrapped backend decides whether the scheduler sees one. It is a
+// ResultFinisher only as finishingRuns, when the inner store is one.
 type countingRuns struct {
 	w     *Wrapped
 	inner anarchon.RunStore
@@ -286,4 +292,18 @@ func (r *countingRuns) Active(ctx context.Context, job string) ([]anarchon.Activ
 		return nil, err
 	}
 	return r.inner.Active(ctx, job)
+}
+
+// finishingRuns is a countingRuns whose inner store folds Finish and
+// SaveResult into one call: it counts OpFinishResult.
+type finishingRuns struct {
+	*countingRuns
+	f anarchon.ResultFinisher
+}
+
+func (r finishingRuns) FinishResult(ctx context.Context, in anarchon.SaveResultInput) (bool, error) {
+	if err := r.w.count(OpFinishResult); err != nil {
+		return false, err
+	}
+	return r.f.FinishResult(ctx, in)
 }

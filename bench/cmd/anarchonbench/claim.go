@@ -35,23 +35,42 @@ func runClaim(ctx context.Context, stores []string, workdir string, short bool) 
 			lat.Add(r.Store, r.Conc, op, bench.Us(r.Lat.P50), bench.Us(r.Lat.P99), fmt.Sprintf("%.0f", r.OpsPerSec),
 				fmt.Sprintf("%.2f", float64(r.Lat.P50)/float64(b.Lat.P50)), fmt.Sprintf("%.2f", r.OpsPerSec/b.OpsPerSec), r.Errors)
 		}
-		rts, err := bench.CountRoundTrips(ctx, st, 100*time.Millisecond, rtFor)
-		if err != nil {
-			return err
-		}
-		for _, rt := range rts {
-			var parts []string
-			for op, v := range rt.PerWon {
-				parts = append(parts, fmt.Sprintf("%s %.2f", op, v))
-			}
-			sort.Strings(parts)
-			rtt.Add(rt.Store, rt.Path, rt.Slots, strings.Join(parts, ", "))
-		}
-		return nil
+		return countCalls(ctx, st, rtFor, &rtt)
 	})
 	fmt.Print("### Claim latency and throughput\n\n")
 	fmt.Println(lat.String())
 	fmt.Print("### Store calls per won slot (one instance, full run path)\n\n")
 	fmt.Println(rtt.String())
 	return err
+}
+
+// runCalls prints only the second table of the claim part: store calls
+// per won slot.
+func runCalls(ctx context.Context, stores []string, workdir string, short bool) error {
+	rtFor := 3 * time.Second
+	if short {
+		rtFor = time.Second
+	}
+	rtt := bench.Table{Head: []string{"store", "path", "won slots", "calls per won slot"}}
+	err := eachStore(ctx, stores, workdir, func(st *bench.Store) error { return countCalls(ctx, st, rtFor, &rtt) })
+	fmt.Print("### Store calls per won slot (one instance, full run path)\n\n")
+	fmt.Println(rtt.String())
+	return err
+}
+
+// countCalls adds st's rows of the calls-per-won-slot table to rtt.
+func countCalls(ctx context.Context, st *bench.Store, d time.Duration, rtt *bench.Table) error {
+	rts, err := bench.CountRoundTrips(ctx, st, 100*time.Millisecond, d)
+	if err != nil {
+		return err
+	}
+	for _, rt := range rts {
+		var parts []string
+		for op, v := range rt.PerWon {
+			parts = append(parts, fmt.Sprintf("%s %.2f", op, v))
+		}
+		sort.Strings(parts)
+		rtt.Add(rt.Store, rt.Path, rt.Slots, strings.Join(parts, ", "))
+	}
+	return nil
 }

@@ -2,6 +2,7 @@
 // Markdown tables. Parts:
 //
 //	anarchonbench claim    [-stores memory,sqlite,redis,nats,postgres]
+//	anarchonbench calls    [-stores …] (the claim part's second table only)
 //	anarchonbench contest  [-stores …]
 //	anarchonbench timing
 //	anarchonbench scale
@@ -62,6 +63,8 @@ func main() {
 	switch part {
 	case "claim":
 		err = runClaim(ctx, split(*stores), *workdir, *short)
+	case "calls":
+		err = runCalls(ctx, split(*stores), *workdir, *short)
 	case "load":
 		if *mprof != "" {
 			if f, err := os.Create(*mprof + ".cpu"); err == nil {
@@ -95,7 +98,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: anarchonbench claim|contest|timing|scale|failover|gocron [-stores a,b] [-workdir dir] [-short]")
+	fmt.Fprintln(os.Stderr, "usage: anarchonbench claim|calls|contest|timing|scale|failover|gocron [-stores a,b] [-workdir dir] [-short]")
 	os.Exit(2)
 }
 

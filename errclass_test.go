@@ -1,0 +1,85 @@
+package anarchon_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/membackend"
+)
+
+var errTableGone = errors.New("relation \"anarchon_results\" does not exist")
+
+// failingResults fails every SaveResult and FinishResult with err, counting
+// the calls.
+type failingResults struct {
+	*membackend.Backend
+	err   error
+	calls *atomic.Int32
+}
+
+func (f failingResults) SaveResult(context.Context, anarchon.SaveResultInput) error {
+	f.calls.Add(1)
+	return f.err
+}
+
+func (f failingResults) Runs() anarchon.RunStore {
+	return failingFinish{f.Backend.Runs().(*membackend.RunStore), f}
+}
+
+type failingFinish struct {
+	*membackend.RunStore
+	f failingResults
+}
+
+func (r failingFinish) FinishResult(context.Context, anarchon.SaveResultInput) (bool, error) {
+	r.f.calls.Add(1)
+	return false, r.f.err
+}
+
+// A result the store refuses for good is not retried, and Stop does not
+// wait on it; one that may go away is retried until Stop's deadline.
+func TestPermanentStoreErrorIsNotRetried(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		opts      *anarchon.JobOptions
+		err       error
+		wantCalls func(int32) bool
+	}{
+		{"plain/permanent", &anarchon.JobOptions{NoLease: true}, anarchon.Permanent(errTableGone), func(n int32) bool { return n == 1 }},
+		// FinishResult fails, then the unconfirmed record's SaveResult.
+		{"leased/permanent", nil, anarchon.Permanent(errTableGone), func(n int32) bool { return n == 2 }},
+		{"plain/transient", &anarchon.JobOptions{NoLease: true}, errTableGone, func(n int32) bool { return n > 2 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var calls atomic.Int32
+				s := newSched(t, failingResults{membackend.New(nil), tc.err, &calls}, "i0", nil)
+				ran := make(chan struct{}, 1)
+				h := func(context.Context, *anarchon.Run) error { ran <- struct{}{}; return nil }
+				if err := s.Every("job", time.Hour, h, tc.opts); err != nil {
+					t.Fatal(err)
+				}
+				mustStart(t, s)
+				<-ran
+				synctest.Wait() // the result's store calls are made, or their retry sleeps
+				start := time.Now()
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				err := s.Stop(ctx)
+				took := time.Since(start)
+				permanent := anarchon.IsPermanent(tc.err)
+				if permanent && (err != nil || took >= time.Second) {
+					t.Errorf("Stop took %v (error %v); want nil within 1s of a permanent error", took, err)
+				}
+				if !tc.wantCalls(calls.Load()) {
+					t.Errorf("%d result calls", calls.Load())
+				}
+			})
+		})
+	}
+}

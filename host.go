@@ -1,0 +1,139 @@
+package anarchon
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/anarchon/anarchon/internal/runner"
+)
+
+// slotRun is what the scheduler keeps in an attempt: the job, and the Run
+// its handler is given.
+type slotRun struct {
+	job *job
+	run Run
+}
+
+// host gives the run path (internal/runner) the scheduler's store calls,
+// events and logs, converting between its types and anarchon's.
+type host struct{ s *Scheduler }
+
+var _ runner.Host[slotRun] = host{}
+
+func (h host) Now() time.Time        { return h.s.now() }
+func (h host) NewToken() string      { return h.s.newToken() }
+func (h host) Instance() string      { return h.s.opts.InstanceID }
+func (h host) CanFinishResult() bool { return h.s.finisher != nil }
+
+func (h host) claimInput(a *attempt) ClaimInput {
+	j := a.Job.job
+	return ClaimInput{
+		Job: j.name, Slot: a.Slot, Token: a.Token, InstanceID: h.s.opts.InstanceID,
+		HistorySize: j.opt.HistorySize, HistoryTTL: j.opt.HistoryTTL,
+	}
+}
+
+func (h host) Claim(ctx context.Context, a *attempt) (bool, error) {
+	won, err := h.s.backend.Claim(ctx, h.claimInput(a))
+	if err != nil {
+		return false, err
+	}
+	outcome := "lost"
+	if won {
+		outcome = "won"
+	}
+	h.s.emit(Event{Kind: EventClaim, Job: a.Name, Slot: a.SlotTime(), Attempt: 1, Outcome: outcome, Lateness: h.s.now().Sub(a.SlotTime())})
+	return won, nil
+}
+
+func (h host) RecordClaim(ctx context.Context, a *attempt) error {
+	if h.s.recorder == nil {
+		return nil
+	}
+	return h.s.recorder.RecordClaim(ctx, h.claimInput(a))
+}
+
+func (h host) ClaimLease(ctx context.Context, a *runner.Leased[slotRun]) (runner.Outcome, error) {
+	out, err := h.s.runs.Claim(ctx, RunClaim{
+		ClaimInput:   h.claimInput(&a.Attempt),
+		Lease:        a.Lease,
+		MaxLate:      a.MaxLate,
+		AllowOverlap: a.AllowOverlap,
+		MaxAttempts:  a.Job.job.opt.MaxAttempts,
+	})
+	if err != nil {
+		return runner.Outcome{}, err
+	}
+	// A kind this version does not know passes through: the run path
+	// handles it like done (SPEC §9), and the event names it.
+	return runner.Outcome{Kind: runner.Kind(out.Kind), Attempt: out.Attempt, LeaseUntil: out.LeaseUntil, Abandoned: out.Status == StatusAbandoned}, nil
+}
+
+func (h host) LeaseAnswered(ctx context.Context, a *runner.Leased[slotRun], out runner.Outcome) {
+	h.s.emit(Event{Kind: EventClaim, Job: a.Name, Slot: a.SlotTime(), Attempt: out.Attempt, Outcome: OutcomeKind(out.Kind).String(), Lateness: h.s.now().Sub(a.SlotTime())})
+}
+
+func (h host) Heartbeat(ctx context.Context, a *runner.Leased[slotRun]) (bool, error) {
+	return h.s.runs.Heartbeat(ctx, HeartbeatInput{Job: a.Name, Slot: a.Slot, Token: a.Token, Lease: a.Lease})
+}
+
+func (h host) Release(ctx context.Context, a *attempt) error {
+	_, err := h.s.runs.Release(ctx, ReleaseInput{Job: a.Name, Slot: a.Slot, Token: a.Token})
+	return err
+}
+
+func (h host) Finish(ctx context.Context, a *attempt, st runner.Status) (bool, error) {
+	return h.s.runs.Finish(ctx, FinishInput{Job: a.Name, Slot: a.Slot, Token: a.Token, Status: Status(st)})
+}
+
+func (h host) result(a *attempt, r *runner.Result) SaveResultInput {
+	return SaveResultInput{
+		Job: a.Name,
+		Result: StoredResult{
+			Slot: a.Slot, Token: r.Token, InstanceID: h.s.opts.InstanceID, Attempt: r.Attempt,
+			Status: Status(r.Status), StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Error: r.Error, Output: r.Output,
+		},
+		HistorySize: a.Job.job.opt.HistorySize, HistoryTTL: a.Job.job.opt.HistoryTTL,
+	}
+}
+
+func (h host) FinishResult(ctx context.Context, a *attempt, r *runner.Result) error {
+	_, err := h.s.finisher.FinishResult(ctx, h.result(a, r))
+	return err
+}
+
+func (h host) SaveResult(ctx context.Context, a *attempt, r *runner.Result) error {
+	return h.s.backend.SaveResult(ctx, h.result(a, r))
+}
+
+func (h host) Execute(ctx context.Context, a *attempt) runner.Result {
+	// The Run lives in the attempt: one allocation for both.
+	run := &a.Job.run
+	*run = Run{Job: a.Name, Slot: a.SlotTime(), InstanceID: h.s.opts.InstanceID, Token: a.Token, Attempt: a.Number}
+	res := h.s.execute(ctx, a.Job.job, run)
+	return runner.Result{
+		Token: res.Token, Attempt: res.Attempt, Status: runner.Status(res.Status),
+		StartedAt: res.StartedAt, FinishedAt: res.FinishedAt, Error: res.Error, Output: res.Output,
+	}
+}
+
+func (h host) Missed(ctx context.Context, a *attempt, late time.Duration) {
+	h.s.log.LogAttrs(ctx, slog.LevelWarn, "slot missed: too late to run",
+		slog.String("job", a.Name), slog.Time("slot", a.SlotTime()), slog.Duration("late", late), slog.Duration("max_late", a.Job.job.opt.MaxLate))
+	h.s.emit(Event{Kind: EventSlotSkipped, Job: a.Name, Slot: a.SlotTime(), Status: StatusMissed, Lateness: late})
+}
+
+func (h host) Settled(ctx context.Context, a *attempt, st runner.Status) {
+	h.s.log.LogAttrs(ctx, slog.LevelInfo, "slot not run",
+		slog.String("job", a.Name), slog.Time("slot", a.SlotTime()), slog.String("status", string(st)))
+	h.s.emit(Event{Kind: EventSlotSkipped, Job: a.Name, Slot: a.SlotTime(), Status: Status(st), Lateness: h.s.now().Sub(a.SlotTime())})
+}
+
+func (h host) StoreError(ctx context.Context, op string, a *attempt, err error) {
+	if a == nil {
+		h.s.storeError(ctx, op, "", time.Time{}, err)
+		return
+	}
+	h.s.storeError(ctx, op, a.Name, a.SlotTime(), err)
+}

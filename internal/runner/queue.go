@@ -1,0 +1,126 @@
+package runner
+
+import (
+	"container/heap"
+	"context"
+	"sync"
+	"time"
+)
+
+// Entry is one job in a [Queue]: its next slot and when to fire it.
+type Entry[T any] struct {
+	Value    T                                  // what fire is given
+	Next     func(after time.Time) time.Time    // the job's first slot strictly after a time
+	Delay    func(slot time.Time) time.Duration // the slot's jitter: fire at slot + Delay(slot); nil means none
+	MaxDelay time.Duration                      // the largest Delay can return
+	MaxLate  time.Duration                      // how late a slot may still run
+
+	slot   time.Time // next slot
+	fireAt time.Time // slot + jitter, store clock
+	index  int
+}
+
+// Queue orders jobs by their next fire time: one timer serves every job,
+// and an idle job costs no goroutine. Its methods are safe for concurrent
+// use.
+type Queue[T any] struct {
+	mu sync.Mutex
+	h  entryHeap[T]
+}
+
+// Add schedules e's first slot after now.
+func (q *Queue[T]) Add(e *Entry[T], now time.Time) {
+	e.slot = e.Next(now)
+	e.fireAt = e.slot.Add(e.delay(e.slot))
+	q.mu.Lock()
+	heap.Push(&q.h, e)
+	q.mu.Unlock()
+}
+
+type due[T any] struct {
+	v    T
+	slot time.Time
+}
+
+// Run fires due slots until ctx ends, each in its own goroutine counted in
+// inflight. Times are now's clock (the scheduler's estimate of the
+// store's); a timer that wakes early finds the head not yet due and waits
+// again, so no slot runs before its time. All slots due at one wake-up are
+// taken under one lock and started after it is released; inflight is
+// raised before the lock is released, so a caller that waits for Run to
+// return and then for inflight sees every slot it started.
+func (q *Queue[T]) Run(ctx context.Context, now func() time.Time, inflight *sync.WaitGroup, fire func(ctx context.Context, v T, slot time.Time)) {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	var batch []due[T]
+	for {
+		q.mu.Lock()
+		if len(q.h) == 0 { // no jobs: nothing ever comes due
+			q.mu.Unlock()
+			<-ctx.Done()
+			return
+		}
+		t := now()
+		batch = q.takeDue(t, batch)
+		wait := q.h[0].fireAt.Sub(t)
+		inflight.Add(len(batch))
+		q.mu.Unlock()
+		for i, d := range batch {
+			go func() {
+				defer inflight.Done()
+				fire(ctx, d.v, d.slot)
+			}()
+			batch[i] = due[T]{}
+		}
+		batch = batch[:0]
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+	}
+}
+
+// takeDue appends the slots due at now to batch and moves their jobs on.
+// The next slot comes after the one taken; after a long pause (a suspended
+// machine) it skips ahead to what is still within MaxLate instead of
+// replaying every slot in between. q.mu is held.
+func (q *Queue[T]) takeDue(now time.Time, batch []due[T]) []due[T] {
+	for len(q.h) > 0 && !q.h[0].fireAt.After(now) {
+		head := q.h[0]
+		batch = append(batch, due[T]{head.Value, head.slot})
+		from := head.slot
+		if limit := now.Add(-head.MaxLate - head.MaxDelay); limit.After(from) {
+			from = limit
+		}
+		head.slot = head.Next(from)
+		head.fireAt = head.slot.Add(head.delay(head.slot))
+		heap.Fix(&q.h, 0)
+	}
+	return batch
+}
+
+func (e *Entry[T]) delay(slot time.Time) time.Duration {
+	if e.Delay == nil {
+		return 0
+	}
+	return e.Delay(slot)
+}
+
+type entryHeap[T any] []*Entry[T]
+
+func (h entryHeap[T]) Len() int           { return len(h) }
+func (h entryHeap[T]) Less(i, k int) bool { return h[i].fireAt.Before(h[k].fireAt) }
+func (h entryHeap[T]) Swap(i, k int) {
+	h[i], h[k] = h[k], h[i]
+	h[i].index, h[k].index = i, k
+}
+func (h *entryHeap[T]) Push(x any) { e := x.(*Entry[T]); e.index = len(*h); *h = append(*h, e) }
+func (h *entryHeap[T]) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return e
+}

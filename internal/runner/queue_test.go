@@ -1,0 +1,107 @@
+package runner
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// every returns the Next function of an epoch-aligned interval.
+func every(d time.Duration) func(time.Time) time.Time {
+	return func(t time.Time) time.Time { return t.Truncate(d).Add(d) }
+}
+
+// The queue fires every slot of each job once, in order, never before its
+// time, and after a pause longer than MaxLate skips to the slots still
+// within it instead of replaying the backlog.
+func TestQueueFiresSlotsOnTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var q Queue[string]
+		var mu sync.Mutex
+		fired := map[string][]time.Time{}
+		var early []string
+		now := func() time.Time { return time.Now() }
+		q.Add(&Entry[string]{Value: "1s", Next: every(time.Second), MaxLate: time.Minute}, now())
+		q.Add(&Entry[string]{Value: "3s", Next: every(3 * time.Second), MaxLate: time.Minute, MaxDelay: 500 * time.Millisecond,
+			Delay: func(slot time.Time) time.Duration { return time.Duration(slot.Unix()%5) * 100 * time.Millisecond }}, now())
+		ctx, cancel := context.WithCancel(context.Background())
+		var inflight sync.WaitGroup
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			q.Run(ctx, now, &inflight, func(_ context.Context, v string, slot time.Time) {
+				mu.Lock()
+				defer mu.Unlock()
+				if time.Now().Before(slot) {
+					early = append(early, v)
+				}
+				fired[v] = append(fired[v], slot)
+			})
+		}()
+		start := time.Now()
+		time.Sleep(10*time.Second + 600*time.Millisecond)
+		cancel()
+		<-done
+		inflight.Wait()
+		if len(early) > 0 {
+			t.Errorf("slots fired before their time: %v", early)
+		}
+		for v, step := range map[string]time.Duration{"1s": time.Second, "3s": 3 * time.Second} {
+			slots := fired[v]
+			want := int(10 * time.Second / step)
+			if len(slots) != want {
+				t.Errorf("%s: %d slots fired, want %d: %v", v, len(slots), want, slots)
+			}
+			for i, s := range slots {
+				if w := start.Truncate(step).Add(time.Duration(i+1) * step); !s.Equal(w) {
+					t.Errorf("%s: slot %d = %v, want %v", v, i, s, w)
+				}
+			}
+		}
+	})
+}
+
+func TestQueueSkipsAheadAfterPause(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var q Queue[int]
+		var mu sync.Mutex
+		var slots []time.Time
+		// A clock that jumps an hour ahead after the first slot, as a
+		// machine that was suspended.
+		var jumped time.Duration
+		now := func() time.Time { mu.Lock(); defer mu.Unlock(); return time.Now().Add(jumped) }
+		q.Add(&Entry[int]{Next: every(time.Second), MaxLate: 5 * time.Second}, now())
+		ctx, cancel := context.WithCancel(context.Background())
+		var inflight sync.WaitGroup
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			q.Run(ctx, now, &inflight, func(_ context.Context, _ int, slot time.Time) {
+				mu.Lock()
+				defer mu.Unlock()
+				slots = append(slots, slot)
+				if len(slots) == 1 {
+					jumped = time.Hour
+				}
+			})
+		}()
+		time.Sleep(2500 * time.Millisecond)
+		cancel()
+		<-done
+		inflight.Wait()
+		// Slot 1 fired, then the clock read an hour later: the next slot
+		// (already taken from the queue) fires, then those within MaxLate
+		// of the new time (5 or 6 of them), not 3600.
+		if len(slots) < 3 || len(slots) > 8 {
+			t.Fatalf("%d slots fired after an hour's pause with MaxLate 5s, want a handful: %v", len(slots), slots)
+		}
+		// A batch fires in goroutines of its own, in any order.
+		slices.SortFunc(slots, time.Time.Compare)
+		if late := slots[len(slots)-1].Sub(slots[0]); late < time.Hour-5*time.Second {
+			t.Errorf("the last slot is %v after the first; want the backlog skipped", late)
+		}
+	})
+}

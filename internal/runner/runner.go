@@ -1,0 +1,188 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// Status is how a run ended, as anarchon.Status spells it.
+type Status string
+
+// The statuses the run path records; the values are anarchon's.
+const (
+	StatusError       Status = "error"
+	StatusLeaseLost   Status = "lease_lost"
+	StatusHandedOver  Status = "handed_over"
+	StatusUnconfirmed Status = "unconfirmed"
+	StatusAbandoned   Status = "abandoned"
+	StatusMissed      Status = "missed"
+	StatusSkipped     Status = "skipped"
+)
+
+// Kind is the kind of a lease claim's answer; the values are
+// anarchon.OutcomeKind's. A kind the run path does not know is handled like
+// KindDone (SPEC §9).
+type Kind int
+
+// Lease claim answers, SPEC §6.
+const (
+	KindWon Kind = iota + 1
+	KindRunning
+	KindDone
+	KindOverlap
+	KindNone
+	KindLate
+)
+
+// Outcome is a lease claim's answer.
+type Outcome struct {
+	Kind       Kind
+	Attempt    int       // won: ours; running: the holder's; done: the last attempt's
+	LeaseUntil time.Time // running: the holder's lease expiry, store clock
+	Abandoned  bool      // done: the slot was abandoned
+}
+
+// Result is how a run ended, for the store. The Host adds the slot and the
+// instance.
+type Result struct {
+	Token      string
+	Attempt    int
+	Status     Status
+	StartedAt  time.Time
+	FinishedAt time.Time
+	Error      string
+	Output     string
+}
+
+// Host is what an attempt needs from the scheduler: the store calls, in the
+// scheduler's types, and its events. Every store method is given the
+// attempt it concerns and a context bounded by the run path.
+type Host[J any] interface {
+	Now() time.Time   // the scheduler's estimate of the store's clock
+	NewToken() string // a fresh claim token
+	Instance() string // this instance's ID
+
+	Claim(ctx context.Context, a *Attempt[J]) (bool, error)             // a plain claim; emits its event
+	RecordClaim(ctx context.Context, a *Attempt[J]) error               // after a won plain claim; nil without a ClaimRecorder
+	ClaimLease(ctx context.Context, a *Leased[J]) (Outcome, error)      // a lease claim
+	LeaseAnswered(ctx context.Context, a *Leased[J], out Outcome)       // emits a lease claim's event
+	Heartbeat(ctx context.Context, a *Leased[J]) (bool, error)          // renew a.Lease
+	Release(ctx context.Context, a *Attempt[J]) error                   // hand the lease over
+	Finish(ctx context.Context, a *Attempt[J], st Status) (bool, error) // RunStore.Finish
+	CanFinishResult() bool                                              // FinishResult exists
+	FinishResult(ctx context.Context, a *Attempt[J], r *Result) error   // RunStore's one-call finish
+	SaveResult(ctx context.Context, a *Attempt[J], r *Result) error     // Backend.SaveResult of slot a.Slot
+
+	Execute(ctx context.Context, a *Attempt[J]) Result                   // run the handler; emits its event
+	Missed(ctx context.Context, a *Attempt[J], late time.Duration)       // a plain slot too late to claim
+	Settled(ctx context.Context, a *Attempt[J], st Status)               // a leased slot that did not run
+	StoreError(ctx context.Context, op string, a *Attempt[J], err error) // a failed store call; a may be nil
+}
+
+// Config is what a Runner needs besides its Host.
+type Config struct {
+	Log          *slog.Logger
+	PollInterval time.Duration // how often a backup without a watch asks again
+	// The scheduler's sentinels, used as context causes and to stop retries.
+	ErrLeaseLost, ErrStopped, ErrClosed, ErrPermanent error
+}
+
+// Runner runs attempts for one scheduler and tracks the running ones, so
+// that Stop can hand them over.
+type Runner[J any] struct {
+	host Host[J]
+	cfg  Config
+
+	runCtx context.Context // parent of handler contexts
+	base   context.Context // base of store calls that Stop must not cut: runCtx's values, no cancellation
+
+	waiters waiters
+
+	amu    sync.Mutex
+	active map[*Attempt[J]]struct{} // guarded by amu
+}
+
+// New returns a Runner whose handlers run under runCtx, which the
+// scheduler cancels with ErrStopped at Stop's deadline.
+func New[J any](h Host[J], runCtx context.Context, cfg Config) *Runner[J] {
+	return &Runner[J]{
+		host: h, cfg: cfg, runCtx: runCtx, base: context.WithoutCancel(runCtx),
+		active: make(map[*Attempt[J]]struct{}),
+	}
+}
+
+// Notify wakes the attempts standing by on (job, slot): the store says its
+// lease was released or its run finished.
+func (r *Runner[J]) Notify(job string, slot int64) { r.waiters.notify(slotKey{job, slot}) }
+
+// storeTimeout bounds the store calls made after a handler returns (results,
+// finish, release): they must not hang a slot goroutine forever, and they
+// must not be cut short by Stop.
+const storeTimeout = 30 * time.Second
+
+// storeCtx bounds a store call that must complete whatever Stop does: it
+// keeps the values of the context the scheduler was started with (loggers
+// and tracers read them) but not its cancellation. Every slot's context
+// derives from that one, so its values are the slot's; deriving once saves
+// an allocation per call.
+func (r *Runner[J]) storeCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.base, storeTimeout)
+}
+
+// claimCtx bounds one claim call the same way: a claim already sent when
+// Stop begins may win at the store, and an answer thrown away would leave
+// the slot claimed and never run (a plain claim has no backup). A claim won
+// that way runs, and Stop waits for it or hands it over as for any other
+// run.
+func (r *Runner[J]) claimCtx() (context.Context, context.CancelFunc) { return r.storeCtx() }
+
+// retry calls f until it succeeds, backing off from 50 ms to 1 s between
+// tries, for at most storeTimeout; every failure is reported. Only an error
+// that may go away is retried: it gives up at once on a permanent error
+// (ErrPermanent: the backend said a retry cannot fix it; ErrClosed: the
+// backend is closed for good) and when ctx ends. It reports whether f
+// succeeded.
+func (a *Attempt[J]) retry(ctx context.Context, op string, f func() error) bool {
+	r := a.r
+	deadline := time.Now().Add(storeTimeout)
+	wait := 50 * time.Millisecond
+	for {
+		err := f()
+		if err == nil {
+			return true
+		}
+		r.host.StoreError(ctx, op, a, err)
+		if r.permanent(err) || ctx.Err() != nil || time.Now().Add(wait).After(deadline) || !sleepCtx(ctx, wait) {
+			return false
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// permanent reports whether err will not go away if the call is repeated.
+func (r *Runner[J]) permanent(err error) bool {
+	return errors.Is(err, r.cfg.ErrPermanent) || errors.Is(err, r.cfg.ErrClosed)
+}
+
+// save stores res for a's slot, retrying.
+func (a *Attempt[J]) save(res *Result) {
+	r := a.r
+	ctx, cancel := r.storeCtx()
+	defer cancel()
+	a.retry(ctx, "SaveResult", func() error { return r.host.SaveResult(ctx, a, res) })
+}
+
+// sleepCtx waits d or until ctx ends; it reports whether d passed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

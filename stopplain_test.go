@@ -1,0 +1,60 @@
+package anarchon_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/membackend"
+)
+
+// A plain run that Stop's deadline interrupts is recorded before Stop
+// returns, as an error naming the stop, and keeps that record when its
+// handler returns later: no record says running after Stop, even if the
+// caller closes the backend at once.
+func TestStopRecordsInterruptedPlainRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := membackend.New(nil)
+		s := newSched(t, store, "i0", nil)
+		started := make(chan struct{})
+		returned := make(chan struct{})
+		h := func(ctx context.Context, run *anarchon.Run) error {
+			close(started)
+			<-ctx.Done()
+			time.Sleep(5 * time.Second) // cleans up slowly, past Stop's return
+			defer close(returned)
+			return context.Cause(ctx)
+		}
+		if err := s.Every("job", time.Hour, h, &anarchon.JobOptions{NoLease: true}); err != nil {
+			t.Fatal(err)
+		}
+		mustStart(t, s)
+		<-started
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := s.Stop(ctx); err == nil {
+			t.Fatal("Stop returned nil; want its context's error (it cancelled a handler)")
+		}
+		check := func(when string) {
+			t.Helper()
+			recs, err := store.History(context.Background(), "job", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(recs) != 1 {
+				t.Fatalf("%s: %d records, want 1: %+v", when, len(recs), recs)
+			}
+			r := recs[0]
+			if r.Status != anarchon.StatusError || !strings.Contains(r.Error, anarchon.ErrStopped.Error()) || r.StartedAt.IsZero() || r.FinishedAt.IsZero() {
+				t.Fatalf("%s: record %+v; want an error naming the stop, with start and end", when, r)
+			}
+		}
+		check("when Stop returned")
+		<-returned
+		synctest.Wait()
+		check("after the handler returned")
+	})
+}
