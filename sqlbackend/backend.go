@@ -547,15 +547,16 @@ func (b *SQLBackend) History(ctx context.Context, job string, limit int) ([]anar
 	if lim < 0 {
 		runQ, resQ = b.q.historyRunsAll, b.q.historyResultsAll
 	}
-	args := []any{job}
+	runArgs, resArgs := []any{job}, []any{job}
 	if lim > 0 {
-		args = append(args, lim)
+		runArgs = append(runArgs, lim)
+		resArgs = append(resArgs, job, lim)
 	}
-	runRows, err := b.all(ctx, b.cfg.Conn, runQ, args...)
+	runRows, err := b.all(ctx, b.cfg.Conn, runQ, runArgs...)
 	if err != nil {
 		return nil, b.errorf("history", err)
 	}
-	resRows, err := b.all(ctx, b.cfg.Conn, resQ, args...)
+	resRows, err := b.all(ctx, b.cfg.Conn, resQ, resArgs...)
 	if err != nil {
 		return nil, b.errorf("history", err)
 	}

@@ -115,8 +115,15 @@ AND (state IN ('done', 'missed', 'skipped') OR lease_until IS NULL) RETURNING sl
 
 		historyRuns:       q(`SELECT slot, token, instance, attempt, state, status, claimed_at FROM {runs} WHERE job = ? ORDER BY slot DESC LIMIT ?`),
 		historyRunsAll:    q(`SELECT slot, token, instance, attempt, state, status, claimed_at FROM {runs} WHERE job = ? ORDER BY slot DESC`),
-		historyResults:    q(`SELECT slot, token, instance, attempt, status, claimed_at, started_at, finished_at, error, output, manual FROM {results} WHERE job = ? ORDER BY slot DESC, started_at DESC LIMIT ?`),
-		historyResultsAll: q(`SELECT slot, token, instance, attempt, status, claimed_at, started_at, finished_at, error, output, manual FROM {results} WHERE job = ? ORDER BY slot DESC, started_at DESC`),
+		// A limited history reads every result of the limit newest slots
+		// that have results: one slot may hold several (takeovers, manual
+		// runs), and a limit on rows would cut them in an order that
+		// depends on the database (PostgreSQL sorts a NULL started_at
+		// first), dropping the finished run's result. The limit newest
+		// records of the job lie in the limit newest slots of each table.
+		historyResults: q(`SELECT slot, token, instance, attempt, status, claimed_at, started_at, finished_at, error, output, manual FROM {results} WHERE job = ?
+AND slot >= (SELECT MIN(slot) FROM (SELECT DISTINCT slot FROM {results} WHERE job = ? ORDER BY slot DESC LIMIT ?) AS newest)`),
+		historyResultsAll: q(`SELECT slot, token, instance, attempt, status, claimed_at, started_at, finished_at, error, output, manual FROM {results} WHERE job = ?`),
 
 		selectRun: q(`SELECT token, instance, attempt, state, status, lease_until, claimed_at FROM {runs} WHERE job = ? AND slot = ?{fu}`),
 		insertRun: q(`INSERT INTO {runs} (job, slot, token, instance, attempt, state, status, lease_until, claimed_at)
