@@ -43,12 +43,17 @@
 //
 //   - Basics: Name, DedupeWindow (positive; if Forever, an old claim still
 //     loses after time passes), concurrent Init and PrepareJob.
-//   - Claim: the race (Racers goroutines over four handles, Rounds slots,
-//     exactly one winner per slot and no error), repeat safety across
-//     handles, independence of slots and jobs, the odd job name.
+//   - Claim: the race (Racers goroutines over Handles handles, Rounds
+//     slots, exactly one winner per slot and no error; then repeats of
+//     winning claims win and repeats of losing ones lose, on other
+//     handles), repeat safety across handles, independence of slots and
+//     jobs, the odd job name.
 //   - History: one record per claim and result with every field, newest
 //     first, limits, size and TTL trimming, trimming never reopening a
-//     slot, manual runs, an empty history. If the backend implements
+//     slot, manual runs, an empty history. History(limit) must be the
+//     first limit records of the whole history, every field alike, at
+//     every limit, also when records without a start time (manual runs
+//     not yet ended) share a slot with a finished run. If the backend implements
 //     [anarchon.ClaimRecorder], the suite calls RecordClaim after each won
 //     claim, as the scheduler does.
 //   - Close: methods fail with an error wrapping [anarchon.ErrClosed].
@@ -58,8 +63,22 @@
 //     ".../ReleasedTakeover", ".../AttemptsUsedUp/...", ".../Late",
 //     ".../Overlap"), token checks of Heartbeat, Finish and Release, lease
 //     extension by Heartbeat, Active, a race of lease claims, and the
-//     history of lease runs (a won claim is a record with its attempt; a
-//     result saved for the same token merges with it).
+//     history of lease runs: a won claim is a record with its attempt; a
+//     result saved for the same token merges with it; a holder whose
+//     lease ran out is lease_lost, with its claim time, until its own late
+//     result replaces the record, still lease_lost ("History/DeadHolderLeaseLost");
+//     a released run saved as handed_over keeps that result whether it
+//     was saved before or after the backup's claim ("History/HandedOverClaimedAt");
+//     an abandoned slot is one record under [anarchon.AbandonedToken]
+//     with the last attempt, and its last holder can no longer finish it
+//     ("History/AbandonedOnce"); every limit of a slot with takeovers
+//     keeps the finished run's start and end ("History/Limit"). Results
+//     are saved as the scheduler saves them: FinishResult where the store
+//     has it, Finish then SaveResult otherwise.
+//   - FinishResultSame, for an [anarchon.ResultFinisher]: FinishResult
+//     leaves the same history and the same later claim answers as Finish
+//     followed by SaveResult, for a holder, a holder that released the run
+//     and a holder a backup took over from.
 //   - Watch, for a [anarchon.Watcher] (on the RunStore or the backend): a
 //     Release and a Finish on one handle reach a watch opened on another
 //     within 5 seconds, and the channel closes when the watch's context
@@ -80,6 +99,15 @@
 //     and is live again when it registers again; a deregistered record is
 //     listed stopped; concurrent registrations; bad input; ErrClosed;
 //     with FakeClock, records are dropped after InstanceRetention.
+//
+// # Watchdog
+//
+// A backend that never answers fails instead of hanging: the context of
+// every backend call of a subtest is cancelled after [Harness.Timeout]
+// (2 minutes by default), which fails the subtest with the call that
+// waited; a subtest still running a tenth of Timeout later (a call that
+// ignores its context) ends the test binary with a panic naming it, after
+// printing every goroutine's stack.
 //
 // # Time
 //

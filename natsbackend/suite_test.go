@@ -23,5 +23,9 @@ func TestConformance(t *testing.T) {
 			return out
 		},
 		Lease: 300 * time.Millisecond,
+		// The races: 16 connections claim 2,000 contested slots.
+		Racers:  16,
+		Handles: 16,
+		Rounds:  2000,
 	})
 }

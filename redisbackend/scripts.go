@@ -167,14 +167,18 @@ return {1, r.lu}
 // luaFinish defines finish(slot, token, status, channel, job): it marks
 // the token's run done with a status and publishes a finished event.
 // Repeating it after it succeeded answers 1 again and keeps the first
-// status. Keys: KEYS[1] run, KEYS[6] active.
+// status; the last holder of an abandoned slot gets 0. Keys: KEYS[1] run, KEYS[6] active.
 const luaFinish = `
 local function finish(slot, tok, status, channel, job)
   local cur = redis.call('HGET', KEYS[1], slot)
   if not cur then return 0 end
   local r = cjson.decode(cur)
   if r.tok ~= tok then return 0 end
-  if r.st == 'done' then return 1 end
+  if r.st == 'done' then
+    -- an abandoned slot keeps its last holder's token, which no longer holds it
+    if r.stat == 'abandoned' then return 0 end
+    return 1
+  end
   if r.st ~= 'running' and r.st ~= 'released' and r.st ~= 'claimed' then return 0 end
   r.st, r.stat = 'done', status
   redis.call('HSET', KEYS[1], slot, cjson.encode(r))

@@ -113,8 +113,8 @@ WHERE job = ? AND slot = ? AND token = ? AND state = 'running' AND lease_until I
 	OR (CAST(? AS {big}) > 0 AND claimed_at < {now} - CAST(? AS {big})))
 AND (state IN ('done', 'missed', 'skipped') OR lease_until IS NULL) RETURNING slot`),
 
-		historyRuns:       q(`SELECT slot, token, instance, attempt, state, status, claimed_at FROM {runs} WHERE job = ? ORDER BY slot DESC LIMIT ?`),
-		historyRunsAll:    q(`SELECT slot, token, instance, attempt, state, status, claimed_at FROM {runs} WHERE job = ? ORDER BY slot DESC`),
+		historyRuns:    q(`SELECT slot, token, instance, attempt, state, status, claimed_at FROM {runs} WHERE job = ? ORDER BY slot DESC LIMIT ?`),
+		historyRunsAll: q(`SELECT slot, token, instance, attempt, state, status, claimed_at FROM {runs} WHERE job = ? ORDER BY slot DESC`),
 		// A limited history reads every result of the limit newest slots
 		// that have results: one slot may hold several (takeovers, manual
 		// runs), and a limit on rows would cut them in an order that
