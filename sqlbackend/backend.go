@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -44,7 +45,8 @@ type Config struct {
 	// Notify, if set, is called inside the transaction that releases,
 	// finishes or settles a run, and returns a statement (in `?` syntax)
 	// to run there, e.g. PostgreSQL's pg_notify. An empty query means no
-	// statement.
+	// statement. Its placeholders are rewritten once per distinct query,
+	// so the query should not vary with the event: pass the event in args.
 	Notify func(ev anarchon.RunEvent) (query string, args []any)
 	// Routines, if set, is called once by New with the backend's Qualify
 	// and returns server-side routines that replace the lease claim,
@@ -63,11 +65,13 @@ type Config struct {
 // use, and any number of SQLBackends, in any number of processes, may share
 // one database and prefix.
 type SQLBackend struct {
-	cfg    Config
-	d      SQLDialect
-	q      queries
-	rt     Routines
-	closed atomic.Bool
+	cfg     Config
+	d       SQLDialect
+	q       queries
+	ddl     []string // the tables, SQLDialect.ExtraTables and Routines.DDL, in order
+	rt      Routines // statements rewritten by SQLDialect.Placeholders
+	notifyQ sync.Map // Config.Notify statement (`?`) -> rewritten
+	closed  atomic.Bool
 
 	initMu   sync.Mutex
 	inited   atomic.Bool
@@ -101,9 +105,25 @@ func New(cfg Config) (*SQLBackend, error) {
 		return nil, fmt.Errorf("sqlbackend: schema %q must match [A-Za-z_][A-Za-z0-9_]* and be at most 63 bytes", cfg.Schema)
 	}
 	b := &SQLBackend{cfg: cfg, d: cfg.Dialect}
+	// Every statement's placeholders are rewritten here, once.
+	rewrite := placeholders(cfg.Dialect)
 	b.q = buildQueries(b.Qualify, cfg.Dialect)
 	if cfg.Routines != nil {
-		b.rt = cfg.Routines(b.Qualify)
+		rt := cfg.Routines(b.Qualify)
+		b.rt = Routines{
+			DDL:   rt.DDL,
+			Claim: rewrite(rt.Claim), Finish: rewrite(rt.Finish),
+			Release: rewrite(rt.Release), FinishResult: rewrite(rt.FinishResult),
+		}
+	}
+	b.ddl = slices.Clone(b.q.ddl)
+	if cfg.Dialect.ExtraTables != nil {
+		b.ddl = append(b.ddl, cfg.Dialect.ExtraTables(b.Qualify)...)
+	}
+	b.ddl = append(b.ddl, b.rt.DDL...)
+	b.ddl = append(b.ddl, b.registryDDL()...)
+	for i, s := range b.ddl {
+		b.ddl[i] = rewrite(s)
 	}
 	return b, nil
 }
@@ -167,12 +187,25 @@ func (b *SQLBackend) checkOpen(op string) error {
 	return nil
 }
 
-// all runs a `?` query through q after rewriting its placeholders.
+// all runs query, whose placeholders are already rewritten (queries,
+// New), through q.
 func (b *SQLBackend) all(ctx context.Context, q Querier, query string, args ...any) ([][]any, error) {
-	if b.d.Placeholders != nil {
-		query = b.d.Placeholders(query)
-	}
 	return q.All(ctx, query, args...)
+}
+
+// rewritten returns query (in `?` syntax) in the database's placeholder
+// syntax, rewriting each distinct statement once: for the statements of
+// Config.Notify, which are known only when it is called.
+func (b *SQLBackend) rewritten(query string) string {
+	if b.d.Placeholders == nil {
+		return query
+	}
+	if q, ok := b.notifyQ.Load(query); ok {
+		return q.(string)
+	}
+	q := b.d.Placeholders(query)
+	b.notifyQ.Store(query, q)
+	return q
 }
 
 // Init runs the server check and creates the tables (idempotent, safe with
@@ -211,19 +244,13 @@ func (b *SQLBackend) Init(ctx context.Context) error {
 }
 
 func (b *SQLBackend) migrate(ctx context.Context) error {
-	stmts := b.q.ddl
-	if b.d.ExtraTables != nil {
-		stmts = append(stmts[:len(stmts):len(stmts)], b.d.ExtraTables(b.Qualify)...)
-	}
-	stmts = append(stmts[:len(stmts):len(stmts)], b.rt.DDL...)
-	stmts = append(stmts, b.registryDDL()...)
 	return b.cfg.Conn.Transaction(ctx, func(tx Querier) error {
-		if b.d.Serialize != "" {
-			if _, err := b.all(ctx, tx, b.d.Serialize, "anarchon migrate "+b.Qualify("")); err != nil {
+		if b.q.serialize != "" {
+			if _, err := b.all(ctx, tx, b.q.serialize, "anarchon migrate "+b.Qualify("")); err != nil {
 				return err
 			}
 		}
-		for _, s := range stmts {
+		for _, s := range b.ddl {
 			if _, err := b.all(ctx, tx, s); err != nil {
 				return err
 			}
@@ -316,8 +343,9 @@ func (b *SQLBackend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, e
 	if len(rows) == 0 {
 		return false, nil // below the watermark: trimmed, settled long ago
 	}
-	tok, err := asString(rows[0][0])
-	if err != nil {
+	rd := reader(rows[0])
+	tok := rd.string()
+	if err := rd.Err(); err != nil {
 		return false, b.errorf("claim", err)
 	}
 	return tok == in.Token, nil
@@ -462,8 +490,9 @@ func (b *SQLBackend) trim(ctx context.Context, tx Querier, sr saved) error {
 	}
 	var top int64
 	for i, r := range rows {
-		s, err := asInt64(r[0])
-		if err != nil {
+		rd := reader(r)
+		s := rd.int64()
+		if err := rd.Err(); err != nil {
 			return err
 		}
 		if i == 0 || s > top {
@@ -496,10 +525,10 @@ func (b *SQLBackend) lockJob(ctx context.Context, tx Querier, job string) error 
 func (b *SQLBackend) lockJobWatermark(ctx context.Context, tx Querier, job string) (wm int64, has bool, now int64, err error) {
 	rowLocks := b.d.ForUpdate != ""
 	serialize := func() error {
-		if b.d.Serialize == "" {
+		if b.q.serialize == "" {
 			return nil
 		}
-		_, err := b.all(ctx, tx, b.d.Serialize, job)
+		_, err := b.all(ctx, tx, b.q.serialize, job)
 		return err
 	}
 	if !rowLocks {
@@ -513,9 +542,10 @@ func (b *SQLBackend) lockJobWatermark(ctx context.Context, tx Querier, job strin
 			return 0, false, 0, err
 		}
 		if len(rows) > 0 {
-			wm, has, err1 := asNullInt64(rows[0][0])
-			now, err2 := asInt64(rows[0][1])
-			return wm, has, now, errors.Join(err1, err2)
+			rd := reader(rows[0])
+			wm, has := rd.nullInt64()
+			now := rd.int64()
+			return wm, has, now, rd.Err()
 		}
 		if i == 0 && rowLocks {
 			if err := serialize(); err != nil {
@@ -565,14 +595,10 @@ func (b *SQLBackend) History(ctx context.Context, job string, limit int) ([]anar
 	claimed := make(map[string]bool, len(runRows))
 	for _, r := range runRows {
 		// slot, token, instance, attempt, state, status, claimed_at
-		slot, err1 := asInt64(r[0])
-		tok, err2 := asString(r[1])
-		inst, err3 := asString(r[2])
-		att, err4 := asInt64(r[3])
-		state, err5 := asString(r[4])
-		st, err6 := asString(r[5])
-		cl, _, err7 := asNullInt64(r[6])
-		if err := errors.Join(err1, err2, err3, err4, err5, err6, err7); err != nil {
+		rd := reader(r)
+		slot, tok, inst, att, state, st := rd.int64(), rd.string(), rd.string(), rd.int64(), rd.string(), rd.string()
+		cl, _ := rd.nullInt64()
+		if err := rd.Err(); err != nil {
 			return nil, b.errorf("history", err)
 		}
 		switch anarchon.RunState(state) {
@@ -590,18 +616,13 @@ func (b *SQLBackend) History(ctx context.Context, job string, limit int) ([]anar
 	}
 	for _, r := range resRows {
 		// slot, token, instance, attempt, status, claimed_at, started_at, finished_at, error, output, manual
-		slot, err1 := asInt64(r[0])
-		tok, err2 := asString(r[1])
-		inst, err3 := asString(r[2])
-		att, err4 := asInt64(r[3])
-		st, err5 := asString(r[4])
-		cl, hasCl, err6 := asNullInt64(r[5])
-		sa, hasSa, err7 := asNullInt64(r[6])
-		fa, hasFa, err8 := asNullInt64(r[7])
-		em, err9 := asString(r[8])
-		out, err10 := asString(r[9])
-		man, err11 := asInt64(r[10])
-		if err := errors.Join(err1, err2, err3, err4, err5, err6, err7, err8, err9, err10, err11); err != nil {
+		rd := reader(r)
+		slot, tok, inst, att, st := rd.int64(), rd.string(), rd.string(), rd.int64(), rd.string()
+		cl, hasCl := rd.nullInt64()
+		sa, hasSa := rd.nullInt64()
+		fa, hasFa := rd.nullInt64()
+		em, out, man := rd.string(), rd.string(), rd.int64()
+		if err := rd.Err(); err != nil {
 			return nil, b.errorf("history", err)
 		}
 		res := anarchon.StoredResult{Slot: slot, Token: tok, InstanceID: inst, Attempt: int(att), Status: anarchon.Status(st), Error: em, Output: out, Manual: man != 0}
@@ -642,14 +663,16 @@ func (b *SQLBackend) ServerTime(ctx context.Context) (time.Time, error) {
 }
 
 func (b *SQLBackend) nowMs(ctx context.Context, q Querier) (int64, error) {
-	rows, err := b.all(ctx, q, "SELECT "+b.d.NowMs)
+	rows, err := b.all(ctx, q, b.q.now)
 	if err != nil {
 		return 0, err
 	}
-	if len(rows) != 1 || len(rows[0]) != 1 {
+	if len(rows) != 1 {
 		return 0, errors.New("clock query returned no value")
 	}
-	return asInt64(rows[0][0])
+	rd := reader(rows[0])
+	now := rd.int64()
+	return now, rd.Err()
 }
 
 // CheckJob implements anarchon.JobChecker: it refuses a job name the

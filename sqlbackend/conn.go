@@ -207,14 +207,6 @@ func asInt64(v any) (int64, error) {
 	return 0, fmt.Errorf("sqlbackend: unexpected integer column type %T", v)
 }
 
-func asNullInt64(v any) (int64, bool, error) {
-	if v == nil {
-		return 0, false, nil
-	}
-	n, err := asInt64(v)
-	return n, err == nil, err
-}
-
 func asString(v any) (string, error) {
 	switch x := v.(type) {
 	case nil:

@@ -28,7 +28,8 @@ type registryQueries struct {
 
 func (b *SQLBackend) registryQueries() registryQueries {
 	r := strings.NewReplacer("{instances}", b.Qualify("instances"), "{big}", b.d.BigInt, "{now}", b.d.NowMs)
-	q := r.Replace
+	rewrite := placeholders(b.d)
+	q := func(s string) string { return rewrite(r.Replace(s)) }
 	return registryQueries{
 		ddl: q(`CREATE TABLE IF NOT EXISTS {instances} (
 	id TEXT NOT NULL PRIMARY KEY,
