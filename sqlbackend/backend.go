@@ -175,14 +175,26 @@ func (b *SQLBackend) Close(ctx context.Context) error {
 	return b.closeErr
 }
 
-// errorf wraps err, keeping it reachable with errors.Is and errors.As.
+// errorf wraps err, keeping it reachable with errors.Is and errors.As,
+// and marks it anarchon.Permanent if the dialect's IsPermanent says a
+// retry cannot fix it (errors the base marked stay marked).
 func (b *SQLBackend) errorf(op string, err error) error {
-	return fmt.Errorf("%s: %s: %w", b.cfg.Name, op, err)
+	e := fmt.Errorf("%s: %s: %w", b.cfg.Name, op, err)
+	if b.d.IsPermanent != nil && b.d.IsPermanent(err) {
+		return anarchon.Permanent(e)
+	}
+	return e
+}
+
+// invalid is an error in the caller's input: repeating the call cannot
+// fix it.
+func invalid(format string, args ...any) error {
+	return anarchon.Permanent(fmt.Errorf(format, args...))
 }
 
 func (b *SQLBackend) checkOpen(op string) error {
 	if b.closed.Load() {
-		return b.errorf(op, anarchon.ErrClosed)
+		return b.errorf(op, anarchon.Permanent(anarchon.ErrClosed))
 	}
 	return nil
 }
@@ -271,13 +283,13 @@ func (b *SQLBackend) ready(ctx context.Context, op string) error {
 
 func checkJob(job string) error {
 	if job == "" {
-		return errors.New("empty job name")
+		return invalid("empty job name")
 	}
 	if len(job) > MaxJobName {
-		return fmt.Errorf("job name is %d bytes, longer than %d", len(job), MaxJobName)
+		return invalid("job name is %d bytes, longer than %d", len(job), MaxJobName)
 	}
 	if strings.IndexByte(job, 0) >= 0 {
-		return errors.New("job name contains a NUL byte")
+		return invalid("job name contains a NUL byte")
 	}
 	return nil
 }
@@ -311,7 +323,7 @@ func checkClaim(in anarchon.ClaimInput) error {
 		return err
 	}
 	if in.Token == "" {
-		return errors.New("empty token")
+		return invalid("empty token")
 	}
 	return nil
 }
@@ -432,7 +444,7 @@ func newSaved(job string, r anarchon.StoredResult, historySize int, historyTTL t
 		return saved{}, err
 	}
 	if historyTTL < 0 {
-		return saved{}, fmt.Errorf("negative history TTL %v", historyTTL)
+		return saved{}, invalid("negative history TTL %v", historyTTL)
 	}
 	if historySize <= 0 {
 		historySize = anarchon.DefaultHistorySize

@@ -2,7 +2,6 @@ package sqlbackend
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -52,10 +51,10 @@ func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.Cla
 		return anarchon.ClaimOutcome{}, b.errorf("lease claim", err)
 	}
 	if c.Lease <= 0 {
-		return anarchon.ClaimOutcome{}, b.errorf("lease claim", fmt.Errorf("lease %v is not positive", c.Lease))
+		return anarchon.ClaimOutcome{}, b.errorf("lease claim", invalid("lease %v is not positive", c.Lease))
 	}
 	if c.MaxLate < 0 {
-		return anarchon.ClaimOutcome{}, b.errorf("lease claim", fmt.Errorf("negative MaxLate %v", c.MaxLate))
+		return anarchon.ClaimOutcome{}, b.errorf("lease claim", invalid("negative MaxLate %v", c.MaxLate))
 	}
 	maxAttempts := int64(max(c.MaxAttempts, 1))
 	leaseMs := max(c.Lease.Milliseconds(), 1)
@@ -265,7 +264,7 @@ func (s *RunStore) Heartbeat(ctx context.Context, in anarchon.HeartbeatInput) (b
 		return false, err
 	}
 	if lease <= 0 {
-		return false, b.errorf("heartbeat", fmt.Errorf("lease %v is not positive", lease))
+		return false, b.errorf("heartbeat", invalid("lease %v is not positive", lease))
 	}
 	rows, err := b.all(ctx, b.cfg.Conn, b.q.heartbeat, max(lease.Milliseconds(), 1), job, slot, token)
 	if err != nil {
@@ -331,10 +330,10 @@ func (s *RunStore) FinishResult(ctx context.Context, in anarchon.SaveResultInput
 	}
 	sr, err := newSaved(job, r, historySize, historyTTL)
 	if err == nil && r.Token == "" {
-		err = errors.New("empty token")
+		err = invalid("empty token")
 	}
 	if err == nil && r.Manual {
-		err = errors.New("a manual run has no lease to finish")
+		err = invalid("a manual run has no lease to finish")
 	}
 	if err != nil {
 		return false, b.errorf(op, err)
