@@ -28,12 +28,14 @@ const DefaultReplicaTimeout = time.Second
 // 285,000 years away from the epoch.
 const MaxSlot = 1 << 53
 
-// Sentinel errors of this package. Test for them with [errors.Is].
+// Sentinel errors of this package. Test for them with [errors.Is]. All
+// but ErrNotReplicated are marked anarchon.Permanent: a retry cannot fix
+// them.
 var (
 	// ErrInvalidInput is returned for arguments the backend refuses before
 	// talking to Redis: an empty job name or token, a slot beyond ±MaxSlot, a
 	// non-positive lease, a negative duration or history size.
-	ErrInvalidInput = errors.New("redisbackend: invalid input")
+	ErrInvalidInput = anarchon.Permanent(errors.New("redisbackend: invalid input"))
 	// ErrNotReplicated is returned by a winning claim when Options.Replicas
 	// is set and fewer replicas acknowledged it within ReplicaTimeout. The
 	// claim is written on the primary but the caller must not run the slot
@@ -42,10 +44,10 @@ var (
 	// ErrUnexpectedReply is returned when Redis answers a script with a
 	// reply of the wrong shape (a server that is not Redis-compatible, or
 	// keys written by something else under the backend's prefix).
-	ErrUnexpectedReply = errors.New("redisbackend: unexpected reply from redis")
+	ErrUnexpectedReply = anarchon.Permanent(errors.New("redisbackend: unexpected reply from redis"))
 	// ErrServerTooOld is returned by Init when the server is older than
 	// Redis 5, which lacks script effects replication (see the package doc).
-	ErrServerTooOld = errors.New("redisbackend: redis server too old (need 5.0 or later)")
+	ErrServerTooOld = anarchon.Permanent(errors.New("redisbackend: redis server too old (need 5.0 or later)"))
 )
 
 // Options configure a [Backend]. A nil *Options means all defaults.
@@ -416,7 +418,7 @@ func (b *Backend) Close(ctx context.Context) error {
 // check returns ErrClosed after Close.
 func (b *Backend) check() error {
 	if b.closed.Load() {
-		return fmt.Errorf("redisbackend: %w", anarchon.ErrClosed)
+		return anarchon.Permanent(fmt.Errorf("redisbackend: %w", anarchon.ErrClosed))
 	}
 	return nil
 }
@@ -445,15 +447,20 @@ func slotArg(slot int64) string { return strconv.FormatInt(slot, 10) }
 
 // wrap translates a driver error at the boundary. The native error stays
 // reachable with errors.Is/As (net.Error, redis.Error, context errors);
-// redis.Nil is never passed on as a result.
+// redis.Nil is never passed on as a result. Error replies a retry cannot
+// fix (IsPermanent) and a closed backend are marked anarchon.Permanent.
 func (b *Backend) wrap(op string, err error) error {
 	if errors.Is(err, redis.Nil) {
 		return fmt.Errorf("%w: %s: empty reply", ErrUnexpectedReply, op)
 	}
 	if b.closed.Load() && errors.Is(err, redis.ErrClosed) {
-		return fmt.Errorf("redisbackend: %s: %w: %w", op, anarchon.ErrClosed, err)
+		return anarchon.Permanent(fmt.Errorf("redisbackend: %s: %w: %w", op, anarchon.ErrClosed, err))
 	}
-	return fmt.Errorf("redisbackend: %s: %w", op, err)
+	e := fmt.Errorf("redisbackend: %s: %w", op, err)
+	if IsPermanent(err) {
+		return anarchon.Permanent(e)
+	}
+	return e
 }
 
 func (b *Backend) unexpected(op string, res any) error {
