@@ -34,12 +34,12 @@ const (
 
 // ErrInvalid is wrapped by every error about bad input: an empty job name
 // or token, or an option out of range. Test for it with errors.Is.
-var ErrInvalid = errors.New("natsbackend: invalid input")
+var ErrInvalid = anarchon.Permanent(errors.New("natsbackend: invalid input"))
 
 // ErrBucketMismatch is returned by Init when the KV bucket already exists
 // with a TTL shorter than Options.ClaimTTL: the store would forget claims
 // sooner than [Backend.DedupeWindow] promises.
-var ErrBucketMismatch = errors.New("natsbackend: existing bucket forgets claims sooner than ClaimTTL")
+var ErrBucketMismatch = anarchon.Permanent(errors.New("natsbackend: existing bucket forgets claims sooner than ClaimTTL"))
 
 // Options configure a [Backend]. A nil *Options, and each zero field, means
 // the default stated on the field.
@@ -257,7 +257,7 @@ func (b *Backend) ready(ctx context.Context) (handles, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
-		return handles{}, fmt.Errorf("natsbackend: %w", anarchon.ErrClosed)
+		return handles{}, anarchon.Permanent(fmt.Errorf("natsbackend: %w", anarchon.ErrClosed))
 	}
 	if b.kv != nil {
 		return handles{b.kv, b.hist}, nil
@@ -363,15 +363,20 @@ func (b *Backend) bound(ctx context.Context) (context.Context, context.CancelFun
 }
 
 // wrap translates a driver error at the boundary: it keeps the native
-// error reachable and adds anarchon.ErrClosed when the connection is gone.
+// error reachable, adds anarchon.ErrClosed when the connection is gone,
+// and marks what a retry cannot fix (IsPermanent) anarchon.Permanent.
 func (b *Backend) wrap(op string, err error) error {
 	if err == nil {
 		return nil
 	}
 	if errors.Is(err, nats.ErrConnectionClosed) {
-		return fmt.Errorf("natsbackend: %s: %w: %w", op, anarchon.ErrClosed, err)
+		return anarchon.Permanent(fmt.Errorf("natsbackend: %s: %w: %w", op, anarchon.ErrClosed, err))
 	}
-	return fmt.Errorf("natsbackend: %s: %w", op, err)
+	e := fmt.Errorf("natsbackend: %s: %w", op, err)
+	if IsPermanent(err) {
+		return anarchon.Permanent(e)
+	}
+	return e
 }
 
 // ctxErr returns ctx's error, wrapped with op, once ctx is done, so that
