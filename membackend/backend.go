@@ -126,7 +126,7 @@ func (b *Backend) op(name string) error {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
-		return fmt.Errorf("membackend: %s: %w", name, anarchon.ErrClosed)
+		return permanentf("membackend: %s: %w", name, anarchon.ErrClosed)
 	}
 	return nil
 }
@@ -148,22 +148,22 @@ func (b *Backend) job(name string) *jobState {
 
 // errEmptyJob and friends report bad input.
 var (
-	errEmptyJob   = errors.New("membackend: empty job name")
-	errEmptyToken = errors.New("membackend: empty claim token")
+	errEmptyJob   = anarchon.Permanent(errors.New("membackend: empty job name"))
+	errEmptyToken = anarchon.Permanent(errors.New("membackend: empty claim token"))
 )
 
 func checkInput(op string, in anarchon.ClaimInput) error {
 	if in.Job == "" {
-		return fmt.Errorf("%w (%s)", errEmptyJob, op)
+		return permanentf("%w (%s)", errEmptyJob, op)
 	}
 	if in.Token == "" {
-		return fmt.Errorf("%w (%s, job %q)", errEmptyToken, op, in.Job)
+		return permanentf("%w (%s, job %q)", errEmptyToken, op, in.Job)
 	}
 	if in.HistorySize < 0 {
-		return fmt.Errorf("membackend: %s: job %q: negative history size %d", op, in.Job, in.HistorySize)
+		return permanentf("membackend: %s: job %q: negative history size %d", op, in.Job, in.HistorySize)
 	}
 	if in.HistoryTTL < 0 {
-		return fmt.Errorf("membackend: %s: job %q: negative history TTL %v", op, in.Job, in.HistoryTTL)
+		return permanentf("membackend: %s: job %q: negative history TTL %v", op, in.Job, in.HistoryTTL)
 	}
 	return nil
 }
@@ -196,10 +196,10 @@ func (b *Backend) PrepareJob(ctx context.Context, in anarchon.PrepareJobInput) e
 	}
 	defer b.mu.Unlock()
 	if job == "" {
-		return fmt.Errorf("%w (PrepareJob)", errEmptyJob)
+		return permanentf("%w (PrepareJob)", errEmptyJob)
 	}
 	if historySize < 0 {
-		return fmt.Errorf("membackend: PrepareJob: job %q: negative history size %d", job, historySize)
+		return permanentf("membackend: PrepareJob: job %q: negative history size %d", job, historySize)
 	}
 	j := b.job(job)
 	if historySize > 0 {
@@ -315,10 +315,10 @@ func (b *Backend) SaveResult(ctx context.Context, in anarchon.SaveResultInput) e
 	}
 	defer b.mu.Unlock()
 	if job == "" {
-		return fmt.Errorf("%w (SaveResult)", errEmptyJob)
+		return permanentf("%w (SaveResult)", errEmptyJob)
 	}
 	if historyTTL < 0 {
-		return fmt.Errorf("membackend: SaveResult: job %q: negative history TTL %v", job, historyTTL)
+		return permanentf("membackend: SaveResult: job %q: negative history TTL %v", job, historyTTL)
 	}
 	if historySize <= 0 {
 		historySize = anarchon.DefaultHistorySize
@@ -395,4 +395,10 @@ func (b *Backend) sweep(j *jobState, now time.Time) {
 			delete(j.runs, slot)
 		}
 	}
+}
+
+// permanentf makes an error marked anarchon.Permanent: every error of the
+// memory store is bad input or a closed store, which a retry cannot fix.
+func permanentf(format string, args ...any) error {
+	return anarchon.Permanent(fmt.Errorf(format, args...))
 }
