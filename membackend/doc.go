@@ -42,8 +42,8 @@
 // share it:
 //
 //	store := membackend.New(nil) // or &membackend.Options{Now: fake.Now}
-//	a, _ := anarchon.New(store, nil)
-//	b, _ := anarchon.New(store, nil)
+//	a := anarchon.New(store, nil)
+//	b := anarchon.New(store, nil)
 //
 // # Performance
 //
