@@ -147,5 +147,4 @@
 // *sql.DB, [Funcs] two plain functions; pgbackend.Pool adapts a pgx pool. A
 // backend never closes a Conn it was given; [Config.Close] closes what a
 // constructor opened itself.
-//
 package sqlbackend
