@@ -68,6 +68,13 @@ type Backend struct {
 	db *sql.DB
 }
 
+var (
+	_ anarchon.Backend      = (*Backend)(nil)
+	_ anarchon.LeaseBackend = (*Backend)(nil)
+	_ anarchon.JobChecker   = (*Backend)(nil)
+	_ anarchon.ServerClock  = (*Backend)(nil)
+)
+
 // New returns a SQLite backend over db, opened with any database/sql
 // SQLite driver (modernc.org/sqlite, github.com/mattn/go-sqlite3, …) on a
 // file path. It does no I/O; Init checks the library version, switches to
