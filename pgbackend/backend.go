@@ -89,6 +89,14 @@ type Backend struct {
 	secret   string // a password to keep out of error texts
 }
 
+var (
+	_ anarchon.Backend      = (*Backend)(nil)
+	_ anarchon.LeaseBackend = (*Backend)(nil)
+	_ anarchon.JobChecker   = (*Backend)(nil)
+	_ anarchon.ServerClock  = (*Backend)(nil)
+	_ anarchon.Watcher      = (*Backend)(nil)
+)
+
 // Open opens a pgx pool on connString (a URL, postgres://user:pass@host/db?
 // sslmode=verify-full, or key=value pairs; TLS, authentication and pool
 // sizes (pool_max_conns) are set there, see pgxpool.ParseConfig) and
