@@ -1,8 +1,11 @@
 package natsbackend
 
 import (
+	"context"
 	"errors"
+	"fmt"
 
+	"github.com/anarchon/anarchon"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -52,4 +55,44 @@ func IsPermanent(err error) bool {
 		return true
 	}
 	return false
+}
+
+// ErrInvalid is wrapped by every error about bad input: an empty job name
+// or token, or an option out of range. Test for it with errors.Is.
+var ErrInvalid = anarchon.Permanent(errors.New("natsbackend: invalid input"))
+
+// ErrBucketMismatch is returned by Init when the KV bucket already exists
+// with a TTL shorter than Options.ClaimTTL: the store would forget claims
+// sooner than [Backend.DedupeWindow] promises.
+var ErrBucketMismatch = anarchon.Permanent(errors.New("natsbackend: existing bucket forgets claims sooner than ClaimTTL"))
+
+// wrap translates a driver error at the boundary: it keeps the native
+// error reachable, adds anarchon.ErrClosed when the connection is gone,
+// and marks what a retry cannot fix (IsPermanent) anarchon.Permanent.
+func (b *Backend) wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, nats.ErrConnectionClosed) {
+		return anarchon.Permanent(fmt.Errorf("natsbackend: %s: %w: %w", op, anarchon.ErrClosed, err))
+	}
+	e := fmt.Errorf("natsbackend: %s: %w", op, err)
+	if IsPermanent(err) {
+		return anarchon.Permanent(e)
+	}
+	return e
+}
+
+// ctxErr returns ctx's error, wrapped with op, once ctx is done, so that
+// loops of several server calls stop at once and the caller can test for
+// context.DeadlineExceeded or context.Canceled with errors.Is.
+func ctxErr(ctx context.Context, op string) error {
+	err := ctx.Err()
+	if err == nil {
+		return nil
+	}
+	if cause := context.Cause(ctx); cause != nil && cause != err {
+		return fmt.Errorf("natsbackend: %s: %w: %w", op, err, cause)
+	}
+	return fmt.Errorf("natsbackend: %s: %w", op, err)
 }
