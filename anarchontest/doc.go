@@ -101,6 +101,48 @@
 //     listed stopped; concurrent registrations; bad input; ErrClosed;
 //     with FakeClock, records are dropped after InstanceRetention.
 //
+// # Backend template
+//
+// Every built-in backend (membackend, sqlbackend, sqlitebackend,
+// sqlitefile, pgbackend, redisbackend, natsbackend) is laid out the same
+// way, and a new backend is easiest to review if it is too:
+//
+//   - doc.go holds the package doc and nothing else. Its first paragraph
+//     says what the backend is: the store, and what each operation is
+//     made of. Then, in this order: "# Guarantees" (what holds, what the
+//     tests measured, which errors are marked [anarchon.Permanent]),
+//     "# Server requirements" (versions, permissions, configuration),
+//     "# Setup" (how to open one, with a code block) and "# Performance"
+//     (round trips per call, measured costs). Sections of the backend's
+//     own (# Keys, # Schema, # History, …) follow them.
+//   - backend.go: the Backend type, its Options, the constructors, Name,
+//     DedupeWindow, Init, Close and ServerTime, and one
+//     var _ anarchon.X = (*Backend)(nil) line for every interface the
+//     backend and its RunStore implement.
+//   - claim.go: Claim, RecordClaim, RecordManualRun, PrepareJob, CheckJob.
+//   - runs.go: the RunStore: the lease claim, Heartbeat, Finish, Release,
+//     FinishResult, Active, WatchRuns.
+//   - history.go: SaveResult, History and trimming.
+//   - errors.go: the sentinel errors, an exported IsPermanent(err) bool
+//     that classifies the store's native errors (SQLSTATE classes, SQLite
+//     result codes, Redis error replies, JetStream API errors), and the
+//     wrapping at the boundary that marks them with [anarchon.Permanent].
+//   - Code that runs on the server is an embedded file, read once at
+//     start: SQL in sql/*.sql, Lua in lua/*.lua (go:embed).
+//   - SQL statements are built, and their placeholders rewritten, once per
+//     backend; rows are read by one reader that keeps the first error, as
+//     bufio.Scanner does.
+//   - The tests run [Run] against a real server (conformance_test.go or
+//     suite_test.go) and check the error classes on it (errors_test.go:
+//     a dropped table or a key of the wrong type is permanent, a cancelled
+//     context or a server that is down is not).
+//
+// A backend built on another package's logic keeps only what is its own:
+// sqlitebackend and pgbackend, on sqlbackend, have backend.go, errors.go
+// and their extras (pgbackend's stored functions and LISTEN); sqlitefile,
+// which only opens a file, has doc.go and backend.go. membackend, which has
+// no native errors, marks its own in backend.go.
+//
 // # Watchdog
 //
 // A backend that never answers fails instead of hanging: the context of
