@@ -132,8 +132,8 @@
 //   - SQL statements are built, and their placeholders rewritten, once per
 //     backend; rows are read by one reader that keeps the first error, as
 //     bufio.Scanner does.
-//   - The tests run [Run] against a real server (conformance_test.go or
-//     suite_test.go) and check the error classes on it (errors_test.go:
+//   - The tests run [Run] against a real server (a TestConformance) and
+//     check the error classes on it (errors_test.go:
 //     a dropped table or a key of the wrong type is permanent, a cancelled
 //     context or a server that is down is not).
 //
