@@ -80,6 +80,10 @@
 //     leaves the same history and the same later claim answers as Finish
 //     followed by SaveResult, for a holder, a holder that released the run
 //     and a holder a backup took over from.
+//   - Errors: a call on a cancelled context may fail, but not with an
+//     error marked [anarchon.Permanent] ("Errors/Cancelled"); after
+//     [Harness.Break] breaks the store, History fails with one that is
+//     ("Errors/Broken", skipped when Break is nil).
 //   - Watch, for a [anarchon.Watcher] (on the RunStore or the backend): a
 //     Release and a Finish on one handle reach a watch opened on another
 //     within 5 seconds, and the channel closes when the watch's context

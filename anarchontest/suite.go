@@ -50,6 +50,12 @@ type Harness struct {
 	// over, each a client of its own: a server backend sets it to Racers
 	// to race that many connections. Defaults to 4 (at most Racers).
 	Handles int
+	// Break, if set, breaks the store under handle b for job as an
+	// operator's mistake would: it drops a table, deletes a stream, or
+	// writes a key of the wrong type, so that b's History(job) fails with
+	// an error a retry cannot fix. The "Errors/Broken" test calls it and
+	// expects that error marked [anarchon.Permanent]. Nil skips the test.
+	Break func(t *testing.T, b anarchon.Backend, job string)
 	// Timeout bounds each subtest, so that a backend that never answers
 	// fails instead of hanging. When a subtest has run for Timeout, the
 	// context of its backend calls is cancelled (a call that honours it
@@ -135,6 +141,7 @@ func Run(t *testing.T, h Harness) {
 		t.Log("anarchontest: backend has no RunStore (anarchon.LeaseBackend); lease tests not run")
 	}
 	t.Run("Names", func(t *testing.T) { testNames(t, h, hasLeases) })
+	t.Run("Errors", func(t *testing.T) { testErrors(t, h) })
 	t.Run("Watch", func(t *testing.T) { testWatch(t, h) })
 	t.Run("ServerClock", func(t *testing.T) { testServerClock(t, h) })
 	t.Run("Registry", func(t *testing.T) { testRegistry(t, h) })

@@ -113,6 +113,7 @@ func TestConformance(t *testing.T) {
 			return out
 		},
 		Lease: 300 * time.Millisecond,
+		Break: dropTables,
 		// The races: 16 connection pools claim 2,000 contested slots.
 		Racers:  16,
 		Handles: 16,
@@ -329,5 +330,21 @@ func TestClosed(t *testing.T) {
 	_, err := b.Claim(t.Context(), anarchon.ClaimInput{Job: "j", Slot: 1, Token: "t"})
 	if !errors.Is(err, anarchon.ErrClosed) {
 		t.Fatalf("Claim after Close: %v, want ErrClosed", err)
+	}
+}
+
+// dropTables is Harness.Break: it drops the tables under b, as an
+// operator's mistake would.
+func dropTables(t *testing.T, b anarchon.Backend, job string) {
+	schema := b.(interface{ Schema() string }).Schema()
+	pool, err := pgxpool.New(t.Context(), serverURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	for _, table := range []string{"results", "runs", "jobs"} {
+		if _, err := pool.Exec(t.Context(), `DROP TABLE "`+schema+`"."anarchon_`+table+`" CASCADE`); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
