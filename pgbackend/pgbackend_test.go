@@ -99,7 +99,6 @@ func open(t testing.TB, n, conns int, schema string) []*pgbackend.Backend {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-
 func TestConformance(t *testing.T) {
 	serverURL(t)
 	anarchontest.Run(t, anarchontest.Harness{
