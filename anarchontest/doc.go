@@ -127,6 +127,8 @@
 //   - runs.go: the RunStore: the lease claim, Heartbeat, Finish, Release,
 //     FinishResult, Active, WatchRuns.
 //   - history.go: SaveResult, History and trimming.
+//   - registry.go: the instance registry ([anarchon.InstanceRegistry]),
+//     where the store has one.
 //   - errors.go: the sentinel errors, an exported IsPermanent(err) bool
 //     that classifies the store's native errors (SQLSTATE classes, SQLite
 //     result codes, Redis error replies, JetStream API errors), and the

@@ -130,7 +130,6 @@ func New(cfg Config) (*SQLBackend, error) {
 		b.ddl = append(b.ddl, cfg.Dialect.ExtraTables(b.Qualify)...)
 	}
 	b.ddl = append(b.ddl, b.rt.DDL...)
-	b.ddl = append(b.ddl, b.registryDDL()...)
 	for i, s := range b.ddl {
 		b.ddl[i] = rewrite(s)
 	}

@@ -37,6 +37,9 @@ type queries struct {
 	liveOtherRun                                            string
 	heartbeat, finish, release, active                      string
 
+	// The instance registry (registry.go).
+	registerInstance, pruneInstances, deregisterInstance, listInstances string
+
 	now       string // SELECT of the server's clock (SQLDialect.NowMs)
 	serialize string // SQLDialect.Serialize; "" if none
 }
@@ -46,6 +49,7 @@ type queries struct {
 func buildQueries(qualify func(string) string, d SQLDialect) queries {
 	r := strings.NewReplacer(
 		"{jobs}", qualify("jobs"), "{runs}", qualify("runs"), "{results}", qualify("results"),
+		"{instances}", qualify("instances"),
 		"{big}", d.BigInt, "{now}", d.NowMs, "{fu}", d.ForUpdate,
 		"{results_slot}", qualifyIndex(qualify, "results_slot"),
 	)
@@ -65,7 +69,7 @@ func buildQueries(qualify func(string) string, d SQLDialect) queries {
 		}
 	}()
 	return queries{
-		ddl: []string{q("createJobs"), q("createRuns"), q("createResults"), q("createResultsSlot")},
+		ddl: []string{q("createJobs"), q("createRuns"), q("createResults"), q("createResultsSlot"), q("createInstances")},
 
 		insertJob: q("insertJob"), selectJob: q("selectJob"), raiseWatermark: q("raiseWatermark"),
 
@@ -80,6 +84,9 @@ func buildQueries(qualify func(string) string, d SQLDialect) queries {
 		takeOverRun: q("takeOverRun"), abandonRun: q("abandonRun"),
 		insertStoreResult: q("insertStoreResult"), liveOtherRun: q("liveOtherRun"),
 		heartbeat: q("heartbeat"), finish: q("finish"), release: q("release"), active: q("active"),
+
+		registerInstance: q("registerInstance"), pruneInstances: q("pruneInstances"),
+		deregisterInstance: q("deregisterInstance"), listInstances: q("listInstances"),
 
 		now:       rewrite("SELECT " + d.NowMs),
 		serialize: rewrite(d.Serialize),
