@@ -81,15 +81,7 @@ func TestErrorClasses(t *testing.T) {
 	_, err = b.Claim(cancelled, in(job, 1000, "t", "i"))
 	check("Claim on a cancelled context", err, false)
 
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := jetStream(t, url)
 	if err := js.DeleteStream(ctx, o.HistoryStream); err != nil {
 		t.Fatal(err)
 	}

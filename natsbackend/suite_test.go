@@ -12,6 +12,22 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
+// jetStream connects to url for a test and returns its JetStream API; the
+// connection closes when t ends.
+func jetStream(t *testing.T, url string) jetstream.JetStream {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
+}
+
 // TestConformance runs anarchon's conformance suite (SPEC §8), leases
 // included, against the real server: every subtest gets its own bucket and
 // stream, deleted when it ends, and n separate connections.
@@ -31,16 +47,7 @@ func TestConformance(t *testing.T) {
 		// Break deletes the history stream.
 		Break: func(t *testing.T, b anarchon.Backend, job string) {
 			o, _ := options.Load(b)
-			nc, err := nats.Connect(url)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer nc.Close()
-			js, err := jetstream.New(nc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := js.DeleteStream(t.Context(), o.(*natsbackend.Options).HistoryStream); err != nil {
+			if err := jetStream(t, url).DeleteStream(t.Context(), o.(*natsbackend.Options).HistoryStream); err != nil {
 				t.Fatal(err)
 			}
 		},
