@@ -56,8 +56,7 @@
 //     not yet ended) share a slot with a finished run. If the backend implements
 //     [anarchon.ClaimRecorder], the suite calls RecordClaim after each won
 //     claim, as the scheduler does.
-//   - Close: methods fail with an error wrapping [anarchon.ErrClosed],
-//     marked [anarchon.Permanent].
+//   - Close: methods fail with an error wrapping [anarchon.ErrClosed].
 //   - RunStore, for a [anarchon.LeaseBackend]: one subtest per row of the
 //     claim table of SPEC §6 ("RunStore/Claim/Absent", ".../RunningSameToken",
 //     ".../Done", ".../RunningOtherTokenLive", ".../ExpiredTakeover",
