@@ -2,6 +2,9 @@ package anarchontest_test
 
 import (
 	"context"
+	"os"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,4 +51,74 @@ func TestPlainBackend(t *testing.T) {
 		Racers: 4,
 		Rounds: 20,
 	})
+}
+
+// hanging is a memory store whose Claim never answers: it waits for its
+// context, or, with ignoreCtx, for good.
+type hanging struct {
+	plainOnly
+	ignoreCtx bool
+}
+
+func (h hanging) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, error) {
+	if h.ignoreCtx {
+		select {} // a call stuck on a dead connection without a deadline
+	}
+	<-ctx.Done()
+	return false, ctx.Err()
+}
+
+// TestHangChild runs the suite on a hanging store when the environment
+// asks for it: TestWatchdog runs it in a child process.
+func TestHangChild(t *testing.T) {
+	mode := os.Getenv("ANARCHONTEST_HANG")
+	if mode == "" {
+		t.Skip("run by TestWatchdog in a child process")
+	}
+	anarchontest.Run(t, anarchontest.Harness{
+		New: func(t *testing.T, n int) []anarchon.Backend {
+			b := hanging{plainOnly{membackend.New(nil)}, mode == "ignore"}
+			bs := make([]anarchon.Backend, n)
+			for i := range bs {
+				bs[i] = b
+			}
+			return bs
+		},
+		Timeout: 300 * time.Millisecond,
+	})
+}
+
+// TestWatchdog: a backend that never answers fails its subtest with a
+// message naming it, instead of hanging the test binary. A call that
+// honours its context fails when the watchdog cancels it; one that ignores
+// it ends the process with a panic that names the subtest.
+func TestWatchdog(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the test binary again")
+	}
+	const sub = "TestHangChild/Claim/RepeatSafety"
+	for _, tc := range []struct {
+		mode string
+		want []string
+	}{
+		{"ctx", []string{"--- FAIL: " + sub, "anarchontest: " + sub + " ran for 300ms (Harness.Timeout)", "Claim("}},
+		{"ignore", []string{"panic: anarchontest: " + sub + " did not end within 300ms", "goroutines after"}},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^"+sub+"$", "-test.v", "-test.timeout=60s")
+			cmd.Env = append(os.Environ(), "ANARCHONTEST_HANG="+tc.mode)
+			out, err := cmd.CombinedOutput()
+			if err == nil {
+				t.Fatalf("the child passed on a hanging backend:\n%s", out)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(string(out), w) {
+					t.Errorf("the child's output lacks %q:\n%s", w, out)
+				}
+			}
+			if strings.Contains(string(out), "test timed out") {
+				t.Errorf("the child ran into go test's -timeout instead of the watchdog:\n%s", out)
+			}
+		})
+	}
 }

@@ -52,7 +52,7 @@ func testBasics(t *testing.T, h Harness) {
 		var wg sync.WaitGroup
 		for i := range 16 {
 			wg.Go(func() {
-				if err := s.b(i).Init(t.Context()); err != nil {
+				if err := s.b(i).Init(s.ctx); err != nil {
 					t.Errorf("handle %d: concurrent Init: %v", i%4, err)
 				}
 			})
@@ -67,7 +67,7 @@ func testBasics(t *testing.T, h Harness) {
 			var wg sync.WaitGroup
 			for i := range 16 {
 				wg.Go(func() {
-					if err := s.b(i).PrepareJob(t.Context(), anarchon.PrepareJobInput{Job: job, HistorySize: 10}); err != nil {
+					if err := s.b(i).PrepareJob(s.ctx, anarchon.PrepareJobInput{Job: job, HistorySize: 10}); err != nil {
 						t.Errorf("round %d, handle %d: concurrent PrepareJob: %v", round, i%4, err)
 					}
 				})
@@ -168,14 +168,22 @@ func testClaims(t *testing.T, h Harness) {
 	})
 }
 
-// testClaimRace: h.Racers goroutines over 4 handles claim the same h.Rounds
-// slots, each with its own token: exactly one wins each slot (SPEC §8.1).
+// testClaimRace: h.Racers goroutines over h.Handles handles claim the same
+// h.Rounds slots, each with its own token: exactly one wins each slot
+// (SPEC §8.1). Then, on other handles, a repeat of a winning claim wins
+// again and a repeat of a losing one loses (repeat safety, SPEC §4).
 func testClaimRace(t *testing.T, h Harness) {
-	n := min(h.Racers, 4)
-	s := open(t, h, n)
+	s := open(t, h, h.Handles)
 	job := jobName("race")
 	s.prepare(job, 10)
 	slot0 := baseSlot()
+	tokens := make([][]string, h.Racers) // [racer][round]
+	for g := range tokens {
+		tokens[g] = make([]string, h.Rounds)
+		for r := range tokens[g] {
+			tokens[g][r] = fmt.Sprintf("racer-%d-%d-%s", g, r, randHex(4))
+		}
+	}
 	wins := make([]atomic.Int32, h.Rounds)
 	winner := make([]atomic.Int32, h.Rounds)
 	var errs atomic.Int32
@@ -186,8 +194,8 @@ func testClaimRace(t *testing.T, h Harness) {
 			b := s.b(g)
 			<-start
 			for r := range h.Rounds {
-				in := input(job, slot0+int64(r)*1000, fmt.Sprintf("racer-%d-%d-%s", g, r, randHex(4)), fmt.Sprintf("racer-%d", g))
-				ok, err := b.Claim(t.Context(), in)
+				in := input(job, slot0+int64(r)*1000, tokens[g][r], fmt.Sprintf("racer-%d", g))
+				ok, err := b.Claim(s.ctx, in)
 				if err != nil {
 					if errs.Add(1) <= 5 {
 						t.Errorf("racer %d, round %d: Claim: %v", g, r, err)
@@ -204,6 +212,7 @@ func testClaimRace(t *testing.T, h Harness) {
 	begin := time.Now()
 	close(start)
 	wg.Wait()
+	elapsed := time.Since(begin)
 	bad := 0
 	for r := range wins {
 		if w := wins[r].Load(); w != 1 {
@@ -214,13 +223,27 @@ func testClaimRace(t *testing.T, h Harness) {
 		}
 	}
 	if bad > 0 {
-		t.Errorf("%d of %d slots without exactly one winner", bad, h.Rounds)
+		t.Fatalf("%d of %d slots without exactly one winner", bad, h.Rounds)
 	}
-	t.Logf("%d racers on %d handles, %d slots: %d claims in %v", h.Racers, n, h.Rounds, h.Racers*h.Rounds, time.Since(begin).Round(time.Millisecond))
+	t.Logf("%d racers on %d handles, %d slots: %d claims in %v", h.Racers, h.Handles, h.Rounds, h.Racers*h.Rounds, elapsed.Round(time.Millisecond))
+	if h.Racers < 2 {
+		return
+	}
+	step := max(h.Rounds/20, 1)
+	for r := 0; r < h.Rounds; r += step {
+		w := int(winner[r].Load())
+		for _, g := range []int{w, (w + 1) % h.Racers} {
+			in := input(job, slot0+int64(r)*1000, tokens[g][r], "repeat")
+			if got := s.claim(g+1, in); got != (g == w) {
+				t.Errorf("slot %d: repeat of racer %d's claim on another handle = %v, want %v", r, g, got, g == w)
+			}
+		}
+	}
 }
 
 // testClose: after Close, methods fail with an error wrapping
-// anarchon.ErrClosed (Backend.Close's contract).
+// anarchon.ErrClosed (Backend.Close's contract), which the scheduler gives
+// up at once like a permanent error.
 func testClose(t *testing.T, h Harness, hasLeases bool) {
 	s := open(t, h, 1)
 	job := jobName("close")
@@ -231,10 +254,10 @@ func testClose(t *testing.T, h Harness, hasLeases bool) {
 	if lb, ok := b.(anarchon.LeaseBackend); ok && hasLeases {
 		rs = lb.Runs()
 	}
-	if err := b.Close(t.Context()); err != nil {
+	if err := b.Close(s.ctx); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	ctx := t.Context()
+	ctx := s.ctx
 	check := func(op string, err error) {
 		t.Helper()
 		if !errors.Is(err, anarchon.ErrClosed) {

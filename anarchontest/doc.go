@@ -43,12 +43,17 @@
 //
 //   - Basics: Name, DedupeWindow (positive; if Forever, an old claim still
 //     loses after time passes), concurrent Init and PrepareJob.
-//   - Claim: the race (Racers goroutines over four handles, Rounds slots,
-//     exactly one winner per slot and no error), repeat safety across
-//     handles, independence of slots and jobs, the odd job name.
+//   - Claim: the race (Racers goroutines over Handles handles, Rounds
+//     slots, exactly one winner per slot and no error; then repeats of
+//     winning claims win and repeats of losing ones lose, on other
+//     handles), repeat safety across handles, independence of slots and
+//     jobs, the odd job name.
 //   - History: one record per claim and result with every field, newest
 //     first, limits, size and TTL trimming, trimming never reopening a
-//     slot, manual runs, an empty history. If the backend implements
+//     slot, manual runs, an empty history. History(limit) must be the
+//     first limit records of the whole history, every field alike, at
+//     every limit, also when records without a start time (manual runs
+//     not yet ended) share a slot with a finished run. If the backend implements
 //     [anarchon.ClaimRecorder], the suite calls RecordClaim after each won
 //     claim, as the scheduler does.
 //   - Close: methods fail with an error wrapping [anarchon.ErrClosed].
@@ -58,8 +63,26 @@
 //     ".../ReleasedTakeover", ".../AttemptsUsedUp/...", ".../Late",
 //     ".../Overlap"), token checks of Heartbeat, Finish and Release, lease
 //     extension by Heartbeat, Active, a race of lease claims, and the
-//     history of lease runs (a won claim is a record with its attempt; a
-//     result saved for the same token merges with it).
+//     history of lease runs: a won claim is a record with its attempt; a
+//     result saved for the same token merges with it; a holder whose
+//     lease ran out is lease_lost, with its claim time, until its own late
+//     result replaces the record, still lease_lost ("History/DeadHolderLeaseLost");
+//     a released run saved as handed_over keeps that result whether it
+//     was saved before or after the backup's claim ("History/HandedOverClaimedAt");
+//     an abandoned slot is one record under [anarchon.AbandonedToken]
+//     with the last attempt, and its last holder can no longer finish it
+//     ("History/AbandonedOnce"); every limit of a slot with takeovers
+//     keeps the finished run's start and end ("History/Limit"). Results
+//     are saved as the scheduler saves them: FinishResult where the store
+//     has it, Finish then SaveResult otherwise.
+//   - FinishResultSame, for an [anarchon.ResultFinisher]: FinishResult
+//     leaves the same history and the same later claim answers as Finish
+//     followed by SaveResult, for a holder, a holder that released the run
+//     and a holder a backup took over from.
+//   - Errors: a call on a cancelled context may fail, but not with an
+//     error marked [anarchon.Permanent] ("Errors/Cancelled"); after
+//     [Harness.Break] breaks the store, History fails with one that is
+//     ("Errors/Broken", skipped when Break is nil).
 //   - Watch, for a [anarchon.Watcher] (on the RunStore or the backend): a
 //     Release and a Finish on one handle reach a watch opened on another
 //     within 5 seconds, and the channel closes when the watch's context
@@ -80,6 +103,59 @@
 //     and is live again when it registers again; a deregistered record is
 //     listed stopped; concurrent registrations; bad input; ErrClosed;
 //     with FakeClock, records are dropped after InstanceRetention.
+//
+// # Backend template
+//
+// Every built-in backend (membackend, sqlbackend, sqlitebackend,
+// sqlitefile, pgbackend, redisbackend, natsbackend) is laid out the same
+// way, and a new backend is easiest to review if it is too:
+//
+//   - doc.go holds the package doc and nothing else. Its first paragraph
+//     says what the backend is: the store, and what each operation is
+//     made of. Then, in this order: "# Guarantees" (what holds, what the
+//     tests measured, which errors are marked [anarchon.Permanent]),
+//     "# Server requirements" (versions, permissions, configuration),
+//     "# Setup" (how to open one, with a code block) and "# Performance"
+//     (round trips per call, measured costs). Sections of the backend's
+//     own (# Keys, # Schema, # History, …) follow them.
+//   - backend.go: the Backend type, its Options, the constructors, Name,
+//     DedupeWindow, Init, Close and ServerTime, and one
+//     var _ anarchon.X = (*Backend)(nil) line for every interface the
+//     backend and its RunStore implement.
+//   - claim.go: Claim, RecordClaim, RecordManualRun, PrepareJob, CheckJob.
+//   - runs.go: the RunStore: the lease claim, Heartbeat, Finish, Release,
+//     FinishResult, Active, WatchRuns.
+//   - history.go: SaveResult, History and trimming.
+//   - registry.go: the instance registry ([anarchon.InstanceRegistry]),
+//     where the store has one.
+//   - errors.go: the sentinel errors, an exported IsPermanent(err) bool
+//     that classifies the store's native errors (SQLSTATE classes, SQLite
+//     result codes, Redis error replies, JetStream API errors), and the
+//     wrapping at the boundary that marks them with [anarchon.Permanent].
+//   - Code that runs on the server is an embedded file, read once at
+//     start: SQL in sql/*.sql, Lua in lua/*.lua (go:embed).
+//   - SQL statements are built, and their placeholders rewritten, once per
+//     backend; rows are read by one reader that keeps the first error, as
+//     bufio.Scanner does.
+//   - The tests run [Run] against a real server (a TestConformance) and
+//     check the error classes on it (errors_test.go:
+//     a dropped table or a key of the wrong type is permanent, a cancelled
+//     context or a server that is down is not).
+//
+// A backend built on another package's logic keeps only what is its own:
+// sqlitebackend and pgbackend, on sqlbackend, have backend.go, errors.go
+// and their extras (pgbackend's stored functions and LISTEN); sqlitefile,
+// which only opens a file, has doc.go and backend.go. membackend, which has
+// no native errors, marks its own in backend.go.
+//
+// # Watchdog
+//
+// A backend that never answers fails instead of hanging: the context of
+// every backend call of a subtest is cancelled after [Harness.Timeout]
+// (2 minutes by default), which fails the subtest with the call that
+// waited; a subtest still running a tenth of Timeout later (a call that
+// ignores its context) ends the test binary with a panic naming it, after
+// printing every goroutine's stack.
 //
 // # Time
 //

@@ -142,6 +142,40 @@ func testHistory(t *testing.T, h Harness) {
 			}
 		}
 	})
+	t.Run("LimitUnstarted", func(t *testing.T) {
+		// Records without a start time (manual runs not yet ended) share
+		// the newest slot with a finished one: every limit still gives
+		// the first records of the whole history, the finished run with
+		// its start time and duration.
+		t.Parallel()
+		s := open(t, h, 2)
+		job := jobName("hist-limit-unstarted")
+		s.prepare(job, 100)
+		slot := baseSlot()
+		s.run(0, job, slot, "inst", anarchon.StatusSuccess, 100, 0)
+		newest := slot + 60000
+		var last string
+		var lastSlot int64
+		for i := range 3 {
+			last = token()
+			got, err := s.b(i).RecordManualRun(s.ctx, input(job, newest, last, "inst"))
+			if err != nil {
+				t.Fatalf("RecordManualRun #%d: %v", i+1, err)
+			}
+			lastSlot = got
+		}
+		start := ms(time.Now().Add(-2 * time.Second))
+		s.save(1, job, anarchon.StoredResult{Slot: lastSlot, Token: last, InstanceID: "inst", Attempt: 1, Status: anarchon.StatusSuccess,
+			StartedAt: start, FinishedAt: start.Add(1500 * time.Millisecond), Manual: true}, 100, 0)
+		recs := s.history(0, job, 0)
+		if len(recs) != 4 {
+			t.Fatalf("History: %d records, want 4: %+v", len(recs), recs)
+		}
+		if recs[0].Token != last || !sameMs(recs[0].StartedAt, start) {
+			t.Fatalf("History: the newest record is %+v, want the finished manual run %s started at %v", recs[0], last, start)
+		}
+		s.checkLimits(job)
+	})
 	t.Run("SizeTrim", func(t *testing.T) {
 		t.Parallel()
 		s := open(t, h, 2)
@@ -214,7 +248,7 @@ func testHistory(t *testing.T, h Harness) {
 		toks := []string{token(), token()}
 		slots := make([]int64, 2)
 		for i, tok := range toks {
-			got, err := s.b(i).RecordManualRun(t.Context(), input(job, slot, tok, "inst"))
+			got, err := s.b(i).RecordManualRun(s.ctx, input(job, slot, tok, "inst"))
 			if err != nil {
 				t.Fatalf("RecordManualRun #%d of the same slot: %v", i+1, err)
 			}
@@ -258,4 +292,59 @@ func testHistory(t *testing.T, h Harness) {
 			t.Errorf("History of a job without runs: %d records", len(recs))
 		}
 	})
+}
+
+// sortKey is what History orders records by: slot, then start time, then
+// claim time, then attempt, all newest first. Records with equal keys may
+// come in any order.
+type sortKey struct {
+	slot               int64
+	started, claimedAt time.Time
+	attempt            int
+}
+
+func keyOf(r anarchon.RunRecord) sortKey {
+	return sortKey{r.Slot.UnixMilli(), ms(r.StartedAt), ms(r.ClaimedAt), r.Attempt}
+}
+
+// sameRecord reports whether a and b agree in every field, times to the
+// millisecond.
+func sameRecord(a, b anarchon.RunRecord) bool {
+	return a.Job == b.Job && a.Slot.Equal(b.Slot) && a.InstanceID == b.InstanceID && a.Token == b.Token &&
+		a.Attempt == b.Attempt && a.Status == b.Status && a.Error == b.Error && a.Output == b.Output &&
+		a.Manual == b.Manual && sameMs(a.ClaimedAt, b.ClaimedAt) && sameMs(a.StartedAt, b.StartedAt) &&
+		sameMs(a.FinishedAt, b.FinishedAt)
+}
+
+// checkLimits fails unless History(limit) is the first limit records of
+// History(0), every field alike, for every limit from 1 to one past the
+// whole history. Ties of the sort key may come in another order.
+func (s *store) checkLimits(job string) {
+	t := s.t
+	t.Helper()
+	all := s.history(0, job, 0)
+	byToken := make(map[string]anarchon.RunRecord, len(all))
+	for _, r := range all {
+		byToken[r.Token] = r
+	}
+	for limit := 1; limit <= len(all)+1; limit++ {
+		got := s.history(limit, job, limit)
+		want := all[:min(limit, len(all))]
+		if len(got) != len(want) {
+			t.Errorf("History(limit %d): %d records, want %d", limit, len(got), len(want))
+			continue
+		}
+		for i, r := range got {
+			full, ok := byToken[r.Token]
+			switch {
+			case !ok:
+				t.Errorf("History(limit %d)[%d]: token %s is not in the whole history", limit, i, r.Token)
+			case !sameRecord(r, full):
+				t.Errorf("History(limit %d)[%d] = %+v\nwhole history has %+v", limit, i, r, full)
+			case keyOf(r) != keyOf(want[i]):
+				t.Errorf("History(limit %d)[%d] is token %s (slot %d, started %v); the whole history has token %s (slot %d, started %v) there",
+					limit, i, r.Token, r.Slot.UnixMilli(), r.StartedAt, want[i].Token, want[i].Slot.UnixMilli(), want[i].StartedAt)
+			}
+		}
+	}
 }

@@ -36,7 +36,7 @@ func rclaim(job string, slot int64, tok, inst string, lease time.Duration) anarc
 // the backend has it, as the scheduler does.
 func (s *store) lclaim(i int, c anarchon.RunClaim) anarchon.ClaimOutcome {
 	s.t.Helper()
-	out, err := s.rs(i).Claim(s.t.Context(), c)
+	out, err := s.rs(i).Claim(s.ctx, c)
 	if err != nil {
 		s.t.Fatalf("handle %d: RunStore.Claim(%s): %v", i%len(s.bs), fmtIn(c.ClaimInput), err)
 	}
@@ -56,7 +56,7 @@ func want(t *testing.T, what string, out anarchon.ClaimOutcome, k anarchon.Outco
 
 func (s *store) heartbeat(i int, job string, slot int64, tok string, lease time.Duration) bool {
 	s.t.Helper()
-	ok, err := s.rs(i).Heartbeat(s.t.Context(), anarchon.HeartbeatInput{Job: job, Slot: slot, Token: tok, Lease: lease})
+	ok, err := s.rs(i).Heartbeat(s.ctx, anarchon.HeartbeatInput{Job: job, Slot: slot, Token: tok, Lease: lease})
 	if err != nil {
 		s.t.Fatalf("Heartbeat: %v", err)
 	}
@@ -65,16 +65,51 @@ func (s *store) heartbeat(i int, job string, slot int64, tok string, lease time.
 
 func (s *store) finish(i int, job string, slot int64, tok string, st anarchon.Status) bool {
 	s.t.Helper()
-	ok, err := s.rs(i).Finish(s.t.Context(), anarchon.FinishInput{Job: job, Slot: slot, Token: tok, Status: st})
+	ok, err := s.rs(i).Finish(s.ctx, anarchon.FinishInput{Job: job, Slot: slot, Token: tok, Status: st})
 	if err != nil {
 		s.t.Fatalf("Finish: %v", err)
 	}
 	return ok
 }
 
+// finishSave ends token r.Token's run of r.Slot with r as the scheduler
+// does without a ResultFinisher: Finish, then SaveResult, with the status
+// lease_lost if Finish found another holder. It reports Finish's answer.
+func (s *store) finishSave(i int, job string, r anarchon.StoredResult, size int) bool {
+	s.t.Helper()
+	held := s.finish(i, job, r.Slot, r.Token, r.Status)
+	if !held {
+		r.Status = anarchon.StatusLeaseLost
+	}
+	s.save(i, job, r, size, 0)
+	return held
+}
+
+// finisher returns handle i's RunStore as an anarchon.ResultFinisher, or
+// nil.
+func (s *store) finisher(i int) anarchon.ResultFinisher {
+	f, _ := s.rs(i).(anarchon.ResultFinisher)
+	return f
+}
+
+// finishResult ends r.Token's run as the scheduler does: FinishResult
+// where the store has it, Finish and SaveResult otherwise.
+func (s *store) finishResult(i int, job string, r anarchon.StoredResult, size int) bool {
+	s.t.Helper()
+	f := s.finisher(i)
+	if f == nil {
+		return s.finishSave(i, job, r, size)
+	}
+	ok, err := f.FinishResult(s.ctx, anarchon.SaveResultInput{Job: job, Result: r, HistorySize: size})
+	if err != nil {
+		s.t.Fatalf("handle %d: FinishResult(%q, slot %d, token %s): %v", i%len(s.bs), job, r.Slot, r.Token, err)
+	}
+	return ok
+}
+
 func (s *store) release(i int, job string, slot int64, tok string) bool {
 	s.t.Helper()
-	ok, err := s.rs(i).Release(s.t.Context(), anarchon.ReleaseInput{Job: job, Slot: slot, Token: tok})
+	ok, err := s.rs(i).Release(s.ctx, anarchon.ReleaseInput{Job: job, Slot: slot, Token: tok})
 	if err != nil {
 		s.t.Fatalf("Release: %v", err)
 	}
@@ -83,7 +118,7 @@ func (s *store) release(i int, job string, slot int64, tok string) bool {
 
 func (s *store) active(i int, job string) []anarchon.ActiveRun {
 	s.t.Helper()
-	runs, err := s.rs(i).Active(s.t.Context(), job)
+	runs, err := s.rs(i).Active(s.ctx, job)
 	if err != nil {
 		s.t.Fatalf("Active: %v", err)
 	}
@@ -193,7 +228,7 @@ func testRunStore(t *testing.T, h Harness) {
 			f := s.rs(1).(anarchon.ResultFinisher)
 			res := anarchon.StoredResult{Slot: slot, Token: a, InstanceID: "a", Attempt: 1, Status: anarchon.StatusSuccess,
 				StartedAt: s.now(), FinishedAt: s.now(), Output: "out"}
-			ok, err := f.FinishResult(t.Context(), anarchon.SaveResultInput{Job: job, Result: res, HistorySize: 100})
+			ok, err := f.FinishResult(s.ctx, anarchon.SaveResultInput{Job: job, Result: res, HistorySize: 100})
 			if err != nil || !ok {
 				t.Fatalf("FinishResult by the holder = %v, %v; want true", ok, err)
 			}
@@ -201,7 +236,7 @@ func testRunStore(t *testing.T, h Harness) {
 			// Another token does not finish the run, and its result is
 			// kept as lease_lost.
 			other := token()
-			ok, err = f.FinishResult(t.Context(), anarchon.SaveResultInput{Job: job, Result: anarchon.StoredResult{Slot: slot + 1000, Token: other, InstanceID: "b", Attempt: 1, Status: anarchon.StatusSuccess}, HistorySize: 100})
+			ok, err = f.FinishResult(s.ctx, anarchon.SaveResultInput{Job: job, Result: anarchon.StoredResult{Slot: slot + 1000, Token: other, InstanceID: "b", Attempt: 1, Status: anarchon.StatusSuccess}, HistorySize: 100})
 			if err != nil || ok {
 				t.Fatalf("FinishResult with another token = %v, %v; want false", ok, err)
 			}
@@ -280,6 +315,11 @@ func testRunStore(t *testing.T, h Harness) {
 	t.Run("Race", func(t *testing.T) {
 		t.Parallel()
 		testRunRace(t, h)
+	})
+	t.Run("FinishResultSame", func(t *testing.T) { testFinishResultSame(t, h) })
+	t.Run("History", func(t *testing.T) {
+		testTakeoverHistory(t, h)
+		testLeaseHistoryLimits(t, h)
 	})
 	leaseTest(t, h, "History/Claims", func(t *testing.T, s *store, job string, slot int64) {
 		a, b := token(), token()
@@ -573,12 +613,11 @@ func testRunClaimTable(t *testing.T, h Harness) {
 	})
 }
 
-// testRunRace: h.Racers goroutines over 4 handles claim the same lease slot,
-// round after round: one won, every other answer running with the winner
-// as holder.
+// testRunRace: h.Racers goroutines over h.Handles handles claim the same
+// lease slot, round after round: one won, every other answer running with
+// the winner as holder.
 func testRunRace(t *testing.T, h Harness) {
-	n := min(h.Racers, 4)
-	s := open(t, h, n)
+	s := open(t, h, h.Handles)
 	job := jobName("lease-race")
 	s.prepare(job, 10)
 	rounds := max(h.Rounds/4, 5)
@@ -598,7 +637,7 @@ func testRunRace(t *testing.T, h Harness) {
 			<-start
 			for r := range rounds {
 				c := rclaim(job, slot0+int64(r)*1000, fmt.Sprintf("racer-%d-%d-%s", g, r, randHex(4)), fmt.Sprintf("racer-%d", g), longLease)
-				out, err := rs.Claim(context.WithoutCancel(t.Context()), c)
+				out, err := rs.Claim(s.ctx, c)
 				if err != nil {
 					if errs.Add(1) <= 5 {
 						t.Errorf("racer %d, round %d: RunStore.Claim: %v", g, r, err)
@@ -676,7 +715,7 @@ func testWatch(t *testing.T, h Harness) {
 	job := jobName("watch")
 	s.prepare(job, 10)
 	slot := baseSlot()
-	ctx, cancel := context.WithCancel(t.Context())
+	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
 	ch, err := w.WatchRuns(ctx)
 	if err != nil {
@@ -734,7 +773,7 @@ func testServerClock(t *testing.T, h Harness) {
 	if sc == nil {
 		t.Skip("backend has no anarchon.ServerClock")
 	}
-	st, err := sc.ServerTime(t.Context())
+	st, err := sc.ServerTime(s.ctx)
 	if err != nil {
 		t.Fatalf("ServerTime: %v", err)
 	}

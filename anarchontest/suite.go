@@ -5,7 +5,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"os"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -42,6 +46,24 @@ type Harness struct {
 	// Rounds is how many contested slots each race test claims. Defaults
 	// to 200 (50 with -short).
 	Rounds int
+	// Handles is how many handles the race tests spread their racers
+	// over, each a client of its own: a server backend sets it to Racers
+	// to race that many connections. Defaults to 4 (at most Racers).
+	Handles int
+	// Break, if set, breaks the store under handle b for job as an
+	// operator's mistake would: it drops a table, deletes a stream, or
+	// writes a key of the wrong type, so that b's History(job) fails with
+	// an error a retry cannot fix. The "Errors/Broken" test calls it and
+	// expects that error marked [anarchon.Permanent]. Nil skips the test.
+	Break func(t *testing.T, b anarchon.Backend, job string)
+	// Timeout bounds each subtest, so that a backend that never answers
+	// fails instead of hanging. When a subtest has run for Timeout, the
+	// context of its backend calls is cancelled (a call that honours it
+	// fails the subtest with the call's name); if the subtest has still
+	// not ended a tenth of Timeout later, the suite prints every
+	// goroutine's stack and panics with the subtest's name. Defaults to 2
+	// minutes.
+	Timeout time.Duration
 }
 
 // longLease is the lease of runs that must stay live during a test. It
@@ -69,6 +91,13 @@ func (h Harness) withDefaults() Harness {
 		if testing.Short() {
 			h.Rounds = 50
 		}
+	}
+	if h.Handles <= 0 {
+		h.Handles = 4
+	}
+	h.Handles = min(h.Handles, h.Racers)
+	if h.Timeout <= 0 {
+		h.Timeout = 2 * time.Minute
 	}
 	return h
 }
@@ -112,6 +141,7 @@ func Run(t *testing.T, h Harness) {
 		t.Log("anarchontest: backend has no RunStore (anarchon.LeaseBackend); lease tests not run")
 	}
 	t.Run("Names", func(t *testing.T) { testNames(t, h, hasLeases) })
+	t.Run("Errors", func(t *testing.T) { testErrors(t, h) })
 	t.Run("Watch", func(t *testing.T) { testWatch(t, h) })
 	t.Run("ServerClock", func(t *testing.T) { testServerClock(t, h) })
 	t.Run("Registry", func(t *testing.T) { testRegistry(t, h) })
@@ -119,15 +149,17 @@ func Run(t *testing.T, h Harness) {
 
 // store is one fresh store under test, as n handles.
 type store struct {
-	t  *testing.T
-	h  Harness
-	bs []anarchon.Backend
+	t   *testing.T
+	h   Harness
+	bs  []anarchon.Backend
+	ctx context.Context // of every backend call; the watchdog cancels it
 }
 
 // open makes a fresh store of n handles, initialises each and closes them
-// all when t ends.
+// all when t ends. A watchdog bounds the rest of t by h.Timeout.
 func open(t *testing.T, h Harness, n int) *store {
 	t.Helper()
+	ctx := watchdog(t, h.Timeout)
 	bs := h.New(t, n)
 	if len(bs) != n {
 		t.Fatalf("Harness.New(t, %d) returned %d handles", n, len(bs))
@@ -142,18 +174,68 @@ func open(t *testing.T, h Harness, n int) *store {
 		}
 	})
 	for i, b := range bs {
-		if err := b.Init(t.Context()); err != nil {
+		if err := b.Init(ctx); err != nil {
 			t.Fatalf("handle %d: Init: %v", i, err)
 		}
 	}
-	return &store{t: t, h: h, bs: bs}
+	return &store{t: t, h: h, bs: bs, ctx: ctx}
+}
+
+// watchdog returns a context for t's backend calls that ends when t ends or
+// after d, with an error naming the test. If t has not ended d/10 after
+// that, it prints every goroutine's stack to stderr and panics: a backend
+// call that ignores its context would otherwise hang the test binary until
+// go test's own -timeout, without saying which test waited.
+func watchdog(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithCancelCause(t.Context())
+	done := make(chan struct{})
+	var mu sync.Mutex // held by the cleanup, so Errorf never follows the test's end
+	ended := false
+	start := time.Now()
+	name := t.Name()
+	go func() {
+		timer := time.NewTimer(d)
+		defer timer.Stop()
+		select {
+		case <-done:
+			return
+		case <-timer.C:
+		}
+		err := fmt.Errorf("anarchontest: %s ran for %v (Harness.Timeout): the backend did not answer; cancelling its calls", name, d)
+		mu.Lock()
+		if !ended {
+			t.Error(err)
+		}
+		mu.Unlock()
+		cancel(err)
+		timer.Reset(d / 10)
+		select {
+		case <-done:
+			return
+		case <-timer.C:
+		}
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		fmt.Fprintf(os.Stderr, "anarchontest: %s: goroutines after %v:\n%s\n", name, time.Since(start).Round(time.Millisecond), buf)
+		panic(fmt.Sprintf("anarchontest: %s did not end within %v (Harness.Timeout), nor %v after the context of its backend calls was cancelled: a backend call ignores its context and never returns", name, d, d/10))
+	}()
+	// Registered first, so it runs after the cleanups that close the
+	// handles: a Close that hangs is caught too.
+	t.Cleanup(func() {
+		mu.Lock()
+		ended = true
+		mu.Unlock()
+		close(done)
+		cancel(nil)
+	})
+	return ctx
 }
 
 // prepare calls PrepareJob on every handle, as every instance's Start does.
 func (s *store) prepare(job string, historySize int) {
 	s.t.Helper()
 	for i, b := range s.bs {
-		if err := b.PrepareJob(s.t.Context(), anarchon.PrepareJobInput{Job: job, HistorySize: historySize}); err != nil {
+		if err := b.PrepareJob(s.ctx, anarchon.PrepareJobInput{Job: job, HistorySize: historySize}); err != nil {
 			s.t.Fatalf("handle %d: PrepareJob(%q, %d): %v", i, job, historySize, err)
 		}
 	}
@@ -166,7 +248,7 @@ func (s *store) b(i int) anarchon.Backend { return s.bs[i%len(s.bs)] }
 // scheduler does, it calls RecordClaim after a win if the backend has it.
 func (s *store) claim(i int, in anarchon.ClaimInput) bool {
 	s.t.Helper()
-	ok, err := s.b(i).Claim(s.t.Context(), in)
+	ok, err := s.b(i).Claim(s.ctx, in)
 	if err != nil {
 		s.t.Fatalf("handle %d: Claim(%s): %v", i, fmtIn(in), err)
 	}
@@ -181,7 +263,7 @@ func (s *store) claim(i int, in anarchon.ClaimInput) bool {
 func (s *store) recordClaim(i int, in anarchon.ClaimInput) {
 	s.t.Helper()
 	if cr, ok := s.b(i).(anarchon.ClaimRecorder); ok {
-		if err := cr.RecordClaim(s.t.Context(), in); err != nil {
+		if err := cr.RecordClaim(s.ctx, in); err != nil {
 			s.t.Fatalf("handle %d: RecordClaim(%s): %v", i, fmtIn(in), err)
 		}
 	}
@@ -189,14 +271,14 @@ func (s *store) recordClaim(i int, in anarchon.ClaimInput) {
 
 func (s *store) save(i int, job string, r anarchon.StoredResult, size int, ttl time.Duration) {
 	s.t.Helper()
-	if err := s.b(i).SaveResult(s.t.Context(), anarchon.SaveResultInput{Job: job, Result: r, HistorySize: size, HistoryTTL: ttl}); err != nil {
+	if err := s.b(i).SaveResult(s.ctx, anarchon.SaveResultInput{Job: job, Result: r, HistorySize: size, HistoryTTL: ttl}); err != nil {
 		s.t.Fatalf("handle %d: SaveResult(%q, slot %d, token %s): %v", i, job, r.Slot, r.Token, err)
 	}
 }
 
 func (s *store) history(i int, job string, limit int) []anarchon.RunRecord {
 	s.t.Helper()
-	recs, err := s.b(i).History(s.t.Context(), job, limit)
+	recs, err := s.b(i).History(s.ctx, job, limit)
 	if err != nil {
 		s.t.Fatalf("handle %d: History(%q, %d): %v", i, job, limit, err)
 	}
@@ -208,7 +290,7 @@ func (s *store) history(i int, job string, limit int) []anarchon.RunRecord {
 func (s *store) now() time.Time {
 	s.t.Helper()
 	if sc := serverClock(s.b(0)); sc != nil {
-		st, err := sc.ServerTime(s.t.Context())
+		st, err := sc.ServerTime(s.ctx)
 		if err != nil {
 			s.t.Fatalf("ServerTime: %v", err)
 		}

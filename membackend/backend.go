@@ -126,7 +126,7 @@ func (b *Backend) op(name string) error {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
-		return fmt.Errorf("membackend: %s: %w", name, anarchon.ErrClosed)
+		return permanentf("membackend: %s: %w", name, anarchon.ErrClosed)
 	}
 	return nil
 }
@@ -148,25 +148,9 @@ func (b *Backend) job(name string) *jobState {
 
 // errEmptyJob and friends report bad input.
 var (
-	errEmptyJob   = errors.New("membackend: empty job name")
-	errEmptyToken = errors.New("membackend: empty claim token")
+	errEmptyJob   = anarchon.Permanent(errors.New("membackend: empty job name"))
+	errEmptyToken = anarchon.Permanent(errors.New("membackend: empty claim token"))
 )
-
-func checkInput(op string, in anarchon.ClaimInput) error {
-	if in.Job == "" {
-		return fmt.Errorf("%w (%s)", errEmptyJob, op)
-	}
-	if in.Token == "" {
-		return fmt.Errorf("%w (%s, job %q)", errEmptyToken, op, in.Job)
-	}
-	if in.HistorySize < 0 {
-		return fmt.Errorf("membackend: %s: job %q: negative history size %d", op, in.Job, in.HistorySize)
-	}
-	if in.HistoryTTL < 0 {
-		return fmt.Errorf("membackend: %s: job %q: negative history TTL %v", op, in.Job, in.HistoryTTL)
-	}
-	return nil
-}
 
 // setLimits remembers the job's trimming rules. A size of 0 keeps the one
 // known before.
@@ -185,166 +169,6 @@ func (b *Backend) Init(ctx context.Context) error {
 	}
 	b.mu.Unlock()
 	return nil
-}
-
-// PrepareJob creates the job's empty state. It is idempotent. It fails on
-// an empty job name or a negative historySize, and after Close.
-func (b *Backend) PrepareJob(ctx context.Context, in anarchon.PrepareJobInput) error {
-	job, historySize := in.Job, in.HistorySize
-	if err := b.op("PrepareJob"); err != nil {
-		return err
-	}
-	defer b.mu.Unlock()
-	if job == "" {
-		return fmt.Errorf("%w (PrepareJob)", errEmptyJob)
-	}
-	if historySize < 0 {
-		return fmt.Errorf("membackend: PrepareJob: job %q: negative history size %d", job, historySize)
-	}
-	j := b.job(job)
-	if historySize > 0 {
-		j.historySize = historySize
-	}
-	return nil
-}
-
-// Claim claims (in.Job, in.Slot) for in.InstanceID (SPEC §4). It returns
-// true for the first token to claim the slot and for every repeat of that
-// token, false for any other token. A won claim is also a history record
-// (status running until SaveResult stores the result).
-//
-// It fails on an empty job name or token, and after Close (ErrClosed).
-func (b *Backend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, error) {
-	if err := b.op("Claim"); err != nil {
-		return false, err
-	}
-	defer b.mu.Unlock()
-	if err := checkInput("Claim", in); err != nil {
-		return false, err
-	}
-	now := b.now()
-	j := b.job(in.Job)
-	b.sweep(j, now)
-	if c, ok := j.claims[in.Slot]; ok {
-		return c.token == in.Token, nil
-	}
-	j.claims[in.Slot] = claimKey{token: in.Token, at: now}
-	j.setLimits(in.HistorySize, in.HistoryTTL)
-	j.hist.addClaim(anarchon.ClaimRecord{
-		Slot:       in.Slot,
-		Token:      in.Token,
-		InstanceID: in.InstanceID,
-		ClaimedAt:  now,
-		Attempt:    1,
-	}, now)
-	j.hist.trim(j.historySize, j.historyTTL, now)
-	return true, nil
-}
-
-// RecordClaim implements [anarchon.ClaimRecorder]. Claim already records a
-// won claim, so RecordClaim only adds a claim record when the history has
-// none for in.Token (it was trimmed, or the claim came from elsewhere). It
-// never claims a slot.
-func (b *Backend) RecordClaim(ctx context.Context, in anarchon.ClaimInput) error {
-	if err := b.op("RecordClaim"); err != nil {
-		return err
-	}
-	defer b.mu.Unlock()
-	if err := checkInput("RecordClaim", in); err != nil {
-		return err
-	}
-	now := b.now()
-	j := b.job(in.Job)
-	if j.hist.has(in.Token) {
-		return nil
-	}
-	attempt := 1
-	if r := j.runs[in.Slot]; r != nil && r.token == in.Token {
-		attempt = r.attempt
-	}
-	j.setLimits(in.HistorySize, in.HistoryTTL)
-	j.hist.addClaim(anarchon.ClaimRecord{
-		Slot:       in.Slot,
-		Token:      in.Token,
-		InstanceID: in.InstanceID,
-		ClaimedAt:  now,
-		Attempt:    attempt,
-	}, now)
-	j.hist.trim(j.historySize, j.historyTTL, now)
-	return nil
-}
-
-// RecordManualRun records a RunNow run as a manual claim record, without
-// deduplication: every call adds a record, even for a slot that is already
-// claimed. It returns in.Slot. Records of the same token merge.
-func (b *Backend) RecordManualRun(ctx context.Context, in anarchon.ClaimInput) (int64, error) {
-	if err := b.op("RecordManualRun"); err != nil {
-		return 0, err
-	}
-	defer b.mu.Unlock()
-	if err := checkInput("RecordManualRun", in); err != nil {
-		return 0, err
-	}
-	now := b.now()
-	j := b.job(in.Job)
-	j.setLimits(in.HistorySize, in.HistoryTTL)
-	j.hist.addClaim(anarchon.ClaimRecord{
-		Slot:       in.Slot,
-		Token:      in.Token,
-		InstanceID: in.InstanceID,
-		ClaimedAt:  now,
-		Attempt:    1,
-		Manual:     true,
-	}, now)
-	j.hist.trim(j.historySize, j.historyTTL, now)
-	return in.Slot, nil
-}
-
-// SaveResult stores how a run ended, merged with its claim record by token
-// (a second save of the same token replaces the first), then trims the
-// job's history to the historySize newest records (historySize <= 0:
-// anarchon.DefaultHistorySize) and, if historyTTL > 0, drops records the
-// store last wrote more than historyTTL ago (by Options.Now). Trimming
-// history never reopens a slot: claims are kept apart (see the package
-// doc). It fails on an empty job name or a negative historyTTL, and after
-// Close.
-func (b *Backend) SaveResult(ctx context.Context, in anarchon.SaveResultInput) error {
-	job, r, historySize, historyTTL := in.Job, in.Result, in.HistorySize, in.HistoryTTL
-	if err := b.op("SaveResult"); err != nil {
-		return err
-	}
-	defer b.mu.Unlock()
-	if job == "" {
-		return fmt.Errorf("%w (SaveResult)", errEmptyJob)
-	}
-	if historyTTL < 0 {
-		return fmt.Errorf("membackend: SaveResult: job %q: negative history TTL %v", job, historyTTL)
-	}
-	if historySize <= 0 {
-		historySize = anarchon.DefaultHistorySize
-	}
-	now := b.now()
-	j := b.job(job)
-	j.setLimits(historySize, historyTTL)
-	j.hist.addResult(r, now)
-	j.hist.trim(historySize, historyTTL, now)
-	return nil
-}
-
-// History returns at most limit records of job, newest first, built with
-// [anarchon.BuildHistory]; limit <= 0 returns the whole retained history.
-// An unknown job has an empty history. It fails after Close.
-func (b *Backend) History(ctx context.Context, job string, limit int) ([]anarchon.RunRecord, error) {
-	if err := b.op("History"); err != nil {
-		return nil, err
-	}
-	defer b.mu.Unlock()
-	j := b.jobs[job]
-	if j == nil {
-		return []anarchon.RunRecord{}, nil
-	}
-	claims, results := j.hist.split()
-	return anarchon.BuildHistory(job, claims, results, limit), nil
 }
 
 // ServerTime implements [anarchon.ServerClock]: it returns Options.Now().
@@ -395,4 +219,10 @@ func (b *Backend) sweep(j *jobState, now time.Time) {
 			delete(j.runs, slot)
 		}
 	}
+}
+
+// permanentf makes an error marked anarchon.Permanent: every error of the
+// memory store is bad input or a closed store, which a retry cannot fix.
+func permanentf(format string, args ...any) error {
+	return anarchon.Permanent(fmt.Errorf(format, args...))
 }

@@ -31,6 +31,27 @@
 // Registry subtests pass on a fake clock (retention included) and on the
 // real one.
 //
+// # Server requirements
+//
+// None: the store lives in the process's memory. It needs nothing beyond
+// the standard library.
+//
+// # Setup
+//
+// Make one store and give the same *Backend to every scheduler that must
+// share it:
+//
+//	store := membackend.New(nil) // or &membackend.Options{Now: fake.Now}
+//	a := anarchon.New(store, nil)
+//	b := anarchon.New(store, nil)
+//
+// # Performance
+//
+// Every call is one mutex section, no I/O. BENCHMARKS.md §1 measured a
+// plain claim at 1.6 µs p50 (1 claimer; 2.5 µs with 4) and a lease claim
+// at 2.3 µs p50, against 0.5 µs for a bare map insert under a mutex.
+// History costs a sort of the job's retained records.
+//
 // # Dedupe window and memory
 //
 // Claims are not part of the history: each plain claim is also remembered

@@ -2,6 +2,7 @@ package membackend
 
 import (
 	"cmp"
+	"context"
 	"slices"
 	"time"
 
@@ -158,4 +159,51 @@ func tokenOf(e *entry) string {
 		return e.result.Token
 	}
 	return ""
+}
+
+// SaveResult stores how a run ended, merged with its claim record by token
+// (a second save of the same token replaces the first), then trims the
+// job's history to the historySize newest records (historySize <= 0:
+// anarchon.DefaultHistorySize) and, if historyTTL > 0, drops records the
+// store last wrote more than historyTTL ago (by Options.Now). Trimming
+// history never reopens a slot: claims are kept apart (see the package
+// doc). It fails on an empty job name or a negative historyTTL, and after
+// Close.
+func (b *Backend) SaveResult(ctx context.Context, in anarchon.SaveResultInput) error {
+	job, r, historySize, historyTTL := in.Job, in.Result, in.HistorySize, in.HistoryTTL
+	if err := b.op("SaveResult"); err != nil {
+		return err
+	}
+	defer b.mu.Unlock()
+	if job == "" {
+		return permanentf("%w (SaveResult)", errEmptyJob)
+	}
+	if historyTTL < 0 {
+		return permanentf("membackend: SaveResult: job %q: negative history TTL %v", job, historyTTL)
+	}
+	if historySize <= 0 {
+		historySize = anarchon.DefaultHistorySize
+	}
+	now := b.now()
+	j := b.job(job)
+	j.setLimits(historySize, historyTTL)
+	j.hist.addResult(r, now)
+	j.hist.trim(historySize, historyTTL, now)
+	return nil
+}
+
+// History returns at most limit records of job, newest first, built with
+// [anarchon.BuildHistory]; limit <= 0 returns the whole retained history.
+// An unknown job has an empty history. It fails after Close.
+func (b *Backend) History(ctx context.Context, job string, limit int) ([]anarchon.RunRecord, error) {
+	if err := b.op("History"); err != nil {
+		return nil, err
+	}
+	defer b.mu.Unlock()
+	j := b.jobs[job]
+	if j == nil {
+		return []anarchon.RunRecord{}, nil
+	}
+	claims, results := j.hist.split()
+	return anarchon.BuildHistory(job, claims, results, limit), nil
 }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"time"
 
@@ -25,7 +24,7 @@ type instance struct {
 	stopped   bool
 }
 
-var errEmptyInstance = errors.New("membackend: empty instance ID")
+var errEmptyInstance = anarchon.Permanent(errors.New("membackend: empty instance ID"))
 
 // RegisterInstance implements [anarchon.InstanceRegistry]: it stores info
 // under info.ID with LastSeen = Options.Now() and ExpiresAt = LastSeen+ttl,
@@ -40,7 +39,7 @@ func (b *Backend) RegisterInstance(ctx context.Context, info anarchon.InstanceIn
 		return errEmptyInstance
 	}
 	if ttl < time.Millisecond {
-		return fmt.Errorf("membackend: RegisterInstance %q: ttl %v is below a millisecond", info.ID, ttl)
+		return permanentf("membackend: RegisterInstance %q: ttl %v is below a millisecond", info.ID, ttl)
 	}
 	if b.insts == nil {
 		b.insts = make(map[string]*instance)

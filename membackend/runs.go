@@ -3,7 +3,6 @@ package membackend
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"slices"
 	"time"
 
@@ -74,10 +73,10 @@ func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.Cla
 		return anarchon.ClaimOutcome{}, err
 	}
 	if c.Lease <= 0 {
-		return anarchon.ClaimOutcome{}, fmt.Errorf("membackend: RunClaim: job %q: lease must be positive, got %v", c.Job, c.Lease)
+		return anarchon.ClaimOutcome{}, permanentf("membackend: RunClaim: job %q: lease must be positive, got %v", c.Job, c.Lease)
 	}
 	if c.MaxLate < 0 {
-		return anarchon.ClaimOutcome{}, fmt.Errorf("membackend: RunClaim: job %q: negative MaxLate %v", c.Job, c.MaxLate)
+		return anarchon.ClaimOutcome{}, permanentf("membackend: RunClaim: job %q: negative MaxLate %v", c.Job, c.MaxLate)
 	}
 	maxAttempts := max(c.MaxAttempts, 1)
 	now := b.now()
@@ -188,7 +187,7 @@ func (s *RunStore) Heartbeat(ctx context.Context, in anarchon.HeartbeatInput) (b
 	}
 	defer b.mu.Unlock()
 	if lease <= 0 {
-		return false, fmt.Errorf("membackend: Heartbeat: job %q: lease must be positive, got %v", job, lease)
+		return false, permanentf("membackend: Heartbeat: job %q: lease must be positive, got %v", job, lease)
 	}
 	_, r := b.heldRun(job, slot, token)
 	if r == nil || r.state != anarchon.RunStateRunning {
@@ -214,7 +213,7 @@ func (s *RunStore) Finish(ctx context.Context, in anarchon.FinishInput) (bool, e
 	}
 	defer b.mu.Unlock()
 	if status == "" {
-		return false, fmt.Errorf("membackend: Finish: job %q: empty status", job)
+		return false, permanentf("membackend: Finish: job %q: empty status", job)
 	}
 	return b.finishLocked(job, slot, token, status), nil
 }
@@ -257,13 +256,13 @@ func (s *RunStore) FinishResult(ctx context.Context, in anarchon.SaveResultInput
 	defer b.mu.Unlock()
 	switch {
 	case job == "":
-		return false, fmt.Errorf("%w (FinishResult)", errEmptyJob)
+		return false, permanentf("%w (FinishResult)", errEmptyJob)
 	case r.Token == "":
-		return false, fmt.Errorf("membackend: FinishResult: job %q: empty token", job)
+		return false, permanentf("membackend: FinishResult: job %q: empty token", job)
 	case r.Status == "":
-		return false, fmt.Errorf("membackend: FinishResult: job %q: empty status", job)
+		return false, permanentf("membackend: FinishResult: job %q: empty status", job)
 	case historyTTL < 0:
-		return false, fmt.Errorf("membackend: FinishResult: job %q: negative history TTL %v", job, historyTTL)
+		return false, permanentf("membackend: FinishResult: job %q: negative history TTL %v", job, historyTTL)
 	}
 	if historySize <= 0 {
 		historySize = anarchon.DefaultHistorySize

@@ -10,6 +10,84 @@
 // caller's *nats.Conn and [NewJetStream] a jetstream.JetStream (for a
 // domain or an API prefix), and neither closes what it was given.
 //
+// # Guarantees
+//
+// The one rule (one winner per slot) holds as long as JetStream keeps
+// acknowledged writes. What that means depends on the server:
+//
+//   - Replicas. With R1 (the default, and the only choice on a single
+//     server) a bucket lives on one server: if its disk is lost, so are the
+//     claims. With R3 on a three-node cluster a write is acknowledged once
+//     a majority has it; losing one node loses nothing, and the
+//     compare-and-set stays atomic because the stream's leader orders all
+//     writes. Set [Options.Replicas] to 3 before the bucket is first
+//     created (or edit the stream).
+//   - Disk sync. By default nats-server flushes file storage to disk every
+//     two minutes (sync_interval). A server process that crashes loses
+//     nothing (the data is in the OS page cache, see
+//     TestServerRestartKeepsAnswer), but an OS crash or power loss can lose
+//     writes acknowledged in the last two minutes, and a slot could then
+//     be claimed twice. Set "jetstream { sync_interval: always }" on the
+//     server where that matters; with R3 a single machine's crash is
+//     covered by the other replicas.
+//   - Memory storage ([Options.MemoryStorage]) forgets everything on
+//     restart.
+//   - Leases are judged by the clock of the server that answers: with R3
+//     the stream leader stamps the writes and answers the time reads, so a
+//     leader change compares times from two machines; keep the cluster's
+//     clocks synchronized (NTP) and leases well above their skew.
+//
+// Errors a retry cannot fix are marked anarchon.Permanent ([IsPermanent]):
+// bad input, a closed connection, a missing bucket or stream, refused
+// credentials or permissions, JetStream API errors 400–404. Timeouts, no
+// responders (a leader election), 5xx API errors and contention
+// ([ErrContention]) are retried.
+//
+// The instance registry (SPEC §10, [Backend.RegisterInstance]) times a
+// registration by its revision's server timestamp and judges records by a
+// fresh read of the server's clock at each list. The anarchontest Registry
+// subtests pass against nats-server.
+//
+// # Server requirements
+//
+// nats-server 2.10 or newer with JetStream enabled ("-js", or a
+// "jetstream" block in the server configuration) and an account allowed to
+// create one KV bucket and one stream, or bucket and stream made by an
+// operator beforehand with the names in [Options]. KV Create and Update by
+// revision, subject purge with keep and stream info with subject filters
+// are older than 2.10; the "ts" server time stamp of API responses arrived
+// with 2.10 (older servers fall back to a KV write whose stored time stamp
+// is read back). No per-key TTL (2.11) or atomic batch feature is used.
+// Tested with nats-server v2.14.10 and nats.go v1.53.1.
+//
+// # Setup
+//
+// For development, scripts/services/nats.sh builds a pinned nats-server
+// with "go install" and starts it with JetStream on a free loopback port:
+//
+//	export $(bash scripts/services/nats.sh /tmp/anarchon-nats | xargs)
+//	cd natsbackend && go test -race ./...
+//
+// The tests need ANARCHON_TEST_NATS_URL (they skip without it, and fail
+// under CI=true); the restart test also needs
+// ANARCHON_TEST_NATS_SERVER_BIN, the binary it starts its own servers
+// from. Both are printed by the script.
+//
+// In production, give every instance the same [Options] (bucket, stream,
+// subject and ClaimTTL) and a connection with reconnects enabled; a claim
+// that fails while the connection is down is not run (the scheduler fails
+// closed) and the next slot is claimed normally.
+//
+// # Performance
+//
+// A plain claim is one KV Create (one round trip) and measured as fast as
+// the bare Create in BENCHMARKS.md §1: 145 µs p50 with one claimer, 378
+// µs with 4 (0.86× and 0.94×). A lease claim reads the run, writes it by
+// compare-and-set and reads the server's time, retrying on a conflict: it
+// measured 17.8 ms p50 with one claimer and far more under contention (§1
+// of BENCHMARKS.md), the slowest of the stores. History reads the job's
+// subject of the history stream.
+//
 // # Storage
 //
 // One KV bucket ([Options.Bucket], default "anarchon") holds three kinds of
@@ -191,66 +269,4 @@
 // [Backend.WatchRuns] is a KV watch of "r.>" (updates only). It sends
 // RunReleased when a run becomes released and RunFinished when it becomes
 // done, missed or skipped, so standing-by instances claim again at once.
-//
-// # Guarantees
-//
-// The one rule (one winner per slot) holds as long as JetStream keeps
-// acknowledged writes. What that means depends on the server:
-//
-//   - Replicas. With R1 (the default, and the only choice on a single
-//     server) a bucket lives on one server: if its disk is lost, so are the
-//     claims. With R3 on a three-node cluster a write is acknowledged once
-//     a majority has it; losing one node loses nothing, and the
-//     compare-and-set stays atomic because the stream's leader orders all
-//     writes. Set [Options.Replicas] to 3 before the bucket is first
-//     created (or edit the stream).
-//   - Disk sync. By default nats-server flushes file storage to disk every
-//     two minutes (sync_interval). A server process that crashes loses
-//     nothing (the data is in the OS page cache, see
-//     TestServerRestartKeepsAnswer), but an OS crash or power loss can lose
-//     writes acknowledged in the last two minutes, and a slot could then
-//     be claimed twice. Set "jetstream { sync_interval: always }" on the
-//     server where that matters; with R3 a single machine's crash is
-//     covered by the other replicas.
-//   - Memory storage ([Options.MemoryStorage]) forgets everything on
-//     restart.
-//   - Leases are judged by the clock of the server that answers: with R3
-//     the stream leader stamps the writes and answers the time reads, so a
-//     leader change compares times from two machines; keep the cluster's
-//     clocks synchronized (NTP) and leases well above their skew.
-//
-// The instance registry (SPEC §10, [Backend.RegisterInstance]) times a
-// registration by its revision's server timestamp and judges records by a
-// fresh read of the server's clock at each list. The anarchontest Registry
-// subtests pass against nats-server.
-//
-// # Server requirements
-//
-// nats-server 2.10 or newer with JetStream enabled ("-js", or a
-// "jetstream" block in the server configuration) and an account allowed to
-// create one KV bucket and one stream, or bucket and stream made by an
-// operator beforehand with the names in [Options]. KV Create and Update by
-// revision, subject purge with keep and stream info with subject filters
-// are older than 2.10; the "ts" server time stamp of API responses arrived
-// with 2.10 (older servers fall back to a KV write whose stored time stamp
-// is read back). No per-key TTL (2.11) or atomic batch feature is used.
-// Tested with nats-server v2.14.10 and nats.go v1.53.1.
-//
-// # Setup
-//
-// For development, scripts/services/nats.sh builds a pinned nats-server
-// with "go install" and starts it with JetStream on a free loopback port:
-//
-//	export $(bash scripts/services/nats.sh /tmp/anarchon-nats | xargs)
-//	cd natsbackend && go test -race ./...
-//
-// The tests need ANARCHON_TEST_NATS_URL (they skip without it, and fail
-// under CI=true); the restart test also needs
-// ANARCHON_TEST_NATS_SERVER_BIN, the binary it starts its own servers
-// from. Both are printed by the script.
-//
-// In production, give every instance the same [Options] (bucket, stream,
-// subject and ClaimTTL) and a connection with reconnects enabled; a claim
-// that fails while the connection is down is not run (the scheduler fails
-// closed) and the next slot is claimed normally.
 package natsbackend

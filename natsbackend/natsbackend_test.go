@@ -7,7 +7,6 @@ import (
 	"errors"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -184,53 +183,6 @@ func TestBucketTTLMismatch(t *testing.T) {
 	shorter.ClaimTTL = 30 * time.Minute
 	if err := openN(t, url, &shorter, 1)[0].Init(t.Context()); err != nil {
 		t.Errorf("Init with a shorter ClaimTTL than the bucket's: %v", err)
-	}
-}
-
-// TestRace16Connections runs 16 clients, each on its own connection,
-// claiming the same 2,000 slots at once: every slot has exactly one winner.
-func TestRace16Connections(t *testing.T) {
-	url := natsURL(t)
-	const clients, slots = 16, 2000
-	o := freshOptions(t, url)
-	bs := openN(t, url, o, clients)
-	ctx := t.Context()
-	for _, b := range bs {
-		if err := b.Init(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	job := "race " + randHex(4)
-	var wins [slots]int32
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	begin := time.Now()
-	for c := range clients {
-		wg.Go(func() {
-			<-start
-			for s := range slots {
-				slot := int64((s + c*97) % slots) // clients walk the slots from different places
-				ok, err := bs[c].Claim(ctx, in(job, slot, randHex(8), "i"))
-				if err != nil {
-					t.Errorf("client %d slot %d: %v", c, slot, err)
-					return
-				}
-				if ok {
-					mu.Lock()
-					wins[slot]++
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	close(start)
-	wg.Wait()
-	t.Logf("%d clients x %d slots: %d claims in %v", clients, slots, clients*slots, time.Since(begin))
-	for s, n := range wins {
-		if n != 1 {
-			t.Errorf("slot %d: %d winners, want 1", s, n)
-		}
 	}
 }
 

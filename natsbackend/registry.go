@@ -45,7 +45,7 @@ func instanceKey(id string) string { return "i." + base64.RawURLEncoding.EncodeT
 func (v instanceValue) decode(e jetstream.KeyValueEntry, now time.Time) (anarchon.InstanceRecord, error) {
 	var rec anarchon.InstanceRecord
 	if err := json.Unmarshal(v.Info, &rec.InstanceInfo); err != nil {
-		return rec, fmt.Errorf("natsbackend: instance key %s holds an unreadable value: %w", e.Key(), err)
+		return rec, anarchon.Permanent(fmt.Errorf("natsbackend: instance key %s holds an unreadable value: %w", e.Key(), err))
 	}
 	rec.TTL = time.Duration(v.TTLMs) * time.Millisecond
 	created := e.Created().UTC()
@@ -120,7 +120,7 @@ func (b *Backend) DeregisterInstance(ctx context.Context, id string) error {
 		}
 		var v instanceValue
 		if err := json.Unmarshal(e.Value(), &v); err != nil {
-			return fmt.Errorf("natsbackend: instance key %s holds an unreadable value: %w", key, err)
+			return anarchon.Permanent(fmt.Errorf("natsbackend: instance key %s holds an unreadable value: %w", key, err))
 		}
 		if v.Stopped {
 			return nil
@@ -186,7 +186,7 @@ func (b *Backend) Instances(ctx context.Context) ([]anarchon.InstanceRecord, err
 	for _, e := range entries {
 		var v instanceValue
 		if err := json.Unmarshal(e.Value(), &v); err != nil {
-			return nil, fmt.Errorf("natsbackend: instance key %s holds an unreadable value: %w", e.Key(), err)
+			return nil, anarchon.Permanent(fmt.Errorf("natsbackend: instance key %s holds an unreadable value: %w", e.Key(), err))
 		}
 		rec, err := v.decode(e, now)
 		if err != nil {

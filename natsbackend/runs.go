@@ -198,7 +198,8 @@ func (b *Backend) claimRun(ctx context.Context, c anarchon.RunClaim) (anarchon.C
 		case anarchon.RunStateMissed, anarchon.RunStateSkipped:
 			return anarchon.ClaimOutcome{Kind: anarchon.OutcomeNone}, nil
 		default: // done, or a state a newer version wrote
-			return anarchon.ClaimOutcome{Kind: anarchon.OutcomeDone, Status: v.Status}, nil
+			// The last attempt: an abandonment is recorded with it.
+			return anarchon.ClaimOutcome{Kind: anarchon.OutcomeDone, Attempt: v.Attempt, Status: v.Status}, nil
 		}
 		// Expired or released: take over, or give up when attempts are used.
 		if v.Attempt >= maxAttempts {
@@ -209,7 +210,7 @@ func (b *Backend) claimRun(ctx context.Context, c anarchon.RunClaim) (anarchon.C
 				}
 				return anarchon.ClaimOutcome{}, b.wrap("abandon run", err)
 			}
-			return anarchon.ClaimOutcome{Kind: anarchon.OutcomeDone, Status: anarchon.StatusAbandoned}, nil
+			return anarchon.ClaimOutcome{Kind: anarchon.OutcomeDone, Attempt: v.Attempt, Status: anarchon.StatusAbandoned}, nil
 		}
 		lo, _, err := b.nowBounds(ctx, h)
 		if err != nil {

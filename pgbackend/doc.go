@@ -36,9 +36,12 @@
 //     [Backend.WatchRuns] listens on a dedicated connection
 //     (anarchon.Watcher); its channel closes when the connection fails.
 //   - Errors from pgx are wrapped with %w, so errors.As reaches
-//     *pgconn.PgError; [IsAlreadyCreated] reads SQLSTATE codes through the
-//     error's SQLState method only. No error or log line contains the
-//     connection's password.
+//     *pgconn.PgError; [IsAlreadyCreated] and [IsPermanent] read SQLSTATE
+//     codes through the error's SQLState method only. Errors a retry
+//     cannot fix (a missing table, a syntax or data error, refused
+//     credentials: [IsPermanent]) are marked anarchon.Permanent; lost
+//     connections, serialization failures, deadlocks and shutdowns are
+//     retried. No error or log line contains the connection's password.
 //
 // # Server requirements
 //
@@ -55,21 +58,6 @@
 // then poll). Each Backend uses its pool's
 // connections plus one per active WatchRuns.
 //
-// # Cost
-//
-// BenchmarkClaimVsRawInsert and BenchmarkLeaseClaimVsRawInsert time each
-// claim against the bare INSERT … ON CONFLICT DO NOTHING on the same pool
-// in the same run. On a shared 2-core machine with PostgreSQL 15 on
-// loopback (-benchtime 3000x, two runs), the plain claim cost 1.11–1.17×
-// the bare insert (one statement too; the extra is the watermark check),
-// and the lease claim 1.33–1.36× (one call of the claim function; it was
-// 3.1–4.0× as a transaction of six round trips). BenchmarkFinishResult
-// times FinishResult (about 0.7 ms, including history trimming) against
-// Finish followed by SaveResult (about 1.6 ms): 0.42–0.43 of the time. A
-// won lease slot thus costs the claim, one heartbeat per Lease/3, and one
-// round trip for its result. Lease claims of one job queue behind each
-// other by design; claims of different jobs run in parallel.
-//
 // # Setup
 //
 //	b, err := pgbackend.Open(ctx, "postgres://app:secret@db.example:5432/app?sslmode=verify-full&pool_max_conns=8", nil)
@@ -84,4 +72,19 @@
 // it open on Close. Tables are named anarchon_jobs, anarchon_runs and
 // anarchon_results; Options.Prefix and Options.Schema change that, so
 // several applications can share one database.
+//
+// # Performance
+//
+// BenchmarkClaimVsRawInsert and BenchmarkLeaseClaimVsRawInsert time each
+// claim against the bare INSERT … ON CONFLICT DO NOTHING on the same pool
+// in the same run. On a shared 2-core machine with PostgreSQL 15 on
+// loopback (-benchtime 3000x, two runs), the plain claim cost 1.11–1.17×
+// the bare insert (one statement too; the extra is the watermark check),
+// and the lease claim 1.33–1.36× (one call of the claim function; it was
+// 3.1–4.0× as a transaction of six round trips). BenchmarkFinishResult
+// times FinishResult (about 0.7 ms, including history trimming) against
+// Finish followed by SaveResult (about 1.6 ms): 0.42–0.43 of the time. A
+// won lease slot thus costs the claim, one heartbeat per Lease/3, and one
+// round trip for its result. Lease claims of one job queue behind each
+// other by design; claims of different jobs run in parallel.
 package pgbackend

@@ -2,29 +2,29 @@ package pgbackend_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/anarchon/anarchon"
-	"github.com/anarchon/anarchon/sqlbackend/sqlbackendtest"
+	"github.com/anarchon/anarchon/anarchontest"
 )
 
-// TestHistoryRecords runs the history-record checks with the stored
-// routines, and with the plain transactions of sqlbackend on the same
-// PostgreSQL dialect.
-func TestHistoryRecords(t *testing.T) {
+// TestConformancePlain runs the suite on the SQL base with the PostgreSQL
+// dialect but without the stored routines (plain transactions only), as a
+// version of anarchon without them decides.
+func TestConformancePlain(t *testing.T) {
 	serverURL(t)
-	t.Run("Routines", func(t *testing.T) {
-		sqlbackendtest.HistoryRecords(t, func(t testing.TB, n int) []anarchon.Backend {
-			return sqlbackendtest.Backends(open(t, n, 4, freshSchema(t)))
-		})
-	})
-	t.Run("Plain", func(t *testing.T) {
-		sqlbackendtest.HistoryRecords(t, func(t testing.TB, n int) []anarchon.Backend {
+	if testing.Short() {
+		t.Skip("the pool run covers the same statements in -short mode")
+	}
+	anarchontest.Run(t, anarchontest.Harness{
+		New: func(t *testing.T, n int) []anarchon.Backend {
 			schema := freshSchema(t)
-			var out []anarchon.Backend
-			for range n {
-				out = append(out, plainBase(t, schema))
+			out := make([]anarchon.Backend, n)
+			for i := range out {
+				out[i] = plainBase(t, schema)
 			}
 			return out
-		})
+		},
+		Lease: 300 * time.Millisecond,
 	})
 }

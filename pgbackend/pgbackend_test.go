@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -100,8 +99,6 @@ func open(t testing.TB, n, conns int, schema string) []*pgbackend.Backend {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-func fmtInt(n int) string { return strconv.Itoa(n) }
-
 func TestConformance(t *testing.T) {
 	serverURL(t)
 	anarchontest.Run(t, anarchontest.Harness{
@@ -114,7 +111,21 @@ func TestConformance(t *testing.T) {
 			return out
 		},
 		Lease: 300 * time.Millisecond,
+		Break: dropTables,
+		// The races: 16 connection pools claim 2,000 contested slots.
+		Racers:  16,
+		Handles: 16,
+		Rounds:  raceRounds(),
 	})
+}
+
+// raceRounds is how many contested slots the race tests of the server
+// backends claim: 2,000, or 300 with -short.
+func raceRounds() int {
+	if testing.Short() {
+		return 300
+	}
+	return 2000
 }
 
 // TestConformanceSQLDB runs the suite on the *sql.DB adapter (pgx's
@@ -145,93 +156,6 @@ func TestConformanceSQLDB(t *testing.T) {
 		},
 		Lease: 300 * time.Millisecond,
 	})
-}
-
-// TestRace16 claims 2,000 contested slots from 16 connections at once:
-// exactly one winner per slot.
-func TestRace16(t *testing.T) {
-	const conns = 16
-	slots := 2000
-	if testing.Short() {
-		slots = 300
-	}
-	bs := open(t, conns, 1, freshSchema(t))
-	ctx := t.Context()
-	for _, b := range bs {
-		if err := b.PrepareJob(ctx, anarchon.PrepareJobInput{Job: "race", HistorySize: 10}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	winners := make([]atomic.Int32, slots)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	errs := make(chan error, conns)
-	begin := time.Now()
-	for i, b := range bs {
-		wg.Go(func() {
-			<-start
-			for s := range slots {
-				ok, err := b.Claim(ctx, anarchon.ClaimInput{Job: "race", Slot: int64(s) * 1000, Token: fmtInt(i) + "-" + fmtInt(s), InstanceID: fmtInt(i)})
-				if err != nil {
-					errs <- err
-					return
-				}
-				if ok {
-					winners[s].Add(1)
-				}
-			}
-		})
-	}
-	close(start)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	for s := range winners {
-		if n := winners[s].Load(); n != 1 {
-			t.Errorf("slot %d: %d winners, want exactly 1", s, n)
-		}
-	}
-	t.Logf("%d connections × %d slots in %v", conns, slots, time.Since(begin).Round(time.Millisecond))
-}
-
-// TestLeaseRace races lease claims for the same slots from 16 connections.
-func TestLeaseRace(t *testing.T) {
-	const conns, slots = 16, 100
-	bs := open(t, conns, 1, freshSchema(t))
-	ctx := t.Context()
-	winners := make([]atomic.Int32, slots)
-	var wg sync.WaitGroup
-	errs := make(chan error, conns)
-	for i, b := range bs {
-		wg.Go(func() {
-			for s := range slots {
-				out, err := b.Runs().Claim(ctx, anarchon.RunClaim{
-					ClaimInput:   anarchon.ClaimInput{Job: "lease-race", Slot: int64(s) * 1000, Token: fmtInt(i) + "-" + fmtInt(s), InstanceID: fmtInt(i)},
-					Lease:        time.Hour,
-					AllowOverlap: true,
-				})
-				if err != nil {
-					errs <- err
-					return
-				}
-				if out.Kind == anarchon.OutcomeWon {
-					winners[s].Add(1)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	for s := range winners {
-		if n := winners[s].Load(); n != 1 {
-			t.Errorf("slot %d: %d winners, want exactly 1", s, n)
-		}
-	}
 }
 
 // TestConcurrentMigration starts 8 instances on an empty schema at once.
@@ -404,5 +328,21 @@ func TestClosed(t *testing.T) {
 	_, err := b.Claim(t.Context(), anarchon.ClaimInput{Job: "j", Slot: 1, Token: "t"})
 	if !errors.Is(err, anarchon.ErrClosed) {
 		t.Fatalf("Claim after Close: %v, want ErrClosed", err)
+	}
+}
+
+// dropTables is Harness.Break: it drops the tables under b, as an
+// operator's mistake would.
+func dropTables(t *testing.T, b anarchon.Backend, job string) {
+	schema := b.(interface{ Schema() string }).Schema()
+	pool, err := pgxpool.New(t.Context(), serverURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	for _, table := range []string{"results", "runs", "jobs"} {
+		if _, err := pool.Exec(t.Context(), `DROP TABLE "`+schema+`"."anarchon_`+table+`" CASCADE`); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -81,8 +81,14 @@ func (b *Backend) ready(ctx context.Context) error {
 	return b.Init(ctx)
 }
 
+// wrap names the operation, hides the password and marks what a retry
+// cannot fix (IsPermanent, ErrNoWatch) with anarchon.Permanent.
 func (b *Backend) wrap(op string, err error) error {
-	return redact(fmt.Errorf("postgres: %s: %w", op, err), b.secret)
+	e := redact(fmt.Errorf("postgres: %s: %w", op, err), b.secret)
+	if IsPermanent(err) || errors.Is(err, ErrNoWatch) {
+		return anarchon.Permanent(e)
+	}
+	return e
 }
 
 // deliver forwards notifications until ctx ends or the connection fails.

@@ -2,7 +2,6 @@ package redisbackend
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -27,26 +26,6 @@ const DefaultReplicaTimeout = time.Second
 // the largest integer Lua's numbers (IEEE doubles) hold exactly. It is about
 // 285,000 years away from the epoch.
 const MaxSlot = 1 << 53
-
-// Sentinel errors of this package. Test for them with [errors.Is].
-var (
-	// ErrInvalidInput is returned for arguments the backend refuses before
-	// talking to Redis: an empty job name or token, a slot beyond ±MaxSlot, a
-	// non-positive lease, a negative duration or history size.
-	ErrInvalidInput = errors.New("redisbackend: invalid input")
-	// ErrNotReplicated is returned by a winning claim when Options.Replicas
-	// is set and fewer replicas acknowledged it within ReplicaTimeout. The
-	// claim is written on the primary but the caller must not run the slot
-	// (fail closed): a failover could still forget it.
-	ErrNotReplicated = errors.New("redisbackend: claim not acknowledged by enough replicas")
-	// ErrUnexpectedReply is returned when Redis answers a script with a
-	// reply of the wrong shape (a server that is not Redis-compatible, or
-	// keys written by something else under the backend's prefix).
-	ErrUnexpectedReply = errors.New("redisbackend: unexpected reply from redis")
-	// ErrServerTooOld is returned by Init when the server is older than
-	// Redis 5, which lacks script effects replication (see the package doc).
-	ErrServerTooOld = errors.New("redisbackend: redis server too old (need 5.0 or later)")
-)
 
 // Options configure a [Backend]. A nil *Options means all defaults.
 type Options struct {
@@ -246,139 +225,6 @@ func infoField(info, name string) (string, bool) {
 	return "", false
 }
 
-// PrepareJob checks the job name. Redis needs no per-job setup: the job's
-// keys appear with its first claim.
-func (b *Backend) PrepareJob(ctx context.Context, in anarchon.PrepareJobInput) error {
-	job, historySize := in.Job, in.HistorySize
-	if err := b.check(); err != nil {
-		return err
-	}
-	if job == "" {
-		return fmt.Errorf("%w: empty job name", ErrInvalidInput)
-	}
-	if historySize < 0 {
-		return fmt.Errorf("%w: job %q: negative history size %d", ErrInvalidInput, job, historySize)
-	}
-	return nil
-}
-
-// Claim is the plain claim of SPEC §4, one Lua script: it returns true if
-// the slot was free (and records the claim) or is already claimed with
-// in.Token (repeat safety), false if another token holds it or the slot is
-// at or below the job's trim watermark. With Options.Replicas it fails with
-// ErrNotReplicated when the WAIT falls short.
-func (b *Backend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, error) {
-	if err := b.checkRun(in.Job, in.Slot, in.Token); err != nil {
-		return false, err
-	}
-	res, err := b.runWrite(ctx, scriptClaim,
-		[]string{b.tag(in.Job) + ":run"},
-		slotArg(in.Slot), in.Token, in.InstanceID)
-	if err != nil {
-		return false, b.wrap(fmt.Sprintf("claim %q slot %d", in.Job, in.Slot), err)
-	}
-	n, ok := res.(int64)
-	if !ok {
-		return false, b.unexpected("claim", res)
-	}
-	return n == 1, nil
-}
-
-// RecordManualRun records a RunNow run with no deduplication and returns
-// in.Slot. Repeating it with the same token rewrites the same record.
-func (b *Backend) RecordManualRun(ctx context.Context, in anarchon.ClaimInput) (int64, error) {
-	if err := b.checkRun(in.Job, in.Slot, in.Token); err != nil {
-		return 0, err
-	}
-	k := b.keys(in.Job)
-	_, err := scriptManual.Run(ctx, b.client, []string{k.claims, k.hist},
-		slotArg(in.Slot), in.Token, in.InstanceID).Result()
-	if err != nil {
-		return 0, b.wrap(fmt.Sprintf("record manual run %q", in.Job), err)
-	}
-	return in.Slot, nil
-}
-
-// SaveResult stores r and trims the job's history, in one script: to
-// historySize records (<= 0 means anarchon.DefaultHistorySize) and, if
-// historyTTL > 0, to records written (claimed or saved) less than
-// historyTTL ago by the server's clock. A run still running or released is never trimmed. Trimming
-// a slot's last record forgets its claim and raises the job's watermark.
-func (b *Backend) SaveResult(ctx context.Context, in anarchon.SaveResultInput) error {
-	job, r, historySize, historyTTL := in.Job, in.Result, in.HistorySize, in.HistoryTTL
-	if err := b.check(); err != nil {
-		return err
-	}
-	if job == "" {
-		return fmt.Errorf("%w: empty job name", ErrInvalidInput)
-	}
-	if err := checkSlot(r.Slot); err != nil {
-		return err
-	}
-	if historyTTL < 0 {
-		return fmt.Errorf("%w: negative history TTL", ErrInvalidInput)
-	}
-	if historySize <= 0 {
-		historySize = anarchon.DefaultHistorySize
-	}
-	data, err := json.Marshal(encodeResult(r))
-	if err != nil {
-		return fmt.Errorf("redisbackend: save result %q: %w", job, err)
-	}
-	k := b.keys(job)
-	_, err = scriptSave.Run(ctx, b.client,
-		[]string{k.run, k.claims, k.hist, k.results, k.age},
-		slotArg(r.Slot), r.Token, string(data), historySize, historyTTL.Milliseconds()).Result()
-	if err != nil {
-		return b.wrap(fmt.Sprintf("save result %q slot %d", job, r.Slot), err)
-	}
-	return nil
-}
-
-// History returns at most limit runs of job (limit <= 0: all retained),
-// newest first, built with [anarchon.BuildHistory] from the stored claims
-// and results. It reads one consistent snapshot (one script).
-func (b *Backend) History(ctx context.Context, job string, limit int) ([]anarchon.RunRecord, error) {
-	if err := b.check(); err != nil {
-		return nil, err
-	}
-	if job == "" {
-		return nil, fmt.Errorf("%w: empty job name", ErrInvalidInput)
-	}
-	k := b.keys(job)
-	res, err := scriptHistory.Run(ctx, b.client, []string{k.claims, k.hist, k.results, k.run}, max(limit, 0)).Result()
-	if err != nil {
-		return nil, b.wrap(fmt.Sprintf("history %q", job), err)
-	}
-	arr, ok := res.([]any)
-	if !ok || len(arr)%3 != 0 {
-		return nil, b.unexpected("history", res)
-	}
-	var claims []anarchon.ClaimRecord
-	var results []anarchon.StoredResult
-	for i := 0; i < len(arr); i += 3 {
-		m, _ := arr[i].(string)
-		c, _ := arr[i+1].(string)
-		r, _ := arr[i+2].(string)
-		if c != "" {
-			var w wireClaim
-			if err := json.Unmarshal([]byte(c), &w); err != nil {
-				return nil, fmt.Errorf("%w: history %q: claim record: %w", ErrUnexpectedReply, job, err)
-			}
-			w.Slot, w.Token, _ = strings.Cut(m, "/")
-			claims = append(claims, w.record())
-		}
-		if r != "" {
-			var w wireResult
-			if err := json.Unmarshal([]byte(r), &w); err != nil {
-				return nil, fmt.Errorf("%w: history %q: result record: %w", ErrUnexpectedReply, job, err)
-			}
-			results = append(results, w.result())
-		}
-	}
-	return anarchon.BuildHistory(job, claims, results, limit), nil
-}
-
 // ServerTime reads the server's clock with TIME (SPEC §6).
 func (b *Backend) ServerTime(ctx context.Context) (time.Time, error) {
 	if err := b.check(); err != nil {
@@ -416,7 +262,7 @@ func (b *Backend) Close(ctx context.Context) error {
 // check returns ErrClosed after Close.
 func (b *Backend) check() error {
 	if b.closed.Load() {
-		return fmt.Errorf("redisbackend: %w", anarchon.ErrClosed)
+		return anarchon.Permanent(fmt.Errorf("redisbackend: %w", anarchon.ErrClosed))
 	}
 	return nil
 }
@@ -442,93 +288,6 @@ func checkSlot(slot int64) error {
 }
 
 func slotArg(slot int64) string { return strconv.FormatInt(slot, 10) }
-
-// wrap translates a driver error at the boundary. The native error stays
-// reachable with errors.Is/As (net.Error, redis.Error, context errors);
-// redis.Nil is never passed on as a result.
-func (b *Backend) wrap(op string, err error) error {
-	if errors.Is(err, redis.Nil) {
-		return fmt.Errorf("%w: %s: empty reply", ErrUnexpectedReply, op)
-	}
-	if b.closed.Load() && errors.Is(err, redis.ErrClosed) {
-		return fmt.Errorf("redisbackend: %s: %w: %w", op, anarchon.ErrClosed, err)
-	}
-	return fmt.Errorf("redisbackend: %s: %w", op, err)
-}
-
-func (b *Backend) unexpected(op string, res any) error {
-	return fmt.Errorf("%w: %s: got %T", ErrUnexpectedReply, op, res)
-}
-
-// runWrite runs a script that may win a claim. With Options.Replicas the
-// script and a WAIT go in one pipeline on the connection of the key's
-// master, so the WAIT covers exactly this write.
-func (b *Backend) runWrite(ctx context.Context, s *script, keys []string, args ...any) (any, error) {
-	if b.replicas == 0 {
-		return s.Run(ctx, b.client, keys, args...).Result()
-	}
-	var node *redis.Client
-	switch c := b.client.(type) {
-	case *redis.Client:
-		node = c
-	case *redis.ClusterClient:
-		n, err := c.MasterForKey(ctx, keys[0])
-		if err != nil {
-			return nil, err
-		}
-		node = n
-	}
-	run := func(useSHA bool) (any, int64, error) {
-		var ev *redis.Cmd
-		var wait *redis.Cmd
-		_, err := node.Pipelined(ctx, func(p redis.Pipeliner) error {
-			if useSHA {
-				ev = p.EvalSha(ctx, s.Hash(), keys, args...)
-			} else {
-				ev = p.Eval(ctx, s.src, keys, args...)
-			}
-			wait = p.Do(ctx, "wait", b.replicas, b.waitFor.Milliseconds())
-			return nil
-		})
-		if err := ev.Err(); err != nil {
-			return nil, 0, err
-		}
-		if err != nil {
-			return nil, 0, err
-		}
-		n, err := wait.Int64()
-		if err != nil {
-			return nil, 0, err
-		}
-		return ev.Val(), n, nil
-	}
-	val, acked, err := run(true)
-	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		val, acked, err = run(false)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if won(val) && acked < int64(b.replicas) {
-		return nil, fmt.Errorf("%w: %d of %d replicas within %v", ErrNotReplicated, acked, b.replicas, b.waitFor)
-	}
-	return val, nil
-}
-
-// won reports whether a claim script's reply is a win: 1 for the plain
-// claim, {1, ...} for the lease claim.
-func won(v any) bool {
-	switch v := v.(type) {
-	case int64:
-		return v == 1
-	case []any:
-		if len(v) > 0 {
-			n, _ := v[0].(int64)
-			return n == int64(anarchon.OutcomeWon)
-		}
-	}
-	return false
-}
 
 // jobKeys are the keys of one job. They share the hash tag {prefix:job}, so
 // they live in one cluster slot and one script may touch them all.

@@ -1,6 +1,7 @@
 package redisbackend_test
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 // with a client (connection pool) of its own.
 func TestConformance(t *testing.T) {
 	addr := redisAddr(t)
+	var prefixes sync.Map // *redisbackend.Backend -> its key prefix
 	anarchontest.Run(t, anarchontest.Harness{
 		New: func(t *testing.T, n int) []anarchon.Backend {
 			prefix := freshPrefix(t, addr)
@@ -23,12 +25,27 @@ func TestConformance(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				prefixes.Store(b, prefix)
 				bs[i] = b
 			}
 			return bs
 		},
-		Lease:  200 * time.Millisecond,
-		Racers: 16,
-		Rounds: 200,
+		// Break writes strings where the job's hashes and sorted sets
+		// belong: every script then gets WRONGTYPE.
+		Break: func(t *testing.T, b anarchon.Backend, job string) {
+			prefix, _ := prefixes.Load(b)
+			c := b.(*redisbackend.Backend).Client()
+			for _, k := range []string{"run", "claims", "hist", "results"} {
+				if err := c.Set(t.Context(), "{"+prefix.(string)+":"+job+"}:"+k, "not a hash", 0).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		},
+		Lease: 200 * time.Millisecond,
+		// The races: 16 clients, each with a connection pool of its own,
+		// claim 2,000 contested slots; repeats of the winners still win.
+		Racers:  16,
+		Handles: 16,
+		Rounds:  2000,
 	})
 }

@@ -5,28 +5,6 @@
 // It lives in its own Go module, github.com/anarchon/anarchon/redisbackend,
 // so that go-redis is a dependency only of programs that import it.
 //
-// # Setup
-//
-// Give it a go-redis client you own, or a URL:
-//
-//	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", Password: pw})
-//	b, err := redisbackend.New(client, &redisbackend.Options{Prefix: "myapp"})
-//	// or
-//	b, err := redisbackend.Open("rediss://user:pw@redis.example:6380/0", nil)
-//	if err != nil { … }
-//	s := anarchon.New(b, nil)
-//
-// [New] takes any [redis.UniversalClient]: a *redis.Client (standalone, or
-// Sentinel through redis.NewFailoverClient) or a *redis.ClusterClient. The
-// backend never closes a client passed to New. [Open] parses redis:// and
-// rediss:// URLs with [redis.ParseURL] and closes its own client in Close.
-// AUTH (user and password), TLS, timeouts and pool sizes are the client's
-// options; no password ever appears in an error of this package (URLs are
-// shown redacted).
-//
-// Every instance of an application must use the same Redis (or cluster) and
-// the same [Options.Prefix].
-//
 // # Guarantees
 //
 // Each operation (plain claim, lease claim, heartbeat, finish, release,
@@ -85,6 +63,50 @@
 // server's TIME; a record is live while that time is before its expiry.
 // The anarchontest Registry subtests pass against redis-server.
 //
+// # Server requirements
+//
+// Redis 5.0 or later (or a compatible server such as Valkey) with Lua
+// scripting (EVAL, EVALSHA, SCRIPT LOAD, cjson) and pub/sub; Init checks
+// the version and refuses older servers with [ErrServerTooOld]. The user
+// needs the commands EVAL, EVALSHA, SCRIPT, PING, INFO, TIME, SUBSCRIBE and,
+// with Options.Replicas, WAIT, plus read and write on the prefix's keys
+// (ACL pattern "~{prefix:*" and channel "&prefix:runs"). Options.Replicas
+// needs a *redis.Client or *redis.ClusterClient. Slots must lie within
+// ±2^53 ms ([MaxSlot]), the integers Lua's numbers hold exactly.
+//
+// # Setup
+//
+// Give it a go-redis client you own, or a URL:
+//
+//	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", Password: pw})
+//	b, err := redisbackend.New(client, &redisbackend.Options{Prefix: "myapp"})
+//	// or
+//	b, err := redisbackend.Open("rediss://user:pw@redis.example:6380/0", nil)
+//	if err != nil { … }
+//	s := anarchon.New(b, nil)
+//
+// [New] takes any [redis.UniversalClient]: a *redis.Client (standalone, or
+// Sentinel through redis.NewFailoverClient) or a *redis.ClusterClient. The
+// backend never closes a client passed to New. [Open] parses redis:// and
+// rediss:// URLs with [redis.ParseURL] and closes its own client in Close.
+// AUTH (user and password), TLS, timeouts and pool sizes are the client's
+// options; no password ever appears in an error of this package (URLs are
+// shown redacted).
+//
+// Every instance of an application must use the same Redis (or cluster) and
+// the same [Options.Prefix].
+//
+// # Performance
+//
+// Every call is one script (EVALSHA; EVAL once after a server restart), so
+// one round trip: a plain claim writes one hash field, a lease claim
+// decides SPEC §6's table server-side, FinishResult finishes, saves and
+// trims at once. With [Options.Replicas], a winning claim adds a WAIT in
+// the same pipeline. BENCHMARKS.md §1 measured, on loopback: a plain claim
+// at 109 µs p50 with one claimer (1.9× a bare SET NX) and 246 µs with 4
+// (1.2×); a lease claim at 155 µs and 312 µs p50 (2.7× and 1.5×); about
+// 13,000 claims/s with 4 claimers.
+//
 // # Dedupe window and memory
 //
 // [Backend.DedupeWindow] is [anarchon.Forever]. Claims are kept with the
@@ -131,22 +153,16 @@
 // (PUBLISH from inside the script), which [Backend.WatchRuns] subscribes to.
 // On a cluster, PUBLISH reaches every node.
 //
-// # Server requirements
-//
-// Redis 5.0 or later (or a compatible server such as Valkey) with Lua
-// scripting (EVAL, EVALSHA, SCRIPT LOAD, cjson) and pub/sub; Init checks
-// the version and refuses older servers with [ErrServerTooOld]. The user
-// needs the commands EVAL, EVALSHA, SCRIPT, PING, INFO, TIME, SUBSCRIBE and,
-// with Options.Replicas, WAIT, plus read and write on the prefix's keys
-// (ACL pattern "~{prefix:*" and channel "&prefix:runs"). Options.Replicas
-// needs a *redis.Client or *redis.ClusterClient. Slots must lie within
-// ±2^53 ms ([MaxSlot]), the integers Lua's numbers hold exactly.
-//
 // # Errors
 //
 // Errors from go-redis are wrapped with %w at this boundary, so errors.Is
 // and errors.As still reach the native error (a net.Error, a redis.Error, a
 // context error); redis.Nil is never returned. Bad arguments give
 // [ErrInvalidInput] before any I/O; a closed backend gives errors wrapping
-// [anarchon.ErrClosed].
+// [anarchon.ErrClosed]. Errors a retry cannot fix are marked
+// anarchon.Permanent: bad input, a closed backend, unexpected replies, a
+// too old server, and the error replies [IsPermanent] names (WRONGTYPE,
+// ERR, NOAUTH, WRONGPASS, NOPERM, EXECABORT). The scheduler retries the
+// others: LOADING, BUSY, TRYAGAIN, CLUSTERDOWN, READONLY, MASTERDOWN, OOM,
+// the network.
 package redisbackend

@@ -36,38 +36,15 @@ func (b *Backend) registryKeys() []string {
 // scriptRegister upserts a record, then deletes up to 100 records expired
 // more than the retention ago.
 // KEYS: inst, exp. ARGV: id, info, ttl ms, retention ms.
-var scriptRegister = newScript(`
-local now = now_ms()
-local exp = now + tonumber(ARGV[3])
-redis.call('HSET', KEYS[1], ARGV[1], cjson.encode({info=ARGV[2], ttl=ARGV[3], seen=fmt(now), exp=fmt(exp), st='up'}))
-redis.call('ZADD', KEYS[2], exp, ARGV[1])
-local old = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. fmt(now - tonumber(ARGV[4])), 'LIMIT', 0, 100)
-for _, id in ipairs(old) do
-  redis.call('HDEL', KEYS[1], id)
-  redis.call('ZREM', KEYS[2], id)
-end
-return 1
-`)
+var scriptRegister = newScript(lua("registry_register"))
 
 // scriptDeregister marks a record stopped and moves a future expiry to
 // now. KEYS: inst, exp. ARGV: id. Returns 1, or 0 for an unknown id.
-var scriptDeregister = newScript(`
-local cur = redis.call('HGET', KEYS[1], ARGV[1])
-if not cur then return 0 end
-local r = cjson.decode(cur)
-local now = now_ms()
-r.st = 'stopped'
-if tonumber(r.exp) > now then r.exp = fmt(now) end
-redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(r))
-redis.call('ZADD', KEYS[2], tonumber(r.exp), ARGV[1])
-return 1
-`)
+var scriptDeregister = newScript(lua("registry_deregister"))
 
 // scriptInstances returns the server's now and every record, as one
 // snapshot. KEYS: inst. Returns {now ms, {id, record, id, record, …}}.
-var scriptInstances = newScript(`
-return {fmt(now_ms()), redis.call('HGETALL', KEYS[1])}
-`)
+var scriptInstances = newScript(lua("registry_instances"))
 
 // wireInstance is a registry record as the scripts store it.
 type wireInstance struct {

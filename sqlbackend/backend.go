@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strings"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,7 +44,8 @@ type Config struct {
 	// Notify, if set, is called inside the transaction that releases,
 	// finishes or settles a run, and returns a statement (in `?` syntax)
 	// to run there, e.g. PostgreSQL's pg_notify. An empty query means no
-	// statement.
+	// statement. Its placeholders are rewritten once per distinct query,
+	// so the query should not vary with the event: pass the event in args.
 	Notify func(ev anarchon.RunEvent) (query string, args []any)
 	// Routines, if set, is called once by New with the backend's Qualify
 	// and returns server-side routines that replace the lease claim,
@@ -63,11 +64,13 @@ type Config struct {
 // use, and any number of SQLBackends, in any number of processes, may share
 // one database and prefix.
 type SQLBackend struct {
-	cfg    Config
-	d      SQLDialect
-	q      queries
-	rt     Routines
-	closed atomic.Bool
+	cfg     Config
+	d       SQLDialect
+	q       queries
+	ddl     []string // the tables, SQLDialect.ExtraTables and Routines.DDL, in order
+	rt      Routines // statements rewritten by SQLDialect.Placeholders
+	notifyQ sync.Map // Config.Notify statement (`?`) -> rewritten
+	closed  atomic.Bool
 
 	initMu   sync.Mutex
 	inited   atomic.Bool
@@ -75,6 +78,16 @@ type SQLBackend struct {
 	closeErr error
 	closeRan bool
 }
+
+var (
+	_ anarchon.Backend        = (*SQLBackend)(nil)
+	_ anarchon.LeaseBackend   = (*SQLBackend)(nil)
+	_ anarchon.JobChecker     = (*SQLBackend)(nil)
+	_ anarchon.ServerClock    = (*SQLBackend)(nil)
+	_ anarchon.RunStore       = (*RunStore)(nil)
+	_ anarchon.ResultFinisher = (*RunStore)(nil)
+	_ anarchon.ServerClock    = (*RunStore)(nil)
+)
 
 var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
@@ -101,9 +114,24 @@ func New(cfg Config) (*SQLBackend, error) {
 		return nil, fmt.Errorf("sqlbackend: schema %q must match [A-Za-z_][A-Za-z0-9_]* and be at most 63 bytes", cfg.Schema)
 	}
 	b := &SQLBackend{cfg: cfg, d: cfg.Dialect}
+	// Every statement's placeholders are rewritten here, once.
+	rewrite := placeholders(cfg.Dialect)
 	b.q = buildQueries(b.Qualify, cfg.Dialect)
 	if cfg.Routines != nil {
-		b.rt = cfg.Routines(b.Qualify)
+		rt := cfg.Routines(b.Qualify)
+		b.rt = Routines{
+			DDL:   rt.DDL,
+			Claim: rewrite(rt.Claim), Finish: rewrite(rt.Finish),
+			Release: rewrite(rt.Release), FinishResult: rewrite(rt.FinishResult),
+		}
+	}
+	b.ddl = slices.Clone(b.q.ddl)
+	if cfg.Dialect.ExtraTables != nil {
+		b.ddl = append(b.ddl, cfg.Dialect.ExtraTables(b.Qualify)...)
+	}
+	b.ddl = append(b.ddl, b.rt.DDL...)
+	for i, s := range b.ddl {
+		b.ddl[i] = rewrite(s)
 	}
 	return b, nil
 }
@@ -155,24 +183,32 @@ func (b *SQLBackend) Close(ctx context.Context) error {
 	return b.closeErr
 }
 
-// errorf wraps err, keeping it reachable with errors.Is and errors.As.
-func (b *SQLBackend) errorf(op string, err error) error {
-	return fmt.Errorf("%s: %s: %w", b.cfg.Name, op, err)
-}
-
 func (b *SQLBackend) checkOpen(op string) error {
 	if b.closed.Load() {
-		return b.errorf(op, anarchon.ErrClosed)
+		return b.errorf(op, anarchon.Permanent(anarchon.ErrClosed))
 	}
 	return nil
 }
 
-// all runs a `?` query through q after rewriting its placeholders.
+// all runs query, whose placeholders are already rewritten (queries,
+// New), through q.
 func (b *SQLBackend) all(ctx context.Context, q Querier, query string, args ...any) ([][]any, error) {
-	if b.d.Placeholders != nil {
-		query = b.d.Placeholders(query)
-	}
 	return q.All(ctx, query, args...)
+}
+
+// rewritten returns query (in `?` syntax) in the database's placeholder
+// syntax, rewriting each distinct statement once: for the statements of
+// Config.Notify, which are known only when it is called.
+func (b *SQLBackend) rewritten(query string) string {
+	if b.d.Placeholders == nil {
+		return query
+	}
+	if q, ok := b.notifyQ.Load(query); ok {
+		return q.(string)
+	}
+	q := b.d.Placeholders(query)
+	b.notifyQ.Store(query, q)
+	return q
 }
 
 // Init runs the server check and creates the tables (idempotent, safe with
@@ -211,19 +247,13 @@ func (b *SQLBackend) Init(ctx context.Context) error {
 }
 
 func (b *SQLBackend) migrate(ctx context.Context) error {
-	stmts := b.q.ddl
-	if b.d.ExtraTables != nil {
-		stmts = append(stmts[:len(stmts):len(stmts)], b.d.ExtraTables(b.Qualify)...)
-	}
-	stmts = append(stmts[:len(stmts):len(stmts)], b.rt.DDL...)
-	stmts = append(stmts, b.registryDDL()...)
 	return b.cfg.Conn.Transaction(ctx, func(tx Querier) error {
-		if b.d.Serialize != "" {
-			if _, err := b.all(ctx, tx, b.d.Serialize, "anarchon migrate "+b.Qualify("")); err != nil {
+		if b.q.serialize != "" {
+			if _, err := b.all(ctx, tx, b.q.serialize, "anarchon migrate "+b.Qualify("")); err != nil {
 				return err
 			}
 		}
-		for _, s := range stmts {
+		for _, s := range b.ddl {
 			if _, err := b.all(ctx, tx, s); err != nil {
 				return err
 			}
@@ -242,391 +272,6 @@ func (b *SQLBackend) ready(ctx context.Context, op string) error {
 	return nil
 }
 
-func checkJob(job string) error {
-	if job == "" {
-		return errors.New("empty job name")
-	}
-	if len(job) > MaxJobName {
-		return fmt.Errorf("job name is %d bytes, longer than %d", len(job), MaxJobName)
-	}
-	if strings.IndexByte(job, 0) >= 0 {
-		return errors.New("job name contains a NUL byte")
-	}
-	return nil
-}
-
-// PrepareJob creates the job's row (its trimming watermark), idempotently.
-// It runs Init first if needed. in.HistorySize is not stored: every SaveResult
-// passes its own.
-func (b *SQLBackend) PrepareJob(ctx context.Context, in anarchon.PrepareJobInput) error {
-	job := in.Job
-	if err := b.ready(ctx, "prepare job"); err != nil {
-		return err
-	}
-	if err := checkJob(job); err != nil {
-		return b.errorf("prepare job", err)
-	}
-	if _, err := b.all(ctx, b.cfg.Conn, b.q.insertJob, job); err != nil {
-		return b.errorf("prepare job "+quoteJob(job), err)
-	}
-	return nil
-}
-
-func quoteJob(job string) string {
-	if len(job) > 64 {
-		job = job[:64] + "…"
-	}
-	return fmt.Sprintf("%q", job)
-}
-
-func checkClaim(in anarchon.ClaimInput) error {
-	if err := checkJob(in.Job); err != nil {
-		return err
-	}
-	if in.Token == "" {
-		return errors.New("empty token")
-	}
-	return nil
-}
-
-// Claim is the plain claim (SPEC §4): one INSERT … ON CONFLICT DO NOTHING
-// on the runs table's (job, slot) key. It returns true if the row was
-// inserted, or if it exists with in.Token (a repeated claim). A claim for a
-// slot at or below the job's trimming watermark inserts nothing and loses,
-// so trimming never reopens a slot.
-func (b *SQLBackend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, error) {
-	if err := b.ready(ctx, "claim"); err != nil {
-		return false, err
-	}
-	if err := checkClaim(in); err != nil {
-		return false, b.errorf("claim", err)
-	}
-	rows, err := b.all(ctx, b.cfg.Conn, b.q.plainClaim,
-		in.Job, in.Slot, in.Token, in.InstanceID, in.Job, in.Slot)
-	if err != nil {
-		return false, b.errorf("claim", err)
-	}
-	if len(rows) > 0 {
-		return true, nil
-	}
-	rows, err = b.all(ctx, b.cfg.Conn, b.q.selectToken, in.Job, in.Slot)
-	if err != nil {
-		return false, b.errorf("claim", err)
-	}
-	if len(rows) == 0 {
-		return false, nil // below the watermark: trimmed, settled long ago
-	}
-	tok, err := asString(rows[0][0])
-	if err != nil {
-		return false, b.errorf("claim", err)
-	}
-	return tok == in.Token, nil
-}
-
-// RecordManualRun stores a RunNow run in the history, without touching the
-// runs table: manual runs are never deduplicated. It returns in.Slot.
-func (b *SQLBackend) RecordManualRun(ctx context.Context, in anarchon.ClaimInput) (int64, error) {
-	if err := b.ready(ctx, "record manual run"); err != nil {
-		return 0, err
-	}
-	if err := checkClaim(in); err != nil {
-		return 0, b.errorf("record manual run", err)
-	}
-	if _, err := b.all(ctx, b.cfg.Conn, b.q.insertManual,
-		in.Job, in.Token, in.Slot, in.InstanceID); err != nil {
-		return 0, b.errorf("record manual run", err)
-	}
-	return in.Slot, nil
-}
-
-func msOrNil(t time.Time) any {
-	if t.IsZero() {
-		return nil
-	}
-	return t.UnixMilli()
-}
-
-// SaveResult stores r in the job's history (a later save with the same
-// token replaces it), marks a plain claim's run row done, and trims the
-// history in the same transaction: results older (by slot) than the newest
-// historySize and, if historyTTL > 0, results saved more than historyTTL
-// ago by the server's clock. Settled run rows outside the same bounds (by
-// slot, or claimed more than historyTTL ago) are deleted too, and the job's
-// watermark is raised to the highest slot deleted, so that a late claim for
-// it loses (SPEC §4). Leased runs still running or released are never
-// deleted. historySize <= 0 means anarchon.DefaultHistorySize; a negative
-// historyTTL is an error. An empty r.Status is stored as success, or as
-// error if r.Error is set.
-func (b *SQLBackend) SaveResult(ctx context.Context, in anarchon.SaveResultInput) error {
-	job, r, historySize, historyTTL := in.Job, in.Result, in.HistorySize, in.HistoryTTL
-	if err := b.ready(ctx, "save result"); err != nil {
-		return err
-	}
-	sr, err := newSaved(job, r, historySize, historyTTL)
-	if err != nil {
-		return b.errorf("save result", err)
-	}
-	err = b.cfg.Conn.Transaction(ctx, func(tx Querier) error {
-		// The job's lock comes first, as in a lease claim (job row, then
-		// run row), so that the two never wait for each other in a cycle.
-		if err := b.lockJob(ctx, tx, job); err != nil {
-			return err
-		}
-		if err := b.upsertResult(ctx, tx, sr); err != nil {
-			return err
-		}
-		if r.Token != "" && !r.Manual {
-			if _, err := b.all(ctx, tx, b.q.finishPlain, string(sr.r.Status), job, r.Slot, r.Token); err != nil {
-				return err
-			}
-		}
-		return b.trim(ctx, tx, sr)
-	})
-	if err != nil {
-		return b.errorf("save result", err)
-	}
-	return nil
-}
-
-// saved is a validated SaveResult (or FinishResult) call.
-type saved struct {
-	job   string
-	r     anarchon.StoredResult // Attempt >= 1, Status set
-	size  int64                 // > 0
-	ttlMs int64                 // 0: no TTL
-}
-
-// newSaved checks and normalises the arguments of SaveResult: the job
-// name, a non-negative TTL, historySize <= 0 meaning the default, an
-// attempt of at least 1, and an empty status read as success or error.
-func newSaved(job string, r anarchon.StoredResult, historySize int, historyTTL time.Duration) (saved, error) {
-	if err := checkJob(job); err != nil {
-		return saved{}, err
-	}
-	if historyTTL < 0 {
-		return saved{}, fmt.Errorf("negative history TTL %v", historyTTL)
-	}
-	if historySize <= 0 {
-		historySize = anarchon.DefaultHistorySize
-	}
-	if r.Attempt <= 0 {
-		r.Attempt = 1
-	}
-	if r.Status == "" {
-		r.Status = anarchon.StatusSuccess
-		if r.Error != "" {
-			r.Status = anarchon.StatusError
-		}
-	}
-	var ttl int64
-	if historyTTL > 0 {
-		ttl = max(historyTTL.Milliseconds(), 1)
-	}
-	return saved{job: job, r: r, size: int64(historySize), ttlMs: ttl}, nil
-}
-
-func (sr saved) manual() int64 {
-	if sr.r.Manual {
-		return 1
-	}
-	return 0
-}
-
-func (b *SQLBackend) upsertResult(ctx context.Context, tx Querier, sr saved) error {
-	r := sr.r
-	// The claim time comes from the run row the token holds. An abandoned
-	// slot's row carries anarchon.AbandonedToken, but nobody claimed the
-	// slot under it: its record has no claim time.
-	claimToken := r.Token
-	if claimToken == anarchon.AbandonedToken(r.Slot) {
-		claimToken = ""
-	}
-	_, err := b.all(ctx, tx, b.q.upsertResult,
-		sr.job, r.Token, r.Slot, r.InstanceID, int64(r.Attempt), string(r.Status),
-		sr.job, r.Slot, claimToken,
-		msOrNil(r.StartedAt), msOrNil(r.FinishedAt), r.Error, r.Output, sr.manual())
-	return err
-}
-
-// trim deletes history beyond sr.size records and older than sr.ttlMs,
-// and raises the job's watermark over deleted run rows. The caller holds
-// the job's lock (lockJob), so that a lease claim that read "absent" does
-// not race a deletion that has not yet raised the watermark.
-func (b *SQLBackend) trim(ctx context.Context, tx Querier, sr saved) error {
-	if _, err := b.all(ctx, tx, b.q.trimResults, sr.job, sr.job, sr.size-1, sr.ttlMs, sr.ttlMs); err != nil {
-		return err
-	}
-	rows, err := b.all(ctx, tx, b.q.trimRuns, sr.job, sr.job, sr.size-1, sr.ttlMs, sr.ttlMs)
-	if err != nil {
-		return err
-	}
-	var top int64
-	for i, r := range rows {
-		s, err := asInt64(r[0])
-		if err != nil {
-			return err
-		}
-		if i == 0 || s > top {
-			top = s
-		}
-	}
-	if len(rows) > 0 {
-		if _, err := b.all(ctx, tx, b.q.raiseWatermark, top, sr.job, top); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// lockJob makes sure the job's row exists and locks it for the rest of the
-// transaction (Serialize, then SELECT … ForUpdate). It returns the
-// watermark.
-func (b *SQLBackend) lockJob(ctx context.Context, tx Querier, job string) error {
-	_, _, _, err := b.lockJobWatermark(ctx, tx, job)
-	return err
-}
-
-// lockJobWatermark locks the job (see lockJob) and returns its watermark
-// and the server's clock, read after the lock was taken.
-//
-// With row locks (ForUpdate set) the job row's lock is what serialises
-// claims of the job, and Serialize only guards the creation of a missing
-// row; without row locks Serialize (or the exclusive transaction) runs
-// first, every time.
-func (b *SQLBackend) lockJobWatermark(ctx context.Context, tx Querier, job string) (wm int64, has bool, now int64, err error) {
-	rowLocks := b.d.ForUpdate != ""
-	serialize := func() error {
-		if b.d.Serialize == "" {
-			return nil
-		}
-		_, err := b.all(ctx, tx, b.d.Serialize, job)
-		return err
-	}
-	if !rowLocks {
-		if err := serialize(); err != nil {
-			return 0, false, 0, err
-		}
-	}
-	for i := range 2 {
-		rows, err := b.all(ctx, tx, b.q.selectJob, job)
-		if err != nil {
-			return 0, false, 0, err
-		}
-		if len(rows) > 0 {
-			wm, has, err1 := asNullInt64(rows[0][0])
-			now, err2 := asInt64(rows[0][1])
-			return wm, has, now, errors.Join(err1, err2)
-		}
-		if i == 0 && rowLocks {
-			if err := serialize(); err != nil {
-				return 0, false, 0, err
-			}
-		}
-		if _, err := b.all(ctx, tx, b.q.insertJob, job); err != nil {
-			return 0, false, 0, err
-		}
-	}
-	return 0, false, 0, errors.New("job row vanished")
-}
-
-// History returns the job's runs from all instances, newest first: run
-// rows (claims) merged with stored results by token, with
-// anarchon.BuildHistory. limit <= 0 returns everything retained.
-func (b *SQLBackend) History(ctx context.Context, job string, limit int) ([]anarchon.RunRecord, error) {
-	if err := b.ready(ctx, "history"); err != nil {
-		return nil, err
-	}
-	if err := checkJob(job); err != nil {
-		return nil, b.errorf("history", err)
-	}
-	lim := int64(limit)
-	if limit <= 0 {
-		lim = -1
-	}
-	runQ, resQ := b.q.historyRuns, b.q.historyResults
-	if lim < 0 {
-		runQ, resQ = b.q.historyRunsAll, b.q.historyResultsAll
-	}
-	args := []any{job}
-	if lim > 0 {
-		args = append(args, lim)
-	}
-	runRows, err := b.all(ctx, b.cfg.Conn, runQ, args...)
-	if err != nil {
-		return nil, b.errorf("history", err)
-	}
-	resRows, err := b.all(ctx, b.cfg.Conn, resQ, args...)
-	if err != nil {
-		return nil, b.errorf("history", err)
-	}
-	var claims []anarchon.ClaimRecord
-	var settled, results []anarchon.StoredResult
-	claimed := make(map[string]bool, len(runRows))
-	for _, r := range runRows {
-		// slot, token, instance, attempt, state, status, claimed_at
-		slot, err1 := asInt64(r[0])
-		tok, err2 := asString(r[1])
-		inst, err3 := asString(r[2])
-		att, err4 := asInt64(r[3])
-		state, err5 := asString(r[4])
-		st, err6 := asString(r[5])
-		cl, _, err7 := asNullInt64(r[6])
-		if err := errors.Join(err1, err2, err3, err4, err5, err6, err7); err != nil {
-			return nil, b.errorf("history", err)
-		}
-		switch anarchon.RunState(state) {
-		case anarchon.RunStateMissed, anarchon.RunStateSkipped, anarchon.RunStateDone:
-			if st == "" {
-				st = state
-			}
-			settled = append(settled, anarchon.StoredResult{Slot: slot, Token: tok, InstanceID: inst, Attempt: int(att), Status: anarchon.Status(st)})
-		}
-		if tok == anarchon.AbandonedToken(slot) {
-			continue // nobody claimed it under this token: no claim time
-		}
-		claimed[tok] = true
-		claims = append(claims, anarchon.ClaimRecord{Slot: slot, Token: tok, InstanceID: inst, ClaimedAt: time.UnixMilli(cl).UTC(), Attempt: int(att)})
-	}
-	for _, r := range resRows {
-		// slot, token, instance, attempt, status, claimed_at, started_at, finished_at, error, output, manual
-		slot, err1 := asInt64(r[0])
-		tok, err2 := asString(r[1])
-		inst, err3 := asString(r[2])
-		att, err4 := asInt64(r[3])
-		st, err5 := asString(r[4])
-		cl, hasCl, err6 := asNullInt64(r[5])
-		sa, hasSa, err7 := asNullInt64(r[6])
-		fa, hasFa, err8 := asNullInt64(r[7])
-		em, err9 := asString(r[8])
-		out, err10 := asString(r[9])
-		man, err11 := asInt64(r[10])
-		if err := errors.Join(err1, err2, err3, err4, err5, err6, err7, err8, err9, err10, err11); err != nil {
-			return nil, b.errorf("history", err)
-		}
-		res := anarchon.StoredResult{Slot: slot, Token: tok, InstanceID: inst, Attempt: int(att), Status: anarchon.Status(st), Error: em, Output: out, Manual: man != 0}
-		if hasSa {
-			res.StartedAt = time.UnixMilli(sa).UTC()
-		}
-		if hasFa {
-			res.FinishedAt = time.UnixMilli(fa).UTC()
-		}
-		if hasCl && !claimed[tok] {
-			// A manual run is its own claim record; a leased or plain run
-			// whose run row another holder took over (or trimming deleted)
-			// keeps its claim time in its result.
-			claimed[tok] = true
-			claims = append(claims, anarchon.ClaimRecord{Slot: slot, Token: tok, InstanceID: inst, ClaimedAt: time.UnixMilli(cl).UTC(), Attempt: int(att), Manual: man != 0})
-			if man != 0 && anarchon.Status(st) == anarchon.StatusRunning {
-				continue // recorded, no result yet
-			}
-		}
-		results = append(results, res)
-	}
-	// Stored results come after the states of settled rows, so that a saved
-	// result of the same token wins (BuildHistory keeps the later one).
-	return anarchon.BuildHistory(job, claims, append(settled, results...), limit), nil
-}
-
 // ServerTime reads the database server's clock (SQLDialect.NowMs),
 // implementing anarchon.ServerClock. Its resolution is a millisecond.
 func (b *SQLBackend) ServerTime(ctx context.Context) (time.Time, error) {
@@ -641,23 +286,14 @@ func (b *SQLBackend) ServerTime(ctx context.Context) (time.Time, error) {
 }
 
 func (b *SQLBackend) nowMs(ctx context.Context, q Querier) (int64, error) {
-	rows, err := b.all(ctx, q, "SELECT "+b.d.NowMs)
+	rows, err := b.all(ctx, q, b.q.now)
 	if err != nil {
 		return 0, err
 	}
-	if len(rows) != 1 || len(rows[0]) != 1 {
+	if len(rows) != 1 {
 		return 0, errors.New("clock query returned no value")
 	}
-	return asInt64(rows[0][0])
-}
-
-// CheckJob implements anarchon.JobChecker: it refuses a job name the
-// tables cannot hold (empty, longer than MaxJobName bytes, or with a NUL
-// byte, which PostgreSQL's text type rejects), so the job fails at
-// registration rather than at its first claim.
-func (b *SQLBackend) CheckJob(l anarchon.JobLimits) error {
-	if err := checkJob(l.Job); err != nil {
-		return fmt.Errorf("%s: %w", b.cfg.Name, err)
-	}
-	return nil
+	rd := reader(rows[0])
+	now := rd.int64()
+	return now, rd.Err()
 }

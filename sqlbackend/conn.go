@@ -6,6 +6,8 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+
+	"github.com/anarchon/anarchon"
 )
 
 // Querier runs one statement: the "all" function of SPEC §7's client
@@ -204,15 +206,9 @@ func asInt64(v any) (int64, error) {
 		_, err := fmt.Sscan(x, &n)
 		return n, err
 	}
-	return 0, fmt.Errorf("sqlbackend: unexpected integer column type %T", v)
-}
-
-func asNullInt64(v any) (int64, bool, error) {
-	if v == nil {
-		return 0, false, nil
-	}
-	n, err := asInt64(v)
-	return n, err == nil, err
+	// A column of another type is a schema this version does not know:
+	// reading it again gives the same.
+	return 0, anarchon.Permanent(fmt.Errorf("sqlbackend: unexpected integer column type %T", v))
 }
 
 func asString(v any) (string, error) {
@@ -224,5 +220,5 @@ func asString(v any) (string, error) {
 	case []byte:
 		return string(x), nil
 	}
-	return "", fmt.Errorf("sqlbackend: unexpected text column type %T", v)
+	return "", anarchon.Permanent(fmt.Errorf("sqlbackend: unexpected text column type %T", v))
 }

@@ -61,6 +61,16 @@ type SQLDialect struct {
 	// pg_type). Init retries the migration when it returns true and fails
 	// with the error otherwise. Nil means no error is such a race.
 	IsAlreadyCreated func(err error) bool
+
+	// IsPermanent reports whether err, returned by the database for a
+	// statement, will come back if the statement is repeated: a missing
+	// table, a syntax error, refused data or credentials (PostgreSQL:
+	// SQLSTATE classes 42, 22, 23, 28, …). The base marks such errors with
+	// anarchon.Permanent, so the scheduler gives the call up at once
+	// instead of retrying it. Nil means every database error is transient
+	// (retried). Errors of the base itself (bad input, a closed backend)
+	// are marked without it.
+	IsPermanent func(err error) bool
 }
 
 // Dollar rewrites `?` placeholders into PostgreSQL's numbered $1, $2, …,

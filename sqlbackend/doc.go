@@ -46,7 +46,9 @@
 //     race ([SQLDialect.IsAlreadyCreated]) is retried.
 //   - Errors from the driver are wrapped with %w ("sqlite: claim: …"), so
 //     errors.Is and errors.As reach them. After Close every method returns
-//     an error wrapping anarchon.ErrClosed.
+//     an error wrapping anarchon.ErrClosed. Bad input, a closed backend and
+//     database errors the dialect's IsPermanent matches are marked
+//     anarchon.Permanent; the scheduler retries only the others.
 //
 // One narrow case: a plain claim whose statement started just before a
 // concurrent SaveResult deleted that same slot's row may, on PostgreSQL's
@@ -59,6 +61,34 @@
 // is exactly last_seen + ttl), and one SELECT per list that reads the
 // clock it judges live and dead by. The anarchontest Registry subtests
 // pass on SQLite and on PostgreSQL servers.
+//
+// # Server requirements
+//
+// A SQL database with CREATE TABLE/INDEX IF NOT EXISTS, INSERT … ON
+// CONFLICT (cols) DO NOTHING / DO UPDATE with excluded, and RETURNING on
+// INSERT, UPDATE and DELETE (PostgreSQL 10+, SQLite 3.35+, CockroachDB,
+// YugabyteDB; not MySQL), and a way to serialise the claims of one job
+// (row locks, an advisory lock, or transactions that run one at a time).
+// The role needs CREATE on the schema for Init, and SELECT, INSERT,
+// UPDATE and DELETE on its tables.
+//
+// # Setup
+//
+// A third SQL database needs a dialect ([SQLDialect]), a connection
+// ([Conn]) and a server check, and nothing else; see the example of [New]:
+//
+//	b, err := sqlbackend.New(sqlbackend.Config{Name: "mydb", Dialect: dialect, Conn: sqlbackend.DB{DB: db}})
+//
+// # Performance
+//
+// Statements are built once per backend, placeholders rewritten once
+// ([SQLDialect.Placeholders]). A plain claim is one statement (two when it
+// loses: the stored token is read back); a lease claim one transaction of
+// a few statements (lock the job, read the run row, write it), or one
+// statement with [Routines]; a finish
+// with its result one transaction, or one statement with Routines;
+// History two queries. What each costs on a real server is in the
+// Performance sections of sqlitebackend and pgbackend.
 //
 // # Schema
 //
@@ -117,13 +147,4 @@
 // *sql.DB, [Funcs] two plain functions; pgbackend.Pool adapts a pgx pool. A
 // backend never closes a Conn it was given; [Config.Close] closes what a
 // constructor opened itself.
-//
-// # Another database
-//
-// A third SQL database needs a dialect, a connection and a server check,
-// and nothing else; see the example of [New]. It must support
-// CREATE TABLE/INDEX IF NOT EXISTS, INSERT … ON CONFLICT (cols) DO
-// NOTHING / DO UPDATE with excluded, and RETURNING on INSERT, UPDATE and
-// DELETE (PostgreSQL 10+, SQLite 3.35+, CockroachDB, YugabyteDB; not
-// MySQL).
 package sqlbackend

@@ -1,9 +1,25 @@
 package sqlbackend
 
-import "strings"
+import (
+	"embed"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strings"
+)
+
+// The statements live in sql/*.sql, each under a "-- name: <name>" line.
+//
+//go:embed sql/*.sql
+var sqlFiles embed.FS
+
+// statements is every statement of sql/*.sql by name, with its comment
+// lines dropped, read once.
+var statements = mustParseStatements(sqlFiles)
 
 // queries holds every statement, built once per backend from the table
-// names and the dialect. Statements use `?`; values are always bound.
+// names and the dialect, with placeholders already in the database's
+// syntax (SQLDialect.Placeholders). Values are always bound.
 type queries struct {
 	ddl []string
 
@@ -20,130 +36,134 @@ type queries struct {
 	insertStoreResult                                       string
 	liveOtherRun                                            string
 	heartbeat, finish, release, active                      string
+
+	// The instance registry (registry.go).
+	registerInstance, pruneInstances, deregisterInstance, listInstances string
+
+	now       string // SELECT of the server's clock (SQLDialect.NowMs)
+	serialize string // SQLDialect.Serialize; "" if none
 }
 
-// Stored states are anarchon.RunState values; plain claims are stored as
-// state "running" with a NULL lease_until (no lease, never expires).
+// buildQueries fills in the table names and the dialect's pieces, and
+// rewrites the placeholders of every statement once.
 func buildQueries(qualify func(string) string, d SQLDialect) queries {
-	jobs, runs, results := qualify("jobs"), qualify("runs"), qualify("results")
-	big, now := d.BigInt, d.NowMs
 	r := strings.NewReplacer(
-		"{jobs}", jobs, "{runs}", runs, "{results}", results,
-		"{big}", big, "{now}", now, "{fu}", d.ForUpdate,
+		"{jobs}", qualify("jobs"), "{runs}", qualify("runs"), "{results}", qualify("results"),
+		"{instances}", qualify("instances"),
+		"{big}", d.BigInt, "{now}", d.NowMs, "{fu}", d.ForUpdate,
 		"{results_slot}", qualifyIndex(qualify, "results_slot"),
 	)
-	q := func(s string) string { return r.Replace(s) }
-	return queries{
-		ddl: []string{
-			q(`CREATE TABLE IF NOT EXISTS {jobs} (
-	job TEXT NOT NULL PRIMARY KEY,
-	watermark {big},
-	created_at {big} NOT NULL
-)`),
-			q(`CREATE TABLE IF NOT EXISTS {runs} (
-	job TEXT NOT NULL,
-	slot {big} NOT NULL,
-	token TEXT NOT NULL,
-	instance TEXT NOT NULL,
-	attempt {big} NOT NULL,
-	state TEXT NOT NULL,
-	status TEXT NOT NULL,
-	lease_until {big},
-	claimed_at {big} NOT NULL,
-	PRIMARY KEY (job, slot)
-)`),
-			q(`CREATE TABLE IF NOT EXISTS {results} (
-	job TEXT NOT NULL,
-	token TEXT NOT NULL,
-	slot {big} NOT NULL,
-	instance TEXT NOT NULL,
-	attempt {big} NOT NULL,
-	status TEXT NOT NULL,
-	claimed_at {big},
-	started_at {big},
-	finished_at {big},
-	error TEXT NOT NULL,
-	output TEXT NOT NULL,
-	manual {big} NOT NULL,
-	saved_at {big} NOT NULL,
-	PRIMARY KEY (job, token)
-)`),
-			q(`CREATE INDEX IF NOT EXISTS {results_slot} ON {results} (job, slot)`),
-		},
-
-		insertJob:      q(`INSERT INTO {jobs} (job, watermark, created_at) VALUES (?, NULL, {now}) ON CONFLICT (job) DO NOTHING`),
-		selectJob:      q(`SELECT watermark, {now} FROM {jobs} WHERE job = ?{fu}`),
-		raiseWatermark: q(`UPDATE {jobs} SET watermark = ? WHERE job = ? AND (watermark IS NULL OR watermark < ?)`),
-
-		// The plain claim: one statement. The WHERE keeps trimmed slots
-		// closed; ON CONFLICT makes exactly one insert win.
-		plainClaim: q(`INSERT INTO {runs} (job, slot, token, instance, attempt, state, status, lease_until, claimed_at)
-SELECT CAST(? AS TEXT), CAST(? AS {big}), CAST(? AS TEXT), CAST(? AS TEXT), 1, 'running', '', NULL, {now}
-WHERE NOT EXISTS (SELECT 1 FROM {jobs} WHERE job = ? AND watermark >= ?)
-ON CONFLICT (job, slot) DO NOTHING RETURNING token`),
-		selectToken: q(`SELECT token FROM {runs} WHERE job = ? AND slot = ?`),
-		insertManual: q(`INSERT INTO {results} (job, token, slot, instance, attempt, status, claimed_at, started_at, finished_at, error, output, manual, saved_at)
-VALUES (?, ?, ?, ?, 1, 'running', {now}, NULL, NULL, '', '', 1, {now}) ON CONFLICT (job, token) DO NOTHING`),
-		// A result takes its claim time from the run row its token still
-		// holds, or keeps the one stored before (a record the store wrote
-		// at a takeover, a manual run's). One token is one attempt, so
-		// the stored attempt never goes down.
-		upsertResult: q(`INSERT INTO {results} AS r (job, token, slot, instance, attempt, status, claimed_at, started_at, finished_at, error, output, manual, saved_at)
-VALUES (?, ?, ?, ?, ?, ?, (SELECT claimed_at FROM {runs} WHERE job = ? AND slot = ? AND token = ?), ?, ?, ?, ?, ?, {now})
-ON CONFLICT (job, token) DO UPDATE SET slot = excluded.slot, instance = excluded.instance,
-	attempt = CASE WHEN excluded.attempt > r.attempt THEN excluded.attempt ELSE r.attempt END,
-	status = excluded.status, claimed_at = COALESCE(excluded.claimed_at, r.claimed_at),
-	started_at = excluded.started_at, finished_at = excluded.finished_at, error = excluded.error,
-	output = excluded.output, manual = excluded.manual, saved_at = excluded.saved_at`),
-		finishPlain: q(`UPDATE {runs} SET state = 'done', status = ?
-WHERE job = ? AND slot = ? AND token = ? AND state = 'running' AND lease_until IS NULL`),
-		// Trimming: two bounds per table, the historySize-th newest slot
-		// (older slots go; a NULL bound when there are fewer rows keeps
-		// everything) and, with a TTL (the last two arguments, ms; 0 means
-		// none), rows saved or claimed before the server's now minus it.
-		// Equal slots at the cutoff are all kept: a few extra records at
-		// most.
-		trimResults: q(`DELETE FROM {results} WHERE job = ? AND (
-	slot < (SELECT slot FROM {results} WHERE job = ? ORDER BY slot DESC LIMIT 1 OFFSET ?)
-	OR (CAST(? AS {big}) > 0 AND saved_at < {now} - CAST(? AS {big})))`),
-		// Only settled rows and plain claims go; leased runs still running
-		// or released stay until they settle.
-		trimRuns: q(`DELETE FROM {runs} WHERE job = ? AND (
-	slot < (SELECT slot FROM {runs} WHERE job = ? ORDER BY slot DESC LIMIT 1 OFFSET ?)
-	OR (CAST(? AS {big}) > 0 AND claimed_at < {now} - CAST(? AS {big})))
-AND (state IN ('done', 'missed', 'skipped') OR lease_until IS NULL) RETURNING slot`),
-
-		historyRuns:       q(`SELECT slot, token, instance, attempt, state, status, claimed_at FROM {runs} WHERE job = ? ORDER BY slot DESC LIMIT ?`),
-		historyRunsAll:    q(`SELECT slot, token, instance, attempt, state, status, claimed_at FROM {runs} WHERE job = ? ORDER BY slot DESC`),
-		historyResults:    q(`SELECT slot, token, instance, attempt, status, claimed_at, started_at, finished_at, error, output, manual FROM {results} WHERE job = ? ORDER BY slot DESC, started_at DESC LIMIT ?`),
-		historyResultsAll: q(`SELECT slot, token, instance, attempt, status, claimed_at, started_at, finished_at, error, output, manual FROM {results} WHERE job = ? ORDER BY slot DESC, started_at DESC`),
-
-		selectRun: q(`SELECT token, instance, attempt, state, status, lease_until, claimed_at FROM {runs} WHERE job = ? AND slot = ?{fu}`),
-		insertRun: q(`INSERT INTO {runs} (job, slot, token, instance, attempt, state, status, lease_until, claimed_at)
-VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?)`),
-		renewRun:    q(`UPDATE {runs} SET lease_until = ? WHERE job = ? AND slot = ?`),
-		takeOverRun: q(`UPDATE {runs} SET token = ?, instance = ?, attempt = ?, state = 'running', status = '', lease_until = ?, claimed_at = ? WHERE job = ? AND slot = ?`),
-		// An abandoned run row takes anarchon.AbandonedToken and the
-		// instance that settled it, like the history record of the
-		// abandonment; the last holder's token no longer holds it.
-		abandonRun: q(`UPDATE {runs} SET token = ?, instance = ?, state = 'done', status = 'abandoned', lease_until = NULL WHERE job = ? AND slot = ?`),
-		// The store's own history records, written by a lease claim: the
-		// previous holder's at a takeover or abandonment, and the
-		// abandonment itself. A result saved for the token wins.
-		insertStoreResult: q(`INSERT INTO {results} (job, token, slot, instance, attempt, status, claimed_at, started_at, finished_at, error, output, manual, saved_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, NULL, NULL, '', '', 0, {now}) ON CONFLICT (job, token) DO NOTHING`),
-		liveOtherRun: q(`SELECT slot FROM {runs} WHERE job = ? AND slot <> ? AND state = 'running'
-AND lease_until IS NOT NULL AND lease_until > ? LIMIT 1`),
-
-		heartbeat: q(`UPDATE {runs} SET lease_until = {now} + ?
-WHERE job = ? AND slot = ? AND token = ? AND state = 'running' AND lease_until IS NOT NULL RETURNING lease_until`),
-		finish: q(`UPDATE {runs} SET state = 'done', status = ?, lease_until = NULL
-WHERE job = ? AND slot = ? AND token = ? AND (state IN ('running', 'released') OR (state = 'done' AND status = ?)) RETURNING attempt`),
-		release: q(`UPDATE {runs} SET state = 'released', lease_until = {now}
-WHERE job = ? AND slot = ? AND token = ? AND state = 'running' AND lease_until IS NOT NULL RETURNING attempt`),
-		active: q(`SELECT slot, token, instance, attempt, state, lease_until, {now} FROM {runs}
-WHERE job = ? AND state IN ('running', 'released') AND lease_until IS NOT NULL ORDER BY slot`),
+	rewrite := placeholders(d)
+	used := 0
+	q := func(name string) string {
+		s, ok := statements[name]
+		if !ok {
+			panic("sqlbackend: no statement " + name + " in sql/*.sql")
+		}
+		used++
+		return rewrite(r.Replace(s))
 	}
+	defer func() {
+		if used != len(statements) {
+			panic(fmt.Sprintf("sqlbackend: sql/*.sql holds %d statements, buildQueries uses %d", len(statements), used))
+		}
+	}()
+	return queries{
+		ddl: []string{q("createJobs"), q("createRuns"), q("createResults"), q("createResultsSlot"), q("createInstances")},
+
+		insertJob: q("insertJob"), selectJob: q("selectJob"), raiseWatermark: q("raiseWatermark"),
+
+		plainClaim: q("plainClaim"), selectToken: q("selectToken"), insertManual: q("insertManual"),
+		upsertResult: q("upsertResult"), finishPlain: q("finishPlain"),
+		trimResults: q("trimResults"), trimRuns: q("trimRuns"),
+
+		historyRuns: q("historyRuns"), historyRunsAll: q("historyRunsAll"),
+		historyResults: q("historyResults"), historyResultsAll: q("historyResultsAll"),
+
+		selectRun: q("selectRun"), insertRun: q("insertRun"), renewRun: q("renewRun"),
+		takeOverRun: q("takeOverRun"), abandonRun: q("abandonRun"),
+		insertStoreResult: q("insertStoreResult"), liveOtherRun: q("liveOtherRun"),
+		heartbeat: q("heartbeat"), finish: q("finish"), release: q("release"), active: q("active"),
+
+		registerInstance: q("registerInstance"), pruneInstances: q("pruneInstances"),
+		deregisterInstance: q("deregisterInstance"), listInstances: q("listInstances"),
+
+		now:       rewrite("SELECT " + d.NowMs),
+		serialize: rewrite(d.Serialize),
+	}
+}
+
+// placeholders returns d.Placeholders, or the identity if it is nil.
+func placeholders(d SQLDialect) func(string) string {
+	if d.Placeholders == nil {
+		return func(s string) string { return s }
+	}
+	return d.Placeholders
+}
+
+// parseStatements reads every *.sql file of fsys: a line "-- name: X"
+// starts statement X, other lines that begin with "--" are comments and
+// dropped, and a statement's text is its remaining lines, trimmed. A name
+// given twice, or text before the first name, is an error.
+func parseStatements(fsys fs.FS) (map[string]string, error) {
+	files, err := fs.Glob(fsys, "sql/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(files)
+	out := map[string]string{}
+	for _, f := range files {
+		data, err := fs.ReadFile(fsys, f)
+		if err != nil {
+			return nil, err
+		}
+		var name string
+		var body []string
+		flush := func() error {
+			text := strings.TrimSpace(strings.Join(body, "\n"))
+			body = body[:0]
+			if name == "" {
+				if text != "" {
+					return fmt.Errorf("%s: statement without a name: %.40q", f, text)
+				}
+				return nil
+			}
+			if _, dup := out[name]; dup {
+				return fmt.Errorf("%s: statement %s named twice", f, name)
+			}
+			if text == "" {
+				return fmt.Errorf("%s: statement %s is empty", f, name)
+			}
+			out[name] = text
+			return nil
+		}
+		for line := range strings.Lines(string(data)) {
+			trimmed := strings.TrimSpace(line)
+			if n, ok := strings.CutPrefix(trimmed, "-- name:"); ok {
+				if err := flush(); err != nil {
+					return nil, err
+				}
+				name = strings.TrimSpace(n)
+				continue
+			}
+			if strings.HasPrefix(trimmed, "--") {
+				continue
+			}
+			body = append(body, strings.TrimRight(line, "\r\n"))
+		}
+		if err := flush(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func mustParseStatements(fsys fs.FS) map[string]string {
+	m, err := parseStatements(fsys)
+	if err != nil {
+		panic("sqlbackend: " + err.Error())
+	}
+	return m
 }
 
 // qualifyIndex names an index after its table prefix. An index lives in

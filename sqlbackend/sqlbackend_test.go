@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/anarchon/anarchon"
 )
@@ -114,5 +115,56 @@ func TestCheckJob(t *testing.T) {
 	}
 	if err := b.CheckJob(anarchon.JobLimits{Job: `it's "ok" ✓`}); err != nil {
 		t.Error(err)
+	}
+}
+
+func TestRowReader(t *testing.T) {
+	rd := reader([]any{int64(7), []byte("x"), nil, nil, true, "12"})
+	n, s := rd.int64(), rd.string()
+	nv, ok := rd.nullInt64()
+	empty, b, m := rd.string(), rd.bool(), rd.int64()
+	if err := rd.Err(); err != nil || n != 7 || s != "x" || ok || nv != 0 || empty != "" || !b || m != 12 {
+		t.Errorf("reader: %d %q %d,%v %q %v %d, err %v", n, s, nv, ok, empty, b, m, rd.Err())
+	}
+	// The first error sticks; later reads return zero values.
+	rd = reader([]any{"x", struct{}{}, int64(1)})
+	_ = rd.string()
+	if got := rd.int64(); got != 0 {
+		t.Errorf("int64 of a struct = %d", got)
+	}
+	if got := rd.int64(); got != 0 {
+		t.Errorf("int64 after an error = %d, want 0", got)
+	}
+	if err := rd.Err(); err == nil || !strings.Contains(err.Error(), "column 2") {
+		t.Errorf("Err = %v, want one naming column 2", err)
+	}
+	rd = reader([]any{int64(1)})
+	rd.int64()
+	rd.string()
+	if rd.Err() == nil {
+		t.Error("reading past the row's end did not fail")
+	}
+}
+
+func TestParseStatements(t *testing.T) {
+	for _, tc := range []struct{ name, file, want string }{
+		{"unnamed", "SELECT 1\n", "without a name"},
+		{"twice", "-- name: a\nSELECT 1\n-- name: a\nSELECT 2\n", "named twice"},
+		{"empty", "-- name: a\n-- only a comment\n-- name: b\nSELECT 1\n", "is empty"},
+	} {
+		_, err := parseStatements(fstest.MapFS{"sql/x.sql": {Data: []byte(tc.file)}})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error saying %q", tc.name, err, tc.want)
+		}
+	}
+	got, err := parseStatements(fstest.MapFS{"sql/x.sql": {Data: []byte("-- file comment\n\n-- name: a\n-- why\nSELECT ?\n  FROM t\n")}})
+	if err != nil || got["a"] != "SELECT ?\n  FROM t" {
+		t.Errorf("parseStatements = %q, %v", got, err)
+	}
+	// buildQueries panics on a statement of sql/*.sql it does not use,
+	// or one it needs and does not find.
+	q := buildQueries(func(s string) string { return s }, SQLDialect{BigInt: "BIGINT", NowMs: "0"})
+	if q.active == "" || len(q.ddl) != 5 {
+		t.Errorf("buildQueries: active %q, %d DDL statements", q.active, len(q.ddl))
 	}
 }

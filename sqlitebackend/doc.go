@@ -13,7 +13,10 @@
 // one host: SQLite's file locks serialise writers, and every transaction
 // the backend opens is BEGIN IMMEDIATE, which takes the write lock before
 // reading, so a lease claim cannot decide on a stale read. The clock is the
-// host's (julianday('now')), the same for every process on it.
+// host's (julianday('now')), the same for every process on it. Errors
+// whose SQLite result code says a retry cannot fix them ([IsPermanent]:
+// SQLITE_ERROR such as a missing table, SQLITE_CONSTRAINT, …) are marked
+// anarchon.Permanent; SQLITE_BUSY and the like are retried.
 //
 // # Server requirements
 //
@@ -40,4 +43,13 @@
 // _busy_timeout=10000&_journal_mode=WAL). An in-memory database
 // (":memory:") is private to one connection: use db.SetMaxOpenConns(1).
 // The backend never closes the *sql.DB unless Options.CloseDB is set.
+//
+// # Performance
+//
+// Writers take turns on the file's write lock. BENCHMARKS.md §1 measured,
+// with modernc.org/sqlite on one host: a plain claim at 343 µs p50 with
+// one claimer and about 105–114 µs with 4–16 (a bare INSERT: 44–50 µs),
+// a lease claim at 94–117 µs p50, and about 2,400–4,000 claims/s in all.
+// Every claimer waits for the lock: the p99 grows with their number (35 ms
+// with 4, 126 ms with 16).
 package sqlitebackend

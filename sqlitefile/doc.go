@@ -4,13 +4,6 @@
 // database and closes it on Close. It is the embedded default: no server,
 // and instances in several processes on one host share one file.
 //
-//	b, err := sqlitefile.Open("/var/lib/myapp/anarchon.db", nil)
-//	if err != nil { … }
-//	s := anarchon.New(b, nil)
-//	… // add jobs, s.Start(ctx)
-//	err = s.Stop(ctx)       // waits for handlers; it does not close the backend
-//	err = b.Close(context.Background()) // closes the database file
-//
 // Open refuses a path that is a directory or whose directory does not
 // exist, before SQLite reports either as "unable to open database file".
 //
@@ -20,6 +13,34 @@
 // goroutine and process using the file (the tests race 8 processes over
 // 2,000 slots), repeat-safe claims, leases judged by the host's clock,
 // history trimming that never reopens a slot.
+//
+// # Server requirements
+//
+// None beyond sqlitebackend's: a local file system (SQLite's locks are
+// unreliable on network file systems) and a directory the process may
+// write. The driver, modernc.org/sqlite, is pure Go (SQLite 3.50.3), so
+// programs build with CGO_ENABLED=0.
+//
+// # Setup
+//
+//	b, err := sqlitefile.Open("/var/lib/myapp/anarchon.db", nil)
+//	if err != nil { … }
+//	s := anarchon.New(b, nil)
+//	… // add jobs, s.Start(ctx)
+//	err = s.Stop(ctx)       // waits for handlers; it does not close the backend
+//	err = b.Close(context.Background()) // closes the database file
+//
+// # Performance
+//
+// The plain claim costs about 1.3–2.2× the bare
+// INSERT … ON CONFLICT DO NOTHING it is built on (BenchmarkClaimVsRawInsert
+// reports the ratio as claim/raw): the extra is the watermark check in the
+// same statement, the wider row and the connection preparation. The lease
+// claim (one BEGIN IMMEDIATE transaction of a few statements: SQLite runs
+// in-process, so each costs no network round trip) measured 1.6× the same
+// insert, and FinishResult (one transaction: finish, save, trim) 0.65 of
+// the time of Finish followed by SaveResult (0.96 ms against 1.47 ms;
+// -benchtime 3000x on the same shared machine).
 //
 // # Driver choice
 //
@@ -44,14 +65,4 @@
 // more than a scheduler writes. The numbers do not justify cgo, so
 // mattn/go-sqlite3 is not a dependency. A program that already links it
 // can pass its own *sql.DB to sqlitebackend.New instead of using Open.
-//
-// The plain claim costs about 1.3–2.2× the bare
-// INSERT … ON CONFLICT DO NOTHING it is built on (BenchmarkClaimVsRawInsert
-// reports the ratio as claim/raw): the extra is the watermark check in the
-// same statement, the wider row and the connection preparation. The lease
-// claim (one BEGIN IMMEDIATE transaction of a few statements: SQLite runs
-// in-process, so each costs no network round trip) measured 1.6× the same
-// insert, and FinishResult (one transaction: finish, save, trim) 0.65 of
-// the time of Finish followed by SaveResult (0.96 ms against 1.47 ms;
-// -benchtime 3000x on the same shared machine).
 package sqlitefile

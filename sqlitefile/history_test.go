@@ -7,18 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/anarchon/anarchon"
-	"github.com/anarchon/anarchon/sqlbackend/sqlbackendtest"
 	"github.com/anarchon/anarchon/sqlitefile"
 )
-
-// TestHistoryRecords runs the history-record checks of package
-// sqlbackendtest on handles of one fresh file.
-func TestHistoryRecords(t *testing.T) {
-	sqlbackendtest.HistoryRecords(t, func(t testing.TB, n int) []anarchon.Backend {
-		return sqlbackendtest.Backends(open(t, n))
-	})
-}
 
 func TestOpenBadPath(t *testing.T) {
 	dir := t.TempDir()

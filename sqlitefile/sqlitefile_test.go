@@ -49,6 +49,14 @@ func TestConformance(t *testing.T) {
 			return out
 		},
 		Lease: 300 * time.Millisecond,
+		// Break drops the tables under the handle.
+		Break: func(t *testing.T, b anarchon.Backend, job string) {
+			for _, table := range []string{"results", "runs", "jobs"} {
+				if _, err := b.(*sqlitebackend.Backend).DB().ExecContext(t.Context(), `DROP TABLE "anarchon_`+table+`"`); err != nil {
+					t.Fatal(err)
+				}
+			}
+		},
 	})
 }
 

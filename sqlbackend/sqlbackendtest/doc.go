@@ -9,8 +9,8 @@
 // A backend's test gives each check an [Open] that returns n handles on one
 // fresh database — n separate clients, like n processes of an application:
 //
-//	func TestHistoryRecords(t *testing.T) {
-//		sqlbackendtest.HistoryRecords(t, func(t testing.TB, n int) []anarchon.Backend {
+//	func TestConcurrentMigration(t *testing.T) {
+//		sqlbackendtest.ConcurrentMigration(t, func(t testing.TB, n int) []anarchon.Backend {
 //			return sqlbackendtest.Backends(open(t, n))
 //		})
 //	}
@@ -20,7 +20,6 @@
 //
 // # Sections
 //
-//   - History records of lease runs that a takeover ends: [HistoryRecords].
 //   - Concurrent schema creation: [ConcurrentMigration].
 //   - Benchmarks against a bare INSERT … ON CONFLICT DO NOTHING:
 //     [ClaimVsRawInsert], [LeaseClaimVsRawInsert].
@@ -28,8 +27,6 @@
 package sqlbackendtest
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"testing"
 
 	"github.com/anarchon/anarchon"
@@ -60,9 +57,13 @@ func runs(t testing.TB, b anarchon.Backend) anarchon.RunStore {
 	return lb.Runs()
 }
 
-// randHex returns 2n random hexadecimal digits.
-func randHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
+// finisher returns b's run store as an anarchon.ResultFinisher, failing t
+// if it is not one.
+func finisher(t testing.TB, b anarchon.Backend) anarchon.ResultFinisher {
+	t.Helper()
+	f, ok := runs(t, b).(anarchon.ResultFinisher)
+	if !ok {
+		t.Fatalf("the run store of %T is not an anarchon.ResultFinisher", b)
+	}
+	return f
 }

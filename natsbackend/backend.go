@@ -32,15 +32,6 @@ const (
 	DefaultTimeout = 10 * time.Second
 )
 
-// ErrInvalid is wrapped by every error about bad input: an empty job name
-// or token, or an option out of range. Test for it with errors.Is.
-var ErrInvalid = errors.New("natsbackend: invalid input")
-
-// ErrBucketMismatch is returned by Init when the KV bucket already exists
-// with a TTL shorter than Options.ClaimTTL: the store would forget claims
-// sooner than [Backend.DedupeWindow] promises.
-var ErrBucketMismatch = errors.New("natsbackend: existing bucket forgets claims sooner than ClaimTTL")
-
 // Options configure a [Backend]. A nil *Options, and each zero field, means
 // the default stated on the field.
 type Options struct {
@@ -257,7 +248,7 @@ func (b *Backend) ready(ctx context.Context) (handles, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
-		return handles{}, fmt.Errorf("natsbackend: %w", anarchon.ErrClosed)
+		return handles{}, anarchon.Permanent(fmt.Errorf("natsbackend: %w", anarchon.ErrClosed))
 	}
 	if b.kv != nil {
 		return handles{b.kv, b.hist}, nil
@@ -360,32 +351,6 @@ func (b *Backend) bound(ctx context.Context) (context.Context, context.CancelFun
 		return ctx, func() {}
 	}
 	return context.WithTimeout(ctx, b.opts.Timeout)
-}
-
-// wrap translates a driver error at the boundary: it keeps the native
-// error reachable and adds anarchon.ErrClosed when the connection is gone.
-func (b *Backend) wrap(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, nats.ErrConnectionClosed) {
-		return fmt.Errorf("natsbackend: %s: %w: %w", op, anarchon.ErrClosed, err)
-	}
-	return fmt.Errorf("natsbackend: %s: %w", op, err)
-}
-
-// ctxErr returns ctx's error, wrapped with op, once ctx is done, so that
-// loops of several server calls stop at once and the caller can test for
-// context.DeadlineExceeded or context.Canceled with errors.Is.
-func ctxErr(ctx context.Context, op string) error {
-	err := ctx.Err()
-	if err == nil {
-		return nil
-	}
-	if cause := context.Cause(ctx); cause != nil && cause != err {
-		return fmt.Errorf("natsbackend: %s: %w: %w", op, err, cause)
-	}
-	return fmt.Errorf("natsbackend: %s: %w", op, err)
 }
 
 // encodeJob returns the job name as a NATS subject token: unpadded

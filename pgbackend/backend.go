@@ -37,6 +37,7 @@ var Dialect = sqlbackend.SQLDialect{
 	Placeholders:     sqlbackend.Dollar,
 	Serialize:        "SELECT 1 FROM pg_advisory_xact_lock(" + strconv.Itoa(lockClass) + ", hashtext(?))",
 	IsAlreadyCreated: IsAlreadyCreated,
+	IsPermanent:      IsPermanent,
 }
 
 // sqlStater is the interface of pgconn.PgError (and of lib/pq's error
@@ -87,6 +88,14 @@ type Backend struct {
 	noNotify bool
 	secret   string // a password to keep out of error texts
 }
+
+var (
+	_ anarchon.Backend      = (*Backend)(nil)
+	_ anarchon.LeaseBackend = (*Backend)(nil)
+	_ anarchon.JobChecker   = (*Backend)(nil)
+	_ anarchon.ServerClock  = (*Backend)(nil)
+	_ anarchon.Watcher      = (*Backend)(nil)
+)
 
 // Open opens a pgx pool on connString (a URL, postgres://user:pass@host/db?
 // sslmode=verify-full, or key=value pairs; TLS, authentication and pool
@@ -225,7 +234,7 @@ func (b *Backend) check(ctx context.Context, c sqlbackend.Conn) error {
 		return fmt.Errorf("server_version_num %q: %w", s, err)
 	}
 	if v < MinServerVersion {
-		return fmt.Errorf("PostgreSQL server version %d is older than %d", v, MinServerVersion)
+		return anarchon.Permanent(fmt.Errorf("PostgreSQL server version %d is older than %d", v, MinServerVersion))
 	}
 	if schema := b.Schema(); schema != "" {
 		q := `CREATE SCHEMA IF NOT EXISTS "` + schema + `"`

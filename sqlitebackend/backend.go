@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/anarchon/anarchon"
 	"github.com/anarchon/anarchon/sqlbackend"
 )
 
@@ -36,6 +37,7 @@ var Dialect = sqlbackend.SQLDialect{
 	IsAlreadyCreated: func(err error) bool {
 		return err != nil && strings.Contains(err.Error(), "already exists")
 	},
+	IsPermanent: IsPermanent,
 }
 
 // Options configures a [Backend]. A nil *Options means all defaults.
@@ -65,6 +67,13 @@ type Backend struct {
 	*sqlbackend.SQLBackend
 	db *sql.DB
 }
+
+var (
+	_ anarchon.Backend      = (*Backend)(nil)
+	_ anarchon.LeaseBackend = (*Backend)(nil)
+	_ anarchon.JobChecker   = (*Backend)(nil)
+	_ anarchon.ServerClock  = (*Backend)(nil)
+)
 
 // New returns a SQLite backend over db, opened with any database/sql
 // SQLite driver (modernc.org/sqlite, github.com/mattn/go-sqlite3, …) on a
@@ -192,7 +201,7 @@ func checkOnce(ctx context.Context, c sqlbackend.Conn, wal bool) error {
 		v = string(b)
 	}
 	if !versionAtLeast(v, MinVersion) {
-		return fmt.Errorf("SQLite %s is older than %s (RETURNING is needed)", v, MinVersion)
+		return anarchon.Permanent(fmt.Errorf("SQLite %s is older than %s (RETURNING is needed)", v, MinVersion))
 	}
 	if wal {
 		return switchToWAL(ctx, c)

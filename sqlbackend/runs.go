@@ -2,7 +2,6 @@ package sqlbackend
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -52,10 +51,10 @@ func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.Cla
 		return anarchon.ClaimOutcome{}, b.errorf("lease claim", err)
 	}
 	if c.Lease <= 0 {
-		return anarchon.ClaimOutcome{}, b.errorf("lease claim", fmt.Errorf("lease %v is not positive", c.Lease))
+		return anarchon.ClaimOutcome{}, b.errorf("lease claim", invalid("lease %v is not positive", c.Lease))
 	}
 	if c.MaxLate < 0 {
-		return anarchon.ClaimOutcome{}, b.errorf("lease claim", fmt.Errorf("negative MaxLate %v", c.MaxLate))
+		return anarchon.ClaimOutcome{}, b.errorf("lease claim", invalid("negative MaxLate %v", c.MaxLate))
 	}
 	maxAttempts := int64(max(c.MaxAttempts, 1))
 	leaseMs := max(c.Lease.Milliseconds(), 1)
@@ -163,13 +162,13 @@ func (b *SQLBackend) claimRoutine(ctx context.Context, c anarchon.RunClaim, leas
 	if len(rows) != 1 || len(rows[0]) != 5 {
 		return anarchon.ClaimOutcome{}, fmt.Errorf("claim routine returned %d rows", len(rows))
 	}
-	r := rows[0]
-	kind, err1 := asString(r[0])
-	att, _, err2 := asNullInt64(r[1])
-	holder, err3 := asString(r[2])
-	until, hasUntil, err4 := asNullInt64(r[3])
-	status, err5 := asString(r[4])
-	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
+	rd := reader(rows[0])
+	kind := rd.string()
+	att, _ := rd.nullInt64()
+	holder := rd.string()
+	until, hasUntil := rd.nullInt64()
+	status := rd.string()
+	if err := rd.Err(); err != nil {
 		return anarchon.ClaimOutcome{}, err
 	}
 	out := anarchon.ClaimOutcome{Attempt: int(att), Holder: holder, Status: anarchon.Status(status)}
@@ -202,12 +201,9 @@ func (b *SQLBackend) routineBool(ctx context.Context, query string, args ...any)
 	if len(rows) != 1 || len(rows[0]) != 1 {
 		return false, fmt.Errorf("routine returned %d rows", len(rows))
 	}
-	ok, isBool := rows[0][0].(bool)
-	if !isBool {
-		n, err := asInt64(rows[0][0])
-		return n != 0, err
-	}
-	return ok, nil
+	rd := reader(rows[0])
+	ok := rd.bool()
+	return ok, rd.Err()
 }
 
 // recordHolder stores the history record of the holder whose attempt a
@@ -238,19 +234,12 @@ func (b *SQLBackend) readRun(ctx context.Context, tx Querier, job string, slot i
 	if err != nil || len(rows) == 0 {
 		return runRow{}, false, err
 	}
-	r := rows[0]
-	var row runRow
-	var state, status string
-	var err1, err2, err3, err4, err5, err6, err7 error
-	row.token, err1 = asString(r[0])
-	row.instance, err2 = asString(r[1])
-	row.attempt, err3 = asInt64(r[2])
-	state, err4 = asString(r[3])
-	status, err5 = asString(r[4])
-	row.leaseUntil, row.hasLease, err6 = asNullInt64(r[5])
-	row.claimedAt, row.hasClaimedAt, err7 = asNullInt64(r[6])
-	row.state, row.status = anarchon.RunState(state), anarchon.Status(status)
-	return row, true, errors.Join(err1, err2, err3, err4, err5, err6, err7)
+	rd := reader(rows[0])
+	row := runRow{token: rd.string(), instance: rd.string(), attempt: rd.int64(),
+		state: anarchon.RunState(rd.string()), status: anarchon.Status(rd.string())}
+	row.leaseUntil, row.hasLease = rd.nullInt64()
+	row.claimedAt, row.hasClaimedAt = rd.nullInt64()
+	return row, true, rd.Err()
 }
 
 func (b *SQLBackend) notify(ctx context.Context, tx Querier, job string, slot int64, kind anarchon.RunEventKind) error {
@@ -261,7 +250,7 @@ func (b *SQLBackend) notify(ctx context.Context, tx Querier, job string, slot in
 	if q == "" {
 		return nil
 	}
-	_, err := b.all(ctx, tx, q, args...)
+	_, err := b.all(ctx, tx, b.rewritten(q), args...)
 	return err
 }
 
@@ -275,7 +264,7 @@ func (s *RunStore) Heartbeat(ctx context.Context, in anarchon.HeartbeatInput) (b
 		return false, err
 	}
 	if lease <= 0 {
-		return false, b.errorf("heartbeat", fmt.Errorf("lease %v is not positive", lease))
+		return false, b.errorf("heartbeat", invalid("lease %v is not positive", lease))
 	}
 	rows, err := b.all(ctx, b.cfg.Conn, b.q.heartbeat, max(lease.Milliseconds(), 1), job, slot, token)
 	if err != nil {
@@ -341,10 +330,10 @@ func (s *RunStore) FinishResult(ctx context.Context, in anarchon.SaveResultInput
 	}
 	sr, err := newSaved(job, r, historySize, historyTTL)
 	if err == nil && r.Token == "" {
-		err = errors.New("empty token")
+		err = invalid("empty token")
 	}
 	if err == nil && r.Manual {
-		err = errors.New("a manual run has no lease to finish")
+		err = invalid("a manual run has no lease to finish")
 	}
 	if err != nil {
 		return false, b.errorf(op, err)
@@ -429,14 +418,9 @@ func (s *RunStore) Active(ctx context.Context, job string) ([]anarchon.ActiveRun
 	}
 	out := make([]anarchon.ActiveRun, 0, len(rows))
 	for _, r := range rows {
-		slot, err1 := asInt64(r[0])
-		tok, err2 := asString(r[1])
-		inst, err3 := asString(r[2])
-		att, err4 := asInt64(r[3])
-		state, err5 := asString(r[4])
-		until, err6 := asInt64(r[5])
-		now, err7 := asInt64(r[6])
-		if err := errors.Join(err1, err2, err3, err4, err5, err6, err7); err != nil {
+		rd := reader(r)
+		slot, tok, inst, att, state, until, now := rd.int64(), rd.string(), rd.string(), rd.int64(), rd.string(), rd.int64(), rd.int64()
+		if err := rd.Err(); err != nil {
 			return nil, b.errorf("active", err)
 		}
 		st := anarchon.RunState(state)

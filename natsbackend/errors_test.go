@@ -1,0 +1,106 @@
+package natsbackend_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/natsbackend"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+func TestIsPermanentKinds(t *testing.T) {
+	api := func(code int, ec jetstream.ErrorCode) error {
+		return &jetstream.APIError{Code: code, ErrorCode: ec, Description: "test"}
+	}
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{jetstream.ErrBucketNotFound, true},
+		{jetstream.ErrStreamNotFound, true},
+		{jetstream.ErrJetStreamNotEnabled, true},
+		{nats.ErrConnectionClosed, true},
+		{nats.ErrAuthorization, true},
+		{nats.ErrPermissionViolation, true},
+		{nats.ErrMaxPayload, true},
+		{api(400, jetstream.JSErrCodeBadRequest), true},
+		{api(404, 10059), true},
+		{api(400, jetstream.JSErrCodeStreamWrongLastSequence), false},
+		{api(500, 10023), false}, // insufficient resources
+		{api(503, 10008), false}, // temporarily unavailable
+		{nats.ErrTimeout, false},
+		{nats.ErrNoResponders, false},
+		{jetstream.ErrNoStreamResponse, false},
+		{context.DeadlineExceeded, false},
+		{errors.New("other"), false},
+	} {
+		if got := natsbackend.IsPermanent(fmt.Errorf("wrapped: %w", tc.err)); got != tc.want {
+			t.Errorf("IsPermanent(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+	if !anarchon.IsPermanent(natsbackend.ErrInvalid) || !anarchon.IsPermanent(natsbackend.ErrBucketMismatch) {
+		t.Error("ErrInvalid or ErrBucketMismatch is not marked permanent")
+	}
+	if anarchon.IsPermanent(natsbackend.ErrContention) {
+		t.Error("ErrContention is marked permanent; a retry may get through")
+	}
+}
+
+// TestErrorClasses: errors from a real server are marked
+// anarchon.Permanent when a retry cannot fix them (a deleted bucket or
+// stream, bad input, a closed backend), and not when it may (a cancelled
+// context).
+func TestErrorClasses(t *testing.T) {
+	url := natsURL(t)
+	ctx := t.Context()
+	o := freshOptions(t, url)
+	b := openN(t, url, o, 1)[0]
+	if err := b.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string, err error, permanent bool) {
+		t.Helper()
+		if err == nil {
+			t.Errorf("%s: no error", what)
+			return
+		}
+		if anarchon.IsPermanent(err) != permanent {
+			t.Errorf("%s: %v: permanent %v, want %v", what, err, anarchon.IsPermanent(err), permanent)
+		}
+	}
+	job := "classes"
+	_, err := b.Claim(ctx, in("", 1000, "t", "i"))
+	check("Claim with an empty job name", err, true)
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = b.Claim(cancelled, in(job, 1000, "t", "i"))
+	check("Claim on a cancelled context", err, false)
+
+	js := jetStream(t, url)
+	if err := js.DeleteStream(ctx, o.HistoryStream); err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.History(ctx, job, 0)
+	check("History after the history stream was deleted", err, true)
+	if err := js.DeleteKeyValue(ctx, o.Bucket); err != nil {
+		t.Fatal(err)
+	}
+	bctx, bcancel := context.WithTimeout(ctx, 5*time.Second)
+	defer bcancel()
+	// Without the bucket's stream nobody answers the key's direct get:
+	// "no responders", which a stream leader election gives too, so it
+	// stays transient.
+	_, err = b.Runs().Claim(bctx, anarchon.RunClaim{ClaimInput: in(job, 1000, "t", "i"), Lease: time.Minute})
+	check("RunStore.Claim after the bucket was deleted (no responders)", err, false)
+
+	if err := b.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.Claim(ctx, in(job, 1000, "t", "i"))
+	check("Claim after Close", err, true)
+}

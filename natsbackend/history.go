@@ -1,0 +1,214 @@
+package natsbackend
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/anarchon/anarchon"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// histRec is one message of the history stream: a claim ("c") or a result
+// ("r"). ClaimedAt is not stored: it is the message's server timestamp.
+type histRec struct {
+	Kind     string    `json:"k"`
+	Slot     int64     `json:"s"`
+	Token    string    `json:"t,omitempty"`
+	Instance string    `json:"i,omitempty"`
+	Attempt  int       `json:"a,omitempty"`
+	Manual   bool      `json:"m,omitempty"`
+	Status   string    `json:"st,omitempty"`
+	Started  time.Time `json:"sa,omitzero"`
+	Finished time.Time `json:"fa,omitzero"`
+	Error    string    `json:"e,omitempty"`
+	Output   string    `json:"o,omitempty"`
+	TTLms    int64     `json:"ttl,omitempty"` // the job's HistoryTTL when written
+}
+
+// SaveResult appends r to the job's history and trims the job's subject to
+// its newest 2·historySize messages (a claim and a result per run) with a
+// stream purge that keeps them. historyTTL is stored with the record:
+// History hides records older than it by the server's clock. Claims live
+// in the KV bucket, so trimming history never reopens a slot.
+func (b *Backend) SaveResult(ctx context.Context, in anarchon.SaveResultInput) error {
+	job, r, historySize, historyTTL := in.Job, in.Result, in.HistorySize, in.HistoryTTL
+	enc, err := encodeJob(job)
+	if err != nil {
+		return err
+	}
+	if historySize < 0 || historyTTL < 0 {
+		return fmt.Errorf("%w: negative history size or TTL", ErrInvalid)
+	}
+	h, err := b.ready(ctx)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := b.bound(ctx)
+	defer cancel()
+	rec, _ := json.Marshal(histRec{
+		Kind: "r", Slot: r.Slot, Token: r.Token, Instance: r.InstanceID, Attempt: r.Attempt,
+		Manual: r.Manual, Status: string(r.Status), Started: r.StartedAt, Finished: r.FinishedAt,
+		Error: r.Error, Output: r.Output, TTLms: historyTTL.Milliseconds(),
+	})
+	if _, err := b.js.PublishMsg(ctx, &nats.Msg{Subject: b.subject(enc), Data: rec},
+		jetstream.WithExpectStream(b.opts.HistoryStream)); err != nil {
+		return b.wrap("save result", err)
+	}
+	return b.trim(ctx, h, enc, historySize)
+}
+
+func (b *Backend) trim(ctx context.Context, h handles, job string, historySize int) error {
+	if historySize <= 0 {
+		historySize = anarchon.DefaultHistorySize
+	}
+	err := h.hist.Purge(ctx, jetstream.WithPurgeSubject(b.subject(job)), jetstream.WithPurgeKeep(uint64(2*historySize)))
+	return b.wrap("trim history", err)
+}
+
+// History reads the job's subject of the history stream with an ordered
+// consumer and merges claims and results with anarchon.BuildHistory.
+// Records older than the HistoryTTL they were written with, by the
+// server's clock, are left out.
+//
+// It reads at most what the stream held for the job when the call began
+// (the subject's message count and the stream's last sequence, from one
+// stream info request): records published meanwhile are not waited for,
+// and a message the consumer delivers twice is counted once. Once ctx is
+// done it stops and returns an error wrapping ctx's error.
+func (b *Backend) History(ctx context.Context, job string, limit int) ([]anarchon.RunRecord, error) {
+	enc, err := encodeJob(job)
+	if err != nil {
+		return nil, err
+	}
+	h, err := b.ready(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctxErr(ctx, "read history"); err != nil {
+		return nil, err
+	}
+	ctx, cancel := b.bound(ctx)
+	defer cancel()
+	subj := b.subject(enc)
+	b.infoMu.Lock() // Stream.Info writes the handle's cache
+	info, err := h.hist.Info(ctx, jetstream.WithSubjectFilter(subj))
+	b.infoMu.Unlock()
+	if err != nil {
+		return nil, b.readErr(ctx, err)
+	}
+	total := info.State.Subjects[subj]
+	if total == 0 {
+		return []anarchon.RunRecord{}, nil
+	}
+	lastSeq := info.State.LastSeq
+	now := info.TimeStamp
+	// A plain pull consumer without acks: unlike an ordered consumer it is
+	// not recreated between fetches, so each fetch continues where the
+	// last one stopped. The server deletes it after InactiveThreshold.
+	cons, err := h.hist.CreateConsumer(ctx, jetstream.ConsumerConfig{
+		FilterSubject:     subj,
+		DeliverPolicy:     jetstream.DeliverAllPolicy,
+		AckPolicy:         jetstream.AckNonePolicy,
+		InactiveThreshold: 5 * time.Second,
+		MemoryStorage:     true,
+		Replicas:          1,
+	})
+	if err != nil {
+		return nil, b.readErr(ctx, err)
+	}
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		_ = h.hist.DeleteConsumer(dctx, cons.CachedInfo().Name) // else it expires by itself
+	}()
+	var claims []anarchon.ClaimRecord
+	var results []anarchon.StoredResult
+	seen := map[string]int{} // claim token -> index, to fold repeats
+	var read uint64          // messages taken, at most total
+	var seq uint64           // highest stream sequence taken
+	done := false
+	for !done && read < total {
+		if err := ctxErr(ctx, "read history"); err != nil {
+			return nil, err
+		}
+		batch, err := cons.FetchNoWait(int(min(total-read, 256)))
+		if err != nil {
+			return nil, b.readErr(ctx, err)
+		}
+		n, before := 0, read
+	batchLoop:
+		for {
+			var m jetstream.Msg
+			var ok bool
+			select {
+			case <-ctx.Done():
+				return nil, ctxErr(ctx, "read history")
+			case m, ok = <-batch.Messages():
+			}
+			if !ok {
+				break
+			}
+			n++
+			md, err := m.Metadata()
+			if err != nil {
+				return nil, b.readErr(ctx, err)
+			}
+			if md.Sequence.Stream > lastSeq {
+				done = true // published after the call began
+				continue
+			}
+			if md.Sequence.Stream <= seq {
+				continue // delivered again after a consumer reset
+			}
+			seq = md.Sequence.Stream
+			read++
+			if md.NumPending == 0 || seq == lastSeq || read >= total {
+				done = true
+			}
+			var r histRec
+			if json.Unmarshal(m.Data(), &r) != nil {
+				continue batchLoop // a record this version cannot read
+			}
+			if r.TTLms > 0 && !now.IsZero() && md.Timestamp.Add(time.Duration(r.TTLms)*time.Millisecond).Before(now) {
+				continue
+			}
+			switch r.Kind {
+			case "c":
+				c := anarchon.ClaimRecord{Slot: r.Slot, Token: r.Token, InstanceID: r.Instance,
+					ClaimedAt: md.Timestamp.UTC(), Attempt: r.Attempt, Manual: r.Manual}
+				if i, ok := seen[r.Token]; ok && r.Token != "" {
+					if c.Attempt > claims[i].Attempt {
+						claims[i].Attempt = c.Attempt
+					}
+					continue
+				}
+				seen[r.Token] = len(claims)
+				claims = append(claims, c)
+			case "r":
+				results = append(results, anarchon.StoredResult{Slot: r.Slot, Token: r.Token,
+					InstanceID: r.Instance, Attempt: r.Attempt, Status: anarchon.Status(r.Status),
+					StartedAt: r.Started, FinishedAt: r.Finished, Error: r.Error, Output: r.Output, Manual: r.Manual})
+			}
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
+			return nil, b.readErr(ctx, err)
+		}
+		if n == 0 || read == before {
+			break // purged while reading, or nothing new delivered
+		}
+	}
+	return anarchon.BuildHistory(job, claims, results, limit), nil
+}
+
+// readErr translates an error of a history read: once ctx is done, the
+// error wraps ctx's error as well as the driver's.
+func (b *Backend) readErr(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("natsbackend: read history: %w: %w", cerr, err)
+	}
+	return b.wrap("read history", err)
+}

@@ -1,0 +1,132 @@
+package redisbackend
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/anarchon/anarchon"
+	"github.com/redis/go-redis/v9"
+)
+
+// PrepareJob checks the job name. Redis needs no per-job setup: the job's
+// keys appear with its first claim.
+func (b *Backend) PrepareJob(ctx context.Context, in anarchon.PrepareJobInput) error {
+	job, historySize := in.Job, in.HistorySize
+	if err := b.check(); err != nil {
+		return err
+	}
+	if job == "" {
+		return fmt.Errorf("%w: empty job name", ErrInvalidInput)
+	}
+	if historySize < 0 {
+		return fmt.Errorf("%w: job %q: negative history size %d", ErrInvalidInput, job, historySize)
+	}
+	return nil
+}
+
+// Claim is the plain claim of SPEC §4, one Lua script: it returns true if
+// the slot was free (and records the claim) or is already claimed with
+// in.Token (repeat safety), false if another token holds it or the slot is
+// at or below the job's trim watermark. With Options.Replicas it fails with
+// ErrNotReplicated when the WAIT falls short.
+func (b *Backend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, error) {
+	if err := b.checkRun(in.Job, in.Slot, in.Token); err != nil {
+		return false, err
+	}
+	res, err := b.runWrite(ctx, scriptClaim,
+		[]string{b.tag(in.Job) + ":run"},
+		slotArg(in.Slot), in.Token, in.InstanceID)
+	if err != nil {
+		return false, b.wrap(fmt.Sprintf("claim %q slot %d", in.Job, in.Slot), err)
+	}
+	n, ok := res.(int64)
+	if !ok {
+		return false, b.unexpected("claim", res)
+	}
+	return n == 1, nil
+}
+
+// RecordManualRun records a RunNow run with no deduplication and returns
+// in.Slot. Repeating it with the same token rewrites the same record.
+func (b *Backend) RecordManualRun(ctx context.Context, in anarchon.ClaimInput) (int64, error) {
+	if err := b.checkRun(in.Job, in.Slot, in.Token); err != nil {
+		return 0, err
+	}
+	k := b.keys(in.Job)
+	_, err := scriptManual.Run(ctx, b.client, []string{k.claims, k.hist},
+		slotArg(in.Slot), in.Token, in.InstanceID).Result()
+	if err != nil {
+		return 0, b.wrap(fmt.Sprintf("record manual run %q", in.Job), err)
+	}
+	return in.Slot, nil
+}
+
+// runWrite runs a script that may win a claim. With Options.Replicas the
+// script and a WAIT go in one pipeline on the connection of the key's
+// master, so the WAIT covers exactly this write.
+func (b *Backend) runWrite(ctx context.Context, s *script, keys []string, args ...any) (any, error) {
+	if b.replicas == 0 {
+		return s.Run(ctx, b.client, keys, args...).Result()
+	}
+	var node *redis.Client
+	switch c := b.client.(type) {
+	case *redis.Client:
+		node = c
+	case *redis.ClusterClient:
+		n, err := c.MasterForKey(ctx, keys[0])
+		if err != nil {
+			return nil, err
+		}
+		node = n
+	}
+	run := func(useSHA bool) (any, int64, error) {
+		var ev *redis.Cmd
+		var wait *redis.Cmd
+		_, err := node.Pipelined(ctx, func(p redis.Pipeliner) error {
+			if useSHA {
+				ev = p.EvalSha(ctx, s.Hash(), keys, args...)
+			} else {
+				ev = p.Eval(ctx, s.src, keys, args...)
+			}
+			wait = p.Do(ctx, "wait", b.replicas, b.waitFor.Milliseconds())
+			return nil
+		})
+		if err := ev.Err(); err != nil {
+			return nil, 0, err
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		n, err := wait.Int64()
+		if err != nil {
+			return nil, 0, err
+		}
+		return ev.Val(), n, nil
+	}
+	val, acked, err := run(true)
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		val, acked, err = run(false)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if won(val) && acked < int64(b.replicas) {
+		return nil, fmt.Errorf("%w: %d of %d replicas within %v", ErrNotReplicated, acked, b.replicas, b.waitFor)
+	}
+	return val, nil
+}
+
+// won reports whether a claim script's reply is a win: 1 for the plain
+// claim, {1, ...} for the lease claim.
+func won(v any) bool {
+	switch v := v.(type) {
+	case int64:
+		return v == 1
+	case []any:
+		if len(v) > 0 {
+			n, _ := v[0].(int64)
+			return n == int64(anarchon.OutcomeWon)
+		}
+	}
+	return false
+}

@@ -1,0 +1,80 @@
+package redisbackend
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/anarchon/anarchon"
+	"github.com/redis/go-redis/v9"
+)
+
+// IsPermanent reports whether err is a Redis error reply that repeating
+// the command gives again: WRONGTYPE (a key under the backend's prefix
+// holds another kind of value), ERR (a syntax error, an unknown command,
+// an error raised in a script), NOAUTH, WRONGPASS and NOPERM (credentials
+// and ACLs), EXECABORT. Replies that a retry may get past are transient:
+// LOADING, BUSY, TRYAGAIN, CLUSTERDOWN, READONLY and MASTERDOWN (a
+// restart or failover), OOM (memory may be freed), NOREPLICAS, NOSCRIPT
+// (go-redis loads the script again), "ERR max number of clients reached",
+// and every error that is not a reply (the network, a context). The
+// backend marks the errors it matches with anarchon.Permanent.
+func IsPermanent(err error) bool {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	msg := re.Error()
+	kind, _, _ := strings.Cut(msg, " ")
+	switch kind {
+	case "WRONGTYPE", "NOAUTH", "WRONGPASS", "NOPERM", "EXECABORT":
+		return true
+	case "ERR":
+		return !strings.HasPrefix(msg, "ERR max number of clients")
+	}
+	return false
+}
+
+// wrap translates a driver error at the boundary. The native error stays
+// reachable with errors.Is/As (net.Error, redis.Error, context errors);
+// redis.Nil is never passed on as a result. Error replies a retry cannot
+// fix (IsPermanent) and a closed backend are marked anarchon.Permanent.
+func (b *Backend) wrap(op string, err error) error {
+	if errors.Is(err, redis.Nil) {
+		return fmt.Errorf("%w: %s: empty reply", ErrUnexpectedReply, op)
+	}
+	if b.closed.Load() && errors.Is(err, redis.ErrClosed) {
+		return anarchon.Permanent(fmt.Errorf("redisbackend: %s: %w: %w", op, anarchon.ErrClosed, err))
+	}
+	e := fmt.Errorf("redisbackend: %s: %w", op, err)
+	if IsPermanent(err) {
+		return anarchon.Permanent(e)
+	}
+	return e
+}
+
+func (b *Backend) unexpected(op string, res any) error {
+	return fmt.Errorf("%w: %s: got %T", ErrUnexpectedReply, op, res)
+}
+
+// Sentinel errors of this package. Test for them with [errors.Is]. All
+// but ErrNotReplicated are marked anarchon.Permanent: a retry cannot fix
+// them.
+var (
+	// ErrInvalidInput is returned for arguments the backend refuses before
+	// talking to Redis: an empty job name or token, a slot beyond ±MaxSlot, a
+	// non-positive lease, a negative duration or history size.
+	ErrInvalidInput = anarchon.Permanent(errors.New("redisbackend: invalid input"))
+	// ErrNotReplicated is returned by a winning claim when Options.Replicas
+	// is set and fewer replicas acknowledged it within ReplicaTimeout. The
+	// claim is written on the primary but the caller must not run the slot
+	// (fail closed): a failover could still forget it.
+	ErrNotReplicated = errors.New("redisbackend: claim not acknowledged by enough replicas")
+	// ErrUnexpectedReply is returned when Redis answers a script with a
+	// reply of the wrong shape (a server that is not Redis-compatible, or
+	// keys written by something else under the backend's prefix).
+	ErrUnexpectedReply = anarchon.Permanent(errors.New("redisbackend: unexpected reply from redis"))
+	// ErrServerTooOld is returned by Init when the server is older than
+	// Redis 5, which lacks script effects replication (see the package doc).
+	ErrServerTooOld = anarchon.Permanent(errors.New("redisbackend: redis server too old (need 5.0 or later)"))
+)

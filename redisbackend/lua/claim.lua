@@ -1,0 +1,15 @@
+-- a script of redisbackend (scripts.go documents its KEYS, ARGV and result).
+-- This header is dropped when the file is read; the rest is sent as is.
+
+local slot, tok = ARGV[1], ARGV[2]
+local got = redis.call('HMGET', KEYS[1], slot, 'mark')
+if got[1] then
+  if cjson.decode(got[1]).tok == tok then return 1 end
+  return 0
+end
+if got[2] and tonumber(slot) <= tonumber(got[2]) then return 0 end
+local t = redis.call('TIME')
+local now = string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+redis.call('HSET', KEYS[1], slot, '{"tok":' .. cjson.encode(tok) .. ',"inst":' .. cjson.encode(ARGV[3]) ..
+  ',"att":"1","st":"claimed","lu":"0","at":"' .. now .. '"}')
+return 1

@@ -1,0 +1,47 @@
+-- a script of redisbackend (scripts.go documents its KEYS, ARGV and result).
+-- This header is dropped when the file is read; the rest is sent as is.
+
+local limit = tonumber(ARGV[1])
+local members
+if limit > 0 then
+  members = redis.call('ZREVRANGE', KEYS[2], 0, limit - 1)
+  if #members == limit then
+    local s = slot_of(members[#members])
+    local seen = {}
+    for _, m in ipairs(members) do seen[m] = true end
+    for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], s, s)) do
+      if not seen[m] then members[#members + 1] = m end
+    end
+  end
+else
+  members = redis.call('ZREVRANGE', KEYS[2], 0, -1)
+end
+local open = unindexed(KEYS[4], KEYS[1], KEYS[2])
+if #open > 0 then
+  -- Merge the unindexed plain claims in, newest first, and cut again.
+  local all = open
+  for _, m in ipairs(members) do all[#all + 1] = {s = tonumber(slot_of(m)), m = m} end
+  table.sort(all, function(a, b) return a.s > b.s end)
+  members = {}
+  for i, e in ipairs(all) do
+    if limit > 0 and i > limit and e.s ~= all[limit].s then break end
+    members[#members + 1] = e.m
+  end
+end
+local out = {}
+for _, m in ipairs(members) do
+  local s = slot_of(m)
+  local t = string.sub(m, #s + 2)
+  local c = ''
+  if t ~= '' then
+    c = redis.call('HGET', KEYS[1], t)
+    if not c then
+      c = redis.call('HGET', KEYS[4], s)
+      if not c or cjson.decode(c).tok ~= t then c = '' end
+    end
+  end
+  out[#out + 1] = m
+  out[#out + 1] = c
+  out[#out + 1] = redis.call('HGET', KEYS[3], m) or ''
+end
+return out

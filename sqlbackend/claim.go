@@ -1,0 +1,171 @@
+package sqlbackend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/anarchon/anarchon"
+)
+
+func checkJob(job string) error {
+	if job == "" {
+		return invalid("empty job name")
+	}
+	if len(job) > MaxJobName {
+		return invalid("job name is %d bytes, longer than %d", len(job), MaxJobName)
+	}
+	if strings.IndexByte(job, 0) >= 0 {
+		return invalid("job name contains a NUL byte")
+	}
+	return nil
+}
+
+// PrepareJob creates the job's row (its trimming watermark), idempotently.
+// It runs Init first if needed. in.HistorySize is not stored: every SaveResult
+// passes its own.
+func (b *SQLBackend) PrepareJob(ctx context.Context, in anarchon.PrepareJobInput) error {
+	job := in.Job
+	if err := b.ready(ctx, "prepare job"); err != nil {
+		return err
+	}
+	if err := checkJob(job); err != nil {
+		return b.errorf("prepare job", err)
+	}
+	if _, err := b.all(ctx, b.cfg.Conn, b.q.insertJob, job); err != nil {
+		return b.errorf("prepare job "+quoteJob(job), err)
+	}
+	return nil
+}
+
+func quoteJob(job string) string {
+	if len(job) > 64 {
+		job = job[:64] + "…"
+	}
+	return fmt.Sprintf("%q", job)
+}
+
+func checkClaim(in anarchon.ClaimInput) error {
+	if err := checkJob(in.Job); err != nil {
+		return err
+	}
+	if in.Token == "" {
+		return invalid("empty token")
+	}
+	return nil
+}
+
+// Claim is the plain claim (SPEC §4): one INSERT … ON CONFLICT DO NOTHING
+// on the runs table's (job, slot) key. It returns true if the row was
+// inserted, or if it exists with in.Token (a repeated claim). A claim for a
+// slot at or below the job's trimming watermark inserts nothing and loses,
+// so trimming never reopens a slot.
+func (b *SQLBackend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, error) {
+	if err := b.ready(ctx, "claim"); err != nil {
+		return false, err
+	}
+	if err := checkClaim(in); err != nil {
+		return false, b.errorf("claim", err)
+	}
+	rows, err := b.all(ctx, b.cfg.Conn, b.q.plainClaim,
+		in.Job, in.Slot, in.Token, in.InstanceID, in.Job, in.Slot)
+	if err != nil {
+		return false, b.errorf("claim", err)
+	}
+	if len(rows) > 0 {
+		return true, nil
+	}
+	rows, err = b.all(ctx, b.cfg.Conn, b.q.selectToken, in.Job, in.Slot)
+	if err != nil {
+		return false, b.errorf("claim", err)
+	}
+	if len(rows) == 0 {
+		return false, nil // below the watermark: trimmed, settled long ago
+	}
+	rd := reader(rows[0])
+	tok := rd.string()
+	if err := rd.Err(); err != nil {
+		return false, b.errorf("claim", err)
+	}
+	return tok == in.Token, nil
+}
+
+// RecordManualRun stores a RunNow run in the history, without touching the
+// runs table: manual runs are never deduplicated. It returns in.Slot.
+func (b *SQLBackend) RecordManualRun(ctx context.Context, in anarchon.ClaimInput) (int64, error) {
+	if err := b.ready(ctx, "record manual run"); err != nil {
+		return 0, err
+	}
+	if err := checkClaim(in); err != nil {
+		return 0, b.errorf("record manual run", err)
+	}
+	if _, err := b.all(ctx, b.cfg.Conn, b.q.insertManual,
+		in.Job, in.Token, in.Slot, in.InstanceID); err != nil {
+		return 0, b.errorf("record manual run", err)
+	}
+	return in.Slot, nil
+}
+
+// lockJob makes sure the job's row exists and locks it for the rest of the
+// transaction (Serialize, then SELECT … ForUpdate). It returns the
+// watermark.
+func (b *SQLBackend) lockJob(ctx context.Context, tx Querier, job string) error {
+	_, _, _, err := b.lockJobWatermark(ctx, tx, job)
+	return err
+}
+
+// lockJobWatermark locks the job (see lockJob) and returns its watermark
+// and the server's clock, read after the lock was taken.
+//
+// With row locks (ForUpdate set) the job row's lock is what serialises
+// claims of the job, and Serialize only guards the creation of a missing
+// row; without row locks Serialize (or the exclusive transaction) runs
+// first, every time.
+func (b *SQLBackend) lockJobWatermark(ctx context.Context, tx Querier, job string) (wm int64, has bool, now int64, err error) {
+	rowLocks := b.d.ForUpdate != ""
+	serialize := func() error {
+		if b.q.serialize == "" {
+			return nil
+		}
+		_, err := b.all(ctx, tx, b.q.serialize, job)
+		return err
+	}
+	if !rowLocks {
+		if err := serialize(); err != nil {
+			return 0, false, 0, err
+		}
+	}
+	for i := range 2 {
+		rows, err := b.all(ctx, tx, b.q.selectJob, job)
+		if err != nil {
+			return 0, false, 0, err
+		}
+		if len(rows) > 0 {
+			rd := reader(rows[0])
+			wm, has := rd.nullInt64()
+			now := rd.int64()
+			return wm, has, now, rd.Err()
+		}
+		if i == 0 && rowLocks {
+			if err := serialize(); err != nil {
+				return 0, false, 0, err
+			}
+		}
+		if _, err := b.all(ctx, tx, b.q.insertJob, job); err != nil {
+			return 0, false, 0, err
+		}
+	}
+	return 0, false, 0, errors.New("job row vanished")
+}
+
+// CheckJob implements anarchon.JobChecker: it refuses a job name the
+// tables cannot hold (empty, longer than MaxJobName bytes, or with a NUL
+// byte, which PostgreSQL's text type rejects), so the job fails at
+// registration rather than at its first claim.
+func (b *SQLBackend) CheckJob(l anarchon.JobLimits) error {
+	if err := checkJob(l.Job); err != nil {
+		return fmt.Errorf("%s: %w", b.cfg.Name, err)
+	}
+	return nil
+}

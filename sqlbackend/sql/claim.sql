@@ -1,0 +1,22 @@
+-- Statements of package sqlbackend, read by queries.go. Each begins with a
+-- "-- name: <name>" line; other comment lines are dropped. {jobs}, {runs}
+-- and {results} are the qualified table names, {big} the dialect's 64-bit
+-- integer type, {now} its clock in Unix ms, {fu} its row-lock suffix.
+-- Values are always bound to `?` placeholders.
+
+-- Plain claims (SPEC §4) and manual runs.
+
+-- name: plainClaim
+-- The plain claim: one statement. The WHERE keeps trimmed slots
+-- closed; ON CONFLICT makes exactly one insert win.
+INSERT INTO {runs} (job, slot, token, instance, attempt, state, status, lease_until, claimed_at)
+SELECT CAST(? AS TEXT), CAST(? AS {big}), CAST(? AS TEXT), CAST(? AS TEXT), 1, 'running', '', NULL, {now}
+WHERE NOT EXISTS (SELECT 1 FROM {jobs} WHERE job = ? AND watermark >= ?)
+ON CONFLICT (job, slot) DO NOTHING RETURNING token
+
+-- name: selectToken
+SELECT token FROM {runs} WHERE job = ? AND slot = ?
+
+-- name: insertManual
+INSERT INTO {results} (job, token, slot, instance, attempt, status, claimed_at, started_at, finished_at, error, output, manual, saved_at)
+VALUES (?, ?, ?, ?, 1, 'running', {now}, NULL, NULL, '', '', 1, {now}) ON CONFLICT (job, token) DO NOTHING

@@ -1,0 +1,53 @@
+-- Statements of package sqlbackend, read by queries.go. Each begins with a
+-- "-- name: <name>" line; other comment lines are dropped. {jobs}, {runs}
+-- and {results} are the qualified table names, {big} the dialect's 64-bit
+-- integer type, {now} its clock in Unix ms, {fu} its row-lock suffix.
+-- Values are always bound to `?` placeholders.
+
+-- Leases (SPEC §6): the run rows of lease claims, heartbeats, finishes and releases.
+
+-- name: selectRun
+SELECT token, instance, attempt, state, status, lease_until, claimed_at FROM {runs} WHERE job = ? AND slot = ?{fu}
+
+-- name: insertRun
+INSERT INTO {runs} (job, slot, token, instance, attempt, state, status, lease_until, claimed_at)
+VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?)
+
+-- name: renewRun
+UPDATE {runs} SET lease_until = ? WHERE job = ? AND slot = ?
+
+-- name: takeOverRun
+UPDATE {runs} SET token = ?, instance = ?, attempt = ?, state = 'running', status = '', lease_until = ?, claimed_at = ? WHERE job = ? AND slot = ?
+
+-- name: abandonRun
+-- An abandoned run row takes anarchon.AbandonedToken and the
+-- instance that settled it, like the history record of the
+-- abandonment; the last holder's token no longer holds it.
+UPDATE {runs} SET token = ?, instance = ?, state = 'done', status = 'abandoned', lease_until = NULL WHERE job = ? AND slot = ?
+
+-- name: insertStoreResult
+-- The store's own history records, written by a lease claim: the
+-- previous holder's at a takeover or abandonment, and the
+-- abandonment itself. A result saved for the token wins.
+INSERT INTO {results} (job, token, slot, instance, attempt, status, claimed_at, started_at, finished_at, error, output, manual, saved_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, NULL, NULL, '', '', 0, {now}) ON CONFLICT (job, token) DO NOTHING
+
+-- name: liveOtherRun
+SELECT slot FROM {runs} WHERE job = ? AND slot <> ? AND state = 'running'
+AND lease_until IS NOT NULL AND lease_until > ? LIMIT 1
+
+-- name: heartbeat
+UPDATE {runs} SET lease_until = {now} + ?
+WHERE job = ? AND slot = ? AND token = ? AND state = 'running' AND lease_until IS NOT NULL RETURNING lease_until
+
+-- name: finish
+UPDATE {runs} SET state = 'done', status = ?, lease_until = NULL
+WHERE job = ? AND slot = ? AND token = ? AND (state IN ('running', 'released') OR (state = 'done' AND status = ?)) RETURNING attempt
+
+-- name: release
+UPDATE {runs} SET state = 'released', lease_until = {now}
+WHERE job = ? AND slot = ? AND token = ? AND state = 'running' AND lease_until IS NOT NULL RETURNING attempt
+
+-- name: active
+SELECT slot, token, instance, attempt, state, lease_until, {now} FROM {runs}
+WHERE job = ? AND state IN ('running', 'released') AND lease_until IS NOT NULL ORDER BY slot
