@@ -23,7 +23,11 @@ OTHER='x'
 @daily date +\%Y-\%m-\%d%line one%line two
 15 4 * * SAT,SUN echo weekend
 `
-	jobs, errs := parseCrontab("ct", []byte(src))
+	jobs, all := parseCrontab("ct", []byte(src))
+	errs, warns := splitWarnings(all)
+	if len(warns) != 1 || !strings.HasPrefix(warns[0].Error(), "ct:4: warning: six time fields") {
+		t.Errorf("warnings: %v", warns)
+	}
 	if len(errs) > 0 {
 		t.Fatalf("errors: %v", errs)
 	}
@@ -83,13 +87,13 @@ func TestParseCrontabErrors(t *testing.T) {
 	src := `# name: ok
 * * * * * echo fine
 * * * *
-@reboot echo boot
+@reboot
 CRON_TZ=Mars/Olympus
 @every
 # name:
 0 0 * * *
 */5 * * * * *
-* * * * * * * echo seven
+* * * * * * 2026 echo seven
 `
 	jobs, errs := parseCrontab("bad.cron", []byte(src))
 	var got []string

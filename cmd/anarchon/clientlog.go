@@ -1,0 +1,21 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+)
+
+// clientLog is the logger the store clients' own log lines go to, so JSON
+// logs stay JSON; logger sets it.
+var clientLog = slog.Default()
+
+// clientLogger adapts a client library's Printf-style logging to slog.
+type clientLogger struct{ client string }
+
+// Printf logs one line of the client at WARN: clients log only trouble
+// (a reconnection, a dropped connection).
+func (c clientLogger) Printf(_ context.Context, format string, args ...any) {
+	clientLog.Warn(strings.TrimSpace(fmt.Sprintf(format, args...)), slog.String("client", c.client))
+}
