@@ -265,6 +265,7 @@ func runCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
 	f.DurationVar(&rf.stopTimeout, "stop-timeout", 30*time.Second, "on SIGTERM, how long running jobs may finish before they are handed over")
 	f.DurationVar(&rf.killGrace, "kill-grace", 5*time.Second, "time between SIGTERM and SIGKILL when a command is stopped")
 	f.DurationVar(&rf.poll, "poll", time.Second, "how often a backup asks the store again while another instance holds a lease")
+	f.BoolVar(&rf.subreaper, "subreaper", false, "reap orphaned processes of jobs as a child subreaper (Linux; always on as PID 1)")
 	f.StringVar(&rf.clockOffset, "clock-offset", "", "shift this instance's clock by a Go duration (fault injection; also ANARCHON_CLOCK_OFFSET)")
 	_ = f.MarkHidden("clock-offset")
 	return c

@@ -24,6 +24,7 @@ type runFlags struct {
 	killGrace   time.Duration
 	clockOffset string
 	poll        time.Duration
+	subreaper   bool
 }
 
 // daemon is a scheduler with its store, jobs and metrics.
@@ -136,6 +137,8 @@ func openDaemon(g *globalFlags, log *slog.Logger, clock anarchon.Clock, poll, gr
 	}
 	d.exec = &executor{log: log, instance: instance, grace: grace, out: g.output}
 	d.outcomes = newOutcomes(log, instance, d.exec)
+	d.exec.running = func(job string, delta float64) { d.metrics.running.WithLabelValues(job).Add(delta) }
+	d.metrics.initJobs(jobs)
 	opts := &anarchon.Options{
 		InstanceID:   instance,
 		Logger:       log,
@@ -223,6 +226,13 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 		return err
 	}
 	defer d.close()
+	stopReaper, err := startReaper(log, rf.subreaper)
+	if err != nil {
+		return err
+	}
+	if stopReaper != nil {
+		defer stopReaper()
+	}
 
 	startCtx, cancelStart := context.WithCancel(context.Background())
 	go func() {
@@ -243,6 +253,9 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 	}
 	d.metrics.offset.Set(d.sched.ClockOffset().Seconds())
 	d.startReboot()
+	refreshDone := make(chan struct{})
+	defer close(refreshDone)
+	go d.refreshMetrics(refreshDone)
 
 	var srv *server
 	if addr != "" {
@@ -253,7 +266,11 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 		}
 		log.Info("http listening", slog.String("addr", srv.ln.Addr().String()))
 	}
-	d.summary(stdout, srv)
+	if strings.EqualFold(g.logFormat, "json") {
+		d.logSummary(srv)
+	} else {
+		d.summary(stdout, srv)
+	}
 
 	sig := <-sigs
 	log.Info("stopping", slog.String("signal", sig.String()), slog.Duration("stop_timeout", rf.stopTimeout))
@@ -271,6 +288,27 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// metricsRefresh is how often the job timestamps in /metrics are read
+// again from the store.
+const metricsRefresh = 15 * time.Second
+
+// refreshMetrics reads the per-job timestamps from the store now and every
+// metricsRefresh until done is closed.
+func (d *daemon) refreshMetrics(done <-chan struct{}) {
+	t := time.NewTicker(metricsRefresh)
+	defer t.Stop()
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		d.metrics.refreshFromStore(ctx, d)
+		cancel()
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // stop stops the scheduler with a grace period, then waits for the
@@ -304,6 +342,32 @@ func (d *daemon) summary(w io.Writer, srv *server) {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\tnext: %s\n", j.Name, j.Schedule, zoneName(j.Zone), next)
 	}
 	_ = tw.Flush()
+}
+
+// logSummary is the summary as one log record, for --log-format json.
+func (d *daemon) logSummary(srv *server) {
+	type jobJSON struct {
+		Name     string   `json:"name"`
+		Schedule string   `json:"schedule"`
+		Zone     string   `json:"zone"`
+		User     string   `json:"user,omitempty"`
+		Next     []string `json:"next"`
+	}
+	jobs := make([]jobJSON, 0, len(d.jobs))
+	for _, j := range d.jobs {
+		jj := jobJSON{Name: j.Name, Schedule: j.Schedule, Zone: zoneName(j.Zone), User: j.User, Next: []string{}}
+		if !j.Reboot {
+			slots, _ := d.sched.NextSlots(j.Name, time.Time{}, 3)
+			jj.Next = formatIn(slots, j.Zone)
+		}
+		jobs = append(jobs, jj)
+	}
+	attrs := []any{slog.String("version", version()), slog.String("store", d.store), slog.String("backend", d.backend.Name()),
+		slog.String("instance", d.instance)}
+	if srv != nil {
+		attrs = append(attrs, slog.String("http", "http://"+srv.ln.Addr().String()))
+	}
+	d.log.Info("started", append(attrs, slog.Any("jobs", jobs))...)
 }
 
 func zoneName(z string) string {

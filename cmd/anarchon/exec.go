@@ -34,6 +34,7 @@ type executor struct {
 	wg       sync.WaitGroup
 
 	out     outputOptions
+	running func(job string, delta float64) // the running-commands gauge, if any
 	mu      sync.Mutex
 	groups  map[int]struct{}  // process groups of running commands
 	outputs map[string]string // output tails of runs that ended, until the outcome log takes them
@@ -122,7 +123,7 @@ func (e *executor) handler(j *jobSpec) anarchon.Handler {
 		cmd.WaitDelay = e.grace + time.Second
 
 		log.Debug("starting command", slog.Any("argv", j.Argv))
-		if err := cmd.Start(); err != nil {
+		if err := startChild(cmd); err != nil { // tracked: the reaper leaves it to cmd.Wait
 			if j.Workdir != "" {
 				if fi, serr := os.Stat(j.Workdir); serr != nil || !fi.IsDir() {
 					return fmt.Errorf("workdir %q is not a directory here: %w", j.Workdir, err)
@@ -131,6 +132,15 @@ func (e *executor) handler(j *jobSpec) anarchon.Handler {
 			return fmt.Errorf("start %s: %w", j.Argv[0], err)
 		}
 		pgid := cmd.Process.Pid
+		defer childDone(pgid) // every return below comes after cmd.Wait
+		if e.running != nil {
+			e.running(run.Job, 1)
+			defer e.running(run.Job, -1)
+		}
+		if e.running != nil {
+			e.running(run.Job, 1)
+			defer e.running(run.Job, -1)
+		}
 		e.mu.Lock()
 		if e.groups == nil {
 			e.groups = make(map[int]struct{})
