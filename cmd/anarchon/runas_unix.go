@@ -60,7 +60,8 @@ func resolveUser(name string) (*account, error) {
 // runAs makes cmd run as j's account: credentials (when the daemon is
 // root) and, as cron sets them, HOME (unless the crontab set it), USER,
 // LOGNAME and SHELL (the shell running the command, unless the crontab set
-// it). It is called after cmd.Env and cmd.SysProcAttr are set.
+// it), and the home directory as working directory. It is called after
+// cmd.Env and cmd.SysProcAttr are set.
 func runAs(cmd *exec.Cmd, j *jobSpec) {
 	a := j.account
 	if a == nil {
@@ -80,11 +81,33 @@ func runAs(cmd *exec.Cmd, j *jobSpec) {
 		}
 		return false
 	}
+	home := a.Home
 	if !set("HOME") {
 		cmd.Env = append(cmd.Env, "HOME="+a.Home)
+	} else {
+		home = envValue(j.Env, "HOME")
+	}
+	if cmd.Dir == "" {
+		// As cron: the command starts in the home directory, or in / when
+		// there is none (nobody's /nonexistent).
+		cmd.Dir = "/"
+		if fi, err := os.Stat(home); err == nil && fi.IsDir() {
+			cmd.Dir = home
+		}
 	}
 	if !set("SHELL") {
 		cmd.Env = append(cmd.Env, "SHELL="+j.Argv[0])
 	}
 	cmd.Env = append(cmd.Env, "USER="+a.Name, "LOGNAME="+a.Name)
+}
+
+// envValue returns the value of key in env ("" if absent).
+func envValue(env []string, key string) string {
+	v := ""
+	for _, kv := range env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
+			v = val
+		}
+	}
+	return v
 }
