@@ -101,7 +101,7 @@ func (g *globalFlags) newLogger(w io.Writer) (*slog.Logger, error) {
 	case "error":
 		level = slog.LevelError
 	default:
-		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", g.logLevel)
+		return nil, usageError{fmt.Errorf("--log-level %q: want debug, info, warn or error", g.logLevel)}
 	}
 	opts := &slog.HandlerOptions{Level: level}
 	switch strings.ToLower(g.logFormat) {
@@ -110,7 +110,7 @@ func (g *globalFlags) newLogger(w io.Writer) (*slog.Logger, error) {
 	case "json":
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
-	return nil, fmt.Errorf("--log-format %q: want text or json", g.logFormat)
+	return nil, usageError{fmt.Errorf("--log-format %q: want text or json", g.logFormat)}
 }
 
 // exitError ends the program with a code after its message was printed.
