@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/membackend"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -297,5 +298,60 @@ func TestMetricsFamilies(t *testing.T) {
 	}
 	if v := testutil.ToFloat64(m.lastOK.WithLabelValues("j")); v != 0 {
 		t.Errorf("last success %v with no success", v)
+	}
+}
+
+// TestSplitAndPassthroughLogs: --split-logs sends job stdout to stdout and
+// stderr to stderr; --passthrough-logs writes the lines as they are.
+func TestSplitAndPassthroughLogs(t *testing.T) {
+	job := &jobSpec{Name: "two-streams", Schedule: "@daily", Argv: []string{"/bin/sh", "-c", "echo to-out; echo to-err >&2"}}
+	for _, tc := range []struct {
+		name                 string
+		out                  outputOptions
+		wantStdout, wantErr  []string
+		notStdout, notStderr []string
+	}{
+		{"default", outputOptions{}, nil, []string{"msg=to-out", "msg=to-err"}, []string{"to-"}, nil},
+		{"split", outputOptions{split: true}, []string{"msg=to-out"}, []string{"msg=to-err"}, []string{"to-err"}, []string{"to-out"}},
+		{"passthrough", outputOptions{passthrough: true}, nil, []string{"to-out\n", "to-err\n"}, []string{"to-"}, []string{"msg="}},
+		{"split-passthrough", outputOptions{split: true, passthrough: true}, []string{"to-out\n"}, []string{"to-err\n"}, []string{"to-err", "msg="}, []string{"to-out", "msg="}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			o := tc.out
+			o.stdout, o.stderr = &stdout, &stderr
+			if o.split && !o.passthrough {
+				o.stdoutLog = slog.New(slog.NewTextHandler(&stdout, nil))
+			}
+			log := slog.New(slog.NewTextHandler(&stderr, nil))
+			s := anarchon.New(membackend.New(nil), &anarchon.Options{InstanceID: "t", Logger: slog.New(slog.DiscardHandler)})
+			e := &executor{log: log, instance: "t", grace: time.Second, out: o}
+			if errs := register(s, s, []*jobSpec{job}, e.handler); len(errs) > 0 {
+				t.Fatal(errs)
+			}
+			if _, err := s.RunNow(t.Context(), job.Name); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.wantStdout {
+				if !strings.Contains(stdout.String(), w) {
+					t.Errorf("stdout %q lacks %q", stdout.String(), w)
+				}
+			}
+			for _, w := range tc.wantErr {
+				if !strings.Contains(stderr.String(), w) {
+					t.Errorf("stderr %q lacks %q", stderr.String(), w)
+				}
+			}
+			for _, w := range tc.notStdout {
+				if strings.Contains(stdout.String(), w) {
+					t.Errorf("stdout %q has %q", stdout.String(), w)
+				}
+			}
+			for _, w := range tc.notStderr {
+				if strings.Contains(stderr.String(), w) {
+					t.Errorf("stderr %q has %q", stderr.String(), w)
+				}
+			}
+		})
 	}
 }

@@ -234,12 +234,12 @@ func (src sources) load() ([]*jobSpec, []error, []fileInfo) {
 	switch src.Format {
 	case "", formatAuto, formatUser, formatSystem, formatSupercronic:
 	default:
-		return nil, []error{fmt.Errorf("--format %q: want auto, user, system or supercronic", src.Format)}, nil
+		return nil, []error{usageError{fmt.Errorf("--format %q: want auto, user, system or supercronic", src.Format)}}, nil
 	}
 	switch src.SixFields {
 	case "", sixSeconds, sixYear:
 	default:
-		return nil, []error{fmt.Errorf("--six-fields %q: want seconds or year", src.SixFields)}, nil
+		return nil, []error{usageError{fmt.Errorf("--six-fields %q: want seconds or year", src.SixFields)}}, nil
 	}
 	type crontabFile struct {
 		path    string
