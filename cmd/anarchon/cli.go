@@ -84,7 +84,7 @@ func (g *globalFlags) logger(w io.Writer) (*slog.Logger, error) {
 	if err != nil {
 		return nil, err
 	}
-	clientLog = log
+	clientLog.Store(log)
 	return log, nil
 }
 

@@ -355,3 +355,21 @@ func TestSplitAndPassthroughLogs(t *testing.T) {
 		})
 	}
 }
+
+// TestYAMLUser: a YAML job's user is checked as a system crontab's.
+func TestYAMLUser(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "jobs.yaml", "- name: x\n  schedule: \"@daily\"\n  shell: id -un\n  user: no-such-user-anarchon\n")
+	code, out, _ := cli(t, "validate", "--config", cfg)
+	if code != 1 || !strings.Contains(out, cfg+":4: job \"x\": user \"no-such-user-anarchon\": no such user") {
+		t.Errorf("exit %d\n%s", code, out)
+	}
+	if os.Geteuid() != 0 {
+		return
+	}
+	cfg = writeFile(t, dir, "ok.yaml", "- name: x\n  schedule: \"@daily\"\n  shell: id -un\n  user: nobody\n")
+	code, out, _ = cli(t, "run-now", "x", "--config", cfg, "--store", "memory:", "--json")
+	if code != 0 || !strings.Contains(out, `"output": "nobody\n"`) {
+		t.Errorf("exit %d\n%s", code, out)
+	}
+}
