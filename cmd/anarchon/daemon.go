@@ -102,7 +102,7 @@ func (d *daemon) stopReboot(ctx context.Context) {
 func openDaemon(g *globalFlags, log *slog.Logger, clock anarchon.Clock, poll, grace time.Duration) (*daemon, error) {
 	src := g.sources()
 	if src.empty() {
-		return nil, errors.New("no jobs: give --crontab FILE, --crontab-dir DIR or --config FILE")
+		return nil, usageError{errors.New("no jobs: give --crontab FILE, --crontab-dir DIR or --config FILE")}
 	}
 	jobs, all, _ := src.load()
 	errs, warns := splitWarnings(all)
