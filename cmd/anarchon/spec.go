@@ -267,13 +267,16 @@ func (src sources) load() ([]*jobSpec, []error, []fileInfo) {
 		}
 		format, why := src.Format, "--format "+src.Format
 		if format == "" || format == formatAuto {
-			format, why = detectFormat(f.path, f.fromDir, data)
+			format, why = detectFormat(f.path, f.fromDir)
 		}
 		opts := crontabOptions{Format: format, SixFields: src.SixFields}
 		why += ", six fields: " + opts.sixFields() + " reading"
 		js, es := parseCrontabWith(f.path, data, opts)
 		jobs = append(jobs, js...)
 		errs = append(errs, es...)
+		if !opts.system() {
+			errs = append(errs, userColumnWarnings(js)...)
+		}
 		infos = append(infos, fileInfo{File: f.path, Format: format, Why: why, Jobs: len(js)})
 	}
 	for _, f := range src.Configs {
@@ -345,10 +348,11 @@ func crontabDirFiles(dir string) ([]string, error) {
 
 // detectFormat chooses the format of a crontab given without --format:
 // system for /etc/crontab, files in /etc/cron.d and files of --crontab-dir
-// (where cron itself expects the user column); system too when every job
-// line's first command word is a user of this machine and no command of
-// that name is on the PATH ("root", "www-data"); user otherwise.
-func detectFormat(path string, fromDir bool, data []byte) (format, why string) {
+// (where cron itself expects the user column), user otherwise. Only the
+// path decides: a user column cannot be told from a command with
+// certainty, so a line that looks like one gets a warning instead
+// (userColumnWarnings).
+func detectFormat(path string, fromDir bool) (format, why string) {
 	clean := filepath.Clean(path)
 	switch {
 	case fromDir:
@@ -358,19 +362,27 @@ func detectFormat(path string, fromDir bool, data []byte) (format, why string) {
 	case filepath.Dir(clean) == "/etc/cron.d":
 		return formatSystem, "detected: a file of /etc/cron.d"
 	}
-	jobs, _ := parseCrontab(path, data)
-	users := 0
+	return formatUser, "detected: not a system crontab path"
+}
+
+// userColumnWarnings warns about each job of a user crontab whose command
+// starts with the name of a user of this machine that is not a command:
+// most likely a system crontab given without --format system, whose user
+// column would run as the command. It is a warning, not a detection: a
+// script named like an account ("backup") may be on the job's own PATH.
+func userColumnWarnings(jobs []*jobSpec) []error {
+	var out []error
 	for _, j := range jobs {
-		first, _ := splitFields(j.Argv[2], 1)
-		if !looksLikeUser(first[0]) {
-			return formatUser, "detected: no user column"
+		if len(j.Argv) != 3 {
+			continue
 		}
-		users++
+		first, _ := splitFields(j.Argv[2], 1)
+		if looksLikeUser(first[0]) {
+			out = append(out, &posError{File: j.File, Line: j.Line, Warning: true, Msg: fmt.Sprintf(
+				"the command starts with %q, a user of this machine and no command: if this is a system crontab (a user column, as /etc/crontab and /etc/cron.d), give --format system", first[0])})
+		}
 	}
-	if users > 0 {
-		return formatSystem, "detected: every line's first word after the schedule is a user"
-	}
-	return formatUser, "detected: no user column"
+	return out
 }
 
 // looksLikeUser reports whether word names an account here and no command.
