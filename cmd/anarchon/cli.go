@@ -449,7 +449,11 @@ func statusCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
 			fmt.Fprintf(stdout, "store: %s (%s)\n", rep.Store, rep.Backend)
 			for _, j := range rep.Jobs {
 				fmt.Fprintf(stdout, "\n%s  %s  (%s)\n", j.Name, j.Schedule, j.Zone)
-				fmt.Fprintf(stdout, "  next:   %s\n", strings.Join(j.Next, ", "))
+				next := strings.Join(j.Next, ", ")
+				if j.Schedule == "@reboot" {
+					next = "once at each start of \"anarchon run\""
+				}
+				fmt.Fprintf(stdout, "  next:   %s\n", next)
 				for _, a := range j.Active {
 					live := "expired"
 					if a.Live {
