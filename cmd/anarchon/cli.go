@@ -301,6 +301,9 @@ func historyCmd(g *globalFlags, stdout io.Writer) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "history JOB",
 		Short: "Show a job's recent runs from every instance, newest first",
+		Long: `history prints the job's recent runs from every instance, newest first. A
+job with no recorded run is an error (exit 1), unless --crontab or --config
+names it: then it has simply not run yet.`,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			if n <= 0 {
@@ -321,7 +324,18 @@ func historyCmd(g *globalFlags, stdout io.Writer) *cobra.Command {
 				return err
 			}
 			if len(recs) == 0 {
-				return fmt.Errorf("no run of job %q was ever recorded in %s (\"anarchon status\" lists the jobs of a crontab)", args[0], d.store)
+				// The store keeps runs, not job names: without the job
+				// files an unknown name and a job that never ran look
+				// alike, and both are worth a non-zero exit.
+				jobs, _, _ := g.sources().load()
+				known := false
+				for _, j := range jobs {
+					known = known || j.Name == args[0]
+				}
+				if !known {
+					return fmt.Errorf("no run of job %q was ever recorded in %s (a typo? \"anarchon status\" lists the jobs of a crontab; give --crontab to list a job that has not run yet)", args[0], d.store)
+				}
+				fmt.Fprintf(c.ErrOrStderr(), "job %q has not run yet\n", args[0])
 			}
 			if asJSON {
 				out := make([]recordJSON, len(recs))

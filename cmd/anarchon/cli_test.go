@@ -82,7 +82,7 @@ CRON_TZ=Atlantis/Capital
 			lines = append(lines, l)
 		}
 	}
-	if !strings.Contains(out, ct+": user crontab (detected: no user column") || !strings.Contains(out, ct+":7: warning: unnamed job") {
+	if !strings.Contains(out, ct+": user crontab (detected: not a system crontab path") || !strings.Contains(out, ct+":7: warning: unnamed job") {
 		t.Errorf("no format line or unnamed-job warning:\n%s", out)
 	}
 	want := []string{

@@ -188,9 +188,9 @@ func readOutput(t *testing.T, path string) []outLine {
 }
 
 // historyJSON runs "anarchon history JOB --json".
-func historyJSON(t *testing.T, dir, store, job string) []recordJSON {
+func historyJSON(t *testing.T, dir, store, job string, extra ...string) []recordJSON {
 	t.Helper()
-	cmd := exec.Command(daemonBinary(t), "history", job, "--store", store, "--json", "-n", "500")
+	cmd := exec.Command(daemonBinary(t), append([]string{"history", job, "--store", store, "--json", "-n", "500"}, extra...)...)
 	cmd.Dir = dir
 	out, err := cmd.Output()
 	if err != nil {
@@ -290,7 +290,7 @@ func threeReplicas(t *testing.T, store string) {
 			}
 		}
 		hist := map[time.Time]int{}
-		for _, r := range historyJSON(t, dir, store, name) {
+		for _, r := range historyJSON(t, dir, store, name, "--crontab", crontab) { // a job may not have run yet
 			slot, err := time.Parse(time.RFC3339Nano, r.Slot)
 			if err != nil {
 				t.Fatal(err)

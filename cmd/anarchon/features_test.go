@@ -373,3 +373,21 @@ func TestYAMLUser(t *testing.T) {
 		t.Errorf("exit %d\n%s", code, out)
 	}
 }
+
+// TestHistoryOfJobNotRunYet: a job named in the given files that has not
+// run is not an error; an unknown one is.
+func TestHistoryOfJobNotRunYet(t *testing.T) {
+	dir := t.TempDir()
+	store := "sqlite:" + filepath.Join(dir, "db")
+	ct := writeFile(t, dir, "ct", "# name: known\n@daily echo\n# name: other\n@daily echo\n")
+	if code, _, _ := cli(t, "run-now", "other", "--crontab", ct, "--store", store); code != 0 {
+		t.Fatalf("run-now exit %d", code)
+	}
+	code, out, errOut := cli(t, "history", "known", "--crontab", ct, "--store", store, "--json")
+	if code != 0 || strings.TrimSpace(out) != "[]" || !strings.Contains(errOut, "has not run yet") {
+		t.Errorf("known job: exit %d %q %q", code, out, errOut)
+	}
+	if code, _, _ := cli(t, "history", "known", "--store", store); code != 1 {
+		t.Errorf("without the crontab: exit %d, want 1", code)
+	}
+}
