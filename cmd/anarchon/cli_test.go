@@ -114,6 +114,22 @@ CRON_TZ=Atlantis/Capital
 	}
 }
 
+// TestSystemExampleValidates checks examples/cron.d-example, whose lines
+// run as root and nobody: as root it validates; otherwise each line is an
+// error naming root.
+func TestSystemExampleValidates(t *testing.T) {
+	code, out, errOut := cli(t, "validate", "--crontab", "../../examples/cron.d-example", "--format", "system")
+	if os.Geteuid() == 0 {
+		if code != 0 || !strings.Contains(out, "system crontab (--format system") {
+			t.Errorf("exit %d:\n%s%s", code, out, errOut)
+		}
+		return
+	}
+	if code != 1 || !strings.Contains(out, "not root") {
+		t.Errorf("as uid %d: exit %d:\n%s%s", os.Geteuid(), code, out, errOut)
+	}
+}
+
 func TestExamplesValidate(t *testing.T) {
 	for _, args := range [][]string{{"--crontab", "../../examples/crontab"}, {"--config", "../../examples/anarchon.yaml"}} {
 		code, out, errOut := cli(t, append([]string{"validate"}, args...)...)
