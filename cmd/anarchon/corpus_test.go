@@ -240,6 +240,9 @@ func corpusUsers(t *testing.T) bool {
 // Lines for other users need root; the created user needs root and
 // CI=true or ANARCHON_TEST_USERADD=1.
 func TestCorpusRunNow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the daemon binary")
+	}
 	bin := daemonBinary(t)
 	root := os.Geteuid() == 0
 	ci := os.Getenv("CI") == "true"

@@ -22,6 +22,9 @@ import (
 // exit code and the last output lines, and the job's ordinary output is not
 // logged.
 func TestFailureIsLoggedAtWarn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the daemon binary")
+	}
 	bin := daemonBinary(t)
 	for _, format := range []string{"text", "json"} {
 		t.Run(format, func(t *testing.T) {
@@ -250,6 +253,9 @@ func TestBigSteps(t *testing.T) {
 // TestRebootRunsOnceAtStart: an @reboot job runs once when the daemon
 // starts (on this replica), and never again on its own.
 func TestRebootRunsOnceAtStart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the daemon binary")
+	}
 	dir := t.TempDir()
 	out := filepath.Join(dir, "boot")
 	ct := writeFile(t, dir, "crontab", "# name: boot\n@reboot echo booted >> "+out+"\n")

@@ -19,6 +19,9 @@ import (
 // since each orphan exited well before the next run. 5 runs here; 30 with
 // ANARCHON_TEST_ZOMBIE_SOAK=1.
 func TestNoZombiesAsPID1(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the daemon binary")
+	}
 	runs := 5
 	if os.Getenv("ANARCHON_TEST_ZOMBIE_SOAK") == "1" {
 		runs = 30

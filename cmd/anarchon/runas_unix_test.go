@@ -17,6 +17,9 @@ import (
 // both refuse it, naming the reason, instead of accepting a line that
 // would fail at every run.
 func TestOtherUserRefusedWhenNotRoot(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the daemon binary")
+	}
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run anarchon as nobody (as non-root, TestCorpusRunNow checks the refusal)")
 	}
