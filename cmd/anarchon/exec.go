@@ -137,10 +137,6 @@ func (e *executor) handler(j *jobSpec) anarchon.Handler {
 			e.running(run.Job, 1)
 			defer e.running(run.Job, -1)
 		}
-		if e.running != nil {
-			e.running(run.Job, 1)
-			defer e.running(run.Job, -1)
-		}
 		e.mu.Lock()
 		if e.groups == nil {
 			e.groups = make(map[int]struct{})

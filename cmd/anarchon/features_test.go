@@ -397,3 +397,26 @@ func TestHistoryOfJobNotRunYet(t *testing.T) {
 		t.Errorf("without the crontab: exit %d, want 1", code)
 	}
 }
+
+// TestRunningGauge: the running-commands gauge is 1 while a command runs
+// and 0 after.
+func TestRunningGauge(t *testing.T) {
+	m := newMetrics()
+	j := &jobSpec{Name: "g", Schedule: "@daily", Argv: []string{"/bin/sh", "-c", "sleep 0.2"}}
+	log := slog.New(slog.DiscardHandler)
+	s := anarchon.New(membackend.New(nil), &anarchon.Options{InstanceID: "t", Logger: log})
+	var during []float64
+	e := &executor{log: log, instance: "t", grace: time.Second, running: func(job string, delta float64) {
+		m.running.WithLabelValues(job).Add(delta)
+		during = append(during, testutil.ToFloat64(m.running.WithLabelValues(job)))
+	}}
+	if errs := register(s, s, []*jobSpec{j}, e.handler); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if _, err := s.RunNow(t.Context(), "g"); err != nil {
+		t.Fatal(err)
+	}
+	if len(during) != 2 || during[0] != 1 || during[1] != 0 {
+		t.Errorf("gauge went %v, want [1 0]", during)
+	}
+}
