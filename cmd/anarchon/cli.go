@@ -304,7 +304,7 @@ func historyCmd(g *globalFlags, stdout io.Writer) *cobra.Command {
 		Long: `history prints the job's recent runs from every instance, newest first. A
 job with no recorded run is an error (exit 1), unless --crontab or --config
 names it: then it has simply not run yet.`,
-		Args:  cobra.ExactArgs(1),
+		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			if n <= 0 {
 				return errors.New("-n must be positive")
