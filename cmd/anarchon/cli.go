@@ -7,16 +7,40 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/anarchon/anarchon"
 	"github.com/anarchon/anarchon/membackend"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
+
+var exitStatus = regexp.MustCompile(`\bexit status (\d+)`)
+
+// exitCode is run-now's exit status for a failed run's error text: the
+// command's own exit status, 128+N for signal N, else 1.
+func exitCode(errText string) int {
+	if m := exitStatus.FindStringSubmatch(errText); m != nil {
+		if n, err := strconv.Atoi(m[1]); err == nil && n > 0 && n < 256 {
+			return n
+		}
+	}
+	for n := 1; n < 32; n++ {
+		if strings.Contains(errText, "signal: "+syscall.Signal(n).String()) {
+			return 128 + n
+		}
+	}
+	return 1
+}
 
 // buildVersion is set at link time with -ldflags "-X main.buildVersion=v1.2.3";
 // otherwise the module version from the build info is shown.
@@ -34,20 +58,38 @@ func version() string {
 
 // globalFlags are the flags every command shares.
 type globalFlags struct {
-	store     string
-	crontabs  []string
-	configs   []string
-	instance  string
-	logFormat string
-	logLevel  string
+	store       string
+	crontabs    []string
+	crontabDirs []string
+	configs     []string
+	format      string
+	sixFields   string
+	instance    string
+	logFormat   string
+	logLevel    string
+	splitLogs   bool
+	passthrough bool
+
+	output outputOptions // where commands' output goes, set by logger
 }
 
 func (g *globalFlags) sources() sources {
-	return sources{Crontabs: g.crontabs, Configs: g.configs}
+	return sources{Crontabs: g.crontabs, CrontabDirs: g.crontabDirs, Configs: g.configs, Format: g.format, SixFields: g.sixFields}
 }
 
-// logger builds the slog logger the flags ask for, writing to w.
+// logger builds the slog logger the flags ask for, writing to w, and routes
+// the store clients' own log lines to it.
 func (g *globalFlags) logger(w io.Writer) (*slog.Logger, error) {
+	log, err := g.newLogger(w)
+	if err != nil {
+		return nil, err
+	}
+	clientLog.Store(log)
+	return log, nil
+}
+
+// newLogger builds a logger on w as the flags ask.
+func (g *globalFlags) newLogger(w io.Writer) (*slog.Logger, error) {
 	var level slog.Level
 	switch strings.ToLower(g.logLevel) {
 	case "debug":
@@ -59,7 +101,7 @@ func (g *globalFlags) logger(w io.Writer) (*slog.Logger, error) {
 	case "error":
 		level = slog.LevelError
 	default:
-		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", g.logLevel)
+		return nil, usageError{fmt.Errorf("--log-level %q: want debug, info, warn or error", g.logLevel)}
 	}
 	opts := &slog.HandlerOptions{Level: level}
 	switch strings.ToLower(g.logFormat) {
@@ -68,7 +110,7 @@ func (g *globalFlags) logger(w io.Writer) (*slog.Logger, error) {
 	case "json":
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
-	return nil, fmt.Errorf("--log-format %q: want text or json", g.logFormat)
+	return nil, usageError{fmt.Errorf("--log-format %q: want text or json", g.logFormat)}
 }
 
 // exitError ends the program with a code after its message was printed.
@@ -76,7 +118,15 @@ type exitError struct{ code int }
 
 func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
-// execute runs the command line args and returns the exit code.
+// usageError is a command line that cannot be understood: exit status 2.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// execute runs the command line args and returns the exit code: 0, 1 for
+// a failure, 2 for a usage error, or the code a command chose (run-now:
+// the job's own).
 func execute(args []string, stdout, stderr io.Writer) int {
 	root := newRoot(stdout, stderr)
 	root.SetArgs(args)
@@ -89,7 +139,64 @@ func execute(args []string, stdout, stderr io.Writer) int {
 		return ee.code
 	}
 	fmt.Fprintf(stderr, "anarchon: %v\n", err)
+	var ue usageError
+	if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown command") {
+		return 2
+	}
 	return 1
+}
+
+// envPrefix starts the environment variable of every flag: --store is
+// ANARCHON_STORE, --log-level ANARCHON_LOG_LEVEL.
+const envPrefix = "ANARCHON_"
+
+// flagEnv is the environment variable that sets flag name.
+func flagEnv(name string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+}
+
+// applyEnv sets every flag of c not given on the command line from its
+// ANARCHON_* variable, if set. A repeatable flag takes a list separated
+// as PATH is (":" on Unix).
+func applyEnv(c *cobra.Command) error {
+	var errs []error
+	c.Flags().VisitAll(func(f *pflag.Flag) {
+		if f.Changed || f.Name == "help" || f.Name == "version" {
+			return
+		}
+		v, ok := os.LookupEnv(flagEnv(f.Name))
+		if !ok {
+			return
+		}
+		vals := []string{v}
+		if _, many := f.Value.(pflag.SliceValue); many {
+			vals = filepath.SplitList(v)
+		}
+		for _, x := range vals {
+			if err := f.Value.Set(x); err != nil {
+				errs = append(errs, usageError{fmt.Errorf("%s=%q: %v", flagEnv(f.Name), v, err)})
+				return
+			}
+		}
+		f.Changed = true
+	})
+	return errors.Join(errs...)
+}
+
+// markUsage makes the argument checks of c and its subcommands return
+// usage errors.
+func markUsage(c *cobra.Command) {
+	if args := c.Args; args != nil {
+		c.Args = func(cmd *cobra.Command, a []string) error {
+			if err := args(cmd, a); err != nil {
+				return usageError{err}
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		markUsage(sub)
+	}
 }
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
@@ -108,13 +215,34 @@ shared store (SQLite by default, PostgreSQL, Redis, NATS), and exactly one wins.
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.store, "store", defaultStore, "store URL: sqlite:PATH, postgres://…, redis://…, nats://…, memory:")
 	pf.StringArrayVar(&g.crontabs, "crontab", nil, "crontab `FILE` with the jobs (repeatable)")
+	pf.StringArrayVar(&g.crontabDirs, "crontab-dir", nil, "read every file of `DIR` as a system crontab, as cron reads /etc/cron.d (repeatable)")
 	pf.StringArrayVar(&g.configs, "config", nil, "YAML `FILE` with the jobs (repeatable)")
+	pf.StringVar(&g.format, "format", formatAuto, "crontab format: auto, user, system (a user column) or supercronic")
+	pf.StringVar(&g.sixFields, "six-fields", "", "a line with six time fields: seconds (second first, the default) or year (year last, as supercronic)")
 	pf.StringVar(&g.instance, "instance", "", "this instance's ID in claims and history (default hostname-pid)")
 	pf.StringVar(&g.logFormat, "log-format", "text", "log format: text or json")
 	pf.StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	pf.BoolVar(&g.splitLogs, "split-logs", false, "job stdout goes to anarchon's stdout, job stderr and anarchon's own log to stderr")
+	pf.BoolVar(&g.passthrough, "passthrough-logs", false, "write job output as it is, not as log records")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
+		if err := applyEnv(c); err != nil {
+			return err
+		}
+		g.output = outputOptions{split: g.splitLogs, passthrough: g.passthrough, stdout: stdout, stderr: stderr}
+		if g.splitLogs && !g.passthrough {
+			l, err := g.newLogger(stdout)
+			if err != nil {
+				return usageError{err}
+			}
+			g.output.stdoutLog = l
+		}
+		return nil
+	}
 
 	root.AddCommand(runCmd(g, stdout, stderr), historyCmd(g, stdout), runNowCmd(g, stdout, stderr),
 		statusCmd(g, stdout, stderr), nextCmd(stdout), validateCmd(g, stdout), versionCmd(stdout))
+	markUsage(root)
 	return root
 }
 
@@ -137,17 +265,24 @@ func runCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
 	f.DurationVar(&rf.stopTimeout, "stop-timeout", 30*time.Second, "on SIGTERM, how long running jobs may finish before they are handed over")
 	f.DurationVar(&rf.killGrace, "kill-grace", 5*time.Second, "time between SIGTERM and SIGKILL when a command is stopped")
 	f.DurationVar(&rf.poll, "poll", time.Second, "how often a backup asks the store again while another instance holds a lease")
+	f.BoolVar(&rf.subreaper, "subreaper", false, "reap orphaned processes of jobs as a child subreaper (Linux; always on as PID 1)")
 	f.StringVar(&rf.clockOffset, "clock-offset", "", "shift this instance's clock by a Go duration (fault injection; also ANARCHON_CLOCK_OFFSET)")
 	_ = f.MarkHidden("clock-offset")
 	return c
 }
 
 // openForRead opens the store with a scheduler that knows the jobs of the
-// given files (if any), for the read-only commands.
-func openForRead(g *globalFlags, stderr io.Writer, needJobs bool) (*daemon, error) {
+// given files (if any), for the read-only commands. With mustExist an
+// SQLite store must already exist: reading never creates one.
+func openForRead(g *globalFlags, stderr io.Writer, needJobs, mustExist bool) (*daemon, error) {
 	log, err := g.logger(stderr)
 	if err != nil {
 		return nil, err
+	}
+	if mustExist {
+		if err := sqliteExists(storeOrDefault(g.store)); err != nil {
+			return nil, err
+		}
 	}
 	if needJobs || !g.sources().empty() {
 		return openDaemon(g, log, nil, 0, 5*time.Second)
@@ -157,7 +292,7 @@ func openForRead(g *globalFlags, stderr io.Writer, needJobs bool) (*daemon, erro
 		return nil, err
 	}
 	return &daemon{log: log, backend: b, store: redact(storeOrDefault(g.store)), metrics: newMetrics(),
-		sched: anarchon.New(b, &anarchon.Options{Logger: log})}, nil
+		sched: anarchon.New(b, &anarchon.Options{Logger: log}), reboot: anarchon.New(b, &anarchon.Options{Logger: log})}, nil
 }
 
 func historyCmd(g *globalFlags, stdout io.Writer) *cobra.Command {
@@ -166,12 +301,15 @@ func historyCmd(g *globalFlags, stdout io.Writer) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "history JOB",
 		Short: "Show a job's recent runs from every instance, newest first",
-		Args:  cobra.ExactArgs(1),
+		Long: `history prints the job's recent runs from every instance, newest first. A
+job with no recorded run is an error (exit 1), unless --crontab or --config
+names it: then it has simply not run yet.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			if n <= 0 {
 				return errors.New("-n must be positive")
 			}
-			d, err := openForRead(g, c.ErrOrStderr(), false)
+			d, err := openForRead(g, c.ErrOrStderr(), false, true)
 			if err != nil {
 				return err
 			}
@@ -184,6 +322,20 @@ func historyCmd(g *globalFlags, stdout io.Writer) *cobra.Command {
 			recs, err := d.backend.History(ctx, args[0], n)
 			if err != nil {
 				return err
+			}
+			if len(recs) == 0 {
+				// The store keeps runs, not job names: without the job
+				// files an unknown name and a job that never ran look
+				// alike, and both are worth a non-zero exit.
+				jobs, _, _ := g.sources().load()
+				known := false
+				for _, j := range jobs {
+					known = known || j.Name == args[0]
+				}
+				if !known {
+					return fmt.Errorf("no run of job %q was ever recorded in %s (a typo? \"anarchon status\" lists the jobs of a crontab; give --crontab to list a job that has not run yet)", args[0], d.store)
+				}
+				fmt.Fprintf(c.ErrOrStderr(), "job %q has not run yet\n", args[0])
 			}
 			if asJSON {
 				out := make([]recordJSON, len(recs))
@@ -203,7 +355,7 @@ func historyCmd(g *globalFlags, stdout io.Writer) *cobra.Command {
 
 func printRecords(w io.Writer, recs []anarchon.RunRecord) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SLOT\tSTATUS\tINSTANCE\tATTEMPT\tSTARTED\tDURATION\tERROR")
+	fmt.Fprintln(tw, "SLOT\tSTATUS\tINSTANCE\tATTEMPT\tCLAIMED\tSTARTED\tDURATION\tERROR")
 	for _, r := range recs {
 		dur := ""
 		if !r.StartedAt.IsZero() && !r.FinishedAt.IsZero() {
@@ -213,10 +365,17 @@ func printRecords(w io.Writer, recs []anarchon.RunRecord) {
 		if r.Manual {
 			status += " (manual)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", formatSlot(r.Slot), status, r.InstanceID, r.Attempt,
-			formatTime(r.StartedAt), dur, firstLine(r.Error))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", formatSlot(r.Slot), status, r.InstanceID, r.Attempt,
+			dash(formatTime(r.ClaimedAt)), dash(formatTime(r.StartedAt)), dash(dur), firstLine(r.Error))
 	}
 	_ = tw.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 func firstLine(s string) string {
@@ -239,21 +398,26 @@ func runNowCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
 		Short: "Run a job at once on this machine and record it in the store's history",
 		Long: `run-now runs the job's command here, now, without claiming a slot (a
 manual run is never deduplicated), records it in the history and prints the
-record. It needs --crontab or --config to know the command. Exit status 1 if
-the command failed.`,
+record. It needs --crontab or --config to know the command. It exits with
+the command's own exit status (128+N for a command killed by signal N, 1 for
+a command that could not start).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			d, err := openForRead(g, stderr, true)
+			d, err := openForRead(g, stderr, true, false)
 			if err != nil {
 				return err
 			}
 			defer d.close()
 			name := args[0]
-			if _, err := d.sched.NextSlots(name, time.Time{}, 1); err != nil {
+			known := false
+			for _, j := range d.jobs {
+				known = known || j.Name == name
+			}
+			if !known {
 				return fmt.Errorf("no job %q in the given files", name)
 			}
 			ctx := context.Background()
-			rec, err := d.sched.RunNow(ctx, name)
+			rec, err := d.schedFor(name).RunNow(ctx, name)
 			if err != nil {
 				return err
 			}
@@ -265,7 +429,7 @@ the command failed.`,
 				printRecords(stdout, []anarchon.RunRecord{rec})
 			}
 			if rec.Status != anarchon.StatusSuccess {
-				return exitError{1}
+				return exitError{exitCode(rec.Error)}
 			}
 			return nil
 		},
@@ -281,7 +445,7 @@ func statusCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
 		Short: "Show each job's next slots, active leases and last result",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			d, err := openForRead(g, stderr, true)
+			d, err := openForRead(g, stderr, true, true)
 			if err != nil {
 				return err
 			}
@@ -299,7 +463,11 @@ func statusCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
 			fmt.Fprintf(stdout, "store: %s (%s)\n", rep.Store, rep.Backend)
 			for _, j := range rep.Jobs {
 				fmt.Fprintf(stdout, "\n%s  %s  (%s)\n", j.Name, j.Schedule, j.Zone)
-				fmt.Fprintf(stdout, "  next:   %s\n", strings.Join(j.Next, ", "))
+				next := strings.Join(j.Next, ", ")
+				if j.Schedule == "@reboot" {
+					next = "once at each start of \"anarchon run\""
+				}
+				fmt.Fprintf(stdout, "  next:   %s\n", next)
 				for _, a := range j.Active {
 					live := "expired"
 					if a.Live {
@@ -392,12 +560,22 @@ Jobs are checked as a store with leases and no dedupe window would check them;
 		RunE: func(*cobra.Command, []string) error {
 			src := g.sources()
 			if src.empty() {
-				return errors.New("nothing to validate: give --crontab FILE or --config FILE")
+				return usageError{errors.New("nothing to validate: give --crontab FILE, --crontab-dir DIR or --config FILE")}
 			}
-			jobs, errs := src.load()
-			errs = append(errs, checkJobs(jobs)...)
-			sortByPosition(errs)
-			for _, e := range errs {
+			jobs, all, infos := src.load()
+			all = append(all, checkJobs(jobs)...)
+			for _, j := range jobs {
+				if j.Unnamed {
+					all = append(all, &posError{File: j.File, Line: j.Line, Warning: true, Msg: fmt.Sprintf(
+						"unnamed job (%s): its name changes when the line is edited, so during a rolling update old and new replicas both run it; add \"# name: NAME\" above it", j.Name)})
+				}
+			}
+			sortByPosition(all)
+			errs, _ := splitWarnings(all)
+			for _, f := range infos {
+				fmt.Fprintln(stdout, f)
+			}
+			for _, e := range all {
 				fmt.Fprintln(stdout, e)
 			}
 			if len(errs) > 0 {

@@ -16,7 +16,7 @@ import (
 
 // jobKeys are the keys a job of a YAML file may have.
 var jobKeys = []string{
-	"name", "schedule", "zone", "command", "shell", "env", "workdir", "timeout", "jitter",
+	"name", "schedule", "zone", "command", "shell", "env", "workdir", "user", "timeout", "jitter",
 	"max_late", "overlap", "catch_up", "lease", "max_attempts", "history_size",
 }
 
@@ -172,6 +172,10 @@ func decodeJob(file string, n *yaml.Node) (*jobSpec, []error) {
 		case "workdir":
 			if s, ok := str(); ok {
 				j.Workdir = s
+			}
+		case "user":
+			if s, ok := str(); ok {
+				j.User = strings.TrimSpace(s)
 			}
 		case "shell":
 			if s, ok := str(); ok {

@@ -7,9 +7,11 @@ import (
 	"encoding/hex"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/membackend"
 )
 
 var (
@@ -22,34 +24,80 @@ var (
 // maxCrontabLine bounds one crontab line (bytes).
 const maxCrontabLine = 1 << 20
 
-// parseCrontab reads a crontab. It returns the jobs of every line it could
-// read and one *posError per mistake, so a caller can report them all.
+// Crontab formats (--format).
+const (
+	formatAuto        = "auto"        // decide per file (see detectFormat)
+	formatUser        = "user"        // crontab(5) of one user: time fields, then the command
+	formatSystem      = "system"      // /etc/crontab and /etc/cron.d: time fields, a user name, the command
+	formatSupercronic = "supercronic" // a user crontab read as supercronic reads it: 6 fields end with a year
+)
+
+// Readings of a line with six time fields (--six-fields).
+const (
+	sixSeconds = "seconds" // second minute hour day-of-month month day-of-week (anarchon, Quartz)
+	sixYear    = "year"    // minute hour day-of-month month day-of-week year (supercronic)
+)
+
+// crontabOptions say how a crontab is read.
+type crontabOptions struct {
+	Format    string // formatUser, formatSystem or formatSupercronic ("" is formatUser)
+	SixFields string // sixSeconds or sixYear; "" is sixSeconds, or sixYear for formatSupercronic
+}
+
+func (o crontabOptions) system() bool { return o.Format == formatSystem }
+
+func (o crontabOptions) sixFields() string {
+	switch {
+	case o.SixFields != "":
+		return o.SixFields
+	case o.Format == formatSupercronic:
+		return sixYear
+	}
+	return sixSeconds
+}
+
+// parseCrontab reads a user crontab with the default options.
+func parseCrontab(file string, data []byte) ([]*jobSpec, []error) {
+	return parseCrontabWith(file, data, crontabOptions{})
+}
+
+// parseCrontabWith reads a crontab. It returns the jobs of every line it
+// could read and one *posError per mistake or warning (Warning set), so a
+// caller can report them all.
 //
 // The format (see README.md): blank lines and # comments; "# name: NAME"
 // directly above a job line names it; NAME=value lines set environment
 // variables for the job lines after them (CRON_TZ sets their zone, TZ both
-// their zone and their TZ variable); a job line is 5 cron fields, or 6 with a
-// leading seconds field, or a descriptor (@daily, @every 10s), then a shell
-// command. In the command, an unescaped % ends the command and starts its
-// standard input (each further % is a newline); \% is a literal %.
-func parseCrontab(file string, data []byte) ([]*jobSpec, []error) {
+// their zone and their TZ variable, SHELL the shell that runs their
+// commands); a job line is 5 cron fields, 6 (a leading seconds field, or a
+// trailing year with --six-fields year), 7 (seconds … year), or a
+// descriptor (@daily, @every 10s, @reboot), then in a system crontab a user
+// name, then a shell command. In the command, an unescaped % ends the
+// command and starts its standard input (each further % is a newline); \%
+// is a literal %.
+func parseCrontabWith(file string, data []byte, opts crontabOptions) ([]*jobSpec, []error) {
 	var (
-		jobs     []*jobSpec
-		errs     []error
-		env      []string
-		zone     string
-		name     string // from a "# name:" comment on the previous line
-		nameLine int
+		jobs      []*jobSpec
+		errs      []error
+		env       []string
+		zone      string
+		shell     = defaultShell
+		name      string // from a "# name:" comment on the previous line
+		nameLine  int
+		mailWarns bool
 	)
 	fail := func(line int, format string, args ...any) {
 		errs = append(errs, &posError{File: file, Line: line, Msg: fmt.Sprintf(format, args...)})
+	}
+	warn := func(line int, format string, args ...any) {
+		errs = append(errs, &posError{File: file, Line: line, Msg: fmt.Sprintf(format, args...), Warning: true})
 	}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 4096), maxCrontabLine)
 	lineNo := 0
 	for sc.Scan() {
 		lineNo++
-		text := strings.TrimSpace(sc.Text())
+		text := strings.TrimSpace(sc.Text()) // also drops the \r of CRLF files
 		pending, pendingLine := name, nameLine
 		name, nameLine = "", 0
 		switch {
@@ -79,28 +127,48 @@ func parseCrontab(file string, data []byte) ([]*jobSpec, []error) {
 				if key == "CRON_TZ" {
 					continue
 				}
+			case "SHELL":
+				shell = val
+				if shell == "" {
+					shell = defaultShell
+				}
+			case "MAILTO", "MAILFROM":
+				if val != "" && !mailWarns {
+					mailWarns = true
+					warn(lineNo, "%s is set but anarchon sends no mail: each run's output goes to the log and its history record", key)
+				}
 			}
 			env = setEnv(env, key, val)
 			continue
 		}
-		schedule, command, err := splitCronLine(text)
+		ln, err := splitLine(text, opts)
 		if err != nil {
 			fail(lineNo, "%v", err)
 			continue
 		}
-		argvCmd, stdin := percent(command)
+		if ln.warning != "" {
+			warn(lineNo, "%s", ln.warning)
+		}
+		argvCmd, stdin := percent(ln.command)
 		j := &jobSpec{
 			Name:     pending,
-			Schedule: schedule,
+			Schedule: ln.schedule,
 			Zone:     zone,
-			Argv:     []string{"/bin/sh", "-c", argvCmd},
+			Argv:     []string{shell, "-c", argvCmd},
 			Stdin:    stdin,
 			Env:      append([]string(nil), env...),
+			User:     ln.user,
+			Reboot:   ln.reboot,
 			File:     file,
 			Line:     lineNo,
 		}
 		if j.Name == "" {
-			j.Name = hashName(schedule, command)
+			key := ln.schedule
+			if ln.user != "" {
+				key += " " + ln.user
+			}
+			j.Name = hashName(key, ln.command)
+			j.Unnamed = true
 		} else {
 			j.Lines = map[string]int{"name": pendingLine}
 		}
@@ -112,6 +180,11 @@ func parseCrontab(file string, data []byte) ([]*jobSpec, []error) {
 	return jobs, errs
 }
 
+// defaultShell runs crontab commands unless a SHELL= line says otherwise,
+// as crontab(5) says (the user's login shell is not used: system accounts
+// often have /usr/sbin/nologin).
+const defaultShell = "/bin/sh"
+
 // hashName is the name of a crontab job without a "# name:" comment: a hash
 // of its schedule and command, so every replica reading the same line
 // derives the same name.
@@ -120,45 +193,174 @@ func hashName(schedule, command string) string {
 	return "job-" + hex.EncodeToString(sum[:])[:12]
 }
 
-// splitCronLine splits a job line into its schedule (fields joined by one
-// space) and its command.
+// cronLine is a job line split into its parts.
+type cronLine struct {
+	schedule string // as the scheduler reads it: fields joined by one space, or a descriptor
+	user     string // system crontabs: the user column
+	command  string
+	reboot   bool
+	warning  string // something validate should point out
+}
+
+// splitCronLine splits a user crontab's job line into its schedule and
+// command, reading six fields as seconds first.
 func splitCronLine(text string) (schedule, command string, err error) {
-	fields, rest := splitFields(text, 1)
-	if strings.HasPrefix(fields[0], "@") {
-		switch strings.ToLower(fields[0]) {
+	ln, err := splitLine(text, crontabOptions{})
+	return ln.schedule, ln.command, err
+}
+
+// splitLine splits a job line into schedule, user (system format) and
+// command.
+func splitLine(text string, opts crontabOptions) (cronLine, error) {
+	var ln cronLine
+	var rest string
+	var fieldHelp = "5 time fields (6 or 7 with seconds or a year)"
+	if strings.HasPrefix(text, "@") {
+		f, r := splitFields(text, 1)
+		rest = r
+		ln.schedule = f[0]
+		switch strings.ToLower(f[0]) {
 		case "@reboot":
-			return "", "", fmt.Errorf("@reboot is not supported: anarchon runs scheduled slots, not boot events")
+			ln.reboot = true
+			ln.schedule = "@reboot"
 		case "@every":
 			f, r := splitFields(rest, 1)
 			if f[0] == "" {
-				return "", "", fmt.Errorf("@every needs a duration and a command")
+				return ln, fmt.Errorf("@every needs a duration and a command")
 			}
-			fields, rest = append(fields, f[0]), r
+			ln.schedule, rest = "@every "+f[0], r
 		}
 	} else {
-		f, r := splitFields(text, 6)
+		f, r := splitFields(text, 7)
 		if f[4] == "" {
-			return "", "", fmt.Errorf("a job line needs 5 time fields (6 with seconds) and a command: %q", text)
+			return ln, fmt.Errorf("a job line needs %s and a command: %q", fieldHelp, text)
 		}
+		n := 5
 		switch {
-		case isCronField(f[5]) && r == "":
-			return "", "", fmt.Errorf("no command after the schedule %q", strings.Join(f, " "))
+		case isCronField(f[5]) && isYearField(f[6]) && hasCommand(r, opts):
+			n = 7
 		case isCronField(f[5]):
-			fields, rest = f, r
-		default:
-			fields, rest = splitFields(text, 5)
+			n = 6
+		}
+		fields, r := splitFields(text, n)
+		rest = r
+		var year string
+		switch n {
+		case 7:
+			year = fields[6]
+			fields = fields[:6]
+		case 6:
+			secondsOK := validSchedule(strings.Join(bigSteps(fields), " "))
+			yearOK := isYearField(fields[5]) && validSchedule(strings.Join(bigSteps(fields[:5]), " "))
+			if opts.sixFields() == sixYear {
+				year = fields[5]
+				fields = fields[:5]
+				if secondsOK {
+					ln.warning = "six time fields read as minute … day-of-week year (--six-fields year); with --six-fields seconds the first would be the second"
+				}
+			} else if yearOK {
+				ln.warning = "six time fields read as second … day-of-week (--six-fields seconds); supercronic reads the last as a year: give --six-fields year if this line came from supercronic"
+			}
+		}
+		if year != "" && year != "*" && year != "?" {
+			return ln, fmt.Errorf("year field %q: only * is supported (anarchon's schedules repeat every year); remove the line or write the year into the command", year)
+		}
+		fields = bigSteps(fields)
+		ln.schedule = strings.Join(fields, " ")
+		if r == "" && !opts.system() {
+			return ln, fmt.Errorf("no command after the schedule %q", strings.Join(fields, " "))
 		}
 	}
-	command = strings.TrimSpace(rest)
-	if command == "" {
-		return "", "", fmt.Errorf("no command after the schedule %q", strings.Join(fields, " "))
+	if opts.system() {
+		f, r := splitFields(rest, 1)
+		if f[0] == "" {
+			return ln, fmt.Errorf("no user and command after the schedule %q (a system crontab has a user column)", ln.schedule)
+		}
+		if r == "" {
+			return ln, fmt.Errorf("no command after the user %q (a system crontab has a user column)", f[0])
+		}
+		ln.user, rest = f[0], r
 	}
-	if first, _ := splitFields(command, 1); isCronField(first[0]) && strings.ContainsAny(first[0], "*?") {
-		// "* * * * * * * cmd": a seventh time field would run as a shell
+	ln.command = strings.TrimSpace(rest)
+	if ln.command == "" {
+		return ln, fmt.Errorf("no command after the schedule %q", ln.schedule)
+	}
+	if first, _ := splitFields(ln.command, 1); isCronField(first[0]) && strings.ContainsAny(first[0], "*?") {
+		// "* * * * * * * * cmd": one more time field would run as a shell
 		// glob. No real command starts with * or ?.
-		return "", "", fmt.Errorf("the command starts with %q: too many time fields (5, or 6 with seconds)", first[0])
+		return ln, fmt.Errorf("the command starts with %q: too many time fields (%s)", first[0], fieldHelp)
 	}
-	return strings.Join(fields, " "), command, nil
+	return ln, nil
+}
+
+// hasCommand reports whether rest, what follows seven time-like fields,
+// still holds a command (and a user, in a system crontab).
+func hasCommand(rest string, opts crontabOptions) bool {
+	if !opts.system() {
+		return rest != ""
+	}
+	f, r := splitFields(rest, 1)
+	return f[0] != "" && r != ""
+}
+
+var yearToken = regexp.MustCompile(`^(\*|\?|[0-9]{4}([-,/][0-9]{1,4})*|\*/[0-9]+)$`)
+
+// isYearField reports whether tok reads as a year field: *, ? or years
+// (1970-2099) in lists, ranges and steps.
+func isYearField(tok string) bool { return yearToken.MatchString(tok) }
+
+// validSchedule reports whether expr parses as a cron schedule.
+func validSchedule(expr string) bool {
+	s := anarchon.New(membackend.New(nil), &anarchon.Options{InstanceID: "check"})
+	return s.Cron("x", expr, noop, nil) == nil
+}
+
+// fieldBounds are the minimum and maximum of the fields of a 5-field
+// expression, or of a 6-field one after a leading seconds field.
+var fieldBounds = [][2]int{{0, 59}, {0, 23}, {1, 31}, {1, 12}, {0, 7}}
+
+var stepTerm = regexp.MustCompile(`^(\*|[0-9]+|[0-9]+-[0-9]+)/([0-9]+)$`)
+
+// bigSteps rewrites terms whose step is larger than the field allows (*/60
+// in the minute field) as Vixie cron and cronie read them: the range's
+// start, stepped by more than the range, is its only value. anarchon's
+// cron engine (used by the library) refuses such steps instead.
+func bigSteps(fields []string) []string {
+	bounds := fieldBounds
+	if len(fields) == 6 {
+		bounds = append([][2]int{{0, 59}}, fieldBounds...)
+	}
+	out := make([]string, len(fields))
+	for i, f := range fields {
+		out[i] = f
+		if i >= len(bounds) {
+			continue
+		}
+		lo, hi := bounds[i][0], bounds[i][1]
+		terms := strings.Split(f, ",")
+		changed := false
+		for k, t := range terms {
+			m := stepTerm.FindStringSubmatch(t)
+			if m == nil {
+				continue
+			}
+			step, err := strconv.Atoi(m[2])
+			if err != nil || step <= hi {
+				continue
+			}
+			start := lo
+			if m[1] != "*" {
+				a, _, _ := strings.Cut(m[1], "-")
+				start, _ = strconv.Atoi(a)
+			}
+			terms[k] = strconv.Itoa(start)
+			changed = true
+		}
+		if changed {
+			out[i] = strings.Join(terms, ",")
+		}
+	}
+	return out
 }
 
 // isCronField reports whether tok reads as a day-of-week field (digits,

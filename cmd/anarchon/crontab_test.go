@@ -23,7 +23,11 @@ OTHER='x'
 @daily date +\%Y-\%m-\%d%line one%line two
 15 4 * * SAT,SUN echo weekend
 `
-	jobs, errs := parseCrontab("ct", []byte(src))
+	jobs, all := parseCrontab("ct", []byte(src))
+	errs, warns := splitWarnings(all)
+	if len(warns) != 1 || !strings.HasPrefix(warns[0].Error(), "ct:4: warning: six time fields") {
+		t.Errorf("warnings: %v", warns)
+	}
 	if len(errs) > 0 {
 		t.Fatalf("errors: %v", errs)
 	}
@@ -83,13 +87,13 @@ func TestParseCrontabErrors(t *testing.T) {
 	src := `# name: ok
 * * * * * echo fine
 * * * *
-@reboot echo boot
+@reboot
 CRON_TZ=Mars/Olympus
 @every
 # name:
 0 0 * * *
 */5 * * * * *
-* * * * * * * echo seven
+* * * * * * 2026 echo seven
 `
 	jobs, errs := parseCrontab("bad.cron", []byte(src))
 	var got []string
@@ -135,5 +139,30 @@ func FuzzParseCrontab(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		jobs, _ := parseCrontab("f", []byte(s))
 		_ = checkJobs(jobs)
+	})
+}
+
+// FuzzParseCrontabFormats reads arbitrary text in every format and reading
+// of six fields: no panic, and every job has a schedule and a command (and
+// a user in a system crontab).
+func FuzzParseCrontabFormats(f *testing.F) {
+	f.Add("# name: x\n*/60 * * * * * * root echo hi\nSHELL=/bin/bash\n@reboot nobody x%y\n")
+	f.Add("MAILTO=a\n0 0 * * * * 2026 echo\n5-10/99 */30 * * * * echo\r\n@every 1s root\n")
+	f.Add("* * * * * *\n0 0 1 1 * * * *\n@daily\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, format := range []string{formatUser, formatSystem, formatSupercronic} {
+			for _, six := range []string{"", sixSeconds, sixYear} {
+				jobs, _ := parseCrontabWith("f", []byte(s), crontabOptions{Format: format, SixFields: six})
+				for _, j := range jobs {
+					if j.Schedule == "" || len(j.Argv) != 3 || strings.TrimSpace(j.Argv[2]) == "" && j.Stdin == "" {
+						t.Fatalf("%s/%s: job %+v", format, six, j)
+					}
+					if (format == formatSystem) != (j.User != "") {
+						t.Fatalf("%s: user %q", format, j.User)
+					}
+				}
+				_ = checkJobs(jobs)
+			}
+		}
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -23,6 +24,7 @@ type runFlags struct {
 	killGrace   time.Duration
 	clockOffset string
 	poll        time.Duration
+	subreaper   bool
 }
 
 // daemon is a scheduler with its store, jobs and metrics.
@@ -30,11 +32,69 @@ type daemon struct {
 	log      *slog.Logger
 	backend  anarchon.Backend
 	sched    *anarchon.Scheduler
+	reboot   *anarchon.Scheduler // @reboot jobs: never started, RunNow runs each once at start
 	jobs     []*jobSpec
 	metrics  *metrics
 	exec     *executor
 	store    string // redacted store URL
 	instance string
+	outcomes *outcomes
+
+	rebootWG     sync.WaitGroup
+	rebootCancel context.CancelFunc
+}
+
+// observe is the schedulers' OnEvent: metrics and outcome logs.
+func (d *daemon) observe(e anarchon.Event) {
+	d.metrics.observe(e)
+	if d.outcomes != nil {
+		d.outcomes.observe(e)
+	}
+}
+
+// schedFor returns the scheduler that holds the named job.
+func (d *daemon) schedFor(name string) *anarchon.Scheduler {
+	for _, j := range d.jobs {
+		if j.Name == name && j.Reboot {
+			return d.reboot
+		}
+	}
+	return d.sched
+}
+
+// startReboot runs every @reboot job once, now, on this replica (SPEC:
+// @reboot is per replica start; the run is recorded as a manual run).
+func (d *daemon) startReboot() {
+	ctx, cancel := context.WithCancel(context.Background())
+	d.rebootCancel = cancel
+	for _, j := range d.jobs {
+		if !j.Reboot {
+			continue
+		}
+		d.rebootWG.Add(1)
+		go func() {
+			defer d.rebootWG.Done()
+			if _, err := d.reboot.RunNow(ctx, j.Name); err != nil {
+				d.log.Error("@reboot job not run", slog.String("job", j.Name), slog.Any("error", err))
+			}
+		}()
+	}
+}
+
+// stopReboot waits for @reboot jobs until ctx ends, then stops them.
+func (d *daemon) stopReboot(ctx context.Context) {
+	if d.rebootCancel == nil {
+		return
+	}
+	done := make(chan struct{})
+	go func() { d.rebootWG.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		d.rebootCancel()
+		<-done
+	}
+	d.rebootCancel()
 }
 
 // openDaemon loads the jobs, opens the store and registers every job on a
@@ -42,11 +102,15 @@ type daemon struct {
 func openDaemon(g *globalFlags, log *slog.Logger, clock anarchon.Clock, poll, grace time.Duration) (*daemon, error) {
 	src := g.sources()
 	if src.empty() {
-		return nil, errors.New("no jobs: give --crontab FILE or --config FILE")
+		return nil, usageError{errors.New("no jobs: give --crontab FILE, --crontab-dir DIR or --config FILE")}
 	}
-	jobs, errs := src.load()
+	jobs, all, _ := src.load()
+	errs, warns := splitWarnings(all)
 	if len(errs) > 0 {
 		return nil, joinErrors(errs)
+	}
+	for _, w := range warns {
+		log.Warn(w.Error())
 	}
 	if len(jobs) == 0 {
 		return nil, errors.New("no jobs in the given files")
@@ -71,15 +135,20 @@ func openDaemon(g *globalFlags, log *slog.Logger, clock anarchon.Clock, poll, gr
 		store:    redact(storeOrDefault(g.store)),
 		instance: instance,
 	}
-	d.exec = &executor{log: log, instance: instance, grace: grace}
-	d.sched = anarchon.New(backend, &anarchon.Options{
+	d.exec = &executor{log: log, instance: instance, grace: grace, out: g.output}
+	d.outcomes = newOutcomes(log, instance, d.exec)
+	d.exec.running = func(job string, delta float64) { d.metrics.running.WithLabelValues(job).Add(delta) }
+	d.metrics.initJobs(jobs)
+	opts := &anarchon.Options{
 		InstanceID:   instance,
 		Logger:       log,
 		Clock:        clock,
 		PollInterval: poll,
-		OnEvent:      d.metrics.observe,
-	})
-	if errs := register(d.sched, jobs, d.exec.handler); len(errs) > 0 {
+		OnEvent:      d.observe,
+	}
+	d.sched = anarchon.New(backend, opts)
+	d.reboot = anarchon.New(backend, opts)
+	if errs := register(d.sched, d.reboot, jobs, d.exec.handler); len(errs) > 0 {
 		_ = backend.Close(context.Background())
 		return nil, joinErrors(errs)
 	}
@@ -157,6 +226,13 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 		return err
 	}
 	defer d.close()
+	stopReaper, err := startReaper(log, rf.subreaper)
+	if err != nil {
+		return err
+	}
+	if stopReaper != nil {
+		defer stopReaper()
+	}
 
 	startCtx, cancelStart := context.WithCancel(context.Background())
 	go func() {
@@ -176,6 +252,10 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 		return fmt.Errorf("start: %w", err)
 	}
 	d.metrics.offset.Set(d.sched.ClockOffset().Seconds())
+	d.startReboot()
+	refreshDone := make(chan struct{})
+	defer close(refreshDone)
+	go d.refreshMetrics(refreshDone)
 
 	var srv *server
 	if addr != "" {
@@ -186,7 +266,11 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 		}
 		log.Info("http listening", slog.String("addr", srv.ln.Addr().String()))
 	}
-	d.summary(stdout, srv)
+	if strings.EqualFold(g.logFormat, "json") {
+		d.logSummary(srv)
+	} else {
+		d.summary(stdout, srv)
+	}
 
 	sig := <-sigs
 	log.Info("stopping", slog.String("signal", sig.String()), slog.Duration("stop_timeout", rf.stopTimeout))
@@ -206,6 +290,27 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 	return nil
 }
 
+// metricsRefresh is how often the job timestamps in /metrics are read
+// again from the store.
+const metricsRefresh = 15 * time.Second
+
+// refreshMetrics reads the per-job timestamps from the store now and every
+// metricsRefresh until done is closed.
+func (d *daemon) refreshMetrics(done <-chan struct{}) {
+	t := time.NewTicker(metricsRefresh)
+	defer t.Stop()
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		d.metrics.refreshFromStore(ctx, d)
+		cancel()
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+	}
+}
+
 // stop stops the scheduler with a grace period, then waits for the
 // commands it had to cancel to be killed.
 func (d *daemon) stop(timeout time.Duration) {
@@ -214,6 +319,7 @@ func (d *daemon) stop(timeout time.Duration) {
 	if err := d.sched.Stop(ctx); err != nil {
 		d.log.Warn("stop deadline passed: running jobs were handed over", slog.Any("error", err))
 	}
+	d.stopReboot(ctx)
 	d.exec.wait(d.exec.grace + 2*time.Second)
 }
 
@@ -228,10 +334,40 @@ func (d *daemon) summary(w io.Writer, srv *server) {
 	fmt.Fprintf(w, "jobs:     %d\n", len(d.jobs))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, j := range d.jobs {
-		next, _ := d.sched.NextSlots(j.Name, time.Time{}, 3)
-		fmt.Fprintf(tw, "  %s\t%s\t%s\tnext: %s\n", j.Name, j.Schedule, zoneName(j.Zone), strings.Join(formatIn(next, j.Zone), ", "))
+		next := "at start"
+		if !j.Reboot {
+			slots, _ := d.sched.NextSlots(j.Name, time.Time{}, 3)
+			next = strings.Join(formatIn(slots, j.Zone), ", ")
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\tnext: %s\n", j.Name, j.Schedule, zoneName(j.Zone), next)
 	}
 	_ = tw.Flush()
+}
+
+// logSummary is the summary as one log record, for --log-format json.
+func (d *daemon) logSummary(srv *server) {
+	type jobJSON struct {
+		Name     string   `json:"name"`
+		Schedule string   `json:"schedule"`
+		Zone     string   `json:"zone"`
+		User     string   `json:"user,omitempty"`
+		Next     []string `json:"next"`
+	}
+	jobs := make([]jobJSON, 0, len(d.jobs))
+	for _, j := range d.jobs {
+		jj := jobJSON{Name: j.Name, Schedule: j.Schedule, Zone: zoneName(j.Zone), User: j.User, Next: []string{}}
+		if !j.Reboot {
+			slots, _ := d.sched.NextSlots(j.Name, time.Time{}, 3)
+			jj.Next = formatIn(slots, j.Zone)
+		}
+		jobs = append(jobs, jj)
+	}
+	attrs := []any{slog.String("version", version()), slog.String("store", d.store), slog.String("backend", d.backend.Name()),
+		slog.String("instance", d.instance)}
+	if srv != nil {
+		attrs = append(attrs, slog.String("http", "http://"+srv.ln.Addr().String()))
+	}
+	d.log.Info("started", append(attrs, slog.Any("jobs", jobs))...)
 }
 
 func zoneName(z string) string {
@@ -292,8 +428,11 @@ func (d *daemon) status(ctx context.Context) statusReport {
 	}
 	for _, j := range d.jobs {
 		js := jobStatus{Name: j.Name, Schedule: j.Schedule, Zone: zoneName(j.Zone), Active: []activeJSON{}}
-		next, _ := d.sched.NextSlots(j.Name, time.Time{}, 3)
-		js.Next = formatIn(next, j.Zone)
+		js.Next = []string{}
+		if !j.Reboot {
+			next, _ := d.sched.NextSlots(j.Name, time.Time{}, 3)
+			js.Next = formatIn(next, j.Zone)
+		}
 		var errs []string
 		if runs != nil {
 			act, err := runs.Active(ctx, j.Name)
@@ -307,7 +446,7 @@ func (d *daemon) status(ctx context.Context) statusReport {
 				})
 			}
 		}
-		recs, err := d.sched.History(ctx, j.Name, 1)
+		recs, err := d.schedFor(j.Name).History(ctx, j.Name, 1)
 		if err != nil {
 			errs = append(errs, "history: "+err.Error())
 		} else if len(recs) > 0 {
@@ -329,6 +468,7 @@ type recordJSON struct {
 	Status     string  `json:"status"`
 	StartedAt  *string `json:"started_at"`
 	FinishedAt *string `json:"finished_at"`
+	ClaimedAt  *string `json:"claimed_at"`
 	Error      string  `json:"error"`
 	Manual     bool    `json:"manual"`
 	Output     string  `json:"output,omitempty"`
@@ -344,7 +484,7 @@ func toJSON(r anarchon.RunRecord) recordJSON {
 	}
 	return recordJSON{
 		Job: r.Job, Slot: formatSlot(r.Slot), Instance: r.InstanceID, Attempt: r.Attempt,
-		Status: string(r.Status), StartedAt: opt(r.StartedAt), FinishedAt: opt(r.FinishedAt),
+		Status: string(r.Status), ClaimedAt: opt(r.ClaimedAt), StartedAt: opt(r.StartedAt), FinishedAt: opt(r.FinishedAt),
 		Error: r.Error, Manual: r.Manual, Output: r.Output,
 	}
 }

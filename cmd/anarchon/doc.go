@@ -29,11 +29,22 @@
 //
 // # Jobs
 //
-// A crontab line is 5 cron fields, or 6 with a leading seconds field, or a
-// descriptor (@daily, @every 10s), then a shell command run with /bin/sh -c.
+// A crontab line is 5 time fields, 6 (a leading seconds field, or a
+// trailing year with --six-fields year), 7 (seconds … year; the year must
+// be *), or a descriptor (@daily, @every 10s, @reboot), then in a system
+// crontab (--format system, or detected for /etc/crontab, /etc/cron.d and
+// --crontab-dir) a user name, then a shell command run with $SHELL -c
+// (/bin/sh unless a SHELL= line says otherwise). A job of a system crontab
+// runs as its user when the daemon is root (runas_unix.go); otherwise a
+// line for another user is an error at validate and at start. Steps larger
+// than a field's range (*/60) are rewritten to the range's start, as cron
+// reads them. @reboot jobs run once per start of "anarchon run", on each
+// replica, as manual runs. MAILTO= is accepted with a warning.
+//
 // A "# name: NAME" comment directly above names the job; otherwise its name
 // is "job-" and the first 12 hex digits of the SHA-256 of the schedule, a
-// NUL byte and the command, so every replica derives the same name.
+// NUL byte and the command, so every replica derives the same name; validate
+// warns about such lines, whose name changes with any edit.
 // NAME=value lines set the environment of the jobs after them; CRON_TZ sets
 // their zone, TZ their zone and their TZ variable. In a command, an
 // unescaped % starts the command's standard input (further ones are
@@ -54,6 +65,16 @@
 // the last 4 KiB go into the run's history record. A non-zero exit status is
 // an error "exit status N". A timeout, a lost lease or the stop deadline
 // sends SIGTERM to the whole group, then SIGKILL after --kill-grace.
+//
+// Every run end is logged (outcome.go): INFO on success, WARN with the exit
+// code or signal and the last output lines on failure; takeovers and
+// skipped slots get a line too. As PID 1, or with --subreaper, the daemon
+// reaps orphaned processes (reaper_linux.go) without waiting for its own
+// commands, whose statuses exec.Cmd.Wait must get.
+//
+// Every flag can also be set with an ANARCHON_* environment variable
+// (ANARCHON_STORE for --store); the command line wins. Usage errors exit
+// with status 2; run-now exits with the job's own status.
 //
 // # Signals
 //

@@ -188,9 +188,9 @@ func readOutput(t *testing.T, path string) []outLine {
 }
 
 // historyJSON runs "anarchon history JOB --json".
-func historyJSON(t *testing.T, dir, store, job string) []recordJSON {
+func historyJSON(t *testing.T, dir, store, job string, extra ...string) []recordJSON {
 	t.Helper()
-	cmd := exec.Command(daemonBinary(t), "history", job, "--store", store, "--json", "-n", "500")
+	cmd := exec.Command(daemonBinary(t), append([]string{"history", job, "--store", store, "--json", "-n", "500"}, extra...)...)
 	cmd.Dir = dir
 	out, err := cmd.Output()
 	if err != nil {
@@ -290,7 +290,7 @@ func threeReplicas(t *testing.T, store string) {
 			}
 		}
 		hist := map[time.Time]int{}
-		for _, r := range historyJSON(t, dir, store, name) {
+		for _, r := range historyJSON(t, dir, store, name, "--crontab", crontab) { // a job may not have run yet
 			slot, err := time.Parse(time.RFC3339Nano, r.Slot)
 			if err != nil {
 				t.Fatal(err)
@@ -394,6 +394,9 @@ func TestHandOver(t *testing.T) {
 		t.Fatalf("finished by %+v, want instance %s attempt 2 slot %v", done, backup, slot)
 	}
 	procs[backup].stop(t, 15*time.Second)
+	if data, _ := os.ReadFile(procs[backup].logPath); !strings.Contains(string(data), "taking over a run another instance did not finish") {
+		t.Errorf("the backup logged no takeover line")
+	}
 
 	lines := readOutput(t, out)
 	for _, l := range lines {
@@ -404,6 +407,9 @@ func TestHandOver(t *testing.T) {
 	byAttempt := map[int]recordJSON{}
 	for _, r := range historyJSON(t, dir, store, "long") {
 		byAttempt[r.Attempt] = r
+	}
+	if r := byAttempt[1]; r.ClaimedAt == nil {
+		t.Errorf("attempt 1 shows no claim time: %+v", r)
 	}
 	if r := byAttempt[1]; r.Status != string(anarchon.StatusHandedOver) || r.Instance != first.instance {
 		t.Errorf("attempt 1: %+v, want handed_over by %s", r, first.instance)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -32,8 +33,52 @@ type executor struct {
 	grace    time.Duration // SIGTERM to SIGKILL
 	wg       sync.WaitGroup
 
-	mu     sync.Mutex
-	groups map[int]struct{} // process groups of running commands
+	out     outputOptions
+	running func(job string, delta float64) // the running-commands gauge, if any
+	mu      sync.Mutex
+	groups  map[int]struct{}  // process groups of running commands
+	outputs map[string]string // output tails of runs that ended, until the outcome log takes them
+}
+
+// runKey identifies one run for the output handed to the outcome log.
+func runKey(job string, slot time.Time, attempt int) string {
+	return job + "\x00" + strconv.FormatInt(slot.UnixMilli(), 10) + "\x00" + strconv.Itoa(attempt)
+}
+
+// takeOutput returns and forgets the output tail of a run that ended.
+func (e *executor) takeOutput(job string, slot time.Time, attempt int) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	k := runKey(job, slot, attempt)
+	out := e.outputs[k]
+	delete(e.outputs, k)
+	return out
+}
+
+// keepOutput hands a run's output tail to the outcome log, which the
+// scheduler's run-end event triggers right after the handler returns.
+func (e *executor) keepOutput(run *anarchon.Run, tail string) {
+	run.SetOutput(tail)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.outputs == nil {
+		e.outputs = make(map[string]string)
+	}
+	e.outputs[runKey(run.Job, run.Slot, run.Attempt)] = tail
+}
+
+// outputOptions say where a command's output goes.
+type outputOptions struct {
+	// split sends the command's stdout to the daemon's stdout and its
+	// stderr to the daemon's stderr (supercronic's -split-logs); otherwise
+	// both go to the log on stderr.
+	split bool
+	// passthrough writes the output as it is, not as log records
+	// (supercronic's -passthrough-logs).
+	passthrough bool
+	stdout      io.Writer    // the daemon's stdout
+	stderr      io.Writer    // the daemon's stderr
+	stdoutLog   *slog.Logger // split without passthrough: the log on stdout
 }
 
 // handler returns the anarchon.Handler that runs j's command once per slot.
@@ -51,10 +96,12 @@ func (e *executor) handler(j *jobSpec) anarchon.Handler {
 		e.wg.Add(1)
 		defer e.wg.Done()
 		slot := formatSlot(run.Slot)
-		log := e.log.With(slog.String("job", run.Job), slog.String("slot", slot), slog.Int("attempt", run.Attempt))
+		attrs := []any{slog.String("job", run.Job), slog.String("slot", slot), slog.Int("attempt", run.Attempt)}
+		log := e.log.With(attrs...)
 		tail := &tailBuffer{max: outputTail}
 		stdout := &lineLogger{log: log, stream: "stdout", tail: tail}
 		stderr := &lineLogger{log: log, stream: "stderr", tail: tail}
+		e.out.apply(stdout, stderr, attrs)
 
 		cmd := exec.Command(j.Argv[0], j.Argv[1:]...)
 		cmd.Dir = j.Workdir
@@ -70,12 +117,13 @@ func (e *executor) handler(j *jobSpec) anarchon.Handler {
 		}
 		cmd.Stdout, cmd.Stderr = stdout, stderr
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		runAs(cmd, j) // system crontabs: the line's user (runas_unix.go)
 		// Background children that keep the pipes open must not hold the
 		// run forever once the command itself has exited.
 		cmd.WaitDelay = e.grace + time.Second
 
 		log.Debug("starting command", slog.Any("argv", j.Argv))
-		if err := cmd.Start(); err != nil {
+		if err := startChild(cmd); err != nil { // tracked: the reaper leaves it to cmd.Wait
 			if j.Workdir != "" {
 				if fi, serr := os.Stat(j.Workdir); serr != nil || !fi.IsDir() {
 					return fmt.Errorf("workdir %q is not a directory here: %w", j.Workdir, err)
@@ -84,6 +132,11 @@ func (e *executor) handler(j *jobSpec) anarchon.Handler {
 			return fmt.Errorf("start %s: %w", j.Argv[0], err)
 		}
 		pgid := cmd.Process.Pid
+		defer childDone(pgid) // every return below comes after cmd.Wait
+		if e.running != nil {
+			e.running(run.Job, 1)
+			defer e.running(run.Job, -1)
+		}
 		e.mu.Lock()
 		if e.groups == nil {
 			e.groups = make(map[int]struct{})
@@ -116,7 +169,7 @@ func (e *executor) handler(j *jobSpec) anarchon.Handler {
 			t.Stop()
 			stdout.flush()
 			stderr.flush()
-			run.SetOutput(tail.String())
+			e.keepOutput(run, tail.String())
 			if err == nil {
 				err = errors.New("exited after the stop signal")
 			}
@@ -124,7 +177,7 @@ func (e *executor) handler(j *jobSpec) anarchon.Handler {
 		}
 		stdout.flush()
 		stderr.flush()
-		run.SetOutput(tail.String())
+		e.keepOutput(run, tail.String())
 		if err != nil {
 			var ee *exec.ExitError
 			if errors.As(err, &ee) {
@@ -169,13 +222,27 @@ func boolEnv(b bool) string {
 	return "0"
 }
 
-// lineLogger is an io.Writer that logs each line written to it and keeps
-// all bytes in a shared tail.
+// lineLogger is an io.Writer that logs each line written to it (or writes
+// it through, raw) and keeps all bytes in a shared tail.
 type lineLogger struct {
 	log    *slog.Logger
 	stream string
 	tail   *tailBuffer
 	buf    []byte
+	raw    io.Writer // passthrough: lines are written here as they are
+}
+
+// apply points the two streams of a command where the options say.
+func (o outputOptions) apply(stdout, stderr *lineLogger, attrs []any) {
+	switch {
+	case o.passthrough && o.split:
+		stdout.raw, stderr.raw = o.stdout, o.stderr
+	case o.passthrough:
+		stdout.raw, stderr.raw = o.stderr, o.stderr
+	case o.split && o.stdoutLog != nil:
+		// The same attributes, on the stdout log.
+		stdout.log = o.stdoutLog.With(attrs...)
+	}
 }
 
 // Write logs every complete line of p and keeps the rest for later.
@@ -199,8 +266,18 @@ func (l *lineLogger) Write(p []byte) (int, error) {
 }
 
 func (l *lineLogger) emit(line []byte) {
-	l.log.Info(string(bytes.TrimRight(line, "\r")), slog.String("stream", l.stream))
+	line = bytes.TrimRight(line, "\r")
+	if l.raw != nil {
+		rawMu.Lock()
+		_, _ = l.raw.Write(append(line[:len(line):len(line)], '\n'))
+		rawMu.Unlock()
+		return
+	}
+	l.log.Info(string(line), slog.String("stream", l.stream))
 }
+
+// rawMu keeps lines of concurrent commands whole in passthrough mode.
+var rawMu sync.Mutex
 
 // flush logs a last line without a newline.
 func (l *lineLogger) flush() {

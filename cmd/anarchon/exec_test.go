@@ -23,7 +23,7 @@ func runOnce(t *testing.T, j *jobSpec, grace time.Duration) anarchon.RunRecord {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	s := anarchon.New(membackend.New(nil), &anarchon.Options{InstanceID: "test-1", Logger: log})
 	e := &executor{log: log, instance: "test-1", grace: grace}
-	if errs := register(s, []*jobSpec{j}, e.handler); len(errs) > 0 {
+	if errs := register(s, s, []*jobSpec{j}, e.handler); len(errs) > 0 {
 		t.Fatal(errs)
 	}
 	rec, err := s.RunNow(context.Background(), j.Name)

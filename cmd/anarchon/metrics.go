@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // metrics are the daemon's Prometheus metrics, fed by the scheduler's
@@ -28,6 +30,11 @@ type metrics struct {
 	lateness  *prometheus.HistogramVec
 	storeErrs *prometheus.CounterVec
 	offset    prometheus.Gauge
+	running   *prometheus.GaugeVec
+	lastOK    *prometheus.GaugeVec
+	lastFail  *prometheus.GaugeVec
+	nextSlot  *prometheus.GaugeVec
+	build     *prometheus.GaugeVec
 }
 
 // newMetrics registers the metrics on a fresh registry, with the Go and
@@ -37,7 +44,9 @@ func newMetrics() *metrics {
 		reg: prometheus.NewRegistry(),
 		claims: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "anarchon_claims_total",
-			Help: "Claims answered by the store, by job and outcome (won, lost, running, done, overlap, none, late).",
+			Help: "Claims answered by the store, by job and outcome: won (this instance runs the slot), lost (another instance won a plain claim), " +
+				"running (another instance holds a live lease; this one stands by as a backup), done (the slot is already settled: finished or abandoned), " +
+				"overlap (a previous slot still runs; this one is skipped), none (the slot was already missed or skipped), late (too late: the slot is now missed).",
 		}, []string{"job", "outcome"}),
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "anarchon_runs_total",
@@ -66,9 +75,115 @@ func newMetrics() *metrics {
 			Help: "The store's clock minus this instance's clock, in seconds (positive: the store is ahead).",
 		}),
 	}
+	m.running = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "anarchon_jobs_running",
+		Help: "Commands this instance is running now, by job.",
+	}, []string{"job"})
+	m.lastOK = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "anarchon_job_last_success_timestamp_seconds",
+		Help: "When the job's last successful run finished on any instance (Unix seconds, from the store's history; 0: none recorded).",
+	}, []string{"job"})
+	m.lastFail = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "anarchon_job_last_failure_timestamp_seconds",
+		Help: "When the job's last failed run (error, lease_lost, abandoned, unconfirmed) finished on any instance (Unix seconds, from the store's history; 0: none recorded).",
+	}, []string{"job"})
+	m.nextSlot = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "anarchon_job_next_slot_timestamp_seconds",
+		Help: "The job's next scheduled slot (Unix seconds); the same on every instance with the same job file.",
+	}, []string{"job"})
+	m.build = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "anarchon_build_info",
+		Help: "Always 1; the labels say which anarchon build this instance runs.",
+	}, []string{"version", "goversion"})
+	m.build.WithLabelValues(version(), runtime.Version()).Set(1)
 	m.reg.MustRegister(m.claims, m.runs, m.skipped, m.duration, m.lateness, m.storeErrs, m.offset,
+		m.running, m.lastOK, m.lastFail, m.nextSlot, m.build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// Label values every family starts with, at zero, so a rate() or an
+// absent() alert works from the first scrape.
+var (
+	claimOutcomes = []string{"won", "lost", "running", "done", "overlap", "none", "late"}
+	runStatuses   = []string{string(anarchon.StatusSuccess), string(anarchon.StatusError)}
+	skipStatuses  = []string{string(anarchon.StatusMissed), string(anarchon.StatusSkipped), string(anarchon.StatusAbandoned)}
+	storeOps      = []string{"Claim", "RecordClaim", "SaveResult", "Heartbeat", "Release", "RecordManualRun", "PrepareJob", "Init"}
+)
+
+// initJobs creates every labelled series of the jobs at zero.
+func (m *metrics) initJobs(jobs []*jobSpec) {
+	for _, j := range jobs {
+		for _, o := range claimOutcomes {
+			m.claims.WithLabelValues(j.Name, o)
+		}
+		for _, s := range runStatuses {
+			m.runs.WithLabelValues(j.Name, s)
+		}
+		for _, s := range skipStatuses {
+			m.skipped.WithLabelValues(j.Name, s)
+		}
+		m.running.WithLabelValues(j.Name)
+		m.lastOK.WithLabelValues(j.Name)
+		m.lastFail.WithLabelValues(j.Name)
+		m.duration.WithLabelValues(j.Name)
+		m.lateness.WithLabelValues(j.Name)
+	}
+	for _, op := range storeOps {
+		m.storeErrs.WithLabelValues(op)
+	}
+}
+
+// refreshFromStore sets the last-success and last-failure timestamps of
+// each job from the store's history, so every instance reports the same,
+// and the next-slot timestamps from the schedule.
+func (m *metrics) refreshFromStore(ctx context.Context, d *daemon) {
+	for _, j := range d.jobs {
+		if !j.Reboot {
+			if next, err := d.sched.NextSlots(j.Name, time.Time{}, 1); err == nil && len(next) == 1 {
+				m.nextSlot.WithLabelValues(j.Name).Set(float64(next[0].UnixMilli()) / 1000)
+			}
+		}
+		recs, err := d.backend.History(ctx, j.Name, historyScan)
+		if err != nil {
+			continue
+		}
+		var ok, fail time.Time
+		for _, r := range recs {
+			end := r.FinishedAt
+			if end.IsZero() {
+				continue
+			}
+			switch r.Status {
+			case anarchon.StatusSuccess:
+				if end.After(ok) {
+					ok = end
+				}
+			case anarchon.StatusError, anarchon.StatusLeaseLost, anarchon.StatusAbandoned, anarchon.StatusUnconfirmed:
+				if end.After(fail) {
+					fail = end
+				}
+			}
+		}
+		setMax(m.lastOK.WithLabelValues(j.Name), ok)
+		setMax(m.lastFail.WithLabelValues(j.Name), fail)
+	}
+}
+
+// historyScan is how many recent records refreshFromStore reads per job.
+const historyScan = 50
+
+// setMax raises g to t (Unix seconds) if t is later.
+func setMax(g prometheus.Gauge, t time.Time) {
+	if t.IsZero() {
+		return
+	}
+	v := float64(t.UnixMilli()) / 1000
+	var cur dto.Metric
+	if err := g.Write(&cur); err == nil && cur.GetGauge().GetValue() >= v {
+		return
+	}
+	g.Set(v)
 }
 
 // observe records one scheduler event. It is quick and never calls back
@@ -83,6 +198,12 @@ func (m *metrics) observe(e anarchon.Event) {
 	case anarchon.EventRunEnd:
 		m.runs.WithLabelValues(e.Job, string(e.Status)).Inc()
 		m.duration.WithLabelValues(e.Job).Observe(e.Duration.Seconds())
+		end := time.Now()
+		if e.Status == anarchon.StatusSuccess {
+			setMax(m.lastOK.WithLabelValues(e.Job), end)
+		} else {
+			setMax(m.lastFail.WithLabelValues(e.Job), end)
+		}
 	case anarchon.EventSlotSkipped:
 		m.skipped.WithLabelValues(e.Job, string(e.Status)).Inc()
 	case anarchon.EventStoreError:

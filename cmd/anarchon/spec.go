@@ -7,6 +7,10 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -25,6 +29,11 @@ type jobSpec struct {
 	Stdin    string   // text fed to the command's standard input (crontab % lines)
 	Env      []string // KEY=value pairs added to the child's environment
 	Workdir  string   // the child's working directory; "" is the daemon's
+	User     string   // the account the command runs as; "" is the daemon's own
+	Reboot   bool     // @reboot: run once when the daemon starts, never on a schedule
+	Unnamed  bool     // the name is a hash of the line (no "# name:")
+
+	account *account // User, resolved by resolveUsers
 
 	Options anarchon.JobOptions
 
@@ -47,14 +56,34 @@ type posError struct {
 	Line int
 	Msg  string
 	Err  error // the underlying error, if any (a *anarchon.ValidationError)
+
+	Warning bool // a warning: reported, but the file is still used
 }
 
-// Error returns "FILE:LINE: message".
+// Error returns "FILE:LINE: message" ("FILE:LINE: warning: message" for a
+// warning).
 func (e *posError) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+	msg := e.Msg
+	if e.Warning {
+		msg = "warning: " + msg
 	}
-	return fmt.Sprintf("%s: %s", e.File, e.Msg)
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, msg)
+	}
+	return fmt.Sprintf("%s: %s", e.File, msg)
+}
+
+// splitWarnings separates warnings from errors.
+func splitWarnings(all []error) (errs, warns []error) {
+	for _, e := range all {
+		var pe *posError
+		if errors.As(e, &pe) && pe.Warning {
+			warns = append(warns, e)
+			continue
+		}
+		errs = append(errs, e)
+	}
+	return errs, warns
 }
 
 // Unwrap returns the underlying error.
@@ -109,14 +138,28 @@ func sortByPosition(errs []error) {
 }
 
 // register adds every job to s with handler(job) as its handler and returns
-// one positioned error per job that the scheduler refused.
-func register(s *anarchon.Scheduler, jobs []*jobSpec, handler func(*jobSpec) anarchon.Handler) []error {
+// one positioned error per job that the scheduler refused. @reboot jobs go
+// to reboot instead, a scheduler that is never started (RunNow runs them),
+// under a placeholder schedule.
+func register(s, reboot *anarchon.Scheduler, jobs []*jobSpec, handler func(*jobSpec) anarchon.Handler) []error {
 	var errs []error
 	first := make(map[string]*jobSpec, len(jobs))
 	for _, j := range jobs {
 		opts := j.Options
 		opts.Zone = j.Zone
-		err := s.Cron(j.Name, j.Schedule, handler(j), &opts)
+		var err error
+		switch {
+		case !j.Reboot:
+			if f := first[j.Name]; f != nil && f.Reboot {
+				err = &anarchon.ValidationError{Code: anarchon.CodeDuplicateName, Field: "Name", Reason: "duplicate"}
+				break
+			}
+			err = s.Cron(j.Name, j.Schedule, handler(j), &opts)
+		case first[j.Name] != nil:
+			err = &anarchon.ValidationError{Code: anarchon.CodeDuplicateName, Field: "Name", Reason: "duplicate"}
+		default:
+			err = reboot.Cron(j.Name, "@yearly", handler(j), &opts)
+		}
 		if err == nil {
 			first[j.Name] = j
 			continue
@@ -147,32 +190,94 @@ func register(s *anarchon.Scheduler, jobs []*jobSpec, handler func(*jobSpec) ana
 // (which has leases and never forgets a claim) and returns every refusal.
 // The real store may refuse more (a shorter dedupe window): run checks again.
 func checkJobs(jobs []*jobSpec) []error {
-	s := anarchon.New(membackend.New(nil), &anarchon.Options{InstanceID: "validate"})
-	return register(s, jobs, func(*jobSpec) anarchon.Handler { return noop })
+	b := membackend.New(nil)
+	s := anarchon.New(b, &anarchon.Options{InstanceID: "validate"})
+	r := anarchon.New(b, &anarchon.Options{InstanceID: "validate"})
+	return register(s, r, jobs, func(*jobSpec) anarchon.Handler { return noop })
 }
 
 func noop(context.Context, *anarchon.Run) error { return nil }
 
 // sources are the job files a command reads.
 type sources struct {
-	Crontabs []string
-	Configs  []string
+	Crontabs    []string
+	CrontabDirs []string // every file of these directories is a system crontab (as /etc/cron.d)
+	Configs     []string
+	Format      string // --format: auto, user, system or supercronic
+	SixFields   string // --six-fields: seconds or year ("" is the format's default)
 }
 
-// load reads every crontab and YAML file and returns their jobs and every
-// mistake found in them, each as a *posError (or an I/O error).
-func (src sources) load() ([]*jobSpec, []error) {
+// fileInfo says how one file was read, for validate's report.
+type fileInfo struct {
+	File   string
+	Format string // user, system, supercronic or yaml
+	Why    string // how the format was chosen
+	Jobs   int
+}
+
+// String is one line of validate's report.
+func (f fileInfo) String() string {
+	if f.Format == "yaml" {
+		return fmt.Sprintf("%s: YAML, %d jobs", f.File, f.Jobs)
+	}
+	return fmt.Sprintf("%s: %s crontab (%s), %d jobs", f.File, f.Format, f.Why, f.Jobs)
+}
+
+// load reads every crontab and YAML file and returns their jobs, every
+// mistake and warning found in them, each as a *posError (or an I/O
+// error), and how each file was read. A line that runs as another user is
+// checked here (resolveUsers), so it is an error before anything runs.
+func (src sources) load() ([]*jobSpec, []error, []fileInfo) {
 	var jobs []*jobSpec
 	var errs []error
+	var infos []fileInfo
+	switch src.Format {
+	case "", formatAuto, formatUser, formatSystem, formatSupercronic:
+	default:
+		return nil, []error{usageError{fmt.Errorf("--format %q: want auto, user, system or supercronic", src.Format)}}, nil
+	}
+	switch src.SixFields {
+	case "", sixSeconds, sixYear:
+	default:
+		return nil, []error{usageError{fmt.Errorf("--six-fields %q: want seconds or year", src.SixFields)}}, nil
+	}
+	type crontabFile struct {
+		path    string
+		fromDir bool
+	}
+	var files []crontabFile
 	for _, f := range src.Crontabs {
-		data, err := os.ReadFile(f)
+		files = append(files, crontabFile{f, false})
+	}
+	for _, d := range src.CrontabDirs {
+		names, err := crontabDirFiles(d)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		js, es := parseCrontab(f, data)
+		for _, n := range names {
+			files = append(files, crontabFile{n, true})
+		}
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f.path)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		format, why := src.Format, "--format "+src.Format
+		if format == "" || format == formatAuto {
+			format, why = detectFormat(f.path, f.fromDir)
+		}
+		opts := crontabOptions{Format: format, SixFields: src.SixFields}
+		why += ", six fields: " + opts.sixFields() + " reading"
+		js, es := parseCrontabWith(f.path, data, opts)
 		jobs = append(jobs, js...)
 		errs = append(errs, es...)
+		if !opts.system() {
+			errs = append(errs, userColumnWarnings(js)...)
+		}
+		infos = append(infos, fileInfo{File: f.path, Format: format, Why: why, Jobs: len(js)})
 	}
 	for _, f := range src.Configs {
 		data, err := os.ReadFile(f)
@@ -183,12 +288,119 @@ func (src sources) load() ([]*jobSpec, []error) {
 		js, es := parseConfig(f, data)
 		jobs = append(jobs, js...)
 		errs = append(errs, es...)
+		infos = append(infos, fileInfo{File: f, Format: "yaml", Jobs: len(js)})
 	}
-	return jobs, errs
+	errs = append(errs, resolveUsers(jobs)...)
+	return jobs, errs, infos
+}
+
+// resolveUsers looks up the user of every job that names one and returns an
+// error for each that cannot run as written: an unknown user, or another
+// user than the daemon's own when the daemon is not root.
+func resolveUsers(jobs []*jobSpec) []error {
+	var errs []error
+	cache := map[string]*account{}
+	failed := map[string]error{}
+	for _, j := range jobs {
+		if j.User == "" {
+			continue
+		}
+		a, ok := cache[j.User]
+		err := failed[j.User]
+		if !ok && err == nil {
+			a, err = resolveUser(j.User)
+			if err != nil {
+				failed[j.User] = err
+			} else {
+				cache[j.User] = a
+			}
+		}
+		if err != nil {
+			file, line := j.pos("user")
+			errs = append(errs, &posError{File: file, Line: line, Msg: fmt.Sprintf("job %q: %v", j.Name, err), Err: err})
+			continue
+		}
+		j.account = a
+	}
+	return errs
+}
+
+// cronDirName is the file names cron reads from /etc/cron.d (Debian's
+// run-parts rule): editor backups, package manager leftovers (.dpkg-old)
+// and dot files are skipped.
+var cronDirName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// crontabDirFiles lists the crontab files of dir, sorted by name.
+func crontabDirFiles(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("--crontab-dir: %w", err)
+	}
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() || !cronDirName.MatchString(e.Name()) {
+			continue
+		}
+		out = append(out, filepath.Join(dir, e.Name()))
+	}
+	return out, nil
+}
+
+// detectFormat chooses the format of a crontab given without --format:
+// system for /etc/crontab, files in /etc/cron.d and files of --crontab-dir
+// (where cron itself expects the user column), user otherwise. Only the
+// path decides: a user column cannot be told from a command with
+// certainty, so a line that looks like one gets a warning instead
+// (userColumnWarnings).
+func detectFormat(path string, fromDir bool) (format, why string) {
+	clean := filepath.Clean(path)
+	switch {
+	case fromDir:
+		return formatSystem, "detected: a --crontab-dir file"
+	case clean == "/etc/crontab":
+		return formatSystem, "detected: /etc/crontab"
+	case filepath.Dir(clean) == "/etc/cron.d":
+		return formatSystem, "detected: a file of /etc/cron.d"
+	}
+	return formatUser, "detected: not a system crontab path"
+}
+
+// userColumnWarnings warns about each job of a user crontab whose command
+// starts with the name of a user of this machine that is not a command:
+// most likely a system crontab given without --format system, whose user
+// column would run as the command. It is a warning, not a detection: a
+// script named like an account ("backup") may be on the job's own PATH.
+func userColumnWarnings(jobs []*jobSpec) []error {
+	var out []error
+	for _, j := range jobs {
+		if len(j.Argv) != 3 {
+			continue
+		}
+		first, _ := splitFields(j.Argv[2], 1)
+		if looksLikeUser(first[0]) {
+			out = append(out, &posError{File: j.File, Line: j.Line, Warning: true, Msg: fmt.Sprintf(
+				"the command starts with %q, a user of this machine and no command: if this is a system crontab (a user column, as /etc/crontab and /etc/cron.d), give --format system", first[0])})
+		}
+	}
+	return out
+}
+
+// looksLikeUser reports whether word names an account here and no command.
+func looksLikeUser(word string) bool {
+	if word == "" || strings.ContainsAny(word, "/=$'\"") {
+		return false
+	}
+	if _, err := user.Lookup(word); err != nil {
+		return false
+	}
+	_, err := exec.LookPath(word)
+	return err != nil
 }
 
 // empty reports whether no job file was given.
-func (src sources) empty() bool { return len(src.Crontabs) == 0 && len(src.Configs) == 0 }
+func (src sources) empty() bool {
+	return len(src.Crontabs) == 0 && len(src.Configs) == 0 && len(src.CrontabDirs) == 0
+}
 
 // durationOf parses a Go duration ("30s", "1h30m") for option name.
 func durationOf(name, s string) (time.Duration, error) {

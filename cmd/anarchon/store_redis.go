@@ -5,6 +5,7 @@ import (
 
 	"github.com/anarchon/anarchon"
 	"github.com/anarchon/anarchon/redisbackend"
+	"github.com/redis/go-redis/v9"
 )
 
 func init() {
@@ -15,5 +16,6 @@ func init() {
 // openRedis opens "redis://[user:password@]host:port[/db]" (rediss:// for
 // TLS) with redisbackend.Open; "prefix" sets the key prefix.
 func openRedis(_ *url.URL, raw, prefix string) (anarchon.Backend, error) {
+	redis.SetLogger(clientLogger{client: "redis"}) // go-redis logs to stderr by default
 	return redisbackend.Open(raw, &redisbackend.Options{Prefix: prefix})
 }

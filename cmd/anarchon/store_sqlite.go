@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net/url"
+	"os"
 	"strings"
 
 	"github.com/anarchon/anarchon"
@@ -31,4 +32,27 @@ func openSQLite(u *url.URL, raw, prefix string) (anarchon.Backend, error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	return b, nil
+}
+
+// sqliteExists returns an error when raw names an SQLite store whose file
+// does not exist, so that read-only commands never create one (a typo'd
+// path would otherwise show an empty store).
+func sqliteExists(raw string) error {
+	if !strings.HasPrefix(strings.ToLower(raw), "sqlite:") {
+		return nil
+	}
+	path := strings.TrimPrefix(raw[len("sqlite:"):], "//")
+	if i := strings.IndexByte(path, '?'); i >= 0 {
+		path = path[:i]
+	}
+	if p, err := url.PathUnescape(path); err == nil {
+		path = p
+	}
+	if path == "" {
+		return nil // openSQLite reports it
+	}
+	if _, err := os.Stat(path); err != nil {
+		return &StoreURLError{URL: redact(raw), Code: StoreOpenFailed, Reason: fmt.Sprintf("no store at %s: %v (history and status never create one; \"run\" and \"run-now\" do)", path, err), Err: err}
+	}
+	return nil
 }

@@ -1,0 +1,422 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/membackend"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// TestFailureIsLoggedAtWarn runs the daemon with a failing job at
+// --log-level warn, in text and JSON: the failure is a WARN line with the
+// exit code and the last output lines, and the job's ordinary output is not
+// logged.
+func TestFailureIsLoggedAtWarn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the daemon binary")
+	}
+	bin := daemonBinary(t)
+	for _, format := range []string{"text", "json"} {
+		t.Run(format, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			ct := writeFile(t, dir, "crontab", "# name: failing\n* * * * * * echo some output; echo last words >&2; exit 3\n")
+			logPath := filepath.Join(dir, "log")
+			logf, err := os.Create(logPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer logf.Close()
+			cmd := exec.Command(bin, "run", "--crontab", ct, "--store", "memory:", "--log-level", "warn", "--log-format", format)
+			cmd.Stderr, cmd.Stdout = logf, logf
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+			line := pollLog(t, logPath, "run failed", 30*time.Second)
+			if format == "json" {
+				var rec map[string]any
+				if err := json.Unmarshal([]byte(line), &rec); err != nil {
+					t.Fatalf("not JSON: %q", line)
+				}
+				if rec["level"] != "WARN" || rec["exit_code"] != float64(3) || rec["job"] != "failing" ||
+					!strings.Contains(rec["output"].(string), "last words") || rec["attempt"] != float64(1) {
+					t.Errorf("record %v", rec)
+				}
+				if _, err := time.Parse(time.RFC3339, rec["slot"].(string)); err != nil {
+					t.Errorf("slot %v is not RFC 3339", rec["slot"])
+				}
+			} else if !strings.Contains(line, "level=WARN") || !strings.Contains(line, "exit_code=3") || !strings.Contains(line, "last words") {
+				t.Errorf("line %q", line)
+			}
+			data, _ := os.ReadFile(logPath)
+			if strings.Contains(string(data), "level=INFO") || strings.Contains(string(data), `"level":"INFO"`) {
+				t.Errorf("INFO lines at --log-level warn:\n%s", data)
+			}
+		})
+	}
+}
+
+// pollLog waits until a line of the file contains want. Another process
+// writes it: there is no channel to wait on.
+func pollLog(t *testing.T, path, want string, within time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		data, _ := os.ReadFile(path)
+		for _, l := range strings.Split(string(data), "\n") {
+			if strings.Contains(l, want) {
+				return l
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q within %v:\n%s", want, within, data)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestOutcomeLines checks the outcome observer's lines from events.
+func TestOutcomeLines(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&buf, nil))
+	e := &executor{}
+	o := newOutcomes(log, "inst-1", e)
+	slot := time.Date(2026, 3, 8, 7, 0, 0, 0, time.UTC)
+	run := &anarchon.Run{Job: "j", Slot: slot, Attempt: 2}
+	e.keepOutput(run, "a\nb\nc\n")
+	err := exec.Command("/bin/sh", "-c", "kill -TERM $$").Run()
+	o.observe(anarchon.Event{Kind: anarchon.EventClaim, Job: "j", Slot: slot, Attempt: 2, Outcome: "won"})
+	o.observe(anarchon.Event{Kind: anarchon.EventRunEnd, Job: "j", Slot: slot, Attempt: 2, Status: anarchon.StatusError, Err: err, Duration: time.Second})
+	o.observe(anarchon.Event{Kind: anarchon.EventSlotSkipped, Job: "j", Slot: slot, Status: anarchon.StatusSkipped})
+	o.observe(anarchon.Event{Kind: anarchon.EventRunEnd, Job: "j", Slot: slot, Attempt: 1, Status: anarchon.StatusSuccess})
+	var recs []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, m)
+	}
+	if len(recs) != 4 {
+		t.Fatalf("%d lines:\n%s", len(recs), buf.String())
+	}
+	if recs[0]["msg"] != "taking over a run another instance did not finish" || recs[0]["attempt"] != float64(2) {
+		t.Errorf("takeover %v", recs[0])
+	}
+	if recs[1]["level"] != "WARN" || recs[1]["signal"] != "terminated" || recs[1]["output"] != "a\nb\nc" ||
+		recs[1]["slot"] != "2026-03-08T07:00:00Z" || recs[1]["instance"] != "inst-1" {
+		t.Errorf("failure %v", recs[1])
+	}
+	if recs[2]["msg"] != "slot skipped" || !strings.Contains(recs[2]["reason"].(string), "overlap") {
+		t.Errorf("skip %v", recs[2])
+	}
+	if recs[3]["level"] != "INFO" || recs[3]["exit_code"] != float64(0) {
+		t.Errorf("success %v", recs[3])
+	}
+}
+
+func TestLastLines(t *testing.T) {
+	if got := lastLines("1\n2\n3\n", 2); got != "2\n3" {
+		t.Errorf("%q", got)
+	}
+	if got := lastLines("", 2); got != "" {
+		t.Errorf("%q", got)
+	}
+}
+
+// TestEnvironmentFlags sets flags from ANARCHON_* variables; the command
+// line wins over the environment.
+func TestEnvironmentFlags(t *testing.T) {
+	dir := t.TempDir()
+	ct := writeFile(t, dir, "crontab", "# name: hello\n@daily echo hi\n")
+	store := "sqlite:" + filepath.Join(dir, "env.db")
+	t.Setenv("ANARCHON_STORE", store)
+	t.Setenv("ANARCHON_CRONTAB", ct)
+	if code, out, errOut := cli(t, "run-now", "hello"); code != 0 || !strings.Contains(out, "success") {
+		t.Fatalf("run-now from the environment: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, _ := cli(t, "history", "hello"); code != 0 || !strings.Contains(out, "success") {
+		t.Fatalf("history with ANARCHON_STORE: exit %d\n%s", code, out)
+	}
+	if code, _, errOut := cli(t, "history", "hello", "--store", "sqlite:"+filepath.Join(dir, "other.db")); code != 1 || !strings.Contains(errOut, "no store at") {
+		t.Errorf("the flag did not win over the environment: exit %d %s", code, errOut)
+	}
+	t.Setenv("ANARCHON_LOG_LEVEL", "loud")
+	if code, _, errOut := cli(t, "history", "hello"); code != 2 || !strings.Contains(errOut, "loud") {
+		t.Errorf("bad ANARCHON_LOG_LEVEL: exit %d %s", code, errOut)
+	}
+}
+
+// TestOperatorEdges: read-only commands create no SQLite file, history of
+// an unknown job fails, usage errors exit 2, history shows claim times.
+func TestOperatorEdges(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "typo.db")
+	for _, args := range [][]string{
+		{"history", "x", "--store", "sqlite:" + missing},
+		{"status", "--crontab", writeFile(t, dir, "ct", "@daily echo\n"), "--store", "sqlite:" + missing},
+	} {
+		code, _, errOut := cli(t, args...)
+		if code != 1 || !strings.Contains(errOut, "no store at") {
+			t.Errorf("%q: exit %d %q", args, code, errOut)
+		}
+		if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%q created %s", args, missing)
+		}
+	}
+	store := "sqlite:" + filepath.Join(dir, "real.db")
+	ct := writeFile(t, dir, "crontab", "# name: known\n@daily echo\n")
+	if code, _, _ := cli(t, "run-now", "known", "--crontab", ct, "--store", store); code != 0 {
+		t.Fatalf("run-now exit %d", code)
+	}
+	if code, _, errOut := cli(t, "history", "unknown", "--store", store); code != 1 || !strings.Contains(errOut, `no run of job "unknown" was ever recorded`) {
+		t.Errorf("unknown job: exit %d %q", code, errOut)
+	}
+	code, out, _ := cli(t, "history", "known", "--store", store)
+	if code != 0 || !strings.Contains(out, "CLAIMED") {
+		t.Errorf("history: exit %d\n%s", code, out)
+	}
+	for _, args := range [][]string{{"nosuch"}, {"history"}, {"run", "--bogus"}, {"history", "a", "b"}} {
+		if code, _, _ := cli(t, args...); code != 2 {
+			t.Errorf("%q: exit %d, want 2", args, code)
+		}
+	}
+}
+
+// TestRunAsOtherUserNotRoot: a line for another user is an error at
+// validate when anarchon is not root (here: when the test is not root, or
+// for a user that does not exist).
+func TestRunAsOtherUser(t *testing.T) {
+	dir := t.TempDir()
+	ct := writeFile(t, dir, "ct", "# name: x\n0 0 * * * no-such-user-anarchon echo\n")
+	code, out, _ := cli(t, "validate", "--crontab", ct, "--format", "system")
+	if code != 1 || !strings.Contains(out, `user "no-such-user-anarchon": no such user`) {
+		t.Errorf("unknown user: exit %d\n%s", code, out)
+	}
+	if os.Geteuid() != 0 {
+		ct := writeFile(t, dir, "ct2", "# name: x\n0 0 * * * root echo\n")
+		code, out, _ := cli(t, "validate", "--crontab", ct, "--format", "system")
+		if code != 1 || !strings.Contains(out, "not root") {
+			t.Errorf("root line as non-root: exit %d\n%s", code, out)
+		}
+	}
+}
+
+// TestCrontabDir reads a directory as cron reads /etc/cron.d: system
+// format, and files with dots or ~ in their names skipped.
+func TestCrontabDir(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "app", "# name: app\n0 0 * * * root echo\n")
+	writeFile(t, dir, "app.dpkg-old", "garbage\n")
+	writeFile(t, dir, "app~", "garbage\n")
+	code, out, _ := cli(t, "validate", "--crontab-dir", dir)
+	if os.Geteuid() != 0 {
+		if code != 1 || !strings.Contains(out, "not root") {
+			t.Errorf("exit %d\n%s", code, out)
+		}
+		return
+	}
+	if code != 0 || !strings.Contains(out, "system crontab (detected: a --crontab-dir file") || !strings.HasSuffix(out, "ok: 1 jobs\n") {
+		t.Errorf("exit %d\n%s", code, out)
+	}
+}
+
+// TestBigSteps: steps larger than the field read as cron reads them.
+func TestBigSteps(t *testing.T) {
+	for in, want := range map[string]string{
+		"*/60 * * * *":      "0 * * * *",
+		"0 */24 * * *":      "0 0 * * *",
+		"5-10/60 * * * *":   "5 * * * *",
+		"*/59 * * * *":      "*/59 * * * *",
+		"0 0 */32 * *":      "0 0 1 * *",
+		"0 0 * */13 *":      "0 0 * 1 *",
+		"0 0 * * */8":       "0 0 * * 0",
+		"*/61 */60 * * * *": "0 0 * * * *",
+	} {
+		if got := strings.Join(bigSteps(strings.Fields(in)), " "); got != want {
+			t.Errorf("%q: %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestRebootRunsOnceAtStart: an @reboot job runs once when the daemon
+// starts (on this replica), and never again on its own.
+func TestRebootRunsOnceAtStart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the daemon binary")
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "boot")
+	ct := writeFile(t, dir, "crontab", "# name: boot\n@reboot echo booted >> "+out+"\n")
+	p := startDaemon(t, dir, "r1", "--crontab", ct, "--store", "sqlite:"+filepath.Join(dir, "db"))
+	p.waitReady(t, 60*time.Second)
+	pollLog(t, p.logPath, "run succeeded", 30*time.Second)
+	p.stop(t, 15*time.Second)
+	data, _ := os.ReadFile(out)
+	if string(data) != "booted\n" {
+		t.Errorf("output %q, want one run", data)
+	}
+	recs := historyJSON(t, dir, "sqlite:"+filepath.Join(dir, "db"), "boot")
+	if len(recs) != 1 || recs[0].Status != "success" {
+		t.Errorf("history %+v", recs)
+	}
+}
+
+// TestMetricsFamilies: every family is present at zero from the start,
+// with build info and help texts naming the claim outcomes.
+func TestMetricsFamilies(t *testing.T) {
+	m := newMetrics()
+	m.initJobs([]*jobSpec{{Name: "j"}})
+	fams, err := m.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]string{}
+	for _, f := range fams {
+		have[f.GetName()] = f.GetHelp()
+	}
+	for _, name := range []string{"anarchon_claims_total", "anarchon_runs_total", "anarchon_slots_skipped_total",
+		"anarchon_store_errors_total", "anarchon_jobs_running", "anarchon_job_last_success_timestamp_seconds",
+		"anarchon_job_last_failure_timestamp_seconds", "anarchon_build_info", "anarchon_run_duration_seconds"} {
+		if _, ok := have[name]; !ok {
+			t.Errorf("no %s at start", name)
+		}
+	}
+	for _, o := range []string{"running (", "done (", "none ("} {
+		if !strings.Contains(have["anarchon_claims_total"], o) {
+			t.Errorf("claims help does not explain %q", o)
+		}
+	}
+	m.observe(anarchon.Event{Kind: anarchon.EventRunEnd, Job: "j", Status: anarchon.StatusError})
+	if v := testutil.ToFloat64(m.lastFail.WithLabelValues("j")); v < float64(time.Now().Add(-time.Minute).Unix()) {
+		t.Errorf("last failure %v after a failed run", v)
+	}
+	if v := testutil.ToFloat64(m.lastOK.WithLabelValues("j")); v != 0 {
+		t.Errorf("last success %v with no success", v)
+	}
+}
+
+// TestSplitAndPassthroughLogs: --split-logs sends job stdout to stdout and
+// stderr to stderr; --passthrough-logs writes the lines as they are.
+func TestSplitAndPassthroughLogs(t *testing.T) {
+	job := &jobSpec{Name: "two-streams", Schedule: "@daily", Argv: []string{"/bin/sh", "-c", "echo to-out; echo to-err >&2"}}
+	for _, tc := range []struct {
+		name                 string
+		out                  outputOptions
+		wantStdout, wantErr  []string
+		notStdout, notStderr []string
+	}{
+		{"default", outputOptions{}, nil, []string{"msg=to-out", "msg=to-err"}, []string{"to-"}, nil},
+		{"split", outputOptions{split: true}, []string{"msg=to-out"}, []string{"msg=to-err"}, []string{"to-err"}, []string{"to-out"}},
+		{"passthrough", outputOptions{passthrough: true}, nil, []string{"to-out\n", "to-err\n"}, []string{"to-"}, []string{"msg="}},
+		{"split-passthrough", outputOptions{split: true, passthrough: true}, []string{"to-out\n"}, []string{"to-err\n"}, []string{"to-err", "msg="}, []string{"to-out", "msg="}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			o := tc.out
+			o.stdout, o.stderr = &stdout, &stderr
+			if o.split && !o.passthrough {
+				o.stdoutLog = slog.New(slog.NewTextHandler(&stdout, nil))
+			}
+			log := slog.New(slog.NewTextHandler(&stderr, nil))
+			s := anarchon.New(membackend.New(nil), &anarchon.Options{InstanceID: "t", Logger: slog.New(slog.DiscardHandler)})
+			e := &executor{log: log, instance: "t", grace: time.Second, out: o}
+			if errs := register(s, s, []*jobSpec{job}, e.handler); len(errs) > 0 {
+				t.Fatal(errs)
+			}
+			if _, err := s.RunNow(t.Context(), job.Name); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.wantStdout {
+				if !strings.Contains(stdout.String(), w) {
+					t.Errorf("stdout %q lacks %q", stdout.String(), w)
+				}
+			}
+			for _, w := range tc.wantErr {
+				if !strings.Contains(stderr.String(), w) {
+					t.Errorf("stderr %q lacks %q", stderr.String(), w)
+				}
+			}
+			for _, w := range tc.notStdout {
+				if strings.Contains(stdout.String(), w) {
+					t.Errorf("stdout %q has %q", stdout.String(), w)
+				}
+			}
+			for _, w := range tc.notStderr {
+				if strings.Contains(stderr.String(), w) {
+					t.Errorf("stderr %q has %q", stderr.String(), w)
+				}
+			}
+		})
+	}
+}
+
+// TestYAMLUser: a YAML job's user is checked as a system crontab's.
+func TestYAMLUser(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "jobs.yaml", "- name: x\n  schedule: \"@daily\"\n  shell: id -un\n  user: no-such-user-anarchon\n")
+	code, out, _ := cli(t, "validate", "--config", cfg)
+	if code != 1 || !strings.Contains(out, cfg+":4: job \"x\": user \"no-such-user-anarchon\": no such user") {
+		t.Errorf("exit %d\n%s", code, out)
+	}
+	if os.Geteuid() != 0 {
+		return
+	}
+	cfg = writeFile(t, dir, "ok.yaml", "- name: x\n  schedule: \"@daily\"\n  shell: id -un\n  user: nobody\n")
+	code, out, _ = cli(t, "run-now", "x", "--config", cfg, "--store", "memory:", "--json")
+	if code != 0 || !strings.Contains(out, `"output": "nobody\n"`) {
+		t.Errorf("exit %d\n%s", code, out)
+	}
+}
+
+// TestHistoryOfJobNotRunYet: a job named in the given files that has not
+// run is not an error; an unknown one is.
+func TestHistoryOfJobNotRunYet(t *testing.T) {
+	dir := t.TempDir()
+	store := "sqlite:" + filepath.Join(dir, "db")
+	ct := writeFile(t, dir, "ct", "# name: known\n@daily echo\n# name: other\n@daily echo\n")
+	if code, _, _ := cli(t, "run-now", "other", "--crontab", ct, "--store", store); code != 0 {
+		t.Fatalf("run-now exit %d", code)
+	}
+	code, out, errOut := cli(t, "history", "known", "--crontab", ct, "--store", store, "--json")
+	if code != 0 || strings.TrimSpace(out) != "[]" || !strings.Contains(errOut, "has not run yet") {
+		t.Errorf("known job: exit %d %q %q", code, out, errOut)
+	}
+	if code, _, _ := cli(t, "history", "known", "--store", store); code != 1 {
+		t.Errorf("without the crontab: exit %d, want 1", code)
+	}
+}
+
+// TestRunningGauge: the running-commands gauge is 1 while a command runs
+// and 0 after.
+func TestRunningGauge(t *testing.T) {
+	m := newMetrics()
+	j := &jobSpec{Name: "g", Schedule: "@daily", Argv: []string{"/bin/sh", "-c", "sleep 0.2"}}
+	log := slog.New(slog.DiscardHandler)
+	s := anarchon.New(membackend.New(nil), &anarchon.Options{InstanceID: "t", Logger: log})
+	var during []float64
+	e := &executor{log: log, instance: "t", grace: time.Second, running: func(job string, delta float64) {
+		m.running.WithLabelValues(job).Add(delta)
+		during = append(during, testutil.ToFloat64(m.running.WithLabelValues(job)))
+	}}
+	if errs := register(s, s, []*jobSpec{j}, e.handler); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if _, err := s.RunNow(t.Context(), "g"); err != nil {
+		t.Fatal(err)
+	}
+	if len(during) != 2 || during[0] != 1 || during[1] != 0 {
+		t.Errorf("gauge went %v, want [1 0]", during)
+	}
+}

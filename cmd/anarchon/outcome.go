@@ -1,0 +1,106 @@
+package main
+
+import (
+	"errors"
+	"log/slog"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/anarchon/anarchon"
+)
+
+// failureLines is how many of a failed run's last output lines its WARN
+// line carries.
+const failureLines = 10
+
+// outcomes logs what became of each run and slot, from the scheduler's
+// events: one line per run end (INFO, WARN for a failure), one when this
+// replica takes over another's run, one when a slot is not run.
+type outcomes struct {
+	log      *slog.Logger
+	instance string
+	exec     *executor
+}
+
+func newOutcomes(log *slog.Logger, instance string, e *executor) *outcomes {
+	return &outcomes{log: log, instance: instance, exec: e}
+}
+
+// observe logs one event; it is quick and never calls the scheduler.
+func (o *outcomes) observe(e anarchon.Event) {
+	base := []any{slog.String("job", e.Job), slog.String("slot", formatSlot(e.Slot)), slog.Int("attempt", e.Attempt), slog.String("instance", o.instance)}
+	switch e.Kind {
+	case anarchon.EventRunEnd:
+		output := ""
+		if o.exec != nil {
+			output = o.exec.takeOutput(e.Job, e.Slot, e.Attempt)
+		}
+		attrs := append(base, slog.Duration("duration", e.Duration.Round(time.Millisecond)))
+		if e.Status == anarchon.StatusSuccess {
+			o.log.Info("run succeeded", append(attrs, slog.Int("exit_code", 0))...)
+			return
+		}
+		code, sig := exitOf(e.Err)
+		switch {
+		case sig != "":
+			attrs = append(attrs, slog.String("signal", sig))
+		case code >= 0:
+			attrs = append(attrs, slog.Int("exit_code", code))
+		}
+		if e.Err != nil {
+			attrs = append(attrs, slog.String("error", e.Err.Error()))
+		}
+		if last := lastLines(output, failureLines); last != "" {
+			attrs = append(attrs, slog.String("output", last))
+		}
+		o.log.Warn("run failed", attrs...)
+	case anarchon.EventClaim:
+		if e.Outcome == "won" && e.Attempt > 1 {
+			o.log.Info("taking over a run another instance did not finish", base...)
+		}
+	case anarchon.EventSlotSkipped:
+		o.log.Info("slot skipped", append(base[:2:2], slog.String("instance", o.instance),
+			slog.String("status", string(e.Status)), slog.String("reason", skipReason(e)))...)
+	}
+}
+
+// skipReason says in words why a slot was not run.
+func skipReason(e anarchon.Event) string {
+	switch e.Status {
+	case anarchon.StatusMissed:
+		return "too late to start: " + e.Lateness.Round(time.Millisecond).String() + " after the slot, past max_late"
+	case anarchon.StatusSkipped:
+		return "the previous run was still going (overlap: skip)"
+	case anarchon.StatusAbandoned:
+		return "every attempt lost its lease (max_attempts reached)"
+	}
+	return string(e.Status)
+}
+
+// exitOf finds a command's exit code or terminating signal in err; code is
+// -1 when there is neither.
+func exitOf(err error) (code int, signal string) {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return -1, ""
+	}
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return -1, ws.Signal().String()
+	}
+	return ee.ExitCode(), ""
+}
+
+// lastLines returns the last n lines of s.
+func lastLines(s string, n int) string {
+	s = strings.TrimRight(s, "\n")
+	if s == "" {
+		return ""
+	}
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

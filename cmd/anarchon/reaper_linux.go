@@ -1,0 +1,145 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// prSetChildSubreaper is prctl's PR_SET_CHILD_SUBREAPER (linux/prctl.h).
+const prSetChildSubreaper = 36
+
+// children tracks the commands the executor starts, so the reaper never
+// waits for one of them: their exec.Cmd.Wait must get their status. mu is
+// held from before fork until the child is in the set, and while the
+// reaper scans, so a child that exits at once is never taken for an orphan.
+var children = struct {
+	sync.Mutex
+	own map[int]bool
+}{own: map[int]bool{}}
+
+// startChild starts cmd and tracks it until childDone.
+func startChild(cmd *exec.Cmd) error {
+	children.Lock()
+	defer children.Unlock()
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	children.own[cmd.Process.Pid] = true
+	return nil
+}
+
+// childDone forgets a command whose Wait returned.
+func childDone(pid int) {
+	children.Lock()
+	delete(children.own, pid)
+	children.Unlock()
+}
+
+// startReaper makes the daemon reap orphaned processes, as an init must:
+// always when it is PID 1, and when asked (subreaper) after making itself
+// the child subreaper of its descendants with prctl. It returns a function
+// that stops the reaper; it returns nil and does nothing otherwise.
+func startReaper(log *slog.Logger, subreaper bool) (stop func(), err error) {
+	pid1 := os.Getpid() == 1
+	if !pid1 && !subreaper {
+		return nil, nil
+	}
+	if !pid1 {
+		if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
+			return nil, os.NewSyscallError("prctl(PR_SET_CHILD_SUBREAPER)", errno)
+		}
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGCHLD)
+	quit := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		// SIGCHLD signals coalesce; a slow tick catches any lost one.
+		tick := time.NewTicker(5 * time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-sigs:
+			case <-tick.C:
+			case <-quit:
+				return
+			}
+			if n := reapOrphans(); n > 0 {
+				log.Debug("reaped orphaned processes", slog.Int("count", n))
+			}
+		}
+	}()
+	log.Info("reaping orphaned processes", slog.Bool("pid1", pid1), slog.Bool("subreaper", !pid1))
+	return func() {
+		signal.Stop(sigs)
+		close(quit)
+		<-done
+	}, nil
+}
+
+// reapOrphans waits for every zombie child of this process that is not a
+// tracked command and returns how many it reaped. It reads the children
+// from /proc rather than calling wait4(-1), which would steal the exit
+// status of the executor's own commands from exec.Cmd.Wait.
+func reapOrphans() int {
+	children.Lock()
+	defer children.Unlock()
+	self := os.Getpid()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || children.own[pid] {
+			continue
+		}
+		ppid, state, ok := procStat(pid)
+		if !ok || ppid != self || state != 'Z' {
+			continue
+		}
+		var ws syscall.WaitStatus
+		for {
+			got, err := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
+			if errors.Is(err, syscall.EINTR) {
+				continue
+			}
+			if got == pid {
+				n++
+			}
+			break
+		}
+	}
+	return n
+}
+
+// procStat reads the parent and state of pid from /proc/PID/stat.
+func procStat(pid int) (ppid int, state byte, ok bool) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	// "pid (comm) S ppid …": comm may hold spaces and parentheses.
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 || i+4 > len(data) {
+		return 0, 0, false
+	}
+	f := bytes.Fields(data[i+1:])
+	if len(f) < 2 || len(f[0]) != 1 {
+		return 0, 0, false
+	}
+	ppid, err = strconv.Atoi(string(f[1]))
+	return ppid, f[0][0], err == nil
+}

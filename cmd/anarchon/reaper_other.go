@@ -1,0 +1,28 @@
+//go:build !linux
+
+package main
+
+import (
+	"errors"
+	"log/slog"
+	"os"
+	"os/exec"
+)
+
+// startChild starts cmd.
+func startChild(cmd *exec.Cmd) error { return cmd.Start() }
+
+// childDone does nothing here.
+func childDone(int) {}
+
+// startReaper reaps nothing on this platform; as PID 1 or with --subreaper
+// it says so.
+func startReaper(log *slog.Logger, subreaper bool) (func(), error) {
+	if subreaper {
+		return nil, errors.New("--subreaper: supported on Linux only")
+	}
+	if os.Getpid() == 1 {
+		log.Warn("running as PID 1 on a system where anarchon cannot reap orphaned processes")
+	}
+	return nil, nil
+}
