@@ -445,9 +445,14 @@ func statusCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "status",
 		Short: "Show the replicas, and each job's next slots, active leases and last result",
-		Args:  cobra.NoArgs,
+		Long: `status reads the store. It lists the replicas of the store's instance registry
+(live, dead or stopped, by the store's clock) and names the jobs defined
+differently on live replicas; with --crontab or --config it shows each job's
+next slots, active leases (with the holder's state in the registry) and last
+result.`,
+		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			d, err := openForRead(g, stderr, true, true)
+			d, err := openForRead(g, stderr, false, true)
 			if err != nil {
 				return err
 			}
@@ -464,6 +469,9 @@ func statusCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
 			}
 			fmt.Fprintf(stdout, "store: %s (%s)\n", rep.Store, rep.Backend)
 			printReplicas(stdout, rep)
+			if g.sources().empty() {
+				fmt.Fprintln(stdout, "\njobs: give --crontab or --config to show each job's next slots, leases and last result")
+			}
 			for _, j := range rep.Jobs {
 				fmt.Fprintf(stdout, "\n%s  %s  (%s)\n", j.Name, j.Schedule, j.Zone)
 				next := strings.Join(j.Next, ", ")

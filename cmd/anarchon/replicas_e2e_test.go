@@ -125,6 +125,12 @@ func replicasDisagree(t *testing.T, store string) {
 	})
 	t.Logf("status named the differing jobs %v after both replicas were ready", time.Since(started).Round(time.Millisecond))
 
+	// Without the job files status still lists the replicas.
+	if rep := statusJSON(t, dir, "--store", store); len(rep.Replicas) != 2 || len(rep.Jobs) != 0 ||
+		!slices.Equal(rep.DifferingJobs, []string{"cmd", "onlyb"}) {
+		t.Errorf("status without job files: %s", mustJSON(rep))
+	}
+
 	// The text output names them too.
 	text, err := exec.Command(daemonBinary(t), "status", "--store", store, "--crontab", ctA).Output()
 	if err != nil {
