@@ -265,6 +265,8 @@ func runCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
 	f.DurationVar(&rf.stopTimeout, "stop-timeout", 30*time.Second, "on SIGTERM, how long running jobs may finish before they are handed over")
 	f.DurationVar(&rf.killGrace, "kill-grace", 5*time.Second, "time between SIGTERM and SIGKILL when a command is stopped")
 	f.DurationVar(&rf.poll, "poll", time.Second, "how often a backup asks the store again while another instance holds a lease")
+	f.DurationVar(&rf.registryTTL, "registry-ttl", anarchon.DefaultRegistryTTL,
+		"how long this instance's record in the store's registry of replicas lives without a renewal (renewed every third of it); a killed instance is shown dead this long after its last renewal")
 	f.BoolVar(&rf.subreaper, "subreaper", false, "reap orphaned processes of jobs as a child subreaper (Linux; always on as PID 1)")
 	f.StringVar(&rf.clockOffset, "clock-offset", "", "shift this instance's clock by a Go duration (fault injection; also ANARCHON_CLOCK_OFFSET)")
 	_ = f.MarkHidden("clock-offset")
@@ -285,7 +287,7 @@ func openForRead(g *globalFlags, stderr io.Writer, needJobs, mustExist bool) (*d
 		}
 	}
 	if needJobs || !g.sources().empty() {
-		return openDaemon(g, log, nil, 0, 5*time.Second)
+		return openDaemon(g, log, nil, 0, 5*time.Second, 0)
 	}
 	b, err := openStore(g.store)
 	if err != nil {
@@ -442,10 +444,15 @@ func statusCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{
 		Use:   "status",
-		Short: "Show each job's next slots, active leases and last result",
-		Args:  cobra.NoArgs,
+		Short: "Show the replicas, and each job's next slots, active leases and last result",
+		Long: `status reads the store. It lists the replicas of the store's instance registry
+(live, dead or stopped, by the store's clock) and names the jobs defined
+differently on live replicas; with --crontab or --config it shows each job's
+next slots, active leases (with the holder's state in the registry) and last
+result.`,
+		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			d, err := openForRead(g, stderr, true, true)
+			d, err := openForRead(g, stderr, false, true)
 			if err != nil {
 				return err
 			}
@@ -461,6 +468,10 @@ func statusCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
 				return writeJSON(stdout, rep)
 			}
 			fmt.Fprintf(stdout, "store: %s (%s)\n", rep.Store, rep.Backend)
+			printReplicas(stdout, rep)
+			if g.sources().empty() {
+				fmt.Fprintln(stdout, "\njobs: give --crontab or --config to show each job's next slots, leases and last result")
+			}
 			for _, j := range rep.Jobs {
 				fmt.Fprintf(stdout, "\n%s  %s  (%s)\n", j.Name, j.Schedule, j.Zone)
 				next := strings.Join(j.Next, ", ")
@@ -472,6 +483,12 @@ func statusCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
 					live := "expired"
 					if a.Live {
 						live = "live"
+					}
+					switch a.HolderState {
+					case string(anarchon.InstanceDead):
+						live += ", holder dead in the registry: a backup takes over when the lease ends"
+					case string(anarchon.InstanceStopped):
+						live += ", holder stopped"
 					}
 					fmt.Fprintf(stdout, "  active: slot %s on %s, attempt %d, %s, lease until %s (%s)\n",
 						a.Slot, a.Instance, a.Attempt, a.State, a.LeaseUntil, live)

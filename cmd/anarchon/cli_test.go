@@ -214,6 +214,9 @@ func TestBadFlags(t *testing.T) {
 			t.Errorf("%q: exit %d, stderr %q", args, code, errOut)
 		}
 	}
+	if code, _, errOut := cli(t, "run", "--registry-ttl", "0s", "--crontab", "x"); code != 2 || !strings.Contains(errOut, "--registry-ttl") {
+		t.Errorf("--registry-ttl 0s: exit %d, stderr %q", code, errOut)
+	}
 	if code, out, _ := cli(t, "version"); code != 0 || !strings.HasPrefix(out, "anarchon ") {
 		t.Errorf("version: %d %q", code, out)
 	}

@@ -25,6 +25,7 @@ type runFlags struct {
 	clockOffset string
 	poll        time.Duration
 	subreaper   bool
+	registryTTL time.Duration
 }
 
 // daemon is a scheduler with its store, jobs and metrics.
@@ -99,7 +100,7 @@ func (d *daemon) stopReboot(ctx context.Context) {
 
 // openDaemon loads the jobs, opens the store and registers every job on a
 // new scheduler. Job mistakes come back as one error listing them all.
-func openDaemon(g *globalFlags, log *slog.Logger, clock anarchon.Clock, poll, grace time.Duration) (*daemon, error) {
+func openDaemon(g *globalFlags, log *slog.Logger, clock anarchon.Clock, poll, grace, registryTTL time.Duration) (*daemon, error) {
 	src := g.sources()
 	if src.empty() {
 		return nil, usageError{errors.New("no jobs: give --crontab FILE, --crontab-dir DIR or --config FILE")}
@@ -144,6 +145,7 @@ func openDaemon(g *globalFlags, log *slog.Logger, clock anarchon.Clock, poll, gr
 		Logger:       log,
 		Clock:        clock,
 		PollInterval: poll,
+		RegistryTTL:  registryTTL,
 		OnEvent:      d.observe,
 	}
 	d.sched = anarchon.New(backend, opts)
@@ -221,7 +223,10 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP) // a closed terminal stops gracefully too
 	defer signal.Stop(sigs)
 
-	d, err := openDaemon(g, log, clock, rf.poll, rf.killGrace)
+	if rf.registryTTL <= 0 {
+		return usageError{errors.New("--registry-ttl must be positive")}
+	}
+	d, err := openDaemon(g, log, clock, rf.poll, rf.killGrace, rf.registryTTL)
 	if err != nil {
 		return err
 	}
@@ -290,23 +295,32 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 	return nil
 }
 
-// metricsRefresh is how often the job timestamps in /metrics are read
-// again from the store.
+// metricsRefresh is how often the job timestamps and the registry gauges
+// in /metrics are read again from the store.
 const metricsRefresh = 15 * time.Second
 
-// refreshMetrics reads the per-job timestamps from the store now and every
-// metricsRefresh until done is closed.
+// refreshMetrics reads the per-job timestamps and the registry of
+// instances from the store now and every metricsRefresh until done is
+// closed; the registry also at once when the scheduler reports a change of
+// job-set differences.
 func (d *daemon) refreshMetrics(done <-chan struct{}) {
 	t := time.NewTicker(metricsRefresh)
 	defer t.Stop()
+	all := true
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		d.metrics.refreshFromStore(ctx, d)
+		if all {
+			d.metrics.refreshFromStore(ctx, d)
+		}
+		d.metrics.refreshReplicas(ctx, d.sched)
 		cancel()
 		select {
 		case <-done:
 			return
 		case <-t.C:
+			all = true
+		case <-d.metrics.kick:
+			all = false
 		}
 	}
 }
@@ -397,6 +411,13 @@ type statusReport struct {
 	Instance string      `json:"instance,omitempty"`
 	Time     string      `json:"time"`
 	Jobs     []jobStatus `json:"jobs"`
+	// Replicas are the instances of the store's registry, live, dead and
+	// stopped; DifferingJobs names the jobs whose definitions differ
+	// between live replicas. ReplicasError says why the registry could
+	// not be read.
+	Replicas      []replicaJSON `json:"replicas"`
+	DifferingJobs []string      `json:"differing_jobs"`
+	ReplicasError string        `json:"replicas_error,omitempty"`
 }
 
 type jobStatus struct {
@@ -416,12 +437,20 @@ type activeJSON struct {
 	State      string `json:"state"`
 	LeaseUntil string `json:"lease_until"`
 	Live       bool   `json:"live"`
+	// HolderState is the holder's state in the instance registry (live,
+	// dead or stopped); "" when the registry does not list it. A live
+	// lease with a dead holder is one a backup will take over once it
+	// expires.
+	HolderState string `json:"holder_state,omitempty"`
 }
 
-// status reads each job's next slots, active leases (when the store has a
-// RunStore) and last result.
+// status reads the replicas from the store's instance registry, and each
+// job's next slots, active leases (when the store has a RunStore) and last
+// result.
 func (d *daemon) status(ctx context.Context) statusReport {
-	rep := statusReport{Store: d.store, Backend: d.backend.Name(), Instance: d.instance, Time: time.Now().UTC().Format(time.RFC3339Nano)}
+	rep := statusReport{Store: d.store, Backend: d.backend.Name(), Instance: d.instance, Time: time.Now().UTC().Format(time.RFC3339Nano),
+		Replicas: []replicaJSON{}, DifferingJobs: []string{}, Jobs: []jobStatus{}}
+	replicas := addReplicas(ctx, d.sched, &rep)
 	var runs anarchon.RunStore
 	if lb, ok := anarchon.As[anarchon.LeaseBackend](d.backend); ok {
 		runs = lb.Runs()
@@ -443,6 +472,7 @@ func (d *daemon) status(ctx context.Context) statusReport {
 				js.Active = append(js.Active, activeJSON{
 					Slot: formatSlot(time.UnixMilli(a.Slot)), Instance: a.InstanceID, Attempt: a.Attempt,
 					State: string(a.State), LeaseUntil: formatTime(a.LeaseUntil), Live: a.Live,
+					HolderState: replicas.holderState(a.InstanceID),
 				})
 			}
 		}

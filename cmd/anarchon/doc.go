@@ -12,7 +12,9 @@
 //     /healthz, /readyz, /metrics (Prometheus) and /status.
 //   - history JOB [-n N] [--json]: a job's recent runs from every instance.
 //   - run-now JOB: run a job here, now, and record it (never deduplicated).
-//   - status [--json]: next slots, active leases and the last result of each job.
+//   - status [--json]: the replicas in the store's instance registry and the
+//     jobs that differ between live ones; with job files, each job's next
+//     slots, active leases (with their holder's state) and last result.
 //   - next EXPR [--zone Z] [--after T] [-n N]: fire times of a cron expression.
 //   - validate: every mistake in the job files as FILE:LINE: reason; exit 1 if any.
 //   - version.
@@ -75,6 +77,19 @@
 // Every flag can also be set with an ANARCHON_* environment variable
 // (ANARCHON_STORE for --store); the command line wins. Usage errors exit
 // with status 2; run-now exits with the job's own status.
+//
+// # Replicas
+//
+// "anarchon run" registers the instance in the store's instance registry
+// (SPEC §10), renewed every --registry-ttl/3, with a fingerprint of each
+// job. The library's fingerprint covers the name, schedule, zone and claim
+// options; the daemon adds, as JobOptions.Fingerprint, what it runs: the
+// argv (or shell and line), the % input, env, workdir, user and timeout
+// (replicas.go). status, /status and /metrics (anarchon_instances,
+// anarchon_job_set_mismatch, anarchon_job_set_differs) read the registry
+// and compare the live instances' job sets with anarchon.DiffJobSets; the
+// scheduler itself logs a WARN per differing instance. @reboot jobs are not
+// fingerprinted.
 //
 // # Signals
 //

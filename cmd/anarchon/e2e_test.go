@@ -72,6 +72,13 @@ type proc struct {
 // startDaemon starts "anarchon run" with args, logging to dir/<id>.log.
 func startDaemon(t *testing.T, dir, id string, args ...string) *proc {
 	t.Helper()
+	return startDaemonEnv(t, dir, id, nil, args...)
+}
+
+// startDaemonEnv is startDaemon with env (KEY=value) added to the
+// process's environment.
+func startDaemonEnv(t *testing.T, dir, id string, env []string, args ...string) *proc {
+	t.Helper()
 	p := &proc{id: id, logPath: filepath.Join(dir, id+".log"), ready: make(chan struct{}), exited: make(chan error, 1)}
 	logf, err := os.Create(p.logPath)
 	if err != nil {
@@ -79,6 +86,9 @@ func startDaemon(t *testing.T, dir, id string, args ...string) *proc {
 	}
 	p.cmd = exec.Command(daemonBinary(t), append([]string{"run", "--instance", id}, args...)...)
 	p.cmd.Dir = dir
+	if env != nil {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	p.cmd.Stderr = logf
 	out, err := p.cmd.StdoutPipe()
 	if err != nil {

@@ -35,6 +35,12 @@ type metrics struct {
 	lastFail  *prometheus.GaugeVec
 	nextSlot  *prometheus.GaugeVec
 	build     *prometheus.GaugeVec
+
+	instances *prometheus.GaugeVec // by state, from the store's registry
+	mismatch  prometheus.Gauge     // live instances whose job set differs from the reference
+	differs   *prometheus.GaugeVec // by job: 1 if its definition differs between live instances
+	seenJobs  map[string]bool      // the job labels of differs, each set at every refresh; used by refreshReplicas only
+	kick      chan struct{}        // asks the refresh loop for an early refresh (buffer of one)
 }
 
 // newMetrics registers the metrics on a fresh registry, with the Go and
@@ -96,8 +102,26 @@ func newMetrics() *metrics {
 		Help: "Always 1; the labels say which anarchon build this instance runs.",
 	}, []string{"version", "goversion"})
 	m.build.WithLabelValues(version(), runtime.Version()).Set(1)
+	m.instances = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "anarchon_instances",
+		Help: "Instances in the store's registry, by state: live (renewed within its TTL), dead (not renewed within its TTL: killed or cut off), " +
+			"stopped (stopped cleanly). Read from the store, so the same on every instance.",
+	}, []string{"state"})
+	m.mismatch = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "anarchon_job_set_mismatch",
+		Help: "How many live instances run another job set than the one most live instances run (0: every live instance runs the same jobs, defined alike).",
+	})
+	m.differs = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "anarchon_job_set_differs",
+		Help: "1 if the job is defined differently on some live instances (schedule, command, user, env, options) or missing on some, else 0.",
+	}, []string{"job"})
+	m.seenJobs = map[string]bool{}
+	m.kick = make(chan struct{}, 1)
+	for _, st := range []anarchon.InstanceState{anarchon.InstanceLive, anarchon.InstanceDead, anarchon.InstanceStopped} {
+		m.instances.WithLabelValues(string(st))
+	}
 	m.reg.MustRegister(m.claims, m.runs, m.skipped, m.duration, m.lateness, m.storeErrs, m.offset,
-		m.running, m.lastOK, m.lastFail, m.nextSlot, m.build,
+		m.running, m.lastOK, m.lastFail, m.nextSlot, m.build, m.instances, m.mismatch, m.differs,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -108,7 +132,8 @@ var (
 	claimOutcomes = []string{"won", "lost", "running", "done", "overlap", "none", "late"}
 	runStatuses   = []string{string(anarchon.StatusSuccess), string(anarchon.StatusError)}
 	skipStatuses  = []string{string(anarchon.StatusMissed), string(anarchon.StatusSkipped), string(anarchon.StatusAbandoned)}
-	storeOps      = []string{"Claim", "RecordClaim", "SaveResult", "Heartbeat", "Release", "RecordManualRun", "PrepareJob", "Init"}
+	storeOps      = []string{"Claim", "RecordClaim", "SaveResult", "Heartbeat", "Release", "RecordManualRun", "PrepareJob", "Init",
+		"Instances", "RegisterInstance"}
 )
 
 // initJobs creates every labelled series of the jobs at zero.
@@ -128,6 +153,8 @@ func (m *metrics) initJobs(jobs []*jobSpec) {
 		m.lastFail.WithLabelValues(j.Name)
 		m.duration.WithLabelValues(j.Name)
 		m.lateness.WithLabelValues(j.Name)
+		m.differs.WithLabelValues(j.Name)
+		m.seenJobs[j.Name] = true
 	}
 	for _, op := range storeOps {
 		m.storeErrs.WithLabelValues(op)
@@ -167,6 +194,37 @@ func (m *metrics) refreshFromStore(ctx context.Context, d *daemon) {
 		}
 		setMax(m.lastOK.WithLabelValues(j.Name), ok)
 		setMax(m.lastFail.WithLabelValues(j.Name), fail)
+	}
+}
+
+// refreshReplicas sets the registry gauges from the store's list of
+// instances. A store without a registry leaves them at zero; a failed read
+// leaves them as they were. Called from one goroutine only.
+func (m *metrics) refreshReplicas(ctx context.Context, s *anarchon.Scheduler) {
+	recs, err := s.Instances(ctx)
+	if err != nil {
+		return
+	}
+	count := map[anarchon.InstanceState]int{}
+	for _, r := range recs {
+		count[r.State]++
+	}
+	for _, st := range []anarchon.InstanceState{anarchon.InstanceLive, anarchon.InstanceDead, anarchon.InstanceStopped} {
+		m.instances.WithLabelValues(string(st)).Set(float64(count[st]))
+	}
+	rep := replicasOf(recs)
+	m.mismatch.Set(float64(rep.Mismatched))
+	differ := map[string]bool{}
+	for _, j := range rep.Differing {
+		differ[j] = true
+		m.seenJobs[j] = true
+	}
+	for j := range m.seenJobs {
+		v := 0.0
+		if differ[j] {
+			v = 1
+		}
+		m.differs.WithLabelValues(j).Set(v)
 	}
 }
 
@@ -210,6 +268,16 @@ func (m *metrics) observe(e anarchon.Event) {
 		m.storeErrs.WithLabelValues(e.Op).Inc()
 	case anarchon.EventClockOffset:
 		m.offset.Set(e.Offset.Seconds())
+	case anarchon.EventJobSetMismatch:
+		// The registry gauges compare every live instance, not only this
+		// one with the others: read them again now rather than from the
+		// event (the scheduler already logged the differences).
+		if m.kick != nil {
+			select {
+			case m.kick <- struct{}{}:
+			default: // a refresh is already due
+			}
+		}
 	}
 }
 

@@ -147,6 +147,7 @@ func register(s, reboot *anarchon.Scheduler, jobs []*jobSpec, handler func(*jobS
 	for _, j := range jobs {
 		opts := j.Options
 		opts.Zone = j.Zone
+		opts.Fingerprint = fingerprintMaterial(j)
 		var err error
 		switch {
 		case !j.Reboot:
