@@ -445,8 +445,8 @@ func TestNoPassword(t *testing.T) {
 	}
 	for in, want := range map[string]string{
 		"host=db user=app password=" + pw + " dbname=x": "host=db user=app password=xxxxx dbname=x",
-		"redis://:hunter2@cache:6379/0":                  "redis://:xxxxx@cache:6379/0",
-		"/var/lib/anarchon.db":                           "/var/lib/anarchon.db",
+		"redis://:hunter2@cache:6379/0":                 "redis://:xxxxx@cache:6379/0",
+		"/var/lib/anarchon.db":                          "/var/lib/anarchon.db",
 	} {
 		if got, _ := redactStore(in); got != want {
 			t.Errorf("redactStore(%q) = %q, want %q", in, got, want)
