@@ -42,7 +42,7 @@ type page struct {
 	Replicas []replicaRow
 	NoLeases bool
 	NoReg    bool
-	Diffs    []struct{ Instance string }
+	Diffs    []anarchon.JobSetDiff
 }
 
 // actionSet says which buttons to show.
