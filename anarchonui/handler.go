@@ -291,7 +291,12 @@ func (h *handler) render(w http.ResponseWriter, r *http.Request, status int, nam
 	}
 	p.Flash = r.URL.Query().Get("msg")
 	p.FlashErr = r.URL.Query().Get("err")
-	p.Self = r.URL.RequestURI()
+	// The page's own address under BasePath (r.URL is what the mux saw,
+	// after any StripPrefix), for polling and for the forms' way back.
+	p.Self = h.o.BasePath + strings.TrimPrefix(r.URL.EscapedPath(), "/")
+	if r.URL.RawQuery != "" {
+		p.Self += "?" + r.URL.RawQuery
+	}
 	var buf bytes.Buffer
 	buf.Grow(64 << 10)
 	if err := h.tmpl.ExecuteTemplate(&buf, name, p); err != nil {

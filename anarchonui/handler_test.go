@@ -466,3 +466,19 @@ func TestStatic(t *testing.T) {
 		t.Errorf("style.css = %d", w.Code)
 	}
 }
+
+// Mounted under a prefix, the pages link, poll and return under it.
+func TestBasePath(t *testing.T) {
+	s, _ := newScheduler(t, 0)
+	h := http.StripPrefix("/ui", Handler(s, &Options{BasePath: "/ui/"}))
+	cookies, tok, body := form(t, h, "/ui/job/report")
+	for _, want := range []string{`href="/ui/leases"`, `src="/ui/static/htmx.min.js"`, `hx-get="/ui/job/report"`, `action="/ui/job/report/run"`, `name="back" value="/ui/job/report"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("page under /ui/ lacks %q", want)
+		}
+	}
+	w := post(h, "/ui/job/report/run", cookies, url.Values{"csrf": {tok}, "back": {"/ui/job/report"}}, nil)
+	if loc := w.Header().Get("Location"); !strings.HasPrefix(loc, "/ui/job/report?msg=") {
+		t.Errorf("run now under /ui/ redirected to %q", loc)
+	}
+}

@@ -343,6 +343,7 @@ var funcs = template.FuncMap{
 		}
 		return s
 	},
+	"offset": func(d time.Duration) string { return d.Round(10 * time.Microsecond).String() },
 	"path":   pathEscape,
 	"msTime": func(ms int64) time.Time { return time.UnixMilli(ms).UTC() },
 	"pj": func(p *page, j any) actionArgs {
