@@ -80,9 +80,9 @@ func freePort(t *testing.T) int {
 
 // replica is one daemon process.
 type replica struct {
-	id    string
-	cmd   *exec.Cmd
-	url   string // http://127.0.0.1:PORT
+	id     string
+	cmd    *exec.Cmd
+	url    string // http://127.0.0.1:PORT
 	ready  chan struct{}
 	exited chan struct{} // closed when the process was reaped
 	log    string
