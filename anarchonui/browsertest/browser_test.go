@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 )
@@ -205,7 +206,8 @@ func page(t *testing.T, bctx context.Context, what string, cond func(loc, body s
 }
 
 // TestDashboard runs three daemons on one SQLite file and drives their
-// dashboards in Chromium: every page renders, run now runs the job once,
+// dashboards in Chromium: every page renders, with and without JavaScript,
+// run now runs the job once,
 // a forged or cross-origin form is refused, the replica listening on a
 // non-loopback address asks for credentials, a SIGKILLed replica turns
 // dead on the replicas page within its registry TTL, and the slot it held
@@ -294,6 +296,30 @@ func TestDashboard(t *testing.T) {
 		chromedp.Navigate(base),
 		chromedp.WaitVisible(`tr[data-job="every2s"] .st-success`, chromedp.ByQuery),
 		shot("jobs"))
+
+	// Without JavaScript every page still shows its data.
+	nojs, cancelNoJS := chromedp.NewContext(bctx)
+	if err := chromedp.Run(nojs, emulation.SetScriptExecutionDisabled(true)); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ path, sel string }{
+		{"", `tr[data-job="every2s"] .st-success`},
+		{"job/every2s", `tbody.slot tr[data-status="success"]`},
+		{"leases", `#leases`},
+		{"replicas", `tr[data-instance="replica-2"][data-state="live"]`},
+	} {
+		ctx, cancel := context.WithTimeout(nojs, 30*time.Second)
+		var js bool
+		err := chromedp.Run(ctx, chromedp.Navigate(base+c.path), chromedp.WaitVisible(c.sel, chromedp.ByQuery),
+			chromedp.Evaluate(`typeof htmx !== 'undefined'`, &js))
+		cancel()
+		if err != nil {
+			t.Errorf("/ui/%s without JavaScript: %v", c.path, err)
+		} else if js {
+			t.Errorf("/ui/%s: htmx ran, so scripts were not disabled", c.path)
+		}
+	}
+	cancelNoJS()
 
 	// Run now runs the job once, on the replica whose page was used.
 	manualOut := filepath.Join(dir, "manual.out")
