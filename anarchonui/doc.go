@@ -53,8 +53,8 @@
 // # Performance
 //
 // The page of a job whose store keeps 10,000 history records takes about
-// 20 ms of CPU on the memory store (BenchmarkJobPage10k/first): the read
+// 20 to 30 ms of CPU on the memory store (BenchmarkJobPage10k/first): the read
 // and the grouping into slots cost more than the 100 rows it renders.
-// Rendering all 7,500 slots of those records on one page takes about 300
+// Rendering all 7,500 slots of those records on one page takes 220 to 260
 // ms (BenchmarkJobPage10k/all), which is why the page shows PageSize slots.
 package anarchonui

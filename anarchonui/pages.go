@@ -68,10 +68,24 @@ type actionArgs struct {
 }
 
 type slotRow struct {
-	Slot     time.Time
+	Slot     string // formatted
+	SlotMS   int64
 	Manual   bool
 	Status   anarchon.Status // of the last attempt
-	Attempts []anarchon.RunRecord
+	Attempts []attemptRow
+}
+
+// attemptRow is one attempt of a slot, formatted in Go rather than by
+// template functions: the page of a job may hold thousands of them.
+type attemptRow struct {
+	Attempt  int
+	Instance string
+	Status   anarchon.Status
+	Start    string
+	Duration string
+	Error    string
+	Output   string // its tail
+	OutLen   int
 }
 
 type leaseRow struct {
@@ -232,7 +246,7 @@ func groupSlots(recs []anarchon.RunRecord, before int64, n int) ([]slotRow, stri
 	}
 	for i < len(recs) {
 		if len(out) == n {
-			return out, strconv.FormatInt(out[len(out)-1].Slot.UnixMilli(), 10)
+			return out, strconv.FormatInt(out[len(out)-1].SlotMS, 10)
 		}
 		slot := recs[i].Slot
 		j := i
@@ -246,9 +260,13 @@ func groupSlots(recs []anarchon.RunRecord, before int64, n int) ([]slotRow, stri
 			}
 			return a.StartedAt.Compare(b.StartedAt)
 		})
-		row := slotRow{Slot: slot, Attempts: atts, Status: atts[len(atts)-1].Status}
-		for _, a := range atts {
+		row := slotRow{Slot: formatTS(slot), SlotMS: slot.UnixMilli(), Status: atts[len(atts)-1].Status, Attempts: make([]attemptRow, len(atts))}
+		for k, a := range atts {
 			row.Manual = row.Manual || a.Manual
+			row.Attempts[k] = attemptRow{
+				Attempt: a.Attempt, Instance: a.InstanceID, Status: a.Status, Start: formatTS(a.StartedAt),
+				Duration: ran(a), Error: a.Error, Output: tail(a.Output), OutLen: len(a.Output),
+			}
 		}
 		out = append(out, row)
 		i = j
@@ -301,13 +319,32 @@ func (h *handler) leasesPage(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, http.StatusOK, "leases.html", p)
 }
 
+func formatTS(t time.Time) string {
+	if t.IsZero() {
+		return "–"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05.000Z")
+}
+
+// ran is how long a run's handler ran, "–" if it did not.
+func ran(r anarchon.RunRecord) string {
+	if r.StartedAt.IsZero() || r.FinishedAt.IsZero() {
+		return "–"
+	}
+	return r.FinishedAt.Sub(r.StartedAt).Round(time.Millisecond).String()
+}
+
+// tail is the end of a run's output, at most 2 KiB.
+func tail(s string) string {
+	const max = 2048
+	if len(s) > max {
+		return "…" + strings.ToValidUTF8(s[len(s)-max:], "")
+	}
+	return s
+}
+
 var funcs = template.FuncMap{
-	"ts": func(t time.Time) string {
-		if t.IsZero() {
-			return "–"
-		}
-		return t.UTC().Format("2006-01-02 15:04:05.000Z")
-	},
+	"ts": formatTS,
 	"tsIn": func(t time.Time, zone string) string {
 		if t.IsZero() {
 			return "–"
@@ -329,19 +366,6 @@ var funcs = template.FuncMap{
 			return d.Round(10 * time.Millisecond).String()
 		}
 		return d.Round(time.Second).String()
-	},
-	"ran": func(r anarchon.RunRecord) string {
-		if r.StartedAt.IsZero() || r.FinishedAt.IsZero() {
-			return "–"
-		}
-		return r.FinishedAt.Sub(r.StartedAt).Round(time.Millisecond).String()
-	},
-	"tail": func(s string) string {
-		const max = 2048
-		if len(s) > max {
-			return "…" + strings.ToValidUTF8(s[len(s)-max:], "")
-		}
-		return s
 	},
 	"offset": func(d time.Duration) string { return d.Round(10 * time.Microsecond).String() },
 	"path":   pathEscape,
