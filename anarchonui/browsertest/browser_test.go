@@ -98,7 +98,7 @@ func startReplica(t *testing.T, bin, dir, id, listen string, port int, env ...st
 	}
 	r.cmd = exec.Command(bin, "run", "--instance", id, "--config", filepath.Join(dir, "jobs.yaml"),
 		"--store", "sqlite:"+filepath.Join(dir, "anarchon.db"), "--http", fmt.Sprintf("%s:%d", listen, port),
-		"--poll", "200ms", "--stop-timeout", "5s", "--log-level", "warn")
+		"--poll", "200ms", "--stop-timeout", "5s", "--log-level", "warn", "--registry-ttl", registryTTL.String())
 	r.cmd.Dir = dir
 	r.cmd.Env = append(os.Environ(), env...)
 	r.cmd.Stderr = logf
@@ -145,6 +145,10 @@ func startReplica(t *testing.T, bin, dir, id, listen string, port int, env ...st
 	})
 	return r
 }
+
+// registryTTL is the replicas' --registry-ttl: a SIGKILLed replica is
+// listed dead at most this long after its last renewal.
+const registryTTL = 4 * time.Second
 
 const jobsYAML = `jobs:
   - name: every2s
@@ -416,7 +420,7 @@ func TestDashboard(t *testing.T) {
 	if survivor == reps[2] {
 		t.Fatal("no loopback survivor") // cannot happen: two replicas are on loopback
 	}
-	const ttl = 15 * time.Second // anarchon.DefaultRegistryTTL, the daemon's
+	const ttl = registryTTL
 	run(ttl+10*time.Second, "killed replica dead",
 		chromedp.Navigate(sbase+"replicas"),
 		chromedp.WaitVisible(fmt.Sprintf(`tr[data-instance=%q][data-state="dead"]`, holder), chromedp.ByQuery),
