@@ -426,11 +426,14 @@ func (h *handler) action(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
+	// Only a path of this dashboard is followed back: no scheme or host,
+	// and no "//" or backslash that a browser would read as a host.
 	back := r.PostFormValue("back")
-	if back == "" || !strings.HasPrefix(back, h.o.BasePath) || strings.HasPrefix(back, "//") {
-		back = h.o.BasePath
+	u, perr := url.Parse(back)
+	if back == "" || perr != nil || u.Scheme != "" || u.Host != "" || !strings.HasPrefix(back, h.o.BasePath) ||
+		strings.HasPrefix(back, "//") || strings.Contains(back, `\`) {
+		u = &url.URL{Path: h.o.BasePath}
 	}
-	u, _ := url.Parse(back)
 	q := u.Query()
 	q.Del("msg")
 	q.Del("err")

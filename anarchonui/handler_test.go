@@ -349,9 +349,11 @@ func TestActionsCSRF(t *testing.T) {
 		t.Errorf("run of an unknown job = %d, want 404", w.Code)
 	}
 	// An offsite back link is not followed.
-	w = post(h, "/job/report/run", cookies, url.Values{"csrf": {tok}, "back": {"//evil.example/"}}, nil)
-	if loc := w.Header().Get("Location"); !strings.HasPrefix(loc, "/?msg=") {
-		t.Errorf("offsite back link redirected to %q", loc)
+	for _, back := range []string{"//evil.example/", `/\evil.example/`, "https://evil.example/"} {
+		w = post(h, "/job/report/run", cookies, url.Values{"csrf": {tok}, "back": {back}}, nil)
+		if loc := w.Header().Get("Location"); !strings.HasPrefix(loc, "/?msg=") {
+			t.Errorf("back link %q redirected to %q", back, loc)
+		}
 	}
 }
 
