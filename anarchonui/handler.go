@@ -289,8 +289,7 @@ func (h *handler) render(w http.ResponseWriter, r *http.Request, status int, nam
 	if !h.o.ReadOnly {
 		p.CSRF = h.csrfToken(w, r)
 	}
-	p.Flash = r.URL.Query().Get("msg")
-	p.FlashErr = r.URL.Query().Get("err")
+	p.Flash, p.FlashErr = h.takeFlash(w, r)
 	// The page's own address under BasePath (r.URL is what the mux saw,
 	// after any StripPrefix), for polling and for the forms' way back.
 	p.Self = h.o.BasePath + strings.TrimPrefix(r.URL.EscapedPath(), "/")
@@ -434,14 +433,40 @@ func (h *handler) action(w http.ResponseWriter, r *http.Request) {
 		strings.HasPrefix(back, "//") || strings.Contains(back, `\`) {
 		u = &url.URL{Path: h.o.BasePath}
 	}
-	q := u.Query()
-	q.Del("msg")
-	q.Del("err")
 	if err != nil {
-		q.Set("err", act+" "+name+": "+h.clean(err.Error()))
+		h.setFlash(w, r, "err", act+" "+name+": "+h.clean(err.Error()))
 	} else {
-		q.Set("msg", msg)
+		h.setFlash(w, r, "ok", msg)
 	}
-	u.RawQuery = q.Encode()
 	http.Redirect(w, r, u.String(), http.StatusSeeOther)
+}
+
+// The outcome of an action is shown once, on the page the action returns
+// to, from a short-lived cookie (not from the address, which anyone could
+// write a message into).
+const flashCookie = "anarchon_flash"
+
+func (h *handler) setFlash(w http.ResponseWriter, r *http.Request, kind, msg string) {
+	http.SetCookie(w, &http.Cookie{
+		Name: flashCookie, Value: base64.RawURLEncoding.EncodeToString([]byte(kind + ":" + msg)),
+		Path: h.o.BasePath, MaxAge: 60, HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: r.TLS != nil,
+	})
+}
+
+// takeFlash reads the flash cookie and clears it.
+func (h *handler) takeFlash(w http.ResponseWriter, r *http.Request) (ok, bad string) {
+	c, err := r.Cookie(flashCookie)
+	if err != nil {
+		return "", ""
+	}
+	http.SetCookie(w, &http.Cookie{Name: flashCookie, Path: h.o.BasePath, MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: r.TLS != nil})
+	raw, err := base64.RawURLEncoding.DecodeString(c.Value)
+	if err != nil {
+		return "", ""
+	}
+	kind, msg, _ := strings.Cut(string(raw), ":")
+	if kind == "err" {
+		return "", msg
+	}
+	return msg, ""
 }
