@@ -134,7 +134,7 @@ func TestJobPageTakeover(t *testing.T) {
 	if len(atts) != 2 || atts[0][1] != "1" || atts[0][2] != "lease_lost" || atts[1][1] != "2" || atts[1][2] != "success" {
 		t.Errorf("takeover slot attempts = %s, want 1 lease_lost then 2 success", got)
 	}
-	for _, want := range []string{"replica-a", "replica-b", "250ms", "line two", "3 records"} {
+	for _, want := range []string{"replica-a", "replica-b", "250ms", "line two", "3 records", "2026-03-01 10:10:00.000Z on replica-b</small>"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("job page lacks %q", want)
 		}
