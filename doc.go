@@ -92,6 +92,17 @@
 // wrapped with %w at most. A handler's panic is recovered and recorded as
 // [PanicError].
 //
+// # Observing
+//
+// [Options.OnEvent] receives an [Event] for every claim answer, run end,
+// skipped slot, store error and clock measurement (metrics). A [Tracer] in
+// [Options.Tracer] is told when each claim and each run begins and ends,
+// with their contexts: the claim's store calls run in the context it
+// returns, and the handler's context is the one its run span returns, so
+// spans nest claim → run → whatever the handler traces. The otelanarchon
+// module implements both with OpenTelemetry, and the anarchonui module
+// shows the jobs, slots, leases and replicas in a web page.
+//
 // # Implementing a backend
 //
 // The backend-facing part of this package (its service provider interface,

@@ -11,8 +11,9 @@ import (
 // slotRun is what the scheduler keeps in an attempt: the job, and the Run
 // its handler is given.
 type slotRun struct {
-	job *job
-	run Run
+	job   *job
+	run   Run
+	claim ClaimSpan // the Tracer's span of the latest claim; the run's parent when it won
 }
 
 // host gives the run path (internal/runner) the scheduler's store calls,
@@ -35,14 +36,18 @@ func (h host) claimInput(a *attempt) ClaimInput {
 }
 
 func (h host) Claim(ctx context.Context, a *attempt) (bool, error) {
+	ctx, cs := h.s.startClaim(ctx, a.Job.job, a.SlotTime(), false, false)
+	a.Job.claim = cs
 	won, err := h.s.backend.Claim(ctx, h.claimInput(a))
 	if err != nil {
+		cs.End(ClaimEnd{Err: err})
 		return false, err
 	}
 	outcome := "lost"
 	if won {
 		outcome = "won"
 	}
+	cs.End(ClaimEnd{Outcome: outcome, Attempt: 1})
 	h.s.emit(Event{Kind: EventClaim, Job: a.Name, Slot: a.SlotTime(), Attempt: 1, Outcome: outcome, Lateness: h.s.now().Sub(a.SlotTime())})
 	return won, nil
 }
@@ -55,6 +60,8 @@ func (h host) RecordClaim(ctx context.Context, a *attempt) error {
 }
 
 func (h host) ClaimLease(ctx context.Context, a *runner.Leased[slotRun]) (runner.Outcome, error) {
+	ctx, cs := h.s.startClaim(ctx, a.Job.job, a.SlotTime(), true, false)
+	a.Job.claim = cs
 	out, err := h.s.runs.Claim(ctx, RunClaim{
 		ClaimInput:   h.claimInput(&a.Attempt),
 		Lease:        a.Lease,
@@ -62,6 +69,7 @@ func (h host) ClaimLease(ctx context.Context, a *runner.Leased[slotRun]) (runner
 		AllowOverlap: a.AllowOverlap,
 		MaxAttempts:  a.Job.job.opt.MaxAttempts,
 	})
+	cs.End(ClaimEnd{Outcome: outcomeName(out, err), Attempt: out.Attempt, Err: err})
 	if err != nil {
 		return runner.Outcome{}, err
 	}
@@ -111,7 +119,11 @@ func (h host) Execute(ctx context.Context, a *attempt) runner.Result {
 	// The Run lives in the attempt: one allocation for both.
 	run := &a.Job.run
 	*run = Run{Job: a.Name, Slot: a.SlotTime(), InstanceID: h.s.opts.InstanceID, Token: a.Token, Attempt: a.Number}
-	res := h.s.execute(ctx, a.Job.job, run)
+	cs := a.Job.claim
+	if cs == nil {
+		cs = nopSpan{}
+	}
+	res := h.s.execute(ctx, a.Job.job, run, cs)
 	return runner.Result{
 		Token: res.Token, Attempt: res.Attempt, Status: runner.Status(res.Status),
 		StartedAt: res.StartedAt, FinishedAt: res.FinishedAt, Error: res.Error, Output: res.Output,

@@ -36,7 +36,11 @@ func (s *Scheduler) lease(j *job, slot time.Time, maxLate time.Duration) *runner
 
 // execute runs the handler with the job's timeout, recovering a panic, and
 // returns the result to store.
-func (s *Scheduler) execute(ctx context.Context, j *job, run *Run) StoredResult {
+//
+// cs is the claim that won the run: the handler's context is the one its
+// StartRun returns.
+func (s *Scheduler) execute(ctx context.Context, j *job, run *Run, cs ClaimSpan) StoredResult {
+	ctx, rs := cs.StartRun(ctx, run)
 	if j.opt.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, j.opt.Timeout, ErrTimeout)
@@ -58,6 +62,11 @@ func (s *Scheduler) execute(ctx context.Context, j *job, run *Run) StoredResult 
 		}
 	}
 	s.emit(Event{Kind: EventRunEnd, Job: run.Job, Slot: run.Slot, Attempt: run.Attempt, Status: res.Status, Duration: end.Sub(start), Err: err})
+	re := RunEnd{Status: res.Status, StartedAt: start, FinishedAt: end, Err: err}
+	if !run.Manual {
+		re.Lateness = start.Sub(run.Slot)
+	}
+	rs.End(re)
 	return res
 }
 

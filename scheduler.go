@@ -39,6 +39,9 @@ type Options struct {
 	// OnEvent, if set, is called synchronously for every Event (metrics,
 	// tracing). It must be quick and must not call back into the Scheduler.
 	OnEvent func(Event)
+	// Tracer, if set, is told when each claim and each run begins and
+	// ends, with their contexts (tracing; see Tracer). Defaults to none.
+	Tracer Tracer
 	// HostZoneinfo loads cron jobs' zones from the host's tz database
 	// ($ZONEINFO, then the system's files) instead of the database embedded
 	// in anarchon (see LoadLocation); a zone the host lacks still comes from
@@ -674,18 +677,21 @@ func (s *Scheduler) RunNow(ctx context.Context, name string) (RunRecord, error) 
 		Job: name, Slot: s.now().UnixMilli(), Token: s.newToken(), InstanceID: s.opts.InstanceID,
 		HistorySize: j.opt.HistorySize, HistoryTTL: j.opt.HistoryTTL,
 	}
-	slot, err := s.backend.RecordManualRun(ctx, in)
+	cctx, cs := s.startClaim(ctx, j, time.UnixMilli(in.Slot).UTC(), false, true)
+	slot, err := s.backend.RecordManualRun(cctx, in)
 	if err != nil {
+		cs.End(ClaimEnd{Err: err})
 		s.storeError(ctx, "RecordManualRun", name, time.UnixMilli(in.Slot), err)
 		return RunRecord{}, err
 	}
+	cs.End(ClaimEnd{Outcome: "manual", Attempt: 1})
 	if slot != 0 {
 		in.Slot = slot
 	}
 	run := &Run{Job: name, Slot: time.UnixMilli(in.Slot).UTC(), InstanceID: s.opts.InstanceID, Token: in.Token, Attempt: 1, Manual: true}
 	hctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	res := s.execute(hctx, j, run)
+	res := s.execute(hctx, j, run, cs)
 	if err := s.backend.SaveResult(ctx, SaveResultInput{Job: name, Result: res, HistorySize: j.opt.HistorySize, HistoryTTL: j.opt.HistoryTTL}); err != nil {
 		s.storeError(ctx, "SaveResult", name, run.Slot, err)
 		return RunRecord{}, err

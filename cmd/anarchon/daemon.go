@@ -147,6 +147,7 @@ func openDaemon(g *globalFlags, log *slog.Logger, clock anarchon.Clock, poll, gr
 		PollInterval: poll,
 		RegistryTTL:  registryTTL,
 		OnEvent:      d.observe,
+		Tracer:       otelTracer(log, instance),
 	}
 	d.sched = anarchon.New(backend, opts)
 	d.reboot = anarchon.New(backend, opts)
@@ -238,6 +239,7 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 	if stopReaper != nil {
 		defer stopReaper()
 	}
+	defer otelShutdown()
 
 	startCtx, cancelStart := context.WithCancel(context.Background())
 	go func() {

@@ -99,6 +99,16 @@
 // attempt 2. The exit status is then 0. A second signal exits at once with
 // status 128+signal.
 //
+// # Dashboard and tracing
+//
+// --http also serves the dashboard at /ui/ (package anarchonui). It needs no
+// credentials when --http listens on loopback only; on any other address
+// it asks for ANARCHON_UI_TOKEN (a bearer token, or a basic-auth password)
+// or ANARCHON_UI_USER and ANARCHON_UI_PASSWORD, and refuses every request
+// while neither is set. ANARCHON_UI_READONLY=1 hides its actions. With
+// OTEL_EXPORTER_OTLP_ENDPOINT set, spans of every claim and run are
+// exported over OTLP/HTTP (package otelanarchon).
+//
 // # Fault injection
 //
 // The environment variable ANARCHON_CLOCK_OFFSET (or the hidden flag

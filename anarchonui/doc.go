@@ -1,0 +1,60 @@
+// Package anarchonui is a dashboard for an anarchon scheduler, as an
+// http.Handler to mount in any HTTP server; the anarchon daemon serves it
+// at /ui/ on its --http address.
+//
+// # Pages
+//
+//   - Jobs (the base path): each job's schedule and zone, options after
+//     defaults, next slots, last outcome and last success, and its paused
+//     state when [Actions.Paused] is set.
+//   - A job (job/NAME): one row per slot, newest first, PageSize slots a
+//     page, with the slot's attempts inside in attempt order — instance,
+//     status, start, duration, error and output tail — so a takeover reads
+//     attempt 1 lease_lost, attempt 2 success.
+//   - Leases (leases): the unfinished runs of leased jobs, with holder,
+//     attempt, state and time left by the store's clock.
+//   - Replicas (replicas): the store's instance registry (live, dead or
+//     stopped by the store's clock, version, host, clock offset, tzdata
+//     release, job-set fingerprint), with the live instances whose job set
+//     differs from the majority's highlighted.
+//
+// The pages are rendered on the server from embedded templates and read
+// the scheduler and its store on every request; without JavaScript they
+// are complete, and refresh with a meta refresh. With JavaScript the tables
+// refresh in place every Options.Refresh by htmx 2.0.11, from the npm
+// registry, embedded unchanged (static/htmx.VERSION names its checksum,
+// static/htmx.LICENSE its license, Zero-Clause BSD).
+//
+// # Actions
+//
+// Run now ([DefaultActions]: [anarchon.Scheduler.RunNow] in the
+// background) is offered by default; trigger, pause and resume are offered
+// when their funcs are set in [Actions], and hidden otherwise. Actions are
+// POST forms guarded against cross-site requests twice: net/http's
+// CrossOriginProtection refuses requests a browser marks cross-origin, and
+// each form carries a token that must equal its cookie and bear the
+// handler's signature. Options.ReadOnly removes them all.
+//
+// # Authentication
+//
+// A request that comes in on loopback (local and remote address both
+// loopback) needs no credentials unless Auth.Required is set; every other
+// request needs the configured token (bearer, or as a basic-auth password)
+// or user and password, and is refused with 403 when none are configured.
+// [AuthFromEnv] reads them from ANARCHON_UI_TOKEN, ANARCHON_UI_USER and
+// ANARCHON_UI_PASSWORD.
+//
+// # Secrets
+//
+// The password of Options.Store (a URL's user information or a password=
+// setting) is shown as "xxxxx", and removed from the whole page wherever
+// else it appears, as are Options.Secrets.
+//
+// # Performance
+//
+// The page of a job whose store keeps 10,000 history records takes about
+// 20 to 30 ms of CPU on the memory store (BenchmarkJobPage10k/first): the read
+// and the grouping into slots cost more than the 100 rows it renders.
+// Rendering all 7,500 slots of those records on one page takes 220 to 260
+// ms (BenchmarkJobPage10k/all), which is why the page shows PageSize slots.
+package anarchonui

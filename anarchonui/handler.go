@@ -1,0 +1,472 @@
+package anarchonui
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"embed"
+	"encoding/base64"
+	"errors"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/anarchon/anarchon"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// DefaultActions returns the actions a scheduler offers by itself: RunNow
+// through [anarchon.Scheduler.RunNow], started in the background (the page
+// does not wait for the handler; the run shows as running in the job's
+// history until it ends). A run outlives the request that asked for it.
+func DefaultActions(s *anarchon.Scheduler) *Actions {
+	return &Actions{
+		RunNow: func(ctx context.Context, job string) error {
+			if !hasJob(s, job) {
+				return anarchon.ErrNotFound
+			}
+			go func() {
+				if _, err := s.RunNow(context.WithoutCancel(ctx), job); err != nil {
+					slog.Default().Warn("dashboard run now failed", slog.String("job", job), slog.Any("error", err))
+				}
+			}()
+			return nil
+		},
+	}
+}
+
+func hasJob(s *anarchon.Scheduler, name string) bool {
+	for _, j := range s.Jobs() {
+		if j.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+type handler struct {
+	s       *anarchon.Scheduler
+	o       Options
+	act     Actions
+	tmpl    *template.Template
+	mux     *http.ServeMux
+	cop     *http.CrossOriginProtection
+	redact  *strings.Replacer
+	store   string
+	csrfKey []byte
+}
+
+// Handler returns the dashboard of scheduler s as an http.Handler: the
+// jobs page at the base path, a job's slots at job/NAME, live leases at
+// leases, the replicas at replicas, and the actions as POSTs. opts may be
+// nil. The pages read the scheduler and its store on every request; s need
+// not be started (then only the store's records are shown).
+func Handler(s *anarchon.Scheduler, opts *Options) http.Handler {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.BasePath == "" {
+		o.BasePath = "/"
+	}
+	if !strings.HasSuffix(o.BasePath, "/") {
+		o.BasePath += "/"
+	}
+	if o.Refresh == 0 {
+		o.Refresh = 2 * time.Second
+	}
+	if o.PageSize <= 0 {
+		o.PageSize = 100
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	h := &handler{s: s, o: o}
+	if o.Actions != nil {
+		h.act = *o.Actions
+	} else {
+		h.act = *DefaultActions(s)
+	}
+	h.csrfKey = o.CSRFKey
+	if len(h.csrfKey) == 0 {
+		h.csrfKey = make([]byte, 32)
+		_, _ = rand.Read(h.csrfKey)
+	}
+	var secrets []string
+	h.store, secrets = redactStore(o.Store)
+	if h.store == "" {
+		h.store = s.Backend().Name()
+	}
+	secrets = append(secrets, o.Secrets...)
+	var pairs []string
+	for _, sec := range secrets {
+		if sec == "" {
+			continue
+		}
+		pairs = append(pairs, sec, "xxxxx")
+		if esc := template.HTMLEscapeString(sec); esc != sec {
+			pairs = append(pairs, esc, "xxxxx")
+		}
+		if esc := url.QueryEscape(sec); esc != sec {
+			pairs = append(pairs, esc, "xxxxx")
+		}
+	}
+	if len(pairs) > 0 {
+		h.redact = strings.NewReplacer(pairs...)
+	}
+	h.cop = http.NewCrossOriginProtection()
+	h.tmpl = template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/*.html"))
+
+	mux := http.NewServeMux()
+	static, _ := fs.Sub(staticFS, "static")
+	mux.Handle("GET /static/", http.StripPrefix("/static/", cacheStatic(http.FileServerFS(static))))
+	mux.HandleFunc("GET /{$}", h.jobsPage)
+	mux.HandleFunc("GET /job/{name}", h.jobPage)
+	mux.HandleFunc("GET /leases", h.leasesPage)
+	mux.HandleFunc("GET /replicas", h.replicasPage)
+	mux.HandleFunc("POST /job/{name}/{action}", h.action)
+	h.mux = mux
+	return h
+}
+
+func cacheStatic(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("X-Frame-Options", "DENY")
+	w.Header().Set("Referrer-Policy", "same-origin")
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'; frame-ancestors 'none'")
+	if !h.authenticate(w, r) {
+		return
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+// authenticate lets a loopback request through (unless Auth.Required) and
+// checks the credentials of any other; it writes the refusal itself.
+func (h *handler) authenticate(w http.ResponseWriter, r *http.Request) bool {
+	a := h.o.Auth
+	if !a.Required && isLoopbackRequest(r) {
+		return true
+	}
+	if !a.configured() {
+		http.Error(w, "anarchon dashboard: requests that do not come in on loopback need credentials, and none are configured (set ANARCHON_UI_TOKEN, or ANARCHON_UI_USER and ANARCHON_UI_PASSWORD)", http.StatusForbidden)
+		return false
+	}
+	if a.Token != "" {
+		if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && equal(tok, a.Token) {
+			return true
+		}
+	}
+	if user, pass, ok := r.BasicAuth(); ok {
+		if a.Token != "" && equal(pass, a.Token) {
+			return true
+		}
+		if a.Password != "" && equal(user, a.User) && equal(pass, a.Password) {
+			return true
+		}
+	}
+	w.Header().Set("WWW-Authenticate", `Basic realm="anarchon", charset="UTF-8"`)
+	http.Error(w, "anarchon dashboard: authentication required", http.StatusUnauthorized)
+	return false
+}
+
+func equal(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
+
+// isLoopbackRequest reports whether the connection's local and remote
+// addresses are both loopback.
+func isLoopbackRequest(r *http.Request) bool {
+	la, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if la == nil || !loopbackAddr(la.String()) {
+		return false
+	}
+	return loopbackAddr(r.RemoteAddr)
+}
+
+func loopbackAddr(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host = hostport
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// IsLoopback reports whether a listen address (host:port) names only
+// loopback interfaces: "127.0.0.1:8080", "[::1]:0" and "localhost:9000"
+// are; ":8080" and "0.0.0.0:8080" are not. The daemon sets Auth.Required
+// for any other address.
+func IsLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// CSRF: a double-submitted token (a cookie and a form field of the same
+// value, the value signed with the handler's key, so that a cookie planted
+// by a sibling domain is refused), checked after net/http's
+// CrossOriginProtection has refused cross-origin browser requests.
+const csrfCookie = "anarchon_csrf"
+
+func (h *handler) csrfToken(w http.ResponseWriter, r *http.Request) string {
+	if c, err := r.Cookie(csrfCookie); err == nil && h.validToken(c.Value) {
+		return c.Value
+	}
+	nonce := make([]byte, 18)
+	_, _ = rand.Read(nonce)
+	n := base64.RawURLEncoding.EncodeToString(nonce)
+	tok := n + "." + h.sign(n)
+	http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: tok, Path: h.o.BasePath, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	return tok
+}
+
+func (h *handler) sign(nonce string) string {
+	m := hmac.New(sha256.New, h.csrfKey)
+	m.Write([]byte("anarchon-csrf\x00" + nonce))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+func (h *handler) validToken(tok string) bool {
+	n, sig, ok := strings.Cut(tok, ".")
+	return ok && n != "" && hmac.Equal([]byte(sig), []byte(h.sign(n)))
+}
+
+var errCSRF = errors.New("the form's CSRF token is missing or does not match its cookie: reload the page and try again")
+
+func (h *handler) checkCSRF(r *http.Request) error {
+	if err := h.cop.Check(r); err != nil {
+		return err
+	}
+	c, err := r.Cookie(csrfCookie)
+	if err != nil {
+		return errCSRF
+	}
+	form := r.PostFormValue("csrf")
+	if !h.validToken(c.Value) || !equal(form, c.Value) {
+		return errCSRF
+	}
+	return nil
+}
+
+// render executes the named page into a buffer, removes the secrets, and
+// writes it.
+func (h *handler) render(w http.ResponseWriter, r *http.Request, status int, name string, p *page) {
+	p.Base = h.o.BasePath
+	p.Store = h.store
+	p.Instance = h.s.InstanceID()
+	p.ReadOnly = h.o.ReadOnly
+	if h.o.Refresh > 0 {
+		p.RefreshMS = h.o.Refresh.Milliseconds()
+		p.MetaRefresh = int((5 * h.o.Refresh).Seconds())
+		if p.MetaRefresh < 1 {
+			p.MetaRefresh = 1
+		}
+	}
+	if !h.o.ReadOnly {
+		p.CSRF = h.csrfToken(w, r)
+	}
+	p.Flash, p.FlashErr = h.takeFlash(w, r)
+	// The page's own address under BasePath (r.URL is what the mux saw,
+	// after any StripPrefix), for polling and for the forms' way back.
+	p.Self = h.o.BasePath + strings.TrimPrefix(r.URL.EscapedPath(), "/")
+	if r.URL.RawQuery != "" {
+		p.Self += "?" + r.URL.RawQuery
+	}
+	var buf bytes.Buffer
+	buf.Grow(64 << 10)
+	if err := h.tmpl.ExecuteTemplate(&buf, name, p); err != nil {
+		http.Error(w, "anarchon dashboard: "+h.clean(err.Error()), http.StatusInternalServerError)
+		return
+	}
+	out := buf.Bytes()
+	if h.redact != nil {
+		out = []byte(h.redact.Replace(buf.String()))
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(out)
+}
+
+func (h *handler) clean(s string) string {
+	if h.redact == nil {
+		return s
+	}
+	return h.redact.Replace(s)
+}
+
+// redactStore hides the password of a store URL or DSN and returns it as a
+// secret to remove from every page.
+func redactStore(store string) (string, []string) {
+	if store == "" {
+		return "", nil
+	}
+	var secrets []string
+	if u, err := url.Parse(store); err == nil && u.Scheme != "" {
+		if p, ok := u.User.Password(); ok && p != "" {
+			secrets = append(secrets, p)
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+		}
+		q := u.Query()
+		for k, v := range q {
+			if isPasswordKey(k) {
+				for _, s := range v {
+					if s != "" {
+						secrets = append(secrets, s)
+					}
+				}
+				q[k] = []string{"xxxxx"}
+			}
+		}
+		if len(q) > 0 {
+			u.RawQuery = q.Encode()
+		}
+		return u.String(), secrets
+	}
+	// A key=value DSN: "host=db user=x password=secret".
+	fields := strings.Fields(store)
+	for i, f := range fields {
+		if k, v, ok := strings.Cut(f, "="); ok && isPasswordKey(k) {
+			v = strings.Trim(v, `'"`)
+			if v != "" {
+				secrets = append(secrets, v)
+			}
+			fields[i] = k + "=xxxxx"
+		}
+	}
+	return strings.Join(fields, " "), secrets
+}
+
+func isPasswordKey(k string) bool {
+	switch strings.ToLower(k) {
+	case "password", "pass", "passwd", "pwd", "secret", "token":
+		return true
+	}
+	return false
+}
+
+// action runs a job action: POST job/NAME/{run,trigger,pause,resume}.
+func (h *handler) action(w http.ResponseWriter, r *http.Request) {
+	name, act := r.PathValue("name"), r.PathValue("action")
+	if h.o.ReadOnly {
+		http.Error(w, "anarchon dashboard: read-only", http.StatusForbidden)
+		return
+	}
+	if err := h.checkCSRF(r); err != nil {
+		http.Error(w, "anarchon dashboard: "+err.Error(), http.StatusForbidden)
+		return
+	}
+	if !hasJob(h.s, name) {
+		http.Error(w, "anarchon dashboard: no job "+name, http.StatusNotFound)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	var err error
+	var msg string
+	switch act {
+	case "run":
+		if h.act.RunNow == nil {
+			http.NotFound(w, r)
+			return
+		}
+		err, msg = h.act.RunNow(ctx, name), "started a run of "+name+" on "+h.s.InstanceID()
+	case "trigger":
+		if h.act.Trigger == nil {
+			http.NotFound(w, r)
+			return
+		}
+		key := r.PostFormValue("key")
+		if key == "" {
+			key = rand.Text()
+		}
+		err, msg = h.act.Trigger(ctx, name, key), "triggered "+name
+	case "pause":
+		if h.act.Pause == nil {
+			http.NotFound(w, r)
+			return
+		}
+		reason := strings.TrimSpace(r.PostFormValue("reason"))
+		if reason == "" {
+			reason = "paused from the dashboard of " + h.s.InstanceID()
+		}
+		err, msg = h.act.Pause(ctx, name, reason), "paused "+name
+	case "resume":
+		if h.act.Resume == nil {
+			http.NotFound(w, r)
+			return
+		}
+		err, msg = h.act.Resume(ctx, name), "resumed "+name
+	default:
+		http.NotFound(w, r)
+		return
+	}
+	// Only a path of this dashboard is followed back: no scheme or host,
+	// and no "//" or backslash that a browser would read as a host.
+	back := r.PostFormValue("back")
+	u, perr := url.Parse(back)
+	if back == "" || perr != nil || u.Scheme != "" || u.Host != "" || !strings.HasPrefix(back, h.o.BasePath) ||
+		strings.HasPrefix(back, "//") || strings.Contains(back, `\`) {
+		u = &url.URL{Path: h.o.BasePath}
+	}
+	if err != nil {
+		h.setFlash(w, r, "err", act+" "+name+": "+h.clean(err.Error()))
+	} else {
+		h.setFlash(w, r, "ok", msg)
+	}
+	http.Redirect(w, r, u.String(), http.StatusSeeOther)
+}
+
+// The outcome of an action is shown once, on the page the action returns
+// to, from a short-lived cookie (not from the address, which anyone could
+// write a message into).
+const flashCookie = "anarchon_flash"
+
+func (h *handler) setFlash(w http.ResponseWriter, r *http.Request, kind, msg string) {
+	http.SetCookie(w, &http.Cookie{
+		Name: flashCookie, Value: base64.RawURLEncoding.EncodeToString([]byte(kind + ":" + msg)),
+		Path: h.o.BasePath, MaxAge: 60, HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: r.TLS != nil,
+	})
+}
+
+// takeFlash reads the flash cookie and clears it.
+func (h *handler) takeFlash(w http.ResponseWriter, r *http.Request) (ok, bad string) {
+	c, err := r.Cookie(flashCookie)
+	if err != nil {
+		return "", ""
+	}
+	http.SetCookie(w, &http.Cookie{Name: flashCookie, Path: h.o.BasePath, MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: r.TLS != nil})
+	raw, err := base64.RawURLEncoding.DecodeString(c.Value)
+	if err != nil {
+		return "", ""
+	}
+	kind, msg, _ := strings.Cut(string(raw), ":")
+	if kind == "err" {
+		return "", msg
+	}
+	return msg, ""
+}

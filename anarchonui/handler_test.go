@@ -1,0 +1,505 @@
+package anarchonui
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/membackend"
+)
+
+func nop(context.Context, *anarchon.Run) error { return nil }
+
+// newScheduler returns a scheduler on a fresh memory store with two jobs,
+// not started (the pages read the store all the same).
+func newScheduler(t testing.TB, historySize int) (*anarchon.Scheduler, *membackend.Backend) {
+	t.Helper()
+	b := membackend.New(nil)
+	s := anarchon.New(b, &anarchon.Options{InstanceID: "replica-a"})
+	if err := s.Cron("report", "*/5 * * * *", nop, &anarchon.JobOptions{Zone: "Europe/Athens", HistorySize: historySize}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Every("tick", time.Minute, nop, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, j := range []string{"report", "tick"} {
+		if err := b.PrepareJob(ctx, anarchon.PrepareJobInput{Job: j, HistorySize: historySize}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s, b
+}
+
+// save stores a finished attempt of report's slot.
+func save(t testing.TB, b *membackend.Backend, slot time.Time, inst, token string, attempt int, st anarchon.Status, errText string, size int) {
+	t.Helper()
+	err := b.SaveResult(context.Background(), anarchon.SaveResultInput{Job: "report", HistorySize: size, Result: anarchon.StoredResult{
+		Slot: slot.UnixMilli(), Token: token, InstanceID: inst, Attempt: attempt, Status: st,
+		StartedAt: slot.Add(time.Duration(attempt) * time.Second), FinishedAt: slot.Add(time.Duration(attempt)*time.Second + 250*time.Millisecond),
+		Error: errText, Output: "line one\nline two\n",
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// loopback makes r look as if it came in on a loopback connection.
+func loopback(r *http.Request) *http.Request {
+	r.RemoteAddr = "127.0.0.1:40000"
+	ctx := context.WithValue(r.Context(), http.LocalAddrContextKey, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080})
+	return r.WithContext(ctx)
+}
+
+func get(t testing.TB, h http.Handler, path string) (int, string) {
+	t.Helper()
+	return getWith(t, h, path, nil)
+}
+
+func getWith(t testing.TB, h http.Handler, path string, cookies []*http.Cookie) (int, string) {
+	t.Helper()
+	r := loopback(httptest.NewRequest("GET", path, nil))
+	for _, c := range cookies {
+		r.AddCookie(c)
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w.Code, w.Body.String()
+}
+
+func TestJobsPage(t *testing.T) {
+	s, b := newScheduler(t, 0)
+	slot := time.Date(2026, 3, 1, 10, 5, 0, 0, time.UTC)
+	save(t, b, slot, "replica-b", "t1", 1, anarchon.StatusSuccess, "", 0)
+	save(t, b, slot.Add(5*time.Minute), "replica-c", "t2", 1, anarchon.StatusError, "exit status 3", 0)
+	h := Handler(s, nil)
+	code, body := get(t, h, "/")
+	if code != 200 {
+		t.Fatalf("GET / = %d\n%s", code, body)
+	}
+	for _, want := range []string{
+		`data-job="report"`, `data-job="tick"`, "*/5 * * * *", "Europe/Athens", "every 1m0s",
+		`st-error`, "2026-03-01 10:10:00.000Z on replica-c", // last outcome
+		"2026-03-01 10:05:00.000Z", // last success
+		`class="run-now"`, "lease 30s",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("jobs page lacks %q", want)
+		}
+	}
+	// Absent abilities are hidden.
+	for _, absent := range []string{`class="trigger"`, `class="pause"`, "<th>Paused</th>"} {
+		if strings.Contains(body, absent) {
+			t.Errorf("jobs page shows %q without the ability", absent)
+		}
+	}
+	if n := strings.Count(body, "EET"); n == 0 {
+		t.Errorf("next slots of report are not shown in its zone")
+	}
+}
+
+func TestJobPageTakeover(t *testing.T) {
+	s, b := newScheduler(t, 0)
+	slot := time.Date(2026, 3, 1, 10, 5, 0, 0, time.UTC)
+	save(t, b, slot, "replica-a", "t1", 1, anarchon.StatusLeaseLost, "lease lost", 0)
+	save(t, b, slot, "replica-b", "t2", 2, anarchon.StatusSuccess, "", 0)
+	save(t, b, slot.Add(5*time.Minute), "replica-b", "t3", 1, anarchon.StatusSuccess, "", 0)
+	code, body := get(t, Handler(s, nil), "/job/report")
+	if code != 200 {
+		t.Fatalf("GET /job/report = %d\n%s", code, body)
+	}
+	// One tbody per slot; the takeover slot has attempt 1 then 2.
+	slots := regexp.MustCompile(`(?s)<tbody class="slot" data-slot="(\d+)">(.*?)</tbody>`).FindAllStringSubmatch(body, -1)
+	if len(slots) != 2 {
+		t.Fatalf("%d slot rows, want 2", len(slots))
+	}
+	if slots[0][1] != fmt.Sprint(slot.Add(5*time.Minute).UnixMilli()) {
+		t.Errorf("first slot row is %s, want the newest slot", slots[0][1])
+	}
+	atts := regexp.MustCompile(`data-attempt="(\d)" data-status="(\w+)"`).FindAllStringSubmatch(slots[1][2], -1)
+	got := fmt.Sprint(atts)
+	if len(atts) != 2 || atts[0][1] != "1" || atts[0][2] != "lease_lost" || atts[1][1] != "2" || atts[1][2] != "success" {
+		t.Errorf("takeover slot attempts = %s, want 1 lease_lost then 2 success", got)
+	}
+	for _, want := range []string{"replica-a", "replica-b", "250ms", "line two", "3 records", "2026-03-01 10:10:00.000Z on replica-b</small>"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("job page lacks %q", want)
+		}
+	}
+	if code, _ := get(t, Handler(s, nil), "/job/nope"); code != 404 {
+		t.Errorf("GET /job/nope = %d, want 404", code)
+	}
+}
+
+func TestJobPagePages(t *testing.T) {
+	s, b := newScheduler(t, 1000)
+	base := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 25 {
+		save(t, b, base.Add(time.Duration(i)*5*time.Minute), "replica-a", fmt.Sprint("t", i), 1, anarchon.StatusSuccess, "", 1000)
+	}
+	h := Handler(s, &Options{PageSize: 10})
+	seen := map[string]bool{}
+	path := "/job/report"
+	for pages := 0; path != ""; pages++ {
+		if pages > 3 {
+			t.Fatal("more than 3 pages of 10 for 25 slots")
+		}
+		_, body := get(t, h, path)
+		for _, m := range regexp.MustCompile(`data-slot="(\d+)"`).FindAllStringSubmatch(body, -1) {
+			if seen[m[1]] {
+				t.Errorf("slot %s on two pages", m[1])
+			}
+			seen[m[1]] = true
+		}
+		path = ""
+		if m := regexp.MustCompile(`id="older" href="([^"]+)"`).FindStringSubmatch(body); m != nil {
+			path = strings.TrimPrefix(strings.ReplaceAll(m[1], "&amp;", "&"), "")
+		}
+	}
+	if len(seen) != 25 {
+		t.Errorf("pages showed %d slots, want 25", len(seen))
+	}
+}
+
+func TestLeasesPage(t *testing.T) {
+	s, b := newScheduler(t, 0)
+	now := time.Now()
+	out, err := b.Runs().Claim(context.Background(), anarchon.RunClaim{
+		ClaimInput: anarchon.ClaimInput{Job: "report", Slot: now.UnixMilli(), Token: "tok", InstanceID: "replica-c"},
+		Lease:      time.Minute, MaxAttempts: 3,
+	})
+	if err != nil || out.Kind != anarchon.OutcomeWon {
+		t.Fatalf("claim: %v %v", out, err)
+	}
+	// The page reads the lease 20 s later by its clock.
+	_, body := get(t, Handler(s, &Options{Now: func() time.Time { return now.Add(20 * time.Second) }}), "/leases")
+	if !strings.Contains(body, `class="lease" data-job="report"`) || !strings.Contains(body, "<td>replica-c</td>") {
+		t.Fatalf("leases page lacks the live lease:\n%s", body)
+	}
+	left := regexp.MustCompile(`<td>(\d+(\.\d+)?)s</td>\s*</tr>`).FindStringSubmatch(body)
+	if left == nil {
+		t.Fatalf("no time left in seconds on the leases page")
+	}
+	if v, _ := strconv.ParseFloat(left[1], 64); v <= 30 || v > 40 {
+		t.Errorf("time left %ss, want about 40s of the 1m lease", left[1])
+	}
+}
+
+func TestAuth(t *testing.T) {
+	s, _ := newScheduler(t, 0)
+	remote := func(h http.Handler, mod func(*http.Request)) int {
+		r := httptest.NewRequest("GET", "/", nil) // RemoteAddr 192.0.2.1, no local address
+		if mod != nil {
+			mod(r)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code
+	}
+	if c := remote(Handler(s, nil), nil); c != http.StatusForbidden {
+		t.Errorf("remote request without configured credentials = %d, want 403", c)
+	}
+	h := Handler(s, &Options{Auth: Auth{Token: "tok-1", User: "ops", Password: "pw-1"}})
+	cases := []struct {
+		name string
+		mod  func(*http.Request)
+		want int
+	}{
+		{"none", nil, 401},
+		{"bearer", func(r *http.Request) { r.Header.Set("Authorization", "Bearer tok-1") }, 200},
+		{"bad bearer", func(r *http.Request) { r.Header.Set("Authorization", "Bearer tok-2") }, 401},
+		{"basic user", func(r *http.Request) { r.SetBasicAuth("ops", "pw-1") }, 200},
+		{"basic token", func(r *http.Request) { r.SetBasicAuth("anyone", "tok-1") }, 200},
+		{"basic wrong user", func(r *http.Request) { r.SetBasicAuth("root", "pw-1") }, 401},
+	}
+	for _, c := range cases {
+		if got := remote(h, c.mod); got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
+		}
+	}
+	// Loopback needs nothing, unless Required.
+	if c, _ := get(t, h, "/"); c != 200 {
+		t.Errorf("loopback = %d, want 200", c)
+	}
+	req := Handler(s, &Options{Auth: Auth{Token: "tok-1", Required: true}})
+	if c, _ := get(t, req, "/"); c != 401 {
+		t.Errorf("loopback with Required = %d, want 401", c)
+	}
+	// A loopback remote on a non-loopback listener (a proxy would look so
+	// only on loopback) still authenticates.
+	if c := remote(h, func(r *http.Request) { r.RemoteAddr = "127.0.0.1:1" }); c != 401 {
+		t.Errorf("loopback remote without a loopback local address = %d, want 401", c)
+	}
+}
+
+func TestIsLoopback(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1:8080": true, "[::1]:0": true, "localhost:9000": true, "127.3.4.5:1": true,
+		":8080": false, "0.0.0.0:8080": false, "[::]:80": false, "10.0.0.1:80": false, "example.com:80": false, "bad": false,
+	} {
+		if got := IsLoopback(addr); got != want {
+			t.Errorf("IsLoopback(%q) = %v, want %v", addr, got, want)
+		}
+	}
+}
+
+// form fetches path, and returns the cookies and the CSRF field of the
+// page.
+func form(t *testing.T, h http.Handler, path string) ([]*http.Cookie, string, string) {
+	t.Helper()
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, loopback(httptest.NewRequest("GET", path, nil)))
+	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(w.Body.String())
+	if m == nil {
+		t.Fatalf("no CSRF field on %s", path)
+	}
+	return w.Result().Cookies(), m[1], w.Body.String()
+}
+
+func post(h http.Handler, path string, cookies []*http.Cookie, vals url.Values, mod func(*http.Request)) *httptest.ResponseRecorder {
+	r := loopback(httptest.NewRequest("POST", path, strings.NewReader(vals.Encode())))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for _, c := range cookies {
+		r.AddCookie(c)
+	}
+	if mod != nil {
+		mod(r)
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w
+}
+
+type calls struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (c *calls) add(s string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.got = append(c.got, s)
+	return nil
+}
+
+func (c *calls) list() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return strings.Join(c.got, ",")
+}
+
+func TestActionsCSRF(t *testing.T) {
+	s, _ := newScheduler(t, 0)
+	var c calls
+	paused := map[string]bool{"tick": true}
+	acts := &Actions{
+		RunNow:  func(_ context.Context, job string) error { return c.add("run " + job) },
+		Trigger: func(_ context.Context, job, key string) error { return c.add("trigger " + job) },
+		Pause:   func(_ context.Context, job, reason string) error { return c.add("pause " + job) },
+		Resume:  func(_ context.Context, job string) error { return c.add("resume " + job) },
+		Paused: func(_ context.Context, job string) (bool, string, error) {
+			return paused[job], "by ops", nil
+		},
+	}
+	h := Handler(s, &Options{Actions: acts})
+	cookies, tok, body := form(t, h, "/")
+	for _, want := range []string{`class="trigger"`, `class="pause"`, `class="resume"`, "<th>Paused</th>", `paused</span> <small>by ops`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("jobs page with every action lacks %q", want)
+		}
+	}
+	ok := url.Values{"csrf": {tok}, "back": {"/job/report"}}
+	w := post(h, "/job/report/run", cookies, ok, nil)
+	if w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/job/report" {
+		t.Fatalf("run now = %d %q, want 303 back to the job", w.Code, w.Header().Get("Location"))
+	}
+	// The page it leads to says so, once.
+	flash := w.Result().Cookies()
+	if _, body := getWith(t, h, "/job/report", flash); !strings.Contains(body, `id="flash">started a run of report on replica-a<`) {
+		t.Errorf("the page after run now shows no flash")
+	}
+	if _, body := get(t, h, "/job/report?msg=forged&err=forged"); strings.Contains(body, `id="flash`) {
+		t.Errorf("a message in the address is shown")
+	}
+	for _, a := range []string{"trigger", "pause", "resume"} {
+		if w := post(h, "/job/tick/"+a, cookies, ok, nil); w.Code != http.StatusSeeOther {
+			t.Errorf("%s = %d, want 303", a, w.Code)
+		}
+	}
+	if got := c.list(); got != "run report,trigger tick,pause tick,resume tick" {
+		t.Errorf("actions called: %s", got)
+	}
+
+	refused := []struct {
+		name    string
+		cookies []*http.Cookie
+		vals    url.Values
+		mod     func(*http.Request)
+	}{
+		{"no token", cookies, url.Values{}, nil},
+		{"no cookie", nil, ok, nil},
+		{"token of another cookie", []*http.Cookie{{Name: csrfCookie, Value: "x.y"}}, url.Values{"csrf": {"x.y"}}, nil},
+		{"cross-site", cookies, ok, func(r *http.Request) { r.Header.Set("Sec-Fetch-Site", "cross-site") }},
+		{"other origin", cookies, ok, func(r *http.Request) { r.Header.Set("Origin", "http://evil.example") }},
+	}
+	for _, rc := range refused {
+		if w := post(h, "/job/report/run", rc.cookies, rc.vals, rc.mod); w.Code != http.StatusForbidden {
+			t.Errorf("%s: %d, want 403", rc.name, w.Code)
+		}
+	}
+	if got := c.list(); strings.Count(got, "run report") != 1 {
+		t.Errorf("a refused POST ran the job: %s", got)
+	}
+	if w := post(h, "/job/nope/run", cookies, ok, nil); w.Code != http.StatusNotFound {
+		t.Errorf("run of an unknown job = %d, want 404", w.Code)
+	}
+	// An offsite back link is not followed.
+	for _, back := range []string{"//evil.example/", `/\evil.example/`, "https://evil.example/"} {
+		w = post(h, "/job/report/run", cookies, url.Values{"csrf": {tok}, "back": {back}}, nil)
+		if loc := w.Header().Get("Location"); loc != "/" {
+			t.Errorf("back link %q redirected to %q", back, loc)
+		}
+	}
+}
+
+func TestActionsHiddenAndRefused(t *testing.T) {
+	s, _ := newScheduler(t, 0)
+	h := Handler(s, &Options{Actions: &Actions{}})
+	cookies, tok, body := form(t, Handler(s, nil), "/")
+	_ = body
+	_, plain := get(t, h, "/")
+	if strings.Contains(plain, "<button") {
+		t.Errorf("buttons shown without actions")
+	}
+	if w := post(h, "/job/report/run", cookies, url.Values{"csrf": {tok}}, nil); w.Code != http.StatusForbidden && w.Code != http.StatusNotFound {
+		t.Errorf("run without the action = %d, want 403 (other handler's key) or 404", w.Code)
+	}
+	ro := Handler(s, &Options{ReadOnly: true})
+	_, robody := get(t, ro, "/")
+	if strings.Contains(robody, "<form") || !strings.Contains(robody, "read-only") {
+		t.Errorf("read-only page has forms or lacks its tag")
+	}
+	if w := post(ro, "/job/report/run", cookies, url.Values{"csrf": {tok}}, nil); w.Code != http.StatusForbidden {
+		t.Errorf("POST in read-only mode = %d, want 403", w.Code)
+	}
+}
+
+// savedStore signals each SaveResult once it is stored.
+type savedStore struct {
+	*membackend.Backend
+	saved chan string
+}
+
+func (b savedStore) SaveResult(ctx context.Context, in anarchon.SaveResultInput) error {
+	err := b.Backend.SaveResult(ctx, in)
+	b.saved <- in.Job
+	return err
+}
+
+func TestDefaultRunNow(t *testing.T) {
+	b := savedStore{membackend.New(nil), make(chan string, 1)}
+	s := anarchon.New(b, &anarchon.Options{InstanceID: "replica-a"})
+	ran := make(chan struct{}, 1)
+	if err := s.Every("tick", time.Hour, func(context.Context, *anarchon.Run) error { ran <- struct{}{}; return nil }, nil); err != nil {
+		t.Fatal(err)
+	}
+	h := Handler(s, nil)
+	cookies, tok, _ := form(t, h, "/")
+	if w := post(h, "/job/tick/run", cookies, url.Values{"csrf": {tok}}, nil); w.Code != http.StatusSeeOther {
+		t.Fatalf("run now = %d", w.Code)
+	}
+	<-ran
+	<-b.saved
+	recs, err := s.History(context.Background(), "tick", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 || recs[0].Status != anarchon.StatusSuccess || !recs[0].Manual || recs[0].InstanceID != "replica-a" {
+		t.Errorf("history after run now: %+v", recs)
+	}
+}
+
+func TestNoPassword(t *testing.T) {
+	const pw = "s3cr@t<&>"
+	s, b := newScheduler(t, 0)
+	slot := time.Date(2026, 3, 1, 10, 5, 0, 0, time.UTC)
+	save(t, b, slot, "replica-a", "t1", 1, anarchon.StatusError, "dial postgres://app:"+pw+"@db:5432/x failed", 0)
+	store := "postgres://app:" + url.QueryEscape(pw) + "@db:5432/anarchon?sslmode=disable"
+	h := Handler(s, &Options{Store: store, Actions: &Actions{RunNow: func(context.Context, string) error {
+		return errors.New("refused: password " + pw)
+	}}})
+	for _, path := range []string{"/", "/job/report", "/leases", "/replicas"} {
+		_, body := get(t, h, path)
+		for _, leak := range []string{pw, url.QueryEscape(pw), "s3cr@t&lt;&amp;&gt;", "s3cr"} {
+			if strings.Contains(body, leak) {
+				t.Errorf("%s shows the password (%q)", path, leak)
+			}
+		}
+		if !strings.Contains(body, "postgres://app:xxxxx@db:5432/anarchon") {
+			t.Errorf("%s does not show the redacted store URL", path)
+		}
+	}
+	cookies, tok, _ := form(t, h, "/")
+	w := post(h, "/job/report/run", cookies, url.Values{"csrf": {tok}}, nil)
+	// The error's flash, and the page it leads to, hide the password.
+	for _, c := range w.Result().Cookies() {
+		if v, _ := base64.RawURLEncoding.DecodeString(c.Value); strings.Contains(string(v), "s3cr") || strings.Contains(c.Value, "s3cr") {
+			t.Errorf("cookie %s holds the password", c.Name)
+		}
+	}
+	_, body := getWith(t, h, w.Header().Get("Location"), w.Result().Cookies())
+	if strings.Contains(body, "s3cr") || !strings.Contains(body, "refused: password xxxxx") {
+		t.Errorf("the error's flash shows the password, or is missing")
+	}
+	for in, want := range map[string]string{
+		"host=db user=app password=" + pw + " dbname=x": "host=db user=app password=xxxxx dbname=x",
+		"redis://:hunter2@cache:6379/0":                 "redis://:xxxxx@cache:6379/0",
+		"/var/lib/anarchon.db":                          "/var/lib/anarchon.db",
+	} {
+		if got, _ := redactStore(in); got != want {
+			t.Errorf("redactStore(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestStatic(t *testing.T) {
+	s, _ := newScheduler(t, 0)
+	code, body := get(t, Handler(s, nil), "/static/htmx.min.js")
+	if code != 200 || !strings.Contains(body, "htmx") {
+		t.Errorf("htmx.min.js = %d (%d bytes)", code, len(body))
+	}
+	w := httptest.NewRecorder()
+	Handler(s, nil).ServeHTTP(w, loopback(httptest.NewRequest("GET", "/static/style.css", nil)))
+	if b, _ := io.ReadAll(w.Result().Body); w.Code != 200 || len(b) == 0 {
+		t.Errorf("style.css = %d", w.Code)
+	}
+}
+
+// Mounted under a prefix, the pages link, poll and return under it.
+func TestBasePath(t *testing.T) {
+	s, _ := newScheduler(t, 0)
+	h := http.StripPrefix("/ui", Handler(s, &Options{BasePath: "/ui/"}))
+	cookies, tok, body := form(t, h, "/ui/job/report")
+	for _, want := range []string{`href="/ui/leases"`, `src="/ui/static/htmx.min.js"`, `hx-get="/ui/job/report"`, `action="/ui/job/report/run"`, `name="back" value="/ui/job/report"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("page under /ui/ lacks %q", want)
+		}
+	}
+	w := post(h, "/ui/job/report/run", cookies, url.Values{"csrf": {tok}, "back": {"/ui/job/report"}}, nil)
+	if loc := w.Header().Get("Location"); loc != "/ui/job/report" {
+		t.Errorf("run now under /ui/ redirected to %q", loc)
+	}
+}

@@ -1,0 +1,101 @@
+package anarchonui
+
+import (
+	"context"
+	"os"
+	"time"
+)
+
+// Options configure the dashboard. A nil *Options, and each zero field,
+// means the default stated on the field.
+type Options struct {
+	// BasePath is the path the handler is mounted at, with a trailing
+	// slash, e.g. "/ui/"; the pages link to each other under it. Mount the
+	// handler with http.StripPrefix(strings.TrimSuffix(BasePath, "/"), h).
+	// Defaults to "/".
+	BasePath string
+	// ReadOnly hides every action and refuses every POST with 403.
+	// Defaults to false.
+	ReadOnly bool
+	// Auth says who may see the dashboard and act on it. See [Auth].
+	Auth Auth
+	// Actions are what the action buttons do. nil means run now through
+	// the scheduler ([DefaultActions]) and nothing else.
+	Actions *Actions
+	// Store describes the store on the pages, e.g. the daemon's store URL.
+	// A password in it (a URL's user information, or a password=… or
+	// pass=… setting) is replaced by "xxxxx", and the password is removed
+	// from every page, wherever else it appears (an error message, a job's
+	// output). Defaults to the backend's Name.
+	Store string
+	// Secrets are more strings that never appear on a page; each is
+	// replaced by "xxxxx". Defaults to none.
+	Secrets []string
+	// Refresh is how often the pages refresh their tables (htmx polling;
+	// without JavaScript, a meta refresh at five times this period). A
+	// negative Refresh turns refreshing off. Defaults to 2 s.
+	Refresh time.Duration
+	// PageSize is how many slots the job page shows at a time; older
+	// slots are a link away. Defaults to 100.
+	PageSize int
+	// CSRFKey signs the CSRF tokens. Replicas behind one load balancer
+	// that should accept each other's forms share a key. Defaults to 32
+	// random bytes drawn when the handler is created.
+	CSRFKey []byte
+	// Now is the local clock. Defaults to time.Now.
+	Now func() time.Time
+}
+
+// Auth configures authentication. The dashboard needs none for a request
+// that came in on a loopback connection (local and remote address both
+// loopback) unless Required is set; any other request must carry the
+// configured credentials, and is refused with 403 when none are
+// configured. Both reading and acting need them: run output and errors may
+// be sensitive.
+//
+// Behind a reverse proxy on the same host every request arrives on
+// loopback: set Required there.
+type Auth struct {
+	// Token, if set, is accepted as "Authorization: Bearer <token>", and as
+	// the password of HTTP basic authentication with any user name.
+	Token string
+	// User and Password, if Password is set, are accepted as HTTP basic
+	// authentication.
+	User, Password string
+	// Required makes loopback requests authenticate too.
+	Required bool
+}
+
+// configured reports whether any credentials are set.
+func (a Auth) configured() bool { return a.Token != "" || a.Password != "" }
+
+// AuthFromEnv reads credentials from the environment:
+// ANARCHON_UI_TOKEN (Auth.Token), ANARCHON_UI_USER and
+// ANARCHON_UI_PASSWORD (Auth.User and Auth.Password).
+func AuthFromEnv() Auth {
+	return Auth{
+		Token:    os.Getenv("ANARCHON_UI_TOKEN"),
+		User:     os.Getenv("ANARCHON_UI_USER"),
+		Password: os.Getenv("ANARCHON_UI_PASSWORD"),
+	}
+}
+
+// Actions are what the dashboard's buttons do. A nil func hides its button
+// and refuses its POST with 404, so a store without pause or trigger shows
+// neither. Each func returns when the action is accepted (a run started, a
+// pause stored); its error is shown on the page.
+type Actions struct {
+	// RunNow runs job once, now, on this instance.
+	RunNow func(ctx context.Context, job string) error
+	// Trigger asks the cluster to run job once; requests with the same key
+	// run it once however often they are sent (the dashboard draws a key
+	// per rendered button, so a double click runs once).
+	Trigger func(ctx context.Context, job, key string) error
+	// Pause pauses job cluster-wide; reason names who asked and why.
+	Pause func(ctx context.Context, job, reason string) error
+	// Resume resumes a paused job.
+	Resume func(ctx context.Context, job string) error
+	// Paused reports whether job is paused, with a note to show (who, when,
+	// why). nil: the jobs page has no paused column.
+	Paused func(ctx context.Context, job string) (paused bool, note string, err error)
+}

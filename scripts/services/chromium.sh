@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Find (or install) a headless Chromium for anarchon's browser tests.
+#
+#   bash scripts/services/chromium.sh <workdir>
+#
+# Installs Debian's chromium-headless-shell package when no headless shell
+# is found, and prints the one line to export:
+#
+#   ANARCHON_TEST_CHROME=/path/to/chromium-headless-shell
+#
+# Nothing is started: the tests start their own browser. <workdir> is
+# accepted for the same calling convention as the other service scripts.
+# Everything else goes to stderr.
+set -euo pipefail
+
+workdir=${1:?usage: chromium.sh <workdir>}
+mkdir -p "$workdir"
+
+log() { echo "chromium.sh: $*" >&2; }
+
+find_chrome() {
+	for c in chromium-headless-shell chrome-headless-shell; do
+		command -v "$c" 2>/dev/null && return
+	done
+	for p in /usr/lib/chromium/chromium-headless-shell /usr/lib/chromium/chrome-headless-shell /usr/lib/chromium/headless_shell; do
+		[ -x "$p" ] && { echo "$p"; return; }
+	done
+	true
+}
+
+chrome=$(find_chrome)
+if [ -z "$chrome" ]; then
+	log "installing chromium-headless-shell"
+	export DEBIAN_FRONTEND=noninteractive
+	if ! apt-get install -y --no-install-recommends chromium-headless-shell >&2; then
+		apt-get update >&2
+		apt-get install -y --no-install-recommends chromium-headless-shell >&2
+	fi
+	chrome=$(find_chrome)
+fi
+[ -n "$chrome" ] || { log "chromium-headless-shell not found after install"; exit 1; }
+log "using $chrome ($("$chrome" --version 2>/dev/null || echo 'version unknown'))"
+echo "ANARCHON_TEST_CHROME=$chrome"
