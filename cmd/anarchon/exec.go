@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/anarchon/anarchon"
@@ -33,7 +32,7 @@ type executor struct {
 	wg       sync.WaitGroup
 
 	mu     sync.Mutex
-	groups map[int]struct{} // process groups of running commands
+	groups map[int]*os.Process // running commands by process ID, each the leader of its group
 }
 
 // handler returns the anarchon.Handler that runs j's command once per slot.
@@ -69,7 +68,7 @@ func (e *executor) handler(j *jobSpec) anarchon.Handler {
 			cmd.Stdin = strings.NewReader(j.Stdin)
 		}
 		cmd.Stdout, cmd.Stderr = stdout, stderr
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		setProcAttrs(cmd)
 		// Background children that keep the pipes open must not hold the
 		// run forever once the command itself has exited.
 		cmd.WaitDelay = e.grace + time.Second
@@ -83,12 +82,13 @@ func (e *executor) handler(j *jobSpec) anarchon.Handler {
 			}
 			return fmt.Errorf("start %s: %w", j.Argv[0], err)
 		}
-		pgid := cmd.Process.Pid
+		proc := cmd.Process
+		pgid := proc.Pid
 		e.mu.Lock()
 		if e.groups == nil {
-			e.groups = make(map[int]struct{})
+			e.groups = make(map[int]*os.Process)
 		}
-		e.groups[pgid] = struct{}{}
+		e.groups[pgid] = proc
 		e.mu.Unlock()
 		defer func() {
 			e.mu.Lock()
@@ -104,13 +104,13 @@ func (e *executor) handler(j *jobSpec) anarchon.Handler {
 		case <-ctx.Done():
 			cause := context.Cause(ctx)
 			log.Warn("stopping command", slog.Any("cause", cause), slog.Duration("grace", e.grace))
-			_ = syscall.Kill(-pgid, syscall.SIGTERM)
+			terminateGroup(proc)
 			t := time.NewTimer(e.grace)
 			select {
 			case err = <-done:
 			case <-t.C:
 				log.Warn("killing command: it outlived the grace period")
-				_ = syscall.Kill(-pgid, syscall.SIGKILL)
+				killGroup(proc)
 				err = <-done
 			}
 			t.Stop()
@@ -136,13 +136,13 @@ func (e *executor) handler(j *jobSpec) anarchon.Handler {
 	}
 }
 
-// killAll sends SIGKILL to the process group of every running command, for
-// an exit that cannot wait.
+// killAll kills the process group of every running command (on Windows the
+// command alone), for an exit that cannot wait.
 func (e *executor) killAll() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for pgid := range e.groups {
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	for _, proc := range e.groups {
+		killGroup(proc)
 	}
 }
 
