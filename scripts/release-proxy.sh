@@ -15,6 +15,9 @@
 # the real cache's download directory first, so a warm machine needs no
 # network.
 #
+# With RELEASE_PROXY_DIR=DIR the proxy is written to DIR and kept, for a
+# go mod tidy of a sub-module outside the workspace (RELEASING.md).
+#
 # Usage: bash scripts/release-proxy.sh [VERSION]   (default: the version the
 # modules require each other at, from cmd/anarchon/go.mod)
 set -euo pipefail
@@ -34,12 +37,13 @@ start=$SECONDS
 
 echo "== module proxy of the working tree at $version"
 (cd tools && go build -o "$work/modproxy" ./cmd/modproxy)
-"$work/modproxy" -version "$version" -out "$work/proxy" "${published[@]}"
+proxy=${RELEASE_PROXY_DIR:-$work/proxy}
+"$work/modproxy" -version "$version" -out "$proxy" "${published[@]}"
 
 cache=$(go env GOMODCACHE)
 # -trimpath keeps the build cache valid across the temporary module caches.
 export GOWORK=off GOFLAGS="-mod=mod -trimpath" GOTOOLCHAIN=${GOTOOLCHAIN_RELEASE:-local}
-export GOPROXY="file://$work/proxy,file://$cache/cache/download,https://proxy.golang.org"
+export GOPROXY="file://$proxy,file://$cache/cache/download,https://proxy.golang.org"
 # GOPRIVATE and GONOPROXY stay empty: either would send the anarchon
 # modules around the file proxy.
 export GONOSUMDB=github.com/anarchon/anarchon GOPRIVATE= GONOPROXY=

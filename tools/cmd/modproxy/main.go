@@ -14,7 +14,10 @@
 // Each module's zip holds the files git tracks in its directory, as they
 // are in the working tree, plus untracked files git does not ignore (what
 // a commit of the tree would publish), without the files of nested
-// modules. It refuses a module whose go.mod has a replace directive or
+// modules. A module without a LICENSE file of its own gets the one at the
+// root of the git repository, as the go command does when it zips a
+// module in a subdirectory of a repository; a module that would have no
+// license is an error. It refuses a module whose go.mod has a replace directive or
 // requires another of the given modules at a version other than -version:
 // published, such a go.mod could not be installed with go install
 // pkg@version, or would pull in another release of its sibling.
@@ -205,6 +208,20 @@ func (m *mod) files() ([]modzip.File, error) {
 			continue
 		}
 		files = append(files, file{slash: name, full: full, info: fi})
+	}
+	if !seen["LICENSE"] {
+		cmd := exec.Command("git", "rev-parse", "--show-toplevel")
+		cmd.Dir = m.dir
+		top, err := cmd.Output()
+		if err != nil {
+			return nil, fmt.Errorf("git rev-parse: %w", err)
+		}
+		full := filepath.Join(strings.TrimSpace(string(top)), "LICENSE")
+		fi, err := os.Lstat(full)
+		if err != nil {
+			return nil, fmt.Errorf("no LICENSE in the module or at the repository root: %w", err)
+		}
+		files = append(files, file{slash: "LICENSE", full: full, info: fi})
 	}
 	return files, nil
 }
