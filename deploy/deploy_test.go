@@ -100,7 +100,7 @@ func TestKubernetes(t *testing.T) {
 	stop := flagDuration(t, c.Args, "stop-timeout")
 	kill := flagDuration(t, c.Args, "kill-grace")
 	if pod.TerminationGracePeriodSeconds == nil || time.Duration(*pod.TerminationGracePeriodSeconds)*time.Second <= stop+kill {
-		t.Errorf("terminationGracePeriodSeconds %v is not longer than --stop-timeout %v + --kill-grace %v", pod.TerminationGracePeriodSeconds, stop, kill)
+		t.Errorf("terminationGracePeriodSeconds (%s) is not longer than --stop-timeout %v + --kill-grace %v", fmtSeconds(pod.TerminationGracePeriodSeconds), stop, kill)
 	}
 	for probe, path := range map[*corev1.Probe]string{c.LivenessProbe: "/healthz", c.ReadinessProbe: "/readyz"} {
 		if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Path != path || probe.HTTPGet.Port.String() != "http" {
@@ -136,6 +136,13 @@ func TestKubernetes(t *testing.T) {
 			t.Errorf("label %s=%s: the selectors of the Deployment, its pods and the PodDisruptionBudget differ", k, v)
 		}
 	}
+}
+
+func fmtSeconds(s *int64) string {
+	if s == nil {
+		return "unset"
+	}
+	return (time.Duration(*s) * time.Second).String()
 }
 
 func containsArg(args []string, a string) bool {
