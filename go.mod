@@ -1,3 +1,5 @@
 module github.com/anarchon/anarchon
 
 go 1.25
+
+toolchain go1.26.11

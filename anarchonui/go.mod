@@ -2,6 +2,6 @@ module github.com/anarchon/anarchon/anarchonui
 
 go 1.25
 
-require github.com/anarchon/anarchon v0.0.0-00010101000000-000000000000
+toolchain go1.26.11
 
-replace github.com/anarchon/anarchon => ../
+require github.com/anarchon/anarchon v0.1.0

@@ -1,18 +1,18 @@
 module github.com/anarchon/anarchon/natsbackend
 
-go 1.25.0
+go 1.26.0
+
+toolchain go1.26.11
 
 require (
-	github.com/anarchon/anarchon v0.0.0-00010101000000-000000000000
-	github.com/nats-io/nats.go v1.53.1
+	github.com/anarchon/anarchon v0.1.0
+	github.com/nats-io/nats.go v1.55.0
 )
 
 require (
-	github.com/klauspost/compress v1.18.5 // indirect
-	github.com/nats-io/nkeys v0.4.15 // indirect
+	github.com/klauspost/compress v1.20.4 // indirect
+	github.com/nats-io/nkeys v0.4.17 // indirect
 	github.com/nats-io/nuid v1.0.1 // indirect
-	golang.org/x/crypto v0.49.0 // indirect
-	golang.org/x/sys v0.42.0 // indirect
+	golang.org/x/crypto v0.59.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
 )
-
-replace github.com/anarchon/anarchon => ../

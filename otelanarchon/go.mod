@@ -2,8 +2,10 @@ module github.com/anarchon/anarchon/otelanarchon
 
 go 1.26.0
 
+toolchain go1.26.11
+
 require (
-	github.com/anarchon/anarchon v0.0.0-00010101000000-000000000000
+	github.com/anarchon/anarchon v0.1.0
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/metric v1.47.0
 	go.opentelemetry.io/otel/sdk v1.47.0
@@ -20,5 +22,3 @@ require (
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 )
-
-replace github.com/anarchon/anarchon => ../

@@ -1,19 +1,18 @@
 module github.com/anarchon/anarchon/pgbackend
 
-go 1.25
+go 1.26.0
+
+toolchain go1.26.11
 
 require (
-	github.com/anarchon/anarchon v0.0.0-00010101000000-000000000000
-	github.com/jackc/pgx/v5 v5.7.5
+	github.com/anarchon/anarchon v0.1.0
+	github.com/jackc/pgx/v5 v5.13.0
 )
 
 require (
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
-	github.com/jackc/puddle/v2 v2.2.2 // indirect
-	golang.org/x/crypto v0.37.0 // indirect
-	golang.org/x/sync v0.13.0 // indirect
-	golang.org/x/text v0.24.0 // indirect
+	github.com/jackc/puddle/v2 v2.2.4 // indirect
+	golang.org/x/sync v0.25.0 // indirect
+	golang.org/x/text v0.44.0 // indirect
 )
-
-replace github.com/anarchon/anarchon => ../

@@ -43,7 +43,10 @@ func exitCode(errText string) int {
 }
 
 // buildVersion is set at link time with -ldflags "-X main.buildVersion=v1.2.3";
-// otherwise the module version from the build info is shown.
+// otherwise the module version from the build info is shown: the release
+// for go install …/cmd/anarchon@v1.2.3, "(devel)" for a build in the tree.
+// anarchon --version prints it, and the version command adds the Go
+// release and platform.
 var buildVersion = ""
 
 func version() string {
@@ -209,7 +212,9 @@ Before running a job for a scheduled time, each replica claims that run in a
 shared store (SQLite by default, PostgreSQL, Redis, NATS), and exactly one wins.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
+		Version:       version(),
 	}
+	root.SetVersionTemplate("anarchon {{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	pf := root.PersistentFlags()

@@ -221,3 +221,12 @@ func TestBadFlags(t *testing.T) {
 		t.Errorf("version: %d %q", code, out)
 	}
 }
+
+// TestVersionFlag checks that --version prints the version the version
+// command shows, as the release check (scripts/release-proxy.sh) reads it.
+func TestVersionFlag(t *testing.T) {
+	code, out, errOut := cli(t, "--version")
+	if want := "anarchon " + version() + "\n"; code != 0 || out != want {
+		t.Errorf("--version: exit %d, stdout %q, stderr %q; want %q", code, out, errOut, want)
+	}
+}

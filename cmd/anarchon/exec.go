@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/anarchon/anarchon"
@@ -36,8 +35,8 @@ type executor struct {
 	out     outputOptions
 	running func(job string, delta float64) // the running-commands gauge, if any
 	mu      sync.Mutex
-	groups  map[int]struct{}  // process groups of running commands
-	outputs map[string]string // output tails of runs that ended, until the outcome log takes them
+	groups  map[int]*os.Process // running commands by process ID, each the leader of its group
+	outputs map[string]string   // output tails of runs that ended, until the outcome log takes them
 }
 
 // runKey identifies one run for the output handed to the outcome log.
@@ -116,8 +115,8 @@ func (e *executor) handler(j *jobSpec) anarchon.Handler {
 			cmd.Stdin = strings.NewReader(j.Stdin)
 		}
 		cmd.Stdout, cmd.Stderr = stdout, stderr
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		runAs(cmd, j) // system crontabs: the line's user (runas_unix.go)
+		setProcAttrs(cmd) // a process group of its own where the platform has them (exec_unix.go)
+		runAs(cmd, j)     // system crontabs: the line's user (runas_unix.go)
 		// Background children that keep the pipes open must not hold the
 		// run forever once the command itself has exited.
 		cmd.WaitDelay = e.grace + time.Second
@@ -131,7 +130,8 @@ func (e *executor) handler(j *jobSpec) anarchon.Handler {
 			}
 			return fmt.Errorf("start %s: %w", j.Argv[0], err)
 		}
-		pgid := cmd.Process.Pid
+		proc := cmd.Process
+		pgid := proc.Pid
 		defer childDone(pgid) // every return below comes after cmd.Wait
 		if e.running != nil {
 			e.running(run.Job, 1)
@@ -139,9 +139,9 @@ func (e *executor) handler(j *jobSpec) anarchon.Handler {
 		}
 		e.mu.Lock()
 		if e.groups == nil {
-			e.groups = make(map[int]struct{})
+			e.groups = make(map[int]*os.Process)
 		}
-		e.groups[pgid] = struct{}{}
+		e.groups[pgid] = proc
 		e.mu.Unlock()
 		defer func() {
 			e.mu.Lock()
@@ -157,13 +157,13 @@ func (e *executor) handler(j *jobSpec) anarchon.Handler {
 		case <-ctx.Done():
 			cause := context.Cause(ctx)
 			log.Warn("stopping command", slog.Any("cause", cause), slog.Duration("grace", e.grace))
-			_ = syscall.Kill(-pgid, syscall.SIGTERM)
+			terminateGroup(proc)
 			t := time.NewTimer(e.grace)
 			select {
 			case err = <-done:
 			case <-t.C:
 				log.Warn("killing command: it outlived the grace period")
-				_ = syscall.Kill(-pgid, syscall.SIGKILL)
+				killGroup(proc)
 				err = <-done
 			}
 			t.Stop()
@@ -189,13 +189,13 @@ func (e *executor) handler(j *jobSpec) anarchon.Handler {
 	}
 }
 
-// killAll sends SIGKILL to the process group of every running command, for
-// an exit that cannot wait.
+// killAll kills the process group of every running command (on Windows the
+// command alone), for an exit that cannot wait.
 func (e *executor) killAll() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for pgid := range e.groups {
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	for _, proc := range e.groups {
+		killGroup(proc)
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -92,7 +91,9 @@ func replicasDisagree(t *testing.T, store string) {
 		data, _ := os.ReadFile(pids)
 		for _, f := range strings.Fields(string(data)) {
 			if pid, err := strconv.Atoi(f); err == nil {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
+				if p, err := os.FindProcess(pid); err == nil {
+					_ = p.Kill()
+				}
 			}
 		}
 	})

@@ -1,0 +1,21 @@
+//go:build unix
+
+package main
+
+import (
+	"os"
+	"os/exec"
+	"syscall"
+)
+
+// setProcAttrs starts cmd in a process group of its own, whose ID is the
+// child's PID, so that stopping a run reaches the shell's children too.
+func setProcAttrs(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+}
+
+// terminateGroup sends SIGTERM to the process group that p leads.
+func terminateGroup(p *os.Process) { _ = syscall.Kill(-p.Pid, syscall.SIGTERM) }
+
+// killGroup sends SIGKILL to the process group that p leads.
+func killGroup(p *os.Process) { _ = syscall.Kill(-p.Pid, syscall.SIGKILL) }
