@@ -2,6 +2,7 @@ package anarchon
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -143,6 +144,10 @@ func (h host) Settled(ctx context.Context, a *attempt, st runner.Status) {
 }
 
 func (h host) StoreError(ctx context.Context, op string, a *attempt, err error) {
+	if a != nil && op == "Claim" && errors.Is(err, ErrEarly) {
+		h.s.claimedEarly(ctx, a.Name, a.SlotTime(), err)
+		return
+	}
 	if a == nil {
 		h.s.storeError(ctx, op, "", time.Time{}, err)
 		return

@@ -103,6 +103,7 @@ type Scheduler struct {
 	clock    Clock
 	log      *slog.Logger
 	offset   atomic.Int64 // store clock minus local clock, ns
+	syncMu   sync.Mutex   // held while the offset is measured
 
 	mu     sync.Mutex
 	jobs   map[string]*job
@@ -560,7 +561,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	s.mu.Unlock()
 
 	if s.sclock != nil {
-		s.syncClock(ctx)
+		s.syncClock(ctx, "sync")
 		s.bg.Add(1)
 		go func() { defer s.bg.Done(); s.clockLoop(s.loopCtx) }()
 	}

@@ -194,7 +194,7 @@ func testClaimRace(t *testing.T, h Harness) {
 			b := s.b(g)
 			<-start
 			for r := range h.Rounds {
-				in := input(job, slot0+int64(r)*1000, tokens[g][r], fmt.Sprintf("racer-%d", g))
+				in := input(job, slot0-int64(r)*1000, tokens[g][r], fmt.Sprintf("racer-%d", g))
 				ok, err := b.Claim(s.ctx, in)
 				if err != nil {
 					if errs.Add(1) <= 5 {

@@ -47,7 +47,7 @@ func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.Cla
 		[]string{k.run, k.claims, k.hist, k.active},
 		slotArg(c.Slot), c.Token, c.InstanceID,
 		c.Lease.Milliseconds(), c.MaxLate.Milliseconds(), overlap, max(c.MaxAttempts, 1),
-		b.channel, c.Job)
+		b.channel, c.Job, anarchon.EarlyTolerance.Milliseconds())
 	if err != nil {
 		return anarchon.ClaimOutcome{}, b.wrap(fmt.Sprintf("lease claim %q slot %d", c.Job, c.Slot), err)
 	}
@@ -60,6 +60,10 @@ func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.Cla
 	holder, _ := arr[2].(string)
 	lu, _ := arr[3].(string)
 	status, _ := arr[4].(string)
+	if kind == -1 { // never early: lu holds the server's now
+		ms, _ := strconv.ParseInt(lu, 10, 64)
+		return anarchon.ClaimOutcome{}, &anarchon.EarlyError{Job: c.Job, Slot: c.Slot, StoreNow: ms}
+	}
 	out := anarchon.ClaimOutcome{Kind: anarchon.OutcomeKind(kind), Attempt: int(att), Holder: holder}
 	switch out.Kind {
 	case anarchon.OutcomeWon, anarchon.OutcomeRunning:

@@ -82,6 +82,8 @@ func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.Cla
 			case hasWM && c.Slot <= wm:
 				out.Kind = anarchon.OutcomeDone
 				return nil
+			case anarchon.TooEarly(c.Slot, now): // never early
+				return &anarchon.EarlyError{Job: c.Job, Slot: c.Slot, StoreNow: now}
 			case c.MaxLate > 0 && now > c.Slot+c.MaxLate.Milliseconds():
 				out.Kind = anarchon.OutcomeLate
 				return b.insertRun(ctx, tx, c, anarchon.RunStateMissed, anarchon.StatusMissed, nil, now)
@@ -186,6 +188,8 @@ func (b *SQLBackend) claimRoutine(ctx context.Context, c anarchon.RunClaim, leas
 		out.Kind = anarchon.OutcomeNone
 	case "late":
 		out.Kind = anarchon.OutcomeLate
+	case "early": // never early: o_until holds the server's now
+		return anarchon.ClaimOutcome{}, &anarchon.EarlyError{Job: c.Job, Slot: c.Slot, StoreNow: until}
 	default:
 		out.Kind = anarchon.OutcomeDone
 	}
