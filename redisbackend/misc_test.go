@@ -187,7 +187,7 @@ func TestWatch(t *testing.T) {
 	direct := newBackend(t, addr, prefix, nil)
 	p := startCutProxy(t, addr)
 	watched := cutBackend(t, p, prefix)
-	slot := time.Now().Truncate(time.Minute).UnixMilli()
+	slot := time.Now().Truncate(time.Minute).Add(-time.Hour).UnixMilli()
 
 	ch, err := watched.WatchRuns(t.Context())
 	if err != nil {
@@ -247,7 +247,7 @@ func TestWatch(t *testing.T) {
 func TestJobNamesDistinct(t *testing.T) {
 	addr := redisAddr(t)
 	b := newBackend(t, addr, freshPrefix(t, addr), nil)
-	slot := time.Now().Truncate(time.Minute).UnixMilli()
+	slot := time.Now().Truncate(time.Minute).Add(-time.Hour).UnixMilli()
 	for _, job := range []string{"a}", "a%7D", "a%257D", "{a}", "a", "a}:run", "a:run"} {
 		if ok, err := b.Claim(t.Context(), anarchon.ClaimInput{Job: job, Slot: slot, Token: randToken(), InstanceID: "x"}); err != nil || !ok {
 			t.Errorf("job %q: first claim of the slot: %v, %v; want true", job, ok, err)
@@ -263,7 +263,7 @@ func TestHistoryLimitWithinSlot(t *testing.T) {
 	b := newBackend(t, addr, freshPrefix(t, addr), nil)
 	rs := b.Runs()
 	ctx := t.Context()
-	slot := time.Now().Truncate(time.Minute).UnixMilli()
+	slot := time.Now().Truncate(time.Minute).Add(-time.Hour).UnixMilli()
 	var toks []string
 	for i := range 3 {
 		tok := randToken()
@@ -307,7 +307,7 @@ func TestTTLTrimClaimOnly(t *testing.T) {
 	b := newBackend(t, addr, freshPrefix(t, addr), nil)
 	ctx := t.Context()
 	const ttl = time.Second
-	slot := time.Now().Truncate(time.Minute).UnixMilli() - 60000 // older than the TTL by slot
+	slot := time.Now().Truncate(time.Minute).Add(-time.Hour).UnixMilli() - 60000 // older than the TTL by slot
 	old, young, saved := randToken(), randToken(), randToken()
 	claim := func(s int64, tok string) {
 		t.Helper()
@@ -346,7 +346,7 @@ func TestFinishResult(t *testing.T) {
 	rs := b.Runs()
 	rf := rs.(anarchon.ResultFinisher)
 	ctx := t.Context()
-	slot := time.Now().Truncate(time.Minute).UnixMilli()
+	slot := time.Now().Truncate(time.Minute).Add(-time.Hour).UnixMilli()
 	a, c := randToken(), randToken()
 	claim := func(tok, inst string) anarchon.ClaimOutcome {
 		t.Helper()
@@ -404,7 +404,7 @@ func TestPlainClaimsBeforeTheirResult(t *testing.T) {
 	addr := redisAddr(t)
 	b := newBackend(t, addr, freshPrefix(t, addr), nil)
 	ctx := t.Context()
-	slot0 := time.Now().Truncate(time.Minute).UnixMilli() - 3600_000
+	slot0 := time.Now().Truncate(time.Minute).Add(-time.Hour).UnixMilli() - 3600_000
 	slot := func(i int) int64 { return slot0 + int64(i)*1000 }
 	toks := map[int]string{}
 	claim := func(i int) {
