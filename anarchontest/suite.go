@@ -143,6 +143,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Names", func(t *testing.T) { testNames(t, h, hasLeases) })
 	t.Run("Errors", func(t *testing.T) { testErrors(t, h) })
 	t.Run("Early", func(t *testing.T) { testEarly(t, h, hasLeases) })
+	t.Run("Bytes", func(t *testing.T) { testBytes(t, h, hasLeases) })
 	t.Run("Watch", func(t *testing.T) { testWatch(t, h) })
 	t.Run("ServerClock", func(t *testing.T) { testServerClock(t, h) })
 	t.Run("Registry", func(t *testing.T) { testRegistry(t, h) })

@@ -344,7 +344,7 @@ func (s *RunStore) FinishResult(ctx context.Context, in anarchon.SaveResultInput
 	}
 	if b.rt.FinishResult != "" {
 		ok, err := b.routineBool(ctx, b.rt.FinishResult, job, r.Slot, r.Token, r.InstanceID, int64(sr.r.Attempt),
-			string(sr.r.Status), msOrNil(r.StartedAt), msOrNil(r.FinishedAt), r.Error, r.Output, sr.size, sr.ttlMs)
+			string(sr.r.Status), msOrNil(r.StartedAt), msOrNil(r.FinishedAt), anarchon.EscapeText(r.Error), anarchon.EscapeText(r.Output), sr.size, sr.ttlMs)
 		if err != nil {
 			return false, b.errorf(op, err)
 		}
