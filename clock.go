@@ -2,6 +2,7 @@ package anarchon
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 )
@@ -31,22 +32,33 @@ func (c OffsetClock) Now() time.Time { return time.Now().Add(c.Offset) }
 // measureOffset estimates store clock minus local clock the NTP way: the
 // server's reading is taken to be from the middle of the round trip. Of a few
 // samples it keeps the one with the shortest round trip, whose midpoint guess
-// is the tightest.
+// is the tightest. Round trips are timed with the runtime's monotonic
+// clock, and a sample during which the local clock stepped (its reading
+// moved more than StepThreshold against the monotonic clock) is dropped:
+// a step in the middle of a sample would make its offset wrong by the
+// step.
 func (s *Scheduler) measureOffset(ctx context.Context) (time.Duration, error) {
 	const samples = 3
 	best, bestRTT := time.Duration(0), time.Duration(-1)
 	for range samples {
-		t0 := s.clock.Now()
+		m0 := time.Now()
+		t0 := s.clock.Now().Round(0)
 		st, err := s.sclock.ServerTime(ctx)
-		t1 := s.clock.Now()
+		t1 := s.clock.Now().Round(0)
+		rtt := time.Since(m0)
 		if err != nil {
 			return 0, err
 		}
-		rtt := t1.Sub(t0)
+		if abs(t1.Sub(t0)-rtt) > StepThreshold {
+			continue // the local clock stepped during the sample
+		}
 		if bestRTT < 0 || rtt < bestRTT {
 			bestRTT = rtt
 			best = st.Sub(t0.Add(rtt / 2))
 		}
+	}
+	if bestRTT < 0 {
+		return 0, errors.New("anarchon: the local clock stepped during every sample of the store's clock")
 	}
 	// The reading could come from anywhere in the round trip: take the
 	// lowest offset it allows, so that a wait by the store's time never
