@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strconv"
 	"strings"
@@ -44,7 +45,26 @@ type Options struct {
 	// reply to the pipeline that carries the WAIT. Defaults to
 	// DefaultReplicaTimeout (1 s).
 	ReplicaTimeout time.Duration
+	// AllowEviction lets Init accept a server whose maxmemory-policy may
+	// evict keys (allkeys-* or volatile-*): an evicted claim is a slot
+	// that runs twice, so Init refuses such a server with
+	// ErrEvictionPolicy unless this is set, and then logs a warning.
+	// Defaults to false.
+	AllowEviction bool
+	// LossHold is how long claims fail closed (ErrDataLost) after the
+	// backend found that the server lost its data (see the package doc,
+	// "Stores that forget"): long enough for the holders of runs claimed
+	// before the loss to see their heartbeats fail and stop. Defaults to
+	// DefaultLossHold (30 s).
+	LossHold time.Duration
+	// Logger receives the backend's warnings (eviction allowed,
+	// persistence off) and its errors (data lost). Defaults to
+	// slog.Default().
+	Logger *slog.Logger
 }
+
+// DefaultLossHold is the default Options.LossHold.
+const DefaultLossHold = 30 * time.Second
 
 // Backend is the Redis store of anarchon. It implements [anarchon.Backend],
 // [anarchon.LeaseBackend] (its [Backend.Runs] is a [*RunStore]),
@@ -62,6 +82,10 @@ type Backend struct {
 	closed atomic.Bool
 	mu     sync.Mutex
 	subs   map[*redis.PubSub]struct{}
+
+	allowEviction bool
+	log           *slog.Logger
+	epoch         epochGuard // the data-loss sentinel (durability.go)
 }
 
 var (
@@ -126,7 +150,20 @@ func New(client redis.UniversalClient, opts *Options) (*Backend, error) {
 		replicas: o.Replicas,
 		waitFor:  o.ReplicaTimeout,
 		subs:     make(map[*redis.PubSub]struct{}),
+
+		allowEviction: o.AllowEviction,
+		log:           o.Logger,
 	}
+	if b.log == nil {
+		b.log = slog.Default()
+	}
+	if o.LossHold < 0 {
+		return nil, fmt.Errorf("%w: negative LossHold", ErrInvalidInput)
+	}
+	if o.LossHold == 0 {
+		o.LossHold = DefaultLossHold
+	}
+	b.epoch.hold = o.LossHold
 	b.runs = &RunStore{b: b}
 	return b, nil
 }
@@ -213,7 +250,10 @@ func (b *Backend) Init(ctx context.Context) error {
 			return b.wrap("init: script load", err)
 		}
 	}
-	return nil
+	if err := b.checkDurability(ctx); err != nil {
+		return err
+	}
+	return b.epoch.init(ctx, b)
 }
 
 func infoField(info, name string) (string, bool) {

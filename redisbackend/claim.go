@@ -34,6 +34,9 @@ func (b *Backend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, erro
 	if err := b.checkRun(in.Job, in.Slot, in.Token); err != nil {
 		return false, err
 	}
+	if err := b.epoch.check(ctx, b); err != nil {
+		return false, err
+	}
 	res, err := b.runWrite(ctx, scriptClaim,
 		[]string{b.tag(in.Job) + ":run"},
 		slotArg(in.Slot), in.Token, in.InstanceID, anarchon.EarlyTolerance.Milliseconds())

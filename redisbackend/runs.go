@@ -38,6 +38,9 @@ func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.Cla
 	if c.MaxLate < 0 {
 		return anarchon.ClaimOutcome{}, fmt.Errorf("%w: job %q: negative MaxLate", ErrInvalidInput, c.Job)
 	}
+	if err := b.epoch.check(ctx, b); err != nil {
+		return anarchon.ClaimOutcome{}, err
+	}
 	overlap := "0"
 	if c.AllowOverlap {
 		overlap = "1"
