@@ -68,6 +68,11 @@ func (b *SQLBackend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, e
 	if err := checkClaim(in); err != nil {
 		return false, b.errorf("claim", err)
 	}
+	if g := b.cfg.Guard; g != nil {
+		if err := g(ctx); err != nil {
+			return false, err
+		}
+	}
 	rows, err := b.all(ctx, b.cfg.Conn, b.q.plainClaim,
 		in.Job, in.Slot, in.Token, in.InstanceID, in.Job, in.Slot, in.Slot, anarchon.EarlyTolerance.Milliseconds())
 	if err != nil {

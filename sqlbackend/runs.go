@@ -50,6 +50,11 @@ func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.Cla
 	if err := checkClaim(c.ClaimInput); err != nil {
 		return anarchon.ClaimOutcome{}, b.errorf("lease claim", err)
 	}
+	if g := b.cfg.Guard; g != nil {
+		if err := g(ctx); err != nil {
+			return anarchon.ClaimOutcome{}, err
+		}
+	}
 	if c.Lease <= 0 {
 		return anarchon.ClaimOutcome{}, b.errorf("lease claim", invalid("lease %v is not positive", c.Lease))
 	}
