@@ -120,8 +120,8 @@ func secrets(raw string) []string {
 		add(info)
 		if _, pw, has := strings.Cut(info, ":"); has {
 			add(pw)
-			for i := range len(pw) { // a parser may end it at any '@'
-				if pw[i] == '@' {
+			for i := range len(pw) { // a parser may end it at any '@', or take '/', '?' or '#' for the end of the host
+				if strings.IndexByte("@/?#", pw[i]) >= 0 {
 					add(pw[:i])
 				}
 			}
