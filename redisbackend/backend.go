@@ -32,8 +32,9 @@ const MaxSlot = 1 << 53
 type Options struct {
 	// Prefix starts every key and the pub/sub channel the backend uses, so
 	// that several schedulers (or tests) can share one Redis. It must not
-	// contain '{' or '}' (they would break the cluster hash tag). Defaults to
-	// DefaultPrefix ("anarchon").
+	// contain '{' or '}' (they would break the cluster hash tag) nor ':'
+	// (which ends the prefix in every key, so that prefixes differing by a
+	// ':' cannot share keys). Defaults to DefaultPrefix ("anarchon").
 	Prefix string
 	// Replicas, when > 0, makes every winning claim (plain and lease) wait
 	// with WAIT until this many replicas have acknowledged it. A claim that
@@ -120,8 +121,11 @@ func New(client redis.UniversalClient, opts *Options) (*Backend, error) {
 	if o.Prefix == "" {
 		o.Prefix = DefaultPrefix
 	}
-	if strings.ContainsAny(o.Prefix, "{}") {
-		return nil, fmt.Errorf("%w: prefix %q contains '{' or '}'", ErrInvalidInput, o.Prefix)
+	if strings.ContainsAny(o.Prefix, "{}:") {
+		// ':' ends the prefix in every key ("{<prefix>:<job>}:run"): with
+		// it inside, prefix "a" and job "b:c" would share the keys of
+		// prefix "a:b" and job "c".
+		return nil, fmt.Errorf("%w: prefix %q contains '{', '}' or ':'", ErrInvalidInput, o.Prefix)
 	}
 	if o.Replicas < 0 || o.ReplicaTimeout < 0 {
 		return nil, fmt.Errorf("%w: negative Replicas or ReplicaTimeout", ErrInvalidInput)

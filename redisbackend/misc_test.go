@@ -24,7 +24,8 @@ func TestInvalidInput(t *testing.T) {
 	}
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	defer c.Close()
-	for _, o := range []redisbackend.Options{{Prefix: "a{b"}, {Prefix: "a}"}, {Replicas: -1}, {ReplicaTimeout: -time.Second}} {
+	// "a:b" would share keys with prefix "a" and a job named "b:…".
+	for _, o := range []redisbackend.Options{{Prefix: "a{b"}, {Prefix: "a}"}, {Prefix: "a:b"}, {Replicas: -1}, {ReplicaTimeout: -time.Second}, {LossHold: -time.Second}} {
 		if _, err := redisbackend.New(c, &o); !errors.Is(err, redisbackend.ErrInvalidInput) {
 			t.Errorf("New(%+v): %v, want ErrInvalidInput", o, err)
 		}
