@@ -188,6 +188,16 @@ func (e *executor) handler(j *jobSpec) anarchon.Handler {
 		stdout.flush()
 		stderr.flush()
 		e.keepOutput(run, tail.String())
+		if errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState != nil {
+			// The command exited and left a background process ("(cmd &)")
+			// holding its output open: its own exit status is the run's;
+			// what that process prints later is not captured.
+			log.Warn("the command exited, but a process it left in the background kept its output open; later output is not captured")
+			err = nil
+			if !cmd.ProcessState.Success() {
+				err = errors.New(cmd.ProcessState.String()) // "exit status N"
+			}
+		}
 		if err != nil {
 			var ee *exec.ExitError
 			if errors.As(err, &ee) {
