@@ -17,11 +17,8 @@ import (
 // virtual machine does: its wall time jumps, the runtime's timers do not.
 type stepClock struct{ off atomic.Int64 }
 
-func (c *stepClock) Now() time.Time           { return time.Now().Round(0).Add(time.Duration(c.off.Load())) }
-func (c *stepClock) step(d time.Duration)     { c.off.Add(int64(d)) }
-func (c *stepClock) offset() time.Duration    { return time.Duration(c.off.Load()) }
-func (c *stepClock) String() string           { return fmt.Sprint(c.offset()) }
-func (c *stepClock) set(d time.Duration) bool { c.off.Store(int64(d)); return true }
+func (c *stepClock) Now() time.Time       { return time.Now().Round(0).Add(time.Duration(c.off.Load())) }
+func (c *stepClock) step(d time.Duration) { c.off.Add(int64(d)) }
 
 // The clock of one of two instances steps by ±30 s or ±1 h in the middle
 // of a run. No slot runs before its time by the store's clock (the store
