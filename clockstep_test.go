@@ -156,3 +156,21 @@ func TestEarlyClaimRefused(t *testing.T) {
 		}
 	})
 }
+
+// RunNow on a scheduler that was not started (a command-line tool) on a
+// host whose clock is an hour fast records the run at the store's now.
+func TestRunNowSlotByStoreClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSched(t, membackend.New(nil), "fast", &anarchon.Options{Clock: anarchon.OffsetClock{Offset: time.Hour}})
+		if err := s.Every("job", time.Minute, func(context.Context, *anarchon.Run) error { return nil }, nil); err != nil {
+			t.Fatal(err)
+		}
+		rec, err := s.RunNow(context.Background(), "job")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := rec.Slot.Sub(time.Now()); d > time.Second || d < -time.Second {
+			t.Errorf("manual run's slot is %v off the store's clock", d)
+		}
+	})
+}

@@ -669,9 +669,15 @@ func (s *Scheduler) RunNow(ctx context.Context, name string) (RunRecord, error) 
 	}
 	if !s.isStarted() {
 		// Start prepares every job; a scheduler used only for RunNow (a
-		// command-line tool) prepares this one.
+		// command-line tool) prepares this one, and measures its offset
+		// to the store's clock, so that the run's slot is the store's now
+		// and not a fast host clock's (history is ordered and trimmed by
+		// slot).
 		if err := s.backend.PrepareJob(ctx, PrepareJobInput{Job: name, HistorySize: j.opt.HistorySize}); err != nil {
 			return RunRecord{}, err
+		}
+		if s.sclock != nil {
+			s.syncClock(ctx, "sync")
 		}
 	}
 	in := ClaimInput{
