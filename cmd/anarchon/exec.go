@@ -380,6 +380,7 @@ func (t *tailBuffer) String() string {
 // needs one sets it in its own env.
 var secretEnv = map[string]bool{
 	"ANARCHON_STORE": true, "ANARCHON_STORE_FILE": true, "ANARCHON_HTTP_TOKEN_FILE": true,
+	"ANARCHON_UI_TOKEN": true, "ANARCHON_UI_USER": true, "ANARCHON_UI_PASSWORD": true,
 	"PGPASSWORD": true, "PGPASSFILE": true, "PGSERVICEFILE": true, "PGSSLKEY": true,
 	"REDISCLI_AUTH": true, "NATS_TOKEN": true, "NATS_PASSWORD": true, "NATS_CREDS": true, "NATS_NKEY": true,
 }
