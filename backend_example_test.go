@@ -58,6 +58,10 @@ func (b *MapBackend) Claim(_ context.Context, in anarchon.ClaimInput) (bool, err
 	if tok, ok := b.claimed[key]; ok {
 		return tok == in.Token, nil
 	}
+	// Never early (SPEC §4): this store's clock is the machine's.
+	if now := time.Now().UnixMilli(); anarchon.TooEarly(in.Slot, now) {
+		return false, &anarchon.EarlyError{Job: in.Job, Slot: in.Slot, StoreNow: now}
+	}
 	b.claimed[key] = in.Token
 	b.claims[in.Job] = append(b.claims[in.Job], anarchon.ClaimRecord{Slot: in.Slot, Token: in.Token, InstanceID: in.InstanceID, ClaimedAt: time.Now()})
 	return true, nil

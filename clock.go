@@ -2,6 +2,7 @@ package anarchon
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 )
@@ -31,22 +32,33 @@ func (c OffsetClock) Now() time.Time { return time.Now().Add(c.Offset) }
 // measureOffset estimates store clock minus local clock the NTP way: the
 // server's reading is taken to be from the middle of the round trip. Of a few
 // samples it keeps the one with the shortest round trip, whose midpoint guess
-// is the tightest.
+// is the tightest. Round trips are timed with the runtime's monotonic
+// clock, and a sample during which the local clock stepped (its reading
+// moved more than StepThreshold against the monotonic clock) is dropped:
+// a step in the middle of a sample would make its offset wrong by the
+// step.
 func (s *Scheduler) measureOffset(ctx context.Context) (time.Duration, error) {
 	const samples = 3
 	best, bestRTT := time.Duration(0), time.Duration(-1)
 	for range samples {
-		t0 := s.clock.Now()
+		m0 := time.Now()
+		t0 := s.clock.Now().Round(0)
 		st, err := s.sclock.ServerTime(ctx)
-		t1 := s.clock.Now()
+		t1 := s.clock.Now().Round(0)
+		rtt := time.Since(m0)
 		if err != nil {
 			return 0, err
 		}
-		rtt := t1.Sub(t0)
+		if abs(t1.Sub(t0)-rtt) > StepThreshold {
+			continue // the local clock stepped during the sample
+		}
 		if bestRTT < 0 || rtt < bestRTT {
 			bestRTT = rtt
 			best = st.Sub(t0.Add(rtt / 2))
 		}
+	}
+	if bestRTT < 0 {
+		return 0, errors.New("anarchon: the local clock stepped during every sample of the store's clock")
 	}
 	// The reading could come from anywhere in the round trip: take the
 	// lowest offset it allows, so that a wait by the store's time never
@@ -54,34 +66,94 @@ func (s *Scheduler) measureOffset(ctx context.Context) (time.Duration, error) {
 	return best - bestRTT/2, nil
 }
 
+// StepThreshold is how far the local clock may move against the
+// runtime's monotonic clock between two looks (one a second) before the
+// scheduler takes it for a step (an NTP step, a resumed virtual machine,
+// an operator's date command) and re-measures its offset to the store's
+// clock at once. NTP's slewing moves a clock by at most 0.5 ms a second.
+const StepThreshold = 250 * time.Millisecond
+
 // syncClock measures the offset once and publishes it, warning above the
-// threshold. A failure keeps the previous estimate.
-func (s *Scheduler) syncClock(ctx context.Context) {
+// threshold; why says what asked for it (see EventClockOffset). A failure
+// keeps the previous estimate. A new offset wakes the timer loop, whose
+// wait was computed with the old one; one that moves the scheduler's now
+// back by more than StepThreshold also rewinds it (see runner.Queue.Rewind):
+// the slots it took while the clock was ahead were not due.
+func (s *Scheduler) syncClock(ctx context.Context, why string) {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	s.syncClockLocked(ctx, why)
+}
+
+func (s *Scheduler) syncClockLocked(ctx context.Context, why string) {
 	off, err := s.measureOffset(ctx)
 	if err != nil {
 		s.storeError(ctx, "ServerTime", "", time.Time{}, err)
 		return
 	}
-	s.offset.Store(int64(off))
-	s.emit(Event{Kind: EventClockOffset, Offset: off})
+	old := time.Duration(s.offset.Swap(int64(off)))
+	s.emit(Event{Kind: EventClockOffset, Offset: off, Op: why})
 	if abs(off) > s.opts.ClockSkewWarning {
 		s.log.LogAttrs(ctx, slog.LevelWarn, "clock differs from the store's",
 			slog.Duration("offset", off), slog.Duration("threshold", s.opts.ClockSkewWarning))
 	}
+	if off == old {
+		return
+	}
+	if why != "sync" || old-off > StepThreshold {
+		s.queue.Rewind(s.now())
+		return
+	}
+	s.queue.Wake()
 }
 
-// clockLoop re-measures the offset every ClockSyncInterval until ctx ends.
+// clockLoop re-measures the offset every ClockSyncInterval until ctx
+// ends, and at once when the local clock steps: once a second it compares
+// how far the local clock moved with how far the runtime's monotonic
+// clock did (Go's time.Now carries both; an injected Clock is compared
+// with the runtime's).
 func (s *Scheduler) clockLoop(ctx context.Context) {
-	t := time.NewTicker(s.opts.ClockSyncInterval)
+	look := min(time.Second, s.opts.ClockSyncInterval)
+	t := time.NewTicker(look)
 	defer t.Stop()
+	wall, mono := s.clock.Now().Round(0), time.Now()
+	lastSync := mono
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			s.syncClock(ctx)
 		}
+		w, m := s.clock.Now().Round(0), time.Now()
+		step := w.Sub(wall) - m.Sub(mono)
+		wall, mono = w, m
+		switch {
+		case abs(step) > StepThreshold:
+			s.log.LogAttrs(ctx, slog.LevelWarn, "local clock stepped; re-measuring the offset to the store's clock",
+				slog.Duration("step", step))
+			s.syncClock(ctx, "step")
+		case m.Sub(lastSync) >= s.opts.ClockSyncInterval:
+			s.syncClock(ctx, "sync")
+		default:
+			continue
+		}
+		lastSync = time.Now()
 	}
+}
+
+// claimedEarly handles a claim the store refused as early (*EarlyError):
+// the scheduler's estimate of the store's clock is ahead. It re-measures
+// the offset (unless a measure is under way, which will do) and rewinds
+// the timer loop, so the slot is claimed again when due.
+func (s *Scheduler) claimedEarly(ctx context.Context, jobName string, slot time.Time, err error) {
+	s.emit(Event{Kind: EventClaim, Job: jobName, Slot: slot, Outcome: "early", Err: err, Lateness: s.now().Sub(slot)})
+	if s.sclock != nil && s.syncMu.TryLock() {
+		s.log.LogAttrs(ctx, slog.LevelWarn, "the store refused a claim as early; re-measuring the offset to its clock",
+			slog.String("job", jobName), slog.Time("slot", slot), slog.Any("error", err))
+		s.syncClockLocked(ctx, "early")
+		s.syncMu.Unlock()
+	}
+	s.queue.Rewind(s.now())
 }
 
 // ClockOffset is the scheduler's latest estimate of the store's clock minus

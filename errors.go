@@ -3,6 +3,7 @@ package anarchon
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Sentinel errors. Test for them with [errors.Is]; anarchon wraps them with
@@ -105,3 +106,49 @@ func (e *ValidationError) Error() string {
 // Unwrap returns the underlying error, so that errors.Is and errors.As reach
 // a backend's own error or the cron parser's.
 func (e *ValidationError) Unwrap() error { return e.Err }
+
+// EarlyTolerance is how far ahead of the store's clock a slot may be when
+// it is claimed: a store refuses to create the claim of a slot later than
+// its own now plus EarlyTolerance, with an [*EarlyError] (SPEC §4, "Never
+// early"). It covers the rounding of times to the millisecond and the
+// scheduler's estimate of the store's clock, which errs on the late side;
+// a claim refused by a few milliseconds is tried again once the store's
+// clock has reached the slot.
+const EarlyTolerance = 5 * time.Millisecond
+
+// ErrEarly is wrapped by the [*EarlyError] a store returns for a claim of
+// a slot that its own clock has not reached (beyond EarlyTolerance).
+var ErrEarly = errors.New("anarchon: slot not yet due by the store's clock")
+
+// EarlyError is a store's refusal of a claim whose slot is later than the
+// store's now plus [EarlyTolerance]: the claiming instance's clock is
+// ahead of the store's (a clock stepped by NTP, a resumed machine). Nothing
+// was written. The scheduler re-measures its offset to the store's clock
+// at once and claims the slot again when it is due. errors.Is(err,
+// ErrEarly) holds; the error is transient (not [Permanent]).
+type EarlyError struct {
+	Job      string
+	Slot     int64 // the slot claimed, Unix ms
+	StoreNow int64 // the store's clock when it refused, Unix ms; 0 if the store did not say
+}
+
+// Error implements error.
+func (e *EarlyError) Error() string {
+	if e.StoreNow == 0 {
+		return fmt.Sprintf("anarchon: job %q: slot %d is in the future by the store's clock: claim refused", e.Job, e.Slot)
+	}
+	return fmt.Sprintf("anarchon: job %q: slot %d is %v ahead of the store's clock: claim refused",
+		e.Job, e.Slot, time.Duration(e.Slot-e.StoreNow)*time.Millisecond)
+}
+
+// Unwrap returns ErrEarly.
+func (e *EarlyError) Unwrap() error { return ErrEarly }
+
+// TooEarly reports whether a store whose clock reads nowMs must refuse a
+// claim of slot (both Unix ms): slot > nowMs + EarlyTolerance. Backends
+// that judge the slot in Go (a memory map, a key-value store read
+// before its conditional write) use it; SQL and scripts compare the same
+// way on the server.
+func TooEarly(slot, nowMs int64) bool {
+	return slot > nowMs+EarlyTolerance.Milliseconds()
+}

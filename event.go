@@ -8,8 +8,10 @@ type EventKind int
 // Event kinds.
 const (
 	// EventClaim: a claim was answered. Outcome is "won", "lost" (plain
-	// claims) or a lease OutcomeKind's name; Lateness is how late after the
-	// slot the claim was sent (store clock).
+	// claims), a lease OutcomeKind's name, or "early" when the store
+	// refused the claim because its clock had not reached the slot (Err
+	// is the *EarlyError; SPEC §4, never early); Lateness is how late
+	// after the slot the claim was sent (store clock).
 	EventClaim EventKind = iota + 1
 	// EventRunEnd: a handler returned. Status and Duration are set; Err is
 	// the handler's error.
@@ -22,7 +24,9 @@ const (
 	// closed).
 	EventStoreError
 	// EventClockOffset: the offset to the store's clock was measured; see
-	// Offset.
+	// Offset. Op says why: "sync" (the periodic measure), "step" (the
+	// local clock was seen to step) or "early" (the store refused a claim
+	// as early).
 	EventClockOffset
 	// EventJobSetMismatch: the set of live instances in the registry whose
 	// job set differs from this instance's changed (SPEC §10). JobSetDiffs

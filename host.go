@@ -2,6 +2,7 @@ package anarchon
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -35,7 +36,22 @@ func (h host) claimInput(a *attempt) ClaimInput {
 	}
 }
 
+// SlowStoreCall is how long a claim may take before the scheduler logs a
+// WARN naming the job, the slot and the time taken: a store that blocks
+// (a table lock, a stalled server) otherwise leaves no trace until the
+// call fails, and slots are meanwhile not run.
+const SlowStoreCall = 2 * time.Second
+
+// slow logs a claim that took longer than SlowStoreCall.
+func (h host) slow(ctx context.Context, op string, a *attempt, start time.Time) {
+	if d := time.Since(start); d > SlowStoreCall {
+		h.s.log.LogAttrs(ctx, slog.LevelWarn, "slow store call",
+			slog.String("op", op), slog.String("job", a.Name), slog.Time("slot", a.SlotTime()), slog.Duration("took", d))
+	}
+}
+
 func (h host) Claim(ctx context.Context, a *attempt) (bool, error) {
+	defer h.slow(ctx, "Claim", a, time.Now())
 	ctx, cs := h.s.startClaim(ctx, a.Job.job, a.SlotTime(), false, false)
 	a.Job.claim = cs
 	won, err := h.s.backend.Claim(ctx, h.claimInput(a))
@@ -60,6 +76,7 @@ func (h host) RecordClaim(ctx context.Context, a *attempt) error {
 }
 
 func (h host) ClaimLease(ctx context.Context, a *runner.Leased[slotRun]) (runner.Outcome, error) {
+	defer h.slow(ctx, "RunStore.Claim", &a.Attempt, time.Now())
 	ctx, cs := h.s.startClaim(ctx, a.Job.job, a.SlotTime(), true, false)
 	a.Job.claim = cs
 	out, err := h.s.runs.Claim(ctx, RunClaim{
@@ -143,6 +160,10 @@ func (h host) Settled(ctx context.Context, a *attempt, st runner.Status) {
 }
 
 func (h host) StoreError(ctx context.Context, op string, a *attempt, err error) {
+	if a != nil && op == "Claim" && errors.Is(err, ErrEarly) {
+		h.s.claimedEarly(ctx, a.Name, a.SlotTime(), err)
+		return
+	}
 	if a == nil {
 		h.s.storeError(ctx, op, "", time.Time{}, err)
 		return

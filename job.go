@@ -23,6 +23,14 @@ type Run struct {
 	// a fencing number: a write tagged (slot, attempt) older than one already
 	// seen for the same slot comes from a holder that lost its lease and is
 	// rejected.
+	//
+	// Attempt fences only as long as the store keeps what it acknowledged.
+	// A store that lost its data (Redis flushed or restarted without
+	// persistence, a NATS bucket deleted or its disk lost, a SQLite file
+	// replaced, a PostgreSQL restored from an older backup) numbers the
+	// slot's next holder 1 again, the same number the holder from before
+	// the loss may still be using: Attempt cannot tell them apart (SPEC §6,
+	// "Stores that forget").
 	Attempt int
 	Manual  bool // started by RunNow
 

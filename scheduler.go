@@ -103,6 +103,7 @@ type Scheduler struct {
 	clock    Clock
 	log      *slog.Logger
 	offset   atomic.Int64 // store clock minus local clock, ns
+	syncMu   sync.Mutex   // held while the offset is measured
 
 	mu     sync.Mutex
 	jobs   map[string]*job
@@ -560,7 +561,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	s.mu.Unlock()
 
 	if s.sclock != nil {
-		s.syncClock(ctx)
+		s.syncClock(ctx, "sync")
 		s.bg.Add(1)
 		go func() { defer s.bg.Done(); s.clockLoop(s.loopCtx) }()
 	}
@@ -668,9 +669,15 @@ func (s *Scheduler) RunNow(ctx context.Context, name string) (RunRecord, error) 
 	}
 	if !s.isStarted() {
 		// Start prepares every job; a scheduler used only for RunNow (a
-		// command-line tool) prepares this one.
+		// command-line tool) prepares this one, and measures its offset
+		// to the store's clock, so that the run's slot is the store's now
+		// and not a fast host clock's (history is ordered and trimmed by
+		// slot).
 		if err := s.backend.PrepareJob(ctx, PrepareJobInput{Job: name, HistorySize: j.opt.HistorySize}); err != nil {
 			return RunRecord{}, err
+		}
+		if s.sclock != nil {
+			s.syncClock(ctx, "sync")
 		}
 	}
 	in := ClaimInput{

@@ -194,7 +194,7 @@ func testClaimRace(t *testing.T, h Harness) {
 			b := s.b(g)
 			<-start
 			for r := range h.Rounds {
-				in := input(job, slot0+int64(r)*1000, tokens[g][r], fmt.Sprintf("racer-%d", g))
+				in := input(job, slot0-int64(r)*1000, tokens[g][r], fmt.Sprintf("racer-%d", g))
 				ok, err := b.Claim(s.ctx, in)
 				if err != nil {
 					if errs.Add(1) <= 5 {
@@ -233,7 +233,7 @@ func testClaimRace(t *testing.T, h Harness) {
 	for r := 0; r < h.Rounds; r += step {
 		w := int(winner[r].Load())
 		for _, g := range []int{w, (w + 1) % h.Racers} {
-			in := input(job, slot0+int64(r)*1000, tokens[g][r], "repeat")
+			in := input(job, slot0-int64(r)*1000, tokens[g][r], "repeat")
 			if got := s.claim(g+1, in); got != (g == w) {
 				t.Errorf("slot %d: repeat of racer %d's claim on another handle = %v, want %v", r, g, got, g == w)
 			}

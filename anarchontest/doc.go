@@ -83,6 +83,16 @@
 //     error marked [anarchon.Permanent] ("Errors/Cancelled"); after
 //     [Harness.Break] breaks the store, History fails with one that is
 //     ("Errors/Broken", skipped when Break is nil).
+//   - Early: never early (SPEC §4). A plain claim and a lease claim of a
+//     slot 30 s and 1 h ahead of the store's clock fail with an
+//     [*anarchon.EarlyError] (not permanent) and leave nothing: a slot
+//     just due is won by another token, no record names the refused
+//     claimer. Slots of the other tests lie 20 minutes in the past.
+//   - Bytes: any bytes in, the record out (SPEC §4). A result whose
+//     output holds every byte value 0–255 and whose error holds NUL and
+//     invalid UTF-8 is stored through SaveResult and, where the store has
+//     it, FinishResult, and History returns each as given or as
+//     [anarchon.EscapeText] made it.
 //   - Watch, for a [anarchon.Watcher] (on the RunStore or the backend): a
 //     Release and a Finish on one handle reach a watch opened on another
 //     within 5 seconds, and the channel closes when the watch's context

@@ -142,6 +142,8 @@ func Run(t *testing.T, h Harness) {
 	}
 	t.Run("Names", func(t *testing.T) { testNames(t, h, hasLeases) })
 	t.Run("Errors", func(t *testing.T) { testErrors(t, h) })
+	t.Run("Early", func(t *testing.T) { testEarly(t, h, hasLeases) })
+	t.Run("Bytes", func(t *testing.T) { testBytes(t, h, hasLeases) })
 	t.Run("Watch", func(t *testing.T) { testWatch(t, h) })
 	t.Run("ServerClock", func(t *testing.T) { testServerClock(t, h) })
 	t.Run("Registry", func(t *testing.T) { testRegistry(t, h) })
@@ -359,7 +361,11 @@ func quote(s string) string {
 }
 
 // baseSlot is a whole minute near now, Unix ms; slots are baseSlot+k·1000.
-func baseSlot() int64 { return time.Now().Truncate(time.Minute).UnixMilli() }
+//
+// It lies 20 minutes in the past, so that the slots a test derives from it
+// (up to a few minutes later) are due by the store's clock: a store refuses
+// the claim of a slot its clock has not reached (SPEC §4, never early).
+func baseSlot() int64 { return time.Now().Truncate(time.Minute).Add(-20 * time.Minute).UnixMilli() }
 
 // ms truncates t to milliseconds, the precision every backend keeps.
 func ms(t time.Time) time.Time { return t.Truncate(time.Millisecond) }

@@ -23,6 +23,7 @@ const (
 	FaultCut          FaultKind = "cut"           // proxies reset connections and refuse new ones
 	FaultBlackhole    FaultKind = "blackhole"     // proxies stall: nothing goes through, nothing is refused
 	FaultStoreLock    FaultKind = "store_lock"    // another process holds the store's write lock (SQLite)
+	FaultClockStep    FaultKind = "clock_step"    // one instance's clock steps by ±30 s or ±1 h, and back when lifted
 )
 
 // outage reports whether the fault makes the store unreachable for the

@@ -6,8 +6,10 @@
 // SQLite, PostgreSQL, Redis or NATS JetStream — and, while they run,
 // SIGKILL them (the holder of a leased run above all, in the middle of the
 // run), restart the store server, delay, cut or black-hole their
-// connections through a TCP [Proxy] in front of each instance, and run
-// every instance with its clock set up to ±5 s off. Afterwards [Check]
+// connections through a TCP [Proxy] in front of each instance, run
+// every instance with its clock set up to ±5 s off, and step one
+// instance's clock by +30 s, −30 s, +1 h and −1 h in turn while it runs
+// (clock_step: the instance reads a new offset from a file on SIGUSR1). Afterwards [Check]
 // reads the [Ledger] the instances wrote and the store's history.
 //
 // # Ledger

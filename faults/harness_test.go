@@ -114,6 +114,10 @@ type proc struct {
 	k     int
 	proxy *faults.Proxy
 
+	offsetFile string        // the instance reads a new clock offset from it on SIGUSR1
+	base       time.Duration // the clock offset it was started with
+	started    time.Time     // when its process was started
+
 	mu      sync.Mutex
 	gen     int
 	id      string
@@ -218,8 +222,11 @@ func (h *harness) launch(p *proc) error {
 		addr = p.proxy.Addr()
 	}
 	off := h.offset(p)
+	p.base = off
+	p.offsetFile = filepath.Join(h.dir, fmt.Sprintf("offset-%d", p.k))
 	cmd := exec.Command(instanceBin,
 		"-store", h.st.url(addr), "-id", p.id, "-ledger", h.ledger, "-offset", off.String(),
+		"-offset-file", p.offsetFile,
 		"-interval", h.cfg.interval.String(), "-work", h.cfg.work.String(), "-lease", h.cfg.lease.String(),
 		"-plain-interval", h.cfg.plainInterval.String())
 	cmd.Stdout = h.logf
@@ -227,7 +234,7 @@ func (h *harness) launch(p *proc) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", p.id, err)
 	}
-	p.cmd, p.running, p.killed = cmd, true, false
+	p.cmd, p.running, p.killed, p.started = cmd, true, false, time.Now()
 	return nil
 }
 
@@ -470,6 +477,41 @@ func (h *harness) inject(kind faults.FaultKind, tail *ledgerTail) {
 			h.t.Errorf("%s: restart: %v", h.st.name, err)
 		}
 		h.record(faults.Fault{Kind: kind, Start: start, End: end})
+	case faults.FaultClockStep:
+		// One instance's clock steps by +30 s, −30 s, +1 h and −1 h in
+		// turn, each held for an interval of the leased job and stepped
+		// back for a second before the next, so the bounded CI mode sees
+		// all four. Only an instance up for a few seconds is stepped: the
+		// signal would kill one that has not set up its handler yet.
+		var cands []*proc
+		for _, p := range h.alive() {
+			p.mu.Lock()
+			if time.Since(p.started) > 3*time.Second {
+				cands = append(cands, p)
+			}
+			p.mu.Unlock()
+		}
+		if len(cands) == 0 || len(h.alive()) < 2 {
+			return
+		}
+		p := cands[h.intn(len(cands))]
+		for _, step := range []time.Duration{30 * time.Second, -30 * time.Second, time.Hour, -time.Hour} {
+			start := time.Now()
+			if !h.stepClock(p, step) {
+				return
+			}
+			ok := h.pause(c.interval)
+			end := time.Now()
+			h.stepClock(p, 0)
+			p.mu.Lock()
+			id := p.id
+			p.mu.Unlock()
+			h.t.Logf("%s: clock of %s stepped by %v and back", h.st.name, id, step)
+			h.record(faults.Fault{Kind: kind, Targets: []string{id}, Start: start, End: end})
+			if !ok || !h.pause(time.Second) {
+				return
+			}
+		}
 	case faults.FaultStoreLock:
 		start, end, err := h.st.lock(3 * time.Second)
 		if err != nil {
@@ -478,6 +520,25 @@ func (h *harness) inject(kind faults.FaultKind, tail *ledgerTail) {
 		}
 		h.record(faults.Fault{Kind: kind, Start: start, End: end})
 	}
+}
+
+// stepClock sets p's clock to its start offset plus step (SIGUSR1 after
+// writing the offset file); false if p is not running.
+func (h *harness) stepClock(p *proc, step time.Duration) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.running || p.killed {
+		return false
+	}
+	if err := os.WriteFile(p.offsetFile, []byte((p.base + step).String()), 0o600); err != nil {
+		h.t.Errorf("clock step: %v", err)
+		return false
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+		h.t.Logf("clock step %s: %v", p.id, err)
+		return false
+	}
+	return true
 }
 
 // run starts the instances, injects faults for cfg.duration, stops
@@ -513,7 +574,7 @@ func (h *harness) run() faults.Report {
 	h.booted = time.Now()
 	from := h.booted.Add(2 * c.interval) // every instance has started and measured its offset
 
-	kinds := []faults.FaultKind{faults.FaultKillWinner, faults.FaultKill}
+	kinds := []faults.FaultKind{faults.FaultKillWinner, faults.FaultKill, faults.FaultClockStep}
 	if h.st.addr != "" {
 		kinds = append(kinds, faults.FaultDelay, faults.FaultBlackhole, faults.FaultCut)
 	}

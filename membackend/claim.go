@@ -63,6 +63,9 @@ func (b *Backend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, erro
 	if c, ok := j.claims[in.Slot]; ok {
 		return c.token == in.Token, nil
 	}
+	if anarchon.TooEarly(in.Slot, now.UnixMilli()) {
+		return false, &anarchon.EarlyError{Job: in.Job, Slot: in.Slot, StoreNow: now.UnixMilli()}
+	}
 	j.claims[in.Slot] = claimKey{token: in.Token, at: now}
 	j.setLimits(in.HistorySize, in.HistoryTTL)
 	j.hist.addClaim(anarchon.ClaimRecord{

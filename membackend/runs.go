@@ -87,6 +87,9 @@ func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.Cla
 
 	r := j.runs[c.Slot]
 	if r == nil {
+		if anarchon.TooEarly(c.Slot, now.UnixMilli()) {
+			return anarchon.ClaimOutcome{}, &anarchon.EarlyError{Job: c.Job, Slot: c.Slot, StoreNow: now.UnixMilli()}
+		}
 		return b.claimAbsent(j, c, now), nil
 	}
 	switch {

@@ -5,9 +5,11 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/anarchon/anarchon"
@@ -65,6 +67,9 @@ type Options struct {
 	// Timeout bounds each call to the server when the caller's context has
 	// no deadline. Defaults to DefaultTimeout (10 s).
 	Timeout time.Duration
+	// Logger receives the ERROR logged when the bucket or the stream was
+	// found gone and created again. Defaults to slog.Default().
+	Logger *slog.Logger
 }
 
 func (o *Options) withDefaults() (Options, error) {
@@ -122,6 +127,12 @@ type Backend struct {
 	kv     jetstream.KeyValue
 	hist   jetstream.Stream
 	closed bool
+
+	// rebind is set by wrap when a call met a missing bucket or stream, or
+	// no responders: the next call binds again (creating what is gone)
+	// instead of failing forever on stale handles.
+	rebind   atomic.Bool
+	wasBound bool // bound once: creating the bucket or stream again means a loss
 }
 
 var (
@@ -250,21 +261,38 @@ func (b *Backend) ready(ctx context.Context) (handles, error) {
 	if b.closed {
 		return handles{}, anarchon.Permanent(fmt.Errorf("natsbackend: %w", anarchon.ErrClosed))
 	}
-	if b.kv != nil {
+	if b.kv != nil && !b.rebind.Swap(false) {
 		return handles{b.kv, b.hist}, nil
 	}
 	ctx, cancel := b.bound(ctx)
 	defer cancel()
-	kv, err := b.bindBucket(ctx)
+	kv, made, err := b.bindBucket(ctx)
 	if err != nil {
+		b.rebind.Store(true)
 		return handles{}, err
 	}
-	hist, err := b.bindHistory(ctx)
+	hist, madeHist, err := b.bindHistory(ctx)
 	if err != nil {
+		b.rebind.Store(true)
 		return handles{}, err
 	}
-	b.kv, b.hist = kv, hist
+	if b.wasBound && (made || madeHist) {
+		// The bucket or stream this backend used is gone (deleted, or the
+		// server lost its JetStream directory) and was created again,
+		// empty: claims and leases of running slots are forgotten.
+		b.logger().LogAttrs(ctx, slog.LevelError, "nats: the store lost its data and was created again, empty: every claim, lease and history record before is forgotten; a slot running now may run again (Run.Attempt cannot fence it)",
+			slog.String("bucket", b.opts.Bucket), slog.Bool("bucket_created", made),
+			slog.String("stream", b.opts.HistoryStream), slog.Bool("stream_created", madeHist))
+	}
+	b.kv, b.hist, b.wasBound = kv, hist, true
 	return handles{kv, hist}, nil
+}
+
+func (b *Backend) logger() *slog.Logger {
+	if b.opts.Logger != nil {
+		return b.opts.Logger
+	}
+	return slog.Default()
 }
 
 func (b *Backend) storage() jetstream.StorageType {
@@ -274,9 +302,10 @@ func (b *Backend) storage() jetstream.StorageType {
 	return jetstream.FileStorage
 }
 
-func (b *Backend) bindBucket(ctx context.Context) (jetstream.KeyValue, error) {
-	kv, err := b.js.KeyValue(ctx, b.opts.Bucket)
+func (b *Backend) bindBucket(ctx context.Context) (kv jetstream.KeyValue, made bool, err error) {
+	kv, err = b.js.KeyValue(ctx, b.opts.Bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		made = true
 		ttl := b.opts.ClaimTTL
 		if ttl == anarchon.Forever {
 			ttl = 0
@@ -290,25 +319,27 @@ func (b *Backend) bindBucket(ctx context.Context) (jetstream.KeyValue, error) {
 			Replicas:    b.opts.Replicas,
 		})
 		if errors.Is(err, jetstream.ErrBucketExists) {
+			made = false
 			kv, err = b.js.KeyValue(ctx, b.opts.Bucket)
 		}
 	}
 	if err != nil {
-		return nil, b.wrap("bind bucket "+b.opts.Bucket, err)
+		return nil, false, b.wrap("bind bucket "+b.opts.Bucket, err)
 	}
 	st, err := kv.Status(ctx)
 	if err != nil {
-		return nil, b.wrap("read bucket status", err)
+		return nil, false, b.wrap("read bucket status", err)
 	}
 	if have := st.TTL(); have > 0 && (b.opts.ClaimTTL == anarchon.Forever || have < b.opts.ClaimTTL) {
-		return nil, fmt.Errorf("%w: bucket %s has TTL %v, ClaimTTL is %v", ErrBucketMismatch, b.opts.Bucket, have, b.opts.ClaimTTL)
+		return nil, false, fmt.Errorf("%w: bucket %s has TTL %v, ClaimTTL is %v", ErrBucketMismatch, b.opts.Bucket, have, b.opts.ClaimTTL)
 	}
-	return kv, nil
+	return kv, made, nil
 }
 
-func (b *Backend) bindHistory(ctx context.Context) (jetstream.Stream, error) {
-	s, err := b.js.Stream(ctx, b.opts.HistoryStream)
+func (b *Backend) bindHistory(ctx context.Context) (s jetstream.Stream, made bool, err error) {
+	s, err = b.js.Stream(ctx, b.opts.HistoryStream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		made = true
 		s, err = b.js.CreateStream(ctx, jetstream.StreamConfig{
 			Name:        b.opts.HistoryStream,
 			Description: "anarchon run history",
@@ -320,13 +351,14 @@ func (b *Backend) bindHistory(ctx context.Context) (jetstream.Stream, error) {
 			AllowDirect: true,
 		})
 		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			made = false
 			s, err = b.js.Stream(ctx, b.opts.HistoryStream)
 		}
 	}
 	if err != nil {
-		return nil, b.wrap("bind stream "+b.opts.HistoryStream, err)
+		return nil, false, b.wrap("bind stream "+b.opts.HistoryStream, err)
 	}
-	return s, nil
+	return s, made, nil
 }
 
 // Close marks the backend closed and, if it was made by Open, closes its

@@ -45,6 +45,9 @@ func (b *Backend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, erro
 	defer cancel()
 	val, _ := json.Marshal(claimValue{Token: in.Token, Instance: in.InstanceID})
 	key := claimKey(job, in.Slot)
+	if err := b.checkEarly(ctx, h, in.Job, in.Slot); err != nil {
+		return false, err
+	}
 	for range claimRetries {
 		_, err := h.kv.Create(ctx, key, val)
 		if err == nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/anarchon/anarchon"
 )
 
 // Bounds of the cached server clock; see the package docs, "Leases".
@@ -114,4 +116,23 @@ func (b *Backend) serverAfter(ctx context.Context, h handles, t time.Time) (bool
 		return false, err
 	}
 	return now.After(t), nil
+}
+
+// checkEarly returns an *anarchon.EarlyError when slot (Unix ms) is later
+// than the server's now plus anarchon.EarlyTolerance (never early, SPEC
+// §4). A key-value Create cannot compare times on the server, so the
+// claim paths ask before they write: the server's clock only moves on,
+// so a slot due by a reading taken before the write is due when the
+// write lands. The cached clock answers most calls without a round trip.
+func (b *Backend) checkEarly(ctx context.Context, h handles, job string, slot int64) error {
+	due := time.UnixMilli(slot - anarchon.EarlyTolerance.Milliseconds())
+	ok, err := b.serverAfter(ctx, h, due.Add(-time.Nanosecond))
+	if err != nil || ok {
+		return err
+	}
+	var now int64
+	if lo, _, err := b.nowBounds(ctx, h); err == nil {
+		now = lo.UnixMilli()
+	}
+	return &anarchon.EarlyError{Job: job, Slot: slot, StoreNow: now}
 }

@@ -113,6 +113,14 @@
 // per key; a bucket made by someone else is used as it is, after checking
 // its TTL (see Dedupe window).
 //
+// A bucket or stream deleted under running instances, or lost with the
+// server's JetStream directory, is created again: a call that meets a
+// missing bucket or stream, or no responders, makes the next call bind
+// again, and when that creates the bucket or the stream the backend logs
+// an ERROR naming them. The new bucket is empty: claims of running slots
+// are forgotten, a slot running then may run again, and Run.Attempt
+// cannot fence that (SPEC §6, "Stores that forget").
+//
 // # Claims
 //
 // [Backend.Claim] is a KV Create of "c.<job>.<slot>": JetStream accepts the

@@ -76,6 +76,10 @@ func (b *Backend) wrap(op string, err error) error {
 	if errors.Is(err, nats.ErrConnectionClosed) {
 		return anarchon.Permanent(fmt.Errorf("natsbackend: %s: %w: %w", op, anarchon.ErrClosed, err))
 	}
+	if errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) {
+		b.rebind.Store(true) // the bucket or stream may be gone: bind again next time
+	}
 	e := fmt.Errorf("natsbackend: %s: %w", op, err)
 	if IsPermanent(err) {
 		return anarchon.Permanent(e)

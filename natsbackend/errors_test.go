@@ -87,6 +87,11 @@ func TestErrorClasses(t *testing.T) {
 	}
 	_, err = b.History(ctx, job, 0)
 	check("History after the history stream was deleted", err, true)
+	// The next call binds again and creates the stream (TestBucketLost):
+	// a loss is not permanent for the backend, only for the call that met it.
+	if err := b.Init(ctx); err != nil {
+		t.Fatalf("Init after the stream was deleted: %v", err)
+	}
 	if err := js.DeleteKeyValue(ctx, o.Bucket); err != nil {
 		t.Fatal(err)
 	}
@@ -97,6 +102,9 @@ func TestErrorClasses(t *testing.T) {
 	// stays transient.
 	_, err = b.Runs().Claim(bctx, anarchon.RunClaim{ClaimInput: in(job, 1000, "t", "i"), Lease: time.Minute})
 	check("RunStore.Claim after the bucket was deleted (no responders)", err, false)
+	if _, err := b.Runs().Claim(bctx, anarchon.RunClaim{ClaimInput: in(job, 1000, "t", "i"), Lease: time.Minute}); err != nil {
+		t.Errorf("RunStore.Claim after the bucket was bound again: %v", err)
+	}
 
 	if err := b.Close(ctx); err != nil {
 		t.Fatal(err)

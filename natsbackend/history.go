@@ -52,7 +52,7 @@ func (b *Backend) SaveResult(ctx context.Context, in anarchon.SaveResultInput) e
 	rec, _ := json.Marshal(histRec{
 		Kind: "r", Slot: r.Slot, Token: r.Token, Instance: r.InstanceID, Attempt: r.Attempt,
 		Manual: r.Manual, Status: string(r.Status), Started: r.StartedAt, Finished: r.FinishedAt,
-		Error: r.Error, Output: r.Output, TTLms: historyTTL.Milliseconds(),
+		Error: anarchon.EscapeText(r.Error), Output: anarchon.EscapeText(r.Output), TTLms: historyTTL.Milliseconds(), // JSON keeps valid UTF-8 only
 	})
 	if _, err := b.js.PublishMsg(ctx, &nats.Msg{Subject: b.subject(enc), Data: rec},
 		jetstream.WithExpectStream(b.opts.HistoryStream)); err != nil {

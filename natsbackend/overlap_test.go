@@ -20,7 +20,7 @@ func TestOverlapRace(t *testing.T) {
 	const clients, slots = 8, 20
 	bs := openN(t, url, freshOptions(t, url), clients)
 	ctx := t.Context()
-	base := time.Now().Truncate(time.Minute).UnixMilli()
+	base := time.Now().Truncate(time.Minute).Add(-10 * time.Minute).UnixMilli() // due: never early
 	job := "overlap " + randHex(4)
 	type win struct {
 		slot   int64

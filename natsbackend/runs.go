@@ -252,6 +252,9 @@ func (b *Backend) claimAbsent(ctx context.Context, h handles, job, key string, c
 		}
 		return anarchon.ClaimOutcome{Kind: kind}, false, nil
 	}
+	if err := b.checkEarly(ctx, h, c.Job, c.Slot); err != nil {
+		return out, false, err
+	}
 	if c.MaxLate > 0 {
 		// Late when the server's Unix ms exceed Slot+MaxLate, that is when
 		// its time is at or past the next millisecond.

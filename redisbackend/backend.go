@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strconv"
 	"strings"
@@ -31,8 +32,9 @@ const MaxSlot = 1 << 53
 type Options struct {
 	// Prefix starts every key and the pub/sub channel the backend uses, so
 	// that several schedulers (or tests) can share one Redis. It must not
-	// contain '{' or '}' (they would break the cluster hash tag). Defaults to
-	// DefaultPrefix ("anarchon").
+	// contain '{' or '}' (they would break the cluster hash tag) nor ':'
+	// (which ends the prefix in every key, so that prefixes differing by a
+	// ':' cannot share keys). Defaults to DefaultPrefix ("anarchon").
 	Prefix string
 	// Replicas, when > 0, makes every winning claim (plain and lease) wait
 	// with WAIT until this many replicas have acknowledged it. A claim that
@@ -44,7 +46,26 @@ type Options struct {
 	// reply to the pipeline that carries the WAIT. Defaults to
 	// DefaultReplicaTimeout (1 s).
 	ReplicaTimeout time.Duration
+	// AllowEviction lets Init accept a server whose maxmemory-policy may
+	// evict keys (allkeys-* or volatile-*): an evicted claim is a slot
+	// that runs twice, so Init refuses such a server with
+	// ErrEvictionPolicy unless this is set, and then logs a warning.
+	// Defaults to false.
+	AllowEviction bool
+	// LossHold is how long claims fail closed (ErrDataLost) after the
+	// backend found that the server lost its data (see the package doc,
+	// "Stores that forget"): long enough for the holders of runs claimed
+	// before the loss to see their heartbeats fail and stop. Defaults to
+	// DefaultLossHold (30 s).
+	LossHold time.Duration
+	// Logger receives the backend's warnings (eviction allowed,
+	// persistence off) and its errors (data lost). Defaults to
+	// slog.Default().
+	Logger *slog.Logger
 }
+
+// DefaultLossHold is the default Options.LossHold.
+const DefaultLossHold = 30 * time.Second
 
 // Backend is the Redis store of anarchon. It implements [anarchon.Backend],
 // [anarchon.LeaseBackend] (its [Backend.Runs] is a [*RunStore]),
@@ -62,6 +83,10 @@ type Backend struct {
 	closed atomic.Bool
 	mu     sync.Mutex
 	subs   map[*redis.PubSub]struct{}
+
+	allowEviction bool
+	log           *slog.Logger
+	epoch         epochGuard // the data-loss sentinel (durability.go)
 }
 
 var (
@@ -96,8 +121,11 @@ func New(client redis.UniversalClient, opts *Options) (*Backend, error) {
 	if o.Prefix == "" {
 		o.Prefix = DefaultPrefix
 	}
-	if strings.ContainsAny(o.Prefix, "{}") {
-		return nil, fmt.Errorf("%w: prefix %q contains '{' or '}'", ErrInvalidInput, o.Prefix)
+	if strings.ContainsAny(o.Prefix, "{}:") {
+		// ':' ends the prefix in every key ("{<prefix>:<job>}:run"): with
+		// it inside, prefix "a" and job "b:c" would share the keys of
+		// prefix "a:b" and job "c".
+		return nil, fmt.Errorf("%w: prefix %q contains '{', '}' or ':'", ErrInvalidInput, o.Prefix)
 	}
 	if o.Replicas < 0 || o.ReplicaTimeout < 0 {
 		return nil, fmt.Errorf("%w: negative Replicas or ReplicaTimeout", ErrInvalidInput)
@@ -126,7 +154,20 @@ func New(client redis.UniversalClient, opts *Options) (*Backend, error) {
 		replicas: o.Replicas,
 		waitFor:  o.ReplicaTimeout,
 		subs:     make(map[*redis.PubSub]struct{}),
+
+		allowEviction: o.AllowEviction,
+		log:           o.Logger,
 	}
+	if b.log == nil {
+		b.log = slog.Default()
+	}
+	if o.LossHold < 0 {
+		return nil, fmt.Errorf("%w: negative LossHold", ErrInvalidInput)
+	}
+	if o.LossHold == 0 {
+		o.LossHold = DefaultLossHold
+	}
+	b.epoch.hold = o.LossHold
 	b.runs = &RunStore{b: b}
 	return b, nil
 }
@@ -213,7 +254,10 @@ func (b *Backend) Init(ctx context.Context) error {
 			return b.wrap("init: script load", err)
 		}
 	}
-	return nil
+	if err := b.checkDurability(ctx); err != nil {
+		return err
+	}
+	return b.epoch.init(ctx, b)
 }
 
 func infoField(info, name string) (string, bool) {

@@ -3,6 +3,7 @@ package redisbackend
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/anarchon/anarchon"
 	"github.com/redis/go-redis/v9"
@@ -33,11 +34,19 @@ func (b *Backend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, erro
 	if err := b.checkRun(in.Job, in.Slot, in.Token); err != nil {
 		return false, err
 	}
+	if err := b.epoch.check(ctx, b); err != nil {
+		return false, err
+	}
 	res, err := b.runWrite(ctx, scriptClaim,
 		[]string{b.tag(in.Job) + ":run"},
-		slotArg(in.Slot), in.Token, in.InstanceID)
+		slotArg(in.Slot), in.Token, in.InstanceID, anarchon.EarlyTolerance.Milliseconds())
 	if err != nil {
 		return false, b.wrap(fmt.Sprintf("claim %q slot %d", in.Job, in.Slot), err)
+	}
+	if arr, ok := res.([]any); ok && len(arr) == 2 { // {-1, now}: early
+		now, _ := arr[1].(string)
+		ms, _ := strconv.ParseInt(now, 10, 64)
+		return false, &anarchon.EarlyError{Job: in.Job, Slot: in.Slot, StoreNow: ms}
 	}
 	n, ok := res.(int64)
 	if !ok {

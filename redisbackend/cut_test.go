@@ -132,7 +132,7 @@ func cutBackend(t *testing.T, p *cutProxy, prefix string) *redisbackend.Backend 
 // (same token) answers what the first call would have.
 func TestCutConnectionRetry(t *testing.T) {
 	addr := redisAddr(t)
-	slot := time.Now().Truncate(time.Minute).UnixMilli()
+	slot := time.Now().Truncate(time.Minute).Add(-time.Hour).UnixMilli()
 	lease := time.Hour
 
 	cases := []struct {
@@ -396,7 +396,7 @@ func TestCutConnectionClientRetry(t *testing.T) {
 	if err := b.Init(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	slot := time.Now().Truncate(time.Minute).UnixMilli()
+	slot := time.Now().Truncate(time.Minute).Add(-time.Hour).UnixMilli()
 	in := anarchon.ClaimInput{Job: "auto", Slot: slot, Token: randToken(), InstanceID: "a"}
 	p.arm()
 	ok, err := b.Claim(t.Context(), in)

@@ -63,6 +63,25 @@
 // server's TIME; a record is live while that time is before its expiry.
 // The anarchontest Registry subtests pass against redis-server.
 //
+// # Stores that forget
+//
+// Redis can lose acknowledged claims: an eviction policy may drop keys
+// under memory pressure, and a server without persistence (or one that
+// is flushed) forgets everything. A forgotten claim lets its slot run
+// again, and Run.Attempt cannot fence that (SPEC §6, "Stores that
+// forget"). So Init reads maxmemory_policy (INFO memory, which works where
+// CONFIG is disabled) and refuses allkeys-* and volatile-* with
+// [ErrEvictionPolicy] unless [Options.AllowEviction] (then it logs a
+// WARN); it logs a WARN when persistence is off (save "" and appendonly
+// no, read with CONFIG GET; without CONFIG, when INFO shows AOF off). Init
+// also writes a sentinel key, "{<prefix>:}:epoch", which claims read at
+// most once a second: when it is gone (FLUSHALL, FLUSHDB, a restart
+// without persistence) the backend logs an ERROR naming the loss, writes
+// it again, and fails claims closed with [ErrDataLost] for
+// [Options.LossHold] (30 s), so that runs claimed before the loss see
+// their heartbeats fail and stop before their slots can be claimed anew.
+// A loss in the second before a check is not seen until it.
+//
 // # Server requirements
 //
 // Redis 5.0 or later (or a compatible server such as Valkey) with Lua

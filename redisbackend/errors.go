@@ -77,4 +77,13 @@ var (
 	// ErrServerTooOld is returned by Init when the server is older than
 	// Redis 5, which lacks script effects replication (see the package doc).
 	ErrServerTooOld = anarchon.Permanent(errors.New("redisbackend: redis server too old (need 5.0 or later)"))
+	// ErrEvictionPolicy is returned by Init for a server whose
+	// maxmemory-policy may evict keys (allkeys-* or volatile-*), unless
+	// Options.AllowEviction is set: an evicted claim lets a slot run twice.
+	ErrEvictionPolicy = anarchon.Permanent(errors.New("redisbackend: the server's maxmemory-policy may evict claims"))
+	// ErrDataLost is returned by claims for Options.LossHold after the
+	// backend found that the server lost its data (its sentinel key is
+	// gone: FLUSHALL, FLUSHDB, a restart without persistence). It is
+	// transient: claims succeed again after the hold.
+	ErrDataLost = errors.New("redisbackend: the server lost its data; claims fail closed for a while")
 )

@@ -24,7 +24,8 @@ func TestInvalidInput(t *testing.T) {
 	}
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	defer c.Close()
-	for _, o := range []redisbackend.Options{{Prefix: "a{b"}, {Prefix: "a}"}, {Replicas: -1}, {ReplicaTimeout: -time.Second}} {
+	// "a:b" would share keys with prefix "a" and a job named "b:…".
+	for _, o := range []redisbackend.Options{{Prefix: "a{b"}, {Prefix: "a}"}, {Prefix: "a:b"}, {Replicas: -1}, {ReplicaTimeout: -time.Second}, {LossHold: -time.Second}} {
 		if _, err := redisbackend.New(c, &o); !errors.Is(err, redisbackend.ErrInvalidInput) {
 			t.Errorf("New(%+v): %v, want ErrInvalidInput", o, err)
 		}
@@ -187,7 +188,7 @@ func TestWatch(t *testing.T) {
 	direct := newBackend(t, addr, prefix, nil)
 	p := startCutProxy(t, addr)
 	watched := cutBackend(t, p, prefix)
-	slot := time.Now().Truncate(time.Minute).UnixMilli()
+	slot := time.Now().Truncate(time.Minute).Add(-time.Hour).UnixMilli()
 
 	ch, err := watched.WatchRuns(t.Context())
 	if err != nil {
@@ -247,7 +248,7 @@ func TestWatch(t *testing.T) {
 func TestJobNamesDistinct(t *testing.T) {
 	addr := redisAddr(t)
 	b := newBackend(t, addr, freshPrefix(t, addr), nil)
-	slot := time.Now().Truncate(time.Minute).UnixMilli()
+	slot := time.Now().Truncate(time.Minute).Add(-time.Hour).UnixMilli()
 	for _, job := range []string{"a}", "a%7D", "a%257D", "{a}", "a", "a}:run", "a:run"} {
 		if ok, err := b.Claim(t.Context(), anarchon.ClaimInput{Job: job, Slot: slot, Token: randToken(), InstanceID: "x"}); err != nil || !ok {
 			t.Errorf("job %q: first claim of the slot: %v, %v; want true", job, ok, err)
@@ -263,7 +264,7 @@ func TestHistoryLimitWithinSlot(t *testing.T) {
 	b := newBackend(t, addr, freshPrefix(t, addr), nil)
 	rs := b.Runs()
 	ctx := t.Context()
-	slot := time.Now().Truncate(time.Minute).UnixMilli()
+	slot := time.Now().Truncate(time.Minute).Add(-time.Hour).UnixMilli()
 	var toks []string
 	for i := range 3 {
 		tok := randToken()
@@ -307,7 +308,7 @@ func TestTTLTrimClaimOnly(t *testing.T) {
 	b := newBackend(t, addr, freshPrefix(t, addr), nil)
 	ctx := t.Context()
 	const ttl = time.Second
-	slot := time.Now().Truncate(time.Minute).UnixMilli() - 60000 // older than the TTL by slot
+	slot := time.Now().Truncate(time.Minute).Add(-time.Hour).UnixMilli() - 60000 // older than the TTL by slot
 	old, young, saved := randToken(), randToken(), randToken()
 	claim := func(s int64, tok string) {
 		t.Helper()
@@ -346,7 +347,7 @@ func TestFinishResult(t *testing.T) {
 	rs := b.Runs()
 	rf := rs.(anarchon.ResultFinisher)
 	ctx := t.Context()
-	slot := time.Now().Truncate(time.Minute).UnixMilli()
+	slot := time.Now().Truncate(time.Minute).Add(-time.Hour).UnixMilli()
 	a, c := randToken(), randToken()
 	claim := func(tok, inst string) anarchon.ClaimOutcome {
 		t.Helper()
@@ -404,7 +405,7 @@ func TestPlainClaimsBeforeTheirResult(t *testing.T) {
 	addr := redisAddr(t)
 	b := newBackend(t, addr, freshPrefix(t, addr), nil)
 	ctx := t.Context()
-	slot0 := time.Now().Truncate(time.Minute).UnixMilli() - 3600_000
+	slot0 := time.Now().Truncate(time.Minute).Add(-time.Hour).UnixMilli() - 3600_000
 	slot := func(i int) int64 { return slot0 + int64(i)*1000 }
 	toks := map[int]string{}
 	claim := func(i int) {

@@ -18,7 +18,7 @@ func TestWaitReplicasShortfall(t *testing.T) {
 	addr := startServer(t) // a primary of its own: no replicas
 	prefix := freshPrefix(t, addr)
 	b := newBackend(t, addr, prefix, &redisbackend.Options{Replicas: 1, ReplicaTimeout: 100 * time.Millisecond})
-	slot := time.Now().Truncate(time.Minute).UnixMilli()
+	slot := time.Now().Truncate(time.Minute).Add(-time.Hour).UnixMilli()
 	tok := randToken()
 	in := anarchon.ClaimInput{Job: "wait", Slot: slot, Token: tok, InstanceID: "a"}
 	start := time.Now()
@@ -61,7 +61,7 @@ func TestWaitReplicas(t *testing.T) {
 	if err := c.ScriptFlush(t.Context()).Err(); err != nil {
 		t.Fatal(err)
 	}
-	slot := time.Now().Truncate(time.Minute).UnixMilli()
+	slot := time.Now().Truncate(time.Minute).Add(-time.Hour).UnixMilli()
 	tok := randToken()
 	start := time.Now()
 	ok, err := b.Claim(t.Context(), anarchon.ClaimInput{Job: "wait", Slot: slot, Token: tok, InstanceID: "a"})
@@ -134,7 +134,7 @@ func TestCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
-	slot := time.Now().Truncate(time.Minute).UnixMilli()
+	slot := time.Now().Truncate(time.Minute).Add(-time.Hour).UnixMilli()
 	for _, job := range []string{"plain", "odd {tag} } {", "Ωμέγα"} {
 		tok := randToken()
 		if ok, err := b.Claim(ctx, anarchon.ClaimInput{Job: job, Slot: slot, Token: tok, InstanceID: "a"}); err != nil || !ok {

@@ -38,6 +38,9 @@ func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.Cla
 	if c.MaxLate < 0 {
 		return anarchon.ClaimOutcome{}, fmt.Errorf("%w: job %q: negative MaxLate", ErrInvalidInput, c.Job)
 	}
+	if err := b.epoch.check(ctx, b); err != nil {
+		return anarchon.ClaimOutcome{}, err
+	}
 	overlap := "0"
 	if c.AllowOverlap {
 		overlap = "1"
@@ -47,7 +50,7 @@ func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.Cla
 		[]string{k.run, k.claims, k.hist, k.active},
 		slotArg(c.Slot), c.Token, c.InstanceID,
 		c.Lease.Milliseconds(), c.MaxLate.Milliseconds(), overlap, max(c.MaxAttempts, 1),
-		b.channel, c.Job)
+		b.channel, c.Job, anarchon.EarlyTolerance.Milliseconds())
 	if err != nil {
 		return anarchon.ClaimOutcome{}, b.wrap(fmt.Sprintf("lease claim %q slot %d", c.Job, c.Slot), err)
 	}
@@ -60,6 +63,10 @@ func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.Cla
 	holder, _ := arr[2].(string)
 	lu, _ := arr[3].(string)
 	status, _ := arr[4].(string)
+	if kind == -1 { // never early: lu holds the server's now
+		ms, _ := strconv.ParseInt(lu, 10, 64)
+		return anarchon.ClaimOutcome{}, &anarchon.EarlyError{Job: c.Job, Slot: c.Slot, StoreNow: ms}
+	}
 	out := anarchon.ClaimOutcome{Kind: anarchon.OutcomeKind(kind), Attempt: int(att), Holder: holder}
 	switch out.Kind {
 	case anarchon.OutcomeWon, anarchon.OutcomeRunning:

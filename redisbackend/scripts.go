@@ -69,8 +69,10 @@ var luaPrelude = lua("lib_prelude")
 // scriptClaim is the plain claim (SPEC §4). It is written without the
 // shared prelude and encodes its record by hand (the fields are those of
 // cjson.encode, the strings escaped by cjson) to keep its Lua work small.
-// KEYS: run. ARGV: slot, token, instance.
-// Returns 1 (won, or won before with this token) or 0.
+// KEYS: run. ARGV: slot, token, instance, early tolerance ms.
+// Returns 1 (won, or won before with this token), 0, or {-1, server now
+// ms} for a new slot later than the server's now plus the tolerance
+// (never early, SPEC §4).
 var scriptClaim = newBareScript(lua("claim"))
 
 // scriptManual records a RunNow run (no deduplication).
@@ -81,9 +83,11 @@ var scriptManual = newScript(lua("manual"))
 // match wins.
 // KEYS: run, claims, hist, active.
 // ARGV: slot, token, instance, lease ms, max-late ms (0 = none),
-// allow overlap ('1'/'0'), max attempts, channel, job.
+// allow overlap ('1'/'0'), max attempts, channel, job, early tolerance ms.
 // Returns {kind, attempt, holder, lease until ms (string), status}; kind as
-// anarchon.OutcomeKind: 1 won, 2 running, 3 done, 4 overlap, 5 none, 6 late.
+// anarchon.OutcomeKind: 1 won, 2 running, 3 done, 4 overlap, 5 none, 6 late;
+// -1 (early) with the server's now in place of the lease end for a new
+// slot later than the server's now plus the tolerance (SPEC §4).
 var scriptLeaseClaim = newScript(lua("lease_claim"))
 
 // scriptHeartbeat extends a running lease held by the token.

@@ -74,8 +74,8 @@ func encodeResult(r anarchon.StoredResult) wireResult {
 		Status:     string(r.Status),
 		StartedAt:  r.StartedAt,
 		FinishedAt: r.FinishedAt,
-		Error:      r.Error,
-		Output:     r.Output,
+		Error:      anarchon.EscapeText(r.Error), // JSON keeps valid UTF-8 only
+		Output:     anarchon.EscapeText(r.Output),
 		Manual:     r.Manual,
 	}
 }

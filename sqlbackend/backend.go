@@ -56,6 +56,11 @@ type Config struct {
 	// Close is called once by SQLBackend.Close to close what the backend
 	// opened itself. Nil means nothing to close.
 	Close func(ctx context.Context) error
+	// Guard, if set, is called before every claim (plain and lease); an
+	// error fails the claim closed and is returned as it is. SQLite uses
+	// it to stop claiming once its database file was replaced or deleted
+	// under the process. Nil means none.
+	Guard func(ctx context.Context) error
 }
 
 // SQLBackend is the SQL base shared by the SQLite and PostgreSQL backends

@@ -68,8 +68,13 @@ func (b *SQLBackend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, e
 	if err := checkClaim(in); err != nil {
 		return false, b.errorf("claim", err)
 	}
+	if g := b.cfg.Guard; g != nil {
+		if err := g(ctx); err != nil {
+			return false, err
+		}
+	}
 	rows, err := b.all(ctx, b.cfg.Conn, b.q.plainClaim,
-		in.Job, in.Slot, in.Token, in.InstanceID, in.Job, in.Slot)
+		in.Job, in.Slot, in.Token, in.InstanceID, in.Job, in.Slot, in.Slot, anarchon.EarlyTolerance.Milliseconds())
 	if err != nil {
 		return false, b.errorf("claim", err)
 	}
@@ -81,7 +86,13 @@ func (b *SQLBackend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, e
 		return false, b.errorf("claim", err)
 	}
 	if len(rows) == 0 {
-		return false, nil // below the watermark: trimmed, settled long ago
+		// Below the watermark (trimmed, settled long ago), or early. The
+		// server's clock only moves on: a slot still ahead of it now was
+		// ahead when the insert was refused.
+		if err := b.checkEarly(ctx, b.cfg.Conn, in.Job, in.Slot); err != nil {
+			return false, err
+		}
+		return false, nil
 	}
 	rd := reader(rows[0])
 	tok := rd.string()
@@ -89,6 +100,27 @@ func (b *SQLBackend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, e
 		return false, b.errorf("claim", err)
 	}
 	return tok == in.Token, nil
+}
+
+// checkEarly reads the server's clock and returns an *anarchon.EarlyError
+// when slot is later than it plus anarchon.EarlyTolerance.
+func (b *SQLBackend) checkEarly(ctx context.Context, q Querier, job string, slot int64) error {
+	rows, err := b.all(ctx, q, b.q.now)
+	if err != nil {
+		return b.errorf("claim", err)
+	}
+	if len(rows) != 1 {
+		return b.errorf("claim", fmt.Errorf("clock query returned %d rows", len(rows)))
+	}
+	rd := reader(rows[0])
+	now := rd.int64()
+	if err := rd.Err(); err != nil {
+		return b.errorf("claim", err)
+	}
+	if anarchon.TooEarly(slot, now) {
+		return &anarchon.EarlyError{Job: job, Slot: slot, StoreNow: now}
+	}
+	return nil
 }
 
 // RecordManualRun stores a RunNow run in the history, without touching the

@@ -112,7 +112,7 @@ func (b *SQLBackend) upsertResult(ctx context.Context, tx Querier, sr saved) err
 	_, err := b.all(ctx, tx, b.q.upsertResult,
 		sr.job, r.Token, r.Slot, r.InstanceID, int64(r.Attempt), string(r.Status),
 		sr.job, r.Slot, claimToken,
-		msOrNil(r.StartedAt), msOrNil(r.FinishedAt), r.Error, r.Output, sr.manual())
+		msOrNil(r.StartedAt), msOrNil(r.FinishedAt), anarchon.EscapeText(r.Error), anarchon.EscapeText(r.Output), sr.manual())
 	return err
 }
 

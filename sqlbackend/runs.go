@@ -50,6 +50,11 @@ func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.Cla
 	if err := checkClaim(c.ClaimInput); err != nil {
 		return anarchon.ClaimOutcome{}, b.errorf("lease claim", err)
 	}
+	if g := b.cfg.Guard; g != nil {
+		if err := g(ctx); err != nil {
+			return anarchon.ClaimOutcome{}, err
+		}
+	}
 	if c.Lease <= 0 {
 		return anarchon.ClaimOutcome{}, b.errorf("lease claim", invalid("lease %v is not positive", c.Lease))
 	}
@@ -82,6 +87,8 @@ func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.Cla
 			case hasWM && c.Slot <= wm:
 				out.Kind = anarchon.OutcomeDone
 				return nil
+			case anarchon.TooEarly(c.Slot, now): // never early
+				return &anarchon.EarlyError{Job: c.Job, Slot: c.Slot, StoreNow: now}
 			case c.MaxLate > 0 && now > c.Slot+c.MaxLate.Milliseconds():
 				out.Kind = anarchon.OutcomeLate
 				return b.insertRun(ctx, tx, c, anarchon.RunStateMissed, anarchon.StatusMissed, nil, now)
@@ -186,6 +193,8 @@ func (b *SQLBackend) claimRoutine(ctx context.Context, c anarchon.RunClaim, leas
 		out.Kind = anarchon.OutcomeNone
 	case "late":
 		out.Kind = anarchon.OutcomeLate
+	case "early": // never early: o_until holds the server's now
+		return anarchon.ClaimOutcome{}, &anarchon.EarlyError{Job: c.Job, Slot: c.Slot, StoreNow: until}
 	default:
 		out.Kind = anarchon.OutcomeDone
 	}
@@ -340,7 +349,7 @@ func (s *RunStore) FinishResult(ctx context.Context, in anarchon.SaveResultInput
 	}
 	if b.rt.FinishResult != "" {
 		ok, err := b.routineBool(ctx, b.rt.FinishResult, job, r.Slot, r.Token, r.InstanceID, int64(sr.r.Attempt),
-			string(sr.r.Status), msOrNil(r.StartedAt), msOrNil(r.FinishedAt), r.Error, r.Output, sr.size, sr.ttlMs)
+			string(sr.r.Status), msOrNil(r.StartedAt), msOrNil(r.FinishedAt), anarchon.EscapeText(r.Error), anarchon.EscapeText(r.Output), sr.size, sr.ttlMs)
 		if err != nil {
 			return false, b.errorf(op, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"strings"
 	"sync"
@@ -57,6 +58,18 @@ type Options struct {
 	// caller hands the DB over (sqlitefile.Open does). Defaults to false:
 	// the backend never closes what it did not open.
 	CloseDB bool
+	// File is the path of the database file, when the caller knows it
+	// (sqlitefile.Open sets it). The backend then records the file's
+	// identity (device and inode) at New and, at most once a second,
+	// checks it before a claim: a file deleted or replaced under the
+	// process (another process would open a new, empty database there
+	// and claim the same slots) is logged as an ERROR once and every
+	// claim fails closed with ErrFileReplaced until the process opens the
+	// database again. Empty: no check.
+	File string
+	// Logger receives the ERROR of a replaced file. Defaults to
+	// slog.Default().
+	Logger *slog.Logger
 }
 
 // Backend is the SQLite backend: the SQL base ([sqlbackend.SQLBackend]) on
@@ -111,6 +124,13 @@ func New(db *sql.DB, opts *Options) (*Backend, error) {
 	}
 	if o.CloseDB {
 		cfg.Close = func(context.Context) error { return db.Close() }
+	}
+	if o.File != "" {
+		g, err := newFileGuard(o.File, o.Logger)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Guard = g.check
 	}
 	base, err := sqlbackend.New(cfg)
 	if err != nil {

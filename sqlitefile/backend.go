@@ -25,7 +25,10 @@ const DriverName = "sqlite"
 // The connection sets busy_timeout, journal_mode=WAL and
 // synchronous=NORMAL (durable across process crashes; a power loss may
 // lose the last transactions, never corrupt the file), and opens write
-// transactions with BEGIN IMMEDIATE. The file's directory must exist.
+// transactions with BEGIN IMMEDIATE. The file's directory must exist; a
+// new file is created with mode 0600. opts.File defaults to path, so a
+// file deleted or replaced under the process is detected and claims fail
+// closed (sqlitebackend.ErrFileReplaced).
 //
 // Errors: an empty path, a path that is a directory, a directory that
 // does not exist (or is not a directory), or an error opening the file;
@@ -52,6 +55,17 @@ func Open(path string, opts *sqlitebackend.Options) (*sqlitebackend.Backend, err
 		o.BusyTimeout = sqlitebackend.DefaultBusyTimeout
 	}
 	o.CloseDB = true
+	// Create the file ourselves, readable by its owner only (claims,
+	// history and job output are in it); SQLite gives its -wal and -shm
+	// files the database file's mode. An existing file keeps its mode.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitefile: %w", err)
+	}
+	f.Close()
+	if o.File == "" {
+		o.File = path // the check for a file replaced under the process
+	}
 	db, err := sql.Open(DriverName, DSN(path, o.BusyTimeout.Milliseconds()))
 	if err != nil {
 		return nil, fmt.Errorf("sqlitefile: %w", err)

@@ -14,6 +14,16 @@
 // 2,000 slots), repeat-safe claims, leases judged by the host's clock,
 // history trimming that never reopens a slot.
 //
+// A new database file is created with mode 0600 (SQLite gives its -wal
+// and -shm files the same mode). The file's device and inode are recorded
+// at Open: a file deleted or replaced under the process (a process that
+// opens the path then gets a new, empty database and would claim the same
+// slots) is seen at most a second later at a claim, logged as an ERROR,
+// and every claim then fails closed with sqlitebackend.ErrFileReplaced
+// until the process opens the database again. Claims acknowledged in the
+// old file are lost to the new one, and Run.Attempt cannot fence that
+// (SPEC §6, "Stores that forget").
+//
 // # Server requirements
 //
 // None beyond sqlitebackend's: a local file system (SQLite's locks are

@@ -62,6 +62,9 @@ func version() string {
 // globalFlags are the flags every command shares.
 type globalFlags struct {
 	store       string
+	storeFile   string // --store-file: the store URL is read from it
+	passSecrets bool   // --pass-secrets: jobs get the store's credential variables
+	maxLogBytes int64  // --max-log-bytes: output logged per run
 	crontabs    []string
 	crontabDirs []string
 	configs     []string
@@ -106,7 +109,23 @@ func (g *globalFlags) newLogger(w io.Writer) (*slog.Logger, error) {
 	default:
 		return nil, usageError{fmt.Errorf("--log-level %q: want debug, info, warn or error", g.logLevel)}
 	}
-	opts := &slog.HandlerOptions{Level: level}
+	// Every string and error a log record carries passes the scrubber,
+	// so a driver's error repeating the store's password never reaches
+	// the log.
+	raw := g.store
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+		switch a.Value.Kind() {
+		case slog.KindString:
+			if s := a.Value.String(); raw != "" && s != "" {
+				a.Value = slog.StringValue(scrub(s, raw))
+			}
+		case slog.KindAny:
+			if err, ok := a.Value.Any().(error); ok && raw != "" {
+				a.Value = slog.StringValue(scrub(err.Error(), raw))
+			}
+		}
+		return a
+	}}
 	switch strings.ToLower(g.logFormat) {
 	case "text", "":
 		return slog.New(slog.NewTextHandler(w, opts)), nil
@@ -218,7 +237,10 @@ shared store (SQLite by default, PostgreSQL, Redis, NATS), and exactly one wins.
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	pf := root.PersistentFlags()
-	pf.StringVar(&g.store, "store", defaultStore, "store URL: sqlite:PATH, postgres://…, redis://…, nats://…, memory:")
+	pf.StringVar(&g.store, "store", defaultStore, "store URL: sqlite:PATH, postgres://…, redis://…, nats://…, memory: (a URL with a password is better given by --store-file or ANARCHON_STORE: the command line is readable by every local user)")
+	pf.StringVar(&g.storeFile, "store-file", "", "read the store URL from `FILE` (first line), instead of --store")
+	pf.Int64Var(&g.maxLogBytes, "max-log-bytes", 16<<20, "log at most this many bytes of one run's output (0: no bound); the history keeps the tail either way")
+	pf.BoolVar(&g.passSecrets, "pass-secrets", false, "pass the store's credential variables (ANARCHON_STORE, ANARCHON_STORE_FILE, PGPASSWORD, PGPASSFILE, REDISCLI_AUTH, …) on to jobs; by default jobs do not get them")
 	pf.StringArrayVar(&g.crontabs, "crontab", nil, "crontab `FILE` with the jobs (repeatable)")
 	pf.StringArrayVar(&g.crontabDirs, "crontab-dir", nil, "read every file of `DIR` as a system crontab, as cron reads /etc/cron.d (repeatable)")
 	pf.StringArrayVar(&g.configs, "config", nil, "YAML `FILE` with the jobs (repeatable)")
@@ -232,6 +254,9 @@ shared store (SQLite by default, PostgreSQL, Redis, NATS), and exactly one wins.
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
 		if err := applyEnv(c); err != nil {
+			return err
+		}
+		if err := g.readStoreFile(c); err != nil {
 			return err
 		}
 		g.output = outputOptions{split: g.splitLogs, passthrough: g.passthrough, stdout: stdout, stderr: stderr}
@@ -272,6 +297,8 @@ func runCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
 	f.DurationVar(&rf.poll, "poll", time.Second, "how often a backup asks the store again while another instance holds a lease")
 	f.DurationVar(&rf.registryTTL, "registry-ttl", anarchon.DefaultRegistryTTL,
 		"how long this instance's record in the store's registry of replicas lives without a renewal (renewed every third of it); a killed instance is shown dead this long after its last renewal")
+	f.BoolVar(&rf.statusOutput, "status-output", false, "include the tail of each job's last output in /status (it may hold what jobs print: keys, tokens)")
+	f.StringVar(&rf.httpTokenFile, "http-token-file", "", "require `FILE`'s first line as a bearer token (Authorization: Bearer …) on /status and /metrics; needed when --http binds beyond loopback")
 	f.BoolVar(&rf.subreaper, "subreaper", false, "reap orphaned processes of jobs as a child subreaper (Linux; always on as PID 1)")
 	f.StringVar(&rf.clockOffset, "clock-offset", "", "shift this instance's clock by a Go duration (fault injection; also ANARCHON_CLOCK_OFFSET)")
 	_ = f.MarkHidden("clock-offset")
@@ -298,7 +325,7 @@ func openForRead(g *globalFlags, stderr io.Writer, needJobs, mustExist bool) (*d
 	if err != nil {
 		return nil, err
 	}
-	return &daemon{log: log, backend: b, store: redact(storeOrDefault(g.store)), metrics: newMetrics(),
+	return &daemon{log: log, backend: b, store: redact(storeOrDefault(g.store)), rawStore: g.store, metrics: newMetrics(),
 		sched: anarchon.New(b, &anarchon.Options{Logger: log}), reboot: anarchon.New(b, &anarchon.Options{Logger: log})}, nil
 }
 
@@ -618,4 +645,26 @@ func versionCmd(stdout io.Writer) *cobra.Command {
 			fmt.Fprintf(stdout, "anarchon %s %s %s/%s\n", version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 		},
 	}
+}
+
+// readStoreFile sets the store URL from --store-file, which excludes
+// --store (and ANARCHON_STORE).
+func (g *globalFlags) readStoreFile(c *cobra.Command) error {
+	if g.storeFile == "" {
+		return nil
+	}
+	if f := c.Flags().Lookup("store"); f != nil && f.Changed {
+		return usageError{errors.New("--store and --store-file (or their ANARCHON_ variables) both given: give one")}
+	}
+	data, err := os.ReadFile(g.storeFile)
+	if err != nil {
+		return usageError{fmt.Errorf("--store-file: %w", err)}
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	line = strings.TrimSpace(line)
+	if line == "" {
+		return usageError{fmt.Errorf("--store-file %s: empty", g.storeFile)}
+	}
+	g.store = line
+	return nil
 }

@@ -26,6 +26,9 @@ type runFlags struct {
 	poll        time.Duration
 	subreaper   bool
 	registryTTL time.Duration
+
+	statusOutput  bool   // --status-output: /status includes output tails
+	httpTokenFile string // --http-token-file: bearer token for /status and /metrics
 }
 
 // daemon is a scheduler with its store, jobs and metrics.
@@ -38,6 +41,7 @@ type daemon struct {
 	metrics  *metrics
 	exec     *executor
 	store    string // redacted store URL
+	rawStore string // the store URL as given, only to scrub error texts of it
 	instance string
 	outcomes *outcomes
 
@@ -134,9 +138,10 @@ func openDaemon(g *globalFlags, log *slog.Logger, clock anarchon.Clock, poll, gr
 		jobs:     jobs,
 		metrics:  newMetrics(),
 		store:    redact(storeOrDefault(g.store)),
+		rawStore: g.store,
 		instance: instance,
 	}
-	d.exec = &executor{log: log, instance: instance, grace: grace, out: g.output}
+	d.exec = &executor{log: log, instance: instance, grace: grace, out: g.output, passSecrets: g.passSecrets, maxLogBytes: g.maxLogBytes}
 	d.outcomes = newOutcomes(log, instance, d.exec)
 	d.exec.running = func(job string, delta float64) { d.metrics.running.WithLabelValues(job).Add(delta) }
 	d.metrics.initJobs(jobs)
@@ -266,7 +271,12 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 
 	var srv *server
 	if addr != "" {
-		srv, err = startHTTP(d, addr)
+		hc, err := httpConfigFrom(rf, addr)
+		if err != nil {
+			d.stop(rf.stopTimeout)
+			return usageError{err}
+		}
+		srv, err = startHTTP(d, addr, hc)
 		if err != nil {
 			d.stop(rf.stopTimeout)
 			return fmt.Errorf("--http %s: %w", rf.http, err)

@@ -75,7 +75,11 @@
 // commands, whose statuses exec.Cmd.Wait must get.
 //
 // Every flag can also be set with an ANARCHON_* environment variable
-// (ANARCHON_STORE for --store); the command line wins. Usage errors exit
+// (ANARCHON_STORE for --store, or --store-file); the command line wins.
+// Store URLs are shown only through the redactor (redact.go): errors, the
+// summary, /status and every log record. Jobs do not inherit the store's
+// credential variables unless --pass-secrets; --http beyond loopback needs
+// --http-token-file; /status omits output tails unless --status-output. Usage errors exit
 // with status 2; run-now exits with the job's own status.
 //
 // # Replicas

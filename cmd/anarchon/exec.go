@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/anarchon/anarchon"
@@ -31,6 +32,9 @@ type executor struct {
 	instance string
 	grace    time.Duration // SIGTERM to SIGKILL
 	wg       sync.WaitGroup
+
+	passSecrets bool  // --pass-secrets: keep the store's credential variables in jobs' environment
+	maxLogBytes int64 // --max-log-bytes: output logged per run; 0: no bound
 
 	out     outputOptions
 	running func(job string, delta float64) // the running-commands gauge, if any
@@ -98,13 +102,19 @@ func (e *executor) handler(j *jobSpec) anarchon.Handler {
 		attrs := []any{slog.String("job", run.Job), slog.String("slot", slot), slog.Int("attempt", run.Attempt)}
 		log := e.log.With(attrs...)
 		tail := &tailBuffer{max: outputTail}
-		stdout := &lineLogger{log: log, stream: "stdout", tail: tail}
-		stderr := &lineLogger{log: log, stream: "stderr", tail: tail}
+		budget := newLogBudget(e.maxLogBytes)
+		stdout := &lineLogger{log: log, stream: "stdout", tail: tail, budget: budget}
+		stderr := &lineLogger{log: log, stream: "stderr", tail: tail, budget: budget}
+		defer func() {
+			if budget != nil && budget.dropped.Load() > 0 {
+				log.Warn("output not logged", slog.Int64("bytes", budget.dropped.Load()), slog.Int64("max_log_bytes", e.maxLogBytes))
+			}
+		}()
 		e.out.apply(stdout, stderr, attrs)
 
 		cmd := exec.Command(j.Argv[0], j.Argv[1:]...)
 		cmd.Dir = j.Workdir
-		cmd.Env = append(append(os.Environ(), j.Env...),
+		cmd.Env = append(append(jobEnviron(os.Environ(), e.passSecrets), j.Env...),
 			"ANARCHON_JOB="+run.Job,
 			"ANARCHON_SLOT="+slot,
 			"ANARCHON_ATTEMPT="+strconv.Itoa(run.Attempt),
@@ -178,6 +188,16 @@ func (e *executor) handler(j *jobSpec) anarchon.Handler {
 		stdout.flush()
 		stderr.flush()
 		e.keepOutput(run, tail.String())
+		if errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState != nil {
+			// The command exited and left a background process ("(cmd &)")
+			// holding its output open: its own exit status is the run's;
+			// what that process prints later is not captured.
+			log.Warn("the command exited, but a process it left in the background kept its output open; later output is not captured")
+			err = nil
+			if !cmd.ProcessState.Success() {
+				err = errors.New(cmd.ProcessState.String()) // "exit status N"
+			}
+		}
 		if err != nil {
 			var ee *exec.ExitError
 			if errors.As(err, &ee) {
@@ -229,7 +249,39 @@ type lineLogger struct {
 	stream string
 	tail   *tailBuffer
 	buf    []byte
-	raw    io.Writer // passthrough: lines are written here as they are
+	raw    io.Writer  // passthrough: lines are written here as they are
+	budget *logBudget // shared by a run's two streams; nil: no bound
+}
+
+// logBudget bounds how many bytes of one run's output are logged
+// (--max-log-bytes): a command printing a gigabyte must not make gigabytes
+// of logs. Past it lines are counted, not logged; the history still keeps
+// the output's tail.
+type logBudget struct {
+	left    atomic.Int64
+	dropped atomic.Int64
+	warned  atomic.Bool
+}
+
+func newLogBudget(max int64) *logBudget {
+	if max <= 0 {
+		return nil
+	}
+	b := &logBudget{}
+	b.left.Store(max)
+	return b
+}
+
+// take reports whether a line of n bytes may be logged.
+func (b *logBudget) take(n int) bool {
+	if b == nil {
+		return true
+	}
+	if b.left.Add(-int64(n)) >= 0 {
+		return true
+	}
+	b.dropped.Add(int64(n))
+	return false
 }
 
 // apply points the two streams of a command where the options say.
@@ -267,6 +319,12 @@ func (l *lineLogger) Write(p []byte) (int, error) {
 
 func (l *lineLogger) emit(line []byte) {
 	line = bytes.TrimRight(line, "\r")
+	if !l.budget.take(len(line) + 1) {
+		if l.budget.warned.CompareAndSwap(false, true) {
+			l.log.Warn("output beyond --max-log-bytes is not logged (the run's history keeps its tail)", slog.String("stream", l.stream))
+		}
+		return
+	}
 	if l.raw != nil {
 		rawMu.Lock()
 		_, _ = l.raw.Write(append(line[:len(line):len(line)], '\n'))
@@ -314,4 +372,30 @@ func (t *tailBuffer) String() string {
 		b = b[1:]
 	}
 	return strings.ToValidUTF8(string(b), "\uFFFD")
+}
+
+// secretEnv are the variables of the daemon's environment that hold the
+// store's credentials (its own ANARCHON_STORE, the clients' standard
+// variables); jobs do not get them unless --pass-secrets. A job that
+// needs one sets it in its own env.
+var secretEnv = map[string]bool{
+	"ANARCHON_STORE": true, "ANARCHON_STORE_FILE": true, "ANARCHON_HTTP_TOKEN_FILE": true,
+	"ANARCHON_UI_TOKEN": true, "ANARCHON_UI_USER": true, "ANARCHON_UI_PASSWORD": true,
+	"PGPASSWORD": true, "PGPASSFILE": true, "PGSERVICEFILE": true, "PGSSLKEY": true,
+	"REDISCLI_AUTH": true, "NATS_TOKEN": true, "NATS_PASSWORD": true, "NATS_CREDS": true, "NATS_NKEY": true,
+}
+
+// jobEnviron returns env without the credential variables, unless pass.
+func jobEnviron(env []string, pass bool) []string {
+	if pass {
+		return env
+	}
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !secretEnv[name] {
+			out = append(out, kv)
+		}
+	}
+	return out
 }

@@ -130,3 +130,18 @@ func gone(pid int) bool {
 	i := strings.LastIndexByte(s, ')')
 	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
 }
+
+// A command that exits and leaves a background process holding its output
+// ("(sleep 30 &)") is recorded by its own exit status, not as an error of
+// the output pipes.
+func TestHandlerBackgroundChild(t *testing.T) {
+	for code, want := range map[int]anarchon.Status{0: anarchon.StatusSuccess, 3: anarchon.StatusError} {
+		rec := runOnce(t, &jobSpec{
+			Name: "bg", Schedule: "@daily",
+			Argv: []string{"/bin/sh", "-c", "(sleep 30 &); echo started; exit " + strconv.Itoa(code)},
+		}, 50*time.Millisecond)
+		if rec.Status != want || (code == 3 && rec.Error != "exit status 3") || !strings.Contains(rec.Output, "started") {
+			t.Errorf("exit %d: status %s, error %q, output %q", code, rec.Status, rec.Error, rec.Output)
+		}
+	}
+}

@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -299,25 +302,99 @@ type server struct {
 	d   *daemon
 	srv *http.Server
 	ln  net.Listener
+	cfg httpConfig
+}
+
+// httpConfig is what guards the HTTP endpoint.
+type httpConfig struct {
+	token        string // bearer token for /status and /metrics; "" for none
+	statusOutput bool   // /status includes output tails
+}
+
+// httpConfigFrom reads the token file and refuses an address beyond
+// loopback without one: /status names jobs, commands' outcomes and errors,
+// /metrics the jobs, and neither is for the network to read unasked.
+func httpConfigFrom(rf *runFlags, addr string) (httpConfig, error) {
+	hc := httpConfig{statusOutput: rf.statusOutput}
+	if rf.httpTokenFile != "" {
+		data, err := os.ReadFile(rf.httpTokenFile)
+		if err != nil {
+			return hc, fmt.Errorf("--http-token-file: %w", err)
+		}
+		line, _, _ := strings.Cut(string(data), "\n")
+		hc.token = strings.TrimSpace(line)
+		if len(hc.token) < 16 {
+			return hc, fmt.Errorf("--http-token-file %s: the token must be at least 16 characters", rf.httpTokenFile)
+		}
+	}
+	if hc.token == "" {
+		// One credential guards the whole endpoint: the dashboard's token
+		// serves /status and /metrics too when no token file is given.
+		if t := strings.TrimSpace(os.Getenv("ANARCHON_UI_TOKEN")); t != "" {
+			if len(t) < 16 {
+				return hc, errors.New("ANARCHON_UI_TOKEN: the token must be at least 16 characters")
+			}
+			hc.token = t
+		}
+	}
+	if hc.token == "" && !loopback(addr) {
+		return hc, fmt.Errorf("--http %s binds beyond loopback: give --http-token-file or ANARCHON_UI_TOKEN (or bind 127.0.0.1)", addr)
+	}
+	return hc, nil
+}
+
+// loopback reports whether addr (host:port) binds only loopback.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// authorized checks the bearer token, in constant time.
+func (s *server) authorized(w http.ResponseWriter, r *http.Request) bool {
+	if s.cfg.token == "" {
+		return true
+	}
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if ok && subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.token)) == 1 {
+		return true
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer realm="anarchon"`)
+	http.Error(w, "unauthorized", http.StatusUnauthorized)
+	return false
 }
 
 // startHTTP listens on addr and serves in the background.
-func startHTTP(d *daemon, addr string) (*server, error) {
+func startHTTP(d *daemon, addr string, cfg httpConfig) (*server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()
-	s := &server{d: d, ln: ln}
+	s := &server{d: d, ln: ln, cfg: cfg}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("GET /readyz", s.readyz)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(d.metrics.reg, promhttp.HandlerOpts{}))
+	metrics := promhttp.HandlerFor(d.metrics.reg, promhttp.HandlerOpts{})
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+		if s.authorized(w, r) {
+			metrics.ServeHTTP(w, r)
+		}
+	})
 	mux.HandleFunc("GET /status", s.status)
-	mountUI(mux, d, addr)
-	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	mountUI(mux, d, addr, cfg.token)
+	// Timeouts, so that slow or idle clients cannot hold connections
+	// (and goroutines) open without end.
+	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 64 << 10}
 	go func() {
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			d.log.Error("http server stopped", slog.Any("error", err))
@@ -334,7 +411,7 @@ func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	if err := ping(ctx, s.d.backend); err != nil {
 		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = w.Write([]byte("store unreachable: " + strings.TrimSpace(err.Error()) + "\n"))
+		_, _ = w.Write([]byte("store unreachable: " + strings.TrimSpace(scrub(err.Error(), s.d.rawStore)) + "\n"))
 		return
 	}
 	_, _ = w.Write([]byte("ok\n"))
@@ -350,9 +427,19 @@ func ping(ctx context.Context, b anarchon.Backend) error {
 }
 
 func (s *server) status(w http.ResponseWriter, r *http.Request) {
+	if !s.authorized(w, r) {
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
 	st := s.d.status(ctx)
+	if !s.cfg.statusOutput {
+		for _, j := range st.Jobs {
+			if j.Last != nil {
+				j.Last.Output = ""
+			}
+		}
+	}
 	w.Header().Set("Content-Type", "application/json")
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -64,17 +63,6 @@ var plannedSchemes = map[string]string{
 	"memory":     "memory",
 }
 
-var userinfo = regexp.MustCompile(`(//[^/@:]*:)[^/@]*@`)
-
-// redact returns raw with any password replaced by "xxxxx". It works on
-// URLs that do not parse too.
-func redact(raw string) string {
-	if u, err := url.Parse(raw); err == nil && u.User != nil {
-		return u.Redacted()
-	}
-	return userinfo.ReplaceAllString(raw, "${1}xxxxx@")
-}
-
 // openStore opens the backend a --store URL names. Errors are
 // *StoreURLError (the backend's own error wrapped) and never contain a
 // password.
@@ -97,7 +85,7 @@ func openStore(raw string) (anarchon.Backend, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return nil, bad(StoreBadURL, nil, "does not parse: %v", err)
+		return nil, bad(StoreBadURL, nil, "does not parse: %s", scrub(err.Error(), raw))
 	}
 	open, ok := openers[scheme]
 	if !ok {
@@ -119,7 +107,7 @@ func openStore(raw string) (anarchon.Backend, error) {
 		if errors.As(err, &se) {
 			return nil, err
 		}
-		return nil, bad(StoreOpenFailed, err, "%s", scrub(err.Error(), u))
+		return nil, bad(StoreOpenFailed, err, "%s", scrub(err.Error(), raw))
 	}
 	return b, nil
 }
@@ -132,14 +120,4 @@ func knownSchemes() []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// scrub removes u's password from msg, in case a driver repeated it.
-func scrub(msg string, u *url.URL) string {
-	if u != nil && u.User != nil {
-		if pw, ok := u.User.Password(); ok && pw != "" {
-			msg = strings.ReplaceAll(msg, pw, "xxxxx")
-		}
-	}
-	return msg
 }

@@ -21,9 +21,13 @@ import (
 // Credentials come from ANARCHON_UI_TOKEN, or ANARCHON_UI_USER and
 // ANARCHON_UI_PASSWORD; they are not needed when --http listens on
 // loopback only, and required on any other address.
-// ANARCHON_UI_READONLY=1 hides the actions.
-func mountUI(mux *http.ServeMux, d *daemon, addr string) {
+// ANARCHON_UI_READONLY=1 hides the actions. The --http-token-file token,
+// if any, is accepted too, so one bearer token opens every endpoint.
+func mountUI(mux *http.ServeMux, d *daemon, addr, token string) {
 	auth := anarchonui.AuthFromEnv()
+	if auth.Token == "" {
+		auth.Token = token
+	}
 	auth.Required = !anarchonui.IsLoopback(addr)
 	h := anarchonui.Handler(d.sched, &anarchonui.Options{
 		BasePath: "/ui/",

@@ -24,8 +24,52 @@ type Entry[T any] struct {
 // and an idle job costs no goroutine. Its methods are safe for concurrent
 // use.
 type Queue[T any] struct {
-	mu sync.Mutex
-	h  entryHeap[T]
+	mu   sync.Mutex
+	h    entryHeap[T]
+	wake chan struct{} // Wake's signal to Run; made on first use
+}
+
+// wakeCh returns the wake channel, making it. q.mu is held.
+func (q *Queue[T]) wakeCh() chan struct{} {
+	if q.wake == nil {
+		q.wake = make(chan struct{}, 1)
+	}
+	return q.wake
+}
+
+// Wake makes Run look at the clock again at once instead of when its
+// timer ends: the clock it is given changed (a new offset to the store's
+// clock, a step of the host's clock), so the wait it computed is wrong.
+func (q *Queue[T]) Wake() {
+	q.mu.Lock()
+	ch := q.wakeCh()
+	q.mu.Unlock()
+	select {
+	case ch <- struct{}{}:
+	default: // a wake is already pending
+	}
+}
+
+// Rewind moves every job whose next slot lies beyond its first slot after
+// now back to that slot, and wakes Run. It is called with a corrected now
+// after the clock Run was given was found to have been ahead (a host
+// clock stepped forward, a claim the store refused as early): slots taken
+// while it was ahead were not due, so the store refused their claims, and
+// the slots it skipped over never ran. A slot after now was never due by
+// the corrected clock, so only a slot taken within the correction itself
+// (the clock put back by less than its error) can come again; its second
+// claim, under a new token, loses at the store.
+func (q *Queue[T]) Rewind(now time.Time) {
+	q.mu.Lock()
+	for _, e := range q.h {
+		if first := e.Next(now); first.Before(e.slot) {
+			e.slot = first
+			e.fireAt = first.Add(e.delay(first))
+		}
+	}
+	heap.Init(&q.h)
+	q.mu.Unlock()
+	q.Wake()
 }
 
 // Add schedules e's first slot after now.
@@ -52,6 +96,9 @@ type due[T any] struct {
 func (q *Queue[T]) Run(ctx context.Context, now func() time.Time, inflight *sync.WaitGroup, fire func(ctx context.Context, v T, slot time.Time)) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	q.mu.Lock()
+	wake := q.wakeCh()
+	q.mu.Unlock()
 	var batch []due[T]
 	for {
 		q.mu.Lock()
@@ -78,6 +125,7 @@ func (q *Queue[T]) Run(ctx context.Context, now func() time.Time, inflight *sync
 		case <-ctx.Done():
 			return
 		case <-timer.C:
+		case <-wake: // the clock changed: compute the wait again
 		}
 	}
 }

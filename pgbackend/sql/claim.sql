@@ -22,6 +22,10 @@ BEGIN
 	IF NOT FOUND THEN
 		IF v_wm IS NOT NULL AND p_slot <= v_wm THEN
 			o_kind := 'done';
+		ELSIF p_slot > v_now + {early} THEN
+			-- never early: a slot ahead of the server's clock is refused
+			o_kind := 'early';
+			o_until := v_now;
 		ELSIF p_max_late IS NOT NULL AND v_now > p_slot + p_max_late THEN
 			INSERT INTO {runs} (job, slot, token, instance, attempt, state, status, lease_until, claimed_at)
 				VALUES (p_job, p_slot, p_token, p_instance, 1, 'missed', 'missed', NULL, v_now);

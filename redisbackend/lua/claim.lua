@@ -9,7 +9,10 @@ if got[1] then
 end
 if got[2] and tonumber(slot) <= tonumber(got[2]) then return 0 end
 local t = redis.call('TIME')
-local now = string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+local nowms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = string.format('%d', nowms)
+-- never early: a slot ahead of the server's clock is refused
+if tonumber(slot) > nowms + tonumber(ARGV[4]) then return {-1, now} end
 redis.call('HSET', KEYS[1], slot, '{"tok":' .. cjson.encode(tok) .. ',"inst":' .. cjson.encode(ARGV[3]) ..
   ',"att":"1","st":"claimed","lu":"0","at":"' .. now .. '"}')
 return 1

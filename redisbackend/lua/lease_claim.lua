@@ -44,6 +44,10 @@ local mark = redis.call('HGET', KEYS[1], 'mark')
 if mark and tonumber(slot) <= tonumber(mark) then
   return {3, 0, '', '0', ''}
 end
+-- never early: a slot ahead of the server's clock is refused
+if tonumber(slot) > now + tonumber(ARGV[10]) then
+  return {-1, 0, '', fmt(now), 'early'}
+end
 if maxlate > 0 and now > tonumber(slot) + maxlate then
   redis.call('HSET', KEYS[1], slot, cjson.encode({tok='', inst=inst, att='0', st='missed', lu='0', at=fmt(now)}))
   redis.call('ZADD', KEYS[3], slot, slot .. '/')

@@ -8,10 +8,13 @@
 
 -- name: plainClaim
 -- The plain claim: one statement. The WHERE keeps trimmed slots
--- closed; ON CONFLICT makes exactly one insert win.
+-- closed and (the last line, "never early") refuses a slot later than
+-- the server's now plus anarchon.EarlyTolerance (the last argument, ms);
+-- ON CONFLICT makes exactly one insert win.
 INSERT INTO {runs} (job, slot, token, instance, attempt, state, status, lease_until, claimed_at)
 SELECT CAST(? AS TEXT), CAST(? AS {big}), CAST(? AS TEXT), CAST(? AS TEXT), 1, 'running', '', NULL, {now}
 WHERE NOT EXISTS (SELECT 1 FROM {jobs} WHERE job = ? AND watermark >= ?)
+AND CAST(? AS {big}) <= {now} + CAST(? AS {big})
 ON CONFLICT (job, slot) DO NOTHING RETURNING token
 
 -- name: selectToken

@@ -16,8 +16,10 @@
 //   - "plain" runs every -plain-interval with a plain claim (no lease) and
 //     works for -plain-work without looking at its context.
 //
-// -offset sets the instance's clock off the host's (anarchon.OffsetClock),
-// to model a skewed machine. On SIGTERM or SIGINT the scheduler is stopped
+// -offset sets the instance's clock off the host's, to model a skewed
+// machine. With -offset-file, SIGUSR1 makes the instance read a new offset
+// (a duration) from that file and step its clock to it at once, as NTP or
+// a resumed virtual machine steps a host clock: the clock_step fault. On SIGTERM or SIGINT the scheduler is stopped
 // (hand-over after -stop-wait) and the process exits 0. If Start fails (the
 // store cannot be reached) it writes a boot_fail line and exits 3.
 package main
@@ -30,6 +32,8 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 	_ "time/tzdata"
@@ -61,6 +65,7 @@ func run() error {
 		history       = flag.Int("history", 5000, "history records kept per job")
 		stopWait      = flag.Duration("stop-wait", 2*time.Second, "how long Stop waits before handing runs over")
 		catchUp       = flag.Duration("catchup", 30*time.Second, "catch-up window of the leased job (0: none)")
+		offsetFile    = flag.String("offset-file", "", "file holding a new -offset, read on SIGUSR1")
 	)
 	flag.Parse()
 	if *store == "" || *id == "" || *ledgerPath == "" {
@@ -74,7 +79,25 @@ func run() error {
 		return err
 	}
 	defer ledger.Close()
-	clock := anarchon.OffsetClock{Offset: *offset}
+	clock := &stepClock{}
+	clock.off.Store(int64(*offset))
+	if *offsetFile != "" {
+		usr1 := make(chan os.Signal, 1)
+		signal.Notify(usr1, syscall.SIGUSR1)
+		go func() {
+			for range usr1 {
+				data, err := os.ReadFile(*offsetFile)
+				if err == nil {
+					var d time.Duration
+					if d, err = time.ParseDuration(strings.TrimSpace(string(data))); err == nil {
+						clock.off.Store(int64(d))
+						continue
+					}
+				}
+				fmt.Fprintln(os.Stderr, "instance: clock step:", err)
+			}
+		}()
+	}
 
 	backend, err := faults.Open(*store)
 	if err != nil {
@@ -87,7 +110,7 @@ func run() error {
 	entry := func(ev string, run *anarchon.Run) faults.Entry {
 		now := time.Now()
 		e := faults.Entry{
-			Ev: ev, Inst: *id, T: now.UnixMicro(), Local: now.Add(*offset).UnixMicro(),
+			Ev: ev, Inst: *id, T: now.UnixMicro(), Local: clock.Now().UnixMicro(),
 		}
 		if s != nil {
 			e.OffsetMs = s.ClockOffset().Milliseconds()
@@ -171,3 +194,11 @@ func run() error {
 	appendOrDie(entry(faults.EvStop, nil))
 	return nil
 }
+
+// stepClock is the host clock moved by an offset that a signal changes at
+// once: its wall time jumps, the runtime's timers and monotonic clock do
+// not, as on a host whose clock is stepped.
+type stepClock struct{ off atomic.Int64 }
+
+// Now returns the host's wall time plus the current offset.
+func (c *stepClock) Now() time.Time { return time.Now().Round(0).Add(time.Duration(c.off.Load())) }

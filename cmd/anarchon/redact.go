@@ -1,0 +1,175 @@
+package main
+
+import (
+	"net/url"
+	"strings"
+)
+
+// The redactor. A store URL reaches errors, the start-up summary,
+// /status and logs only through redact, and an error text that might
+// repeat it (a driver's, the URL parser's) only through scrub. Both work on
+// text that does not parse as a URL, so a password holding '/', '@', '?'
+// or '#' does not leak through a parse that split it.
+
+// mask replaces every secret.
+const mask = "xxxxx"
+
+// pathSchemes name a file or nothing: their text has no credentials, and
+// an '@' in a file name is not a user.
+var pathSchemes = map[string]bool{"sqlite": true, "memory": true, "file": true}
+
+// userSchemes keep the user name when a password follows it; in the other
+// schemes a user name alone is a credential (a NATS token: nats://TOKEN@h).
+var userSchemes = map[string]bool{"postgres": true, "postgresql": true, "redis": true, "rediss": true}
+
+// secretParams are query parameters whose values are credentials.
+var secretParams = []string{"pass", "pwd", "token", "secret", "key", "auth", "cred", "jwt", "seed", "nkey", "sig"}
+
+// redact returns raw with its credentials replaced by "xxxxx": the
+// userinfo (everything between "//" and the last '@', which covers a
+// password holding '@', '/', '?' or '#'), keeping the user name of
+// schemes where it is not a secret, and the values of query parameters
+// whose names say they are secret (password=, token=, sslkey=, …).
+func redact(raw string) string {
+	scheme, rest, ok := strings.Cut(raw, ":")
+	if !ok || pathSchemes[strings.ToLower(scheme)] {
+		if !ok {
+			return redactUserinfo("", raw)
+		}
+		return raw
+	}
+	return scheme + ":" + redactUserinfo(strings.ToLower(scheme), rest)
+}
+
+// redactUserinfo redacts the text after "scheme:".
+func redactUserinfo(scheme, rest string) string {
+	prefix := ""
+	if r, ok := strings.CutPrefix(rest, "//"); ok {
+		prefix, rest = "//", r
+	}
+	at := strings.LastIndexByte(rest, '@')
+	if at >= 0 {
+		info := rest[:at]
+		user, _, hasPass := strings.Cut(info, ":")
+		keep := hasPass && userSchemes[scheme] && !strings.ContainsAny(user, "/?#@") && user != ""
+		if keep {
+			info = user + ":" + mask
+		} else {
+			info = mask
+		}
+		rest = info + rest[at:]
+	}
+	return prefix + redactQuery(rest)
+}
+
+// redactQuery masks the values of secret query parameters in the text
+// after the authority (which holds no '@' any more but the mask's).
+func redactQuery(s string) string {
+	q := strings.IndexByte(s, '?')
+	if q < 0 {
+		return s
+	}
+	head, query := s[:q+1], s[q+1:]
+	frag := ""
+	if h := strings.IndexByte(query, '#'); h >= 0 {
+		query, frag = query[:h], query[h:]
+	}
+	parts := strings.Split(query, "&")
+	for i, p := range parts {
+		name, _, hasValue := strings.Cut(p, "=")
+		if !hasValue {
+			continue
+		}
+		n := strings.ToLower(name)
+		if dn, err := url.QueryUnescape(name); err == nil {
+			n = strings.ToLower(dn)
+		}
+		for _, w := range secretParams {
+			if strings.Contains(n, w) {
+				parts[i] = name + "=" + mask
+				break
+			}
+		}
+	}
+	return head + strings.Join(parts, "&") + frag
+}
+
+// secrets returns the credentials raw holds, as they may appear in an
+// error text: the userinfo as written and decoded, its password part and
+// the values of secret query parameters, longest first.
+func secrets(raw string) []string {
+	var out []string
+	add := func(s string) {
+		if len(s) >= 3 && s != mask {
+			out = append(out, s)
+			if d, err := url.PathUnescape(s); err == nil && d != s && len(d) >= 3 {
+				out = append(out, d)
+			}
+		}
+	}
+	scheme, rest, ok := strings.Cut(raw, ":")
+	if ok && pathSchemes[strings.ToLower(scheme)] {
+		return nil
+	}
+	if !ok {
+		rest = raw
+	}
+	rest = strings.TrimPrefix(rest, "//")
+	if at := strings.LastIndexByte(rest, '@'); at >= 0 {
+		info := rest[:at]
+		add(info)
+		if _, pw, has := strings.Cut(info, ":"); has {
+			add(pw)
+			for i := range len(pw) { // a parser may end it at any '@', or take '/', '?' or '#' for the end of the host
+				if strings.IndexByte("@/?#", pw[i]) >= 0 {
+					add(pw[:i])
+				}
+			}
+		} else if !userSchemes[strings.ToLower(scheme)] {
+			add(info) // a token
+		}
+	}
+	if q := strings.IndexByte(raw, '?'); q >= 0 {
+		for p := range strings.SplitSeq(raw[q+1:], "&") {
+			name, v, has := strings.Cut(p, "=")
+			if !has {
+				continue
+			}
+			n := strings.ToLower(name)
+			for _, w := range secretParams {
+				if strings.Contains(n, w) {
+					if h := strings.IndexByte(v, '#'); h >= 0 {
+						v = v[:h]
+					}
+					add(v)
+					break
+				}
+			}
+		}
+	}
+	if u, err := url.Parse(raw); err == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok {
+			add(pw)
+		}
+	}
+	// Longest first, so that a secret holding another is replaced whole.
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && len(out[j]) > len(out[j-1]); j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
+
+// scrub removes from msg the credentials of the store URL raw, in case a
+// driver or the URL parser repeated them (whole, decoded, or cut at an
+// '@'), and redacts raw itself where msg holds it.
+func scrub(msg, raw string) string {
+	if raw != "" {
+		msg = strings.ReplaceAll(msg, raw, redact(raw))
+	}
+	for _, s := range secrets(raw) {
+		msg = strings.ReplaceAll(msg, s, mask)
+	}
+	return msg
+}

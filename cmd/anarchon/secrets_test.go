@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// --store-file gives the store URL without the command line; it excludes
+// --store and ANARCHON_STORE.
+func TestStoreFile(t *testing.T) {
+	dir := t.TempDir()
+	ct := writeFile(t, dir, "crontab", "# name: hello\n@daily echo hi\n")
+	store := "sqlite:" + filepath.Join(dir, "a.db")
+	sf := writeFile(t, dir, "store", store+"\n")
+	if code, out, errOut := cli(t, "run-now", "hello", "--crontab", ct, "--store-file", sf, "--json"); code != 0 {
+		t.Fatalf("run-now with --store-file: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "a.db")); err != nil {
+		t.Fatalf("the store of --store-file was not used: %v", err)
+	}
+	if code, _, errOut := cli(t, "history", "hello", "--store", store, "--store-file", sf); code != 2 || !strings.Contains(errOut, "both given") {
+		t.Errorf("--store and --store-file: exit %d, %s; want a usage error", code, errOut)
+	}
+}
+
+// Jobs do not get the store's credential variables unless --pass-secrets;
+// a job's own env may still set one.
+func TestJobEnvironSecrets(t *testing.T) {
+	env := []string{"PATH=/bin", "PGPASSWORD=s3cr3t", "ANARCHON_STORE=postgres://u:s3cr3t@h/db", "REDISCLI_AUTH=x", "HOME=/root"}
+	got := strings.Join(jobEnviron(env, false), " ")
+	if strings.Contains(got, "s3cr3t") || strings.Contains(got, "REDISCLI_AUTH") || !strings.Contains(got, "PATH=/bin") || !strings.Contains(got, "HOME=/root") {
+		t.Errorf("jobEnviron = %q", got)
+	}
+	if got := jobEnviron(env, true); len(got) != len(env) {
+		t.Errorf("with --pass-secrets: %q", got)
+	}
+
+	dir := t.TempDir()
+	ct := writeFile(t, dir, "crontab", "# name: env\n@daily echo \"pg=[$PGPASSWORD] store=[$ANARCHON_STORE]\"\n")
+	store := "sqlite:" + filepath.Join(dir, "a.db")
+	t.Setenv("PGPASSWORD", "s3cr3t-pg")
+	t.Setenv("ANARCHON_STORE", store)
+	code, out, errOut := cli(t, "run-now", "env", "--crontab", ct, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	var rec recordJSON
+	if err := json.Unmarshal([]byte(out), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(rec.Output, "pg=[] store=[]") {
+		t.Errorf("the job saw the store's credentials: %q", rec.Output)
+	}
+	code, out, _ = cli(t, "run-now", "env", "--crontab", ct, "--json", "--pass-secrets")
+	if err := json.Unmarshal([]byte(out), &rec); code != 0 || err != nil || !strings.Contains(rec.Output, "pg=[s3cr3t-pg]") {
+		t.Errorf("--pass-secrets: exit %d, %q", code, rec.Output)
+	}
+}
+
+// --http beyond loopback needs a token; with one, /status and /metrics
+// want it and /healthz does not. /status leaves output tails out unless
+// --status-output.
+func TestHTTPGuard(t *testing.T) {
+	t.Setenv("ANARCHON_UI_TOKEN", "")
+	for addr, ok := range map[string]bool{"127.0.0.1:0": true, "localhost:9": true, "[::1]:9": true, ":9090": false, "0.0.0.0:9": false, "10.1.2.3:9": false} {
+		_, err := httpConfigFrom(&runFlags{}, addr)
+		if (err == nil) != ok {
+			t.Errorf("httpConfigFrom(%s) without a token: %v", addr, err)
+		}
+	}
+	tf := writeFile(t, t.TempDir(), "token", "0123456789abcdef-token\n")
+	hc, err := httpConfigFrom(&runFlags{httpTokenFile: tf}, ":9090")
+	if err != nil || hc.token != "0123456789abcdef-token" {
+		t.Fatalf("with a token file: %+v, %v", hc, err)
+	}
+	t.Setenv("ANARCHON_UI_TOKEN", "0123456789abcdef-ui")
+	if hc, err := httpConfigFrom(&runFlags{}, ":9090"); err != nil || hc.token != "0123456789abcdef-ui" {
+		t.Errorf("with ANARCHON_UI_TOKEN: %+v, %v", hc, err)
+	}
+	t.Setenv("ANARCHON_UI_TOKEN", "short")
+	if _, err := httpConfigFrom(&runFlags{}, ":9090"); err == nil {
+		t.Error("a 5-character ANARCHON_UI_TOKEN was accepted")
+	}
+	t.Setenv("ANARCHON_UI_TOKEN", "")
+	short := writeFile(t, t.TempDir(), "token", "short\n")
+	if _, err := httpConfigFrom(&runFlags{httpTokenFile: short}, ":9090"); err == nil {
+		t.Error("a 5-character token was accepted")
+	}
+
+	s := &server{cfg: hc}
+	for hdr, want := range map[string]bool{"": false, "Bearer wrong": false, "Bearer 0123456789abcdef-token": true, "0123456789abcdef-token": false} {
+		r := httptest.NewRequest(http.MethodGet, "/status", nil)
+		if hdr != "" {
+			r.Header.Set("Authorization", hdr)
+		}
+		w := httptest.NewRecorder()
+		if got := s.authorized(w, r); got != want || (!got && w.Code != http.StatusUnauthorized) {
+			t.Errorf("Authorization %q: %v (%d), want %v", hdr, got, w.Code, want)
+		}
+	}
+}
+
+// /status of a daemon whose last run printed a secret does not show it
+// unless --status-output.
+func TestStatusWithoutOutput(t *testing.T) {
+	dir := t.TempDir()
+	ct := writeFile(t, dir, "crontab", "# name: leaky\n@daily echo key=TOPSECRET\n")
+	store := "sqlite:" + filepath.Join(dir, "a.db")
+	if code, out, errOut := cli(t, "run-now", "leaky", "--crontab", ct, "--store", store); code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	g := &globalFlags{store: store, crontabs: []string{ct}, format: formatAuto}
+	d, err := openForRead(g, os.Stderr, true, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, withOutput := range []bool{false, true} {
+		s := &server{d: d, cfg: httpConfig{statusOutput: withOutput}}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		r := httptest.NewRequest(http.MethodGet, "/status", nil).WithContext(ctx)
+		w := httptest.NewRecorder()
+		s.status(w, r)
+		cancel()
+		if got := strings.Contains(w.Body.String(), "TOPSECRET"); got != withOutput {
+			t.Errorf("--status-output=%v: output in /status = %v:\n%s", withOutput, got, w.Body.String())
+		}
+	}
+}
+
+// Past --max-log-bytes a run's lines are counted, not logged, with one
+// warning; the history keeps the tail.
+func TestLogBudget(t *testing.T) {
+	dir := t.TempDir()
+	ct := writeFile(t, dir, "crontab", "# name: loud\n@daily for i in $(seq 1 2000); do echo line-$i; done\n")
+	store := "sqlite:" + filepath.Join(dir, "a.db")
+	code, out, errOut := cli(t, "run-now", "loud", "--crontab", ct, "--store", store, "--max-log-bytes", "1000", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	logged := strings.Count(errOut, "line-")
+	if logged == 0 || logged > 1000/len("line-1\n") {
+		t.Errorf("%d lines logged with --max-log-bytes 1000", logged)
+	}
+	if !strings.Contains(errOut, "not logged") {
+		t.Errorf("no warning about the lines not logged:\n%s", errOut)
+	}
+	if !strings.Contains(out, "line-2000") {
+		t.Errorf("the history lost the tail: %s", out)
+	}
+}

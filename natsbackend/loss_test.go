@@ -1,0 +1,75 @@
+package natsbackend_test
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/anarchon/anarchon"
+)
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// A bucket and stream deleted under a running backend (an operator, a
+// server that lost its JetStream directory) are bound again: the call
+// that meets the loss fails (closed), an ERROR names it, the backend
+// creates them again, and the next claims succeed instead of failing
+// forever.
+func TestBucketLost(t *testing.T) {
+	url := natsURL(t)
+	o := freshOptions(t, url)
+	var logs syncBuffer
+	o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	b := openN(t, url, o, 1)[0]
+	ctx := t.Context()
+	if err := b.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	slot := time.Now().Add(-time.Minute).Truncate(time.Second).UnixMilli()
+	claim := func(slot int64, tok string) (bool, error) {
+		return b.Claim(ctx, anarchon.ClaimInput{Job: "j", Slot: slot, Token: tok, InstanceID: "a", HistorySize: 10})
+	}
+	if ok, err := claim(slot, "a"); err != nil || !ok {
+		t.Fatalf("claim: %v, %v", ok, err)
+	}
+	js := jetStream(t, url)
+	if err := js.DeleteKeyValue(ctx, o.Bucket); err != nil {
+		t.Fatal(err)
+	}
+	if err := js.DeleteStream(ctx, o.HistoryStream); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := claim(slot+1000, "b"); err == nil {
+		t.Fatalf("the first claim after the bucket was deleted succeeded (%v): the loss went unseen", ok)
+	}
+	var recovered bool
+	for range 3 {
+		ok, err := claim(slot+2000, "c")
+		if err == nil && ok {
+			recovered = true
+			break
+		}
+	}
+	if !recovered {
+		t.Fatal("claims still fail after the bucket was deleted: the backend did not bind again")
+	}
+	if !strings.Contains(logs.String(), "level=ERROR") || !strings.Contains(logs.String(), o.Bucket) {
+		t.Errorf("no ERROR naming the bucket: %q", logs.String())
+	}
+	if _, err := b.History(ctx, "j", 0); err != nil {
+		t.Errorf("History after the stream was created again: %v", err)
+	}
+}

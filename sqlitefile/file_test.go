@@ -1,0 +1,112 @@
+package sqlitefile_test
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/sqlitebackend"
+	"github.com/anarchon/anarchon/sqlitefile"
+)
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// A database file Open creates is readable by its owner only.
+func TestFileMode(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a.db")
+	b, err := sqlitefile.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(t.Context())
+	if err := b.Init(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(p)
+		if errors.Is(err, os.ErrNotExist) && p != path {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := fi.Mode().Perm(); m&0o077 != 0 {
+			t.Errorf("%s has mode %v, want no access for group and others", filepath.Base(p), m)
+		}
+	}
+}
+
+// A database file deleted or replaced under the process is found at a
+// claim: an ERROR names the file, and every claim fails closed with the
+// permanent ErrFileReplaced, so this process and one that opened the new
+// file never both win a slot.
+func TestFileReplaced(t *testing.T) {
+	for _, how := range []string{"deleted", "replaced"} {
+		t.Run(how, func(t *testing.T) {
+			defer sqlitebackend.SetFileCheckEvery(0)()
+			path := filepath.Join(t.TempDir(), "a.db")
+			var logs syncBuffer
+			b, err := sqlitefile.Open(path, &sqlitebackend.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close(t.Context())
+			ctx := t.Context()
+			if err := b.Init(ctx); err != nil {
+				t.Fatal(err)
+			}
+			slot := time.Now().Add(-time.Minute).Truncate(time.Second).UnixMilli()
+			if ok, err := b.Claim(ctx, anarchon.ClaimInput{Job: "j", Slot: slot, Token: "a", InstanceID: "a", HistorySize: 10}); err != nil || !ok {
+				t.Fatalf("claim: %v, %v", ok, err)
+			}
+			for _, p := range []string{path, path + "-wal", path + "-shm"} {
+				if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+					t.Fatal(err)
+				}
+			}
+			if how == "replaced" {
+				nb, err := sqlitefile.Open(path, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := nb.Init(ctx); err != nil {
+					t.Fatal(err)
+				}
+				// The new file forgot the claim: a process on it wins the slot.
+				if ok, err := nb.Claim(ctx, anarchon.ClaimInput{Job: "j", Slot: slot + 1000, Token: "n", InstanceID: "n", HistorySize: 10}); err != nil || !ok {
+					t.Fatalf("claim on the new file: %v, %v", ok, err)
+				}
+				nb.Close(ctx)
+			}
+			_, err = b.Claim(ctx, anarchon.ClaimInput{Job: "j", Slot: slot + 1000, Token: "b", InstanceID: "a", HistorySize: 10})
+			if !errors.Is(err, sqlitebackend.ErrFileReplaced) || !anarchon.IsPermanent(err) {
+				t.Fatalf("claim after the file was %s: %v, want a permanent ErrFileReplaced", how, err)
+			}
+			lb := anarchon.LeaseBackend(b)
+			_, err = lb.Runs().Claim(ctx, anarchon.RunClaim{ClaimInput: anarchon.ClaimInput{Job: "j", Slot: slot + 2000, Token: "c", InstanceID: "a", HistorySize: 10}, Lease: time.Minute})
+			if !errors.Is(err, sqlitebackend.ErrFileReplaced) {
+				t.Fatalf("lease claim after the file was %s: %v", how, err)
+			}
+			if n := strings.Count(logs.String(), "level=ERROR"); n != 1 || !strings.Contains(logs.String(), path) {
+				t.Errorf("%d ERROR lines, want one naming %s: %q", n, path, logs.String())
+			}
+		})
+	}
+}
