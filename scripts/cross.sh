@@ -2,7 +2,8 @@
 # Builds and vets every module of go.work (tests included, through vet) for
 # each platform anarchon supports, with CGO_ENABLED=0 as the release
 # binaries are built. Platform-specific code (the daemon's process groups)
-# must compile everywhere.
+# must compile everywhere. -trimpath, as scripts/release.sh builds, so the
+# release archives that CI builds next reuse these compiled packages.
 #
 # Usage: bash scripts/cross.sh [GOOS/GOARCH ...]
 set -uo pipefail
@@ -15,8 +16,8 @@ for target in "${targets[@]}"; do
   t0=$SECONDS
   for dir in $mods; do
     rel=${dir#"$PWD"}; rel=${rel#/}
-    if ! (cd "$dir" && CGO_ENABLED=0 GOOS=${target%/*} GOARCH=${target#*/} go build ./... &&
-      CGO_ENABLED=0 GOOS=${target%/*} GOARCH=${target#*/} go vet ./...); then
+    if ! (cd "$dir" && CGO_ENABLED=0 GOOS=${target%/*} GOARCH=${target#*/} go build -trimpath ./... &&
+      CGO_ENABLED=0 GOOS=${target%/*} GOARCH=${target#*/} go vet -trimpath ./...); then
       failures+=("$target ${rel:-.}")
     fi
   done

@@ -27,6 +27,10 @@ if ! $snapshot && [ -n "$(git status --porcelain)" ]; then
   echo "FAIL: the working tree has changes; a release is built from a clean tag" >&2
   exit 1
 fi
+if ! command -v zip >/dev/null; then
+  echo "== installing zip (the windows archives)"
+  { apt-get update -qq && apt-get install -y -qq zip >/dev/null; } || { echo "FAIL: zip is missing and could not be installed" >&2; exit 1; }
+fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 stage=$(mktemp -d "${TMPDIR:-/tmp}/anarchon-release.XXXXXX")
