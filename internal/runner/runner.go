@@ -186,3 +186,20 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 		return false
 	}
 }
+
+// Cancel cancels, with cause, the handlers of the running attempts of the
+// job named name; their results are stored as usual (a handler that
+// returns on the cancellation ends as an error that names the cause). It
+// returns how many it cancelled.
+func (r *Runner[J]) Cancel(name string, cause error) int {
+	r.amu.Lock()
+	defer r.amu.Unlock()
+	n := 0
+	for a := range r.active {
+		if a.Name == name && a.cancel != nil {
+			a.cancel(cause)
+			n++
+		}
+	}
+	return n
+}
