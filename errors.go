@@ -25,9 +25,12 @@ var (
 	// ErrTimeout is the cause of a handler's context when the job's Timeout
 	// elapsed.
 	ErrTimeout = errors.New("anarchon: run timed out")
-	// ErrStarted is returned when a job is added or Start is called on a
-	// scheduler that has already been started.
+	// ErrStarted is returned when Start is called on a scheduler that has
+	// already been started.
 	ErrStarted = errors.New("anarchon: scheduler already started")
+	// ErrRemoved is the cause of a handler's context when Remove cancelled
+	// its run (RemoveOptions.Cancel without a Cause).
+	ErrRemoved = errors.New("anarchon: job removed")
 	// ErrNotStarted is returned by Stop on a scheduler that was never started.
 	ErrNotStarted = errors.New("anarchon: scheduler not started")
 	// ErrNoBackend is returned by Start, and wrapped in the ValidationError
