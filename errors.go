@@ -83,6 +83,7 @@ const (
 	CodeDedupeWindow     Code = "dedupe_window"     // Jitter+MaxLate (or the catch-up window) is not below Backend.DedupeWindow (SPEC §4)
 	CodeNeedsRunStore    Code = "needs_run_store"   // the job asks for leases, overlap protection or catch-up and the backend has no RunStore (SPEC §6)
 	CodeBackendRefused   Code = "backend_refused"   // the backend's JobChecker refused the job; the backend's error is wrapped
+	CodeNeedsJobControl  Code = "needs_job_control" // the job has PauseOnFailure and the backend has no JobControl (SPEC §12)
 )
 
 // ValidationError reports a job that cannot be registered. It is returned by

@@ -123,6 +123,9 @@ type Scheduler struct {
 	reg *registration // the instance registry entry while started; guarded by mu
 
 	watching bool // the watch goroutine runs; guarded by mu
+
+	tstore      TriggerStore  // nil without triggers
+	triggerWake chan struct{} // the watch saw a trigger request
 }
 
 const (
@@ -142,6 +145,8 @@ func New(backend Backend, opts *Options) *Scheduler {
 		log:     o.Logger.With(slog.String("instance", o.InstanceID)),
 		jobs:    make(map[string]*job),
 
+		triggerWake: make(chan struct{}, 1),
+
 		tokenPrefix: rand.Text(),
 	}
 	s.findAbilities()
@@ -156,14 +161,18 @@ func (s *Scheduler) findAbilities() {
 	s.recorder, _ = As[ClaimRecorder](b)
 	s.checker, _ = As[JobChecker](b)
 	s.sclock, _ = As[ServerClock](b)
+	s.tstore, _ = As[TriggerStore](b)
 	if lb, ok := As[LeaseBackend](b); ok {
 		s.runs = lb.Runs()
 	}
-	if s.runs == nil {
+	if s.runs == nil && s.tstore == nil {
 		return
 	}
+	// The watch wakes backups (leases) and trigger requests.
 	s.watcher, _ = As[Watcher](b)
-	s.finisher, _ = As[ResultFinisher](b)
+	if s.runs != nil {
+		s.finisher, _ = As[ResultFinisher](b)
+	}
 }
 
 // Backend returns the backend the scheduler was created with.
@@ -347,7 +356,7 @@ func (s *Scheduler) checkInput(j Job, bad badFunc) (*JobOptions, error) {
 	for _, n := range []struct {
 		field string
 		v     int
-	}{{"HistorySize", o.HistorySize}, {"MaxAttempts", o.MaxAttempts}, {"CatchUp.Max", o.CatchUp.Max}} {
+	}{{"HistorySize", o.HistorySize}, {"MaxAttempts", o.MaxAttempts}, {"CatchUp.Max", o.CatchUp.Max}, {"PauseOnFailure", o.PauseOnFailure}} {
 		if n.v < 0 {
 			return nil, bad(n.field, CodeBadOption, fmt.Sprintf("%d is negative", n.v), nil)
 		}
@@ -486,6 +495,12 @@ func (s *Scheduler) checkLimits(jb *job, bad badFunc) error {
 				fmt.Sprintf("the catch-up window %v is not below the backend's dedupe window %v", o.CatchUp.Window, w), nil)
 		}
 	}
+	if o.PauseOnFailure > 0 {
+		if _, ok := As[JobControl](s.backend); !ok {
+			return bad("PauseOnFailure", CodeNeedsJobControl,
+				fmt.Sprintf("pausing a job needs a backend with JobControl; %q has none", s.backend.Name()), nil)
+		}
+	}
 	if c := s.checker; c != nil {
 		if err := c.CheckJob(limits); err != nil {
 			return bad("Backend", CodeBackendRefused, err.Error(), err)
@@ -605,6 +620,11 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	for _, j := range jobs {
 		s.enqueue(ctx, j, nil)
 	}
+	if ts := s.tstore; ts != nil {
+		s.startWatch()
+		s.bg.Add(1)
+		go func() { defer s.bg.Done(); s.triggerLoop(s.loopCtx, ts) }()
+	}
 	s.bg.Add(1)
 	go func() { defer s.bg.Done(); s.queue.Run(s.loopCtx, s.now, &s.inflight, s.fire) }()
 	s.log.LogAttrs(ctx, slog.LevelInfo, "scheduler started",
@@ -665,7 +685,8 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 
 // RunNow runs the named job at once on this instance, without claiming a
 // slot: the run is recorded with RecordManualRun (no deduplication) and its
-// result stored. It waits for the handler and returns the run's record; the
+// result stored. It is the local variant of Trigger: asked on two
+// instances, it runs twice; Trigger runs once across the cluster. It waits for the handler and returns the run's record; the
 // handler's error is in the record, not in the returned error, which is for
 // store errors and ErrNotFound.
 func (s *Scheduler) RunNow(ctx context.Context, name string) (RunRecord, error) {

@@ -20,6 +20,7 @@ const (
 	StatusAbandoned   Status = "abandoned"
 	StatusMissed      Status = "missed"
 	StatusSkipped     Status = "skipped"
+	StatusPaused      Status = "paused"
 )
 
 // Kind is the kind of a lease claim's answer; the values are
@@ -35,6 +36,7 @@ const (
 	KindOverlap
 	KindNone
 	KindLate
+	KindPaused // the job is paused: the store settled and recorded the slot
 )
 
 // Outcome is a lease claim's answer.
