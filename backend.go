@@ -116,7 +116,7 @@ const (
 // Final reports whether s settles a slot: no further attempt will run it.
 func (s Status) Final() bool {
 	switch s {
-	case StatusSuccess, StatusError, StatusAbandoned, StatusMissed, StatusSkipped:
+	case StatusSuccess, StatusError, StatusAbandoned, StatusMissed, StatusSkipped, StatusPaused:
 		return true
 	}
 	return false
