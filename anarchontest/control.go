@@ -25,6 +25,11 @@ func testControl(t *testing.T, h Harness, hasLeases bool) {
 	if h.Reopen != nil {
 		t.Run("Reopen", func(t *testing.T) { t.Parallel(); testControlReopen(t, h) })
 	}
+	if !h.FakeClock && probeHas[anarchon.TriggerStore](t, h) {
+		// Schedulers read the real clock; with a fake store clock their
+		// slots and the store's lateness would disagree.
+		t.Run("Schedulers", func(t *testing.T) { t.Parallel(); testControlSchedulers(t, h, hasLeases) })
+	}
 }
 
 // probeHas reports whether a fresh handle has ability T (found with
