@@ -80,7 +80,7 @@ func testControlSchedulers(t *testing.T, h Harness, hasLeases bool) {
 	}
 	var ss []*anarchon.Scheduler
 	for i := range 3 {
-		sc := anarchon.New(s.b(i), &anarchon.Options{InstanceID: fmt.Sprintf("sched-%d", i), PollInterval: 50 * time.Millisecond, RegistryTTL: -1, Logger: slog.New(slog.DiscardHandler)})
+		sc := anarchon.New(s.b(i), &anarchon.Options{InstanceID: fmt.Sprintf("sched-%d", i), PollInterval: 100 * time.Millisecond, RegistryTTL: -1, Logger: slog.New(slog.DiscardHandler)})
 		for _, j := range paused {
 			if err := sc.Every(j, schedTick, l.handler(j), opts[j]); err != nil {
 				t.Fatal(err)

@@ -19,8 +19,8 @@
 //     Heartbeat and Active are one statement. The same clock judges them
 //     all, so instances with skewed clocks agree; [Backend.ServerTime]
 //     exposes it (anarchon.ServerClock).
-//   - The functions (anarchon_lock_job_v2, anarchon_claim_v2,
-//     anarchon_finish_v2, anarchon_release_v2, anarchon_finish_result_v2,
+//   - The functions (anarchon_lock_job_v3, anarchon_claim_v3,
+//     anarchon_finish_v3, anarchon_release_v3, anarchon_finish_result_v3,
 //     named with the table prefix and in the tables' schema) are created
 //     by Init, each only if absent, in the migration transaction under an
 //     advisory lock, so instances starting at once do not race and a role

@@ -82,6 +82,23 @@ func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.Cla
 			case hasWM && c.Slot <= wm:
 				out.Kind = anarchon.OutcomeDone
 				return nil
+			}
+			rows, err := b.all(ctx, tx, b.q.selectPaused, c.Job)
+			if err != nil {
+				return err
+			}
+			if len(rows) > 0 {
+				// Paused (SPEC §12): settled under PausedToken, recorded once.
+				out.Kind = anarchon.OutcomePaused
+				pc := c
+				pc.Token = anarchon.PausedToken(c.Slot)
+				if err := b.insertRun(ctx, tx, pc, anarchon.RunStatePaused, anarchon.StatusPaused, nil, now); err != nil {
+					return err
+				}
+				_, err := b.all(ctx, tx, b.q.pausedResult, pc.Token, c.Slot, c.InstanceID, c.Job)
+				return err
+			}
+			switch {
 			case c.MaxLate > 0 && now > c.Slot+c.MaxLate.Milliseconds():
 				out.Kind = anarchon.OutcomeLate
 				return b.insertRun(ctx, tx, c, anarchon.RunStateMissed, anarchon.StatusMissed, nil, now)
@@ -106,7 +123,7 @@ func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.Cla
 			out = anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: int(row.attempt), Holder: row.instance, LeaseUntil: time.UnixMilli(until).UTC()}
 		case row.state == anarchon.RunStateDone:
 			out = anarchon.ClaimOutcome{Kind: anarchon.OutcomeDone, Attempt: int(row.attempt), Status: row.status}
-		case row.state == anarchon.RunStateMissed || row.state == anarchon.RunStateSkipped:
+		case row.state == anarchon.RunStateMissed || row.state == anarchon.RunStateSkipped || row.state == anarchon.RunStatePaused:
 			out = anarchon.ClaimOutcome{Kind: anarchon.OutcomeNone, Status: row.status}
 		case row.state == anarchon.RunStateRunning && (!row.hasLease || row.leaseUntil > now):
 			// A plain claim (no lease) never expires.
@@ -186,6 +203,8 @@ func (b *SQLBackend) claimRoutine(ctx context.Context, c anarchon.RunClaim, leas
 		out.Kind = anarchon.OutcomeNone
 	case "late":
 		out.Kind = anarchon.OutcomeLate
+	case "paused":
+		out.Kind = anarchon.OutcomePaused
 	default:
 		out.Kind = anarchon.OutcomeDone
 	}
