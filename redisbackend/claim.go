@@ -34,10 +34,15 @@ func (b *Backend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, erro
 		return false, err
 	}
 	res, err := b.runWrite(ctx, scriptClaim,
-		[]string{b.tag(in.Job) + ":run"},
+		[]string{b.tag(in.Job) + ":run", b.keys(in.Job).ctl},
 		slotArg(in.Slot), in.Token, in.InstanceID)
 	if err != nil {
 		return false, b.wrap(fmt.Sprintf("claim %q slot %d", in.Job, in.Slot), err)
+	}
+	if arr, ok := res.([]any); ok && len(arr) == 3 {
+		by, _ := arr[1].(string)
+		reason, _ := arr[2].(string)
+		return false, b.savePaused(ctx, in, by, reason)
 	}
 	n, ok := res.(int64)
 	if !ok {

@@ -24,7 +24,7 @@ if cur then
     redis.call('HSET', KEYS[1], slot, cjson.encode(r))
     return {1, att, r.inst, r.lu, ''}
   end
-  if r.st == 'missed' or r.st == 'skipped' then
+  if r.st == 'missed' or r.st == 'skipped' or r.st == 'paused' then
     return {5, 0, '', '0', r.st}
   end
   if r.st == 'running' and lu > now then
@@ -43,6 +43,15 @@ end
 local mark = redis.call('HGET', KEYS[1], 'mark')
 if mark and tonumber(slot) <= tonumber(mark) then
   return {3, 0, '', '0', ''}
+end
+local ctl = redis.call('GET', KEYS[5])
+if ctl then
+  ctl = cjson.decode(ctl)
+  if ctl.paused then
+    -- paused (SPEC §12): settled under the paused token; the caller saves its record
+    redis.call('HSET', KEYS[1], slot, cjson.encode({tok='paused-' .. slot, inst=inst, att='1', st='paused', lu='0', at=fmt(now)}))
+    return {7, 0, ctl.by or '', '0', ctl.reason or ''}
+  end
 end
 if maxlate > 0 and now > tonumber(slot) + maxlate then
   redis.call('HSET', KEYS[1], slot, cjson.encode({tok='', inst=inst, att='0', st='missed', lu='0', at=fmt(now)}))
