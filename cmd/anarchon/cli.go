@@ -241,7 +241,8 @@ shared store (SQLite by default, PostgreSQL, Redis, NATS), and exactly one wins.
 	}
 
 	root.AddCommand(runCmd(g, stdout, stderr), historyCmd(g, stdout), runNowCmd(g, stdout, stderr),
-		statusCmd(g, stdout, stderr), nextCmd(stdout), validateCmd(g, stdout), versionCmd(stdout))
+		statusCmd(g, stdout, stderr), nextCmd(stdout), validateCmd(g, stdout), versionCmd(stdout),
+		controlCmd(g, stdout, stderr, true), controlCmd(g, stdout, stderr, false), triggerCmd(g, stdout, stderr))
 	markUsage(root)
 	return root
 }
@@ -469,6 +470,7 @@ result.`,
 			}
 			fmt.Fprintf(stdout, "store: %s (%s)\n", rep.Store, rep.Backend)
 			printReplicas(stdout, rep)
+			printPaused(stdout, rep)
 			if g.sources().empty() {
 				fmt.Fprintln(stdout, "\njobs: give --crontab or --config to show each job's next slots, leases and last result")
 			}

@@ -418,6 +418,10 @@ type statusReport struct {
 	Replicas      []replicaJSON `json:"replicas"`
 	DifferingJobs []string      `json:"differing_jobs"`
 	ReplicasError string        `json:"replicas_error,omitempty"`
+	// Paused lists the jobs paused in the store, with who paused them,
+	// when and why (every job of the store, not only the given files').
+	Paused      []stateJSON `json:"paused"`
+	PausedError string      `json:"paused_error,omitempty"`
 }
 
 type jobStatus struct {
@@ -451,6 +455,18 @@ func (d *daemon) status(ctx context.Context) statusReport {
 	rep := statusReport{Store: d.store, Backend: d.backend.Name(), Instance: d.instance, Time: time.Now().UTC().Format(time.RFC3339Nano),
 		Replicas: []replicaJSON{}, DifferingJobs: []string{}, Jobs: []jobStatus{}}
 	replicas := addReplicas(ctx, d.sched, &rep)
+	rep.Paused = []stateJSON{}
+	if jc, ok := anarchon.As[anarchon.JobControl](d.backend); ok {
+		states, err := jc.JobStates(ctx)
+		if err != nil {
+			rep.PausedError = err.Error()
+		}
+		for _, st := range states {
+			if st.Paused {
+				rep.Paused = append(rep.Paused, toStateJSON(st))
+			}
+		}
+	}
 	var runs anarchon.RunStore
 	if lb, ok := anarchon.As[anarchon.LeaseBackend](d.backend); ok {
 		runs = lb.Runs()
