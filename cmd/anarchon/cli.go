@@ -251,7 +251,7 @@ func runCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
 	rf := &runFlags{}
 	c := &cobra.Command{
 		Use:   "run",
-		Short: "Run the scheduler until SIGTERM or SIGINT",
+		Short: "Run the scheduler until SIGTERM or SIGINT; SIGHUP reloads the job files",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			log, err := g.logger(stderr)
@@ -268,6 +268,7 @@ func runCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
 	f.DurationVar(&rf.poll, "poll", time.Second, "how often a backup asks the store again while another instance holds a lease")
 	f.DurationVar(&rf.registryTTL, "registry-ttl", anarchon.DefaultRegistryTTL,
 		"how long this instance's record in the store's registry of replicas lives without a renewal (renewed every third of it); a killed instance is shown dead this long after its last renewal")
+	f.DurationVar(&rf.watch, "watch", 0, "re-read the job files when their contents change, checking every `INTERVAL` (0: only on SIGHUP)")
 	f.BoolVar(&rf.subreaper, "subreaper", false, "reap orphaned processes of jobs as a child subreaper (Linux; always on as PID 1)")
 	f.StringVar(&rf.clockOffset, "clock-offset", "", "shift this instance's clock by a Go duration (fault injection; also ANARCHON_CLOCK_OFFSET)")
 	_ = f.MarkHidden("clock-offset")
@@ -413,7 +414,7 @@ a command that could not start).`,
 			defer d.close()
 			name := args[0]
 			known := false
-			for _, j := range d.jobs {
+			for _, j := range d.jobList() {
 				known = known || j.Name == name
 			}
 			if !known {

@@ -26,6 +26,7 @@ type runFlags struct {
 	poll        time.Duration
 	subreaper   bool
 	registryTTL time.Duration
+	watch       time.Duration // --watch: reload when the job files change, checked this often; 0 off
 }
 
 // daemon is a scheduler with its store, jobs and metrics.
@@ -43,6 +44,16 @@ type daemon struct {
 
 	rebootWG     sync.WaitGroup
 	rebootCancel context.CancelFunc
+
+	jobsMu sync.Mutex // guards jobs, which a reload replaces
+	reload sync.Mutex // one reload at a time
+}
+
+// jobList returns the current job specs (a reload replaces the list).
+func (d *daemon) jobList() []*jobSpec {
+	d.jobsMu.Lock()
+	defer d.jobsMu.Unlock()
+	return d.jobs
 }
 
 // observe is the schedulers' OnEvent: metrics and outcome logs.
@@ -55,7 +66,7 @@ func (d *daemon) observe(e anarchon.Event) {
 
 // schedFor returns the scheduler that holds the named job.
 func (d *daemon) schedFor(name string) *anarchon.Scheduler {
-	for _, j := range d.jobs {
+	for _, j := range d.jobList() {
 		if j.Name == name && j.Reboot {
 			return d.reboot
 		}
@@ -68,7 +79,7 @@ func (d *daemon) schedFor(name string) *anarchon.Scheduler {
 func (d *daemon) startReboot() {
 	ctx, cancel := context.WithCancel(context.Background())
 	d.rebootCancel = cancel
-	for _, j := range d.jobs {
+	for _, j := range d.jobList() {
 		if !j.Reboot {
 			continue
 		}
@@ -220,8 +231,11 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 	}
 
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP) // a closed terminal stops gracefully too
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sigs)
+	hups := make(chan os.Signal, 1)
+	signal.Notify(hups, syscall.SIGHUP) // reload the job files
+	defer signal.Stop(hups)
 
 	if rf.registryTTL <= 0 {
 		return usageError{errors.New("--registry-ttl must be positive")}
@@ -277,7 +291,21 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 		d.summary(stdout, srv)
 	}
 
-	sig := <-sigs
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	defer stopWatch()
+	if rf.watch > 0 {
+		go d.watchFiles(watchCtx, g.sources(), rf.watch)
+	}
+	var sig os.Signal
+	for sig == nil {
+		select {
+		case sig = <-sigs:
+		case <-hups:
+			res, err := d.reloadFrom(g.sources())
+			d.logReload("SIGHUP", res, err)
+		}
+	}
+	stopWatch()
 	log.Info("stopping", slog.String("signal", sig.String()), slog.Duration("stop_timeout", rf.stopTimeout))
 	go func() {
 		s := <-sigs
@@ -345,9 +373,9 @@ func (d *daemon) summary(w io.Writer, srv *server) {
 	if srv != nil {
 		fmt.Fprintf(w, "http:     http://%s\n", srv.ln.Addr())
 	}
-	fmt.Fprintf(w, "jobs:     %d\n", len(d.jobs))
+	fmt.Fprintf(w, "jobs:     %d\n", len(d.jobList()))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, j := range d.jobs {
+	for _, j := range d.jobList() {
 		next := "at start"
 		if !j.Reboot {
 			slots, _ := d.sched.NextSlots(j.Name, time.Time{}, 3)
@@ -367,8 +395,8 @@ func (d *daemon) logSummary(srv *server) {
 		User     string   `json:"user,omitempty"`
 		Next     []string `json:"next"`
 	}
-	jobs := make([]jobJSON, 0, len(d.jobs))
-	for _, j := range d.jobs {
+	jobs := make([]jobJSON, 0, len(d.jobList()))
+	for _, j := range d.jobList() {
 		jj := jobJSON{Name: j.Name, Schedule: j.Schedule, Zone: zoneName(j.Zone), User: j.User, Next: []string{}}
 		if !j.Reboot {
 			slots, _ := d.sched.NextSlots(j.Name, time.Time{}, 3)
@@ -471,7 +499,7 @@ func (d *daemon) status(ctx context.Context) statusReport {
 	if lb, ok := anarchon.As[anarchon.LeaseBackend](d.backend); ok {
 		runs = lb.Runs()
 	}
-	for _, j := range d.jobs {
+	for _, j := range d.jobList() {
 		js := jobStatus{Name: j.Name, Schedule: j.Schedule, Zone: zoneName(j.Zone), Active: []activeJSON{}}
 		js.Next = []string{}
 		if !j.Reboot {
