@@ -579,9 +579,10 @@ func (b *Backend) active(ctx context.Context, job string) ([]anarchon.ActiveRun,
 	return out, nil
 }
 
-// WatchRuns watches the run keys "r.>" of the bucket (a KV watch, updates
-// only) and sends RunReleased when a run becomes released and RunFinished
-// when it becomes done, missed or skipped (anarchon.Watcher). The channel
+// WatchRuns watches the run keys "r.>" and the trigger marks "q.>" of the
+// bucket (a KV watch, updates only) and sends RunReleased when a run
+// becomes released, RunFinished when it becomes done, missed, skipped or
+// paused, and RunTriggered for a new trigger request (anarchon.Watcher). The channel
 // is closed when ctx ends or the watch breaks.
 func (b *Backend) WatchRuns(ctx context.Context) (<-chan anarchon.RunEvent, error) {
 	h, err := b.ready(ctx)

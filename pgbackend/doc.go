@@ -5,6 +5,10 @@
 //
 // # Guarantees
 //
+//   - Job control and triggers: those of sqlbackend; the claim function
+//     (anarchon_claim_v3) reads the control row after the job lock, and a
+//     trigger request is announced with NOTIFY. The Control and Trigger
+//     subtests pass against a real server (every conformance variant).
 //   - Plain claims: one INSERT … ON CONFLICT (job, slot) DO NOTHING
 //     RETURNING; the primary key lets exactly one instance win, from any
 //     number of connections and hosts. A retry with the winner's token
