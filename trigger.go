@@ -152,7 +152,8 @@ func (s *Scheduler) Trigger(ctx context.Context, name, key string) (TriggerRecor
 }
 
 // WaitTrigger waits until the trigger request (name, key) is done, asking
-// the store every PollInterval, and returns its record. Errors as for
+// the store after PollInterval, then at intervals that double up to a
+// second (or PollInterval if longer), and returns its record. Errors as for
 // Trigger; ErrNotFound (wrapped) for an unknown request.
 func (s *Scheduler) WaitTrigger(ctx context.Context, name, key string) (TriggerRecord, error) {
 	ts, err := s.triggerStore()
@@ -160,7 +161,11 @@ func (s *Scheduler) WaitTrigger(ctx context.Context, name, key string) (TriggerR
 		return TriggerRecord{}, err
 	}
 	start := time.Now()
-	t := time.NewTicker(s.opts.PollInterval)
+	// Many callers may wait for one request: the polls back off from
+	// PollInterval to a second (or PollInterval if longer), which keeps
+	// their load on the store bounded.
+	wait, maxWait := s.opts.PollInterval, max(s.opts.PollInterval, time.Second)
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	for {
 		rec, err := ts.LookupTrigger(ctx, name, key)
@@ -180,6 +185,8 @@ func (s *Scheduler) WaitTrigger(ctx context.Context, name, key string) (TriggerR
 				name, key, time.Since(start).Round(time.Millisecond), state, context.Cause(ctx))
 		case <-t.C:
 		}
+		wait = min(2*wait, maxWait)
+		t.Reset(wait)
 	}
 }
 
