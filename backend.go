@@ -20,7 +20,8 @@ const Forever time.Duration = math.MaxInt64
 //
 // More abilities are separate, optional interfaces found by type assertion
 // (the database/sql/driver way): [JobChecker], [ClaimRecorder],
-// [LeaseBackend], [Watcher], [ServerClock]. A backend written against this
+// [LeaseBackend], [Watcher], [ServerClock], [JobControl], [TriggerStore],
+// [InstanceRegistry]. A backend written against this
 // interface keeps compiling when members are added (SPEC §9).
 type Backend interface {
 	// Name is a short name for logs and metrics, e.g. "memory", "postgres".
@@ -116,7 +117,7 @@ const (
 // Final reports whether s settles a slot: no further attempt will run it.
 func (s Status) Final() bool {
 	switch s {
-	case StatusSuccess, StatusError, StatusAbandoned, StatusMissed, StatusSkipped:
+	case StatusSuccess, StatusError, StatusAbandoned, StatusMissed, StatusSkipped, StatusPaused:
 		return true
 	}
 	return false

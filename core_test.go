@@ -128,8 +128,11 @@ func TestLifecycleErrors(t *testing.T) {
 	if err := s.Start(context.Background()); !errors.Is(err, anarchon.ErrStarted) {
 		t.Fatalf("second Start = %v", err)
 	}
-	if err := s.Every("late", time.Second, h, nil); !errors.Is(err, anarchon.ErrStarted) {
+	if err := s.Every("late", time.Second, h, nil); err != nil {
 		t.Fatalf("Add after Start = %v", err)
+	}
+	if err := s.Every("late", time.Second, h, nil); !isCode(err, anarchon.CodeDuplicateName) {
+		t.Fatalf("second Add after Start = %v, want CodeDuplicateName", err)
 	}
 	if err := s.Stop(context.Background()); err != nil {
 		t.Fatal(err)
@@ -137,6 +140,14 @@ func TestLifecycleErrors(t *testing.T) {
 	if err := s.Stop(context.Background()); err != nil {
 		t.Fatalf("second Stop = %v", err)
 	}
+	if err := s.Every("after", time.Second, h, nil); !errors.Is(err, anarchon.ErrStopped) {
+		t.Fatalf("Add after Stop = %v, want ErrStopped", err)
+	}
+}
+
+func isCode(err error, c anarchon.Code) bool {
+	var ve *anarchon.ValidationError
+	return errors.As(err, &ve) && ve.Code == c
 }
 
 // A backend whose Init fails: Start returns its error unchanged.

@@ -134,7 +134,9 @@
 //     cannot run safely, [ServerClock] if the server has a clock, and
 //     [LeaseBackend] with a [RunStore] for leases (SPEC §6), plus
 //     [ResultFinisher] and [Watcher] on the RunStore when the store can
-//     fold a finish into one round trip or push changes.
+//     fold a finish into one round trip or push changes. [JobControl]
+//     (pause and resume, consulted by both claims) and [TriggerStore]
+//     (cluster-wide manual runs) give the scheduler SPEC §12.
 //  6. Check each interface at compile time: var _ anarchon.RunStore =
 //     (*RunStore)(nil).
 //  7. Run the conformance suite, package anarchontest, against a real

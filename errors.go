@@ -26,9 +26,12 @@ var (
 	// ErrTimeout is the cause of a handler's context when the job's Timeout
 	// elapsed.
 	ErrTimeout = errors.New("anarchon: run timed out")
-	// ErrStarted is returned when a job is added or Start is called on a
-	// scheduler that has already been started.
+	// ErrStarted is returned when Start is called on a scheduler that has
+	// already been started.
 	ErrStarted = errors.New("anarchon: scheduler already started")
+	// ErrRemoved is the cause of a handler's context when Remove cancelled
+	// its run (RemoveOptions.Cancel without a Cause).
+	ErrRemoved = errors.New("anarchon: job removed")
 	// ErrNotStarted is returned by Stop on a scheduler that was never started.
 	ErrNotStarted = errors.New("anarchon: scheduler not started")
 	// ErrNoBackend is returned by Start, and wrapped in the ValidationError
@@ -81,6 +84,7 @@ const (
 	CodeDedupeWindow     Code = "dedupe_window"     // Jitter+MaxLate (or the catch-up window) is not below Backend.DedupeWindow (SPEC §4)
 	CodeNeedsRunStore    Code = "needs_run_store"   // the job asks for leases, overlap protection or catch-up and the backend has no RunStore (SPEC §6)
 	CodeBackendRefused   Code = "backend_refused"   // the backend's JobChecker refused the job; the backend's error is wrapped
+	CodeNeedsJobControl  Code = "needs_job_control" // the job has PauseOnFailure and the backend has no JobControl (SPEC §12)
 )
 
 // ValidationError reports a job that cannot be registered. It is returned by

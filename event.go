@@ -16,8 +16,10 @@ const (
 	// EventRunEnd: a handler returned. Status and Duration are set; Err is
 	// the handler's error.
 	EventRunEnd
-	// EventSlotSkipped: a slot was not run: Status is StatusMissed or
-	// StatusSkipped, Lateness is set for missed slots.
+	// EventSlotSkipped: a slot was not run: Status is StatusMissed,
+	// StatusSkipped or (leased jobs) StatusPaused, Lateness is set for
+	// missed slots. A plain claim that a pause settled is reported as a
+	// lost EventClaim.
 	EventSlotSkipped
 	// EventStoreError: a store call failed. Op names the call ("Claim",
 	// "SaveResult", …) and Err is the error. Failed claims are not run (fail

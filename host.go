@@ -125,11 +125,21 @@ func (h host) result(a *attempt, r *runner.Result) SaveResultInput {
 
 func (h host) FinishResult(ctx context.Context, a *attempt, r *runner.Result) error {
 	_, err := h.s.finisher.FinishResult(ctx, h.result(a, r))
+	h.stored(ctx, a, r, err)
 	return err
 }
 
 func (h host) SaveResult(ctx context.Context, a *attempt, r *runner.Result) error {
-	return h.s.backend.SaveResult(ctx, h.result(a, r))
+	err := h.s.backend.SaveResult(ctx, h.result(a, r))
+	h.stored(ctx, a, r, err)
+	return err
+}
+
+// stored checks PauseOnFailure once a failed run's result is in the store.
+func (h host) stored(ctx context.Context, a *attempt, r *runner.Result, err error) {
+	if err == nil && r.Status == runner.StatusError && a.Job.job.opt.PauseOnFailure > 0 {
+		h.s.afterFailure(ctx, a.Job.job, r.Error)
+	}
 }
 
 func (h host) Execute(ctx context.Context, a *attempt) runner.Result {

@@ -32,7 +32,10 @@ type Run struct {
 	// the loss may still be using: Attempt cannot tell them apart (SPEC §6,
 	// "Stores that forget").
 	Attempt int
-	Manual  bool // started by RunNow
+	Manual  bool // started by RunNow or Trigger
+	// TriggerKey and TriggeredBy are set on a run started by Trigger: the
+	// request's key and who asked.
+	TriggerKey, TriggeredBy string
 
 	output string
 }
@@ -170,6 +173,12 @@ type JobOptions struct {
 	// takeovers) before it is recorded abandoned. Defaults to
 	// DefaultMaxAttempts (3).
 	MaxAttempts int
+	// PauseOnFailure pauses the job on every instance (SPEC §12) once its
+	// last PauseOnFailure runs in the store's history, from any instance,
+	// all failed (StatusError or StatusAbandoned), with a reason naming the
+	// count and the last error. It needs a backend with JobControl
+	// (CodeNeedsJobControl otherwise). Defaults to 0: never.
+	PauseOnFailure int
 	// Fingerprint is extra material for the job's fingerprint in the
 	// instance registry ([FingerprintJob], SPEC §10), e.g. the command a
 	// daemon runs, so that instances that run the job differently are

@@ -14,6 +14,13 @@ func (s *Scheduler) watchLoop(ctx context.Context) {
 			s.storeError(ctx, "WatchRuns", "", time.Time{}, err)
 		} else {
 			for ev := range ch {
+				if ev.Kind == RunTriggered {
+					select {
+					case s.triggerWake <- struct{}{}:
+					default:
+					}
+					continue
+				}
 				s.run.Notify(ev.Job, ev.Slot)
 			}
 		}

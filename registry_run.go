@@ -97,7 +97,9 @@ func (s *Scheduler) registryLoop(ctx context.Context, r *registration, first cha
 func (s *Scheduler) renewRegistration(ctx context.Context, r *registration, first bool) {
 	ctx, cancel := context.WithTimeout(ctx, registryCallTimeout)
 	defer cancel()
-	info := r.info
+	s.mu.Lock()
+	info := r.info // a job added, removed or changed since Start replaces it
+	s.mu.Unlock()
 	info.ClockOffset = s.ClockOffset()
 	recs, err := r.reg.Instances(ctx)
 	if err != nil {
@@ -178,6 +180,18 @@ func (s *Scheduler) stopRegistry(ctx context.Context) {
 	if err := r.reg.DeregisterInstance(dctx, r.info.ID); err != nil {
 		s.log.LogAttrs(dctx, slog.LevelWarn, "could not mark the instance stopped in the registry; it will be listed dead",
 			slog.Any("error", err))
+	}
+}
+
+// refreshRegistration publishes the current job set at the next renewal,
+// after a job was added, removed or changed while the scheduler runs.
+func (s *Scheduler) refreshRegistration() {
+	base := s.baseInstanceInfo()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r := s.reg; r != nil {
+		base.StartedAt = r.info.StartedAt
+		r.info = base
 	}
 }
 

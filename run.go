@@ -17,8 +17,8 @@ type attempt = runner.Attempt[slotRun]
 
 // fire handles one due slot of a job.
 func (s *Scheduler) fire(ctx context.Context, j *job, slot time.Time) {
-	if ctx.Err() != nil {
-		return // Stop has begun: no new claims
+	if ctx.Err() != nil || j.removed.Load() {
+		return // Stop has begun, or the job was removed or replaced: no new claims
 	}
 	if j.leased {
 		s.lease(j, slot, j.opt.MaxLate).Run(ctx)

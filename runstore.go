@@ -27,7 +27,7 @@ const (
 	OutcomeLate                           // store clock > slot + MaxLate; the slot is now missed
 )
 
-var outcomeNames = [...]string{"", "won", "running", "done", "overlap", "none", "late"}
+var outcomeNames = [...]string{"", "won", "running", "done", "overlap", "none", "late", "paused"}
 
 // String returns the outcome's lower-case name ("won", "running", …), or
 // "unknown(N)".

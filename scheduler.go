@@ -105,6 +105,7 @@ type Scheduler struct {
 	offset   atomic.Int64 // store clock minus local clock, ns
 	syncMu   sync.Mutex   // held while the offset is measured
 
+	cmu    sync.Mutex // serialises Start and the job-set changes (Add, Remove, Update) that do I/O
 	mu     sync.Mutex
 	jobs   map[string]*job
 	order  []*job
@@ -124,6 +125,11 @@ type Scheduler struct {
 	tokenSeq    atomic.Uint64
 
 	reg *registration // the instance registry entry while started; guarded by mu
+
+	watching bool // the watch goroutine runs; guarded by mu
+
+	tstore      TriggerStore  // nil without triggers
+	triggerWake chan struct{} // the watch saw a trigger request
 }
 
 const (
@@ -143,6 +149,8 @@ func New(backend Backend, opts *Options) *Scheduler {
 		log:     o.Logger.With(slog.String("instance", o.InstanceID)),
 		jobs:    make(map[string]*job),
 
+		triggerWake: make(chan struct{}, 1),
+
 		tokenPrefix: rand.Text(),
 	}
 	s.findAbilities()
@@ -157,14 +165,18 @@ func (s *Scheduler) findAbilities() {
 	s.recorder, _ = As[ClaimRecorder](b)
 	s.checker, _ = As[JobChecker](b)
 	s.sclock, _ = As[ServerClock](b)
+	s.tstore, _ = As[TriggerStore](b)
 	if lb, ok := As[LeaseBackend](b); ok {
 		s.runs = lb.Runs()
 	}
-	if s.runs == nil {
+	if s.runs == nil && s.tstore == nil {
 		return
 	}
+	// The watch wakes backups (leases) and trigger requests.
 	s.watcher, _ = As[Watcher](b)
-	s.finisher, _ = As[ResultFinisher](b)
+	if s.runs != nil {
+		s.finisher, _ = As[ResultFinisher](b)
+	}
 }
 
 // Backend returns the backend the scheduler was created with.
@@ -176,8 +188,8 @@ func (s *Scheduler) InstanceID() string { return s.opts.InstanceID }
 // Every adds a job that runs every interval, on a grid aligned to the Unix
 // epoch (slot = k·interval + opts.Offset), so instances started at different
 // times agree on the slots (SPEC §3). interval must be a positive whole
-// number of milliseconds. It returns a *ValidationError for bad input and
-// ErrStarted after Start.
+// number of milliseconds. It returns a *ValidationError for bad input; see
+// Add for what it does after Start.
 func (s *Scheduler) Every(name string, interval time.Duration, h Handler, opts *JobOptions) error {
 	return s.Add(Job{Name: name, Schedule: Interval(interval), Handler: h, Options: opts})
 }
@@ -185,7 +197,7 @@ func (s *Scheduler) Every(name string, interval time.Duration, h Handler, opts *
 // Cron adds a job on a cron schedule, computed in opts.Zone (default UTC).
 // The dialect is described in the package documentation; "@every 5m" makes
 // an interval job. It returns a *ValidationError (CodeBadCron,
-// CodeUnknownZone, …) for bad input and ErrStarted after Start.
+// CodeUnknownZone, …) for bad input; see Add for what it does after Start.
 func (s *Scheduler) Cron(name, expr string, h Handler, opts *JobOptions) error {
 	return s.Add(Job{Name: name, Schedule: CronSchedule(expr), Handler: h, Options: opts})
 }
@@ -221,22 +233,56 @@ type Job struct {
 }
 
 // Add registers a job. It returns a *ValidationError for bad input (never
-// panics) and ErrStarted after Start.
+// panics), with CodeDuplicateName for a name already registered.
+//
+// It may be called before Start or while the scheduler runs, from any
+// goroutine. After Start it calls Backend.PrepareJob for the job (bounded
+// by 30 s) and returns its error, leaving the job out; then the
+// job enters the queue and runs from its first slot after now (a leased
+// job also catches up and adopts unfinished runs, as at Start). Instances
+// that add the same job at different times still run each slot once: the
+// claim is keyed by the job's name and slot. After Stop it returns
+// ErrStopped.
 func (s *Scheduler) Add(j Job) error {
 	jb, err := s.compile(j)
 	if err != nil {
 		return err
 	}
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.state != stateNew {
-		return ErrStarted
-	}
-	if _, dup := s.jobs[j.Name]; dup {
+	state := s.state
+	_, dup := s.jobs[j.Name]
+	s.mu.Unlock()
+	if dup {
 		return &ValidationError{Job: j.Name, Field: "Name", Code: CodeDuplicateName, Reason: "a job with this name is already registered"}
+	}
+	switch state {
+	case stateNew:
+		s.mu.Lock()
+		s.jobs[j.Name] = jb
+		s.order = append(s.order, jb)
+		s.mu.Unlock()
+		return nil
+	case stateStopped:
+		return ErrStopped
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.loopCtx), controlTimeout)
+	defer cancel()
+	if err := s.backend.PrepareJob(ctx, PrepareJobInput{Job: jb.name, HistorySize: jb.opt.HistorySize}); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if s.state != stateStarted {
+		s.mu.Unlock()
+		return ErrStopped
 	}
 	s.jobs[j.Name] = jb
 	s.order = append(s.order, jb)
+	s.mu.Unlock()
+	s.enqueue(ctx, jb, nil)
+	s.refreshRegistration()
+	s.log.LogAttrs(ctx, slog.LevelInfo, "job added", slog.String("job", jb.name), slog.String("schedule", jb.sched))
 	return nil
 }
 
@@ -252,7 +298,8 @@ type job struct {
 	leased   bool // runs through the RunStore
 	sched    string
 
-	entry runner.Entry[*job] // its place in the scheduler's queue
+	entry   runner.Entry[*job] // its place in the scheduler's queue
+	removed atomic.Bool        // Remove or Update replaced it: slots it fires are not claimed
 }
 
 func (s *Scheduler) compile(j Job) (*job, error) {
@@ -313,7 +360,7 @@ func (s *Scheduler) checkInput(j Job, bad badFunc) (*JobOptions, error) {
 	for _, n := range []struct {
 		field string
 		v     int
-	}{{"HistorySize", o.HistorySize}, {"MaxAttempts", o.MaxAttempts}, {"CatchUp.Max", o.CatchUp.Max}} {
+	}{{"HistorySize", o.HistorySize}, {"MaxAttempts", o.MaxAttempts}, {"CatchUp.Max", o.CatchUp.Max}, {"PauseOnFailure", o.PauseOnFailure}} {
 		if n.v < 0 {
 			return nil, bad(n.field, CodeBadOption, fmt.Sprintf("%d is negative", n.v), nil)
 		}
@@ -452,6 +499,12 @@ func (s *Scheduler) checkLimits(jb *job, bad badFunc) error {
 				fmt.Sprintf("the catch-up window %v is not below the backend's dedupe window %v", o.CatchUp.Window, w), nil)
 		}
 	}
+	if o.PauseOnFailure > 0 {
+		if _, ok := As[JobControl](s.backend); !ok {
+			return bad("PauseOnFailure", CodeNeedsJobControl,
+				fmt.Sprintf("pausing a job needs a backend with JobControl; %q has none", s.backend.Name()), nil)
+		}
+	}
 	if c := s.checker; c != nil {
 		if err := c.CheckJob(limits); err != nil {
 			return bad("Backend", CodeBackendRefused, err.Error(), err)
@@ -525,6 +578,8 @@ func (s *Scheduler) Jobs() []JobInfo {
 // or PrepareJob fails (the scheduler can then be started again), and
 // ErrStarted if already started.
 func (s *Scheduler) Start(ctx context.Context) error {
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
 	s.mu.Lock()
 	if s.state != stateNew {
 		s.mu.Unlock()
@@ -566,39 +621,19 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		go func() { defer s.bg.Done(); s.clockLoop(s.loopCtx) }()
 	}
 	s.startRegistry(ctx)
-	if s.watcher != nil && s.anyLeased(jobs) {
+	for _, j := range jobs {
+		s.enqueue(ctx, j, nil)
+	}
+	if ts := s.tstore; ts != nil {
+		s.startWatch()
 		s.bg.Add(1)
-		go func() { defer s.bg.Done(); s.watchLoop(s.loopCtx) }()
-	}
-
-	now := s.now()
-	for _, j := range jobs {
-		j.entry = runner.Entry[*job]{Value: j, Next: j.nextSlot, Delay: j.jitter, MaxDelay: j.opt.Jitter, MaxLate: j.opt.MaxLate}
-		s.queue.Add(&j.entry, now)
-	}
-	for _, j := range jobs {
-		if !j.leased {
-			continue
-		}
-		if j.opt.CatchUp.Window > 0 {
-			s.catchUp(j, now)
-		}
-		s.adoptActive(ctx, j)
+		go func() { defer s.bg.Done(); s.triggerLoop(s.loopCtx, ts) }()
 	}
 	s.bg.Add(1)
 	go func() { defer s.bg.Done(); s.queue.Run(s.loopCtx, s.now, &s.inflight, s.fire) }()
 	s.log.LogAttrs(ctx, slog.LevelInfo, "scheduler started",
 		slog.String("backend", s.backend.Name()), slog.Int("jobs", len(jobs)))
 	return nil
-}
-
-func (s *Scheduler) anyLeased(jobs []*job) bool {
-	for _, j := range jobs {
-		if j.leased {
-			return true
-		}
-	}
-	return false
 }
 
 // Stop stops claiming new slots and stops standing by, then waits for running
@@ -654,7 +689,8 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 
 // RunNow runs the named job at once on this instance, without claiming a
 // slot: the run is recorded with RecordManualRun (no deduplication) and its
-// result stored. It waits for the handler and returns the run's record; the
+// result stored. It is the local variant of Trigger: asked on two
+// instances, it runs twice; Trigger runs once across the cluster. It waits for the handler and returns the run's record; the
 // handler's error is in the record, not in the returned error, which is for
 // store errors and ErrNotFound.
 func (s *Scheduler) RunNow(ctx context.Context, name string) (RunRecord, error) {

@@ -104,6 +104,23 @@
 //     a lease and watched where the backend has those abilities; a
 //     Scheduler on the store refuses one byte more, a NUL, a newline and
 //     invalid UTF-8 with [anarchon.CodeBadName].
+//   - Control, for an [anarchon.JobControl] (SPEC §12): the state set on
+//     one handle reads back on another with the store's time, and in
+//     JobStates; a plain claim and a lease claim of a new slot made on any
+//     handle after the pause settle it (no winner, OutcomePaused once then
+//     OutcomeNone, before and after the resume) and history has one
+//     paused record under [anarchon.PausedToken]; a run claimed before the
+//     pause keeps its winner. With [Harness.Reopen], the state and a
+//     trigger request survive Close ("Control/Reopen"). On a real clock
+//     with a TriggerStore, "Control/Schedulers": three schedulers, one per
+//     handle, run no slot of a job paused through the store while another
+//     job runs, each slot once after the resume, and 50 concurrent Trigger
+//     calls with one key run their job once, recorded as a manual run.
+//   - Trigger, for an [anarchon.TriggerStore]: Racers requests with one key
+//     over several handles are one request; of Racers claims one token
+//     wins, and its repeat; the finish by that token reads back done on
+//     another handle; unknown requests; with a Watcher, a RunTriggered
+//     event on another handle.
 //   - Registry, for an [anarchon.InstanceRegistry] (SPEC §10): records
 //     round-trip between handles (ID, version, clock offset to the
 //     nanosecond, fingerprints, job lists) with LastSeen and ExpiresAt by

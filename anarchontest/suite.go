@@ -64,6 +64,12 @@ type Harness struct {
 	// goroutine's stack and panics with the subtest's name. Defaults to 2
 	// minutes.
 	Timeout time.Duration
+	// Reopen, for a persistent store, returns a new handle to the store
+	// that old (already closed) was a handle of, as a restarted process
+	// would open it. The Control/Reopen test checks that job control state
+	// and trigger requests survive. nil (a store that keeps nothing
+	// after Close) skips that test.
+	Reopen func(t *testing.T, old anarchon.Backend) anarchon.Backend
 }
 
 // longLease is the lease of runs that must stay live during a test. It
@@ -147,6 +153,8 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Watch", func(t *testing.T) { testWatch(t, h) })
 	t.Run("ServerClock", func(t *testing.T) { testServerClock(t, h) })
 	t.Run("Registry", func(t *testing.T) { testRegistry(t, h) })
+	t.Run("Control", func(t *testing.T) { testControl(t, h, hasLeases) })
+	t.Run("Trigger", func(t *testing.T) { testTriggers(t, h) })
 }
 
 // store is one fresh store under test, as n handles.

@@ -48,7 +48,9 @@ type Backend struct {
 	closed   bool
 	jobs     map[string]*jobState
 	watchers map[*watcher]struct{}
-	insts    map[string]*instance // the instance registry (registry.go), made on first use
+	insts    map[string]*instance                   // the instance registry (registry.go), made on first use
+	ctl      map[string]anarchon.JobState           // job control (control.go), made on first use
+	triggers map[triggerKey]*anarchon.TriggerRecord // trigger requests (control.go), made on first use
 }
 
 var (

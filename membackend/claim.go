@@ -66,8 +66,15 @@ func (b *Backend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, erro
 	if anarchon.TooEarly(in.Slot, now.UnixMilli()) {
 		return false, &anarchon.EarlyError{Job: in.Job, Slot: in.Slot, StoreNow: now.UnixMilli()}
 	}
-	j.claims[in.Slot] = claimKey{token: in.Token, at: now}
 	j.setLimits(in.HistorySize, in.HistoryTTL)
+	if st, paused := b.paused(in.Job); paused {
+		// The slot is settled for every claimer, now and after a resume.
+		j.claims[in.Slot] = claimKey{token: anarchon.PausedToken(in.Slot), at: now}
+		j.hist.addResultIfNone(pausedResult(in, st), now)
+		j.hist.trim(j.historySize, j.historyTTL, now)
+		return false, nil
+	}
+	j.claims[in.Slot] = claimKey{token: in.Token, at: now}
 	j.hist.addClaim(anarchon.ClaimRecord{
 		Slot:       in.Slot,
 		Token:      in.Token,

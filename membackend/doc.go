@@ -11,6 +11,12 @@
 //
 // # Guarantees
 //
+// Job control and triggers (SPEC §12, [anarchon.JobControl],
+// [anarchon.TriggerStore]) live under the same mutex as the claims: a
+// claim sees a pause stored before it, atomically, and settles the slot
+// as paused in the same step; the Control and Trigger conformance
+// subtests, including three schedulers on one store, pass.
+//
 // Every method takes one mutex, so each is atomic, and all of them are
 // safe for concurrent use. The store's clock is [Options.Now] (time.Now by
 // default); it judges leases, lateness (MaxLate), history age

@@ -22,7 +22,7 @@ type run struct {
 
 func (r *run) settled() bool {
 	switch r.state {
-	case anarchon.RunStateDone, anarchon.RunStateMissed, anarchon.RunStateSkipped:
+	case anarchon.RunStateDone, anarchon.RunStateMissed, anarchon.RunStateSkipped, anarchon.RunStatePaused:
 		return true
 	}
 	return false
@@ -99,7 +99,7 @@ func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.Cla
 		return anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: r.attempt, Holder: r.holder, LeaseUntil: r.leaseUntil}, nil
 	case r.state == anarchon.RunStateDone:
 		return anarchon.ClaimOutcome{Kind: anarchon.OutcomeDone, Attempt: r.attempt, Status: r.status}, nil
-	case r.state == anarchon.RunStateMissed || r.state == anarchon.RunStateSkipped:
+	case r.state == anarchon.RunStateMissed || r.state == anarchon.RunStateSkipped || r.state == anarchon.RunStatePaused:
 		return anarchon.ClaimOutcome{Kind: anarchon.OutcomeNone}, nil
 	case r.live(now):
 		return anarchon.ClaimOutcome{Kind: anarchon.OutcomeRunning, Attempt: r.attempt, Holder: r.holder, LeaseUntil: r.leaseUntil}, nil
@@ -139,6 +139,11 @@ func (b *Backend) claimAbsent(j *jobState, c anarchon.RunClaim, now time.Time) a
 		j.hist.addResultIfNone(anarchon.StoredResult{
 			Slot: c.Slot, Token: c.Token, InstanceID: c.InstanceID, Attempt: 1, Status: status,
 		}, now)
+	}
+	if st, paused := b.paused(c.Job); paused {
+		j.runs[c.Slot] = &run{token: anarchon.PausedToken(c.Slot), holder: c.InstanceID, attempt: 1, state: anarchon.RunStatePaused, changed: now}
+		j.hist.addResultIfNone(pausedResult(c.ClaimInput, st), now)
+		return anarchon.ClaimOutcome{Kind: anarchon.OutcomePaused}
 	}
 	if c.MaxLate > 0 && now.After(time.UnixMilli(c.Slot).Add(c.MaxLate)) {
 		settle(anarchon.RunStateMissed, anarchon.StatusMissed)

@@ -48,9 +48,20 @@ func (b *Backend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, erro
 	if err := b.checkEarly(ctx, h, in.Job, in.Slot); err != nil {
 		return false, err
 	}
+	// The pause is read before the Create: see control.go for the window.
+	st, paused, err := b.pausedState(ctx, h, job)
+	if err != nil {
+		return false, err
+	}
+	if paused {
+		val, _ = json.Marshal(claimValue{Token: anarchon.PausedToken(in.Slot), Instance: in.InstanceID})
+	}
 	for range claimRetries {
 		_, err := h.kv.Create(ctx, key, val)
 		if err == nil {
+			if paused {
+				return false, b.savePaused(ctx, in, st)
+			}
 			return true, nil
 		}
 		if !errors.Is(err, jetstream.ErrKeyExists) {

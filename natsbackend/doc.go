@@ -12,6 +12,15 @@
 //
 // # Guarantees
 //
+// Job control (SPEC §12) is not atomic with the claim: JetStream KV has
+// no write conditioned on another key, so a claim reads the job's state
+// ("p.<job>") just before its Create. A pause stored between that read
+// and the Create is missed by that one claim: the window is one round
+// trip to the server; every claim that starts after SetPaused returned
+// sees it. Trigger requests are claimed by a revision compare-and-set,
+// so one token wins. The Control and Trigger subtests pass against a real
+// server.
+//
 // The one rule (one winner per slot) holds as long as JetStream keeps
 // acknowledged writes. What that means depends on the server:
 //

@@ -195,7 +195,7 @@ func (b *Backend) claimRun(ctx context.Context, c anarchon.RunClaim) (anarchon.C
 				return anarchon.ClaimOutcome{Kind: anarchon.OutcomeRunning, Attempt: v.Attempt, Holder: v.Holder, LeaseUntil: until.UTC()}, nil
 			}
 		case anarchon.RunStateReleased:
-		case anarchon.RunStateMissed, anarchon.RunStateSkipped:
+		case anarchon.RunStateMissed, anarchon.RunStateSkipped, anarchon.RunStatePaused:
 			return anarchon.ClaimOutcome{Kind: anarchon.OutcomeNone}, nil
 		default: // done, or a state a newer version wrote
 			// The last attempt: an abandonment is recorded with it.
@@ -254,6 +254,16 @@ func (b *Backend) claimAbsent(ctx context.Context, h handles, job, key string, c
 	}
 	if err := b.checkEarly(ctx, h, c.Job, c.Slot); err != nil {
 		return out, false, err
+	}
+	// The pause is read before the Create: see control.go for the window.
+	if st, paused, err := b.pausedState(ctx, h, job); err != nil {
+		return out, false, err
+	} else if paused {
+		out, retry, err := settle(anarchon.RunStatePaused, anarchon.OutcomePaused)
+		if err == nil && !retry {
+			err = b.savePaused(ctx, c.ClaimInput, st)
+		}
+		return out, retry, err
 	}
 	if c.MaxLate > 0 {
 		// Late when the server's Unix ms exceed Slot+MaxLate, that is when
@@ -572,16 +582,17 @@ func (b *Backend) active(ctx context.Context, job string) ([]anarchon.ActiveRun,
 	return out, nil
 }
 
-// WatchRuns watches the run keys "r.>" of the bucket (a KV watch, updates
-// only) and sends RunReleased when a run becomes released and RunFinished
-// when it becomes done, missed or skipped (anarchon.Watcher). The channel
+// WatchRuns watches the run keys "r.>" and the trigger marks "q.>" of the
+// bucket (a KV watch, updates only) and sends RunReleased when a run
+// becomes released, RunFinished when it becomes done, missed, skipped or
+// paused, and RunTriggered for a new trigger request (anarchon.Watcher). The channel
 // is closed when ctx ends or the watch breaks.
 func (b *Backend) WatchRuns(ctx context.Context) (<-chan anarchon.RunEvent, error) {
 	h, err := b.ready(ctx)
 	if err != nil {
 		return nil, err
 	}
-	w, err := h.kv.Watch(ctx, "r.>", jetstream.UpdatesOnly())
+	w, err := h.kv.WatchFiltered(ctx, []string{"r.>", "q.>"}, jetstream.UpdatesOnly())
 	if err != nil {
 		return nil, b.wrap("watch runs", err)
 	}
@@ -617,6 +628,10 @@ func runEvent(e jetstream.KeyValueEntry) (anarchon.RunEvent, bool) {
 		return anarchon.RunEvent{}, false
 	}
 	parts := strings.Split(e.Key(), ".")
+	if len(parts) == 3 && parts[0] == "q" {
+		job, ok := decodeJob(parts[1])
+		return anarchon.RunEvent{Job: job, Kind: anarchon.RunTriggered}, ok
+	}
 	if len(parts) != 3 || parts[0] != "r" {
 		return anarchon.RunEvent{}, false
 	}
@@ -636,7 +651,7 @@ func runEvent(e jetstream.KeyValueEntry) (anarchon.RunEvent, bool) {
 	switch v.State {
 	case anarchon.RunStateReleased:
 		ev.Kind = anarchon.RunReleased
-	case anarchon.RunStateDone, anarchon.RunStateMissed, anarchon.RunStateSkipped:
+	case anarchon.RunStateDone, anarchon.RunStateMissed, anarchon.RunStateSkipped, anarchon.RunStatePaused:
 		ev.Kind = anarchon.RunFinished
 	default:
 		return anarchon.RunEvent{}, false

@@ -44,6 +44,17 @@ func TestConformance(t *testing.T) {
 			}
 			return out
 		},
+		// Reopen opens a new connection with the old handle's bucket and
+		// stream.
+		Reopen: func(t *testing.T, old anarchon.Backend) anarchon.Backend {
+			o, ok := options.Load(old)
+			if !ok {
+				t.Fatal("Reopen: a handle the test did not open")
+			}
+			b := openN(t, url, o.(*natsbackend.Options), 1)[0]
+			options.Store(b, o)
+			return b
+		},
 		// Break deletes the history stream.
 		Break: func(t *testing.T, b anarchon.Backend, job string) {
 			o, _ := options.Load(b)

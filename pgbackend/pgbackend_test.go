@@ -99,6 +99,9 @@ func open(t testing.TB, n, conns int, schema string) []*pgbackend.Backend {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
+// schemas maps each handle of TestConformance to its schema, for Reopen.
+var schemas sync.Map
+
 func TestConformance(t *testing.T) {
 	serverURL(t)
 	anarchontest.Run(t, anarchontest.Harness{
@@ -106,9 +109,18 @@ func TestConformance(t *testing.T) {
 			schema := freshSchema(t)
 			var out []anarchon.Backend
 			for _, b := range open(t, n, 4, schema) {
+				schemas.Store(b, schema)
 				out = append(out, b)
 			}
 			return out
+		},
+		// Reopen opens a new pool on the old handle's schema.
+		Reopen: func(t *testing.T, old anarchon.Backend) anarchon.Backend {
+			schema, ok := schemas.Load(old)
+			if !ok {
+				t.Fatal("Reopen: a handle the test did not open")
+			}
+			return open(t, 1, 4, schema.(string))[0]
 		},
 		Lease: 300 * time.Millisecond,
 		Break: dropTables,

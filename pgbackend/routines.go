@@ -12,7 +12,7 @@ import (
 // routineVersion ends the name of every stored function, so that two
 // versions of anarchon sharing a database in a rolling deploy each call
 // the body they were built with. A change of any body takes a new version.
-const routineVersion = "_v3"
+const routineVersion = "_v4"
 
 // The bodies of the stored functions, one CREATE per file, after a
 // comment header that is dropped.
@@ -74,7 +74,7 @@ func routines(channel string) func(qualify func(string) string) sqlbackend.Routi
 		}
 		r := strings.NewReplacer(
 			"{jobs}", qualify("jobs"), "{runs}", qualify("runs"), "{results}", qualify("results"),
-			"{now}", Dialect.NowMs, "{class}", strconv.Itoa(lockClass),
+			"{control}", qualify("control"), "{now}", Dialect.NowMs, "{class}", strconv.Itoa(lockClass),
 			"{early}", strconv.FormatInt(anarchon.EarlyTolerance.Milliseconds(), 10),
 			"{lock_job}", lockJob, "{claim}", claim, "{finish}", finish,
 			"{release}", release, "{finish_result}", finishResult,

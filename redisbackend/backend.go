@@ -342,6 +342,8 @@ type jobKeys struct {
 	results string // HASH history member -> stored result (JSON)
 	active  string // ZSET slots that are running or released, scored by slot
 	age     string // ZSET history members with a result, scored by the server time it was saved (ms)
+	ctl     string // STRING the job's control state (JSON, control.go), read by the claim scripts
+	trig    string // HASH trigger key -> trigger record (JSON, control.go)
 }
 
 func (b *Backend) keys(job string) jobKeys {
@@ -353,6 +355,8 @@ func (b *Backend) keys(job string) jobKeys {
 		results: tag + ":results",
 		active:  tag + ":active",
 		age:     tag + ":age",
+		ctl:     tag + ":ctl",
+		trig:    tag + ":trig",
 	}
 }
 

@@ -38,7 +38,7 @@ func (b *Backend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, erro
 		return false, err
 	}
 	res, err := b.runWrite(ctx, scriptClaim,
-		[]string{b.tag(in.Job) + ":run"},
+		[]string{b.tag(in.Job) + ":run", b.keys(in.Job).ctl},
 		slotArg(in.Slot), in.Token, in.InstanceID, anarchon.EarlyTolerance.Milliseconds())
 	if err != nil {
 		return false, b.wrap(fmt.Sprintf("claim %q slot %d", in.Job, in.Slot), err)
@@ -47,6 +47,11 @@ func (b *Backend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, erro
 		now, _ := arr[1].(string)
 		ms, _ := strconv.ParseInt(now, 10, 64)
 		return false, &anarchon.EarlyError{Job: in.Job, Slot: in.Slot, StoreNow: ms}
+	}
+	if arr, ok := res.([]any); ok && len(arr) == 3 { // {2, by, reason}: paused
+		by, _ := arr[1].(string)
+		reason, _ := arr[2].(string)
+		return false, b.savePaused(ctx, in, by, reason)
 	}
 	n, ok := res.(int64)
 	if !ok {

@@ -30,6 +30,19 @@ func TestConformance(t *testing.T) {
 			}
 			return bs
 		},
+		// Reopen opens a new client and backend on the old handle's prefix.
+		Reopen: func(t *testing.T, old anarchon.Backend) anarchon.Backend {
+			prefix, ok := prefixes.Load(old)
+			if !ok {
+				t.Fatal("Reopen: a handle the test did not open")
+			}
+			b, err := redisbackend.New(newClient(t, addr, nil), &redisbackend.Options{Prefix: prefix.(string)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			prefixes.Store(b, prefix)
+			return b
+		},
 		// Break writes strings where the job's hashes and sorted sets
 		// belong: every script then gets WRONGTYPE.
 		Break: func(t *testing.T, b anarchon.Backend, job string) {

@@ -7,6 +7,14 @@
 //
 // # Guarantees
 //
+// Job control (SPEC §12): the job's state is a key in its hash slot that
+// both claim scripts read, so a claim that reaches the server after
+// SetPaused settles the slot as paused atomically; its history record is
+// then saved by the claimer in a second call (a claimer that dies between
+// the two leaves the slot settled without its record). Trigger requests
+// are a per-job hash claimed by a script. The Control and Trigger
+// subtests pass against a real server.
+//
 // Each operation (plain claim, lease claim, heartbeat, finish, release,
 // active, save-result with trimming, finish-and-save
 // ([RunStore.FinishResult]), manual run, history) is one Lua script,

@@ -47,7 +47,7 @@ func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.Cla
 	}
 	k := b.keys(c.Job)
 	res, err := b.runWrite(ctx, scriptLeaseClaim,
-		[]string{k.run, k.claims, k.hist, k.active},
+		[]string{k.run, k.claims, k.hist, k.active, k.ctl},
 		slotArg(c.Slot), c.Token, c.InstanceID,
 		c.Lease.Milliseconds(), c.MaxLate.Milliseconds(), overlap, max(c.MaxAttempts, 1),
 		b.channel, c.Job, anarchon.EarlyTolerance.Milliseconds())
@@ -73,6 +73,11 @@ func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.Cla
 		out.LeaseUntil = msTime(lu)
 	case anarchon.OutcomeDone:
 		out.Status = anarchon.Status(status)
+	case anarchon.OutcomePaused:
+		out.Holder = ""
+		if err := b.savePaused(ctx, c.ClaimInput, holder, status); err != nil {
+			return anarchon.ClaimOutcome{}, err
+		}
 	case 0:
 		return anarchon.ClaimOutcome{}, b.unexpected("lease claim", res)
 	}
@@ -316,6 +321,8 @@ func decodeEvent(msg *redis.Message) (anarchon.RunEvent, bool) {
 		ev.Kind = anarchon.RunReleased
 	case "finished":
 		ev.Kind = anarchon.RunFinished
+	case "triggered":
+		ev.Kind = anarchon.RunTriggered
 	default:
 		return anarchon.RunEvent{}, false
 	}

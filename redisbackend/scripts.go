@@ -69,10 +69,13 @@ var luaPrelude = lua("lib_prelude")
 // scriptClaim is the plain claim (SPEC §4). It is written without the
 // shared prelude and encodes its record by hand (the fields are those of
 // cjson.encode, the strings escaped by cjson) to keep its Lua work small.
-// KEYS: run. ARGV: slot, token, instance, early tolerance ms.
-// Returns 1 (won, or won before with this token), 0, or {-1, server now
-// ms} for a new slot later than the server's now plus the tolerance
-// (never early, SPEC §4).
+// KEYS: run, ctl (the job's control state, control.go). ARGV: slot,
+// token, instance, early tolerance ms.
+// Returns 1 (won, or won before with this token), 0, {-1, server now ms}
+// for a new slot later than the server's now plus the tolerance (never
+// early, SPEC §4), or {2, by, reason} when the job is paused: the slot is
+// then settled under anarchon.PausedToken and the caller saves its history
+// record.
 var scriptClaim = newBareScript(lua("claim"))
 
 // scriptManual records a RunNow run (no deduplication).
@@ -81,13 +84,15 @@ var scriptManual = newScript(lua("manual"))
 
 // scriptLeaseClaim decides a lease claim per the table of SPEC §6, first
 // match wins.
-// KEYS: run, claims, hist, active.
+// KEYS: run, claims, hist, active, ctl.
 // ARGV: slot, token, instance, lease ms, max-late ms (0 = none),
 // allow overlap ('1'/'0'), max attempts, channel, job, early tolerance ms.
 // Returns {kind, attempt, holder, lease until ms (string), status}; kind as
-// anarchon.OutcomeKind: 1 won, 2 running, 3 done, 4 overlap, 5 none, 6 late;
-// -1 (early) with the server's now in place of the lease end for a new
-// slot later than the server's now plus the tolerance (SPEC §4).
+// anarchon.OutcomeKind: 1 won, 2 running, 3 done, 4 overlap, 5 none, 6 late,
+// 7 paused (then holder and status are who paused and why, and the caller
+// saves the slot's history record); -1 (early) with the server's now in
+// place of the lease end for a new slot later than the server's now plus
+// the tolerance (SPEC §4).
 var scriptLeaseClaim = newScript(lua("lease_claim"))
 
 // scriptHeartbeat extends a running lease held by the token.

@@ -60,7 +60,10 @@ func checkClaim(in anarchon.ClaimInput) error {
 // on the runs table's (job, slot) key. It returns true if the row was
 // inserted, or if it exists with in.Token (a repeated claim). A claim for a
 // slot at or below the job's trimming watermark inserts nothing and loses,
-// so trimming never reopens a slot.
+// so trimming never reopens a slot. A claim of a paused job's slot (the
+// control row is read by the same statement) inserts it settled under
+// anarchon.PausedToken, so every claim loses, and records it paused
+// (SPEC §12).
 func (b *SQLBackend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, error) {
 	if err := b.ready(ctx, "claim"); err != nil {
 		return false, err
@@ -73,13 +76,26 @@ func (b *SQLBackend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, e
 			return false, err
 		}
 	}
+	paused := anarchon.PausedToken(in.Slot)
 	rows, err := b.all(ctx, b.cfg.Conn, b.q.plainClaim,
-		in.Job, in.Slot, in.Token, in.InstanceID, in.Job, in.Slot, in.Slot, anarchon.EarlyTolerance.Milliseconds())
+		in.Job, in.Slot, paused, in.Token, in.InstanceID, in.Job, in.Job, in.Slot, in.Slot, anarchon.EarlyTolerance.Milliseconds())
 	if err != nil {
 		return false, b.errorf("claim", err)
 	}
 	if len(rows) > 0 {
-		return true, nil
+		rd := reader(rows[0])
+		tok := rd.string()
+		if err := rd.Err(); err != nil {
+			return false, b.errorf("claim", err)
+		}
+		if tok != paused {
+			return true, nil
+		}
+		// The job is paused: the slot is settled; record it once.
+		if _, err := b.all(ctx, b.cfg.Conn, b.q.pausedResult, paused, in.Slot, in.InstanceID, in.Job); err != nil {
+			return false, b.errorf("claim", err)
+		}
+		return false, nil
 	}
 	rows, err = b.all(ctx, b.cfg.Conn, b.q.selectToken, in.Job, in.Slot)
 	if err != nil {

@@ -11,6 +11,15 @@
 //
 // # Guarantees
 //
+//   - Job control (SPEC §12): the plain claim reads the job's row of
+//     <prefix>control in its one INSERT … SELECT, and the lease claim in
+//     its transaction after the job lock, so a claim that reaches the
+//     database after SetPaused committed settles the slot as paused under
+//     anarchon.PausedToken; its history record is written by the same
+//     call (a second statement for plain claims). Trigger requests are one
+//     row each in <prefix>triggers, claimed by one conditional UPDATE. The
+//     Control and Trigger conformance subtests pass on SQLite and
+//     PostgreSQL, including three schedulers on one store.
 //   - The plain claim ([SQLBackend.Claim]) is one statement,
 //     INSERT … SELECT … WHERE NOT EXISTS (watermark) ON CONFLICT (job, slot)
 //     DO NOTHING RETURNING token: the database's unique key lets exactly one

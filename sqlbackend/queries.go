@@ -40,6 +40,10 @@ type queries struct {
 	// The instance registry (registry.go).
 	registerInstance, pruneInstances, deregisterInstance, listInstances string
 
+	// Job control and triggers (control.go).
+	pausedResult, selectPaused, setPaused, jobState, jobStates                  string
+	requestTrigger, selectTrigger, pendingTriggers, claimTrigger, finishTrigger string
+
 	now       string // SELECT of the server's clock (SQLDialect.NowMs)
 	serialize string // SQLDialect.Serialize; "" if none
 }
@@ -49,7 +53,7 @@ type queries struct {
 func buildQueries(qualify func(string) string, d SQLDialect) queries {
 	r := strings.NewReplacer(
 		"{jobs}", qualify("jobs"), "{runs}", qualify("runs"), "{results}", qualify("results"),
-		"{instances}", qualify("instances"),
+		"{instances}", qualify("instances"), "{control}", qualify("control"), "{triggers}", qualify("triggers"),
 		"{big}", d.BigInt, "{now}", d.NowMs, "{fu}", d.ForUpdate,
 		"{results_slot}", qualifyIndex(qualify, "results_slot"),
 	)
@@ -69,7 +73,7 @@ func buildQueries(qualify func(string) string, d SQLDialect) queries {
 		}
 	}()
 	return queries{
-		ddl: []string{q("createJobs"), q("createRuns"), q("createResults"), q("createResultsSlot"), q("createInstances")},
+		ddl: []string{q("createJobs"), q("createRuns"), q("createResults"), q("createResultsSlot"), q("createInstances"), q("createControl"), q("createTriggers")},
 
 		insertJob: q("insertJob"), selectJob: q("selectJob"), raiseWatermark: q("raiseWatermark"),
 
@@ -87,6 +91,11 @@ func buildQueries(qualify func(string) string, d SQLDialect) queries {
 
 		registerInstance: q("registerInstance"), pruneInstances: q("pruneInstances"),
 		deregisterInstance: q("deregisterInstance"), listInstances: q("listInstances"),
+
+		pausedResult: q("pausedResult"), selectPaused: q("selectPaused"), setPaused: q("setPaused"),
+		jobState: q("jobState"), jobStates: q("jobStates"),
+		requestTrigger: q("requestTrigger"), selectTrigger: q("selectTrigger"), pendingTriggers: q("pendingTriggers"),
+		claimTrigger: q("claimTrigger"), finishTrigger: q("finishTrigger"),
 
 		now:       rewrite("SELECT " + d.NowMs),
 		serialize: rewrite(d.Serialize),

@@ -89,6 +89,23 @@ func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.Cla
 				return nil
 			case anarchon.TooEarly(c.Slot, now): // never early
 				return &anarchon.EarlyError{Job: c.Job, Slot: c.Slot, StoreNow: now}
+			}
+			rows, err := b.all(ctx, tx, b.q.selectPaused, c.Job)
+			if err != nil {
+				return err
+			}
+			if len(rows) > 0 {
+				// Paused (SPEC §12): settled under PausedToken, recorded once.
+				out.Kind = anarchon.OutcomePaused
+				pc := c
+				pc.Token = anarchon.PausedToken(c.Slot)
+				if err := b.insertRun(ctx, tx, pc, anarchon.RunStatePaused, anarchon.StatusPaused, nil, now); err != nil {
+					return err
+				}
+				_, err := b.all(ctx, tx, b.q.pausedResult, pc.Token, c.Slot, c.InstanceID, c.Job)
+				return err
+			}
+			switch {
 			case c.MaxLate > 0 && now > c.Slot+c.MaxLate.Milliseconds():
 				out.Kind = anarchon.OutcomeLate
 				return b.insertRun(ctx, tx, c, anarchon.RunStateMissed, anarchon.StatusMissed, nil, now)
@@ -113,7 +130,7 @@ func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.Cla
 			out = anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: int(row.attempt), Holder: row.instance, LeaseUntil: time.UnixMilli(until).UTC()}
 		case row.state == anarchon.RunStateDone:
 			out = anarchon.ClaimOutcome{Kind: anarchon.OutcomeDone, Attempt: int(row.attempt), Status: row.status}
-		case row.state == anarchon.RunStateMissed || row.state == anarchon.RunStateSkipped:
+		case row.state == anarchon.RunStateMissed || row.state == anarchon.RunStateSkipped || row.state == anarchon.RunStatePaused:
 			out = anarchon.ClaimOutcome{Kind: anarchon.OutcomeNone, Status: row.status}
 		case row.state == anarchon.RunStateRunning && (!row.hasLease || row.leaseUntil > now):
 			// A plain claim (no lease) never expires.
@@ -195,6 +212,8 @@ func (b *SQLBackend) claimRoutine(ctx context.Context, c anarchon.RunClaim, leas
 		out.Kind = anarchon.OutcomeLate
 	case "early": // never early: o_until holds the server's now
 		return anarchon.ClaimOutcome{}, &anarchon.EarlyError{Job: c.Job, Slot: c.Slot, StoreNow: until}
+	case "paused":
+		out.Kind = anarchon.OutcomePaused
 	default:
 		out.Kind = anarchon.OutcomeDone
 	}

@@ -164,7 +164,7 @@ func TestParseStatements(t *testing.T) {
 	// buildQueries panics on a statement of sql/*.sql it does not use,
 	// or one it needs and does not find.
 	q := buildQueries(func(s string) string { return s }, SQLDialect{BigInt: "BIGINT", NowMs: "0"})
-	if q.active == "" || len(q.ddl) != 5 {
+	if q.active == "" || len(q.ddl) != 7 {
 		t.Errorf("buildQueries: active %q, %d DDL statements", q.active, len(q.ddl))
 	}
 }

@@ -70,6 +70,15 @@ func Open(path string, opts *sqlitebackend.Options) (*sqlitebackend.Backend, err
 	if err != nil {
 		return nil, fmt.Errorf("sqlitefile: %w", err)
 	}
+	// Keep every connection the pool opens: database/sql closes idle
+	// connections beyond MaxIdleConns (2 by default), and SQLite's unix VFS
+	// can deadlock when connections to one file are opened and closed
+	// concurrently in one process (a lock-order inversion between its
+	// global mutex and the file's; seen here with three schedulers on one
+	// file). WAL writes are serialised anyway, so a bounded pool costs
+	// nothing.
+	db.SetMaxOpenConns(maxConns)
+	db.SetMaxIdleConns(maxConns)
 	b, err := sqlitebackend.New(db, &o)
 	if err != nil {
 		db.Close()
@@ -111,3 +120,6 @@ func DSN(path string, busyMs int64) string {
 	u := url.URL{Scheme: "file", Opaque: (&url.URL{Path: path}).EscapedPath(), RawQuery: q.Encode()}
 	return u.String()
 }
+
+// maxConns bounds the connections of a backend's pool, all kept open.
+const maxConns = 16

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -26,7 +27,15 @@ import (
 // have) on one fresh file.
 func open(t testing.TB, n int) []*sqlitebackend.Backend {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "anarchon.db")
+	return openPath(t, filepath.Join(t.TempDir(), "anarchon.db"), n)
+}
+
+// paths maps each handle the conformance test opened to its file, so
+// that Reopen opens the same file again.
+var paths sync.Map
+
+func openPath(t testing.TB, path string, n int) []*sqlitebackend.Backend {
+	t.Helper()
 	bs := make([]*sqlitebackend.Backend, n)
 	for i := range bs {
 		b, err := sqlitefile.Open(path, nil)
@@ -34,6 +43,7 @@ func open(t testing.TB, n int) []*sqlitebackend.Backend {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { b.Close(context.Background()) })
+		paths.Store(b, path)
 		bs[i] = b
 	}
 	return bs
@@ -49,6 +59,14 @@ func TestConformance(t *testing.T) {
 			return out
 		},
 		Lease: 300 * time.Millisecond,
+		// Reopen opens the old handle's file again, as a restarted process.
+		Reopen: func(t *testing.T, old anarchon.Backend) anarchon.Backend {
+			path, ok := paths.Load(old)
+			if !ok {
+				t.Fatal("Reopen: a handle the test did not open")
+			}
+			return openPath(t, path.(string), 1)[0]
+		},
 		// Break drops the tables under the handle.
 		Break: func(t *testing.T, b anarchon.Backend, job string) {
 			for _, table := range []string{"results", "runs", "jobs"} {

@@ -271,7 +271,8 @@ shared store (SQLite by default, PostgreSQL, Redis, NATS), and exactly one wins.
 	}
 
 	root.AddCommand(runCmd(g, stdout, stderr), historyCmd(g, stdout), runNowCmd(g, stdout, stderr),
-		statusCmd(g, stdout, stderr), nextCmd(stdout), validateCmd(g, stdout), versionCmd(stdout))
+		statusCmd(g, stdout, stderr), nextCmd(stdout), validateCmd(g, stdout), versionCmd(stdout),
+		controlCmd(g, stdout, stderr, true), controlCmd(g, stdout, stderr, false), triggerCmd(g, stdout, stderr))
 	markUsage(root)
 	return root
 }
@@ -280,7 +281,7 @@ func runCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
 	rf := &runFlags{}
 	c := &cobra.Command{
 		Use:   "run",
-		Short: "Run the scheduler until SIGTERM or SIGINT",
+		Short: "Run the scheduler until SIGTERM or SIGINT; SIGHUP reloads the job files",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			log, err := g.logger(stderr)
@@ -299,6 +300,7 @@ func runCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
 		"how long this instance's record in the store's registry of replicas lives without a renewal (renewed every third of it); a killed instance is shown dead this long after its last renewal")
 	f.BoolVar(&rf.statusOutput, "status-output", false, "include the tail of each job's last output in /status (it may hold what jobs print: keys, tokens)")
 	f.StringVar(&rf.httpTokenFile, "http-token-file", "", "require `FILE`'s first line as a bearer token (Authorization: Bearer …) on /status and /metrics; needed when --http binds beyond loopback")
+	f.DurationVar(&rf.watch, "watch", 0, "re-read the job files when their contents change, checking every `INTERVAL` (0: only on SIGHUP)")
 	f.BoolVar(&rf.subreaper, "subreaper", false, "reap orphaned processes of jobs as a child subreaper (Linux; always on as PID 1)")
 	f.StringVar(&rf.clockOffset, "clock-offset", "", "shift this instance's clock by a Go duration (fault injection; also ANARCHON_CLOCK_OFFSET)")
 	_ = f.MarkHidden("clock-offset")
@@ -444,7 +446,7 @@ a command that could not start).`,
 			defer d.close()
 			name := args[0]
 			known := false
-			for _, j := range d.jobs {
+			for _, j := range d.jobList() {
 				known = known || j.Name == name
 			}
 			if !known {
@@ -501,6 +503,7 @@ result.`,
 			}
 			fmt.Fprintf(stdout, "store: %s (%s)\n", rep.Store, rep.Backend)
 			printReplicas(stdout, rep)
+			printPaused(stdout, rep)
 			if g.sources().empty() {
 				fmt.Fprintln(stdout, "\njobs: give --crontab or --config to show each job's next slots, leases and last result")
 			}

@@ -26,6 +26,7 @@ type runFlags struct {
 	poll        time.Duration
 	subreaper   bool
 	registryTTL time.Duration
+	watch       time.Duration // --watch: reload when the job files change, checked this often; 0 off
 
 	statusOutput  bool   // --status-output: /status includes output tails
 	httpTokenFile string // --http-token-file: bearer token for /status and /metrics
@@ -47,6 +48,16 @@ type daemon struct {
 
 	rebootWG     sync.WaitGroup
 	rebootCancel context.CancelFunc
+
+	jobsMu sync.Mutex // guards jobs, which a reload replaces
+	reload sync.Mutex // one reload at a time
+}
+
+// jobList returns the current job specs (a reload replaces the list).
+func (d *daemon) jobList() []*jobSpec {
+	d.jobsMu.Lock()
+	defer d.jobsMu.Unlock()
+	return d.jobs
 }
 
 // observe is the schedulers' OnEvent: metrics and outcome logs.
@@ -59,7 +70,7 @@ func (d *daemon) observe(e anarchon.Event) {
 
 // schedFor returns the scheduler that holds the named job.
 func (d *daemon) schedFor(name string) *anarchon.Scheduler {
-	for _, j := range d.jobs {
+	for _, j := range d.jobList() {
 		if j.Name == name && j.Reboot {
 			return d.reboot
 		}
@@ -72,7 +83,7 @@ func (d *daemon) schedFor(name string) *anarchon.Scheduler {
 func (d *daemon) startReboot() {
 	ctx, cancel := context.WithCancel(context.Background())
 	d.rebootCancel = cancel
-	for _, j := range d.jobs {
+	for _, j := range d.jobList() {
 		if !j.Reboot {
 			continue
 		}
@@ -226,8 +237,11 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 	}
 
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP) // a closed terminal stops gracefully too
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sigs)
+	hups := make(chan os.Signal, 1)
+	signal.Notify(hups, syscall.SIGHUP) // reload the job files
+	defer signal.Stop(hups)
 
 	if rf.registryTTL <= 0 {
 		return usageError{errors.New("--registry-ttl must be positive")}
@@ -289,7 +303,21 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 		d.summary(stdout, srv)
 	}
 
-	sig := <-sigs
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	defer stopWatch()
+	if rf.watch > 0 {
+		go d.watchFiles(watchCtx, g.sources(), rf.watch)
+	}
+	var sig os.Signal
+	for sig == nil {
+		select {
+		case sig = <-sigs:
+		case <-hups:
+			res, err := d.reloadFrom(g.sources())
+			d.logReload("SIGHUP", res, err)
+		}
+	}
+	stopWatch()
 	log.Info("stopping", slog.String("signal", sig.String()), slog.Duration("stop_timeout", rf.stopTimeout))
 	go func() {
 		s := <-sigs
@@ -357,9 +385,9 @@ func (d *daemon) summary(w io.Writer, srv *server) {
 	if srv != nil {
 		fmt.Fprintf(w, "http:     http://%s\n", srv.ln.Addr())
 	}
-	fmt.Fprintf(w, "jobs:     %d\n", len(d.jobs))
+	fmt.Fprintf(w, "jobs:     %d\n", len(d.jobList()))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, j := range d.jobs {
+	for _, j := range d.jobList() {
 		next := "at start"
 		if !j.Reboot {
 			slots, _ := d.sched.NextSlots(j.Name, time.Time{}, 3)
@@ -379,8 +407,8 @@ func (d *daemon) logSummary(srv *server) {
 		User     string   `json:"user,omitempty"`
 		Next     []string `json:"next"`
 	}
-	jobs := make([]jobJSON, 0, len(d.jobs))
-	for _, j := range d.jobs {
+	jobs := make([]jobJSON, 0, len(d.jobList()))
+	for _, j := range d.jobList() {
 		jj := jobJSON{Name: j.Name, Schedule: j.Schedule, Zone: zoneName(j.Zone), User: j.User, Next: []string{}}
 		if !j.Reboot {
 			slots, _ := d.sched.NextSlots(j.Name, time.Time{}, 3)
@@ -430,6 +458,10 @@ type statusReport struct {
 	Replicas      []replicaJSON `json:"replicas"`
 	DifferingJobs []string      `json:"differing_jobs"`
 	ReplicasError string        `json:"replicas_error,omitempty"`
+	// Paused lists the jobs paused in the store, with who paused them,
+	// when and why (every job of the store, not only the given files').
+	Paused      []stateJSON `json:"paused"`
+	PausedError string      `json:"paused_error,omitempty"`
 }
 
 type jobStatus struct {
@@ -463,11 +495,23 @@ func (d *daemon) status(ctx context.Context) statusReport {
 	rep := statusReport{Store: d.store, Backend: d.backend.Name(), Instance: d.instance, Time: time.Now().UTC().Format(time.RFC3339Nano),
 		Replicas: []replicaJSON{}, DifferingJobs: []string{}, Jobs: []jobStatus{}}
 	replicas := addReplicas(ctx, d.sched, &rep)
+	rep.Paused = []stateJSON{}
+	if jc, ok := anarchon.As[anarchon.JobControl](d.backend); ok {
+		states, err := jc.JobStates(ctx)
+		if err != nil {
+			rep.PausedError = err.Error()
+		}
+		for _, st := range states {
+			if st.Paused {
+				rep.Paused = append(rep.Paused, toStateJSON(st))
+			}
+		}
+	}
 	var runs anarchon.RunStore
 	if lb, ok := anarchon.As[anarchon.LeaseBackend](d.backend); ok {
 		runs = lb.Runs()
 	}
-	for _, j := range d.jobs {
+	for _, j := range d.jobList() {
 		js := jobStatus{Name: j.Name, Schedule: j.Schedule, Zone: zoneName(j.Zone), Active: []activeJSON{}}
 		js.Next = []string{}
 		if !j.Reboot {

@@ -12,8 +12,12 @@
 //     /healthz, /readyz, /metrics (Prometheus) and /status.
 //   - history JOB [-n N] [--json]: a job's recent runs from every instance.
 //   - run-now JOB: run a job here, now, and record it (never deduplicated).
-//   - status [--json]: the replicas in the store's instance registry and the
-//     jobs that differ between live ones; with job files, each job's next
+//   - pause JOB [--reason R], resume JOB [--catch-up]: pause or resume a job
+//     on every replica, through the store.
+//   - trigger JOB [--key K] [--timeout D]: run a job once on a live replica,
+//     wait for it, print where it ran, exit with its status.
+//   - status [--json]: the replicas in the store's instance registry, the
+//     paused jobs (who, when, why) and the jobs that differ between live ones; with job files, each job's next
 //     slots, active leases (with their holder's state) and last result.
 //   - next EXPR [--zone Z] [--after T] [-n N]: fire times of a cron expression.
 //   - validate: every mistake in the job files as FILE:LINE: reason; exit 1 if any.
@@ -96,6 +100,11 @@
 // fingerprinted.
 //
 // # Signals
+//
+// SIGHUP re-reads the job files, checks them, and applies the difference
+// (jobs added, removed, changed) without a restart; a file with a mistake
+// is rejected with its errors and the running jobs are kept. run --watch
+// INTERVAL does the same when the files' contents change.
 //
 // SIGTERM or SIGINT stops scheduling and waits up to --stop-timeout for
 // running jobs; jobs still running then are stopped and, on a store with

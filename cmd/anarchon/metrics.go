@@ -168,7 +168,7 @@ func (m *metrics) initJobs(jobs []*jobSpec) {
 // each job from the store's history, so every instance reports the same,
 // and the next-slot timestamps from the schedule.
 func (m *metrics) refreshFromStore(ctx context.Context, d *daemon) {
-	for _, j := range d.jobs {
+	for _, j := range d.jobList() {
 		if !j.Reboot {
 			if next, err := d.sched.NextSlots(j.Name, time.Time{}, 1); err == nil && len(next) == 1 {
 				m.nextSlot.WithLabelValues(j.Name).Set(float64(next[0].UnixMilli()) / 1000)

@@ -114,6 +114,8 @@ func (a *Leased[J]) answer(ctx context.Context, out Outcome) bool {
 		a.settle(ctx, a.Token, StatusMissed, 0)
 	case KindOverlap:
 		a.settle(ctx, a.Token, StatusSkipped, 0)
+	case KindPaused:
+		a.r.host.Settled(ctx, &a.Attempt, StatusPaused) // the store recorded it
 	case KindDone:
 		if out.Abandoned && a.standing {
 			// Every backup that saw the slot through to abandonment

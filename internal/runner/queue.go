@@ -26,7 +26,7 @@ type Entry[T any] struct {
 type Queue[T any] struct {
 	mu   sync.Mutex
 	h    entryHeap[T]
-	wake chan struct{} // Wake's signal to Run; made on first use
+	wake chan struct{} // Run's wake-up after a change of the queue or the clock; made on first use
 }
 
 // wakeCh returns the wake channel, making it. q.mu is held.
@@ -72,13 +72,71 @@ func (q *Queue[T]) Rewind(now time.Time) {
 	q.Wake()
 }
 
-// Add schedules e's first slot after now.
+// Add schedules e's first slot after now. It may be called while Run
+// runs: Run then recomputes its wait.
 func (q *Queue[T]) Add(e *Entry[T], now time.Time) {
 	e.slot = e.Next(now)
 	e.fireAt = e.slot.Add(e.delay(e.slot))
 	q.mu.Lock()
 	heap.Push(&q.h, e)
+	q.signal()
 	q.mu.Unlock()
+}
+
+// Remove takes e out of the queue: none of its slots fires after Remove
+// returns, except those Run had already taken. It reports whether e was
+// queued.
+func (q *Queue[T]) Remove(e *Entry[T]) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !q.queued(e) {
+		return false
+	}
+	heap.Remove(&q.h, e.index)
+	q.signal()
+	return true
+}
+
+// Replace puts e in old's place, atomically: no slot of old fires after
+// Replace returns (except those Run had already taken), and e's first
+// slot is its first at or after the earlier of now and old's pending slot.
+// So a slot that both schedules contain and old had not yet taken fires
+// once, from e, and a slot old's jitter was still delaying is not lost.
+// If old is not queued, e is added as by Add.
+func (q *Queue[T]) Replace(old, e *Entry[T], now time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	from := now
+	if q.queued(old) {
+		if old.slot.Before(from) {
+			from = old.slot
+		}
+		heap.Remove(&q.h, old.index)
+	}
+	e.slot = e.Next(from.Add(-time.Nanosecond))
+	e.fireAt = e.slot.Add(e.delay(e.slot))
+	heap.Push(&q.h, e)
+	q.signal()
+}
+
+// Len returns the number of queued entries.
+func (q *Queue[T]) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.h)
+}
+
+// queued reports whether e is in the heap. q.mu is held.
+func (q *Queue[T]) queued(e *Entry[T]) bool {
+	return e != nil && e.index >= 0 && e.index < len(q.h) && q.h[e.index] == e
+}
+
+// signal wakes Run to recompute its wait. q.mu is held.
+func (q *Queue[T]) signal() {
+	select {
+	case q.wakeCh() <- struct{}{}:
+	default:
+	}
 }
 
 type due[T any] struct {
@@ -92,7 +150,8 @@ type due[T any] struct {
 // again, so no slot runs before its time. All slots due at one wake-up are
 // taken under one lock and started after it is released; inflight is
 // raised before the lock is released, so a caller that waits for Run to
-// return and then for inflight sees every slot it started.
+// return and then for inflight sees every slot it started. Entries added,
+// removed or replaced while it runs wake it.
 func (q *Queue[T]) Run(ctx context.Context, now func() time.Time, inflight *sync.WaitGroup, fire func(ctx context.Context, v T, slot time.Time)) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -102,10 +161,14 @@ func (q *Queue[T]) Run(ctx context.Context, now func() time.Time, inflight *sync
 	var batch []due[T]
 	for {
 		q.mu.Lock()
-		if len(q.h) == 0 { // no jobs: nothing ever comes due
+		if len(q.h) == 0 { // no jobs: nothing comes due until one is added
 			q.mu.Unlock()
-			<-ctx.Done()
-			return
+			select {
+			case <-ctx.Done():
+				return
+			case <-wake:
+			}
+			continue
 		}
 		t := now()
 		batch = q.takeDue(t, batch)
@@ -125,7 +188,7 @@ func (q *Queue[T]) Run(ctx context.Context, now func() time.Time, inflight *sync
 		case <-ctx.Done():
 			return
 		case <-timer.C:
-		case <-wake: // the clock changed: compute the wait again
+		case <-wake: // the queue or the clock changed: compute the wait again
 		}
 	}
 }
@@ -169,6 +232,7 @@ func (h *entryHeap[T]) Pop() any {
 	old := *h
 	e := old[len(old)-1]
 	old[len(old)-1] = nil
+	e.index = -1
 	*h = old[:len(old)-1]
 	return e
 }

@@ -105,3 +105,77 @@ func TestQueueSkipsAheadAfterPause(t *testing.T) {
 		}
 	})
 }
+
+// Entries added, removed and replaced while Run runs: an entry added to an
+// empty running queue fires from its first slot; a removed one fires no
+// more; a replacement fires the slots of its own schedule from where the
+// old one stopped, and a slot both schedules contain fires once.
+func TestQueueChangesWhileRunning(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var q Queue[string]
+		var mu sync.Mutex
+		fired := map[string][]int64{}
+		ctx, cancel := context.WithCancel(context.Background())
+		var inflight sync.WaitGroup
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			q.Run(ctx, time.Now, &inflight, func(_ context.Context, v string, slot time.Time) {
+				mu.Lock()
+				defer mu.Unlock()
+				fired[v] = append(fired[v], slot.Unix())
+			})
+		}()
+		start := time.Now().Truncate(time.Minute).Add(time.Minute) // the fake clock starts on a whole second
+		time.Sleep(time.Until(start))
+		synctest.Wait()
+		a := &Entry[string]{Value: "a", Next: every(2 * time.Second), MaxLate: time.Minute}
+		q.Add(a, time.Now()) // slots start+2, +4, ...
+		time.Sleep(5 * time.Second)
+		b := &Entry[string]{Value: "b", Next: every(3 * time.Second), MaxLate: time.Minute}
+		q.Replace(a, b, time.Now()) // at +5: b fires +6, +9, ...
+		time.Sleep(5 * time.Second)
+		if !q.Remove(b) { // at +10
+			t.Error("Remove(b) = false for a queued entry")
+		}
+		if q.Remove(b) {
+			t.Error("second Remove(b) = true")
+		}
+		time.Sleep(5 * time.Second)
+		cancel()
+		<-done
+		inflight.Wait()
+		s := start.Unix()
+		rel := func(v string) []int64 {
+			var out []int64
+			for _, x := range fired[v] {
+				out = append(out, x-s)
+			}
+			return out
+		}
+		if got, want := rel("a"), []int64{2, 4}; !slices.Equal(got, want) {
+			t.Errorf("a fired at %v, want %v", got, want)
+		}
+		if got, want := rel("b"), []int64{6, 9}; !slices.Equal(got, want) {
+			t.Errorf("b fired at %v, want %v", got, want)
+		}
+		if q.Len() != 0 {
+			t.Errorf("Len = %d after removing the only entry", q.Len())
+		}
+	})
+}
+
+// Replace keeps a slot that old's jitter still delays when the new
+// schedule contains it.
+func TestQueueReplaceKeepsDelayedSlot(t *testing.T) {
+	var q Queue[string]
+	now := time.Unix(1000, 0)
+	a := &Entry[string]{Value: "a", Next: every(2 * time.Second), MaxLate: time.Minute, MaxDelay: time.Second,
+		Delay: func(time.Time) time.Duration { return 900 * time.Millisecond }}
+	q.Add(a, now.Add(-time.Second-time.Millisecond)) // pending slot 1000, fires at 1000.9
+	b := &Entry[string]{Value: "b", Next: every(time.Second), MaxLate: time.Minute}
+	q.Replace(a, b, now.Add(500*time.Millisecond))
+	if got := b.slot.Unix(); got != 1000 {
+		t.Errorf("replacement's first slot = %d, want 1000 (old's pending slot)", got)
+	}
+}

@@ -20,6 +20,7 @@ const (
 	StatusAbandoned   Status = "abandoned"
 	StatusMissed      Status = "missed"
 	StatusSkipped     Status = "skipped"
+	StatusPaused      Status = "paused"
 )
 
 // Kind is the kind of a lease claim's answer; the values are
@@ -35,6 +36,7 @@ const (
 	KindOverlap
 	KindNone
 	KindLate
+	KindPaused // the job is paused: the store settled and recorded the slot
 )
 
 // Outcome is a lease claim's answer.
@@ -185,4 +187,21 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// Cancel cancels, with cause, the handlers of the running attempts of the
+// job named name; their results are stored as usual (a handler that
+// returns on the cancellation ends as an error that names the cause). It
+// returns how many it cancelled.
+func (r *Runner[J]) Cancel(name string, cause error) int {
+	r.amu.Lock()
+	defer r.amu.Unlock()
+	n := 0
+	for a := range r.active {
+		if a.Name == name && a.cancel != nil {
+			a.cancel(cause)
+			n++
+		}
+	}
+	return n
 }

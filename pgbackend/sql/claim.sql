@@ -26,6 +26,16 @@ BEGIN
 			-- never early: a slot ahead of the server's clock is refused
 			o_kind := 'early';
 			o_until := v_now;
+		ELSIF EXISTS (SELECT 1 FROM {control} WHERE job = p_job AND paused = 1) THEN
+			-- paused (SPEC §12): settled under anarchon.PausedToken, recorded once
+			INSERT INTO {runs} (job, slot, token, instance, attempt, state, status, lease_until, claimed_at)
+				VALUES (p_job, p_slot, 'paused-' || p_slot, p_instance, 1, 'paused', 'paused', NULL, v_now);
+			INSERT INTO {results} (job, token, slot, instance, attempt, status, claimed_at, started_at, finished_at, error, output, manual, saved_at)
+				SELECT p_job, 'paused-' || p_slot, p_slot, p_instance, 1, 'paused', NULL, NULL, NULL,
+					'job paused by ' || by_who || CASE WHEN reason <> '' THEN ': ' || reason ELSE '' END, '', 0, v_now
+				FROM {control} WHERE job = p_job
+				ON CONFLICT (job, token) DO NOTHING;
+			o_kind := 'paused';
 		ELSIF p_max_late IS NOT NULL AND v_now > p_slot + p_max_late THEN
 			INSERT INTO {runs} (job, slot, token, instance, attempt, state, status, lease_until, claimed_at)
 				VALUES (p_job, p_slot, p_token, p_instance, 1, 'missed', 'missed', NULL, v_now);
@@ -55,7 +65,7 @@ BEGIN
 		o_kind := 'done';
 		o_attempt := v_run.attempt;
 		o_status := v_run.status;
-	ELSIF v_run.state IN ('missed', 'skipped') THEN
+	ELSIF v_run.state IN ('missed', 'skipped', 'paused') THEN
 		o_kind := 'none';
 		o_status := v_run.status;
 	ELSIF v_run.state = 'running' AND (v_run.lease_until IS NULL OR v_run.lease_until > v_now) THEN

@@ -13,6 +13,16 @@ local nowms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local now = string.format('%d', nowms)
 -- never early: a slot ahead of the server's clock is refused
 if tonumber(slot) > nowms + tonumber(ARGV[4]) then return {-1, now} end
+local ctl = redis.call('GET', KEYS[2])
+if ctl then
+  ctl = cjson.decode(ctl)
+  if ctl.paused then
+    -- paused (SPEC §12): the slot is settled under the paused token
+    redis.call('HSET', KEYS[1], slot, '{"tok":' .. cjson.encode('paused-' .. slot) .. ',"inst":' .. cjson.encode(ARGV[3]) ..
+      ',"att":"1","st":"paused","lu":"0","at":"' .. now .. '"}')
+    return {2, ctl.by or '', ctl.reason or ''}
+  end
+end
 redis.call('HSET', KEYS[1], slot, '{"tok":' .. cjson.encode(tok) .. ',"inst":' .. cjson.encode(ARGV[3]) ..
   ',"att":"1","st":"claimed","lu":"0","at":"' .. now .. '"}')
 return 1

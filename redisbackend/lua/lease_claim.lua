@@ -24,7 +24,7 @@ if cur then
     redis.call('HSET', KEYS[1], slot, cjson.encode(r))
     return {1, att, r.inst, r.lu, ''}
   end
-  if r.st == 'missed' or r.st == 'skipped' then
+  if r.st == 'missed' or r.st == 'skipped' or r.st == 'paused' then
     return {5, 0, '', '0', r.st}
   end
   if r.st == 'running' and lu > now then
@@ -47,6 +47,15 @@ end
 -- never early: a slot ahead of the server's clock is refused
 if tonumber(slot) > now + tonumber(ARGV[10]) then
   return {-1, 0, '', fmt(now), 'early'}
+end
+local ctl = redis.call('GET', KEYS[5])
+if ctl then
+  ctl = cjson.decode(ctl)
+  if ctl.paused then
+    -- paused (SPEC §12): settled under the paused token; the caller saves its record
+    redis.call('HSET', KEYS[1], slot, cjson.encode({tok='paused-' .. slot, inst=inst, att='1', st='paused', lu='0', at=fmt(now)}))
+    return {7, 0, ctl.by or '', '0', ctl.reason or ''}
+  end
 end
 if maxlate > 0 and now > tonumber(slot) + maxlate then
   redis.call('HSET', KEYS[1], slot, cjson.encode({tok='', inst=inst, att='0', st='missed', lu='0', at=fmt(now)}))

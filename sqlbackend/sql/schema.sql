@@ -49,3 +49,31 @@ CREATE TABLE IF NOT EXISTS {results} (
 
 -- name: createResultsSlot
 CREATE INDEX IF NOT EXISTS {results_slot} ON {results} (job, slot)
+
+-- name: createControl
+-- Job control (SPEC §12): one row per job ever paused or resumed.
+CREATE TABLE IF NOT EXISTS {control} (
+	job TEXT NOT NULL PRIMARY KEY,
+	paused {big} NOT NULL,
+	by_who TEXT NOT NULL,
+	reason TEXT NOT NULL,
+	set_at {big} NOT NULL
+)
+
+-- name: createTriggers
+-- Trigger requests (SPEC §12): one row per (job, key).
+CREATE TABLE IF NOT EXISTS {triggers} (
+	job TEXT NOT NULL,
+	tkey TEXT NOT NULL,
+	by_who TEXT NOT NULL,
+	requested_at {big} NOT NULL,
+	state TEXT NOT NULL,
+	instance TEXT NOT NULL,
+	token TEXT NOT NULL,
+	slot {big} NOT NULL,
+	claimed_at {big},
+	finished_at {big},
+	status TEXT NOT NULL,
+	error TEXT NOT NULL,
+	PRIMARY KEY (job, tkey)
+)

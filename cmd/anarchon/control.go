@@ -1,0 +1,219 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/anarchon/anarchon"
+	"github.com/spf13/cobra"
+)
+
+// Error codes of the job control commands, printed as "[code]" and in
+// --json output; stable, like anarchon's validation codes.
+const (
+	codeUnknownJob   = "unknown_job"   // the job is not in the given files
+	codeNotSupported = "not_supported" // the store has no job control or triggers
+	codeTimeout      = "timeout"       // no replica ran the trigger within --timeout
+)
+
+// codedError is a control command's failure with a stable code.
+type codedError struct {
+	code string
+	err  error
+}
+
+func (e codedError) Error() string { return fmt.Sprintf("%v [%s]", e.err, e.code) }
+func (e codedError) Unwrap() error { return e.err }
+
+// classify gives err its code.
+func classify(name string, err error) error {
+	switch {
+	case errors.Is(err, anarchon.ErrNotFound):
+		return codedError{codeUnknownJob, fmt.Errorf("no job %q in the given files (give the --crontab or --config the replicas run)", name)}
+	case errors.Is(err, anarchon.ErrNotSupported):
+		return codedError{codeNotSupported, err}
+	case errors.Is(err, context.DeadlineExceeded):
+		return codedError{codeTimeout, err}
+	}
+	return err
+}
+
+// who names the person or process that asks: USER@host.
+func who() string {
+	host, _ := os.Hostname()
+	user := os.Getenv("USER")
+	if user == "" {
+		user = "anarchon"
+	}
+	return user + "@" + host + " (cli)"
+}
+
+// stateJSON is a job's control state as the commands print it.
+type stateJSON struct {
+	Job    string `json:"job"`
+	Paused bool   `json:"paused"`
+	By     string `json:"by,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	At     string `json:"at,omitempty"`
+}
+
+func toStateJSON(st anarchon.JobState) stateJSON {
+	return stateJSON{Job: st.Job, Paused: st.Paused, By: st.By, Reason: st.Reason, At: formatTime(st.At)}
+}
+
+// controlCmd is pause or resume.
+func controlCmd(g *globalFlags, stdout, stderr io.Writer, pause bool) *cobra.Command {
+	var asJSON, catchUp bool
+	var reason string
+	use, short := "resume JOB", "Let a paused job run again on every replica from its next slot"
+	if pause {
+		use, short = "pause JOB", "Pause a job on every replica that shares the store"
+	}
+	c := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Long: `pause stores the job's paused state in the store: no replica runs a slot of
+it whose claim reaches the store afterwards, and each such slot is recorded
+in the history as paused. resume clears it; paused slots are not replayed
+unless --catch-up asks for one run in their place. Both need --crontab or
+--config to know the job, and print the stored state.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			name := args[0]
+			d, err := openForRead(g, stderr, true, false)
+			if err != nil {
+				return err
+			}
+			defer d.close()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			var st anarchon.JobState
+			if pause {
+				st, err = d.schedFor(name).Pause(ctx, name, anarchon.PauseOptions{Reason: reason, By: who()})
+			} else {
+				st, err = d.schedFor(name).Resume(ctx, name, anarchon.ResumeOptions{By: who(), CatchUp: catchUp})
+			}
+			if err != nil {
+				return classify(name, err)
+			}
+			if asJSON {
+				return writeJSON(stdout, toStateJSON(st))
+			}
+			verb := "resumed"
+			if st.Paused {
+				verb = "paused"
+			}
+			fmt.Fprintf(stdout, "%s %s by %s at %s", name, verb, st.By, formatTime(st.At))
+			if st.Reason != "" {
+				fmt.Fprintf(stdout, ": %s", st.Reason)
+			}
+			fmt.Fprintln(stdout)
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the stored state as JSON")
+	if pause {
+		c.Flags().StringVar(&reason, "reason", "", "why, kept in the store and shown by status")
+	} else {
+		c.Flags().BoolVar(&catchUp, "catch-up", false, "run the job once at once in place of the slots it missed while paused")
+	}
+	return c
+}
+
+// triggerJSON is a trigger's result as "trigger --json" prints it.
+type triggerJSON struct {
+	Job      string `json:"job"`
+	Key      string `json:"key"`
+	By       string `json:"by"`
+	Instance string `json:"instance"`
+	Slot     string `json:"slot"`
+	Status   string `json:"status"`
+	Error    string `json:"error"`
+	ExitCode int    `json:"exit_code"`
+}
+
+func triggerCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
+	var asJSON bool
+	var key string
+	var timeout time.Duration
+	c := &cobra.Command{
+		Use:   "trigger JOB",
+		Short: "Run a job once now on a live replica and wait for its result",
+		Long: `trigger asks the store for one run of the job by a live replica (not this
+process), waits until a replica has run it, prints where it ran and how it
+ended, and exits with the job's exit status. Triggers with the same --key run
+once however many are sent. With no replica that knows the job, it gives up
+after --timeout (exit 1, code timeout). It needs --crontab or --config to
+know the job.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			name := args[0]
+			if timeout <= 0 {
+				return usageError{errors.New("--timeout must be positive")}
+			}
+			d, err := openForRead(g, stderr, true, false)
+			if err != nil {
+				return err
+			}
+			defer d.close()
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			s := d.schedFor(name)
+			req, err := s.RequestTrigger(ctx, name, key)
+			if err != nil {
+				return classify(name, err)
+			}
+			rec, err := s.WaitTrigger(ctx, name, req.Key)
+			if err != nil {
+				return classify(name, err)
+			}
+			code := 0
+			if rec.Status != anarchon.StatusSuccess {
+				code = exitCode(rec.Error)
+			}
+			if asJSON {
+				if err := writeJSON(stdout, triggerJSON{Job: name, Key: rec.Key, By: rec.By, Instance: rec.InstanceID,
+					Slot: formatSlot(time.UnixMilli(rec.Slot)), Status: string(rec.Status), Error: rec.Error, ExitCode: code}); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprintf(stdout, "%s ran on %s (slot %s): %s", name, rec.InstanceID, formatSlot(time.UnixMilli(rec.Slot)), rec.Status)
+				if rec.Error != "" {
+					fmt.Fprintf(stdout, ": %s", firstLine(rec.Error))
+				}
+				fmt.Fprintln(stdout)
+			}
+			if code != 0 {
+				return exitError{code}
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	c.Flags().StringVar(&key, "key", "", "the trigger's identity: triggers with one key run once (default: a random key)")
+	c.Flags().DurationVar(&timeout, "timeout", time.Minute, "how long to wait for a replica to run the job")
+	return c
+}
+
+// printPaused prints the paused jobs of a status report.
+func printPaused(w io.Writer, rep statusReport) {
+	switch {
+	case rep.PausedError != "":
+		fmt.Fprintf(w, "\npaused: cannot read: %s\n", rep.PausedError)
+	case len(rep.Paused) == 0:
+		fmt.Fprintln(w, "\npaused: none")
+	default:
+		fmt.Fprintln(w, "\npaused:")
+		for _, p := range rep.Paused {
+			fmt.Fprintf(w, "  %s  by %s at %s", p.Job, p.By, p.At)
+			if p.Reason != "" {
+				fmt.Fprintf(w, ": %s", p.Reason)
+			}
+			fmt.Fprintln(w)
+		}
+	}
+}

@@ -1,0 +1,164 @@
+package anarchon_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/membackend"
+)
+
+// bareBackend offers only the Backend methods: no JobControl, no
+// TriggerStore, no leases.
+type bareBackend struct{ anarchon.Backend }
+
+// Without JobControl or TriggerStore, Pause, Resume, JobState and Trigger
+// say so with ErrNotSupported, and PauseOnFailure is refused with a code;
+// RunNow still works.
+func TestControlNotSupported(t *testing.T) {
+	s := newSched(t, bareBackend{membackend.New(nil)}, "a", nil)
+	h := func(context.Context, *anarchon.Run) error { return nil }
+	if err := s.Every("j", time.Second, h, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := s.Pause(ctx, "j", anarchon.PauseOptions{}); !errors.Is(err, anarchon.ErrNotSupported) {
+		t.Errorf("Pause = %v, want ErrNotSupported", err)
+	}
+	if _, err := s.Resume(ctx, "j", anarchon.ResumeOptions{}); !errors.Is(err, anarchon.ErrNotSupported) {
+		t.Errorf("Resume = %v, want ErrNotSupported", err)
+	}
+	if _, err := s.JobState(ctx, "j"); !errors.Is(err, anarchon.ErrNotSupported) {
+		t.Errorf("JobState = %v, want ErrNotSupported", err)
+	}
+	if _, err := s.Trigger(ctx, "j", "k"); !errors.Is(err, anarchon.ErrNotSupported) {
+		t.Errorf("Trigger = %v, want ErrNotSupported", err)
+	}
+	if err := s.Every("pof", time.Second, h, &anarchon.JobOptions{PauseOnFailure: 3}); !isCode(err, anarchon.CodeNeedsJobControl) {
+		t.Errorf("PauseOnFailure without JobControl = %v, want CodeNeedsJobControl", err)
+	}
+	if rec, err := s.RunNow(ctx, "j"); err != nil || rec.Status != anarchon.StatusSuccess {
+		t.Errorf("RunNow = %+v, %v", rec, err)
+	}
+}
+
+// Pause and Trigger refuse a job this scheduler does not have; a trigger
+// no instance runs ends with ctx, and the error names the job, the key and
+// the wait.
+func TestControlUnknownJob(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := membackend.New(nil)
+		s := newSched(t, b, "cli", nil)
+		h := func(context.Context, *anarchon.Run) error { return nil }
+		if err := s.Every("known", time.Minute, h, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Pause(context.Background(), "nope", anarchon.PauseOptions{}); !errors.Is(err, anarchon.ErrNotFound) {
+			t.Errorf("Pause unknown = %v, want ErrNotFound", err)
+		}
+		if _, err := s.Trigger(context.Background(), "nope", "k"); !errors.Is(err, anarchon.ErrNotFound) {
+			t.Errorf("Trigger unknown = %v, want ErrNotFound", err)
+		}
+		// "known" is on this (unstarted) scheduler only: nobody runs it.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err := s.Trigger(ctx, "known", "k1")
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), `job "known"`) ||
+			!strings.Contains(err.Error(), `"k1"`) || !strings.Contains(err.Error(), "5s") {
+			t.Errorf("Trigger nobody runs = %v, want a deadline error naming the job, key and wait", err)
+		}
+	})
+}
+
+// PauseOnFailure: after N failed runs in a row across instances, the job
+// pauses itself with the reason, and no slot runs after that.
+func TestPauseOnFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := membackend.New(nil)
+		var runs atomic.Int32
+		fail := func(context.Context, *anarchon.Run) error { runs.Add(1); return errors.New("exit status 2") }
+		var ss []*anarchon.Scheduler
+		for i := range 2 {
+			s := newSched(t, b, fmt.Sprintf("inst-%d", i), nil)
+			if err := s.Every("flaky", time.Second, fail, &anarchon.JobOptions{PauseOnFailure: 3}); err != nil {
+				t.Fatal(err)
+			}
+			mustStart(t, s)
+			ss = append(ss, s)
+		}
+		time.Sleep(10 * time.Second)
+		stopAll(t, ss...)
+		if n := runs.Load(); n != 3 {
+			t.Errorf("%d runs, want 3 before the job paused itself", n)
+		}
+		st, err := ss[0].JobState(context.Background(), "flaky")
+		if err != nil || !st.Paused || !strings.Contains(st.Reason, "3 failed runs in a row") || !strings.Contains(st.Reason, "exit status 2") {
+			t.Errorf("state %+v, %v; want paused with the count and the last error", st, err)
+		}
+		hist, _ := ss[0].History(context.Background(), "flaky", 0)
+		paused := 0
+		for _, r := range hist {
+			if r.Status == anarchon.StatusPaused {
+				paused++
+			}
+		}
+		if paused < 5 {
+			t.Errorf("%d paused records, want the slots after the pause recorded paused", paused)
+		}
+	})
+}
+
+// Resume with CatchUp runs the job once in place of the paused slots,
+// however many instances resume the same pause; without it nothing is
+// replayed.
+func TestResumeCatchUp(t *testing.T) {
+	for _, catchUp := range []bool{false, true} {
+		t.Run(fmt.Sprint("catchup=", catchUp), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := membackend.New(nil)
+				var manual, scheduled atomic.Int32
+				h := func(_ context.Context, r *anarchon.Run) error {
+					if r.Manual {
+						manual.Add(1)
+					} else {
+						scheduled.Add(1)
+					}
+					return nil
+				}
+				var ss []*anarchon.Scheduler
+				for i := range 3 {
+					s := newSched(t, b, fmt.Sprintf("inst-%d", i), nil)
+					if err := s.Every("hourly", time.Hour, h, nil); err != nil {
+						t.Fatal(err)
+					}
+					mustStart(t, s)
+					ss = append(ss, s)
+				}
+				if _, err := ss[0].Pause(context.Background(), "hourly", anarchon.PauseOptions{Reason: "db migration"}); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(3*time.Hour + 30*time.Minute) // slots 1:00, 2:00, 3:00 paused
+				for _, s := range ss {
+					if _, err := s.Resume(context.Background(), "hourly", anarchon.ResumeOptions{CatchUp: catchUp}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				time.Sleep(10 * time.Second)
+				stopAll(t, ss...)
+				want := int32(0)
+				if catchUp {
+					want = 1
+				}
+				if scheduled.Load() != 0 || manual.Load() != want {
+					t.Errorf("scheduled %d, manual %d; want 0 and %d", scheduled.Load(), manual.Load(), want)
+				}
+			})
+		})
+	}
+}

@@ -1,0 +1,284 @@
+package anarchon
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// TriggerStore is an optional Backend interface (SPEC §12): cluster-wide
+// manual runs. A client asks for a run of a job under a key
+// (RequestTrigger); every started scheduler that has the job looks for
+// pending requests (at once when the store's Watcher delivers a
+// RunTriggered event, otherwise every Options.PollInterval) and races to
+// claim each one (ClaimTrigger); exactly one wins, runs the job and
+// reports the end (FinishTrigger), which the client reads back
+// (LookupTrigger). A request is made once per (job, key) however many
+// clients send it.
+//
+// Without it, Scheduler.Trigger returns ErrNotSupported; RunNow (local,
+// not deduplicated) still works.
+type TriggerStore interface {
+	// RequestTrigger stores a pending request for (in.Job, in.Key) unless
+	// one exists, and returns the stored record: the new one (RequestedAt
+	// by the store's clock), or the existing one unchanged whatever its
+	// state. It wakes the store's watchers with a RunTriggered event when
+	// it has a Watcher. It fails on an empty job or key.
+	RequestTrigger(ctx context.Context, in TriggerInput) (TriggerRecord, error)
+	// PendingTriggers lists the requests no instance has claimed yet,
+	// oldest first, of every job.
+	PendingTriggers(ctx context.Context) ([]TriggerRecord, error)
+	// ClaimTrigger atomically moves the pending request (in.Job, in.Key)
+	// to running for in.Token and in.InstanceID. It returns true for
+	// exactly one token per request, and again for a repeat of that
+	// token; false for any other token and for an unknown request.
+	ClaimTrigger(ctx context.Context, in ClaimTriggerInput) (bool, error)
+	// FinishTrigger marks the request done with how the run ended, if
+	// in.Token holds it; otherwise it does nothing.
+	FinishTrigger(ctx context.Context, in FinishTriggerInput) error
+	// LookupTrigger returns the record of (job, key), or an error wrapping
+	// ErrNotFound.
+	LookupTrigger(ctx context.Context, job, key string) (TriggerRecord, error)
+}
+
+// RunTriggered is the RunEvent kind a store with a Watcher sends when a
+// trigger is requested (Job set, Slot 0): schedulers look for pending
+// requests at once.
+const RunTriggered RunEventKind = RunFinished + 1
+
+// TriggerInput is what [TriggerStore.RequestTrigger] is given. New fields
+// may be added.
+type TriggerInput struct {
+	Job string // job name
+	Key string // the request's identity with Job: one run per (Job, Key)
+	By  string // who asked; may be empty
+}
+
+// ClaimTriggerInput is what [TriggerStore.ClaimTrigger] is given. New
+// fields may be added.
+type ClaimTriggerInput struct {
+	Job, Key   string
+	Token      string // the run's token, unique to this claim attempt
+	InstanceID string // the claiming instance
+}
+
+// FinishTriggerInput is what [TriggerStore.FinishTrigger] is given. New
+// fields may be added.
+type FinishTriggerInput struct {
+	Job, Key string
+	Token    string // the claim's token
+	Slot     int64  // the run's slot in history (Unix ms), as RecordManualRun returned it
+	Status   Status // how the run ended
+	Error    string // the run's error text, "" on success
+}
+
+// TriggerState is the state of a trigger request.
+type TriggerState string
+
+// Trigger request states.
+const (
+	TriggerPending TriggerState = "pending" // requested, not claimed yet
+	TriggerRunning TriggerState = "running" // claimed by InstanceID
+	TriggerDone    TriggerState = "done"    // the run ended with Status
+)
+
+// TriggerRecord is a trigger request as the store keeps it.
+type TriggerRecord struct {
+	Job         string       `json:"job"`
+	Key         string       `json:"key"`
+	By          string       `json:"by,omitempty"`
+	RequestedAt time.Time    `json:"requested_at"` // store clock
+	State       TriggerState `json:"state"`
+	InstanceID  string       `json:"instance_id,omitempty"` // the instance that ran it (running, done)
+	Token       string       `json:"token,omitempty"`       // the run's token; its history record has it
+	Slot        int64        `json:"slot,omitempty"`        // the run's slot in history, Unix ms (done)
+	ClaimedAt   time.Time    `json:"claimed_at,omitzero"`
+	FinishedAt  time.Time    `json:"finished_at,omitzero"`
+	Status      Status       `json:"status,omitempty"` // done: how the run ended
+	Error       string       `json:"error,omitempty"`
+}
+
+// triggerStore returns the backend's TriggerStore or ErrNotSupported.
+func (s *Scheduler) triggerStore() (TriggerStore, error) {
+	ts, ok := As[TriggerStore](s.backend)
+	if !ok {
+		return nil, fmt.Errorf("%w: triggers need a store with TriggerStore; %q has none", ErrNotSupported, s.backend.Name())
+	}
+	return ts, nil
+}
+
+// RequestTrigger asks, without waiting, for one run of the named job by a
+// live instance (SPEC §12) under key (empty: a random key) and returns
+// the request's record; requests with the same job and key are one
+// request, whoever sends them. The job must be registered here
+// (ErrNotFound); the scheduler need not be started, so a command-line
+// tool can use it. ErrNotSupported without a TriggerStore.
+func (s *Scheduler) RequestTrigger(ctx context.Context, name, key string) (TriggerRecord, error) {
+	ts, err := s.triggerStore()
+	if err != nil {
+		return TriggerRecord{}, err
+	}
+	if _, err := s.knownJob(name); err != nil {
+		return TriggerRecord{}, err
+	}
+	if err := s.ensureInit(ctx); err != nil {
+		return TriggerRecord{}, err
+	}
+	if key == "" {
+		key = rand.Text()
+	}
+	return ts.RequestTrigger(ctx, TriggerInput{Job: name, Key: key, By: s.opts.InstanceID})
+}
+
+// Trigger runs the named job once across the cluster: it requests the run
+// under key (see RequestTrigger) and waits until an instance has run it,
+// returning the request's record (who ran it, its slot, status and
+// error; the run's record is in History under its Token). However many
+// instances or clients call it with the same key, the job runs once. A
+// live instance that has the job runs it, not necessarily this one; one
+// with a Watcher at once, others within their PollInterval. It runs even
+// while the job is paused. When ctx ends first the error names the job,
+// the key and how long it waited, and wraps ctx's error; the request
+// stays pending and an instance may still run it. The handler's error is
+// in the record, not in the returned error. RunNow is the local variant.
+func (s *Scheduler) Trigger(ctx context.Context, name, key string) (TriggerRecord, error) {
+	rec, err := s.RequestTrigger(ctx, name, key)
+	if err != nil {
+		return TriggerRecord{}, err
+	}
+	return s.WaitTrigger(ctx, rec.Job, rec.Key)
+}
+
+// WaitTrigger waits until the trigger request (name, key) is done, asking
+// the store after PollInterval, then at intervals that double up to a
+// second (or PollInterval if longer), and returns its record. Errors as for
+// Trigger; ErrNotFound (wrapped) for an unknown request.
+func (s *Scheduler) WaitTrigger(ctx context.Context, name, key string) (TriggerRecord, error) {
+	ts, err := s.triggerStore()
+	if err != nil {
+		return TriggerRecord{}, err
+	}
+	start := time.Now()
+	// Many callers may wait for one request: the polls back off from
+	// PollInterval to a second (or PollInterval if longer), which keeps
+	// their load on the store bounded.
+	wait, maxWait := s.opts.PollInterval, max(s.opts.PollInterval, time.Second)
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		rec, err := ts.LookupTrigger(ctx, name, key)
+		if err != nil && ctx.Err() == nil {
+			return TriggerRecord{}, err
+		}
+		if err == nil && rec.State == TriggerDone {
+			return rec, nil
+		}
+		select {
+		case <-ctx.Done():
+			state := rec.State
+			if state == "" {
+				state = "unknown"
+			}
+			return rec, fmt.Errorf("anarchon: job %q: trigger %q not done after waiting %v (state %s; is the job on a live instance?): %w",
+				name, key, time.Since(start).Round(time.Millisecond), state, context.Cause(ctx))
+		case <-t.C:
+		}
+		wait = min(2*wait, maxWait)
+		t.Reset(wait)
+	}
+}
+
+// triggerLoop runs, on a started scheduler whose backend has a
+// TriggerStore, the pending trigger requests of this instance's jobs it
+// wins: every PollInterval, and at once when the watch reports a request.
+func (s *Scheduler) triggerLoop(ctx context.Context, ts TriggerStore) {
+	t := time.NewTicker(s.opts.PollInterval)
+	defer t.Stop()
+	for {
+		s.takeTriggers(ctx, ts)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-s.triggerWake:
+		}
+	}
+}
+
+// takeTriggers claims the pending requests of this instance's jobs and
+// runs each one it wins.
+func (s *Scheduler) takeTriggers(ctx context.Context, ts TriggerStore) {
+	pending, err := ts.PendingTriggers(ctx)
+	if err != nil {
+		s.storeError(ctx, "PendingTriggers", "", time.Time{}, err)
+		return
+	}
+	for _, p := range pending {
+		s.mu.Lock()
+		j := s.jobs[p.Job]
+		s.mu.Unlock()
+		if j == nil || ctx.Err() != nil {
+			continue
+		}
+		token := s.newToken()
+		won, err := ts.ClaimTrigger(ctx, ClaimTriggerInput{Job: p.Job, Key: p.Key, Token: token, InstanceID: s.opts.InstanceID})
+		if err != nil {
+			s.storeError(ctx, "ClaimTrigger", p.Job, time.Time{}, err)
+			continue
+		}
+		if !won {
+			continue
+		}
+		s.inflight.Add(1)
+		go func() {
+			defer s.inflight.Done()
+			s.runTrigger(j, p, token, ts)
+		}()
+	}
+}
+
+// runTrigger runs a won trigger request: recorded as a manual run, with
+// who asked in the run's Run.TriggeredBy, then reported to the store.
+func (s *Scheduler) runTrigger(j *job, p TriggerRecord, token string, ts TriggerStore) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.runCtx), controlTimeout)
+	defer cancel()
+	in := ClaimInput{
+		Job: j.name, Slot: s.now().UnixMilli(), Token: token, InstanceID: s.opts.InstanceID,
+		HistorySize: j.opt.HistorySize, HistoryTTL: j.opt.HistoryTTL,
+	}
+	finish := FinishTriggerInput{Job: p.Job, Key: p.Key, Token: token, Slot: in.Slot}
+	cctx, cs := s.startClaim(ctx, j, time.UnixMilli(in.Slot).UTC(), false, true)
+	slot, err := s.backend.RecordManualRun(cctx, in)
+	if err != nil {
+		cs.End(ClaimEnd{Err: err})
+		s.storeError(ctx, "RecordManualRun", j.name, time.UnixMilli(in.Slot), err)
+		finish.Status, finish.Error = StatusError, "the store did not record the run: "+err.Error()
+		s.finishTrigger(ctx, ts, finish)
+		return
+	}
+	if slot != 0 {
+		in.Slot, finish.Slot = slot, slot
+	}
+	cs.End(ClaimEnd{Outcome: "manual", Attempt: 1})
+	run := &Run{Job: j.name, Slot: time.UnixMilli(in.Slot).UTC(), InstanceID: s.opts.InstanceID, Token: token, Attempt: 1,
+		Manual: true, TriggerKey: p.Key, TriggeredBy: p.By}
+	s.log.LogAttrs(ctx, slog.LevelInfo, "triggered run", slog.String("job", j.name), slog.String("key", p.Key), slog.String("by", p.By))
+	hctx, hcancel := context.WithCancelCause(s.runCtx)
+	res := s.execute(hctx, j, run, cs)
+	hcancel(nil)
+	if err := s.backend.SaveResult(ctx, SaveResultInput{Job: j.name, Result: res, HistorySize: j.opt.HistorySize, HistoryTTL: j.opt.HistoryTTL}); err != nil {
+		s.storeError(ctx, "SaveResult", j.name, run.Slot, err)
+	} else if res.Status == StatusError {
+		s.afterFailure(ctx, j, res.Error)
+	}
+	finish.Status, finish.Error = res.Status, res.Error
+	s.finishTrigger(ctx, ts, finish)
+}
+
+func (s *Scheduler) finishTrigger(ctx context.Context, ts TriggerStore, in FinishTriggerInput) {
+	if err := ts.FinishTrigger(ctx, in); err != nil {
+		s.storeError(ctx, "FinishTrigger", in.Job, time.UnixMilli(in.Slot), err)
+	}
+}
