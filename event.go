@@ -35,6 +35,10 @@ const (
 	// lists them, each compared with this instance (its Reference); it is
 	// empty when every live instance runs the same job set again.
 	EventJobSetMismatch
+	// EventRetry: a handler failed and its slot will be run again by a
+	// further attempt (JobOptions.Retry): Attempt is the failed attempt,
+	// Status its status and Duration the backoff before the retry.
+	EventRetry
 )
 
 // Event reports something the scheduler did, for metrics and tracing. It is

@@ -84,7 +84,7 @@ func (h host) ClaimLease(ctx context.Context, a *runner.Leased[slotRun]) (runner
 		Lease:        a.Lease,
 		MaxLate:      a.MaxLate,
 		AllowOverlap: a.AllowOverlap,
-		MaxAttempts:  a.Job.job.opt.MaxAttempts,
+		MaxAttempts:  a.Job.job.opt.MaxAttempts + a.Job.job.opt.Retry.MaxRetries,
 	})
 	cs.End(ClaimEnd{Outcome: outcomeName(out, err), Attempt: out.Attempt, Err: err})
 	if err != nil {
@@ -150,17 +150,26 @@ func (h host) Execute(ctx context.Context, a *attempt) runner.Result {
 	if cs == nil {
 		cs = nopSpan{}
 	}
-	res := h.s.execute(ctx, a.Job.job, run, cs)
-	return runner.Result{
+	res, err := h.s.execute(ctx, a.Job.job, run, cs)
+	out := runner.Result{
 		Token: res.Token, Attempt: res.Attempt, Status: runner.Status(res.Status),
 		StartedAt: res.StartedAt, FinishedAt: res.FinishedAt, Error: res.Error, Output: res.Output,
 	}
+	out.RetryIn, out.Retry = a.Job.job.retryIn(run.Slot, run.Attempt, err, h.s.now())
+	return out
 }
 
 func (h host) Missed(ctx context.Context, a *attempt, late time.Duration) {
 	h.s.log.LogAttrs(ctx, slog.LevelWarn, "slot missed: too late to run",
 		slog.String("job", a.Name), slog.Time("slot", a.SlotTime()), slog.Duration("late", late), slog.Duration("max_late", a.Job.job.opt.MaxLate))
 	h.s.emit(Event{Kind: EventSlotSkipped, Job: a.Name, Slot: a.SlotTime(), Status: StatusMissed, Lateness: late})
+}
+
+func (h host) Retrying(ctx context.Context, a *runner.Leased[slotRun], res *runner.Result) {
+	h.s.log.LogAttrs(ctx, slog.LevelWarn, "run failed; retrying",
+		slog.String("job", a.Name), slog.Time("slot", a.SlotTime()), slog.Int("attempt", res.Attempt),
+		slog.Duration("backoff", res.RetryIn), slog.String("error", res.Error))
+	h.s.emit(Event{Kind: EventRetry, Job: a.Name, Slot: a.SlotTime(), Attempt: res.Attempt, Status: Status(res.Status), Duration: res.RetryIn})
 }
 
 func (h host) Settled(ctx context.Context, a *attempt, st runner.Status) {

@@ -9,7 +9,8 @@ import (
 // (cause [ErrTimeout]), when its lease is lost (cause [ErrLeaseLost]) or when
 // the scheduler's Stop deadline passes (cause [ErrStopped]); read the cause
 // with [context.Cause]. A returned error is recorded as the run's error; a
-// panic is recovered and recorded the same way.
+// panic is recovered and recorded the same way. With JobOptions.Retry, an
+// error is retried unless the handler marks it with [Permanent].
 type Handler func(ctx context.Context, run *Run) error
 
 // Run describes the run a handler is executing.
@@ -19,7 +20,7 @@ type Run struct {
 	InstanceID string    // this instance
 	Token      string    // the claim's token, unique to this attempt
 	// Attempt is 1 for the first holder of the slot and grows by one with
-	// each takeover by a backup. Pass it with Slot to a downstream system as
+	// each takeover by a backup and with each retry (JobOptions.Retry). Pass it with Slot to a downstream system as
 	// a fencing number: a write tagged (slot, attempt) older than one already
 	// seen for the same slot comes from a holder that lost its lease and is
 	// rejected.
@@ -171,7 +172,8 @@ type JobOptions struct {
 	CatchUp CatchUp
 	// MaxAttempts is how many holders a slot may have (the first plus
 	// takeovers) before it is recorded abandoned. Defaults to
-	// DefaultMaxAttempts (3).
+	// DefaultMaxAttempts (3). Retries come on top: the store abandons a
+	// slot after MaxAttempts + Retry.MaxRetries attempts.
 	MaxAttempts int
 	// PauseOnFailure pauses the job on every instance (SPEC §12) once its
 	// last PauseOnFailure runs in the store's history, from any instance,
@@ -179,6 +181,10 @@ type JobOptions struct {
 	// count and the last error. It needs a backend with JobControl
 	// (CodeNeedsJobControl otherwise). Defaults to 0: never.
 	PauseOnFailure int
+	// Retry retries the slot after a handler error, as further attempts
+	// of the same slot that any instance may take (see [Retry]). Defaults
+	// to no retries. It needs a backend with a RunStore.
+	Retry Retry
 	// Fingerprint is extra material for the job's fingerprint in the
 	// instance registry ([FingerprintJob], SPEC §10), e.g. the command a
 	// daemon runs, so that instances that run the job differently are

@@ -379,6 +379,9 @@ func (s *Scheduler) checkInput(j Job, bad badFunc) (*JobOptions, error) {
 	if o.Overlap < OverlapDefault || o.Overlap > OverlapAllow {
 		return nil, bad("Overlap", CodeBadOption, fmt.Sprintf("unknown overlap policy %d", int(o.Overlap)), nil)
 	}
+	if err := checkRetry(&o.Retry, bad); err != nil {
+		return nil, err
+	}
 	return &o, nil
 }
 
@@ -433,13 +436,13 @@ func (s *Scheduler) compileSchedule(j Job, o *JobOptions, bad badFunc) (*job, er
 // resolveOptions decides whether the job runs under leases and applies the
 // defaults.
 func (s *Scheduler) resolveOptions(jb *job, o *JobOptions, bad badFunc) error {
-	wantsLeases := o.Lease > 0 || o.Overlap == OverlapSkip || o.CatchUp.Window > 0 || o.MaxAttempts > 0
+	wantsLeases := o.Lease > 0 || o.Overlap == OverlapSkip || o.CatchUp.Window > 0 || o.MaxAttempts > 0 || o.Retry.MaxRetries > 0
 	if o.NoLease && wantsLeases {
-		return bad("NoLease", CodeBadOption, "NoLease conflicts with Lease, Overlap skip, CatchUp or MaxAttempts", nil)
+		return bad("NoLease", CodeBadOption, "NoLease conflicts with Lease, Overlap skip, CatchUp, MaxAttempts or Retry", nil)
 	}
 	if s.runs == nil && wantsLeases {
 		return bad("Lease", CodeNeedsRunStore,
-			fmt.Sprintf("leases, overlap skip, catch-up and attempts need a backend with a RunStore; %q has none", s.backend.Name()), nil)
+			fmt.Sprintf("leases, overlap skip, catch-up, attempts and retries need a backend with a RunStore; %q has none", s.backend.Name()), nil)
 	}
 	jb.leased = s.runs != nil && !o.NoLease
 
@@ -734,7 +737,7 @@ func (s *Scheduler) RunNow(ctx context.Context, name string) (RunRecord, error) 
 	run := &Run{Job: name, Slot: time.UnixMilli(in.Slot).UTC(), InstanceID: s.opts.InstanceID, Token: in.Token, Attempt: 1, Manual: true}
 	hctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	res := s.execute(hctx, j, run, cs)
+	res, _ := s.execute(hctx, j, run, cs) // a RunNow run is not retried
 	if err := s.backend.SaveResult(ctx, SaveResultInput{Job: name, Result: res, HistorySize: j.opt.HistorySize, HistoryTTL: j.opt.HistoryTTL}); err != nil {
 		s.storeError(ctx, "SaveResult", name, run.Slot, err)
 		return RunRecord{}, err

@@ -1,0 +1,204 @@
+package anarchon_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/membackend"
+)
+
+// retryCluster starts n schedulers on one memory store, each running an
+// hourly job "flaky" with opts, whose handler is h; it returns them and a
+// log of every handler call.
+func retryCluster(t *testing.T, n int, every time.Duration, opts *anarchon.JobOptions, h func(run *anarchon.Run) error) ([]*anarchon.Scheduler, func() []anarchon.Run) {
+	t.Helper()
+	store := membackend.New(nil)
+	var mu sync.Mutex
+	var calls []anarchon.Run
+	handler := func(ctx context.Context, run *anarchon.Run) error {
+		mu.Lock()
+		calls = append(calls, *run)
+		mu.Unlock()
+		time.Sleep(100 * time.Millisecond) // the work
+		return h(run)
+	}
+	var ss []*anarchon.Scheduler
+	for i := range n {
+		s := newSched(t, store, fmt.Sprintf("i%d", i), nil)
+		if err := s.Every("flaky", every, handler, opts); err != nil {
+			t.Fatal(err)
+		}
+		mustStart(t, s)
+		ss = append(ss, s)
+	}
+	return ss, func() []anarchon.Run {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(calls)
+	}
+}
+
+// A handler that fails twice, then succeeds, on three schedulers sharing a
+// store: one slot, three attempts, each run once, each after the
+// configured backoff (2 s, then 2·3 = 6 s) by the store's clock; history
+// shows every attempt with its error and the slot ends a success.
+func TestRetryFailsTwiceThenSucceeds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fails := map[int64]int{}
+		var mu sync.Mutex
+		opts := &anarchon.JobOptions{Retry: anarchon.Retry{MaxRetries: 5, InitialBackoff: 2 * time.Second, Multiplier: 3}}
+		ss, calls := retryCluster(t, 3, time.Hour, opts, func(run *anarchon.Run) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if fails[run.Slot.UnixMilli()] < 2 {
+				fails[run.Slot.UnixMilli()]++
+				return fmt.Errorf("boom %d", run.Attempt)
+			}
+			return nil
+		})
+		time.Sleep(time.Hour + time.Minute)
+		stopAll(t, ss...)
+
+		got := calls()
+		var attempts []int
+		for _, c := range got {
+			attempts = append(attempts, c.Attempt)
+			if c.Slot != got[0].Slot {
+				t.Errorf("a retry ran slot %v, want %v", c.Slot, got[0].Slot)
+			}
+		}
+		if fmt.Sprint(attempts) != "[1 2 3]" {
+			t.Fatalf("attempts %v, want [1 2 3]: each attempt once", attempts)
+		}
+		recs := historyBySlot(t, ss[1], "flaky")[got[0].Slot.UnixMilli()]
+		slices.SortFunc(recs, func(a, b anarchon.RunRecord) int { return a.Attempt - b.Attempt })
+		if len(recs) != 3 {
+			t.Fatalf("history: %d records of the slot, want 3: %+v", len(recs), recs)
+		}
+		wantBackoff := []time.Duration{2 * time.Second, 6 * time.Second}
+		for i, r := range recs {
+			wantSt, wantErr := anarchon.StatusError, fmt.Sprintf("boom %d", i+1)
+			if i == 2 {
+				wantSt, wantErr = anarchon.StatusSuccess, ""
+			}
+			if r.Attempt != i+1 || r.Status != wantSt || r.Error != wantErr {
+				t.Errorf("record %d: attempt %d status %s error %q, want %d %s %q", i, r.Attempt, r.Status, r.Error, i+1, wantSt, wantErr)
+			}
+			if i > 0 {
+				gap := r.StartedAt.Sub(recs[i-1].FinishedAt)
+				if d := gap - wantBackoff[i-1]; d < -time.Millisecond || d > time.Millisecond {
+					t.Errorf("attempt %d started %v after attempt %d ended, want %v ±1ms", i+1, gap, i, wantBackoff[i-1])
+				}
+			}
+		}
+	})
+}
+
+// An error marked Permanent ends the slot at once, whatever MaxRetries
+// allows.
+func TestRetryPermanentStops(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		opts := &anarchon.JobOptions{Retry: anarchon.Retry{MaxRetries: 5, InitialBackoff: time.Second}}
+		ss, calls := retryCluster(t, 3, time.Hour, opts, func(run *anarchon.Run) error {
+			return anarchon.Permanent(errors.New("bad input"))
+		})
+		time.Sleep(time.Hour + time.Minute)
+		stopAll(t, ss...)
+		if got := calls(); len(got) != 1 {
+			t.Fatalf("%d attempts, want 1: %+v", len(got), got)
+		}
+		hist, err := ss[2].History(context.Background(), "flaky", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hist) != 1 || hist[0].Status != anarchon.StatusError || hist[0].Error != "bad input" {
+			t.Fatalf("history %+v, want one error record", hist)
+		}
+	})
+}
+
+// MaxRetries bounds the attempts; under OverlapSkip a retry that would
+// start at or after the next slot is not made.
+func TestRetryBounds(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		every time.Duration
+		retry anarchon.Retry
+		want  string
+	}{
+		{"MaxRetries", time.Hour, anarchon.Retry{MaxRetries: 2, InitialBackoff: time.Second, Multiplier: 1}, "[1 2 3]"},
+		// Backoffs 4 s then 8 s: the second retry would start at ~12.2 s,
+		// after the next slot (10 s).
+		{"NextSlot", 10 * time.Second, anarchon.Retry{MaxRetries: 5, InitialBackoff: 4 * time.Second}, "[1 2]"},
+		{"MaxBackoff", time.Hour, anarchon.Retry{MaxRetries: 3, InitialBackoff: time.Second, MaxBackoff: 1500 * time.Millisecond, Multiplier: 10}, "[1 2 3 4]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				opts := &anarchon.JobOptions{Retry: tc.retry}
+				ss, calls := retryCluster(t, 3, tc.every, opts, func(run *anarchon.Run) error { return errors.New("always") })
+				// Run until just before the second slot.
+				time.Sleep(time.Until(time.Now().Truncate(tc.every).Add(2 * tc.every).Add(-time.Millisecond)))
+				stopAll(t, ss...)
+				var attempts []int
+				got := calls()
+				for _, c := range got {
+					if c.Slot.Equal(got[0].Slot) {
+						attempts = append(attempts, c.Attempt)
+					}
+				}
+				if fmt.Sprint(attempts) != tc.want {
+					t.Fatalf("attempts of the first slot %v, want %s", attempts, tc.want)
+				}
+				recs := historyBySlot(t, ss[0], "flaky")[got[0].Slot.UnixMilli()]
+				for _, r := range recs {
+					if r.Status != anarchon.StatusError {
+						t.Errorf("record %+v, want status error", r)
+					}
+				}
+				if len(recs) != len(attempts) {
+					t.Errorf("%d records of the slot, want %d", len(recs), len(attempts))
+				}
+			})
+		})
+	}
+}
+
+// Bad retry options are refused with codes; retries need a RunStore.
+func TestRetryBadInput(t *testing.T) {
+	h := func(context.Context, *anarchon.Run) error { return nil }
+	for _, tc := range []struct {
+		name string
+		b    anarchon.Backend
+		o    anarchon.JobOptions
+		code anarchon.Code
+	}{
+		{"NegativeBackoff", membackend.New(nil), anarchon.JobOptions{Retry: anarchon.Retry{MaxRetries: 1, InitialBackoff: -time.Second}}, anarchon.CodeNegativeDuration},
+		{"NegativeMax", membackend.New(nil), anarchon.JobOptions{Retry: anarchon.Retry{MaxRetries: 1, MaxBackoff: -1}}, anarchon.CodeNegativeDuration},
+		{"NegativeJitter", membackend.New(nil), anarchon.JobOptions{Retry: anarchon.Retry{MaxRetries: 1, Jitter: -1}}, anarchon.CodeNegativeDuration},
+		{"NegativeRetries", membackend.New(nil), anarchon.JobOptions{Retry: anarchon.Retry{MaxRetries: -1}}, anarchon.CodeBadOption},
+		{"TooManyRetries", membackend.New(nil), anarchon.JobOptions{Retry: anarchon.Retry{MaxRetries: anarchon.MaxRetries + 1}}, anarchon.CodeBadOption},
+		{"Multiplier", membackend.New(nil), anarchon.JobOptions{Retry: anarchon.Retry{MaxRetries: 1, Multiplier: 0.5}}, anarchon.CodeBadOption},
+		{"MaxBelowInitial", membackend.New(nil), anarchon.JobOptions{Retry: anarchon.Retry{MaxRetries: 1, InitialBackoff: time.Minute, MaxBackoff: time.Second}}, anarchon.CodeBadOption},
+		{"NoLease", membackend.New(nil), anarchon.JobOptions{NoLease: true, Retry: anarchon.Retry{MaxRetries: 1}}, anarchon.CodeBadOption},
+		{"NoRunStore", plainOnly{membackend.New(nil)}, anarchon.JobOptions{Retry: anarchon.Retry{MaxRetries: 1}}, anarchon.CodeNeedsRunStore},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSched(t, tc.b, "i", nil)
+			err := s.Every("j", time.Minute, h, &tc.o)
+			var ve *anarchon.ValidationError
+			if !errors.As(err, &ve) || ve.Code != tc.code {
+				t.Fatalf("got %v, want code %s", err, tc.code)
+			}
+		})
+	}
+}
+
+// plainOnly hides the RunStore of a backend.
+type plainOnly struct{ anarchon.Backend }
