@@ -17,7 +17,7 @@ import (
 // jobKeys are the keys a job of a YAML file may have.
 var jobKeys = []string{
 	"name", "schedule", "zone", "command", "shell", "env", "workdir", "user", "timeout", "jitter",
-	"max_late", "overlap", "catch_up", "lease", "max_attempts", "history_size",
+	"max_late", "overlap", "catch_up", "lease", "max_attempts", "history_size", "retry",
 }
 
 var (
@@ -242,6 +242,8 @@ func decodeJob(file string, n *yaml.Node) (*jobSpec, []error) {
 			default:
 				fail(v.Line, "overlap: %q is not skip or allow", s)
 			}
+		case "retry":
+			decodeRetry(j, v, fail)
 		case "catch_up":
 			if v.Kind != yaml.MappingNode {
 				fail(v.Line, "catch_up: want a mapping with window and max")

@@ -59,8 +59,16 @@
 // The YAML file is a list of jobs (or a mapping whose only key is "jobs"),
 // each with name, schedule, zone, command (an argv list) or shell (a string
 // for sh -c), env, workdir, timeout, jitter, max_late, overlap (skip or
-// allow), catch_up {window, max}, lease, max_attempts and history_size.
-// Durations are Go durations ("30s"). Unknown keys are errors.
+// allow), catch_up {window, max}, lease, max_attempts, history_size and
+// retry {max_retries, initial_backoff, max_backoff, multiplier, jitter,
+// permanent_exit_codes}. Durations are Go durations ("30s"). Unknown keys
+// are errors.
+//
+// A failed command is run again, as a further attempt of the same slot on
+// whichever replica claims it, while retry.max_retries allows; a command
+// that exits with one of retry.permanent_exit_codes is not retried (its
+// error is marked anarchon.Permanent), like a Kubernetes podFailurePolicy
+// rule with action FailJob.
 //
 // # Processes
 //

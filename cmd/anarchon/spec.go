@@ -33,6 +33,8 @@ type jobSpec struct {
 	Reboot   bool     // @reboot: run once when the daemon starts, never on a schedule
 	Unnamed  bool     // the name is a hash of the line (no "# name:")
 
+	PermanentExit []int // YAML retry.permanent_exit_codes: exits not retried
+
 	account *account // User, resolved by resolveUsers
 
 	Options anarchon.JobOptions
@@ -104,6 +106,12 @@ var yamlKeys = map[string]string{
 	"CatchUp.Window": "catch_up",
 	"CatchUp.Max":    "catch_up",
 	"MaxAttempts":    "max_attempts",
+
+	"Retry.MaxRetries":     "retry",
+	"Retry.InitialBackoff": "retry",
+	"Retry.MaxBackoff":     "retry",
+	"Retry.Multiplier":     "retry",
+	"Retry.Jitter":         "retry",
 }
 
 // sortByPosition orders errors by line within each file, files in the
