@@ -94,6 +94,7 @@ const (
 	CodeNeedsRunStore    Code = "needs_run_store"   // the job asks for leases, overlap protection or catch-up and the backend has no RunStore (SPEC §6)
 	CodeBackendRefused   Code = "backend_refused"   // the backend's JobChecker refused the job; the backend's error is wrapped
 	CodeNeedsJobControl  Code = "needs_job_control" // the job has PauseOnFailure and the backend has no JobControl (SPEC §12)
+	CodeTooLate          Code = "too_late"          // a one-off job's time is further in the past than MaxLate (and CatchUp.Window) allow: no instance would run it
 )
 
 // ValidationError reports a job that cannot be registered. It is returned by
