@@ -74,3 +74,39 @@ func TestPermanentExitCode(t *testing.T) {
 		}
 	}
 }
+
+func TestParseAt(t *testing.T) {
+	future := time.Now().Add(time.Hour).Truncate(time.Second)
+	src := "- name: once\n  at: " + future.In(time.FixedZone("", 2*3600)).Format(time.RFC3339) + "\n  shell: date\n"
+	jobs, errs := parseConfig("a.yaml", []byte(src))
+	if len(errs) > 0 || len(jobs) != 1 || !jobs[0].At.Equal(future) {
+		t.Fatalf("jobs %+v errors %v, want one at %v", jobs, errs, future)
+	}
+	if errs := checkJobs(jobs); len(errs) > 0 {
+		t.Fatalf("registration: %v", errs)
+	}
+
+	// A time already past: a warning, the job is not scheduled.
+	past := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+	jobs, errs = parseConfig("a.yaml", []byte("- name: old\n  at: "+past+"\n  shell: date\n"))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	errs = checkJobs(jobs)
+	hard, warns := splitWarnings(errs)
+	if len(hard) != 0 || len(warns) != 1 || !strings.Contains(warns[0].Error(), `a.yaml:2: warning: job "old": at:`) {
+		t.Fatalf("errors %v warnings %v, want one warning at line 2", hard, warns)
+	}
+
+	for _, tc := range []struct{ name, src, want string }{
+		{"both", "- name: a\n  schedule: '@daily'\n  at: 2030-01-01T00:00:00Z\n  shell: date\n", `a.yaml:3: job "a": give schedule or at, not both`},
+		{"bad time", "- name: a\n  at: tomorrow\n  shell: date\n", `a.yaml:2: at: "tomorrow" is not an RFC 3339 time`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, errs := parseConfig("a.yaml", []byte(tc.src))
+			if len(errs) == 0 || !strings.Contains(errs[0].Error(), tc.want) {
+				t.Fatalf("errors %v, want %q", errs, tc.want)
+			}
+		})
+	}
+}
