@@ -94,6 +94,8 @@ const (
 	CodeNeedsRunStore    Code = "needs_run_store"   // the job asks for leases, overlap protection or catch-up and the backend has no RunStore (SPEC §6)
 	CodeBackendRefused   Code = "backend_refused"   // the backend's JobChecker refused the job; the backend's error is wrapped
 	CodeNeedsJobControl  Code = "needs_job_control" // the job has PauseOnFailure and the backend has no JobControl (SPEC §12)
+	CodeBadRange         Code = "bad_range"         // a backfill's from is not before its to, or to is in the future
+	CodeTooManySlots     Code = "too_many_slots"    // a backfill's range holds more than BackfillOptions.MaxSlots slots and was not confirmed
 	CodeTooLate          Code = "too_late"          // a one-off job's time is further in the past than MaxLate (and CatchUp.Window) allow: no instance would run it
 )
 

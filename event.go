@@ -39,6 +39,10 @@ const (
 	// further attempt (JobOptions.Retry): Attempt is the failed attempt,
 	// Status its status and Duration the backoff before the retry.
 	EventRetry
+	// EventBackfill: Scheduler.Backfill handled a slot: Outcome is "ran"
+	// (this caller ran it; Status is its result) or "skipped" (settled
+	// already, or run elsewhere).
+	EventBackfill
 )
 
 // Event reports something the scheduler did, for metrics and tracing. It is

@@ -40,3 +40,7 @@ func (a *Leased[J]) retryLater(ctx context.Context, res *Result) bool {
 	a.Token, a.standing, a.lateWins = r.host.NewToken(), true, 0
 	return true
 }
+
+// LastResult is the result of the attempt's last run, as stored (its
+// status may be lease_lost or unconfirmed); zero if it ran no handler.
+func (a *Attempt[J]) LastResult() Result { return a.result }
