@@ -202,3 +202,53 @@ func TestRetryBadInput(t *testing.T) {
 
 // plainOnly hides the RunStore of a backend.
 type plainOnly struct{ anarchon.Backend }
+
+// The instance whose handler failed stops during the backoff: another
+// instance runs the retry, as attempt 2, once the backoff is over by the
+// store's clock.
+func TestRetryTakenByAnotherInstance(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		opts := &anarchon.JobOptions{Retry: anarchon.Retry{MaxRetries: 3, InitialBackoff: 10 * time.Second}}
+		ss, calls := retryCluster(t, 3, time.Hour, opts, func(run *anarchon.Run) error {
+			if run.Attempt == 1 {
+				return errors.New("first attempt fails")
+			}
+			return nil
+		})
+		slot := time.Now().Truncate(time.Hour).Add(time.Hour)
+		time.Sleep(time.Until(slot.Add(2 * time.Second)))
+		first := calls()
+		if len(first) != 1 {
+			t.Fatalf("%d attempts by the slot's second second, want 1", len(first))
+		}
+		var rest []*anarchon.Scheduler
+		for _, s := range ss {
+			if s.InstanceID() == first[0].InstanceID {
+				stopAll(t, s) // the failing instance leaves during the backoff
+			} else {
+				rest = append(rest, s)
+			}
+		}
+		time.Sleep(time.Minute)
+		stopAll(t, rest...)
+		got := calls()
+		if len(got) != 2 || got[1].Attempt != 2 || got[1].InstanceID == first[0].InstanceID {
+			t.Fatalf("attempts %+v, want attempt 2 on another instance", got)
+		}
+		if gap := got[1].Slot; !gap.Equal(slot) {
+			t.Errorf("the retry ran slot %v, want %v", gap, slot)
+		}
+		recs := historyBySlot(t, rest[0], "flaky")[slot.UnixMilli()]
+		if len(recs) != 2 {
+			t.Fatalf("history %+v, want 2 records", recs)
+		}
+		for _, r := range recs {
+			if (r.Attempt == 1) != (r.Status == anarchon.StatusError) {
+				t.Errorf("record %+v", r)
+			}
+		}
+		if !recs[0].StartedAt.After(recs[1].FinishedAt.Add(10*time.Second - time.Millisecond)) {
+			t.Errorf("the retry started %v after the failure, want >= the 10 s backoff", recs[0].StartedAt.Sub(recs[1].FinishedAt))
+		}
+	})
+}
