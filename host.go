@@ -146,6 +146,12 @@ func (h host) Execute(ctx context.Context, a *attempt) runner.Result {
 	// The Run lives in the attempt: one allocation for both.
 	run := &a.Job.run
 	*run = Run{Job: a.Name, Slot: a.SlotTime(), InstanceID: h.s.opts.InstanceID, Token: a.Token, Attempt: a.Number}
+	if j := a.Job.job; j.opt.Overlap == OverlapBufferOne && a.Leased {
+		if skip := h.s.bufferOne(ctx, j, a.Slot); skip {
+			h.Settled(ctx, a, runner.StatusSkipped)
+			return runner.Result{Token: a.Token, Attempt: a.Number, Status: runner.StatusSkipped}
+		}
+	}
 	cs := a.Job.claim
 	if cs == nil {
 		cs = nopSpan{}

@@ -66,9 +66,17 @@ const (
 	// OverlapAllow runs every slot even while earlier ones still run.
 	// Kubernetes: Allow; Temporal: AllowAll.
 	OverlapAllow
+	// OverlapBufferOne makes a slot that comes due while an earlier run of
+	// the job holds a live lease wait for it, then run; a slot that comes
+	// due while one is already waiting is skipped (recorded skipped).
+	// Temporal: BufferOne. The waiting slot is claimed (and its lease
+	// renewed) while it waits, so it runs once and a backup takes it over
+	// like any run; it starts within Options.PollInterval of the end of
+	// the run it waits for. See SPEC §6, overlap.
+	OverlapBufferOne
 )
 
-// String returns "default", "skip" or "allow".
+// String returns "default", "skip", "allow" or "buffer_one".
 func (p OverlapPolicy) String() string {
 	switch p {
 	case OverlapDefault:
@@ -77,6 +85,8 @@ func (p OverlapPolicy) String() string {
 		return "skip"
 	case OverlapAllow:
 		return "allow"
+	case OverlapBufferOne:
+		return "buffer_one"
 	}
 	return "unknown"
 }

@@ -30,7 +30,9 @@ func (s *Scheduler) fire(ctx context.Context, j *job, slot time.Time) {
 // lease returns a leased attempt at j's slot; maxLate 0 means no limit.
 func (s *Scheduler) lease(j *job, slot time.Time, maxLate time.Duration) *runner.Leased[slotRun] {
 	a := s.run.Lease(slotRun{job: j}, j.name, slot, j.opt.Lease, maxLate)
-	a.AllowOverlap = j.opt.Overlap == OverlapAllow
+	// BufferOne claims with overlap allowed and decides after the win
+	// (bufferOne).
+	a.AllowOverlap = j.opt.Overlap == OverlapAllow || j.opt.Overlap == OverlapBufferOne
 	return a
 }
 

@@ -386,7 +386,7 @@ func (s *Scheduler) checkInput(j Job, bad badFunc) (*JobOptions, error) {
 	if o.CatchUp.Max > 0 && o.CatchUp.Window == 0 {
 		return nil, bad("CatchUp.Max", CodeBadOption, "CatchUp.Max without a CatchUp.Window does nothing", nil)
 	}
-	if o.Overlap < OverlapDefault || o.Overlap > OverlapAllow {
+	if o.Overlap < OverlapDefault || o.Overlap > OverlapBufferOne {
 		return nil, bad("Overlap", CodeBadOption, fmt.Sprintf("unknown overlap policy %d", int(o.Overlap)), nil)
 	}
 	if err := checkRetry(&o.Retry, bad); err != nil {
@@ -452,7 +452,7 @@ func (s *Scheduler) compileSchedule(j Job, o *JobOptions, bad badFunc) (*job, er
 // resolveOptions decides whether the job runs under leases and applies the
 // defaults.
 func (s *Scheduler) resolveOptions(jb *job, o *JobOptions, bad badFunc) error {
-	wantsLeases := o.Lease > 0 || o.Overlap == OverlapSkip || o.CatchUp.Window > 0 || o.MaxAttempts > 0 || o.Retry.MaxRetries > 0
+	wantsLeases := o.Lease > 0 || o.Overlap == OverlapSkip || o.Overlap == OverlapBufferOne || o.CatchUp.Window > 0 || o.MaxAttempts > 0 || o.Retry.MaxRetries > 0
 	if o.NoLease && wantsLeases {
 		return bad("NoLease", CodeBadOption, "NoLease conflicts with Lease, Overlap skip, CatchUp, MaxAttempts or Retry", nil)
 	}

@@ -249,8 +249,10 @@ func decodeJob(file string, n *yaml.Node) (*jobSpec, []error) {
 				j.Options.Overlap = anarchon.OverlapSkip
 			case "allow":
 				j.Options.Overlap = anarchon.OverlapAllow
+			case "buffer_one":
+				j.Options.Overlap = anarchon.OverlapBufferOne
 			default:
-				fail(v.Line, "overlap: %q is not skip or allow", s)
+				fail(v.Line, "overlap: %q is not skip, allow or buffer_one", s)
 			}
 		case "retry":
 			decodeRetry(j, v, fail)

@@ -55,6 +55,12 @@ func TestParseConfig(t *testing.T) {
 		t.Errorf("registration: %v", errs)
 	}
 
+	// overlap: buffer_one.
+	jobs, errs = parseConfig("o.yaml", []byte("- name: x\n  schedule: '@hourly'\n  shell: date\n  overlap: buffer_one\n"))
+	if len(errs) > 0 || len(jobs) != 1 || jobs[0].Options.Overlap != anarchon.OverlapBufferOne {
+		t.Fatalf("buffer_one: %v %v", jobs, errs)
+	}
+
 	// A bare list works too.
 	jobs, errs = parseConfig("b.yaml", []byte("- name: x\n  schedule: '@hourly'\n  shell: date\n"))
 	if len(errs) > 0 || len(jobs) != 1 || jobs[0].Line != 1 {
@@ -84,7 +90,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"repeated key", "- name: a\n  name: b\n  schedule: '@daily'\n  shell: date\n",
 			[]string{`c.yaml:2: key "name" repeated (first at line 1)`}},
 		{"overlap", "- name: a\n  schedule: '@daily'\n  shell: date\n  overlap: queue\n",
-			[]string{`c.yaml:4: overlap: "queue" is not skip or allow`}},
+			[]string{`c.yaml:4: overlap: "queue" is not skip, allow or buffer_one`}},
 		{"catch_up", "- name: a\n  schedule: '@daily'\n  shell: date\n  catch_up: {window: 1h, max: x, size: 1}\n",
 			[]string{`c.yaml:4: catch_up.max: "x"`, `c.yaml:4: catch_up: unknown key "size"`}},
 		{"top level", "jobz: []\n", []string{`c.yaml:1: unknown key "jobz"`}},
