@@ -58,7 +58,8 @@ type BackfillResult struct {
 // retries (a retry is only made within the backfill if the overlap policy
 // is allow, as a retry never runs after the next slot is due) and history.
 // The scheduler need not be started: Backfill initialises the backend and
-// prepares the job itself.
+// prepares the job itself. Its runs are its own: Stop does not end them,
+// cancelling ctx does.
 //
 // It returns ErrNotFound for an unknown job and a *ValidationError for bad
 // input: CodeNeedsRunStore for a job that does not run under leases,

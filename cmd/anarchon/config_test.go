@@ -115,6 +115,8 @@ func TestParseConfigErrors(t *testing.T) {
 func FuzzParseConfig(f *testing.F) {
 	f.Add("jobs:\n  - name: a\n    schedule: '@daily'\n    shell: date\n    timeout: 1s\n")
 	f.Add("- {name: a, schedule: '* * * * * *', command: [x], catch_up: {window: 1h}}\n")
+	f.Add("- {name: a, schedule: '@hourly', shell: x, retry: {max_retries: 2, initial_backoff: 1s, multiplier: 1.5, permanent_exit_codes: [2]}}\n")
+	f.Add("- {name: a, at: '2030-01-01T00:00:00+02:00', shell: x, overlap: buffer_one}\n")
 	f.Fuzz(func(t *testing.T, s string) {
 		jobs, _ := parseConfig("f", []byte(s))
 		_ = checkJobs(jobs)
