@@ -144,6 +144,7 @@ func Run(t *testing.T, h Harness) {
 	if hasLeases {
 		t.Run("RunStore", func(t *testing.T) { testRunStore(t, h) })
 		t.Run("Retry", func(t *testing.T) { testRetries(t, h) })
+		t.Run("Backfill", func(t *testing.T) { testBackfill(t, h) })
 	} else {
 		t.Log("anarchontest: backend has no RunStore (anarchon.LeaseBackend); lease tests not run")
 	}
