@@ -54,7 +54,8 @@ type BackfillResult struct {
 // already settled (done, missed, skipped) is skipped, a slot running
 // elsewhere is waited for and not run again, and two callers backfilling
 // the same range run each slot once between them. Slots run oldest first,
-// at most opts.Concurrency at a time, with the job's handler, lease,
+// at most opts.Concurrency at a time whatever the job's overlap policy,
+// with the job's handler, lease,
 // retries (a retry is only made within the backfill if the overlap policy
 // is allow, as a retry never runs after the next slot is due) and history.
 // The scheduler need not be started: Backfill initialises the backend and
@@ -129,8 +130,8 @@ func (s *Scheduler) Backfill(ctx context.Context, name string, from, to time.Tim
 				next++
 				mu.Unlock()
 
-				a := run.Lease(slotRun{job: j}, j.name, slot, j.opt.Lease, 0) // 0: no lateness limit
-				a.AllowOverlap = true                                         // the backfill's own slots overlap by design
+				a := run.Lease(slotRun{job: j, backfill: true}, j.name, slot, j.opt.Lease, 0) // 0: no lateness limit
+				a.AllowOverlap = true                                                         // the backfill's own slots overlap by design
 				a.Run(ctx)
 				if ctx.Err() != nil {
 					return // handed over, or never run: not counted

@@ -140,3 +140,34 @@ func TestBackfillBadInput(t *testing.T) {
 		}
 	}
 }
+
+// A backfill runs its slots Concurrency at a time whatever the job's
+// overlap policy: a BufferOne job's backfilled slots are neither skipped
+// nor made to wait for each other.
+func TestBackfillIgnoresOverlapPolicy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		ran, running, most := 0, 0, 0
+		h := func(ctx context.Context, run *anarchon.Run) error {
+			mu.Lock()
+			ran++
+			running++
+			most = max(most, running)
+			mu.Unlock()
+			time.Sleep(5 * time.Second)
+			mu.Lock()
+			running--
+			mu.Unlock()
+			return nil
+		}
+		s := newSched(t, membackend.New(nil), "i", nil)
+		if err := s.Every("buf", time.Minute, h, &anarchon.JobOptions{Overlap: anarchon.OverlapBufferOne}); err != nil {
+			t.Fatal(err)
+		}
+		to := time.Now().Truncate(time.Minute)
+		res, err := s.Backfill(context.Background(), "buf", to.Add(-20*time.Minute), to, &anarchon.BackfillOptions{Concurrency: 4})
+		if err != nil || res.Ran != 20 || ran != 20 || most != 4 {
+			t.Fatalf("%+v %v: %d runs, at most %d at once; want 20 runs, 4 at once", res, err, ran, most)
+		}
+	})
+}

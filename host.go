@@ -15,6 +15,8 @@ type slotRun struct {
 	job   *job
 	run   Run
 	claim ClaimSpan // the Tracer's span of the latest claim; the run's parent when it won
+
+	backfill bool // started by Backfill: the overlap policy does not apply
 }
 
 // host gives the run path (internal/runner) the scheduler's store calls,
@@ -146,7 +148,7 @@ func (h host) Execute(ctx context.Context, a *attempt) runner.Result {
 	// The Run lives in the attempt: one allocation for both.
 	run := &a.Job.run
 	*run = Run{Job: a.Name, Slot: a.SlotTime(), InstanceID: h.s.opts.InstanceID, Token: a.Token, Attempt: a.Number}
-	if j := a.Job.job; j.opt.Overlap == OverlapBufferOne && a.Leased {
+	if j := a.Job.job; j.opt.Overlap == OverlapBufferOne && a.Leased && !a.Job.backfill {
 		if skip := h.s.bufferOne(ctx, j, a.Slot); skip {
 			h.Settled(ctx, a, runner.StatusSkipped)
 			return runner.Result{Token: a.Token, Attempt: a.Number, Status: runner.StatusSkipped}
