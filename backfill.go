@@ -105,6 +105,23 @@ func (s *Scheduler) Backfill(ctx context.Context, name string, from, to time.Tim
 		Log: s.log, PollInterval: s.opts.PollInterval,
 		ErrLeaseLost: ErrLeaseLost, ErrStopped: ErrStopped, ErrClosed: ErrClosed, ErrPermanent: ErrPermanent,
 	})
+	if s.watcher != nil {
+		// Wake this backfill's standing-by slots as soon as a run they
+		// wait on ends, instead of at the next poll.
+		wctx, stopWatch := context.WithCancel(ctx)
+		var watching sync.WaitGroup
+		watching.Go(func() {
+			ch, err := s.watcher.WatchRuns(wctx)
+			if err != nil {
+				return // polling still works
+			}
+			for ev := range ch {
+				run.Notify(ev.Job, ev.Slot)
+			}
+		})
+		defer watching.Wait()
+		defer stopWatch()
+	}
 	finished, handedOver := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(handedOver)
