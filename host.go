@@ -3,6 +3,7 @@ package anarchon
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -148,6 +149,10 @@ func (h host) Execute(ctx context.Context, a *attempt) runner.Result {
 	// The Run lives in the attempt: one allocation for both.
 	run := &a.Job.run
 	*run = Run{Job: a.Name, Slot: a.SlotTime(), InstanceID: h.s.opts.InstanceID, Token: a.Token, Attempt: a.Number}
+	if j := a.Job.job; a.Leased && !a.Job.backfill && j.lateRetry(run.Slot, a.Number, h.s.now()) {
+		return runner.Result{Token: a.Token, Attempt: a.Number, Status: runner.StatusError,
+			Error: fmt.Sprintf("attempt %d not run: it came after the job's next slot was due (overlap %s)", a.Number, j.opt.Overlap)}
+	}
 	if j := a.Job.job; j.opt.Overlap == OverlapBufferOne && a.Leased && !a.Job.backfill {
 		if skip := h.s.bufferOne(ctx, j, a.Slot); skip {
 			h.Settled(ctx, a, runner.StatusSkipped)

@@ -117,3 +117,14 @@ func (j *job) retryIn(slot time.Time, n int, err error, now time.Time) (time.Dur
 	}
 	return d, true
 }
+
+// lateRetry reports whether attempt n (> 1) of the job's slot, won at now,
+// must not run: the job retries errors, its overlap policy is not allow,
+// and the job's next slot is already due. A retry is only set up to start
+// before the next slot (retryIn), but the claim that takes it may come
+// late (every instance busy, the store slow); the attempt is then recorded
+// as an error instead of overlapping the next slot. Takeovers after a
+// crash of such a job obey the same rule.
+func (j *job) lateRetry(slot time.Time, n int, now time.Time) bool {
+	return n > 1 && j.opt.Retry.MaxRetries > 0 && j.opt.Overlap != OverlapAllow && !now.Before(j.nextSlot(slot))
+}

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -249,6 +251,85 @@ func TestRetryTakenByAnotherInstance(t *testing.T) {
 		}
 		if !recs[0].StartedAt.After(recs[1].FinishedAt.Add(10*time.Second - time.Millisecond)) {
 			t.Errorf("the retry started %v after the failure, want >= the 10 s backoff", recs[0].StartedAt.Sub(recs[1].FinishedAt))
+		}
+	})
+}
+
+// failingClaims makes every lease claim fail while down is set: the store
+// is unreachable for claims.
+type failingClaims struct {
+	*membackend.Backend
+	down *atomic.Bool
+}
+
+func (f failingClaims) Runs() anarchon.RunStore {
+	return failingRuns{RunStore: f.Backend.Runs(), down: f.down}
+}
+
+type failingRuns struct {
+	anarchon.RunStore
+	down *atomic.Bool
+}
+
+func (f failingRuns) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.ClaimOutcome, error) {
+	if f.down.Load() {
+		return anarchon.ClaimOutcome{}, errPartition
+	}
+	return f.RunStore.Claim(ctx, c)
+}
+
+// The retry is set up to start before the next slot (10 s job, 4 s
+// backoff), but no claim reaches the store until 12 s: the attempt that
+// then wins the slot does not run its handler (it would overlap the next
+// slot) and the slot ends with an error saying so.
+func TestRetryNeverAfterNextSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := membackend.New(nil)
+		var down atomic.Bool
+		var mu sync.Mutex
+		var calls []anarchon.Run
+		h := func(ctx context.Context, run *anarchon.Run) error {
+			mu.Lock()
+			calls = append(calls, *run)
+			mu.Unlock()
+			if run.Attempt == 1 {
+				down.Store(true) // the store stops answering claims
+			}
+			return errors.New("fails")
+		}
+		slot := time.Now().Truncate(10 * time.Second).Add(10 * time.Second)
+		var ss []*anarchon.Scheduler
+		for i := range 3 {
+			s := newSched(t, failingClaims{store, &down}, fmt.Sprintf("i%d", i), nil)
+			if err := s.Every("tight", 10*time.Second, h, &anarchon.JobOptions{Retry: anarchon.Retry{MaxRetries: 3, InitialBackoff: 4 * time.Second}}); err != nil {
+				t.Fatal(err)
+			}
+			mustStart(t, s)
+			ss = append(ss, s)
+		}
+		time.Sleep(time.Until(slot.Add(12 * time.Second)))
+		down.Store(false)
+		time.Sleep(5 * time.Second)
+		stopAll(t, ss...)
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range calls {
+			if c.Slot.Equal(slot) && c.Attempt > 1 {
+				t.Errorf("attempt %d of the slot ran after the next slot was due", c.Attempt)
+			}
+		}
+		recs := historyBySlot(t, ss[0], "tight")[slot.UnixMilli()]
+		found := false
+		for _, r := range recs {
+			if r.Attempt == 2 {
+				found = true
+				if r.Status != anarchon.StatusError || !strings.Contains(r.Error, "came after the job's next slot was due") {
+					t.Errorf("attempt 2's record %+v", r)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no record of attempt 2: %+v", recs)
 		}
 	})
 }
