@@ -27,7 +27,8 @@ import (
 // parent being cancelled; a Timeout itself is a handler error like any
 // other and is retried. Under an overlap policy other than OverlapAllow a
 // retry that would start at or after the job's next slot is not made: the
-// slot ends with the last attempt's error.
+// slot ends with the last attempt's error; and a retry whose claim comes
+// only after the next slot is due records an error instead of running.
 type Retry struct {
 	// MaxRetries is how many times a failed slot is run again. 0, the
 	// default, means never; at most MaxRetries (the constant, 1,000).
