@@ -139,8 +139,10 @@ func (h host) SaveResult(ctx context.Context, a *attempt, r *runner.Result) erro
 }
 
 // stored checks PauseOnFailure once a failed run's result is in the store.
+// An attempt that will be retried (JobOptions.Retry) is not checked: its
+// slot has not failed yet.
 func (h host) stored(ctx context.Context, a *attempt, r *runner.Result, err error) {
-	if err == nil && r.Status == runner.StatusError && a.Job.job.opt.PauseOnFailure > 0 {
+	if err == nil && r.Status == runner.StatusError && !r.Retry && a.Job.job.opt.PauseOnFailure > 0 {
 		h.s.afterFailure(ctx, a.Job.job, r.Error)
 	}
 }

@@ -333,3 +333,29 @@ func TestRetryNeverAfterNextSlot(t *testing.T) {
 		}
 	})
 }
+
+// With retries, PauseOnFailure counts slots, not attempts: one slot whose
+// three attempts all fail is one failed run; the job pauses after its
+// second failed slot.
+func TestRetryPauseOnFailureCountsSlots(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		opts := &anarchon.JobOptions{PauseOnFailure: 2, Retry: anarchon.Retry{MaxRetries: 2, InitialBackoff: time.Second}}
+		ss, calls := retryCluster(t, 3, time.Minute, opts, func(run *anarchon.Run) error { return errors.New("down") })
+		first := time.Now().Truncate(time.Minute).Add(time.Minute)
+		time.Sleep(time.Until(first.Add(30 * time.Second)))
+		st, err := ss[0].JobState(context.Background(), "flaky")
+		if err != nil || st.Paused {
+			t.Fatalf("after one failed slot (3 attempts): %+v %v, want not paused", st, err)
+		}
+		time.Sleep(time.Minute)
+		st, err = ss[0].JobState(context.Background(), "flaky")
+		if err != nil || !st.Paused {
+			t.Fatalf("after two failed slots: %+v %v, want paused", st, err)
+		}
+		time.Sleep(3 * time.Minute)
+		stopAll(t, ss...)
+		if n := len(calls()); n != 6 {
+			t.Errorf("%d attempts, want 6: 3 for each of two slots, none after the pause", n)
+		}
+	})
+}
