@@ -213,7 +213,7 @@ func (s *Scheduler) JobStates(ctx context.Context) ([]JobState, error) {
 }
 
 // afterFailure pauses j cluster-wide once its last PauseOnFailure runs in
-// the store's history all failed. It runs after a failed run's result was
+// the store's history all failed (a slot counts once, by its last attempt). It runs after a failed run's result was
 // stored, so the history it reads includes that run; runs on other
 // instances count too. Slots that did not run (paused, missed, skipped)
 // and runs still going neither count nor break the row.
@@ -232,8 +232,16 @@ func (s *Scheduler) afterFailure(ctx context.Context, j *job, lastErr string) {
 		return
 	}
 	row := 0
+	seen := make(map[time.Time]bool, len(hist))
 count:
 	for _, r := range hist {
+		// A slot counts once, by its newest record: the earlier failed
+		// attempts of a retried slot (JobOptions.Retry) are not runs of
+		// their own.
+		if seen[r.Slot] {
+			continue
+		}
+		seen[r.Slot] = true
 		switch r.Status {
 		case StatusError, StatusAbandoned:
 			if row++; row >= n {

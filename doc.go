@@ -73,6 +73,13 @@
 // they poll every [Options.PollInterval]. Jobs use leases by default on such
 // a backend; [JobOptions.NoLease] opts out.
 //
+// Leases also carry what a run can be beyond one attempt per slot:
+// [JobOptions.Retry] runs a failed slot again, as further attempts that any
+// instance may take after a backoff by the store's clock (a handler marks
+// an error not worth retrying with [Permanent]); [Scheduler.Backfill] runs
+// the unrun slots of a past range once across the cluster. A one-off job
+// ([Scheduler.At]) runs once at its time, on any backend.
+//
 // # Clocks
 //
 // Lateness and leases are judged by one clock, the store's. A backend that

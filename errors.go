@@ -37,18 +37,27 @@ var (
 	// ErrNoBackend is returned by Start, and wrapped in the ValidationError
 	// of every job added, when New was given a nil Backend.
 	ErrNoBackend = errors.New("anarchon: no backend")
-	// ErrPermanent marks a store error that will not go away if the call is
-	// repeated: a dropped table, a refused input, a closed backend. Backends
-	// mark such errors with [Permanent]; the scheduler gives a call that
-	// failed with one up at once instead of retrying it. An error without
-	// the mark is taken to be transient (a timeout, a lost connection).
+	// ErrPermanent marks an error that will not go away if the call is
+	// repeated: for a store, a dropped table, a refused input, a closed
+	// backend; for a handler, whatever it decides is not worth a retry.
+	// Both mark such errors with [Permanent]; the scheduler gives a store
+	// call that failed with one up at once instead of retrying it, and
+	// does not retry a handler that returned one. An error without the
+	// mark is taken to be transient (a timeout, a lost connection).
 	ErrPermanent = errors.New("anarchon: permanent store error")
 )
 
 // Permanent marks err as permanent: errors.Is(result, ErrPermanent) is
 // true, and err stays reachable by errors.Is and errors.As. The result's
-// message is err's. Permanent(nil) is nil. A backend calls it at its
-// boundary on errors that retrying cannot fix (SPEC §4, error classes).
+// message is err's. Permanent(nil) is nil. It has one meaning in two
+// places, "repeating this cannot help":
+//
+//   - A backend calls it at its boundary on store errors that retrying
+//     cannot fix (SPEC §4, error classes); the scheduler then gives the
+//     store call up at once.
+//   - A handler returns it to say its error is not worth retrying: the
+//     slot ends with that error whatever JobOptions.Retry allows (SPEC §6,
+//     retries). The recorded error text is err's.
 func Permanent(err error) error {
 	if err == nil || errors.Is(err, ErrPermanent) {
 		return err
@@ -85,6 +94,9 @@ const (
 	CodeNeedsRunStore    Code = "needs_run_store"   // the job asks for leases, overlap protection or catch-up and the backend has no RunStore (SPEC §6)
 	CodeBackendRefused   Code = "backend_refused"   // the backend's JobChecker refused the job; the backend's error is wrapped
 	CodeNeedsJobControl  Code = "needs_job_control" // the job has PauseOnFailure and the backend has no JobControl (SPEC §12)
+	CodeBadRange         Code = "bad_range"         // a backfill's from is not before its to, or to is in the future
+	CodeTooManySlots     Code = "too_many_slots"    // a backfill's range holds more than BackfillOptions.MaxSlots slots and was not confirmed
+	CodeTooLate          Code = "too_late"          // a one-off job's time is further in the past than MaxLate (and CatchUp.Window) allow: no instance would run it
 )
 
 // ValidationError reports a job that cannot be registered. It is returned by

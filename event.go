@@ -35,6 +35,14 @@ const (
 	// lists them, each compared with this instance (its Reference); it is
 	// empty when every live instance runs the same job set again.
 	EventJobSetMismatch
+	// EventRetry: a handler failed and its slot will be run again by a
+	// further attempt (JobOptions.Retry): Attempt is the failed attempt,
+	// Status its status and Duration the backoff before the retry.
+	EventRetry
+	// EventBackfill: Scheduler.Backfill handled a slot: Outcome is "ran"
+	// (this caller ran it; Status is its result) or "skipped" (settled
+	// already, or run elsewhere).
+	EventBackfill
 )
 
 // Event reports something the scheduler did, for metrics and tracing. It is

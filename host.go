@@ -3,6 +3,7 @@ package anarchon
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -15,6 +16,8 @@ type slotRun struct {
 	job   *job
 	run   Run
 	claim ClaimSpan // the Tracer's span of the latest claim; the run's parent when it won
+
+	backfill bool // started by Backfill: the overlap policy does not apply
 }
 
 // host gives the run path (internal/runner) the scheduler's store calls,
@@ -84,7 +87,7 @@ func (h host) ClaimLease(ctx context.Context, a *runner.Leased[slotRun]) (runner
 		Lease:        a.Lease,
 		MaxLate:      a.MaxLate,
 		AllowOverlap: a.AllowOverlap,
-		MaxAttempts:  a.Job.job.opt.MaxAttempts,
+		MaxAttempts:  a.Job.job.opt.MaxAttempts + a.Job.job.opt.Retry.MaxRetries,
 	})
 	cs.End(ClaimEnd{Outcome: outcomeName(out, err), Attempt: out.Attempt, Err: err})
 	if err != nil {
@@ -136,8 +139,10 @@ func (h host) SaveResult(ctx context.Context, a *attempt, r *runner.Result) erro
 }
 
 // stored checks PauseOnFailure once a failed run's result is in the store.
+// An attempt that will be retried (JobOptions.Retry) is not checked: its
+// slot has not failed yet.
 func (h host) stored(ctx context.Context, a *attempt, r *runner.Result, err error) {
-	if err == nil && r.Status == runner.StatusError && a.Job.job.opt.PauseOnFailure > 0 {
+	if err == nil && r.Status == runner.StatusError && !r.Retry && a.Job.job.opt.PauseOnFailure > 0 {
 		h.s.afterFailure(ctx, a.Job.job, r.Error)
 	}
 }
@@ -146,21 +151,40 @@ func (h host) Execute(ctx context.Context, a *attempt) runner.Result {
 	// The Run lives in the attempt: one allocation for both.
 	run := &a.Job.run
 	*run = Run{Job: a.Name, Slot: a.SlotTime(), InstanceID: h.s.opts.InstanceID, Token: a.Token, Attempt: a.Number}
+	if j := a.Job.job; a.Leased && !a.Job.backfill && j.lateRetry(run.Slot, a.Number, h.s.now()) {
+		return runner.Result{Token: a.Token, Attempt: a.Number, Status: runner.StatusError,
+			Error: fmt.Sprintf("attempt %d not run: it came after the job's next slot was due (overlap %s)", a.Number, j.opt.Overlap)}
+	}
+	if j := a.Job.job; j.opt.Overlap == OverlapBufferOne && a.Leased && !a.Job.backfill {
+		if skip := h.s.bufferOne(ctx, j, a.Slot); skip {
+			h.Settled(ctx, a, runner.StatusSkipped)
+			return runner.Result{Token: a.Token, Attempt: a.Number, Status: runner.StatusSkipped}
+		}
+	}
 	cs := a.Job.claim
 	if cs == nil {
 		cs = nopSpan{}
 	}
-	res := h.s.execute(ctx, a.Job.job, run, cs)
-	return runner.Result{
+	res, err := h.s.execute(ctx, a.Job.job, run, cs)
+	out := runner.Result{
 		Token: res.Token, Attempt: res.Attempt, Status: runner.Status(res.Status),
 		StartedAt: res.StartedAt, FinishedAt: res.FinishedAt, Error: res.Error, Output: res.Output,
 	}
+	out.RetryIn, out.Retry = a.Job.job.retryIn(run.Slot, run.Attempt, err, h.s.now())
+	return out
 }
 
 func (h host) Missed(ctx context.Context, a *attempt, late time.Duration) {
 	h.s.log.LogAttrs(ctx, slog.LevelWarn, "slot missed: too late to run",
 		slog.String("job", a.Name), slog.Time("slot", a.SlotTime()), slog.Duration("late", late), slog.Duration("max_late", a.Job.job.opt.MaxLate))
 	h.s.emit(Event{Kind: EventSlotSkipped, Job: a.Name, Slot: a.SlotTime(), Status: StatusMissed, Lateness: late})
+}
+
+func (h host) Retrying(ctx context.Context, a *runner.Leased[slotRun], res *runner.Result) {
+	h.s.log.LogAttrs(ctx, slog.LevelWarn, "run failed; retrying",
+		slog.String("job", a.Name), slog.Time("slot", a.SlotTime()), slog.Int("attempt", res.Attempt),
+		slog.Duration("backoff", res.RetryIn), slog.String("error", res.Error))
+	h.s.emit(Event{Kind: EventRetry, Job: a.Name, Slot: a.SlotTime(), Attempt: res.Attempt, Status: Status(res.Status), Duration: res.RetryIn})
 }
 
 func (h host) Settled(ctx context.Context, a *attempt, st runner.Status) {

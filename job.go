@@ -9,7 +9,8 @@ import (
 // (cause [ErrTimeout]), when its lease is lost (cause [ErrLeaseLost]) or when
 // the scheduler's Stop deadline passes (cause [ErrStopped]); read the cause
 // with [context.Cause]. A returned error is recorded as the run's error; a
-// panic is recovered and recorded the same way.
+// panic is recovered and recorded the same way. With JobOptions.Retry, an
+// error is retried unless the handler marks it with [Permanent].
 type Handler func(ctx context.Context, run *Run) error
 
 // Run describes the run a handler is executing.
@@ -19,7 +20,7 @@ type Run struct {
 	InstanceID string    // this instance
 	Token      string    // the claim's token, unique to this attempt
 	// Attempt is 1 for the first holder of the slot and grows by one with
-	// each takeover by a backup. Pass it with Slot to a downstream system as
+	// each takeover by a backup and with each retry (JobOptions.Retry). Pass it with Slot to a downstream system as
 	// a fencing number: a write tagged (slot, attempt) older than one already
 	// seen for the same slot comes from a holder that lost its lease and is
 	// rejected.
@@ -65,9 +66,17 @@ const (
 	// OverlapAllow runs every slot even while earlier ones still run.
 	// Kubernetes: Allow; Temporal: AllowAll.
 	OverlapAllow
+	// OverlapBufferOne makes a slot that comes due while an earlier run of
+	// the job holds a live lease wait for it, then run; a slot that comes
+	// due while one is already waiting is skipped (recorded skipped).
+	// Temporal: BufferOne. The waiting slot is claimed (and its lease
+	// renewed) while it waits, so it runs once and a backup takes it over
+	// like any run; it starts within Options.PollInterval of the end of
+	// the run it waits for. See SPEC §6, overlap.
+	OverlapBufferOne
 )
 
-// String returns "default", "skip" or "allow".
+// String returns "default", "skip", "allow" or "buffer_one".
 func (p OverlapPolicy) String() string {
 	switch p {
 	case OverlapDefault:
@@ -76,6 +85,8 @@ func (p OverlapPolicy) String() string {
 		return "skip"
 	case OverlapAllow:
 		return "allow"
+	case OverlapBufferOne:
+		return "buffer_one"
 	}
 	return "unknown"
 }
@@ -171,7 +182,8 @@ type JobOptions struct {
 	CatchUp CatchUp
 	// MaxAttempts is how many holders a slot may have (the first plus
 	// takeovers) before it is recorded abandoned. Defaults to
-	// DefaultMaxAttempts (3).
+	// DefaultMaxAttempts (3). Retries come on top: the store abandons a
+	// slot after MaxAttempts + Retry.MaxRetries attempts.
 	MaxAttempts int
 	// PauseOnFailure pauses the job on every instance (SPEC §12) once its
 	// last PauseOnFailure runs in the store's history, from any instance,
@@ -179,6 +191,10 @@ type JobOptions struct {
 	// count and the last error. It needs a backend with JobControl
 	// (CodeNeedsJobControl otherwise). Defaults to 0: never.
 	PauseOnFailure int
+	// Retry retries the slot after a handler error, as further attempts
+	// of the same slot that any instance may take (see [Retry]). Defaults
+	// to no retries. It needs a backend with a RunStore.
+	Retry Retry
 	// Fingerprint is extra material for the job's fingerprint in the
 	// instance registry ([FingerprintJob], SPEC §10), e.g. the command a
 	// daemon runs, so that instances that run the job differently are

@@ -27,10 +27,11 @@ func (s *Scheduler) enqueue(ctx context.Context, j *job, old *job) {
 		return
 	}
 	s.queue.Add(&j.entry, now)
+	s.startOnce(j, now)
 	if !j.leased {
 		return
 	}
-	if j.opt.CatchUp.Window > 0 {
+	if j.opt.CatchUp.Window > 0 && j.at.IsZero() {
 		s.catchUp(j, now)
 	}
 	s.adoptActive(ctx, j)

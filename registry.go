@@ -132,7 +132,7 @@ const fingerprintLen = 16
 // from what decides which slots run and how they are claimed: the name,
 // the schedule (cron fields compared as written, runs of blanks folded),
 // the zone, and after defaults the options Offset, MaxLate, NoLease (as the
-// leased flag), Lease, Overlap, MaxAttempts, CatchUp and Fingerprint.
+// leased flag), Lease, Overlap, MaxAttempts, CatchUp, Retry (when MaxRetries > 0) and Fingerprint.
 // Jitter, Timeout and the history options are left out: instances that
 // differ in them still run each slot once. Two instances whose jobs of one
 // name have different fingerprints run them differently, for example a
@@ -160,6 +160,16 @@ func FingerprintJob(j JobInfo) string {
 		field(strconv.Itoa(o.MaxAttempts))
 		dur(o.CatchUp.Window)
 		field(strconv.Itoa(o.CatchUp.Max))
+		if r := o.Retry; r.MaxRetries > 0 {
+			// Only when set, so that the fingerprints of jobs without
+			// retries stay those of earlier versions.
+			field("retry")
+			field(strconv.Itoa(r.MaxRetries))
+			dur(r.InitialBackoff)
+			dur(r.MaxBackoff)
+			field(strconv.FormatFloat(r.Multiplier, 'g', -1, 64))
+			dur(r.Jitter)
+		}
 	}
 	field(o.Fingerprint)
 	sum := sha256.Sum256([]byte(b.String()))

@@ -30,16 +30,18 @@ func (s *Scheduler) fire(ctx context.Context, j *job, slot time.Time) {
 // lease returns a leased attempt at j's slot; maxLate 0 means no limit.
 func (s *Scheduler) lease(j *job, slot time.Time, maxLate time.Duration) *runner.Leased[slotRun] {
 	a := s.run.Lease(slotRun{job: j}, j.name, slot, j.opt.Lease, maxLate)
-	a.AllowOverlap = j.opt.Overlap == OverlapAllow
+	// BufferOne claims with overlap allowed and decides after the win
+	// (bufferOne).
+	a.AllowOverlap = j.opt.Overlap == OverlapAllow || j.opt.Overlap == OverlapBufferOne
 	return a
 }
 
 // execute runs the handler with the job's timeout, recovering a panic, and
-// returns the result to store.
+// returns the result to store and the handler's error.
 //
 // cs is the claim that won the run: the handler's context is the one its
 // StartRun returns.
-func (s *Scheduler) execute(ctx context.Context, j *job, run *Run, cs ClaimSpan) StoredResult {
+func (s *Scheduler) execute(ctx context.Context, j *job, run *Run, cs ClaimSpan) (StoredResult, error) {
 	ctx, rs := cs.StartRun(ctx, run)
 	if j.opt.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -67,7 +69,7 @@ func (s *Scheduler) execute(ctx context.Context, j *job, run *Run, cs ClaimSpan)
 		re.Lateness = start.Sub(run.Slot)
 	}
 	rs.End(re)
-	return res
+	return res, err
 }
 
 // call runs h, turning a panic into an error that carries the stack.

@@ -208,6 +208,8 @@ type Schedule struct {
 	interval time.Duration
 	expr     string
 	cron     bool
+	at       time.Time // Once
+	once     bool
 }
 
 // Interval is a schedule of slots every d, aligned to the Unix epoch.
@@ -216,8 +218,12 @@ func Interval(d time.Duration) Schedule { return Schedule{interval: d} }
 // CronSchedule is a schedule given by a cron expression (package docs).
 func CronSchedule(expr string) Schedule { return Schedule{expr: expr, cron: true} }
 
-// String returns "every <d>" or the cron expression.
+// String returns "every <d>", the cron expression, or "at <RFC 3339
+// time>".
 func (s Schedule) String() string {
+	if s.once {
+		return "at " + s.at.Format(time.RFC3339Nano)
+	}
 	if s.cron {
 		return s.expr
 	}
@@ -295,7 +301,8 @@ type job struct {
 	offset   time.Duration
 	expr     *cron.Expr
 	loc      *time.Location
-	leased   bool // runs through the RunStore
+	leased   bool      // runs through the RunStore
+	at       time.Time // a one-off job's slot; zero for others
 	sched    string
 
 	entry   runner.Entry[*job] // its place in the scheduler's queue
@@ -319,6 +326,9 @@ func (s *Scheduler) compile(j Job) (*job, error) {
 	}
 	jb.opt = *o
 	if err := s.checkLimits(jb, bad); err != nil {
+		return nil, err
+	}
+	if err := s.checkOnceLate(jb, bad); err != nil {
 		return nil, err
 	}
 	return jb, nil
@@ -376,8 +386,11 @@ func (s *Scheduler) checkInput(j Job, bad badFunc) (*JobOptions, error) {
 	if o.CatchUp.Max > 0 && o.CatchUp.Window == 0 {
 		return nil, bad("CatchUp.Max", CodeBadOption, "CatchUp.Max without a CatchUp.Window does nothing", nil)
 	}
-	if o.Overlap < OverlapDefault || o.Overlap > OverlapAllow {
+	if o.Overlap < OverlapDefault || o.Overlap > OverlapBufferOne {
 		return nil, bad("Overlap", CodeBadOption, fmt.Sprintf("unknown overlap policy %d", int(o.Overlap)), nil)
+	}
+	if err := checkRetry(&o.Retry, bad); err != nil {
+		return nil, err
 	}
 	return &o, nil
 }
@@ -388,6 +401,12 @@ func (s *Scheduler) compileSchedule(j Job, o *JobOptions, bad badFunc) (*job, er
 	jb := &job{name: j.Name, handler: j.Handler, sched: j.Schedule.String()}
 
 	interval := j.Schedule.interval
+	if j.Schedule.once {
+		if err := s.compileOnce(jb, j.Schedule.at, o, bad); err != nil {
+			return nil, err
+		}
+		return jb, nil
+	}
 	if j.Schedule.cron {
 		e, err := cron.Parse(j.Schedule.expr)
 		if err != nil {
@@ -433,13 +452,13 @@ func (s *Scheduler) compileSchedule(j Job, o *JobOptions, bad badFunc) (*job, er
 // resolveOptions decides whether the job runs under leases and applies the
 // defaults.
 func (s *Scheduler) resolveOptions(jb *job, o *JobOptions, bad badFunc) error {
-	wantsLeases := o.Lease > 0 || o.Overlap == OverlapSkip || o.CatchUp.Window > 0 || o.MaxAttempts > 0
+	wantsLeases := o.Lease > 0 || o.Overlap == OverlapSkip || o.Overlap == OverlapBufferOne || o.CatchUp.Window > 0 || o.MaxAttempts > 0 || o.Retry.MaxRetries > 0
 	if o.NoLease && wantsLeases {
-		return bad("NoLease", CodeBadOption, "NoLease conflicts with Lease, Overlap skip, CatchUp or MaxAttempts", nil)
+		return bad("NoLease", CodeBadOption, "NoLease conflicts with Lease, Overlap skip, CatchUp, MaxAttempts or Retry", nil)
 	}
 	if s.runs == nil && wantsLeases {
 		return bad("Lease", CodeNeedsRunStore,
-			fmt.Sprintf("leases, overlap skip, catch-up and attempts need a backend with a RunStore; %q has none", s.backend.Name()), nil)
+			fmt.Sprintf("leases, overlap skip, catch-up, attempts and retries need a backend with a RunStore; %q has none", s.backend.Name()), nil)
 	}
 	jb.leased = s.runs != nil && !o.NoLease
 
@@ -514,14 +533,22 @@ func (s *Scheduler) checkLimits(jb *job, bad badFunc) error {
 }
 
 // nextSlot returns the job's first slot strictly after t.
+// A one-off job's is its slot before it, and neverSlot from it on.
 func (j *job) nextSlot(t time.Time) time.Time {
+	if !j.at.IsZero() {
+		if t.Before(j.at) {
+			return j.at
+		}
+		return neverSlot
+	}
 	if j.expr != nil {
 		return j.expr.Next(t, j.loc).UTC()
 	}
 	return cron.NextMultiple(t, j.interval, j.offset).UTC()
 }
 
-// NextSlots returns the n slots of the named job strictly after t (t zero:
+// NextSlots returns the n slots (fewer for a one-off job: none once its
+// slot is past) of the named job strictly after t (t zero:
 // now by the store's clock), in UTC. It returns ErrNotFound for an unknown
 // job.
 func (s *Scheduler) NextSlots(name string, after time.Time, n int) ([]time.Time, error) {
@@ -540,6 +567,9 @@ func (s *Scheduler) NextSlots(name string, after time.Time, n int) ([]time.Time,
 	out := make([]time.Time, 0, n)
 	for range n {
 		after = j.nextSlot(after)
+		if after.Equal(neverSlot) {
+			break // a one-off job's slot has passed
+		}
 		out = append(out, after)
 	}
 	return out, nil
@@ -734,7 +764,7 @@ func (s *Scheduler) RunNow(ctx context.Context, name string) (RunRecord, error) 
 	run := &Run{Job: name, Slot: time.UnixMilli(in.Slot).UTC(), InstanceID: s.opts.InstanceID, Token: in.Token, Attempt: 1, Manual: true}
 	hctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	res := s.execute(hctx, j, run, cs)
+	res, _ := s.execute(hctx, j, run, cs) // a RunNow run is not retried
 	if err := s.backend.SaveResult(ctx, SaveResultInput{Job: name, Result: res, HistorySize: j.opt.HistorySize, HistoryTTL: j.opt.HistoryTTL}); err != nil {
 		s.storeError(ctx, "SaveResult", name, run.Slot, err)
 		return RunRecord{}, err

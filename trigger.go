@@ -266,7 +266,7 @@ func (s *Scheduler) runTrigger(j *job, p TriggerRecord, token string, ts Trigger
 		Manual: true, TriggerKey: p.Key, TriggeredBy: p.By}
 	s.log.LogAttrs(ctx, slog.LevelInfo, "triggered run", slog.String("job", j.name), slog.String("key", p.Key), slog.String("by", p.By))
 	hctx, hcancel := context.WithCancelCause(s.runCtx)
-	res := s.execute(hctx, j, run, cs)
+	res, _ := s.execute(hctx, j, run, cs) // a triggered run is not retried
 	hcancel(nil)
 	if err := s.backend.SaveResult(ctx, SaveResultInput{Job: j.name, Result: res, HistorySize: j.opt.HistorySize, HistoryTTL: j.opt.HistoryTTL}); err != nil {
 		s.storeError(ctx, "SaveResult", j.name, run.Slot, err)

@@ -143,6 +143,8 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Close", func(t *testing.T) { testClose(t, h, hasLeases) })
 	if hasLeases {
 		t.Run("RunStore", func(t *testing.T) { testRunStore(t, h) })
+		t.Run("Retry", func(t *testing.T) { testRetries(t, h) })
+		t.Run("Backfill", func(t *testing.T) { testBackfill(t, h) })
 	} else {
 		t.Log("anarchontest: backend has no RunStore (anarchon.LeaseBackend); lease tests not run")
 	}

@@ -272,7 +272,8 @@ shared store (SQLite by default, PostgreSQL, Redis, NATS), and exactly one wins.
 
 	root.AddCommand(runCmd(g, stdout, stderr), historyCmd(g, stdout), runNowCmd(g, stdout, stderr),
 		statusCmd(g, stdout, stderr), nextCmd(stdout), validateCmd(g, stdout), versionCmd(stdout),
-		controlCmd(g, stdout, stderr, true), controlCmd(g, stdout, stderr, false), triggerCmd(g, stdout, stderr))
+		controlCmd(g, stdout, stderr, true), controlCmd(g, stdout, stderr, false), triggerCmd(g, stdout, stderr),
+		backfillCmd(g, stdout, stderr))
 	markUsage(root)
 	return root
 }

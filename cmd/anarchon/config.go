@@ -17,7 +17,7 @@ import (
 // jobKeys are the keys a job of a YAML file may have.
 var jobKeys = []string{
 	"name", "schedule", "zone", "command", "shell", "env", "workdir", "user", "timeout", "jitter",
-	"max_late", "overlap", "catch_up", "lease", "max_attempts", "history_size",
+	"max_late", "overlap", "catch_up", "lease", "max_attempts", "history_size", "retry", "at",
 }
 
 var (
@@ -169,6 +169,16 @@ func decodeJob(file string, n *yaml.Node) (*jobSpec, []error) {
 			if s, ok := str(); ok {
 				j.Zone = s
 			}
+		case "at":
+			if s, ok := str(); ok {
+				t, err := time.Parse(time.RFC3339Nano, s)
+				if err != nil {
+					fail(v.Line, "at: %q is not an RFC 3339 time (like 2026-12-24T18:00:00+02:00)", s)
+					continue
+				}
+				j.At = t.UTC()
+				j.Schedule = "at " + j.At.Format(time.RFC3339Nano)
+			}
 		case "workdir":
 			if s, ok := str(); ok {
 				j.Workdir = s
@@ -239,9 +249,13 @@ func decodeJob(file string, n *yaml.Node) (*jobSpec, []error) {
 				j.Options.Overlap = anarchon.OverlapSkip
 			case "allow":
 				j.Options.Overlap = anarchon.OverlapAllow
+			case "buffer_one":
+				j.Options.Overlap = anarchon.OverlapBufferOne
 			default:
-				fail(v.Line, "overlap: %q is not skip or allow", s)
+				fail(v.Line, "overlap: %q is not skip, allow or buffer_one", s)
 			}
+		case "retry":
+			decodeRetry(j, v, fail)
 		case "catch_up":
 			if v.Kind != yaml.MappingNode {
 				fail(v.Line, "catch_up: want a mapping with window and max")
@@ -281,7 +295,12 @@ func decodeJob(file string, n *yaml.Node) (*jobSpec, []error) {
 	if _, ok := j.Lines["name"]; !ok {
 		fail(n.Line, "job without a name")
 	}
-	if _, ok := j.Lines["schedule"]; !ok {
+	_, hasSchedule := j.Lines["schedule"]
+	_, hasAt := j.Lines["at"]
+	switch {
+	case hasSchedule && hasAt:
+		fail(j.Lines["at"], "job %q: give schedule or at, not both", j.Name)
+	case !hasSchedule && !hasAt:
 		fail(n.Line, "job %q: no schedule", j.Name)
 	}
 	_, hasShell := j.Lines["shell"]

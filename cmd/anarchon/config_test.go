@@ -55,6 +55,12 @@ func TestParseConfig(t *testing.T) {
 		t.Errorf("registration: %v", errs)
 	}
 
+	// overlap: buffer_one.
+	jobs, errs = parseConfig("o.yaml", []byte("- name: x\n  schedule: '@hourly'\n  shell: date\n  overlap: buffer_one\n"))
+	if len(errs) > 0 || len(jobs) != 1 || jobs[0].Options.Overlap != anarchon.OverlapBufferOne {
+		t.Fatalf("buffer_one: %v %v", jobs, errs)
+	}
+
 	// A bare list works too.
 	jobs, errs = parseConfig("b.yaml", []byte("- name: x\n  schedule: '@hourly'\n  shell: date\n"))
 	if len(errs) > 0 || len(jobs) != 1 || jobs[0].Line != 1 {
@@ -84,7 +90,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"repeated key", "- name: a\n  name: b\n  schedule: '@daily'\n  shell: date\n",
 			[]string{`c.yaml:2: key "name" repeated (first at line 1)`}},
 		{"overlap", "- name: a\n  schedule: '@daily'\n  shell: date\n  overlap: queue\n",
-			[]string{`c.yaml:4: overlap: "queue" is not skip or allow`}},
+			[]string{`c.yaml:4: overlap: "queue" is not skip, allow or buffer_one`}},
 		{"catch_up", "- name: a\n  schedule: '@daily'\n  shell: date\n  catch_up: {window: 1h, max: x, size: 1}\n",
 			[]string{`c.yaml:4: catch_up.max: "x"`, `c.yaml:4: catch_up: unknown key "size"`}},
 		{"top level", "jobz: []\n", []string{`c.yaml:1: unknown key "jobz"`}},
@@ -109,6 +115,8 @@ func TestParseConfigErrors(t *testing.T) {
 func FuzzParseConfig(f *testing.F) {
 	f.Add("jobs:\n  - name: a\n    schedule: '@daily'\n    shell: date\n    timeout: 1s\n")
 	f.Add("- {name: a, schedule: '* * * * * *', command: [x], catch_up: {window: 1h}}\n")
+	f.Add("- {name: a, schedule: '@hourly', shell: x, retry: {max_retries: 2, initial_backoff: 1s, multiplier: 1.5, permanent_exit_codes: [2]}}\n")
+	f.Add("- {name: a, at: '2030-01-01T00:00:00+02:00', shell: x, overlap: buffer_one}\n")
 	f.Fuzz(func(t *testing.T, s string) {
 		jobs, _ := parseConfig("f", []byte(s))
 		_ = checkJobs(jobs)

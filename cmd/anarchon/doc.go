@@ -57,10 +57,21 @@
 // newlines) and \% is a literal %, as in Vixie cron.
 //
 // The YAML file is a list of jobs (or a mapping whose only key is "jobs"),
-// each with name, schedule, zone, command (an argv list) or shell (a string
-// for sh -c), env, workdir, timeout, jitter, max_late, overlap (skip or
-// allow), catch_up {window, max}, lease, max_attempts and history_size.
-// Durations are Go durations ("30s"). Unknown keys are errors.
+// each with name, schedule (or at, an RFC 3339 time, for a one-off job
+// that runs once across the replicas; one whose time is past its max_late
+// when the file is loaded is reported as a warning and not scheduled),
+// zone, command (an argv list) or shell (a string
+// for sh -c), env, workdir, timeout, jitter, max_late, overlap (skip,
+// allow or buffer_one), catch_up {window, max}, lease, max_attempts, history_size and
+// retry {max_retries, initial_backoff, max_backoff, multiplier, jitter,
+// permanent_exit_codes}. Durations are Go durations ("30s"). Unknown keys
+// are errors.
+//
+// A failed command is run again, as a further attempt of the same slot on
+// whichever replica claims it, while retry.max_retries allows; a command
+// that exits with one of retry.permanent_exit_codes is not retried (its
+// error is marked anarchon.Permanent), like a Kubernetes podFailurePolicy
+// rule with action FailJob.
 //
 // # Processes
 //

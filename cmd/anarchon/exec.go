@@ -201,7 +201,7 @@ func (e *executor) handler(j *jobSpec) anarchon.Handler {
 		if err != nil {
 			var ee *exec.ExitError
 			if errors.As(err, &ee) {
-				return ee // "exit status N" or "signal: killed"
+				return commandExitError(j, ee) // "exit status N" or "signal: killed"
 			}
 			return err
 		}

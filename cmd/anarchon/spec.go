@@ -33,6 +33,9 @@ type jobSpec struct {
 	Reboot   bool     // @reboot: run once when the daemon starts, never on a schedule
 	Unnamed  bool     // the name is a hash of the line (no "# name:")
 
+	PermanentExit []int     // YAML retry.permanent_exit_codes: exits not retried
+	At            time.Time // YAML at: a one-off job's time; zero for others
+
 	account *account // User, resolved by resolveUsers
 
 	Options anarchon.JobOptions
@@ -104,6 +107,12 @@ var yamlKeys = map[string]string{
 	"CatchUp.Window": "catch_up",
 	"CatchUp.Max":    "catch_up",
 	"MaxAttempts":    "max_attempts",
+
+	"Retry.MaxRetries":     "retry",
+	"Retry.InitialBackoff": "retry",
+	"Retry.MaxBackoff":     "retry",
+	"Retry.Multiplier":     "retry",
+	"Retry.Jitter":         "retry",
 }
 
 // sortByPosition orders errors by line within each file, files in the
@@ -155,6 +164,10 @@ func register(s, reboot *anarchon.Scheduler, jobs []*jobSpec, handler func(*jobS
 				err = &anarchon.ValidationError{Code: anarchon.CodeDuplicateName, Field: "Name", Reason: "duplicate"}
 				break
 			}
+			if !j.At.IsZero() {
+				err = s.At(j.Name, j.At, handler(j), &opts)
+				break
+			}
 			err = s.Cron(j.Name, j.Schedule, handler(j), &opts)
 		case first[j.Name] != nil:
 			err = &anarchon.ValidationError{Code: anarchon.CodeDuplicateName, Field: "Name", Reason: "duplicate"}
@@ -173,6 +186,18 @@ func register(s, reboot *anarchon.Scheduler, jobs []*jobSpec, handler func(*jobS
 		key := yamlKeys[ve.Field]
 		if key == "" {
 			key = strings.ToLower(ve.Field)
+		}
+		if key == "schedule" && !j.At.IsZero() {
+			key = "at"
+		}
+		if ve.Code == anarchon.CodeTooLate {
+			// A one-off job that has had its time: left in the file after
+			// it ran, most likely. Not an error, or the file could never
+			// be loaded again.
+			file, line := j.pos("at")
+			errs = append(errs, &posError{File: file, Line: line, Warning: true, Err: err,
+				Msg: fmt.Sprintf("job %q: at: %s; the job is not scheduled", j.Name, ve.Reason)})
+			continue
 		}
 		file, line := j.pos(key)
 		msg := fmt.Sprintf("job %q: %s: %s", j.Name, key, ve.Reason)

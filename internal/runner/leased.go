@@ -105,8 +105,11 @@ func (a *Leased[J]) answer(ctx context.Context, out Outcome) bool {
 			return true
 		}
 		a.unlisten()
-		a.runWon(ctx)
-		return false
+		if !a.runWon(ctx) {
+			return false
+		}
+		a.listen()
+		return true
 	case KindRunning:
 		a.standing = true
 		return a.standBy(ctx, out)
@@ -217,7 +220,9 @@ func (a *Leased[J]) MarkMissed(ctx context.Context) {
 			if !a.won(ctx, out) {
 				continue // renew by asking again, as Run does
 			}
-			a.runWon(ctx)
+			if a.runWon(ctx) {
+				a.Run(ctx) // the run failed and is retried: stand by for it
+			}
 		}
 		return
 	}

@@ -11,8 +11,9 @@ import (
 
 // runWon runs a slot whose lease this attempt holds: heartbeats every
 // Lease/3 while the handler runs, then the finish, unless Stop handed the
-// run over first.
-func (a *Leased[J]) runWon(ctx context.Context) {
+// run over first. It reports whether the slot is to be claimed again: the
+// handler failed and the run is to be retried (see retryLater).
+func (a *Leased[J]) runWon(ctx context.Context) bool {
 	r := a.r
 	hctx := a.begin()
 	stop := make(chan struct{})
@@ -29,14 +30,18 @@ func (a *Leased[J]) runWon(ctx context.Context) {
 	if !a.end() {
 		// Stop released the lease and recorded the hand-over; a backup owns
 		// the slot, and the store may be closed by now.
-		return
+		return false
 	}
 	if errors.Is(cause, r.cfg.ErrLeaseLost) {
 		res.Status = StatusLeaseLost
 		a.save(res)
-		return
+		return false
+	}
+	if res.Retry && ctx.Err() == nil {
+		return a.retryLater(ctx, res)
 	}
 	a.finish(ctx, res)
+	return false
 }
 
 // finish tells the store how the run ended. The store must hear of the

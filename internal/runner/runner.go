@@ -57,6 +57,11 @@ type Result struct {
 	FinishedAt time.Time
 	Error      string
 	Output     string
+	// Retry asks for the slot to be run again by a further attempt, any
+	// instance's, no sooner than RetryIn after the handler returned (store
+	// clock). Set by Host.Execute.
+	Retry   bool
+	RetryIn time.Duration
 }
 
 // Host is what an attempt needs from the scheduler: the store calls, in the
@@ -81,6 +86,7 @@ type Host[J any] interface {
 	Execute(ctx context.Context, a *Attempt[J]) Result                   // run the handler; emits its event
 	Missed(ctx context.Context, a *Attempt[J], late time.Duration)       // a plain slot too late to claim
 	Settled(ctx context.Context, a *Attempt[J], st Status)               // a leased slot that did not run
+	Retrying(ctx context.Context, a *Leased[J], r *Result)               // a failed run will be retried after r.RetryIn
 	StoreError(ctx context.Context, op string, a *Attempt[J], err error) // a failed store call; a may be nil
 }
 

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/anarchon/anarchon"
+	"github.com/spf13/cobra"
+)
+
+func backfillCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
+	var from, to string
+	var concurrency, maxSlots int
+	var yes, asJSON bool
+	c := &cobra.Command{
+		Use:   "backfill JOB --from TIME --to TIME",
+		Short: "Run a job's past slots in [from, to) that have not run, once across the replicas",
+		Long: `backfill runs every slot of JOB in [--from, --to) (RFC 3339 times) that has
+not run yet, here, each claimed in the store so that no slot runs twice:
+slots already settled (run, missed or skipped) are skipped, and two
+operators backfilling the same range run each slot once between them. It
+needs --crontab or --config to know the command, and a store with leases.
+
+Progress goes to stdout: a progress bar on a terminal, otherwise (or with
+--json) one JSON object per slot, {"slot", "ran", "status", "done",
+"total"}, then a summary {"total", "ran", "skipped"}. A range of more than
+--max-slots slots is refused unless --yes. SIGINT or SIGTERM stops the
+backfill: running slots are handed over to whoever claims them next. It
+exits 0 when every slot it ran succeeded, 1 otherwise.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			name := args[0]
+			fromT, err1 := time.Parse(time.RFC3339Nano, from)
+			toT, err2 := time.Parse(time.RFC3339Nano, to)
+			if err := errors.Join(err1, err2); err != nil || from == "" || to == "" {
+				return usageError{fmt.Errorf("--from and --to must be RFC 3339 times (like 2026-11-30T00:00:00Z): %v", err)}
+			}
+			d, err := openForRead(g, stderr, true, false)
+			if err != nil {
+				return err
+			}
+			defer d.close()
+			known := false
+			for _, j := range d.jobs {
+				known = known || j.Name == name
+			}
+			if !known {
+				return fmt.Errorf("no job %q in the given files", name)
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			p := newBackfillPrinter(stdout, asJSON)
+			res, err := d.schedFor(name).Backfill(ctx, name, fromT, toT, &anarchon.BackfillOptions{
+				Concurrency: concurrency, MaxSlots: maxSlots, Confirm: yes,
+				OnProgress: p.progress,
+			})
+			p.done(res)
+			var ve *anarchon.ValidationError
+			if errors.As(err, &ve) && ve.Code == anarchon.CodeTooManySlots {
+				return usageError{fmt.Errorf("%v: pass --yes to run them all, or --max-slots", err)}
+			}
+			if err != nil {
+				return err
+			}
+			if p.failed() > 0 {
+				return exitError{1}
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&from, "from", "", "first `TIME` of the range (RFC 3339, inclusive)")
+	f.StringVar(&to, "to", "", "end `TIME` of the range (RFC 3339, exclusive; not after now)")
+	f.IntVar(&concurrency, "concurrency", 1, "slots run at once")
+	f.IntVar(&maxSlots, "max-slots", anarchon.DefaultBackfillMaxSlots, "largest range run without --yes")
+	f.BoolVar(&yes, "yes", false, "run a range of more than --max-slots slots")
+	f.BoolVar(&asJSON, "json", false, "print JSON lines even on a terminal")
+	return c
+}
+
+// backfillPrinter shows a backfill's progress: a bar redrawn in place on a
+// terminal, JSON lines otherwise.
+type backfillPrinter struct {
+	mu   sync.Mutex
+	w    io.Writer
+	bar  bool
+	ran  int
+	fail int
+}
+
+func newBackfillPrinter(w io.Writer, asJSON bool) *backfillPrinter {
+	return &backfillPrinter{w: w, bar: !asJSON && isTerminal(w)}
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+type backfillLine struct {
+	Slot   string `json:"slot"`
+	Ran    bool   `json:"ran"`
+	Status string `json:"status,omitempty"`
+	Done   int    `json:"done"`
+	Total  int    `json:"total"`
+}
+
+func (p *backfillPrinter) progress(bp anarchon.BackfillProgress) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if bp.Ran {
+		p.ran++
+		if bp.Status != anarchon.StatusSuccess {
+			p.fail++
+		}
+	}
+	if !p.bar {
+		line, _ := json.Marshal(backfillLine{Slot: formatSlot(bp.Slot), Ran: bp.Ran, Status: string(bp.Status), Done: bp.Done, Total: bp.Total})
+		fmt.Fprintf(p.w, "%s\n", line)
+		return
+	}
+	const width = 30
+	filled := width * bp.Done / max(bp.Total, 1)
+	fmt.Fprintf(p.w, "\r[%s%s] %d/%d  ran %d  failed %d  %s",
+		strings.Repeat("#", filled), strings.Repeat(".", width-filled), bp.Done, bp.Total, p.ran, p.fail, formatSlot(bp.Slot))
+}
+
+func (p *backfillPrinter) failed() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.fail
+}
+
+func (p *backfillPrinter) done(res anarchon.BackfillResult) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.bar {
+		fmt.Fprintf(p.w, "\n%d slots: %d ran here (%d failed), %d skipped (settled, or run elsewhere)\n", res.Total, res.Ran, p.fail, res.Skipped)
+		return
+	}
+	line, _ := json.Marshal(map[string]int{"total": res.Total, "ran": res.Ran, "skipped": res.Skipped, "failed": p.fail})
+	fmt.Fprintf(p.w, "%s\n", line)
+}

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/anarchon/anarchon"
+)
+
+func TestParseRetry(t *testing.T) {
+	src := `- name: flaky
+  schedule: "@hourly"
+  shell: exit 3
+  retry:
+    max_retries: 4
+    initial_backoff: 10s
+    max_backoff: 2m
+    multiplier: 1.5
+    jitter: 1s
+    permanent_exit_codes: [2, 64]
+`
+	jobs, errs := parseConfig("r.yaml", []byte(src))
+	if len(errs) > 0 || len(jobs) != 1 {
+		t.Fatalf("jobs %v errors %v", jobs, errs)
+	}
+	want := anarchon.Retry{MaxRetries: 4, InitialBackoff: 10 * time.Second, MaxBackoff: 2 * time.Minute, Multiplier: 1.5, Jitter: time.Second}
+	if got := jobs[0].Options.Retry; got != want {
+		t.Errorf("retry %+v, want %+v", got, want)
+	}
+	if !slices.Equal(jobs[0].PermanentExit, []int{2, 64}) {
+		t.Errorf("permanent exit codes %v", jobs[0].PermanentExit)
+	}
+	if errs := checkJobs(jobs); len(errs) > 0 {
+		t.Errorf("registration: %v", errs)
+	}
+
+	for _, tc := range []struct{ name, retry, want string }{
+		{"negative backoff", "{max_retries: 1, initial_backoff: -1s}", `r.yaml:4: job "a": retry: -1s is negative`},
+		{"not a mapping", "3", `r.yaml:4: retry: want a mapping`},
+		{"bad code", "{max_retries: 1, permanent_exit_codes: [0]}", `retry.permanent_exit_codes: "0"`},
+		{"unknown key", "{max_retry: 1}", `retry: unknown key "max_retry"`},
+		{"multiplier", "{max_retries: 1, multiplier: x}", `retry.multiplier: "x" is not a number`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			jobs, errs := parseConfig("r.yaml", []byte("- name: a\n  schedule: '@daily'\n  shell: date\n  retry: "+tc.retry+"\n"))
+			if len(errs) == 0 {
+				errs = checkJobs(jobs)
+			}
+			if len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.want) {
+				t.Fatalf("errors %v, want one containing %q", errs, tc.want)
+			}
+		})
+	}
+}
+
+// A command that exits with a permanent exit code returns an error marked
+// anarchon.Permanent (not retried); other exits are retried.
+func TestPermanentExitCode(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	e := &executor{log: log, instance: "test-1", grace: time.Second}
+	for _, tc := range []struct {
+		code      string
+		permanent bool
+	}{{"2", true}, {"3", false}} {
+		j := &jobSpec{Name: "x", Schedule: "@daily", Argv: []string{"/bin/sh", "-c", "exit " + tc.code}, PermanentExit: []int{2}}
+		err := e.handler(j)(context.Background(), &anarchon.Run{Job: "x", Slot: time.Now(), Attempt: 1})
+		if err == nil || err.Error() != "exit status "+tc.code || anarchon.IsPermanent(err) != tc.permanent {
+			t.Errorf("exit %s: error %v, permanent %v, want %v", tc.code, err, anarchon.IsPermanent(err), tc.permanent)
+		}
+	}
+}
+
+func TestParseAt(t *testing.T) {
+	future := time.Now().Add(time.Hour).Truncate(time.Second)
+	src := "- name: once\n  at: " + future.In(time.FixedZone("", 2*3600)).Format(time.RFC3339) + "\n  shell: date\n"
+	jobs, errs := parseConfig("a.yaml", []byte(src))
+	if len(errs) > 0 || len(jobs) != 1 || !jobs[0].At.Equal(future) {
+		t.Fatalf("jobs %+v errors %v, want one at %v", jobs, errs, future)
+	}
+	if errs := checkJobs(jobs); len(errs) > 0 {
+		t.Fatalf("registration: %v", errs)
+	}
+
+	// A time already past: a warning, the job is not scheduled.
+	past := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+	jobs, errs = parseConfig("a.yaml", []byte("- name: old\n  at: "+past+"\n  shell: date\n"))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	errs = checkJobs(jobs)
+	hard, warns := splitWarnings(errs)
+	if len(hard) != 0 || len(warns) != 1 || !strings.Contains(warns[0].Error(), `a.yaml:2: warning: job "old": at:`) {
+		t.Fatalf("errors %v warnings %v, want one warning at line 2", hard, warns)
+	}
+
+	for _, tc := range []struct{ name, src, want string }{
+		{"both", "- name: a\n  schedule: '@daily'\n  at: 2030-01-01T00:00:00Z\n  shell: date\n", `a.yaml:3: job "a": give schedule or at, not both`},
+		{"bad time", "- name: a\n  at: tomorrow\n  shell: date\n", `a.yaml:2: at: "tomorrow" is not an RFC 3339 time`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, errs := parseConfig("a.yaml", []byte(tc.src))
+			if len(errs) == 0 || !strings.Contains(errs[0].Error(), tc.want) {
+				t.Fatalf("errors %v, want %q", errs, tc.want)
+			}
+		})
+	}
+}

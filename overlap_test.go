@@ -1,0 +1,98 @@
+package anarchon_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/membackend"
+)
+
+// OverlapBufferOne on three schedulers sharing a store, a 10 s job whose
+// first run takes 25 s and the others 1 s. Timeline (seconds after the
+// first slot, T):
+//
+//	T+0   slot 0 runs until T+25
+//	T+10  slot 10 waits for slot 0, then runs (starts within PollInterval of T+25)
+//	T+20  slot 20 comes while slot 10 waits: skipped
+//	T+30  slot 30 runs at once (slot 10 ended at ~T+27)
+//
+// No two runs overlap, and each slot runs at most once.
+func TestOverlapBufferOne(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := membackend.New(nil)
+		type span struct {
+			slot       time.Time
+			start, end time.Time
+			inst       string
+		}
+		var mu sync.Mutex
+		var spans []span
+		var t0 time.Time
+		h := func(ctx context.Context, run *anarchon.Run) error {
+			start := time.Now()
+			d := time.Second
+			if run.Slot.Equal(t0) {
+				d = 25 * time.Second
+			}
+			time.Sleep(d)
+			mu.Lock()
+			spans = append(spans, span{run.Slot, start, time.Now(), run.InstanceID})
+			mu.Unlock()
+			return nil
+		}
+		t0 = time.Now().Truncate(10 * time.Second).Add(10 * time.Second).UTC()
+		var ss []*anarchon.Scheduler
+		for i := range 3 {
+			s := newSched(t, store, fmt.Sprintf("i%d", i), nil)
+			if err := s.Every("buf", 10*time.Second, h, &anarchon.JobOptions{Overlap: anarchon.OverlapBufferOne, Lease: 3 * time.Second}); err != nil {
+				t.Fatal(err)
+			}
+			mustStart(t, s)
+			ss = append(ss, s)
+		}
+		time.Sleep(time.Until(t0.Add(35 * time.Second)))
+		stopAll(t, ss...)
+
+		mu.Lock()
+		defer mu.Unlock()
+		at := func(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
+		bySlot := map[int64]span{}
+		for _, sp := range spans {
+			if _, dup := bySlot[sp.slot.UnixMilli()]; dup {
+				t.Errorf("slot %v ran twice", sp.slot)
+			}
+			bySlot[sp.slot.UnixMilli()] = sp
+		}
+		s0, ok0 := bySlot[at(0).UnixMilli()]
+		s10, ok10 := bySlot[at(10).UnixMilli()]
+		s30, ok30 := bySlot[at(30).UnixMilli()]
+		if !ok0 || !ok10 || !ok30 {
+			t.Fatalf("runs %+v, want slots 0, 10 and 30", spans)
+		}
+		if _, ran := bySlot[at(20).UnixMilli()]; ran {
+			t.Errorf("slot 20 ran; want it skipped while slot 10 waited")
+		}
+		if !s0.start.Equal(at(0)) || !s30.start.Equal(at(30)) {
+			t.Errorf("slot 0 started %v, slot 30 %v: want at their times", s0.start.Sub(t0), s30.start.Sub(t0))
+		}
+		if w := s10.start.Sub(s0.end); w < 0 || w > time.Second {
+			t.Errorf("slot 10 started %v after slot 0 ended, want within PollInterval (1 s)", w)
+		}
+		for _, a := range spans {
+			for _, b := range spans {
+				if a != b && a.start.Before(b.end) && b.start.Before(a.end) {
+					t.Errorf("runs of slots %v and %v overlap", a.slot.Sub(t0), b.slot.Sub(t0))
+				}
+			}
+		}
+		recs := historyBySlot(t, ss[0], "buf")[at(20).UnixMilli()]
+		if len(recs) != 1 || recs[0].Status != anarchon.StatusSkipped {
+			t.Errorf("slot 20's history %+v, want one skipped record", recs)
+		}
+	})
+}

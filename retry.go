@@ -1,0 +1,131 @@
+package anarchon
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/anarchon/anarchon/internal/jitter"
+)
+
+// Retry configures the retries of a job's handler errors (SPEC §6,
+// retries). A retry is a further attempt of the same slot: the instance
+// whose handler failed keeps the slot's lease for the backoff (by the
+// store's clock), then any instance's claim of the slot takes it over as
+// attempt+1, so exactly one instance runs each retry, and not necessarily
+// the one that failed. Retries need a backend with a RunStore; on one
+// without, or with NoLease, a job with MaxRetries > 0 is refused with
+// [CodeNeedsRunStore] or [CodeBadOption].
+//
+// The backoff before the retry that follows attempt n is
+// InitialBackoff·Multiplier^(n−1), at most MaxBackoff, plus a delay in
+// [0, Jitter) derived, like the slot jitter, from a hash of the job's
+// name, the slot and n (so every instance computes the same one).
+//
+// An error wrapped with [Permanent] is not retried: the slot ends with it.
+// Neither is a run cut short by a lost lease, by Stop, or by Timeout's
+// parent being cancelled; a Timeout itself is a handler error like any
+// other and is retried. Under an overlap policy other than OverlapAllow a
+// retry that would start at or after the job's next slot is not made: the
+// slot ends with the last attempt's error; and a retry whose claim comes
+// only after the next slot is due records an error instead of running.
+type Retry struct {
+	// MaxRetries is how many times a failed slot is run again. 0, the
+	// default, means never; at most MaxRetries (the constant, 1,000).
+	MaxRetries int
+	// InitialBackoff is the wait before the first retry. Defaults to
+	// DefaultInitialBackoff (1 s).
+	InitialBackoff time.Duration
+	// MaxBackoff caps the wait between two attempts (jitter excluded).
+	// Defaults to DefaultMaxBackoff (5 min); must not be below
+	// InitialBackoff.
+	MaxBackoff time.Duration
+	// Multiplier grows the backoff after each retry. Defaults to 2; must
+	// be at least 1 (1: a constant backoff).
+	Multiplier float64
+	// Jitter adds a delay in [0, Jitter) to each backoff. Defaults to 0.
+	Jitter time.Duration
+}
+
+// Retry defaults, used where a Retry field is zero.
+const (
+	DefaultInitialBackoff = time.Second
+	DefaultMaxBackoff     = 5 * time.Minute
+	DefaultMultiplier     = 2.0
+	MaxRetries            = 1_000 // the largest Retry.MaxRetries
+)
+
+// checkRetry checks Retry's ranges and applies its defaults.
+func checkRetry(r *Retry, bad badFunc) error {
+	for _, d := range []struct {
+		field string
+		v     time.Duration
+	}{{"Retry.InitialBackoff", r.InitialBackoff}, {"Retry.MaxBackoff", r.MaxBackoff}, {"Retry.Jitter", r.Jitter}} {
+		if d.v < 0 {
+			return bad(d.field, CodeNegativeDuration, fmt.Sprintf("%v is negative", d.v), nil)
+		}
+	}
+	switch {
+	case r.MaxRetries < 0:
+		return bad("Retry.MaxRetries", CodeBadOption, fmt.Sprintf("%d is negative", r.MaxRetries), nil)
+	case r.MaxRetries > MaxRetries:
+		return bad("Retry.MaxRetries", CodeBadOption, fmt.Sprintf("%d is above the limit %d", r.MaxRetries, MaxRetries), nil)
+	case r.Multiplier != 0 && (r.Multiplier < 1 || math.IsNaN(r.Multiplier) || math.IsInf(r.Multiplier, 0)):
+		return bad("Retry.Multiplier", CodeBadOption, fmt.Sprintf("%v is not a finite number >= 1", r.Multiplier), nil)
+	}
+	if r.MaxRetries == 0 {
+		return nil
+	}
+	if r.InitialBackoff == 0 {
+		r.InitialBackoff = DefaultInitialBackoff
+	}
+	if r.MaxBackoff == 0 {
+		r.MaxBackoff = max(DefaultMaxBackoff, r.InitialBackoff)
+	}
+	if r.MaxBackoff < r.InitialBackoff {
+		return bad("Retry.MaxBackoff", CodeBadOption, fmt.Sprintf("%v is below InitialBackoff %v", r.MaxBackoff, r.InitialBackoff), nil)
+	}
+	if r.Multiplier == 0 {
+		r.Multiplier = DefaultMultiplier
+	}
+	return nil
+}
+
+// backoff returns the wait before the retry that follows attempt n of
+// the job's slot (Unix ms).
+func (j *job) backoff(slot int64, n int) time.Duration {
+	r := j.opt.Retry
+	d := float64(r.InitialBackoff) * math.Pow(r.Multiplier, float64(max(n-1, 0)))
+	b := r.MaxBackoff
+	if d < float64(r.MaxBackoff) {
+		b = time.Duration(d)
+	}
+	// Mix the attempt into the seed so each retry of a slot draws its own
+	// delay; the same on every instance.
+	return b + jitter.Delay(j.name, slot, r.Jitter, j.opt.JitterSeed^(uint64(n)*0x9e3779b97f4a7c15))
+}
+
+// retryIn decides whether the failed attempt n of the job's slot is
+// retried, and after how long. err is the handler's error; now is the
+// store clock's estimate.
+func (j *job) retryIn(slot time.Time, n int, err error, now time.Time) (time.Duration, bool) {
+	if err == nil || !j.leased || n > j.opt.Retry.MaxRetries || IsPermanent(err) {
+		return 0, false
+	}
+	d := j.backoff(slot.UnixMilli(), n)
+	if j.opt.Overlap != OverlapAllow && !now.Add(d).Before(j.nextSlot(slot)) {
+		return 0, false // the retry would overlap the next slot
+	}
+	return d, true
+}
+
+// lateRetry reports whether attempt n (> 1) of the job's slot, won at now,
+// must not run: the job retries errors, its overlap policy is not allow,
+// and the job's next slot is already due. A retry is only set up to start
+// before the next slot (retryIn), but the claim that takes it may come
+// late (every instance busy, the store slow); the attempt is then recorded
+// as an error instead of overlapping the next slot. Takeovers after a
+// crash of such a job obey the same rule.
+func (j *job) lateRetry(slot time.Time, n int, now time.Time) bool {
+	return n > 1 && j.opt.Retry.MaxRetries > 0 && j.opt.Overlap != OverlapAllow && !now.Before(j.nextSlot(slot))
+}
