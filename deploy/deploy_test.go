@@ -274,8 +274,8 @@ func TestDockerfile(t *testing.T) {
 		}
 	}
 	for _, re := range []string{
-		`(?m)^FROM alpine:\S+$`,              // BusyBox /bin/sh for the crontab lines
-		`(?m)^USER 10001:10001$`,             // non-root
+		`(?m)^FROM alpine:\S+$`,                          // BusyBox /bin/sh for the crontab lines
+		`(?m)^USER 10001:10001$`,                         // non-root
 		`(?m)^ENTRYPOINT \["/usr/local/bin/anarchon"\]$`, // PID 1: it reaps orphans
 		`(?m)^ENV ANARCHON_STORE=\S+$`,
 		`(?m)^COPY --from=build /out/anarchon /usr/local/bin/anarchon$`,
