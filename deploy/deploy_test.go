@@ -124,8 +124,31 @@ func TestKubernetes(t *testing.T) {
 	if !mounted {
 		t.Errorf("ConfigMap %s is not mounted at /etc/anarchon", cm.Name)
 	}
-	if env := c.Env; len(env) != 1 || env[0].ValueFrom == nil || env[0].ValueFrom.SecretKeyRef == nil || env[0].ValueFrom.SecretKeyRef.Name != sec.Name || !containsArg(c.Args, "--store=$("+env[0].Name+")") {
-		t.Errorf("the store URL does not come from Secret %s: env %+v, args %q", sec.Name, c.Env, c.Args)
+	// The store URL and the HTTP token come from the Secret as the
+	// daemon's own variables, never on the command line.
+	fromSecret := map[string]string{}
+	for _, e := range c.Env {
+		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && e.ValueFrom.SecretKeyRef.Name == sec.Name {
+			fromSecret[e.Name] = e.ValueFrom.SecretKeyRef.Key
+		}
+	}
+	for _, name := range []string{"ANARCHON_STORE", "ANARCHON_UI_TOKEN"} {
+		key, ok := fromSecret[name]
+		if !ok {
+			t.Errorf("%s does not come from Secret %s: env %+v", name, sec.Name, c.Env)
+			continue
+		}
+		if _, ok := sec.StringData[key]; !ok {
+			t.Errorf("%s: Secret %s has no key %q", name, sec.Name, key)
+		}
+	}
+	if tok := sec.StringData[fromSecret["ANARCHON_UI_TOKEN"]]; len(tok) < 16 {
+		t.Errorf("the Secret's token %q is shorter than the 16 characters the daemon wants", tok)
+	}
+	for _, a := range c.Args {
+		if strings.HasPrefix(a, "--store") || strings.HasPrefix(a, "--http-token") {
+			t.Errorf("argument %q: the store and the token are given by environment only", a)
+		}
 	}
 	if pod.SecurityContext == nil || pod.SecurityContext.RunAsNonRoot == nil || !*pod.SecurityContext.RunAsNonRoot {
 		t.Errorf("pods do not run as non-root")
@@ -168,6 +191,12 @@ func TestSystemdUnit(t *testing.T) {
 		t.Errorf("no KillMode=mixed")
 	}
 	m := regexp.MustCompile(`(?m)^ExecStart=(\S+) .*--stop-timeout (\S+) --kill-grace (\S+)`).FindStringSubmatch(unit)
+	if regexp.MustCompile(`(?m)^ExecStart=.*--store`).MatchString(unit) {
+		t.Errorf("ExecStart passes the store on the command line; the EnvironmentFile's ANARCHON_STORE is enough")
+	}
+	if !regexp.MustCompile(`(?m)^EnvironmentFile=`).MatchString(unit) {
+		t.Errorf("no EnvironmentFile for ANARCHON_STORE")
+	}
 	ts := regexp.MustCompile(`(?m)^TimeoutStopSec=(\S+)$`).FindStringSubmatch(unit)
 	if m == nil || ts == nil {
 		t.Fatalf("want ExecStart with --stop-timeout and --kill-grace, and TimeoutStopSec")
@@ -206,7 +235,8 @@ func TestSystemdUnit(t *testing.T) {
 }
 
 // TestDockerfile checks the image recipe's promises, which no Dockerfile
-// linter here checks: two stages, a static build, tini as PID 1, a
+// linter here checks: two stages, a static build, the daemon as PID 1
+// (it reaps orphans there itself, so there is no init), a
 // non-root user, and a shell in the final image for crontab lines.
 func TestDockerfile(t *testing.T) {
 	b, err := os.ReadFile("Dockerfile")
@@ -235,16 +265,19 @@ func TestDockerfile(t *testing.T) {
 		t.Fatalf("%d stages, want 2 (build, run)", len(stages))
 	}
 	build, final := stages[0], stages[1]
+	if strings.Contains(final, "tini") || strings.Contains(final, "--store") {
+		t.Errorf("final stage: no init (the daemon reaps as PID 1) and no --store on the command line (ANARCHON_STORE):\n%s", final)
+	}
 	for _, want := range []string{"CGO_ENABLED=0", "go build", "--version"} {
 		if !strings.Contains(build, want) {
 			t.Errorf("build stage lacks %q", want)
 		}
 	}
 	for _, re := range []string{
-		`(?m)^FROM alpine:\S+$`,              // BusyBox /bin/sh for the crontab lines
-		`(?m)^RUN apk add --no-cache tini\b`, // the init
-		`(?m)^USER 10001:10001$`,             // non-root
-		`(?m)^ENTRYPOINT \["/sbin/tini", "--", "/usr/local/bin/anarchon"\]$`,
+		`(?m)^FROM alpine:\S+$`,                          // BusyBox /bin/sh for the crontab lines
+		`(?m)^USER 10001:10001$`,                         // non-root
+		`(?m)^ENTRYPOINT \["/usr/local/bin/anarchon"\]$`, // PID 1: it reaps orphans
+		`(?m)^ENV ANARCHON_STORE=\S+$`,
 		`(?m)^COPY --from=build /out/anarchon /usr/local/bin/anarchon$`,
 	} {
 		if !regexp.MustCompile(re).MatchString(final) {

@@ -45,9 +45,15 @@ func exitCode(errText string) int {
 // buildVersion is set at link time with -ldflags "-X main.buildVersion=v1.2.3";
 // otherwise the module version from the build info is shown: the release
 // for go install …/cmd/anarchon@v1.2.3, "(devel)" for a build in the tree.
-// anarchon --version prints it, and the version command adds the Go
-// release and platform.
+// anarchon --version and the version command print it with the Go release
+// and platform (versionLine).
 var buildVersion = ""
+
+// versionLine is what --version and the version command print: the
+// release, the Go release and the platform.
+func versionLine() string {
+	return fmt.Sprintf("anarchon %s %s %s/%s", version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
 
 func version() string {
 	if buildVersion != "" {
@@ -160,12 +166,43 @@ func execute(args []string, stdout, stderr io.Writer) int {
 	if errors.As(err, &ee) {
 		return ee.code
 	}
-	fmt.Fprintf(stderr, "anarchon: %v\n", err)
+	code := 1
 	var ue usageError
 	if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown command") {
-		return 2
+		code = 2
 	}
-	return 1
+	if jsonLogs(root) {
+		// One JSON record, like every other line of --log-format json,
+		// so a log pipeline parses the reason the process ended too.
+		slog.New(slog.NewJSONHandler(stderr, nil)).Error("anarchon: exit", slog.String("error", err.Error()), slog.Int("exit", code))
+	} else {
+		fmt.Fprintf(stderr, "anarchon: %v\n", err)
+	}
+	return code
+}
+
+// jsonLogs reports whether --log-format (or ANARCHON_LOG_FORMAT) asks for
+// JSON, read after the command ran so that it holds what was parsed.
+func jsonLogs(root *cobra.Command) bool {
+	f := root.PersistentFlags().Lookup("log-format")
+	if f == nil {
+		return false
+	}
+	v := f.Value.String()
+	if !f.Changed {
+		if e, ok := os.LookupEnv(flagEnv("log-format")); ok {
+			v = e
+		}
+	}
+	return strings.EqualFold(strings.TrimSpace(v), "json")
+}
+
+// plural is "1 job", "2 jobs".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // envPrefix starts the environment variable of every flag: --store is
@@ -233,7 +270,7 @@ shared store (SQLite by default, PostgreSQL, Redis, NATS), and exactly one wins.
 		SilenceUsage:  true,
 		Version:       version(),
 	}
-	root.SetVersionTemplate("anarchon {{.Version}}\n")
+	root.SetVersionTemplate(versionLine() + "\n") // the same line as the version command
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	pf := root.PersistentFlags()
@@ -634,7 +671,7 @@ Jobs are checked as a store with leases and no dedupe window would check them;
 			if len(errs) > 0 {
 				return exitError{1}
 			}
-			fmt.Fprintf(stdout, "ok: %d jobs\n", len(jobs))
+			fmt.Fprintf(stdout, "ok: %s\n", plural(len(jobs), "job"))
 			return nil
 		},
 	}
@@ -646,7 +683,7 @@ func versionCmd(stdout io.Writer) *cobra.Command {
 		Short: "Print the version",
 		Args:  cobra.NoArgs,
 		Run: func(*cobra.Command, []string) {
-			fmt.Fprintf(stdout, "anarchon %s %s %s/%s\n", version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			fmt.Fprintln(stdout, versionLine())
 		},
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -103,7 +104,7 @@ CRON_TZ=Atlantis/Capital
 	}
 
 	code, out, _ = cli(t, "validate", "--crontab", writeFile(t, dir, "ok", "@every 1s echo x\n"))
-	if code != 0 || !strings.HasSuffix(out, "ok: 1 jobs\n") {
+	if code != 0 || !strings.HasSuffix(out, "ok: 1 job\n") {
 		t.Errorf("valid file: exit %d, %q", code, out)
 	}
 	if code, _, _ = cli(t, "validate"); code != 2 {
@@ -222,11 +223,40 @@ func TestBadFlags(t *testing.T) {
 	}
 }
 
-// TestVersionFlag checks that --version prints the version the version
-// command shows, as the release check (scripts/release-proxy.sh) reads it.
+// TestVersionFlag checks that --version prints the line the version
+// command prints, which the release checks (scripts/release-proxy.sh,
+// scripts/release.sh) read.
 func TestVersionFlag(t *testing.T) {
 	code, out, errOut := cli(t, "--version")
-	if want := "anarchon " + version() + "\n"; code != 0 || out != want {
-		t.Errorf("--version: exit %d, stdout %q, stderr %q; want %q", code, out, errOut, want)
+	_, cmdOut, _ := cli(t, "version")
+	if want := "anarchon " + version() + " " + runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH + "\n"; code != 0 || out != want || cmdOut != want {
+		t.Errorf("--version: exit %d, stdout %q, stderr %q; version: %q; want %q from both", code, out, errOut, cmdOut, want)
+	}
+}
+
+// With --log-format json (or ANARCHON_LOG_FORMAT=json) the error that ends
+// the process is a JSON record too; without, a plain line.
+func TestFatalErrorFormat(t *testing.T) {
+	t.Setenv("ANARCHON_LOG_FORMAT", "")
+	for _, args := range [][]string{
+		{"history", "x", "--store", "ftp://h/x", "--log-format", "json"},
+		{"run", "--store", "memory:", "--crontab", "/nonexistent/crontab", "--log-format=json"},
+	} {
+		code, _, errOut := cli(t, args...)
+		var rec struct {
+			Level, Msg, Error string
+			Exit              int
+		}
+		if err := json.Unmarshal([]byte(errOut), &rec); err != nil || rec.Level != "ERROR" || rec.Error == "" || rec.Exit != code || code == 0 {
+			t.Errorf("%q: exit %d, stderr %q is not one JSON error record: %v", args, code, errOut, err)
+		}
+	}
+	code, _, errOut := cli(t, "history", "x", "--store", "ftp://h/x")
+	if code == 0 || !strings.HasPrefix(errOut, "anarchon: store URL") {
+		t.Errorf("text: exit %d, %q", code, errOut)
+	}
+	t.Setenv("ANARCHON_LOG_FORMAT", "json")
+	if _, _, errOut := cli(t, "history", "x", "--store", "ftp://h/x"); !json.Valid([]byte(errOut)) {
+		t.Errorf("ANARCHON_LOG_FORMAT=json: %q", errOut)
 	}
 }

@@ -227,13 +227,24 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 		clock = anarchon.OffsetClock{Offset: off}
 		log.Warn("clock shifted for fault injection", slog.Duration("offset", off))
 	}
+	// The HTTP configuration is checked, and its port bound, before the
+	// scheduler starts: a mistake there must not leave an instance record
+	// in the store or @reboot jobs run.
 	var addr string
+	var hc httpConfig
 	if rf.http != "" {
 		a, err := httpAddr(rf.http)
 		if err != nil {
 			return err
 		}
 		addr = a
+		if hc, err = httpConfigFrom(rf, addr); err != nil {
+			return usageError{err}
+		}
+		if hc.locked {
+			log.Warn("--http binds beyond loopback without a token: /status, /metrics and /ui/ answer 403; /healthz and /readyz stay open. "+
+				"Set --http-token-file or ANARCHON_UI_TOKEN (at least 16 characters) to open them", slog.String("addr", addr))
+		}
 	}
 
 	sigs := make(chan os.Signal, 2)
@@ -251,6 +262,15 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 		return err
 	}
 	defer d.close()
+	var srv *server
+	if addr != "" {
+		if srv, err = listenHTTP(d, addr, hc); err != nil {
+			return fmt.Errorf("--http %s: %w", rf.http, err)
+		}
+		// Closed by srv.close at the end of a clean run; this closes the
+		// listener on every earlier return.
+		defer func() { _ = srv.ln.Close() }()
+	}
 	stopReaper, err := startReaper(log, rf.subreaper)
 	if err != nil {
 		return err
@@ -283,18 +303,8 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 	defer close(refreshDone)
 	go d.refreshMetrics(refreshDone)
 
-	var srv *server
-	if addr != "" {
-		hc, err := httpConfigFrom(rf, addr)
-		if err != nil {
-			d.stop(rf.stopTimeout)
-			return usageError{err}
-		}
-		srv, err = startHTTP(d, addr, hc)
-		if err != nil {
-			d.stop(rf.stopTimeout)
-			return fmt.Errorf("--http %s: %w", rf.http, err)
-		}
+	if srv != nil {
+		srv.serve(addr)
 		log.Info("http listening", slog.String("addr", srv.ln.Addr().String()))
 	}
 	if strings.EqualFold(g.logFormat, "json") {

@@ -93,8 +93,10 @@
 // (ANARCHON_STORE for --store, or --store-file); the command line wins.
 // Store URLs are shown only through the redactor (redact.go): errors, the
 // summary, /status and every log record. Jobs do not inherit the store's
-// credential variables unless --pass-secrets; --http beyond loopback needs
-// --http-token-file; /status omits output tails unless --status-output. Usage errors exit
+// credential variables unless --pass-secrets; --http beyond loopback
+// without --http-token-file or ANARCHON_UI_TOKEN keeps /healthz and /readyz
+// open for probes and answers 403 on /status, /metrics and /ui/ (with a
+// WARN at start); /status omits output tails unless --status-output. Usage errors exit
 // with status 2; run-now exits with the job's own status.
 //
 // # Replicas
@@ -129,7 +131,7 @@
 // credentials when --http listens on loopback only; on any other address
 // it asks for ANARCHON_UI_TOKEN (a bearer token, or a basic-auth password)
 // or ANARCHON_UI_USER and ANARCHON_UI_PASSWORD, and refuses every request
-// while neither is set. ANARCHON_UI_READONLY=1 hides its actions. With
+// with 403 while none is set. ANARCHON_UI_READONLY=1 hides its actions. With
 // OTEL_EXPORTER_OTLP_ENDPOINT set, spans of every claim and run are
 // exported over OTLP/HTTP (package otelanarchon).
 //

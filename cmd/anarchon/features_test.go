@@ -227,7 +227,7 @@ func TestCrontabDir(t *testing.T) {
 		}
 		return
 	}
-	if code != 0 || !strings.Contains(out, "system crontab (detected: a --crontab-dir file") || !strings.HasSuffix(out, "ok: 1 jobs\n") {
+	if code != 0 || !strings.Contains(out, "system crontab (detected: a --crontab-dir file") || !strings.HasSuffix(out, "ok: 1 job\n") {
 		t.Errorf("exit %d\n%s", code, out)
 	}
 }

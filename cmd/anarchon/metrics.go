@@ -309,11 +309,24 @@ type server struct {
 type httpConfig struct {
 	token        string // bearer token for /status and /metrics; "" for none
 	statusOutput bool   // /status includes output tails
+	// locked: bound beyond loopback without a token, so /status, /metrics
+	// and the dashboard answer 403 (lockedMessage); /healthz and /readyz
+	// stay open for probes.
+	locked bool
 }
 
-// httpConfigFrom reads the token file and refuses an address beyond
-// loopback without one: /status names jobs, commands' outcomes and errors,
-// /metrics the jobs, and neither is for the network to read unasked.
+// lockedMessage is the body of the 403 that /status, /metrics and the
+// dashboard answer when --http binds beyond loopback without a token.
+const lockedMessage = "anarchon: --http binds beyond loopback and no token is set, so /status, /metrics and /ui/ are closed " +
+	"(/healthz and /readyz stay open). Set a bearer token of at least 16 characters with --http-token-file FILE " +
+	"or the ANARCHON_UI_TOKEN environment variable, or bind 127.0.0.1.\n"
+
+// httpConfigFrom reads the token file. An address beyond loopback without
+// a token is not an error, so that probes of /healthz and /readyz work in
+// a container; it closes /status (jobs, commands' outcomes and errors),
+// /metrics (the jobs) and the dashboard instead, since none of them is for
+// the network to read unasked. A token that is present but unreadable or
+// too short is an error.
 func httpConfigFrom(rf *runFlags, addr string) (httpConfig, error) {
 	hc := httpConfig{statusOutput: rf.statusOutput}
 	if rf.httpTokenFile != "" {
@@ -337,9 +350,7 @@ func httpConfigFrom(rf *runFlags, addr string) (httpConfig, error) {
 			hc.token = t
 		}
 	}
-	if hc.token == "" && !loopback(addr) {
-		return hc, fmt.Errorf("--http %s binds beyond loopback: give --http-token-file or ANARCHON_UI_TOKEN (or bind 127.0.0.1)", addr)
-	}
+	hc.locked = hc.token == "" && !loopback(addr)
 	return hc, nil
 }
 
@@ -356,8 +367,13 @@ func loopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// authorized checks the bearer token, in constant time.
+// authorized checks the bearer token, in constant time, and refuses
+// every request with 403 when the endpoint is locked.
 func (s *server) authorized(w http.ResponseWriter, r *http.Request) bool {
+	if s.cfg.locked {
+		refuseLocked(w)
+		return false
+	}
 	if s.cfg.token == "" {
 		return true
 	}
@@ -370,14 +386,38 @@ func (s *server) authorized(w http.ResponseWriter, r *http.Request) bool {
 	return false
 }
 
-// startHTTP listens on addr and serves in the background.
-func startHTTP(d *daemon, addr string, cfg httpConfig) (*server, error) {
+// refuseLocked answers 403 with lockedMessage.
+func refuseLocked(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusForbidden)
+	_, _ = w.Write([]byte(lockedMessage))
+}
+
+// listenHTTP binds addr, so that a port in use is found before the
+// scheduler starts; serve starts answering.
+func listenHTTP(d *daemon, addr string, cfg httpConfig) (*server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
+	return &server{d: d, ln: ln, cfg: cfg}, nil
+}
+
+// startHTTP listens on addr and serves in the background.
+func startHTTP(d *daemon, addr string, cfg httpConfig) (*server, error) {
+	s, err := listenHTTP(d, addr, cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.serve(addr)
+	return s, nil
+}
+
+// serve answers on the bound listener in the background.
+func (s *server) serve(addr string) {
+	d, ln, cfg := s.d, s.ln, s.cfg
 	mux := http.NewServeMux()
-	s := &server{d: d, ln: ln, cfg: cfg}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
@@ -390,7 +430,7 @@ func startHTTP(d *daemon, addr string, cfg httpConfig) (*server, error) {
 		}
 	})
 	mux.HandleFunc("GET /status", s.status)
-	mountUI(mux, d, addr, cfg.token)
+	mountUI(mux, d, addr, cfg)
 	// Timeouts, so that slow or idle clients cannot hold connections
 	// (and goroutines) open without end.
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
@@ -400,7 +440,6 @@ func startHTTP(d *daemon, addr string, cfg httpConfig) (*server, error) {
 			d.log.Error("http server stopped", slog.Any("error", err))
 		}
 	}()
-	return s, nil
 }
 
 // readyz answers 200 when the store answers a cheap read within 2 s: its
@@ -448,5 +487,9 @@ func (s *server) status(w http.ResponseWriter, r *http.Request) {
 
 // close stops the server, waiting at most until ctx ends.
 func (s *server) close(ctx context.Context) {
+	if s.srv == nil {
+		_ = s.ln.Close()
+		return
+	}
 	_ = s.srv.Shutdown(ctx)
 }

@@ -14,8 +14,9 @@ import (
 // mask replaces every secret.
 const mask = "xxxxx"
 
-// pathSchemes name a file or nothing: their text has no credentials, and
-// an '@' in a file name is not a user.
+// pathSchemes name a file or nothing: their path has no credentials, and
+// an '@' in a file name is not a user; their query parameters may still
+// be secrets, and are redacted like any other scheme's.
 var pathSchemes = map[string]bool{"sqlite": true, "memory": true, "file": true}
 
 // userSchemes keep the user name when a password follows it; in the other
@@ -32,11 +33,11 @@ var secretParams = []string{"pass", "pwd", "token", "secret", "key", "auth", "cr
 // whose names say they are secret (password=, token=, sslkey=, …).
 func redact(raw string) string {
 	scheme, rest, ok := strings.Cut(raw, ":")
-	if !ok || pathSchemes[strings.ToLower(scheme)] {
-		if !ok {
-			return redactUserinfo("", raw)
-		}
-		return raw
+	if !ok {
+		return redactUserinfo("", raw)
+	}
+	if pathSchemes[strings.ToLower(scheme)] {
+		return scheme + ":" + redactQuery(rest)
 	}
 	return scheme + ":" + redactUserinfo(strings.ToLower(scheme), rest)
 }
@@ -100,22 +101,20 @@ func redactQuery(s string) string {
 func secrets(raw string) []string {
 	var out []string
 	add := func(s string) {
-		if len(s) >= 3 && s != mask {
+		if s != "" && s != mask {
 			out = append(out, s)
-			if d, err := url.PathUnescape(s); err == nil && d != s && len(d) >= 3 {
+			if d, err := url.PathUnescape(s); err == nil && d != s && d != "" {
 				out = append(out, d)
 			}
 		}
 	}
 	scheme, rest, ok := strings.Cut(raw, ":")
-	if ok && pathSchemes[strings.ToLower(scheme)] {
-		return nil
-	}
+	path := ok && pathSchemes[strings.ToLower(scheme)]
 	if !ok {
 		rest = raw
 	}
 	rest = strings.TrimPrefix(rest, "//")
-	if at := strings.LastIndexByte(rest, '@'); at >= 0 {
+	if at := strings.LastIndexByte(rest, '@'); at >= 0 && !path {
 		info := rest[:at]
 		add(info)
 		if _, pw, has := strings.Cut(info, ":"); has {
@@ -147,7 +146,7 @@ func secrets(raw string) []string {
 			}
 		}
 	}
-	if u, err := url.Parse(raw); err == nil && u.User != nil {
+	if u, err := url.Parse(raw); err == nil && u.User != nil && !path {
 		if pw, ok := u.User.Password(); ok {
 			add(pw)
 		}
@@ -161,15 +160,75 @@ func secrets(raw string) []string {
 	return out
 }
 
+// minBare is the shortest secret scrub replaces wherever it appears. A
+// shorter one ("e", "pw") is also an ordinary piece of text: replacing all
+// of its occurrences would mangle the message and, by the gaps it leaves,
+// show the secret. It is replaced only where it stands as a credential.
+const minBare = 4
+
 // scrub removes from msg the credentials of the store URL raw, in case a
 // driver or the URL parser repeated them (whole, decoded, or cut at an
 // '@'), and redacts raw itself where msg holds it.
+//
+// The rule: the URL itself and every credential of minBare or more
+// characters are replaced wherever they appear; a shorter credential only
+// where it stands as one (inCredentialPlace): as userinfo (":pw@",
+// "//token@") or as a parameter's value ("password=pw").
 func scrub(msg, raw string) string {
 	if raw != "" {
 		msg = strings.ReplaceAll(msg, raw, redact(raw))
 	}
 	for _, s := range secrets(raw) {
-		msg = strings.ReplaceAll(msg, s, mask)
+		if len(s) >= minBare {
+			msg = strings.ReplaceAll(msg, s, mask)
+		} else {
+			msg = replaceInPlace(msg, s)
+		}
 	}
 	return msg
+}
+
+// replaceInPlace masks the occurrences of s in msg that stand where a
+// credential does.
+func replaceInPlace(msg, s string) string {
+	var b strings.Builder
+	i := 0
+	for {
+		j := strings.Index(msg[i:], s)
+		if j < 0 {
+			break
+		}
+		j += i
+		end := j + len(s)
+		if inCredentialPlace(msg, j, end) {
+			b.WriteString(msg[i:j])
+			b.WriteString(mask)
+		} else {
+			b.WriteString(msg[i:end])
+		}
+		i = end
+	}
+	b.WriteString(msg[i:])
+	return b.String()
+}
+
+// inCredentialPlace reports whether msg[start:end] is a URL's userinfo
+// part (after ':' or '/', before '@') or the value of a parameter (after
+// '=', up to the end of the text, a separator or a quote).
+func inCredentialPlace(msg string, start, end int) bool {
+	if start == 0 {
+		return false
+	}
+	before := msg[start-1]
+	after := byte(0) // the end of msg
+	if end < len(msg) {
+		after = msg[end]
+	}
+	switch before {
+	case ':', '/':
+		return after == '@'
+	case '=':
+		return after == 0 || strings.IndexByte("&#; \t\r\n\"',)", after) >= 0
+	}
+	return false
 }

@@ -18,6 +18,10 @@ func TestRedactForms(t *testing.T) {
 		"postgres://h/db?sslpassword=s3cr3t":         "postgres://h/db?sslpassword=xxxxx",
 		"nats://h?token=abc123":                      "nats://h?token=xxxxx",
 		"sqlite:/tmp/a@b.db":                         "sqlite:/tmp/a@b.db",
+		"sqlite:/tmp/a.db?password=s3cr3t&prefix=x_": "sqlite:/tmp/a.db?password=xxxxx&prefix=x_",
+		"sqlite:/tmp/a@b.db?_auth_pass=pw":           "sqlite:/tmp/a@b.db?_auth_pass=xxxxx",
+		"memory:?token=abc123":                       "memory:?token=xxxxx",
+		"file:/x.db?key=k#frag":                      "file:/x.db?key=xxxxx#frag",
 		"user:pw@host:5432":                          "user:xxxxx@host:5432",
 	} {
 		if got := redact(in); got != want {
@@ -45,6 +49,43 @@ func TestScrub(t *testing.T) {
 	}
 }
 
+// The secret query parameters of sqlite: and memory: URLs are scrubbed
+// from messages too.
+func TestScrubPathSchemes(t *testing.T) {
+	for _, raw := range []string{"sqlite:/tmp/t.db?password=hunter22", "memory:?token=hunter22"} {
+		for _, msg := range []string{"open " + raw + ": failed", "auth hunter22 refused"} {
+			if got := scrub(msg, raw); strings.Contains(got, "hunter22") {
+				t.Errorf("scrub(%q, %q) = %q", msg, raw, got)
+			}
+		}
+	}
+}
+
+// A password shorter than minBare is masked where it stands as a
+// credential only: the rest of the message is left as it was, so it is
+// neither mangled nor a map of where the secret's letters are.
+func TestScrubShortPassword(t *testing.T) {
+	for _, c := range []struct{ raw, msg, want string }{
+		{"postgres://user:e@db.example:5432/anarchon", "password authentication failed for user \"user\" at db.example",
+			"password authentication failed for user \"user\" at db.example"},
+		{"postgres://user:e@db.example:5432/anarchon", "connect postgres://user:e@db.example:5432/anarchon: refused",
+			"connect postgres://user:xxxxx@db.example:5432/anarchon: refused"},
+		{"postgres://user:e@db.example:5432/anarchon", "dial tcp user:e@db.example: refused", "dial tcp xxxxx@db.example: refused"},
+		{"redis://:p@h:6379/0", "redis: dial h:6379: open pipe; url redis://:p@h:6379", "redis: dial h:6379: open pipe; url redis://xxxxx@h:6379"},
+		{"postgres://h/db?password=p", "bad option password=p, user=p", "bad option password=xxxxx, user=xxxxx"},
+		{"postgres://h/db?password=abc", "abcde: password=abc", "abcde: password=xxxxx"},
+		{"nats://ab@h:4222", "nats: authorization violation for nats://ab@h:4222 (tab)", "nats: authorization violation for nats://xxxxx@h:4222 (tab)"},
+	} {
+		if got := scrub(c.msg, c.raw); got != c.want {
+			t.Errorf("scrub(%q, %q)\n = %q\nwant %q", c.msg, c.raw, got, c.want)
+		}
+	}
+	// From four characters on, a credential is masked wherever it appears.
+	if got := scrub("the server said: pw4x is wrong", "postgres://u:pw4x@h/db"); got != "the server said: xxxxx is wrong" {
+		t.Errorf("a 4-character password: %q", got)
+	}
+}
+
 func errString(err error) string {
 	if err == nil {
 		return ""
@@ -54,14 +95,21 @@ func errString(err error) string {
 
 // FuzzRedact: no store URL, whatever its password, user, host, path and
 // query, reveals the password through redact, nor through scrub of a
-// message that repeats the URL or the password. The corpus is kept in
-// testdata/fuzz/FuzzRedact.
+// message that repeats the URL; a password of minBare (4) or more
+// characters is not revealed either by scrub of a message that repeats it
+// alone. A shorter one is left where it is not a credential (scrub does
+// not replace it as bare text: see minBare), so such a message is left
+// unchanged. The corpus is kept in testdata/fuzz/FuzzRedact.
 func FuzzRedact(f *testing.F) {
 	f.Add(0, "u", "s3cr3t-pw", "h:5432", "/db")
 	f.Add(1, "", "p@ss/w?rd#x", "h:6379", "/0")
 	f.Add(2, "tok", "", "h:4222", "")
 	f.Add(0, "u", "a:b@c", "h", "?sslmode=disable")
 	f.Add(3, "u", "%zz%41", "h", "")
+	f.Add(0, "user", "e", "db.example:5432", "/anarchon")
+	f.Add(1, "", "p", "h:6379", "/0")
+	f.Add(0, "u", "pw4x", "h", "?sslmode=disable")
+	f.Add(2, "ab", "", "h:4222", "")
 	schemes := []string{"postgres", "redis", "nats", "tls", "rediss", "weird+scheme"}
 	f.Fuzz(func(t *testing.T, si int, user, pw, host, rest string) {
 		scheme := schemes[(si%len(schemes)+len(schemes))%len(schemes)]
@@ -80,11 +128,22 @@ func FuzzRedact(f *testing.F) {
 		// The secret must be one that leaves a trace only through a leak.
 		// What a redaction leaves must not hold it by chance.
 		skeleton := scheme + "://" + user + ":" + mask + "@" + host + rest
-		if len(secret) < 6 || strings.Contains(skeleton, secret) || strings.Contains("password  refused dial : refused", secret) {
+		if secret == "" || strings.Contains(skeleton, secret) || strings.Contains("password  refused dial : refused", secret) {
 			return
 		}
 		if got := redact(raw); strings.Contains(got, secret) {
 			t.Fatalf("redact(%q) = %q reveals %q", raw, got, secret)
+		}
+		if got := scrub("dial "+raw+": refused", raw); strings.Contains(got, secret) {
+			t.Fatalf("scrub of the URL %q = %q reveals %q", raw, got, secret)
+		}
+		if len(secret) < minBare {
+			// Only where it stands as a credential: a plain message that
+			// happens to hold its letters is left alone.
+			if msg := "password " + secret + " refused"; scrub(msg, raw) != msg {
+				t.Fatalf("scrub(%q, %q) = %q: a short secret replaced as bare text", msg, raw, scrub(msg, raw))
+			}
+			return
 		}
 		msgs := []string{"dial " + raw + ": refused", "password " + secret + " refused"}
 		if _, err := url.Parse(raw); err != nil {
@@ -94,7 +153,7 @@ func FuzzRedact(f *testing.F) {
 			if errors.As(err, &ue) {
 				msgs = append(msgs, ue.Err.Error())
 			}
-			if i := strings.IndexAny(secret, "/?#@"); i >= 6 && !strings.Contains(skeleton, secret[:i]) {
+			if i := strings.IndexAny(secret, "/?#@"); i >= minBare && !strings.Contains(skeleton, secret[:i]) && !strings.Contains("password  refused dial : refused", secret[:i]) {
 				secret = secret[:i] // the part a parser would repeat
 			}
 		}

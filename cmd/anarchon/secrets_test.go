@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -64,24 +66,27 @@ func TestJobEnvironSecrets(t *testing.T) {
 	}
 }
 
-// --http beyond loopback needs a token; with one, /status and /metrics
-// want it and /healthz does not. /status leaves output tails out unless
-// --status-output.
+// --http beyond loopback without a token starts, with /healthz and
+// /readyz open and /status, /metrics and the dashboard answering 403 with
+// how to set a token; with one, /status and /metrics want it and /healthz
+// does not. A token that is given but too short is an error.
 func TestHTTPGuard(t *testing.T) {
 	t.Setenv("ANARCHON_UI_TOKEN", "")
-	for addr, ok := range map[string]bool{"127.0.0.1:0": true, "localhost:9": true, "[::1]:9": true, ":9090": false, "0.0.0.0:9": false, "10.1.2.3:9": false} {
-		_, err := httpConfigFrom(&runFlags{}, addr)
-		if (err == nil) != ok {
-			t.Errorf("httpConfigFrom(%s) without a token: %v", addr, err)
+	t.Setenv("ANARCHON_UI_USER", "")
+	t.Setenv("ANARCHON_UI_PASSWORD", "")
+	for addr, open := range map[string]bool{"127.0.0.1:0": true, "localhost:9": true, "[::1]:9": true, ":9090": false, "0.0.0.0:9": false, "10.1.2.3:9": false} {
+		hc, err := httpConfigFrom(&runFlags{}, addr)
+		if err != nil || hc.locked == open {
+			t.Errorf("httpConfigFrom(%s) without a token: %+v, %v; want locked=%v", addr, hc, err, !open)
 		}
 	}
 	tf := writeFile(t, t.TempDir(), "token", "0123456789abcdef-token\n")
 	hc, err := httpConfigFrom(&runFlags{httpTokenFile: tf}, ":9090")
-	if err != nil || hc.token != "0123456789abcdef-token" {
+	if err != nil || hc.token != "0123456789abcdef-token" || hc.locked {
 		t.Fatalf("with a token file: %+v, %v", hc, err)
 	}
 	t.Setenv("ANARCHON_UI_TOKEN", "0123456789abcdef-ui")
-	if hc, err := httpConfigFrom(&runFlags{}, ":9090"); err != nil || hc.token != "0123456789abcdef-ui" {
+	if hc, err := httpConfigFrom(&runFlags{}, ":9090"); err != nil || hc.token != "0123456789abcdef-ui" || hc.locked {
 		t.Errorf("with ANARCHON_UI_TOKEN: %+v, %v", hc, err)
 	}
 	t.Setenv("ANARCHON_UI_TOKEN", "short")
@@ -104,6 +109,85 @@ func TestHTTPGuard(t *testing.T) {
 		if got := s.authorized(w, r); got != want || (!got && w.Code != http.StatusUnauthorized) {
 			t.Errorf("Authorization %q: %v (%d), want %v", hdr, got, w.Code, want)
 		}
+	}
+}
+
+// A daemon bound beyond loopback without a token serves the probes and
+// refuses the rest with 403 and a body saying how to set a token.
+func TestHTTPLockedEndpoints(t *testing.T) {
+	t.Setenv("ANARCHON_UI_TOKEN", "")
+	t.Setenv("ANARCHON_UI_USER", "")
+	t.Setenv("ANARCHON_UI_PASSWORD", "")
+	dir := t.TempDir()
+	ct := writeFile(t, dir, "crontab", "# name: hello\n@daily echo hi\n")
+	g := &globalFlags{store: "sqlite:" + filepath.Join(dir, "a.db"), crontabs: []string{ct}, format: formatAuto}
+	d, err := openForRead(g, os.Stderr, true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.close()
+	hc, err := httpConfigFrom(&runFlags{}, "0.0.0.0:0")
+	if err != nil || !hc.locked {
+		t.Fatalf("httpConfigFrom: %+v, %v", hc, err)
+	}
+	srv, err := startHTTP(d, "0.0.0.0:0", hc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.close(context.Background())
+	_, port, _ := net.SplitHostPort(srv.ln.Addr().String())
+	base := "http://127.0.0.1:" + port
+	for path, want := range map[string]int{"/healthz": 200, "/readyz": 200, "/status": 403, "/metrics": 403, "/ui/": 403, "/ui/api/status": 403, "/": 403} {
+		req, _ := http.NewRequest(http.MethodGet, base+path, nil)
+		req.Header.Set("Authorization", "Bearer 0123456789abcdef-guess")
+		resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET %s: %d, want %d: %s", path, resp.StatusCode, want, body)
+		}
+		if want == 403 && (!strings.Contains(string(body), "--http-token-file") || !strings.Contains(string(body), "ANARCHON_UI_TOKEN")) {
+			t.Errorf("GET %s: the 403 does not say how to set a token: %s", path, body)
+		}
+	}
+}
+
+// A --http port already in use fails the start before the scheduler
+// starts: no @reboot job ran and no instance record was written.
+func TestHTTPPortInUseFailsEarly(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	dir := t.TempDir()
+	out := filepath.Join(dir, "boot")
+	ct := writeFile(t, dir, "crontab", "# name: boot\n@reboot echo booted >> "+out+"\n")
+	store := "sqlite:" + filepath.Join(dir, "a.db")
+	code, _, errOut := cli(t, "run", "--crontab", ct, "--store", store, "--http", ln.Addr().String())
+	if code == 0 || !strings.Contains(errOut, "--http") {
+		t.Fatalf("exit %d with the port in use: %s", code, errOut)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("the @reboot job ran: %v", err)
+	}
+	g := &globalFlags{store: store, crontabs: []string{ct}, format: formatAuto}
+	d, err := openForRead(g, os.Stderr, true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	recs, err := d.sched.Instances(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 0 {
+		t.Errorf("instance records written: %+v", recs)
 	}
 }
 

@@ -244,9 +244,9 @@ type fileInfo struct {
 // String is one line of validate's report.
 func (f fileInfo) String() string {
 	if f.Format == "yaml" {
-		return fmt.Sprintf("%s: YAML, %d jobs", f.File, f.Jobs)
+		return fmt.Sprintf("%s: YAML, %s", f.File, plural(f.Jobs, "job"))
 	}
-	return fmt.Sprintf("%s: %s crontab (%s), %d jobs", f.File, f.Format, f.Why, f.Jobs)
+	return fmt.Sprintf("%s: %s crontab (%s), %s", f.File, f.Format, f.Why, plural(f.Jobs, "job"))
 }
 
 // load reads every crontab and YAML file and returns their jobs, every

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 
@@ -23,6 +24,7 @@ const (
 	StoreUnknownScheme StoreErrorCode = "unknown_scheme"      // no store has this scheme
 	StoreUnavailable   StoreErrorCode = "backend_unavailable" // the scheme is known but this build has no backend for it
 	StoreOpenFailed    StoreErrorCode = "open_failed"         // the backend's constructor refused the URL
+	StoreUnknownParam  StoreErrorCode = "unknown_parameter"   // a query parameter the store does not take
 )
 
 // StoreURLError reports a --store URL that cannot be used. URL is redacted:
@@ -50,6 +52,17 @@ type opener func(u *url.URL, raw, prefix string) (anarchon.Backend, error)
 // openers maps a URL scheme to its backend; each store's file registers
 // itself in an init function.
 var openers = map[string]opener{}
+
+// storeParams are the query parameters each scheme takes, for the schemes
+// whose client would otherwise ignore an unknown one (a misspelt
+// "prefx=" would silently use the default prefix). PostgreSQL and Redis
+// are not listed: pgx and go-redis check their own parameters (pgx sends
+// an unknown one to the server, which refuses it; go-redis refuses it).
+var storeParams = map[string][]string{
+	"sqlite": {"prefix"},
+	"nats":   {"prefix"},
+	"memory": {},
+}
 
 // plannedSchemes are schemes of stores anarchon knows of whose backend is not
 // in this build; they get StoreUnavailable instead of StoreUnknownScheme.
@@ -95,6 +108,22 @@ func openStore(raw string) (anarchon.Backend, error) {
 		return nil, bad(StoreUnknownScheme, nil, "unknown scheme %q (known: %s)", scheme, strings.Join(knownSchemes(), ", "))
 	}
 	q := u.Query()
+	if known, ok := storeParams[scheme]; ok {
+		var unknown []string
+		for name := range q {
+			if !slices.Contains(known, name) {
+				unknown = append(unknown, name)
+			}
+		}
+		if len(unknown) > 0 {
+			sort.Strings(unknown)
+			takes := "none"
+			if len(known) > 0 {
+				takes = strings.Join(known, ", ")
+			}
+			return nil, bad(StoreUnknownParam, nil, "unknown query parameter %s (%s: takes %s)", strings.Join(quoteAll(unknown), ", "), scheme, takes)
+		}
+	}
 	prefix := q.Get("prefix")
 	if q.Has("prefix") {
 		q.Del("prefix")
@@ -110,6 +139,15 @@ func openStore(raw string) (anarchon.Backend, error) {
 		return nil, bad(StoreOpenFailed, err, "%s", scrub(err.Error(), raw))
 	}
 	return b, nil
+}
+
+// quoteAll quotes each name, for a message.
+func quoteAll(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = fmt.Sprintf("%q", n)
+	}
+	return out
 }
 
 // knownSchemes lists the schemes this build can open, sorted.

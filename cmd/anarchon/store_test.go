@@ -22,6 +22,10 @@ func TestOpenStoreErrors(t *testing.T) {
 		{"redis://user:s3cr3t@127.0.0.1:1/0?bogus=1", StoreOpenFailed, "xxxxx"},
 		{"postgres://user:s3cr3t@host:5432/db%zz", StoreBadURL, "does not parse"},
 		{"nats://user:s3cr3t@127.0.0.1:1", StoreOpenFailed, "127.0.0.1:1"},
+		{"sqlite:/tmp/t.db?prefx=y_", StoreUnknownParam, `unknown query parameter "prefx" (sqlite: takes prefix)`},
+		{"sqlite:/tmp/t.db?prefix=y_&journal=wal&Prefix=z", StoreUnknownParam, `"Prefix", "journal"`},
+		{"memory:?prefix=x", StoreUnknownParam, `"prefix" (memory: takes none)`},
+		{"nats://user:s3cr3t@127.0.0.1:1?bucket=b&password=s3cr3t", StoreUnknownParam, `"bucket", "password"`},
 	} {
 		t.Run(tc.url, func(t *testing.T) {
 			b, err := openStore(tc.url)

@@ -20,13 +20,20 @@ import (
 // mountUI serves the dashboard (anarchonui) at /ui/ and redirects / to it.
 // Credentials come from ANARCHON_UI_TOKEN, or ANARCHON_UI_USER and
 // ANARCHON_UI_PASSWORD; they are not needed when --http listens on
-// loopback only, and required on any other address.
+// loopback only, and required on any other address: without any, the
+// dashboard answers 403 with lockedMessage.
 // ANARCHON_UI_READONLY=1 hides the actions. The --http-token-file token,
 // if any, is accepted too, so one bearer token opens every endpoint.
-func mountUI(mux *http.ServeMux, d *daemon, addr, token string) {
+func mountUI(mux *http.ServeMux, d *daemon, addr string, cfg httpConfig) {
 	auth := anarchonui.AuthFromEnv()
 	if auth.Token == "" {
-		auth.Token = token
+		auth.Token = cfg.token
+	}
+	if cfg.locked && auth.Token == "" && auth.Password == "" {
+		locked := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { refuseLocked(w) })
+		mux.Handle("/ui/", locked)
+		mux.Handle("GET /{$}", locked)
+		return
 	}
 	auth.Required = !anarchonui.IsLoopback(addr)
 	h := anarchonui.Handler(d.sched, &anarchonui.Options{
