@@ -163,7 +163,7 @@ func TestParseStatements(t *testing.T) {
 	}
 	// buildQueries panics on a statement of sql/*.sql it does not use,
 	// or one it needs and does not find.
-	q := buildQueries(func(s string) string { return s }, SQLDialect{BigInt: "BIGINT", NowMs: "0"})
+	q := buildQueries(func(s string) string { return s }, func(s string) string { return s }, SQLDialect{BigInt: "BIGINT", NowMs: "0"})
 	if q.active == "" || len(q.ddl) != 5 {
 		t.Errorf("buildQueries: active %q, %d DDL statements", q.active, len(q.ddl))
 	}
