@@ -39,8 +39,8 @@ var (
 
 // Open connects to the server of dsn, in go-sql-driver/mysql's format
 // (user:password@tcp(host:port)/db). It sets the session time zone to UTC
-// (time_zone='+00:00', see the package doc's Guarantees) and keeps other
-// parameters. The backend closes the pool it opened. Open does no I/O:
+// (time_zone='+00:00', see the package doc's Guarantees) and, unless the
+// DSN sets it, interpolateParams=true; it keeps other parameters. The backend closes the pool it opened. Open does no I/O:
 // Init connects and checks the server.
 func Open(dsn string, opts *Options) (*Backend, error) {
 	cfg, err := mysql.ParseDSN(dsn)
@@ -51,6 +51,12 @@ func Open(dsn string, opts *Options) (*Backend, error) {
 		cfg.Params = map[string]string{}
 	}
 	cfg.Params["time_zone"] = "'+00:00'"
+	// One round trip per statement instead of prepare, execute and
+	// close: values are escaped by the driver, which refuses it for
+	// character sets where that is unsafe.
+	if !strings.Contains(dsn, "interpolateParams=") {
+		cfg.InterpolateParams = true
+	}
 	conn, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("mysqlbackend: %w", err)

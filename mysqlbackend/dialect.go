@@ -21,17 +21,20 @@ var Dialect = sqlbackend.SQLDialect{
 	BigInt: "BIGINT",
 	// SYSDATE(3) reads the clock when evaluated, as the base needs;
 	// NOW(3) is fixed at the start of the statement, before a lock wait.
-	NowMs:        "CAST(UNIX_TIMESTAMP(SYSDATE(3)) * 1000 AS SIGNED)",
-	ForUpdate:    " FOR UPDATE",
-	KeyText:      func(n int) string { return fmt.Sprintf("VARBINARY(%d)", n) },
-	Text:         "LONGBLOB",
-	TextCast:     "BINARY",
-	BigIntCast:   "SIGNED",
-	Quote:        func(id string) string { return "`" + id + "`" },
-	InsertIgnore: func(key string) string { k, _, _ := strings.Cut(key, ","); return "ON DUPLICATE KEY UPDATE " + k + " = " + k },
-	Upsert:       func(string) string { return "ON DUPLICATE KEY UPDATE" },
-	Excluded:     func(col string) string { return "VALUES(" + col + ")" },
-	NoReturning:  true,
+	NowMs:      "CAST(UNIX_TIMESTAMP(SYSDATE(3)) * 1000 AS SIGNED)",
+	ForUpdate:  " FOR UPDATE",
+	KeyText:    func(n int) string { return fmt.Sprintf("VARBINARY(%d)", n) },
+	Text:       "LONGBLOB",
+	TextCast:   "BINARY",
+	BigIntCast: "SIGNED",
+	Quote:      func(id string) string { return "`" + id + "`" },
+	InsertIgnore: func(key string) string {
+		k, _, _ := strings.Cut(key, ",")
+		return "ON DUPLICATE KEY UPDATE " + k + " = " + k
+	},
+	Upsert:      func(string) string { return "ON DUPLICATE KEY UPDATE" },
+	Excluded:    func(col string) string { return "VALUES(" + col + ")" },
+	NoReturning: true,
 	// MySQL 8 has no CREATE INDEX IF NOT EXISTS.
 	InlineIndexes:    true,
 	IsAlreadyCreated: IsAlreadyCreated,
