@@ -3,6 +3,7 @@ package sqlbackend
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -166,5 +167,52 @@ func TestParseStatements(t *testing.T) {
 	q := buildQueries(func(s string) string { return s }, func(s string) string { return s }, SQLDialect{BigInt: "BIGINT", NowMs: "0"})
 	if q.active == "" || len(q.ddl) != 5 {
 		t.Errorf("buildQueries: active %q, %d DDL statements", q.active, len(q.ddl))
+	}
+}
+
+// TestDialectPieces builds every statement with a dialect that sets every
+// optional piece, and checks that none of the standard SQL they replace is
+// left; and with the zero pieces, that the standard SQL is there.
+func TestDialectPieces(t *testing.T) {
+	quote := func(s string) string { return "`" + s + "`" }
+	d := SQLDialect{
+		BigInt: "BIGINT", NowMs: "NOW_MS()", ForUpdate: " FOR UPDATE",
+		KeyText:      func(n int) string { return "VARBINARY(" + strconv.Itoa(n) + ")" },
+		Text:         "LONGBLOB",
+		TextCast:     "BINARY",
+		BigIntCast:   "SIGNED",
+		Quote:        quote,
+		InsertIgnore: func(key string) string { return "ON DUPLICATE KEY UPDATE " + key },
+		Upsert:       func(string) string { return "ON DUPLICATE KEY UPDATE" },
+		Excluded:     func(col string) string { return "VALUES(" + col + ")" },
+		NoReturning:  true, InlineIndexes: true,
+	}
+	q := buildQueries(quote, quote, d)
+	all := append([]string{q.plainClaim, q.insertJob, q.insertManual, q.insertStoreResult, q.upsertResult,
+		q.registerInstance, q.heartbeat, q.finish, q.release, q.trimRuns, q.trimResults}, q.ddl...)
+	for _, s := range all {
+		for _, bad := range []string{"ON CONFLICT", "RETURNING", "excluded.", " TEXT", "AS TEXT", "{", `"`} {
+			if strings.Contains(s, bad) {
+				t.Errorf("%q left in %s", bad, s)
+			}
+		}
+	}
+	if len(q.ddl) != 4 || !strings.Contains(q.ddl[2], "INDEX `results_slot` (job, slot)") {
+		t.Errorf("inline index: %d DDL statements, results: %s", len(q.ddl), q.ddl[2])
+	}
+	if !strings.Contains(q.heartbeatRead, "FOR UPDATE") || !strings.Contains(q.trimRunsRead, "FOR UPDATE") {
+		t.Errorf("read twins without the row lock: %s / %s", q.heartbeatRead, q.trimRunsRead)
+	}
+	std := buildQueries(func(s string) string { return `"` + s + `"` }, func(s string) string { return `"` + s + `"` }, SQLDialect{BigInt: "BIGINT", NowMs: "0"})
+	for s, want := range map[string]string{
+		std.plainClaim:   "ON CONFLICT (job, slot) DO NOTHING\nRETURNING token",
+		std.upsertResult: "ON CONFLICT (job, token) DO UPDATE SET slot = excluded.slot",
+		std.heartbeat:    "\nRETURNING lease_until",
+		std.ddl[0]:       "job TEXT NOT NULL PRIMARY KEY",
+		std.ddl[3]:       `CREATE INDEX IF NOT EXISTS "results_slot"`,
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("%q missing in %s", want, s)
+		}
 	}
 }
