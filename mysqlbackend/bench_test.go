@@ -41,7 +41,7 @@ func rawTable(b *testing.B, prefix string) sqlbackendtest.RawTable {
 // them, and reports the ratio (claim/raw).
 func BenchmarkClaimVsRawInsert(b *testing.B) {
 	prefix := freshPrefix(b)
-	be := open(b, 1, 2, prefix)[0]
+	be := open(b, 1, prefix)[0]
 	sqlbackendtest.ClaimVsRawInsert(b, be, rawTable(b, prefix))
 }
 
@@ -49,13 +49,13 @@ func BenchmarkClaimVsRawInsert(b *testing.B) {
 // READ COMMITTED transaction locking the job row, then the run row).
 func BenchmarkLeaseClaimVsRawInsert(b *testing.B) {
 	prefix := freshPrefix(b)
-	be := open(b, 1, 2, prefix)[0]
+	be := open(b, 1, prefix)[0]
 	sqlbackendtest.LeaseClaimVsRawInsert(b, be, rawTable(b, prefix))
 }
 
 // BenchmarkFinishResult times FinishResult against Finish then SaveResult.
 func BenchmarkFinishResult(b *testing.B) {
-	be := open(b, 1, 2, freshPrefix(b))[0]
+	be := open(b, 1, freshPrefix(b))[0]
 	sqlbackendtest.FinishResult(b, be)
 }
 

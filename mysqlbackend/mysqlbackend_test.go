@@ -68,9 +68,8 @@ func dropAll(t testing.TB, dsn, prefix string) {
 	}
 }
 
-// open opens n backends, each with its own pool of at most conns
-// connections, on prefix.
-func open(t testing.TB, n, conns int, prefix string) []*mysqlbackend.Backend {
+// open opens n backends, each with its own pool (Open's), on prefix.
+func open(t testing.TB, n int, prefix string) []*mysqlbackend.Backend {
 	t.Helper()
 	dsn := serverDSN(t)
 	bs := make([]*mysqlbackend.Backend, n)
@@ -82,7 +81,6 @@ func open(t testing.TB, n, conns int, prefix string) []*mysqlbackend.Backend {
 		t.Cleanup(func() { b.Close(context.Background()) })
 		bs[i] = b
 	}
-	_ = conns
 	return bs
 }
 
@@ -99,7 +97,7 @@ func TestConformance(t *testing.T) {
 	serverDSN(t)
 	anarchontest.Run(t, anarchontest.Harness{
 		New: func(t *testing.T, n int) []anarchon.Backend {
-			return sqlbackendtest.Backends(open(t, n, 4, freshPrefix(t)))
+			return sqlbackendtest.Backends(open(t, n, freshPrefix(t)))
 		},
 		Lease:   300 * time.Millisecond,
 		Break:   dropTables,
@@ -126,7 +124,7 @@ func dropTables(t *testing.T, b anarchon.Backend, job string) {
 func TestConcurrentMigration(t *testing.T) {
 	serverDSN(t)
 	sqlbackendtest.ConcurrentMigration(t, func(t testing.TB, n int) []anarchon.Backend {
-		return sqlbackendtest.Backends(open(t, n, 2, freshPrefix(t)))
+		return sqlbackendtest.Backends(open(t, n, freshPrefix(t)))
 	})
 }
 
@@ -159,7 +157,7 @@ func TestMultiProcessRace(t *testing.T) {
 	dsn := serverDSN(t)
 	procs, slots := 8, raceRounds()
 	prefix := freshPrefix(t)
-	b := open(t, 1, 2, prefix)[0]
+	b := open(t, 1, prefix)[0]
 	if err := b.PrepareJob(t.Context(), anarchon.PrepareJobInput{Job: "race", HistorySize: 10}); err != nil {
 		t.Fatal(err)
 	}
