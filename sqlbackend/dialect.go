@@ -6,11 +6,12 @@ import (
 )
 
 // SQLDialect is what differs between SQL databases (SPEC §7). The base
-// writes every statement with `?` placeholders and standard SQL
-// (CREATE TABLE IF NOT EXISTS, INSERT … ON CONFLICT … DO NOTHING/UPDATE,
-// RETURNING); a dialect supplies the rest. A database that has those, plus
-// a way to serialise the claims of one job, can be used with a dialect
-// alone: see the package documentation's "Another database" section.
+// writes every statement with `?` placeholders and builds it from the
+// dialect's pieces: the required ones (BigInt, NowMs) and the optional
+// ones below IsPermanent, whose zero values give standard SQL (INSERT … ON
+// CONFLICT … DO NOTHING/UPDATE, RETURNING, TEXT keys, CREATE INDEX IF NOT
+// EXISTS). A database with a unique key and a way to serialise the claims
+// of one job can be used with a dialect alone (mysqlbackend is one).
 type SQLDialect struct {
 	// BigInt is the column type of a 64-bit signed integer, e.g. "BIGINT"
 	// (PostgreSQL) or "INTEGER" (SQLite). Slots, lease expiries and all
