@@ -101,6 +101,7 @@ var serverVar = map[string]string{
 	"postgres": "ANARCHON_TEST_POSTGRES_URL",
 	"redis":    "ANARCHON_TEST_REDIS_ADDR",
 	"nats":     "ANARCHON_TEST_NATS_URL",
+	"mysql":    "ANARCHON_TEST_MYSQL_DSN",
 }
 
 // openForTest opens a store for a test: server stores skip without their
@@ -125,7 +126,7 @@ func openForTest(tb testing.TB, name string) *Store {
 // and checks that each slot had exactly one winner: the harness's own
 // check works, and the stores keep the rule.
 func TestContestOneWinner(t *testing.T) {
-	for _, name := range []string{"memory", "sqlite", "postgres", "redis", "nats"} {
+	for _, name := range []string{"memory", "sqlite", "postgres", "mysql", "redis", "nats"} {
 		t.Run(name, func(t *testing.T) {
 			st := openForTest(t, name)
 			for _, kind := range []string{KindClaim, KindLease} {
@@ -144,7 +145,7 @@ func TestContestOneWinner(t *testing.T) {
 // BenchmarkClaim times the raw operation, Backend.Claim and RunStore.Claim
 // on each store, one fresh slot per call: go test -bench Claim ./bench/
 func BenchmarkClaim(b *testing.B) {
-	for _, name := range []string{"memory", "sqlite", "postgres", "redis", "nats"} {
+	for _, name := range []string{"memory", "sqlite", "postgres", "mysql", "redis", "nats"} {
 		b.Run(name, func(b *testing.B) {
 			st := openForTest(b, name)
 			ctx := context.Background()

@@ -43,7 +43,8 @@
 //
 // [OpenStore] opens "memory", "sqlite" (a file under the work directory),
 // and, when their variables are set, "postgres"
-// (ANARCHON_TEST_POSTGRES_URL), "redis" (ANARCHON_TEST_REDIS_ADDR) and
+// (ANARCHON_TEST_POSTGRES_URL), "mysql" (ANARCHON_TEST_MYSQL_DSN, MySQL or
+// MariaDB; its raw operation is INSERT IGNORE), "redis" (ANARCHON_TEST_REDIS_ADDR) and
 // "nats" (ANARCHON_TEST_NATS_URL), the variables of anarchon's
 // integration tests, printed by scripts/services/<name>.sh. Each run uses
 // fresh table prefixes, key prefixes or buckets.

@@ -6,11 +6,13 @@ toolchain go1.26.11
 
 require (
 	github.com/anarchon/anarchon v0.1.0
+	github.com/anarchon/anarchon/mysqlbackend v0.1.0
 	github.com/anarchon/anarchon/natsbackend v0.1.0
 	github.com/anarchon/anarchon/pgbackend v0.1.0
 	github.com/anarchon/anarchon/redisbackend v0.1.0
 	github.com/anarchon/anarchon/sqlitefile v0.1.0
 	github.com/go-co-op/gocron/v2 v2.21.2
+	github.com/go-sql-driver/mysql v1.10.1
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/jonboulle/clockwork v0.5.0
 	github.com/nats-io/nats.go v1.55.0
@@ -18,6 +20,7 @@ require (
 )
 
 require (
+	filippo.io/edwards25519 v1.2.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect

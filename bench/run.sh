@@ -49,6 +49,7 @@ start() { # start <script> <variable>
 case $part in
 claim | calls | contest | failover)
 	start postgres ANARCHON_TEST_POSTGRES_URL
+	start mysql ANARCHON_TEST_MYSQL_DSN
 	start redis ANARCHON_TEST_REDIS_ADDR
 	start nats ANARCHON_TEST_NATS_URL
 	;;

@@ -3,7 +3,7 @@
 //
 // The tests of this module start several instance processes (the program
 // in cmd/instance, one anarchon.Scheduler each) against one store —
-// SQLite, PostgreSQL, Redis or NATS JetStream — and, while they run,
+// SQLite, PostgreSQL, MariaDB/MySQL, Redis or NATS JetStream — and, while they run,
 // SIGKILL them (the holder of a leased run above all, in the middle of the
 // run), restart the store server, delay, cut or black-hole their
 // connections through a TCP [Proxy] in front of each instance, run
@@ -49,8 +49,8 @@
 //
 // Plain `go test -race ./...` is the bounded CI mode: about a minute per
 // store. SQLite always runs; the others need the server variables
-// ANARCHON_TEST_POSTGRES_URL, ANARCHON_TEST_REDIS_ADDR and
-// ANARCHON_TEST_NATS_URL (printed by scripts/services/<name>.sh) and are
+// ANARCHON_TEST_POSTGRES_URL, ANARCHON_TEST_MYSQL_DSN,
+// ANARCHON_TEST_REDIS_ADDR and ANARCHON_TEST_NATS_URL (printed by scripts/services/<name>.sh) and are
 // skipped without them, or fail when CI=true. The tests start servers of
 // their own from the same binaries, on other loopback ports, so that they
 // can restart them. ANARCHON_SOAK=20m turns a run into a soak of that

@@ -18,3 +18,7 @@ func TestNATS(t *testing.T) { runStore(t, natsStore(t)) }
 // TestPostgres is TestRedis on a PostgreSQL server. Needs
 // ANARCHON_TEST_POSTGRES_URL.
 func TestPostgres(t *testing.T) { runStore(t, pgStore(t)) }
+
+// TestMySQL is TestRedis on a MariaDB (or MySQL) server. Needs
+// ANARCHON_TEST_MYSQL_DSN.
+func TestMySQL(t *testing.T) { runStore(t, mysqlStore(t)) }

@@ -4,15 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
 	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/mysqlbackend"
 	"github.com/anarchon/anarchon/natsbackend"
 	"github.com/anarchon/anarchon/pgbackend"
 	"github.com/anarchon/anarchon/redisbackend"
 	"github.com/anarchon/anarchon/sqlitebackend"
 	"github.com/anarchon/anarchon/sqlitefile"
+	"github.com/go-sql-driver/mysql"
 	"github.com/nats-io/nats.go"
 )
 
@@ -26,6 +29,7 @@ var ErrBadStoreURL = errors.New("faults: bad store URL")
 //	redis://127.0.0.1:6379      redisbackend.Open
 //	nats://127.0.0.1:4222       natsbackend.Open, reconnecting for ever every 250 ms
 //	postgres://u:p@host/db      pgbackend.Open (postgresql:// too)
+//	mysql://u:p@host:3306/db    mysqlbackend.Open; query parameters are the driver's
 //
 // Clients are set up to keep reconnecting, since the harness restarts
 // servers and cuts connections under them. An unknown scheme is an error
@@ -42,12 +46,18 @@ func Open(storeURL string) (anarchon.Backend, error) {
 		return redisbackend.Open(storeURL, nil)
 	case "postgres", "postgresql":
 		return pgbackend.Open(context.Background(), storeURL, nil)
+	case "mysql":
+		dsn, err := mysqlDSN(storeURL)
+		if err != nil {
+			return nil, err
+		}
+		return mysqlbackend.Open(dsn, nil)
 	case "nats":
 		return natsbackend.Open(storeURL, &natsbackend.Options{Timeout: 3 * time.Second},
 			nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond),
 			nats.RetryOnFailedConnect(false))
 	}
-	return nil, fmt.Errorf("%w: unknown scheme %q (want sqlite, redis, nats or postgres)", ErrBadStoreURL, scheme)
+	return nil, fmt.Errorf("%w: unknown scheme %q (want sqlite, redis, nats, postgres or mysql)", ErrBadStoreURL, scheme)
 }
 
 // redact drops the user info of a URL-like string, so that a password never
@@ -59,4 +69,28 @@ func redact(s string) string {
 		return s
 	}
 	return s[:i+3] + "xxxxx@" + s[at+1:]
+}
+
+// mysqlDSN turns mysql://user:password@host:port/db?params into
+// go-sql-driver/mysql's DSN.
+func mysqlDSN(storeURL string) (string, error) {
+	u, err := url.Parse(storeURL)
+	if err != nil || u.Host == "" || strings.Trim(u.Path, "/") == "" {
+		return "", fmt.Errorf("%w: %q: want mysql://user:password@host:port/db", ErrBadStoreURL, redact(storeURL))
+	}
+	cfg := mysql.NewConfig()
+	cfg.Net, cfg.Addr, cfg.DBName = "tcp", u.Host, strings.Trim(u.Path, "/")
+	if u.User != nil {
+		cfg.User = u.User.Username()
+		cfg.Passwd, _ = u.User.Password()
+	}
+	dsn := cfg.FormatDSN()
+	if u.RawQuery != "" {
+		if strings.Contains(dsn, "?") {
+			dsn += "&" + u.RawQuery
+		} else {
+			dsn += "?" + u.RawQuery
+		}
+	}
+	return dsn, nil
 }

@@ -146,6 +146,21 @@ func NewFromDB(db *sql.DB, opts *Options) (*Backend, error) {
 	return newBackend(sqlbackend.DB{DB: db}, nil, db, opts, "", nil)
 }
 
+// NewFromConn returns a backend over a caller's own client through the
+// two-function adapter of SPEC §7 (sqlbackend.Funcs, or any
+// sqlbackend.Conn), for a client that is neither pgx nor database/sql.
+// Statements use PostgreSQL's $1, $2, … placeholders. Init runs the same
+// server check and creates the same routines as for the other
+// constructors, and finishes and releases send NOTIFY through conn; but
+// the backend has no connection to LISTEN on, so WatchRuns returns
+// ErrNoWatch (instances poll). The backend never closes conn.
+func NewFromConn(conn sqlbackend.Conn, opts *Options) (*Backend, error) {
+	if conn == nil {
+		return nil, errors.New("pgbackend: conn is nil")
+	}
+	return newBackend(conn, nil, nil, opts, "", nil)
+}
+
 func newBackend(conn sqlbackend.Conn, pool *pgxpool.Pool, db *sql.DB, opts *Options, secret string, closeFn func(context.Context) error) (*Backend, error) {
 	var o Options
 	if opts != nil {

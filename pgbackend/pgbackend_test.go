@@ -358,3 +358,37 @@ func dropTables(t *testing.T, b anarchon.Backend, job string) {
 		}
 	}
 }
+
+// TestConformanceConn runs the suite on NewFromConn with the two-function
+// adapter (here over a pgx pool). Such a backend cannot LISTEN, so the
+// suite gets its SQL base, which has no Watcher.
+func TestConformanceConn(t *testing.T) {
+	u := serverURL(t)
+	if testing.Short() {
+		t.Skip("the pool run covers the same in -short mode")
+	}
+	anarchontest.Run(t, anarchontest.Harness{
+		New: func(t *testing.T, n int) []anarchon.Backend {
+			schema := freshSchema(t)
+			var out []anarchon.Backend
+			for range n {
+				pool, err := pgxpool.New(t.Context(), withParam(t, u, "pool_max_conns", "4"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(pool.Close)
+				b, err := pgbackend.NewFromConn(pgbackend.Pool(pool), &pgbackend.Options{Schema: schema})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := b.WatchRuns(t.Context()); !errors.Is(err, pgbackend.ErrNoWatch) {
+					t.Fatalf("WatchRuns on NewFromConn: %v, want ErrNoWatch", err)
+				}
+				out = append(out, b.SQLBackend)
+			}
+			return out
+		},
+		Lease: 300 * time.Millisecond,
+		Break: dropTables,
+	})
+}

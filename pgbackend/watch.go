@@ -11,7 +11,8 @@ import (
 )
 
 // ErrNoWatch is returned by WatchRuns when the backend cannot listen:
-// Options.NoNotify is set, or a *sql.DB's driver is not pgx.
+// Options.NoNotify is set, a *sql.DB's driver is not pgx, or the backend
+// was made by NewFromConn.
 var ErrNoWatch = errors.New("pgbackend: LISTEN is not available on this connection")
 
 // WatchRuns implements anarchon.Watcher with LISTEN on a dedicated
@@ -25,7 +26,7 @@ func (b *Backend) WatchRuns(ctx context.Context) (<-chan anarchon.RunEvent, erro
 	if err := b.ready(ctx); err != nil {
 		return nil, err
 	}
-	if b.noNotify {
+	if b.noNotify || b.pool == nil && b.db == nil {
 		return nil, ErrNoWatch
 	}
 	out := make(chan anarchon.RunEvent, 64)

@@ -23,7 +23,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
-published=(. sqlitefile pgbackend redisbackend natsbackend anarchonui otelanarchon cmd/anarchon)
+published=(. sqlitefile pgbackend mysqlbackend redisbackend natsbackend anarchonui otelanarchon cmd/anarchon)
 version=${1:-$(awk '$1 == "github.com/anarchon/anarchon" { print $2; exit }' cmd/anarchon/go.mod)}
 [ -n "$version" ] || { echo "FAIL: no release version"; exit 1; }
 

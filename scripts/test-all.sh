@@ -22,8 +22,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-declare -A wants=([postgres]=ANARCHON_TEST_POSTGRES_URL [redis]=ANARCHON_TEST_REDIS_ADDR [nats]=ANARCHON_TEST_NATS_URL [chromium]=ANARCHON_TEST_CHROME)
-for svc in postgres redis nats chromium; do
+declare -A wants=([postgres]=ANARCHON_TEST_POSTGRES_URL [redis]=ANARCHON_TEST_REDIS_ADDR [nats]=ANARCHON_TEST_NATS_URL [mysql]=ANARCHON_TEST_MYSQL_DSN [chromium]=ANARCHON_TEST_CHROME)
+for svc in postgres redis nats mysql chromium; do
   script="scripts/services/$svc.sh"
   [ -f "$script" ] || continue
   if [ -n "${!wants[$svc]:-}" ]; then

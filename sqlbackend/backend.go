@@ -121,7 +121,7 @@ func New(cfg Config) (*SQLBackend, error) {
 	b := &SQLBackend{cfg: cfg, d: cfg.Dialect}
 	// Every statement's placeholders are rewritten here, once.
 	rewrite := placeholders(cfg.Dialect)
-	b.q = buildQueries(b.Qualify, cfg.Dialect)
+	b.q = buildQueries(b.Qualify, b.quote, cfg.Dialect)
 	if cfg.Routines != nil {
 		rt := cfg.Routines(b.Qualify)
 		b.rt = Routines{
@@ -142,13 +142,27 @@ func New(cfg Config) (*SQLBackend, error) {
 }
 
 // Qualify returns the quoted, prefixed and schema-qualified name of one of
-// the backend's tables, e.g. Qualify("runs") = `"anarchon_runs"`.
+// the backend's tables, e.g. Qualify("runs") = `"anarchon_runs"` (quoted by
+// SQLDialect.Quote, if set).
 func (b *SQLBackend) Qualify(name string) string {
-	t := `"` + b.cfg.Prefix + name + `"`
+	t := b.quote(name)
 	if b.cfg.Schema != "" {
-		return `"` + b.cfg.Schema + `".` + t
+		return b.quoteIdent(b.cfg.Schema) + "." + t
 	}
 	return t
+}
+
+// quote returns the quoted, prefixed name of one of the backend's tables
+// or indexes, without the schema: an index lives in its table's schema,
+// and PostgreSQL's CREATE INDEX takes an unqualified name.
+func (b *SQLBackend) quote(name string) string { return b.quoteIdent(b.cfg.Prefix + name) }
+
+// quoteIdent quotes an identifier (SQLDialect.Quote).
+func (b *SQLBackend) quoteIdent(id string) string {
+	if b.d.Quote != nil {
+		return b.d.Quote(id)
+	}
+	return `"` + id + `"`
 }
 
 // Prefix returns the table-name prefix in use.

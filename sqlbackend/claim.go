@@ -92,7 +92,7 @@ func (b *SQLBackend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, e
 			return true, nil
 		}
 		// The job is paused: the slot is settled; record it once.
-		if _, err := b.all(ctx, b.cfg.Conn, b.q.pausedResult, paused, in.Slot, in.InstanceID, in.Job); err != nil {
+		if err := b.recordPaused(ctx, b.cfg.Conn, in.Job, paused, in.Slot, in.InstanceID); err != nil {
 			return false, b.errorf("claim", err)
 		}
 		return false, nil
@@ -115,7 +115,35 @@ func (b *SQLBackend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, e
 	if err := rd.Err(); err != nil {
 		return false, b.errorf("claim", err)
 	}
+	if tok == paused && b.d.NoReturning {
+		// The INSERT returned nothing, so this claim may be the one that
+		// settled the slot as paused; the record is idempotent.
+		if err := b.recordPaused(ctx, b.cfg.Conn, in.Job, paused, in.Slot, in.InstanceID); err != nil {
+			return false, b.errorf("claim", err)
+		}
+	}
 	return tok == in.Token, nil
+}
+
+// recordPaused stores the history record of a slot settled by a pause
+// under token (anarchon.PausedToken), naming who paused the job and why,
+// from its control row; a job without one is not recorded. The record's
+// key (job, token) keeps it to one.
+func (b *SQLBackend) recordPaused(ctx context.Context, q Querier, job, token string, slot int64, instance string) error {
+	rows, err := b.all(ctx, q, b.q.jobState, job)
+	if err != nil || len(rows) == 0 {
+		return err
+	}
+	st, err := readState(rows[0])
+	if err != nil {
+		return err
+	}
+	msg := "job paused by " + st.By
+	if st.Reason != "" {
+		msg += ": " + st.Reason
+	}
+	_, err = b.all(ctx, q, b.q.pausedResult, job, token, slot, instance, msg)
+	return err
 }
 
 // checkEarly reads the server's clock and returns an *anarchon.EarlyError

@@ -74,6 +74,9 @@ type DB struct {
 	// (e.g. per-connection PRAGMAs). It may be called more than once for a
 	// connection.
 	Prepare func(ctx context.Context, c *sql.Conn) error
+	// TxOptions, if set, is passed to BeginTx when Begin and Prepare are
+	// unset, e.g. MySQL's READ COMMITTED isolation level.
+	TxOptions *sql.TxOptions
 }
 
 type rowQuerier interface {
@@ -99,7 +102,7 @@ func (d DB) All(ctx context.Context, query string, args ...any) ([][]any, error)
 // Transaction runs fn in one transaction on one connection of the pool.
 func (d DB) Transaction(ctx context.Context, fn func(tx Querier) error) (err error) {
 	if d.Begin == "" && d.Prepare == nil {
-		tx, err := d.DB.BeginTx(ctx, nil)
+		tx, err := d.DB.BeginTx(ctx, d.TxOptions)
 		if err != nil {
 			return err
 		}

@@ -35,7 +35,21 @@ func (b *SQLBackend) SetPaused(ctx context.Context, in anarchon.PauseInput) (ana
 	if in.Paused {
 		paused = 1
 	}
-	rows, err := b.all(ctx, b.cfg.Conn, b.q.setPaused, in.Job, paused, in.By, in.Reason)
+	var rows [][]any
+	var err error
+	if b.d.NoReturning {
+		// The upsert returns nothing; read the row it wrote, still locked
+		// by it, in the same transaction.
+		err = b.cfg.Conn.Transaction(ctx, func(tx Querier) error {
+			if _, err := b.all(ctx, tx, b.q.setPaused, in.Job, paused, in.By, in.Reason); err != nil {
+				return err
+			}
+			rows, err = b.all(ctx, tx, b.q.jobState, in.Job)
+			return err
+		})
+	} else {
+		rows, err = b.all(ctx, b.cfg.Conn, b.q.setPaused, in.Job, paused, in.By, in.Reason)
+	}
 	if err != nil {
 		return anarchon.JobState{}, b.errorf(op, err)
 	}
@@ -115,8 +129,8 @@ func readTrigger(row []any) (anarchon.TriggerRecord, error) {
 	return t, rd.Err()
 }
 
-// RequestTrigger implements [anarchon.TriggerStore]: an INSERT … ON
-// CONFLICT DO NOTHING of the request, then its row; a new request is
+// RequestTrigger implements [anarchon.TriggerStore]: an insert-if-absent
+// of the request, then its row; a new request is
 // announced to watchers (a RunTriggered event) where the backend has
 // Config.Notify. It fails on a bad job name or an empty key, and after
 // Close.
@@ -180,7 +194,8 @@ func (b *SQLBackend) PendingTriggers(ctx context.Context) ([]anarchon.TriggerRec
 }
 
 // ClaimTrigger implements [anarchon.TriggerStore]: one UPDATE from
-// pending; a token that did not update it wins only if it is the one
+// pending (after a locking read of the row where the dialect has no
+// RETURNING); a token that did not update it wins only if it is the one
 // stored. It fails on an empty token and after Close.
 func (b *SQLBackend) ClaimTrigger(ctx context.Context, in anarchon.ClaimTriggerInput) (bool, error) {
 	const op = "claim trigger"
@@ -190,7 +205,17 @@ func (b *SQLBackend) ClaimTrigger(ctx context.Context, in anarchon.ClaimTriggerI
 	if in.Token == "" {
 		return false, b.errorf(op, invalid("empty token"))
 	}
-	rows, err := b.all(ctx, b.cfg.Conn, b.q.claimTrigger, in.Token, in.InstanceID, in.Job, in.Key)
+	var rows [][]any
+	var err error
+	args := []any{in.Token, in.InstanceID, in.Job, in.Key}
+	if b.d.NoReturning {
+		err = b.cfg.Conn.Transaction(ctx, func(tx Querier) error {
+			rows, err = b.changed(ctx, tx, b.q.claimTrigger, b.q.claimTriggerRead, 2, args...)
+			return err
+		})
+	} else {
+		rows, err = b.all(ctx, b.cfg.Conn, b.q.claimTrigger, args...)
+	}
 	if err != nil {
 		return false, b.errorf(op, err)
 	}

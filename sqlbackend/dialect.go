@@ -6,11 +6,12 @@ import (
 )
 
 // SQLDialect is what differs between SQL databases (SPEC §7). The base
-// writes every statement with `?` placeholders and standard SQL
-// (CREATE TABLE IF NOT EXISTS, INSERT … ON CONFLICT … DO NOTHING/UPDATE,
-// RETURNING); a dialect supplies the rest. A database that has those, plus
-// a way to serialise the claims of one job, can be used with a dialect
-// alone: see the package documentation's "Another database" section.
+// writes every statement with `?` placeholders and builds it from the
+// dialect's pieces: the required ones (BigInt, NowMs) and the optional
+// ones below IsPermanent, whose zero values give standard SQL (INSERT … ON
+// CONFLICT … DO NOTHING/UPDATE, RETURNING, TEXT keys, CREATE INDEX IF NOT
+// EXISTS). A database with a unique key and a way to serialise the claims
+// of one job can be used with a dialect alone (mysqlbackend is one).
 type SQLDialect struct {
 	// BigInt is the column type of a 64-bit signed integer, e.g. "BIGINT"
 	// (PostgreSQL) or "INTEGER" (SQLite). Slots, lease expiries and all
@@ -71,6 +72,71 @@ type SQLDialect struct {
 	// (retried). Errors of the base itself (bad input, a closed backend)
 	// are marked without it.
 	IsPermanent func(err error) bool
+
+	// The fields below are optional: their zero values give the standard
+	// SQL that PostgreSQL and SQLite share. A database that differs sets
+	// the pieces it needs (see mysqlbackend for MySQL and MariaDB).
+
+	// KeyText returns the column type of a text column that is part of a
+	// primary key and holds at most maxBytes bytes: jobs.job, runs.job,
+	// results.job and results.token, instances.id (CREATE TABLE in
+	// sql/schema.sql and sql/registry.sql). Keys compare byte for byte.
+	// Nil means "TEXT". MySQL cannot index TEXT without a length, and
+	// InnoDB keys hold at most 3,072 bytes, so it uses VARBINARY(maxBytes).
+	KeyText func(maxBytes int) string
+
+	// Text is the column type of the other text columns (states, statuses,
+	// errors, output, instance info), which may hold any length. "" means
+	// "TEXT"; MySQL's TEXT holds only 64 KiB, so it uses LONGTEXT.
+	Text string
+
+	// TextCast and BigIntCast are the types in CAST(? AS …), which the
+	// INSERT … SELECT statements (plainClaim, registerInstance) and the
+	// trimming DELETEs use to type their parameters. "" means "TEXT" and
+	// BigInt; MySQL casts to CHAR and SIGNED.
+	TextCast, BigIntCast string
+
+	// Quote quotes a table or index name in every statement (Qualify).
+	// Nil means SQL's double quotes; MySQL, unless ANSI_QUOTES is set,
+	// needs backticks.
+	Quote func(ident string) string
+
+	// InsertIgnore returns the clause that ends an INSERT whose row may
+	// already exist under key (a comma-separated column list, the table's
+	// primary key) and then inserts nothing: plainClaim, insertJob,
+	// insertManual, insertStoreResult. Nil means
+	// "ON CONFLICT (key) DO NOTHING". MySQL: "ON DUPLICATE KEY UPDATE
+	// <first key column> = <itself>", which changes nothing and, unlike
+	// INSERT IGNORE, turns no other error into a warning.
+	InsertIgnore func(key string) string
+
+	// Upsert returns the start of the clause that turns an INSERT whose row
+	// exists under key into an UPDATE; the assignments follow it:
+	// upsertResult and registerInstance. Nil means
+	// "ON CONFLICT (key) DO UPDATE SET"; MySQL: "ON DUPLICATE KEY UPDATE".
+	// In the assignments, the existing row's columns are named through the
+	// table ({results}.attempt), and the proposed row's through Excluded.
+	Upsert func(key string) string
+
+	// Excluded names the value the INSERT proposed for column col inside
+	// the Upsert assignments. Nil means "excluded.col"; MySQL "VALUES(col)".
+	Excluded func(col string) string
+
+	// NoReturning is true when the database has no UPDATE/DELETE …
+	// RETURNING (MySQL; MariaDB has it for DELETE only). The base then runs
+	// a statement that would return rows — heartbeat, finish, release,
+	// trimRuns — in a transaction, after a SELECT … ForUpdate of the same
+	// WHERE clause (sql/*.sql: heartbeatRead, finishRead, releaseRead,
+	// trimRunsRead) that locks and returns the rows the statement then
+	// changes; the plain claim's INSERT returns nothing, and Claim reads
+	// the slot's token after it, as it does after a lost claim.
+	// ForUpdate must be set with it.
+	NoReturning bool
+
+	// InlineIndexes is true when the secondary index on results (job,
+	// slot) must be declared inside CREATE TABLE, because the database has
+	// no CREATE INDEX IF NOT EXISTS (MySQL 8). False runs createResultsSlot.
+	InlineIndexes bool
 }
 
 // Dollar rewrites `?` placeholders into PostgreSQL's numbered $1, $2, …,

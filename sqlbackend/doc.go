@@ -73,11 +73,15 @@
 //
 // # Server requirements
 //
-// A SQL database with CREATE TABLE/INDEX IF NOT EXISTS, INSERT … ON
-// CONFLICT (cols) DO NOTHING / DO UPDATE with excluded, and RETURNING on
-// INSERT, UPDATE and DELETE (PostgreSQL 10+, SQLite 3.35+, CockroachDB,
-// YugabyteDB; not MySQL), and a way to serialise the claims of one job
-// (row locks, an advisory lock, or transactions that run one at a time).
+// A SQL database with CREATE TABLE IF NOT EXISTS, a unique key that makes
+// one of two concurrent inserts lose, and a way to serialise the claims of
+// one job (row locks, an advisory lock, or transactions that run one at a
+// time). With the zero values of SQLDialect's optional pieces the base
+// writes standard SQL — INSERT … ON CONFLICT (cols) DO NOTHING / DO UPDATE
+// with excluded, RETURNING on INSERT, UPDATE and DELETE, CREATE INDEX IF
+// NOT EXISTS (PostgreSQL 10+, SQLite 3.35+, CockroachDB, YugabyteDB); a
+// database without them sets the pieces (mysqlbackend: ON DUPLICATE KEY,
+// read-before-write instead of RETURNING, VARBINARY keys).
 // The role needs CREATE on the schema for Init, and SELECT, INSERT,
 // UPDATE and DELETE on its tables.
 //

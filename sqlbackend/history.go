@@ -124,7 +124,7 @@ func (b *SQLBackend) trim(ctx context.Context, tx Querier, sr saved) error {
 	if _, err := b.all(ctx, tx, b.q.trimResults, sr.job, sr.job, sr.size-1, sr.ttlMs, sr.ttlMs); err != nil {
 		return err
 	}
-	rows, err := b.all(ctx, tx, b.q.trimRuns, sr.job, sr.job, sr.size-1, sr.ttlMs, sr.ttlMs)
+	rows, err := b.changed(ctx, tx, b.q.trimRuns, b.q.trimRunsRead, 0, sr.job, sr.job, sr.size-1, sr.ttlMs, sr.ttlMs)
 	if err != nil {
 		return err
 	}

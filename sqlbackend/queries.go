@@ -4,7 +4,9 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -37,25 +39,83 @@ type queries struct {
 	liveOtherRun                                            string
 	heartbeat, finish, release, active                      string
 
+	// Locking reads of what heartbeat, finish, release and trimRuns
+	// change, for a dialect without RETURNING (SQLDialect.NoReturning).
+	heartbeatRead, finishRead, releaseRead, trimRunsRead string
+
 	// The instance registry (registry.go).
 	registerInstance, pruneInstances, deregisterInstance, listInstances string
 
 	// Job control and triggers (control.go).
 	pausedResult, selectPaused, setPaused, jobState, jobStates                  string
 	requestTrigger, selectTrigger, pendingTriggers, claimTrigger, finishTrigger string
+	claimTriggerRead                                                            string // NoReturning's twin of claimTrigger
 
 	now       string // SELECT of the server's clock (SQLDialect.NowMs)
 	serialize string // SQLDialect.Serialize; "" if none
 }
 
+// pieceRE matches the dialect pieces that take an argument:
+// {key 1024}, {ignore job, slot}, {upsert id}, {new col}.
+var pieceRE = regexp.MustCompile(`\{(key|ignore|upsert|new) ([^{}]+)\}`)
+
+// expandPieces replaces the pieces of pieceRE in s with d's SQL for them,
+// or the standard SQL where d leaves them nil.
+func expandPieces(s string, d SQLDialect) string {
+	return pieceRE.ReplaceAllStringFunc(s, func(m string) string {
+		sub := pieceRE.FindStringSubmatch(m)
+		arg := strings.TrimSpace(sub[2])
+		switch sub[1] {
+		case "key":
+			n, err := strconv.Atoi(arg)
+			if err != nil {
+				panic("sqlbackend: bad piece " + m)
+			}
+			if d.KeyText == nil {
+				return "TEXT"
+			}
+			return d.KeyText(n)
+		case "ignore":
+			if d.InsertIgnore == nil {
+				return "ON CONFLICT (" + arg + ") DO NOTHING"
+			}
+			return d.InsertIgnore(arg)
+		case "upsert":
+			if d.Upsert == nil {
+				return "ON CONFLICT (" + arg + ") DO UPDATE SET"
+			}
+			return d.Upsert(arg)
+		default: // new
+			if d.Excluded == nil {
+				return "excluded." + arg
+			}
+			return d.Excluded(arg)
+		}
+	})
+}
+
+// or returns s, or def if s is empty.
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
 // buildQueries fills in the table names and the dialect's pieces, and
-// rewrites the placeholders of every statement once.
-func buildQueries(qualify func(string) string, d SQLDialect) queries {
+// rewrites the placeholders of every statement once. quote quotes a bare
+// name (an index's).
+func buildQueries(qualify, quote func(string) string, d SQLDialect) queries {
+	inlineIndex := ""
+	if d.InlineIndexes {
+		inlineIndex = ",\n\tINDEX " + quote("results_slot") + " (job, slot)"
+	}
 	r := strings.NewReplacer(
 		"{jobs}", qualify("jobs"), "{runs}", qualify("runs"), "{results}", qualify("results"),
 		"{instances}", qualify("instances"), "{control}", qualify("control"), "{triggers}", qualify("triggers"),
 		"{big}", d.BigInt, "{now}", d.NowMs, "{fu}", d.ForUpdate,
-		"{results_slot}", qualifyIndex(qualify, "results_slot"),
+		"{text}", or(d.Text, "TEXT"), "{tcast}", or(d.TextCast, "TEXT"), "{bcast}", or(d.BigIntCast, d.BigInt),
+		"{results_slot}", quote("results_slot"), "{inline_index}", inlineIndex,
 	)
 	rewrite := placeholders(d)
 	used := 0
@@ -65,15 +125,27 @@ func buildQueries(qualify func(string) string, d SQLDialect) queries {
 			panic("sqlbackend: no statement " + name + " in sql/*.sql")
 		}
 		used++
-		return rewrite(r.Replace(s))
+		s = expandPieces(r.Replace(s), d)
+		if d.NoReturning {
+			// The statement's last line is its RETURNING clause
+			// (sql/*.sql keeps it there); its *Read twin runs instead.
+			if i := strings.LastIndex(s, "\nRETURNING "); i >= 0 {
+				s = s[:i]
+			}
+		}
+		return rewrite(s)
 	}
 	defer func() {
 		if used != len(statements) {
 			panic(fmt.Sprintf("sqlbackend: sql/*.sql holds %d statements, buildQueries uses %d", len(statements), used))
 		}
 	}()
+	ddl := []string{q("createJobs"), q("createRuns"), q("createResults"), q("createResultsSlot"), q("createInstances"), q("createControl"), q("createTriggers")}
+	if d.InlineIndexes {
+		ddl = slices.Delete(ddl, 3, 4)
+	}
 	return queries{
-		ddl: []string{q("createJobs"), q("createRuns"), q("createResults"), q("createResultsSlot"), q("createInstances"), q("createControl"), q("createTriggers")},
+		ddl: ddl,
 
 		insertJob: q("insertJob"), selectJob: q("selectJob"), raiseWatermark: q("raiseWatermark"),
 
@@ -89,13 +161,16 @@ func buildQueries(qualify func(string) string, d SQLDialect) queries {
 		insertStoreResult: q("insertStoreResult"), liveOtherRun: q("liveOtherRun"),
 		heartbeat: q("heartbeat"), finish: q("finish"), release: q("release"), active: q("active"),
 
+		heartbeatRead: q("heartbeatRead"), finishRead: q("finishRead"),
+		releaseRead: q("releaseRead"), trimRunsRead: q("trimRunsRead"),
+
 		registerInstance: q("registerInstance"), pruneInstances: q("pruneInstances"),
 		deregisterInstance: q("deregisterInstance"), listInstances: q("listInstances"),
 
 		pausedResult: q("pausedResult"), selectPaused: q("selectPaused"), setPaused: q("setPaused"),
 		jobState: q("jobState"), jobStates: q("jobStates"),
 		requestTrigger: q("requestTrigger"), selectTrigger: q("selectTrigger"), pendingTriggers: q("pendingTriggers"),
-		claimTrigger: q("claimTrigger"), finishTrigger: q("finishTrigger"),
+		claimTrigger: q("claimTrigger"), claimTriggerRead: q("claimTriggerRead"), finishTrigger: q("finishTrigger"),
 
 		now:       rewrite("SELECT " + d.NowMs),
 		serialize: rewrite(d.Serialize),
@@ -173,15 +248,4 @@ func mustParseStatements(fsys fs.FS) map[string]string {
 		panic("sqlbackend: " + err.Error())
 	}
 	return m
-}
-
-// qualifyIndex names an index after its table prefix. An index lives in
-// its table's schema, and CREATE INDEX takes an unqualified name on
-// PostgreSQL, so only the last part of the qualified name is kept.
-func qualifyIndex(qualify func(string) string, name string) string {
-	full := qualify(name)
-	if i := strings.LastIndex(full, `."`); i >= 0 {
-		return full[i+1:]
-	}
-	return full
 }

@@ -102,8 +102,7 @@ func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.Cla
 				if err := b.insertRun(ctx, tx, pc, anarchon.RunStatePaused, anarchon.StatusPaused, nil, now); err != nil {
 					return err
 				}
-				_, err := b.all(ctx, tx, b.q.pausedResult, pc.Token, c.Slot, c.InstanceID, c.Job)
-				return err
+				return b.recordPaused(ctx, tx, c.Job, pc.Token, c.Slot, c.InstanceID)
 			}
 			switch {
 			case c.MaxLate > 0 && now > c.Slot+c.MaxLate.Milliseconds():
@@ -294,7 +293,17 @@ func (s *RunStore) Heartbeat(ctx context.Context, in anarchon.HeartbeatInput) (b
 	if lease <= 0 {
 		return false, b.errorf("heartbeat", invalid("lease %v is not positive", lease))
 	}
-	rows, err := b.all(ctx, b.cfg.Conn, b.q.heartbeat, max(lease.Milliseconds(), 1), job, slot, token)
+	var rows [][]any
+	var err error
+	args := []any{max(lease.Milliseconds(), 1), job, slot, token}
+	if b.d.NoReturning {
+		err = b.cfg.Conn.Transaction(ctx, func(tx Querier) error {
+			rows, err = b.changed(ctx, tx, b.q.heartbeat, b.q.heartbeatRead, 1, args...)
+			return err
+		})
+	} else {
+		rows, err = b.all(ctx, b.cfg.Conn, b.q.heartbeat, args...)
+	}
 	if err != nil {
 		return false, b.errorf("heartbeat", err)
 	}
@@ -310,7 +319,7 @@ func (s *RunStore) Finish(ctx context.Context, in anarchon.FinishInput) (bool, e
 		return s.settleRoutine(ctx, "finish", s.rt.Finish, job, slot, token, string(status))
 	}
 	return s.settle(ctx, "finish", job, slot, anarchon.RunFinished, func(tx Querier) ([][]any, error) {
-		return s.b().all(ctx, tx, s.q.finish, string(status), job, slot, token, string(status))
+		return s.b().changed(ctx, tx, s.q.finish, s.q.finishRead, 1, string(status), job, slot, token, string(status))
 	})
 }
 
@@ -323,7 +332,7 @@ func (s *RunStore) Release(ctx context.Context, in anarchon.ReleaseInput) (bool,
 		return s.settleRoutine(ctx, "release", s.rt.Release, job, slot, token)
 	}
 	return s.settle(ctx, "release", job, slot, anarchon.RunReleased, func(tx Querier) ([][]any, error) {
-		return s.b().all(ctx, tx, s.q.release, job, slot, token)
+		return s.b().changed(ctx, tx, s.q.release, s.q.releaseRead, 0, job, slot, token)
 	})
 }
 
@@ -379,7 +388,7 @@ func (s *RunStore) FinishResult(ctx context.Context, in anarchon.SaveResultInput
 		if err := b.lockJob(ctx, tx, job); err != nil {
 			return err
 		}
-		rows, err := b.all(ctx, tx, b.q.finish, string(sr.r.Status), job, r.Slot, r.Token, string(sr.r.Status))
+		rows, err := b.changed(ctx, tx, b.q.finish, b.q.finishRead, 1, string(sr.r.Status), job, r.Slot, r.Token, string(sr.r.Status))
 		if err != nil {
 			return err
 		}
@@ -421,7 +430,7 @@ func (s *RunStore) settle(ctx context.Context, op, job string, slot int64, kind 
 		return nil
 	}
 	var err error
-	if b.cfg.Notify == nil {
+	if b.cfg.Notify == nil && !b.d.NoReturning {
 		err = run(b.cfg.Conn) // one statement is atomic on its own
 	} else {
 		err = b.cfg.Conn.Transaction(ctx, run)
@@ -459,4 +468,25 @@ func (s *RunStore) Active(ctx context.Context, job string) ([]anarchon.ActiveRun
 		})
 	}
 	return out, nil
+}
+
+// changed runs write, a statement that returns the rows it changes
+// (UPDATE or DELETE … RETURNING), with args through tx, and returns those
+// rows. With SQLDialect.NoReturning the database cannot return them, so
+// changed first runs read, the locking SELECT of write's WHERE clause
+// (args without the first setArgs, which belong to write's SET), and then
+// write: the rows read stay locked, so write changes exactly them. tx must
+// then be a transaction.
+func (b *SQLBackend) changed(ctx context.Context, tx Querier, write, read string, setArgs int, args ...any) ([][]any, error) {
+	if !b.d.NoReturning {
+		return b.all(ctx, tx, write, args...)
+	}
+	rows, err := b.all(ctx, tx, read, args[setArgs:]...)
+	if err != nil || len(rows) == 0 {
+		return nil, err
+	}
+	if _, err := b.all(ctx, tx, write, args...); err != nil {
+		return nil, err
+	}
+	return rows, nil
 }

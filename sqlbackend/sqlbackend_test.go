@@ -3,6 +3,7 @@ package sqlbackend
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -163,8 +164,63 @@ func TestParseStatements(t *testing.T) {
 	}
 	// buildQueries panics on a statement of sql/*.sql it does not use,
 	// or one it needs and does not find.
-	q := buildQueries(func(s string) string { return s }, SQLDialect{BigInt: "BIGINT", NowMs: "0"})
+	q := buildQueries(func(s string) string { return s }, func(s string) string { return s }, SQLDialect{BigInt: "BIGINT", NowMs: "0"})
 	if q.active == "" || len(q.ddl) != 7 {
 		t.Errorf("buildQueries: active %q, %d DDL statements", q.active, len(q.ddl))
+	}
+}
+
+// TestDialectPieces builds every statement with a dialect that sets every
+// optional piece, and checks that none of the standard SQL they replace is
+// left; and with the zero pieces, that the standard SQL is there.
+func TestDialectPieces(t *testing.T) {
+	quote := func(s string) string { return "`" + s + "`" }
+	d := SQLDialect{
+		BigInt: "BIGINT", NowMs: "NOW_MS()", ForUpdate: " FOR UPDATE",
+		KeyText:      func(n int) string { return "VARBINARY(" + strconv.Itoa(n) + ")" },
+		Text:         "LONGBLOB",
+		TextCast:     "BINARY",
+		BigIntCast:   "SIGNED",
+		Quote:        quote,
+		InsertIgnore: func(key string) string { return "ON DUPLICATE KEY UPDATE " + key },
+		Upsert:       func(string) string { return "ON DUPLICATE KEY UPDATE" },
+		Excluded:     func(col string) string { return "VALUES(" + col + ")" },
+		NoReturning:  true, InlineIndexes: true,
+	}
+	q := buildQueries(quote, quote, d)
+	all := append([]string{q.plainClaim, q.insertJob, q.insertManual, q.insertStoreResult, q.upsertResult,
+		q.registerInstance, q.heartbeat, q.finish, q.release, q.trimRuns, q.trimResults,
+		q.pausedResult, q.setPaused, q.requestTrigger, q.claimTrigger, q.finishTrigger}, q.ddl...)
+	for _, s := range all {
+		for _, bad := range []string{"ON CONFLICT", "RETURNING", "excluded.", " TEXT", "AS TEXT", "{", `"`, "||"} {
+			if strings.Contains(s, bad) {
+				t.Errorf("%q left in %s", bad, s)
+			}
+		}
+	}
+	if len(q.ddl) != 6 || !strings.Contains(q.ddl[2], "INDEX `results_slot` (job, slot)") {
+		t.Errorf("inline index: %d DDL statements, results: %s", len(q.ddl), q.ddl[2])
+	}
+	if !strings.Contains(q.heartbeatRead, "FOR UPDATE") || !strings.Contains(q.trimRunsRead, "FOR UPDATE") ||
+		!strings.Contains(q.claimTriggerRead, "FOR UPDATE") {
+		t.Errorf("read twins without the row lock: %s / %s / %s", q.heartbeatRead, q.trimRunsRead, q.claimTriggerRead)
+	}
+	std := buildQueries(func(s string) string { return `"` + s + `"` }, func(s string) string { return `"` + s + `"` }, SQLDialect{BigInt: "BIGINT", NowMs: "0"})
+	for _, c := range []struct{ s, want string }{
+		{std.plainClaim, "ON CONFLICT (job, slot) DO NOTHING\nRETURNING token"},
+		{std.upsertResult, "ON CONFLICT (job, token) DO UPDATE SET slot = excluded.slot"},
+		{std.heartbeat, "\nRETURNING lease_until"},
+		{std.plainClaim, "CASE WHEN p.paused = 1 THEN CAST(? AS TEXT) ELSE CAST(? AS TEXT) END"},
+		{std.setPaused, "ON CONFLICT (job) DO UPDATE SET paused = excluded.paused"},
+		{std.claimTrigger, "\nRETURNING token"},
+		{std.requestTrigger, "ON CONFLICT (job, tkey) DO NOTHING"},
+		{std.ddl[5], "job TEXT NOT NULL PRIMARY KEY"},
+		{std.ddl[6], "tkey TEXT NOT NULL"},
+		{std.ddl[0], "job TEXT NOT NULL PRIMARY KEY"},
+		{std.ddl[3], `CREATE INDEX IF NOT EXISTS "results_slot"`},
+	} {
+		if !strings.Contains(c.s, c.want) {
+			t.Errorf("%q missing in %s", c.want, c.s)
+		}
 	}
 }

@@ -113,6 +113,35 @@ func New(db *sql.DB, opts *Options) (*Backend, error) {
 	}
 	p := &prepared{pragma: fmt.Sprintf("PRAGMA busy_timeout = %d", o.BusyTimeout.Milliseconds())}
 	conn := sqlbackend.DB{DB: db, Begin: "BEGIN IMMEDIATE", Prepare: p.prepare}
+	var closeFn func(context.Context) error
+	if o.CloseDB {
+		closeFn = func(context.Context) error { return db.Close() }
+	}
+	return newBackend(conn, db, o, closeFn)
+}
+
+// NewFromConn returns a SQLite backend over a caller's own client through
+// the two-function adapter of SPEC §7 (sqlbackend.Funcs, or any
+// sqlbackend.Conn), for a driver that is not a database/sql driver. Init
+// runs the same checks as for New (the library version, WAL unless
+// KeepJournalMode). What New does on the *sql.DB is then the caller's
+// job: conn's Transaction must take the write lock at once (BEGIN
+// IMMEDIATE), so that transactions run one at a time, and its connections
+// should wait for the lock (PRAGMA busy_timeout). Options.BusyTimeout and
+// Options.CloseDB are not used: the backend never closes conn. DB returns
+// nil.
+func NewFromConn(conn sqlbackend.Conn, opts *Options) (*Backend, error) {
+	if conn == nil {
+		return nil, errors.New("sqlitebackend: conn is nil")
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	return newBackend(conn, nil, o, nil)
+}
+
+func newBackend(conn sqlbackend.Conn, db *sql.DB, o Options, closeFn func(context.Context) error) (*Backend, error) {
 	cfg := sqlbackend.Config{
 		Name:    "sqlite",
 		Dialect: Dialect,
@@ -121,9 +150,7 @@ func New(db *sql.DB, opts *Options) (*Backend, error) {
 		Check: func(ctx context.Context, c sqlbackend.Conn) error {
 			return check(ctx, c, !o.KeepJournalMode)
 		},
-	}
-	if o.CloseDB {
-		cfg.Close = func(context.Context) error { return db.Close() }
+		Close: closeFn,
 	}
 	if o.File != "" {
 		g, err := newFileGuard(o.File, o.Logger)
@@ -139,7 +166,8 @@ func New(db *sql.DB, opts *Options) (*Backend, error) {
 	return &Backend{SQLBackend: base, db: db}, nil
 }
 
-// DB returns the *sql.DB the backend uses.
+// DB returns the *sql.DB the backend uses, nil for a backend made by
+// NewFromConn.
 func (b *Backend) DB() *sql.DB { return b.db }
 
 // prepared applies the per-connection PRAGMA once per driver connection.

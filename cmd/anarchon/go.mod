@@ -7,11 +7,13 @@ toolchain go1.26.11
 require (
 	github.com/anarchon/anarchon v0.1.0
 	github.com/anarchon/anarchon/anarchonui v0.1.0
+	github.com/anarchon/anarchon/mysqlbackend v0.1.0
 	github.com/anarchon/anarchon/natsbackend v0.1.0
 	github.com/anarchon/anarchon/otelanarchon v0.1.0
 	github.com/anarchon/anarchon/pgbackend v0.1.0
 	github.com/anarchon/anarchon/redisbackend v0.1.0
 	github.com/anarchon/anarchon/sqlitefile v0.1.0
+	github.com/go-sql-driver/mysql v1.10.1
 	github.com/prometheus/client_golang v1.25.0
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.1.0
@@ -25,6 +27,7 @@ require (
 )
 
 require (
+	filippo.io/edwards25519 v1.2.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/dustin/go-humanize v1.1.0 // indirect

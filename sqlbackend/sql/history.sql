@@ -1,8 +1,9 @@
 -- Statements of package sqlbackend, read by queries.go. Each begins with a
 -- "-- name: <name>" line; other comment lines are dropped. {jobs}, {runs}
 -- and {results} are the qualified table names, {big} the dialect's 64-bit
--- integer type, {now} its clock in Unix ms, {fu} its row-lock suffix.
--- Values are always bound to `?` placeholders.
+-- integer type, {now} its clock in Unix ms, {fu} its row-lock suffix;
+-- the other {…} pieces come from the dialect too (queries.go). Values are
+-- always bound to `?` placeholders.
 
 -- History reads: run rows (claims) and stored results of one job.
 

@@ -1,13 +1,14 @@
 -- Statements of package sqlbackend, read by queries.go. Each begins with a
 -- "-- name: <name>" line; other comment lines are dropped. {jobs}, {runs}
 -- and {results} are the qualified table names, {big} the dialect's 64-bit
--- integer type, {now} its clock in Unix ms, {fu} its row-lock suffix.
--- Values are always bound to `?` placeholders.
+-- integer type, {now} its clock in Unix ms, {fu} its row-lock suffix;
+-- the other {…} pieces come from the dialect too (queries.go). Values are
+-- always bound to `?` placeholders.
 
 -- The jobs table: one row per job, holding its trimming watermark.
 
 -- name: insertJob
-INSERT INTO {jobs} (job, watermark, created_at) VALUES (?, NULL, {now}) ON CONFLICT (job) DO NOTHING
+INSERT INTO {jobs} (job, watermark, created_at) VALUES (?, NULL, {now}) {ignore job}
 
 -- name: selectJob
 SELECT watermark, {now} FROM {jobs} WHERE job = ?{fu}

@@ -7,8 +7,8 @@
 
 -- name: createInstances
 CREATE TABLE IF NOT EXISTS {instances} (
-	id TEXT NOT NULL PRIMARY KEY,
-	info TEXT NOT NULL,
+	id {key 1024} NOT NULL PRIMARY KEY,
+	info {text} NOT NULL,
 	ttl_ms {big} NOT NULL,
 	last_seen {big} NOT NULL,
 	expires_at {big} NOT NULL,
@@ -19,13 +19,13 @@ CREATE TABLE IF NOT EXISTS {instances} (
 -- The server's clock is read once, so that expires_at is exactly
 -- last_seen + ttl. WHERE true lets SQLite parse ON CONFLICT after a SELECT.
 INSERT INTO {instances} (id, info, ttl_ms, last_seen, expires_at, stopped)
-SELECT CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS {big}), t.n, t.n + CAST(? AS {big}), 0
+SELECT CAST(? AS {tcast}), CAST(? AS {tcast}), CAST(? AS {bcast}), t.n, t.n + CAST(? AS {bcast}), 0
 FROM (SELECT {now} AS n) AS t WHERE true
-ON CONFLICT (id) DO UPDATE SET info = excluded.info, ttl_ms = excluded.ttl_ms,
-	last_seen = excluded.last_seen, expires_at = excluded.expires_at, stopped = 0
+{upsert id} info = {new info}, ttl_ms = {new ttl_ms},
+	last_seen = {new last_seen}, expires_at = {new expires_at}, stopped = 0
 
 -- name: pruneInstances
-DELETE FROM {instances} WHERE expires_at < {now} - CAST(? AS {big})
+DELETE FROM {instances} WHERE expires_at < {now} - CAST(? AS {bcast})
 
 -- name: deregisterInstance
 UPDATE {instances} SET stopped = 1,
@@ -35,4 +35,4 @@ WHERE id = ?
 -- name: listInstances
 SELECT i.id, i.info, i.ttl_ms, i.last_seen, i.expires_at, i.stopped, t.n
 FROM {instances} AS i CROSS JOIN (SELECT {now} AS n) AS t
-WHERE i.expires_at >= t.n - CAST(? AS {big})
+WHERE i.expires_at >= t.n - CAST(? AS {bcast})

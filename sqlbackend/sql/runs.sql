@@ -1,8 +1,9 @@
 -- Statements of package sqlbackend, read by queries.go. Each begins with a
 -- "-- name: <name>" line; other comment lines are dropped. {jobs}, {runs}
 -- and {results} are the qualified table names, {big} the dialect's 64-bit
--- integer type, {now} its clock in Unix ms, {fu} its row-lock suffix.
--- Values are always bound to `?` placeholders.
+-- integer type, {now} its clock in Unix ms, {fu} its row-lock suffix;
+-- the other {…} pieces come from the dialect too (queries.go). Values are
+-- always bound to `?` placeholders.
 
 -- Leases (SPEC §6): the run rows of lease claims, heartbeats, finishes and releases.
 
@@ -30,23 +31,42 @@ UPDATE {runs} SET token = ?, instance = ?, state = 'done', status = 'abandoned',
 -- previous holder's at a takeover or abandonment, and the
 -- abandonment itself. A result saved for the token wins.
 INSERT INTO {results} (job, token, slot, instance, attempt, status, claimed_at, started_at, finished_at, error, output, manual, saved_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, NULL, NULL, '', '', 0, {now}) ON CONFLICT (job, token) DO NOTHING
+VALUES (?, ?, ?, ?, ?, ?, ?, NULL, NULL, '', '', 0, {now}) {ignore job, token}
 
 -- name: liveOtherRun
 SELECT slot FROM {runs} WHERE job = ? AND slot <> ? AND state = 'running'
 AND lease_until IS NOT NULL AND lease_until > ? LIMIT 1
 
+-- The statements that return the rows they change (heartbeat, finish,
+-- release) each have a *Read twin: a locking SELECT of the same WHERE,
+-- run before them by a dialect without RETURNING (NoReturning).
+
 -- name: heartbeat
 UPDATE {runs} SET lease_until = {now} + ?
-WHERE job = ? AND slot = ? AND token = ? AND state = 'running' AND lease_until IS NOT NULL RETURNING lease_until
+WHERE job = ? AND slot = ? AND token = ? AND state = 'running' AND lease_until IS NOT NULL
+RETURNING lease_until
+
+-- name: heartbeatRead
+SELECT lease_until FROM {runs}
+WHERE job = ? AND slot = ? AND token = ? AND state = 'running' AND lease_until IS NOT NULL{fu}
 
 -- name: finish
 UPDATE {runs} SET state = 'done', status = ?, lease_until = NULL
-WHERE job = ? AND slot = ? AND token = ? AND (state IN ('running', 'released') OR (state = 'done' AND status = ?)) RETURNING attempt
+WHERE job = ? AND slot = ? AND token = ? AND (state IN ('running', 'released') OR (state = 'done' AND status = ?))
+RETURNING attempt
+
+-- name: finishRead
+SELECT attempt FROM {runs}
+WHERE job = ? AND slot = ? AND token = ? AND (state IN ('running', 'released') OR (state = 'done' AND status = ?)){fu}
 
 -- name: release
 UPDATE {runs} SET state = 'released', lease_until = {now}
-WHERE job = ? AND slot = ? AND token = ? AND state = 'running' AND lease_until IS NOT NULL RETURNING attempt
+WHERE job = ? AND slot = ? AND token = ? AND state = 'running' AND lease_until IS NOT NULL
+RETURNING attempt
+
+-- name: releaseRead
+SELECT attempt FROM {runs}
+WHERE job = ? AND slot = ? AND token = ? AND state = 'running' AND lease_until IS NOT NULL{fu}
 
 -- name: active
 SELECT slot, token, instance, attempt, state, lease_until, {now} FROM {runs}

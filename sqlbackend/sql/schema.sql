@@ -1,14 +1,15 @@
 -- Statements of package sqlbackend, read by queries.go. Each begins with a
 -- "-- name: <name>" line; other comment lines are dropped. {jobs}, {runs}
 -- and {results} are the qualified table names, {big} the dialect's 64-bit
--- integer type, {now} its clock in Unix ms, {fu} its row-lock suffix.
--- Values are always bound to `?` placeholders.
+-- integer type, {now} its clock in Unix ms, {fu} its row-lock suffix;
+-- the other {…} pieces come from the dialect too (queries.go). Values are
+-- always bound to `?` placeholders.
 
 -- The tables, created by Init in one migration transaction, in this order.
 
 -- name: createJobs
 CREATE TABLE IF NOT EXISTS {jobs} (
-	job TEXT NOT NULL PRIMARY KEY,
+	job {key 1024} NOT NULL PRIMARY KEY,
 	watermark {big},
 	created_at {big} NOT NULL
 )
@@ -17,13 +18,13 @@ CREATE TABLE IF NOT EXISTS {jobs} (
 -- Stored states are anarchon.RunState values; plain claims are stored as
 -- state 'running' with a NULL lease_until (no lease, never expires).
 CREATE TABLE IF NOT EXISTS {runs} (
-	job TEXT NOT NULL,
+	job {key 1024} NOT NULL,
 	slot {big} NOT NULL,
-	token TEXT NOT NULL,
-	instance TEXT NOT NULL,
+	token {text} NOT NULL,
+	instance {text} NOT NULL,
 	attempt {big} NOT NULL,
-	state TEXT NOT NULL,
-	status TEXT NOT NULL,
+	state {text} NOT NULL,
+	status {text} NOT NULL,
 	lease_until {big},
 	claimed_at {big} NOT NULL,
 	PRIMARY KEY (job, slot)
@@ -31,20 +32,20 @@ CREATE TABLE IF NOT EXISTS {runs} (
 
 -- name: createResults
 CREATE TABLE IF NOT EXISTS {results} (
-	job TEXT NOT NULL,
-	token TEXT NOT NULL,
+	job {key 1024} NOT NULL,
+	token {key 512} NOT NULL,
 	slot {big} NOT NULL,
-	instance TEXT NOT NULL,
+	instance {text} NOT NULL,
 	attempt {big} NOT NULL,
-	status TEXT NOT NULL,
+	status {text} NOT NULL,
 	claimed_at {big},
 	started_at {big},
 	finished_at {big},
-	error TEXT NOT NULL,
-	output TEXT NOT NULL,
+	error {text} NOT NULL,
+	output {text} NOT NULL,
 	manual {big} NOT NULL,
 	saved_at {big} NOT NULL,
-	PRIMARY KEY (job, token)
+	PRIMARY KEY (job, token){inline_index}
 )
 
 -- name: createResultsSlot
@@ -53,27 +54,27 @@ CREATE INDEX IF NOT EXISTS {results_slot} ON {results} (job, slot)
 -- name: createControl
 -- Job control (SPEC §12): one row per job ever paused or resumed.
 CREATE TABLE IF NOT EXISTS {control} (
-	job TEXT NOT NULL PRIMARY KEY,
+	job {key 1024} NOT NULL PRIMARY KEY,
 	paused {big} NOT NULL,
-	by_who TEXT NOT NULL,
-	reason TEXT NOT NULL,
+	by_who {text} NOT NULL,
+	reason {text} NOT NULL,
 	set_at {big} NOT NULL
 )
 
 -- name: createTriggers
 -- Trigger requests (SPEC §12): one row per (job, key).
 CREATE TABLE IF NOT EXISTS {triggers} (
-	job TEXT NOT NULL,
-	tkey TEXT NOT NULL,
-	by_who TEXT NOT NULL,
+	job {key 1024} NOT NULL,
+	tkey {key 1024} NOT NULL,
+	by_who {text} NOT NULL,
 	requested_at {big} NOT NULL,
-	state TEXT NOT NULL,
-	instance TEXT NOT NULL,
-	token TEXT NOT NULL,
+	state {text} NOT NULL,
+	instance {text} NOT NULL,
+	token {text} NOT NULL,
 	slot {big} NOT NULL,
 	claimed_at {big},
 	finished_at {big},
-	status TEXT NOT NULL,
-	error TEXT NOT NULL,
+	status {text} NOT NULL,
+	error {text} NOT NULL,
 	PRIMARY KEY (job, tkey)
 )

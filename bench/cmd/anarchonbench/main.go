@@ -1,7 +1,7 @@
 // Command anarchonbench runs anarchon's benchmark harness and prints
 // Markdown tables. Parts:
 //
-//	anarchonbench claim    [-stores memory,sqlite,redis,nats,postgres]
+//	anarchonbench claim    [-stores memory,sqlite,redis,nats,postgres,mysql]
 //	anarchonbench calls    [-stores …] (the claim part's second table only)
 //	anarchonbench contest  [-stores …]
 //	anarchonbench timing
@@ -9,8 +9,8 @@
 //	anarchonbench failover [-stores …]
 //	anarchonbench gocron
 //
-// Server stores read ANARCHON_TEST_REDIS_ADDR, ANARCHON_TEST_NATS_URL and
-// ANARCHON_TEST_POSTGRES_URL; a store whose variable is unset is skipped
+// Server stores read ANARCHON_TEST_REDIS_ADDR, ANARCHON_TEST_NATS_URL,
+// ANARCHON_TEST_POSTGRES_URL and ANARCHON_TEST_MYSQL_DSN; a store whose variable is unset is skipped
 // with a note. bench/run.sh starts the servers and runs a part.
 package main
 

@@ -1,0 +1,4 @@
+package mysqlbackend
+
+// CheckVersion is checkVersion, for tests.
+var CheckVersion = checkVersion
