@@ -27,9 +27,12 @@
 //
 // # Actions
 //
-// Run now ([DefaultActions]: [anarchon.Scheduler.RunNow] in the
-// background) is offered by default; trigger, pause and resume are offered
-// when their funcs are set in [Actions], and hidden otherwise. Actions are
+// [DefaultActions] offers run now ([anarchon.Scheduler.RunNow] in the
+// background) always, pause and resume (cluster-wide, through
+// [anarchon.Scheduler.Pause] and Resume) when the store keeps job control,
+// and trigger ([anarchon.Scheduler.RequestTrigger]: one run per key on a
+// live replica) when it keeps triggers; an [Actions] given in Options
+// replaces them, and an action whose func is nil is hidden. Actions are
 // POST forms guarded against cross-site requests twice: net/http's
 // CrossOriginProtection refuses requests a browser marks cross-origin, and
 // each form carries a token that must equal its cookie and bear the

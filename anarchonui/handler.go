@@ -32,7 +32,44 @@ var staticFS embed.FS
 // through [anarchon.Scheduler.RunNow], started in the background (the page
 // does not wait for the handler; the run shows as running in the job's
 // history until it ends). A run outlives the request that asked for it.
+// When the store keeps job control ([anarchon.JobControl]) it adds Pause,
+// Resume and Paused (cluster-wide, SPEC §12), and when it keeps triggers
+// ([anarchon.TriggerStore]) Trigger, which stores the request and returns:
+// a live replica runs it once per key.
 func DefaultActions(s *anarchon.Scheduler) *Actions {
+	a := runNowAction(s)
+	if _, ok := anarchon.As[anarchon.JobControl](s.Backend()); ok {
+		a.Pause = func(ctx context.Context, job, reason string) error {
+			_, err := s.Pause(ctx, job, anarchon.PauseOptions{Reason: reason, By: "dashboard@" + s.InstanceID()})
+			return err
+		}
+		a.Resume = func(ctx context.Context, job string) error {
+			_, err := s.Resume(ctx, job, anarchon.ResumeOptions{By: "dashboard@" + s.InstanceID()})
+			return err
+		}
+		a.Paused = func(ctx context.Context, job string) (bool, string, error) {
+			st, err := s.JobState(ctx, job)
+			if err != nil || !st.Paused {
+				return false, "", err
+			}
+			note := "paused by " + st.By + " at " + st.At.UTC().Format(time.RFC3339)
+			if st.Reason != "" {
+				note += ": " + st.Reason
+			}
+			return true, note, nil
+		}
+	}
+	if _, ok := anarchon.As[anarchon.TriggerStore](s.Backend()); ok {
+		a.Trigger = func(ctx context.Context, job, key string) error {
+			_, err := s.RequestTrigger(ctx, job, key)
+			return err
+		}
+	}
+	return a
+}
+
+// runNowAction is the action every scheduler has: a local manual run.
+func runNowAction(s *anarchon.Scheduler) *Actions {
 	return &Actions{
 		RunNow: func(ctx context.Context, job string) error {
 			if !hasJob(s, job) {

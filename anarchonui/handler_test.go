@@ -85,7 +85,9 @@ func TestJobsPage(t *testing.T) {
 	slot := time.Date(2026, 3, 1, 10, 5, 0, 0, time.UTC)
 	save(t, b, slot, "replica-b", "t1", 1, anarchon.StatusSuccess, "", 0)
 	save(t, b, slot.Add(5*time.Minute), "replica-c", "t2", 1, anarchon.StatusError, "exit status 3", 0)
-	h := Handler(s, nil)
+	// Run now only: membackend also keeps job control and triggers, whose
+	// buttons must then stay hidden (TestDefaultPauseResume shows them).
+	h := Handler(s, &Options{Actions: &Actions{RunNow: DefaultActions(s).RunNow}})
 	code, body := get(t, h, "/")
 	if code != 200 {
 		t.Fatalf("GET / = %d\n%s", code, body)
@@ -501,5 +503,40 @@ func TestBasePath(t *testing.T) {
 	w := post(h, "/ui/job/report/run", cookies, url.Values{"csrf": {tok}, "back": {"/ui/job/report"}}, nil)
 	if loc := w.Header().Get("Location"); loc != "/ui/job/report" {
 		t.Errorf("run now under /ui/ redirected to %q", loc)
+	}
+}
+
+// On a store with job control, the default actions pause and resume the
+// job cluster-wide (the store's state, read back through the scheduler)
+// and the jobs page shows who paused it and why.
+func TestDefaultPauseResume(t *testing.T) {
+	s := anarchon.New(membackend.New(nil), &anarchon.Options{InstanceID: "replica-a"})
+	if err := s.Every("tick", time.Hour, func(context.Context, *anarchon.Run) error { return nil }, nil); err != nil {
+		t.Fatal(err)
+	}
+	a := DefaultActions(s)
+	if a.Pause == nil || a.Resume == nil || a.Paused == nil || a.Trigger == nil {
+		t.Fatalf("membackend has job control and triggers, actions: %+v", a)
+	}
+	h := Handler(s, nil)
+	if code, body := get(t, h, "/"); code != http.StatusOK || !strings.Contains(body, `class="pause"`) || !strings.Contains(body, `class="trigger"`) {
+		t.Errorf("jobs page (%d) lacks the pause or trigger button of a store that has them", code)
+	}
+	cookies, tok, _ := form(t, h, "/")
+	if w := post(h, "/job/tick/pause", cookies, url.Values{"csrf": {tok}, "reason": {"maintenance window"}}, nil); w.Code != http.StatusSeeOther {
+		t.Fatalf("pause = %d", w.Code)
+	}
+	st, err := s.JobState(context.Background(), "tick")
+	if err != nil || !st.Paused || st.Reason != "maintenance window" || st.By != "dashboard@replica-a" {
+		t.Fatalf("state after pause: %+v, %v", st, err)
+	}
+	if code, body := get(t, h, "/"); code != http.StatusOK || !strings.Contains(body, "maintenance window") {
+		t.Errorf("jobs page after pause (%d) does not show the reason", code)
+	}
+	if w := post(h, "/job/tick/resume", cookies, url.Values{"csrf": {tok}}, nil); w.Code != http.StatusSeeOther {
+		t.Fatalf("resume = %d", w.Code)
+	}
+	if st, err := s.JobState(context.Background(), "tick"); err != nil || st.Paused {
+		t.Fatalf("state after resume: %+v, %v", st, err)
 	}
 }

@@ -281,8 +281,8 @@ func TestDashboard(t *testing.T) {
 			t.Errorf("jobs page lacks %q", want)
 		}
 	}
-	if strings.Contains(body, "Pause") || strings.Contains(body, "Trigger") {
-		t.Errorf("jobs page offers pause or trigger, which the store does not have yet")
+	if !strings.Contains(body, "Pause") || !strings.Contains(body, "Trigger") {
+		t.Errorf("jobs page lacks pause or trigger, which the SQLite store has")
 	}
 	run(30*time.Second, "job page",
 		chromedp.Navigate(base+"job/every2s"),
@@ -339,6 +339,42 @@ func TestDashboard(t *testing.T) {
 		chromedp.Navigate(base+"job/manual"),
 		chromedp.WaitVisible(`tbody.slot tr[data-status="success"]`, chromedp.ByQuery),
 		shot("job-manual"))
+
+	// Pause on one replica's page is seen on another replica's page (the
+	// state is in the store), and Resume from that page undoes it.
+	run(30*time.Second, "pause",
+		chromedp.Navigate(base),
+		chromedp.Click(`tr[data-job="manual"] button.pause`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#flash`, chromedp.ByQuery),
+		text("#flash", &body))
+	if !strings.Contains(body, "paused manual") {
+		t.Errorf("flash after pause: %q", body)
+	}
+	other := reps[1].url + "/ui/"
+	run(30*time.Second, "paused on another replica",
+		chromedp.Navigate(other),
+		chromedp.WaitVisible(`tr[data-job="manual"] span.paused`, chromedp.ByQuery),
+		text(`tr[data-job="manual"]`, &body),
+		shot("jobs-paused"))
+	if !strings.Contains(body, "paused by dashboard@replica-0") {
+		t.Errorf("paused row on replica-1: %q", body)
+	}
+	run(30*time.Second, "resume on another replica",
+		chromedp.Click(`tr[data-job="manual"] button.resume`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#flash`, chromedp.ByQuery),
+		chromedp.WaitVisible(`tr[data-job="manual"] button.pause`, chromedp.ByQuery))
+
+	// Trigger runs the job once on a live replica.
+	before := len(lines(t, manualOut))
+	run(30*time.Second, "trigger",
+		chromedp.Navigate(base),
+		chromedp.Click(`tr[data-job="manual"] button.trigger`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#flash`, chromedp.ByQuery),
+		text("#flash", &body))
+	if !strings.Contains(body, "triggered manual") {
+		t.Errorf("flash after trigger: %q", body)
+	}
+	waitFor(t, 30*time.Second, "the triggered run", func() bool { return len(lines(t, manualOut)) > before })
 
 	// A form whose CSRF token was tampered with is refused.
 	run(30*time.Second, "forged CSRF token",
@@ -442,8 +478,9 @@ func TestDashboard(t *testing.T) {
 		t.Errorf("takeover slot reads %q, want \"1 lease_lost, 2 success\"", got)
 	}
 
-	// Run now ran the job once, however the pages were used since.
-	if got := lines(t, manualOut); len(got) != 1 || got[0] != "replica-0 1" {
-		t.Errorf("manual.out = %q, want one run-now run on replica-0", got)
+	// Run now ran the job once, on replica-0, and the trigger once, on
+	// whichever live replica won it, however the pages were used since.
+	if got := lines(t, manualOut); len(got) != 2 || got[0] != "replica-0 1" {
+		t.Errorf("manual.out = %q, want the run-now run on replica-0, then one triggered run", got)
 	}
 }
