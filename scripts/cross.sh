@@ -8,6 +8,11 @@
 # Usage: bash scripts/cross.sh [GOOS/GOARCH ...]
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# Build with the patched Go release the workspace names (go.work's
+# toolchain line, downloaded from the module proxy), as the release is
+# built and govulncheck checks, whatever go command runs this script.
+toolchain=$(awk '$1 == "toolchain" { print $2; exit }' go.work)
+[ -z "$toolchain" ] || export GOTOOLCHAIN=$toolchain
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64)
 # The modules users build: the published ones (scripts/release-proxy.sh).

@@ -27,6 +27,11 @@ if ! $snapshot && [ -n "$(git status --porcelain)" ]; then
   echo "FAIL: the working tree has changes; a release is built from a clean tag" >&2
   exit 1
 fi
+# Build with the patched Go release the workspace names (go.work's
+# toolchain line, downloaded from the module proxy), as the release is
+# built and govulncheck checks, whatever go command runs this script.
+toolchain=$(awk '$1 == "toolchain" { print $2; exit }' go.work)
+[ -z "$toolchain" ] || export GOTOOLCHAIN=$toolchain
 if ! command -v zip >/dev/null; then
   echo "== installing zip (the windows archives)"
   { apt-get update -qq && apt-get install -y -qq zip >/dev/null; } || { echo "FAIL: zip is missing and could not be installed" >&2; exit 1; }
