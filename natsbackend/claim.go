@@ -30,26 +30,14 @@ const claimRetries = 3
 // Errors: ErrInvalid for an empty job or token; anarchon.ErrClosed after
 // Close; server errors wrapped with the jetstream error reachable.
 func (b *Backend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, error) {
-	job, err := encodeJob(in.Job)
+	h, job, ctx, cancel, err := b.runArgs(ctx, in.Job, in.Token)
 	if err != nil {
 		return false, err
 	}
-	if err := checkToken(in.Token); err != nil {
-		return false, err
-	}
-	h, err := b.ready(ctx)
-	if err != nil {
-		return false, err
-	}
-	ctx, cancel := b.bound(ctx)
 	defer cancel()
 	val, _ := json.Marshal(claimValue{Token: in.Token, Instance: in.InstanceID})
 	key := claimKey(job, in.Slot)
-	if err := b.checkEarly(ctx, h, in.Job, in.Slot); err != nil {
-		return false, err
-	}
-	// The pause is read before the Create: see control.go for the window.
-	st, paused, err := b.pausedState(ctx, h, job)
+	st, paused, err := b.admit(ctx, h, job, in)
 	if err != nil {
 		return false, err
 	}
@@ -67,20 +55,39 @@ func (b *Backend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, erro
 		if !errors.Is(err, jetstream.ErrKeyExists) {
 			return false, b.wrap("claim", err)
 		}
-		e, err := h.kv.Get(ctx, key)
-		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
-			continue
-		}
-		if err != nil {
-			return false, b.wrap("read claim", err)
-		}
 		var cv claimValue
-		if err := json.Unmarshal(e.Value(), &cv); err != nil {
-			return false, fmt.Errorf("natsbackend: claim %s holds an unreadable value: %w", key, err)
+		e, err := b.getJSON(ctx, h, key, "claim", &cv)
+		if err != nil {
+			return false, err
+		}
+		if e == nil {
+			continue // aged out between the Create and the read
 		}
 		return cv.Token == in.Token, nil
 	}
 	return false, fmt.Errorf("natsbackend: claim %s: the key kept vanishing", key)
+}
+
+// admit makes the checks both claim paths make before they create a new
+// slot's key: never early (checkEarly) and the job's pause state, read
+// just before the Create (see control.go for the window). When the cached
+// clock sample is stale, the clock read and the state read go side by
+// side, so the Create waits for one round trip, not two.
+func (b *Backend) admit(ctx context.Context, h handles, job string, in anarchon.ClaimInput) (stateValue, bool, error) {
+	early := make(chan error, 1)
+	if b.clk.fresh() {
+		early <- b.checkEarly(ctx, h, in.Job, in.Slot)
+	} else {
+		go func() { early <- b.checkEarly(ctx, h, in.Job, in.Slot) }()
+	}
+	st, e, err := b.readState(ctx, h, job)
+	if eerr := <-early; eerr != nil {
+		return stateValue{}, false, eerr
+	}
+	if err != nil {
+		return stateValue{}, false, err
+	}
+	return st, e != nil && st.Paused, nil
 }
 
 func (b *Backend) subject(job string) string { return b.opts.HistorySubject + "." + job }
