@@ -18,7 +18,8 @@ type claimValue struct {
 }
 
 // claimRetries bounds the Create/Get loop of Claim: a key can only vanish
-// between the two calls if it aged out of the bucket at that moment.
+// between the two calls if it aged out of the bucket at that moment (or
+// was deleted by hand).
 const claimRetries = 3
 
 // Claim creates the key "c.<job>.<slot>" with KV Create, a put that the
@@ -44,15 +45,24 @@ func (b *Backend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, erro
 	if paused {
 		val, _ = json.Marshal(claimValue{Token: anarchon.PausedToken(in.Slot), Instance: in.InstanceID})
 	}
-	for range claimRetries {
-		_, err := h.kv.Create(ctx, key, val)
+	for i := range claimRetries {
+		var err error
+		if i == 0 {
+			// An Update at revision 0 is the Create's put in one request:
+			// KeyValue.Create reads the key after a loss, to write over a
+			// delete marker, and the read below reads it anyway. A key
+			// found deleted is written by Create on the next turn.
+			_, err = h.kv.Update(ctx, key, val, 0)
+		} else {
+			_, err = h.kv.Create(ctx, key, val)
+		}
 		if err == nil {
 			if paused {
 				return false, b.savePaused(ctx, in, st)
 			}
 			return true, nil
 		}
-		if !errors.Is(err, jetstream.ErrKeyExists) {
+		if !errors.Is(err, jetstream.ErrKeyExists) && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 			return false, b.wrap("claim", err)
 		}
 		var cv claimValue
@@ -61,7 +71,7 @@ func (b *Backend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, erro
 			return false, err
 		}
 		if e == nil {
-			continue // aged out between the Create and the read
+			continue // aged out (or deleted) before the read
 		}
 		return cv.Token == in.Token, nil
 	}
