@@ -12,14 +12,17 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// cutAfter is a client hook that, once armed, lets n commands through
-// and fails the next one as a lost connection would: the claimer dies
-// between two calls.
+// cutAfter is a client hook that counts the commands sent and, once
+// armed, lets n commands through and fails the next one as a lost
+// connection would: the claimer dies between two calls.
 type cutAfter struct {
 	mu    sync.Mutex
 	armed bool
 	n     int
+	sent  int // commands sent, cut or not
 }
+
+func (h *cutAfter) count() int { h.mu.Lock(); defer h.mu.Unlock(); return h.sent }
 
 var errCut = errors.New("connection cut by the test")
 
@@ -30,6 +33,7 @@ func (h *cutAfter) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h *cutAfter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		h.mu.Lock()
+		h.sent++
 		cut := h.armed && h.n == 0
 		if h.armed {
 			h.armed = h.n > 0
@@ -108,4 +112,70 @@ func TestPausedSlotRecordedInOneStep(t *testing.T) {
 	hook.armed = false // the History read below is not cut
 	hook.mu.Unlock()
 	recorded("lease")
+}
+
+// Each claim is one command (its script) on the hot path; the sentinel
+// read of the data-loss check adds one at most once per epochCheckEvery
+// (here: never, then at every claim), and a new slot of a paused job
+// takes the plain claim a second script.
+func TestClaimCommands(t *testing.T) {
+	addr := redisAddr(t)
+	hook := &cutAfter{}
+	client := newClient(t, addr, nil)
+	client.AddHook(hook)
+	b, err := redisbackend.New(client, &redisbackend.Options{Prefix: freshPrefix(t, addr)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if err := b.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.SetPaused(ctx, anarchon.PauseInput{Job: "paused", Paused: true, By: "ops"}); err != nil {
+		t.Fatal(err)
+	}
+	slot := time.Now().Add(-time.Minute).Truncate(time.Second).UnixMilli()
+	for _, every := range []time.Duration{time.Hour, 0} {
+		restore := redisbackend.SetEpochCheckEvery(every)
+		extra := 0
+		if every == 0 {
+			extra = 1
+		}
+		slot += 1000
+		for _, c := range []struct {
+			what  string
+			claim func() error
+			want  int
+		}{
+			{"plain", func() error {
+				_, err := b.Claim(ctx, anarchon.ClaimInput{Job: "j", Slot: slot, Token: "a"})
+				return err
+			}, 1},
+			{"plain repeat", func() error {
+				_, err := b.Claim(ctx, anarchon.ClaimInput{Job: "j", Slot: slot, Token: "a"})
+				return err
+			}, 1},
+			{"lease", func() error {
+				_, err := b.Runs().Claim(ctx, anarchon.RunClaim{ClaimInput: anarchon.ClaimInput{Job: "l", Slot: slot, Token: "a"}, Lease: time.Minute})
+				return err
+			}, 1},
+			{"plain, paused", func() error {
+				_, err := b.Claim(ctx, anarchon.ClaimInput{Job: "paused", Slot: slot, Token: "a"})
+				return err
+			}, 2},
+			{"lease, paused", func() error {
+				_, err := b.Runs().Claim(ctx, anarchon.RunClaim{ClaimInput: anarchon.ClaimInput{Job: "paused", Slot: slot + 1, Token: "a"}, Lease: time.Minute})
+				return err
+			}, 1},
+		} {
+			before := hook.count()
+			if err := c.claim(); err != nil {
+				t.Fatalf("%s: %v", c.what, err)
+			}
+			if n := hook.count() - before; n != c.want+extra {
+				t.Errorf("%s (sentinel read every %v): %d commands, want %d", c.what, every, n, c.want+extra)
+			}
+		}
+		restore()
+	}
 }
