@@ -41,13 +41,15 @@ end
 local function claimed_at(m)
   local s = slot_of(m)
   local t = string.sub(m, #s + 2)
-  local c = false
-  if t ~= '' then c = redis.call('HGET', KEYS[2], t) end
+  local c = t ~= '' and redis.call('HGET', KEYS[2], t)
   if not c then
+    -- the run state is the claim record of its current holder
     c = redis.call('HGET', KEYS[1], s)
-    if c and cjson.decode(c).tok ~= t then c = false end
+    if not c then return nil end
+    c = cjson.decode(c)
+    if c.tok ~= t then return nil end
+    return tonumber(c.at)
   end
-  if not c then return nil end
   return tonumber(cjson.decode(c).at)
 end
 local open = unindexed(KEYS[1], KEYS[2], KEYS[3])
