@@ -19,9 +19,12 @@
 // round trip to the server; on a single server (R1) every claim that
 // starts after SetPaused returned sees it. With R3 the read is a direct
 // get (the bucket allows them), which any replica may answer: one that
-// has not yet applied the pause widens the window by its lag. Trigger requests are claimed by a revision compare-and-set,
-// so one token wins. The Control and Trigger subtests pass against a real
-// server.
+// has not yet applied the pause widens the window by its lag. The claim
+// whose Create settled a slot as paused then publishes the slot's history
+// record: a claimer that dies between the two leaves the slot settled
+// (no instance runs it) without its record. Trigger requests are claimed
+// by a revision compare-and-set, so one token wins. The Control and
+// Trigger subtests pass against a real server.
 //
 // The one rule (one winner per slot) holds as long as JetStream keeps
 // acknowledged writes. What that means depends on the server:
