@@ -18,7 +18,8 @@ type claimValue struct {
 }
 
 // claimRetries bounds the Create/Get loop of Claim: a key can only vanish
-// between the two calls if it aged out of the bucket at that moment.
+// between the two calls if it aged out of the bucket at that moment (or
+// was deleted by hand).
 const claimRetries = 3
 
 // Claim creates the key "c.<job>.<slot>" with KV Create, a put that the
@@ -30,57 +31,73 @@ const claimRetries = 3
 // Errors: ErrInvalid for an empty job or token; anarchon.ErrClosed after
 // Close; server errors wrapped with the jetstream error reachable.
 func (b *Backend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, error) {
-	job, err := encodeJob(in.Job)
+	h, job, ctx, cancel, err := b.runArgs(ctx, in.Job, in.Token)
 	if err != nil {
 		return false, err
 	}
-	if err := checkToken(in.Token); err != nil {
-		return false, err
-	}
-	h, err := b.ready(ctx)
-	if err != nil {
-		return false, err
-	}
-	ctx, cancel := b.bound(ctx)
 	defer cancel()
 	val, _ := json.Marshal(claimValue{Token: in.Token, Instance: in.InstanceID})
 	key := claimKey(job, in.Slot)
-	if err := b.checkEarly(ctx, h, in.Job, in.Slot); err != nil {
-		return false, err
-	}
-	// The pause is read before the Create: see control.go for the window.
-	st, paused, err := b.pausedState(ctx, h, job)
+	st, paused, err := b.admit(ctx, h, job, in)
 	if err != nil {
 		return false, err
 	}
 	if paused {
 		val, _ = json.Marshal(claimValue{Token: anarchon.PausedToken(in.Slot), Instance: in.InstanceID})
 	}
-	for range claimRetries {
-		_, err := h.kv.Create(ctx, key, val)
+	for i := range claimRetries {
+		var err error
+		if i == 0 {
+			// An Update at revision 0 is the Create's put in one request:
+			// KeyValue.Create reads the key after a loss, to write over a
+			// delete marker, and the read below reads it anyway. A key
+			// found deleted is written by Create on the next turn.
+			_, err = h.kv.Update(ctx, key, val, 0)
+		} else {
+			_, err = h.kv.Create(ctx, key, val)
+		}
 		if err == nil {
 			if paused {
 				return false, b.savePaused(ctx, in, st)
 			}
 			return true, nil
 		}
-		if !errors.Is(err, jetstream.ErrKeyExists) {
+		if !errors.Is(err, jetstream.ErrKeyExists) && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 			return false, b.wrap("claim", err)
 		}
-		e, err := h.kv.Get(ctx, key)
-		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
-			continue
-		}
-		if err != nil {
-			return false, b.wrap("read claim", err)
-		}
 		var cv claimValue
-		if err := json.Unmarshal(e.Value(), &cv); err != nil {
-			return false, fmt.Errorf("natsbackend: claim %s holds an unreadable value: %w", key, err)
+		e, err := b.getJSON(ctx, h, key, "claim", &cv)
+		if err != nil {
+			return false, err
+		}
+		if e == nil {
+			continue // aged out (or deleted) before the read
 		}
 		return cv.Token == in.Token, nil
 	}
 	return false, fmt.Errorf("natsbackend: claim %s: the key kept vanishing", key)
+}
+
+// admit makes the checks both claim paths make before they create a new
+// slot's key: never early (checkEarly) and the job's pause state, read
+// just before the Create (see control.go for the window). When the cached
+// clock sample is stale, the clock read and the state read go side by
+// side, so the Create waits for one round trip, not two.
+func (b *Backend) admit(ctx context.Context, h handles, job string, in anarchon.ClaimInput) (stateValue, bool, error) {
+	early := make(chan error, 1)
+	if b.clk.fresh() {
+		early <- b.checkEarly(ctx, h, in.Job, in.Slot)
+	} else {
+		go func() { early <- b.checkEarly(ctx, h, in.Job, in.Slot) }()
+	}
+	st, e, err := b.readState(ctx, h, job)
+	if eerr := <-early; eerr != nil {
+		return stateValue{}, false, eerr
+	}
+	if err != nil {
+		return stateValue{}, false, err
+	}
+	return st, e != nil && st.Paused, nil
 }
 
 func (b *Backend) subject(job string) string { return b.opts.HistorySubject + "." + job }

@@ -52,6 +52,13 @@ func (c *serverClock) estimate() (time.Time, time.Duration, bool) {
 	return c.ts.Add(age), bound, true
 }
 
+// fresh reports whether a sample younger than clockMaxAge is cached, so
+// that most questions about "now" are answered without a round trip.
+func (c *serverClock) fresh() bool {
+	_, _, ok := c.estimate()
+	return ok
+}
+
 // record keeps the sample (ts, sent, recv) if its bound is tighter than
 // the current sample's bound at this moment.
 func (c *serverClock) record(ts, sent, recv time.Time) {

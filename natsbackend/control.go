@@ -49,20 +49,17 @@ type stateValue struct {
 	Reason string `json:"r,omitempty"`
 }
 
-// pausedState reads job's (encoded) control state.
-func (b *Backend) pausedState(ctx context.Context, h handles, job string) (stateValue, bool, error) {
-	e, err := h.kv.Get(ctx, pauseKey(job))
-	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
-		return stateValue{}, false, nil
-	}
-	if err != nil {
-		return stateValue{}, false, b.wrap("read job state", err)
-	}
+// readState reads job's (encoded) control state; the entry is nil for a
+// job without one.
+func (b *Backend) readState(ctx context.Context, h handles, job string) (stateValue, jetstream.KeyValueEntry, error) {
 	var v stateValue
-	if err := json.Unmarshal(e.Value(), &v); err != nil {
-		return stateValue{}, false, fmt.Errorf("natsbackend: job state %s is unreadable: %w", e.Key(), err)
-	}
-	return v, v.Paused, nil
+	e, err := b.getJSON(ctx, h, pauseKey(job), "job state", &v)
+	return v, e, err
+}
+
+// state is the JobState of name stored in entry e.
+func (v stateValue) state(name string, e jetstream.KeyValueEntry) anarchon.JobState {
+	return anarchon.JobState{Job: name, Paused: v.Paused, By: v.By, Reason: v.Reason, At: e.Created().UTC().Truncate(time.Millisecond)}
 }
 
 // savePaused saves the history record of a slot a claim settled as
@@ -108,22 +105,14 @@ func (b *Backend) JobState(ctx context.Context, name string) (anarchon.JobState,
 	}
 	ctx, cancel := b.bound(ctx)
 	defer cancel()
-	e, err := h.kv.Get(ctx, pauseKey(job))
-	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+	v, e, err := b.readState(ctx, h, job)
+	if err != nil {
+		return anarchon.JobState{}, err
+	}
+	if e == nil {
 		return anarchon.JobState{Job: name}, nil
 	}
-	if err != nil {
-		return anarchon.JobState{}, b.wrap("job state", err)
-	}
-	return stateOf(name, e)
-}
-
-func stateOf(name string, e jetstream.KeyValueEntry) (anarchon.JobState, error) {
-	var v stateValue
-	if err := json.Unmarshal(e.Value(), &v); err != nil {
-		return anarchon.JobState{}, fmt.Errorf("natsbackend: job state %s is unreadable: %w", e.Key(), err)
-	}
-	return anarchon.JobState{Job: name, Paused: v.Paused, By: v.By, Reason: v.Reason, At: e.Created().UTC().Truncate(time.Millisecond)}, nil
+	return v.state(name, e), nil
 }
 
 // JobStates implements [anarchon.JobControl]: the keys "p.>", by job.
@@ -144,15 +133,14 @@ func (b *Backend) JobStates(ctx context.Context) ([]anarchon.JobState, error) {
 		if !ok {
 			continue
 		}
-		e, err := h.kv.Get(ctx, k)
-		if err != nil {
-			continue // deleted meanwhile
-		}
-		st, err := stateOf(name, e)
+		var v stateValue
+		e, err := b.getJSON(ctx, h, k, "job state", &v)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, st)
+		if e != nil { // else deleted meanwhile
+			out = append(out, v.state(name, e))
+		}
 	}
 	slices.SortFunc(out, func(a, b anarchon.JobState) int { return strings.Compare(a.Job, b.Job) })
 	return out, nil
@@ -198,16 +186,13 @@ func (v triggerValue) record() anarchon.TriggerRecord {
 }
 
 func (b *Backend) readTrigger(ctx context.Context, h handles, job, key string) (triggerValue, uint64, error) {
-	e, err := h.kv.Get(ctx, triggerKey(job, key))
-	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
-		return triggerValue{}, 0, fmt.Errorf("natsbackend: trigger %q: %w", key, anarchon.ErrNotFound)
-	}
-	if err != nil {
-		return triggerValue{}, 0, b.wrap("read trigger", err)
-	}
 	var v triggerValue
-	if err := json.Unmarshal(e.Value(), &v); err != nil {
-		return triggerValue{}, 0, fmt.Errorf("natsbackend: trigger %s is unreadable: %w", e.Key(), err)
+	e, err := b.getJSON(ctx, h, triggerKey(job, key), "trigger", &v)
+	if err != nil {
+		return triggerValue{}, 0, err
+	}
+	if e == nil {
+		return triggerValue{}, 0, fmt.Errorf("natsbackend: trigger %q: %w", key, anarchon.ErrNotFound)
 	}
 	return v, e.Revision(), nil
 }
@@ -294,18 +279,10 @@ func (b *Backend) PendingTriggers(ctx context.Context) ([]anarchon.TriggerRecord
 // ClaimTrigger implements [anarchon.TriggerStore]: a revision
 // compare-and-set from pending to running, then the mark is dropped.
 func (b *Backend) ClaimTrigger(ctx context.Context, in anarchon.ClaimTriggerInput) (bool, error) {
-	job, err := encodeJob(in.Job)
+	h, job, ctx, cancel, err := b.runArgs(ctx, in.Job, in.Token)
 	if err != nil {
 		return false, err
 	}
-	if err := checkToken(in.Token); err != nil {
-		return false, err
-	}
-	h, err := b.ready(ctx)
-	if err != nil {
-		return false, err
-	}
-	ctx, cancel := b.bound(ctx)
 	defer cancel()
 	for range casRetries {
 		v, rev, err := b.readTrigger(ctx, h, job, in.Key)

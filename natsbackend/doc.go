@@ -15,11 +15,16 @@
 // Job control (SPEC §12) is not atomic with the claim: JetStream KV has
 // no write conditioned on another key, so a claim reads the job's state
 // ("p.<job>") just before its Create. A pause stored between that read
-// and the Create is missed by that one claim: the window is one round
-// trip to the server; every claim that starts after SetPaused returned
-// sees it. Trigger requests are claimed by a revision compare-and-set,
-// so one token wins. The Control and Trigger subtests pass against a real
-// server.
+// and the Create is missed by that one claim: the window is about one
+// round trip to the server; on a single server (R1) every claim that
+// starts after SetPaused returned sees it. With R3 the read is a direct
+// get (the bucket allows them), which any replica may answer: one that
+// has not yet applied the pause widens the window by its lag. The claim
+// whose Create settled a slot as paused then publishes the slot's history
+// record: a claimer that dies between the two leaves the slot settled
+// (no instance runs it) without its record. Trigger requests are claimed
+// by a revision compare-and-set, so one token wins. The Control and
+// Trigger subtests pass against a real server.
 //
 // The one rule (one winner per slot) holds as long as JetStream keeps
 // acknowledged writes. What that means depends on the server:
@@ -89,9 +94,13 @@
 //
 // # Performance
 //
-// A plain claim is one KV Create (one round trip) and measured as fast as
-// the bare Create in BENCHMARKS.md §1: 145 µs p50 with one claimer, 378
-// µs with 4 (0.86× and 0.94×). A lease claim reads the run, writes it by
+// A plain claim is two round trips in a row: a KV Get of the job's state
+// (job control), then the KV Create; when the cached clock sample is
+// stale (no decision in the last 2 s), the clock is read beside the Get.
+// BenchmarkClaim measured it at 1.7–1.9× a bare KV Create with one
+// claimer (loopback, nats-server v2.14.10). Before job control it was the
+// Create alone, which BENCHMARKS.md §1 shows (0.86× and 0.94× the bare
+// Create with 1 and 4 claimers). A lease claim reads the run, writes it by
 // compare-and-set and reads the server's time, retrying on a conflict: it
 // measured 17.8 ms p50 with one claimer and far more under contention (§1
 // of BENCHMARKS.md), the slowest of the stores. History reads the job's
@@ -139,11 +148,14 @@
 // answers true only if the stored token is the caller's: a client that
 // retries after a lost reply gets its win back (repeat safety).
 //
-// Claim writes nothing else. The backend is an anarchon.ClaimRecorder: the
-// scheduler calls [Backend.RecordClaim] after a win, which publishes the
-// claim record to history with Nats-Msg-Id "c.<token>" (the stream drops a
-// repeat within its two-minute duplicate window). A winning Claim costs
-// one round trip, about the same as a raw KV Create (see BenchmarkClaim).
+// Before the Create, Claim reads the job's state (job control) and checks
+// that the slot is not early by the server's clock (usually from the
+// cached sample); see "Performance". It writes nothing else (but the
+// history record of a slot it settles as paused). The backend is an
+// anarchon.ClaimRecorder: the scheduler calls [Backend.RecordClaim] after
+// a win, which publishes the claim record to history with Nats-Msg-Id
+// "c.<token>" (the stream drops a repeat within its two-minute duplicate
+// window).
 //
 // # Dedupe window
 //
@@ -224,10 +236,11 @@
 //   - a running run held by another token with a live lease (a backup's
 //     claim): one KV Get of the run key;
 //   - an absent run, overlap allowed (the first claim of a slot): a KV Get
-//     and a KV Create of the run key, then three exchanges side by side —
+//     of the run key, a KV Get of the job's state, a KV Create of the run
+//     key, then three exchanges side by side —
 //     the job key update (a Get, at most two probe reads, an Update), the
 //     claim record's publish, and the read-back of the lease's time
-//     stamp — so the claim waits for about five round trips in a row,
+//     stamp — so the claim waits for about six round trips in a row,
 //     whatever the number of the job's unfinished runs;
 //   - an absent run, overlap refused: the same, but the job key update
 //     reads every listed slot (the list then holds only the job's

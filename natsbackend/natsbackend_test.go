@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -198,5 +199,57 @@ func TestServerClock(t *testing.T) {
 	// Same machine: the server's clock is the test's clock.
 	if st.Before(before.Add(-time.Second)) || st.After(after.Add(time.Second)) {
 		t.Errorf("ServerTime %v outside [%v, %v]", st, before, after)
+	}
+}
+
+// The claim path's requests are counted, since each is a round trip on
+// the hot path: with a fresh sample of the server's clock (the ServerTime
+// call before it), a plain claim of a new slot sends two (the read of the
+// job's state and the Create), and a repeat that loses its Create three
+// (the state, the Create, the read of the stored token). A claim key
+// deleted by hand (a delete marker) is claimed again, as KV Create allows.
+func TestClaimRequests(t *testing.T) {
+	url := natsURL(t)
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	o := freshOptions(t, url)
+	b, err := natsbackend.New(nc, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if err := b.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	slot := time.Now().Add(-time.Minute).Truncate(time.Second).UnixMilli()
+	in := anarchon.ClaimInput{Job: "j", Slot: slot, Token: "a", InstanceID: "a"}
+	for _, c := range []struct {
+		what string
+		want uint64
+	}{{"a new slot", 2}, {"a repeat", 3}} {
+		if _, err := b.ServerTime(ctx); err != nil {
+			t.Fatal(err)
+		}
+		before := nc.Stats().OutMsgs
+		if ok, err := b.Claim(ctx, in); err != nil || !ok {
+			t.Fatalf("%s: Claim = %v, %v", c.what, ok, err)
+		}
+		if n := nc.Stats().OutMsgs - before; n != c.want {
+			t.Errorf("%s: the claim sent %d requests, want %d", c.what, n, c.want)
+		}
+	}
+	kv, err := jetStream(t, url).KeyValue(ctx, o.Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kv.Delete(ctx, "c.ag."+strconv.FormatInt(slot, 10)); err != nil { // "ag": "j" in base64url
+		t.Fatal(err)
+	}
+	in.Token = "b"
+	if ok, err := b.Claim(ctx, in); err != nil || !ok {
+		t.Fatalf("claim of a deleted key = %v, %v; want a win", ok, err)
 	}
 }

@@ -52,18 +52,25 @@ func encodeRun(v runValue) []byte {
 }
 
 func (b *Backend) readRun(ctx context.Context, h handles, key string) (jetstream.KeyValueEntry, runValue, error) {
+	var v runValue
+	e, err := b.getJSON(ctx, h, key, "run", &v)
+	return e, v, err
+}
+
+// getJSON reads key and decodes its value into v; what names the value in
+// errors. A missing or deleted key answers a nil entry and no error.
+func (b *Backend) getJSON(ctx context.Context, h handles, key, what string, v any) (jetstream.KeyValueEntry, error) {
 	e, err := h.kv.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
-		return nil, runValue{}, nil
+		return nil, nil
 	}
 	if err != nil {
-		return nil, runValue{}, b.wrap("read run", err)
+		return nil, b.wrap("read "+what, err)
 	}
-	var v runValue
-	if err := json.Unmarshal(e.Value(), &v); err != nil {
-		return nil, runValue{}, fmt.Errorf("natsbackend: run %s holds an unreadable value: %w", key, err)
+	if err := json.Unmarshal(e.Value(), v); err != nil {
+		return nil, fmt.Errorf("natsbackend: %s %s holds an unreadable value: %w", what, key, err)
 	}
-	return e, v, nil
+	return e, nil
 }
 
 // serverNow reads the server's clock: the "ts" field of a stream info
@@ -252,11 +259,7 @@ func (b *Backend) claimAbsent(ctx context.Context, h handles, job, key string, c
 		}
 		return anarchon.ClaimOutcome{Kind: kind}, false, nil
 	}
-	if err := b.checkEarly(ctx, h, c.Job, c.Slot); err != nil {
-		return out, false, err
-	}
-	// The pause is read before the Create: see control.go for the window.
-	if st, paused, err := b.pausedState(ctx, h, job); err != nil {
+	if st, paused, err := b.admit(ctx, h, job, c.ClaimInput); err != nil {
 		return out, false, err
 	} else if paused {
 		out, retry, err := settle(anarchon.RunStatePaused, anarchon.OutcomePaused)
@@ -353,16 +356,10 @@ func (b *Backend) leaseEnd(ctx context.Context, h handles, key string, rev uint6
 // readJob reads the per-job key; a missing key is an empty list with
 // revision 0.
 func (b *Backend) readJob(ctx context.Context, h handles, job string) (jobValue, uint64, error) {
-	e, err := h.kv.Get(ctx, jobKey(job))
-	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
-		return jobValue{}, 0, nil
-	}
-	if err != nil {
-		return jobValue{}, 0, b.wrap("read job", err)
-	}
 	var v jobValue
-	if err := json.Unmarshal(e.Value(), &v); err != nil {
-		return jobValue{}, 0, fmt.Errorf("natsbackend: job key of %q holds an unreadable value: %w", job, err)
+	e, err := b.getJSON(ctx, h, jobKey(job), "job key", &v)
+	if e == nil {
+		return jobValue{}, 0, err
 	}
 	return v, e.Revision(), nil
 }

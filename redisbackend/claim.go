@@ -28,7 +28,9 @@ func (b *Backend) PrepareJob(ctx context.Context, in anarchon.PrepareJobInput) e
 // Claim is the plain claim of SPEC §4, one Lua script: it returns true if
 // the slot was free (and records the claim) or is already claimed with
 // in.Token (repeat safety), false if another token holds it or the slot is
-// at or below the job's trim watermark. With Options.Replicas it fails with
+// at or below the job's trim watermark. A new slot of a paused job takes
+// a second script, which settles it and saves its history record in one
+// step (SPEC §12). With Options.Replicas it fails with
 // ErrNotReplicated when the WAIT falls short.
 func (b *Backend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, error) {
 	if err := b.checkRun(in.Job, in.Slot, in.Token); err != nil {
@@ -37,9 +39,14 @@ func (b *Backend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, erro
 	if err := b.epoch.check(ctx, b); err != nil {
 		return false, err
 	}
-	res, err := b.runWrite(ctx, scriptClaim,
-		[]string{b.tag(in.Job) + ":run", b.keys(in.Job).ctl},
-		slotArg(in.Slot), in.Token, in.InstanceID, anarchon.EarlyTolerance.Milliseconds())
+	k := b.keys(in.Job)
+	args := []any{slotArg(in.Slot), in.Token, in.InstanceID, anarchon.EarlyTolerance.Milliseconds()}
+	res, err := b.runWrite(ctx, scriptClaim, []string{k.run, k.ctl}, args...)
+	if arr, ok := res.([]any); ok && len(arr) == 1 && err == nil { // {2}: paused
+		size, ttl := historyArgs(in)
+		res, err = b.runWrite(ctx, scriptClaimPaused, []string{k.run, k.claims, k.hist, k.results, k.age, k.ctl},
+			append(args, size, ttl)...)
+	}
 	if err != nil {
 		return false, b.wrap(fmt.Sprintf("claim %q slot %d", in.Job, in.Slot), err)
 	}
@@ -48,16 +55,21 @@ func (b *Backend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, erro
 		ms, _ := strconv.ParseInt(now, 10, 64)
 		return false, &anarchon.EarlyError{Job: in.Job, Slot: in.Slot, StoreNow: ms}
 	}
-	if arr, ok := res.([]any); ok && len(arr) == 3 { // {2, by, reason}: paused
-		by, _ := arr[1].(string)
-		reason, _ := arr[2].(string)
-		return false, b.savePaused(ctx, in, by, reason)
-	}
 	n, ok := res.(int64)
 	if !ok {
 		return false, b.unexpected("claim", res)
 	}
 	return n == 1, nil
+}
+
+// historyArgs are the history size and TTL (ms) with which a claim
+// script saves the record of a slot it settles as paused.
+func historyArgs(in anarchon.ClaimInput) (size int, ttlMs int64) {
+	size = in.HistorySize
+	if size <= 0 {
+		size = anarchon.DefaultHistorySize
+	}
+	return size, max(in.HistoryTTL.Milliseconds(), 0)
 }
 
 // RecordManualRun records a RunNow run with no deduplication and returns

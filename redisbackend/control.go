@@ -22,9 +22,9 @@ var (
 // (JSON), in the job's hash slot, so both claim scripts read it inside
 // their atomic step: a claim that reaches the server after SetPaused
 // settles the slot as paused (state "paused" under anarchon.PausedToken).
-// The claimer that settled it then saves the slot's history record with
-// the usual save script, a second call: a claimer that dies between the
-// two leaves the slot settled without its record. "{<prefix>:}:ctl" is a
+// The script that settles it saves the slot's history record in the same
+// step (the plain claim runs a second script for it, which decides again:
+// the claim of an unpaused job carries no history keys). "{<prefix>:}:ctl" is a
 // hash from job name to the same JSON, written after the job's key, for
 // JobStates.
 //
@@ -85,18 +85,6 @@ func (w wireTrigger) record() anarchon.TriggerRecord {
 func (b *Backend) ctlIndex() string  { return "{" + b.prefix + ":}:ctl" }
 func (b *Backend) trigQueue() string { return "{" + b.prefix + ":}:trigq" }
 
-// savePaused stores the history record of a slot a claim settled as
-// paused.
-func (b *Backend) savePaused(ctx context.Context, in anarchon.ClaimInput, by, reason string) error {
-	why := "job paused by " + by
-	if reason != "" {
-		why += ": " + reason
-	}
-	return b.SaveResult(ctx, anarchon.SaveResultInput{Job: in.Job, HistorySize: in.HistorySize, HistoryTTL: in.HistoryTTL,
-		Result: anarchon.StoredResult{Slot: in.Slot, Token: anarchon.PausedToken(in.Slot), InstanceID: in.InstanceID, Attempt: 1,
-			Status: anarchon.StatusPaused, Error: why}})
-}
-
 // SetPaused implements [anarchon.JobControl]: a script writes the job's
 // state with the server's time, then the state is copied to the index.
 func (b *Backend) SetPaused(ctx context.Context, in anarchon.PauseInput) (anarchon.JobState, error) {
@@ -110,7 +98,10 @@ func (b *Backend) SetPaused(ctx context.Context, in anarchon.PauseInput) (anarch
 	if in.Paused {
 		paused = "1"
 	}
-	res, err := scriptControlSet.Run(ctx, b.client, []string{b.keys(in.Job).ctl}, in.Job, paused, in.By, in.Reason).Text()
+	// By and Reason are escaped as a result's Error is (the claim scripts
+	// copy them into a paused slot's record), so the state holds any bytes.
+	res, err := scriptControlSet.Run(ctx, b.client, []string{b.keys(in.Job).ctl}, in.Job, paused,
+		anarchon.EscapeText(in.By), anarchon.EscapeText(in.Reason)).Text()
 	if err != nil {
 		return anarchon.JobState{}, b.wrap(fmt.Sprintf("set paused %q", in.Job), err)
 	}

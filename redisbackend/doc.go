@@ -9,9 +9,11 @@
 //
 // Job control (SPEC §12): the job's state is a key in its hash slot that
 // both claim scripts read, so a claim that reaches the server after
-// SetPaused settles the slot as paused atomically; its history record is
-// then saved by the claimer in a second call (a claimer that dies between
-// the two leaves the slot settled without its record). Trigger requests
+// SetPaused settles the slot as paused atomically, with its history
+// record in the same script (a plain claim, whose script carries no
+// history keys, runs a second script for it that decides again), so a
+// claimer that dies leaves no slot settled without its record
+// (TestPausedSlotRecordedInOneStep). Trigger requests
 // are a per-job hash claimed by a script. The Control and Trigger
 // subtests pass against a real server.
 //

@@ -46,11 +46,12 @@ func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.Cla
 		overlap = "1"
 	}
 	k := b.keys(c.Job)
+	size, ttl := historyArgs(c.ClaimInput)
 	res, err := b.runWrite(ctx, scriptLeaseClaim,
-		[]string{k.run, k.claims, k.hist, k.active, k.ctl},
+		append(k.finishKeys(), k.ctl),
 		slotArg(c.Slot), c.Token, c.InstanceID,
 		c.Lease.Milliseconds(), c.MaxLate.Milliseconds(), overlap, max(c.MaxAttempts, 1),
-		b.channel, c.Job, anarchon.EarlyTolerance.Milliseconds())
+		b.channel, c.Job, anarchon.EarlyTolerance.Milliseconds(), size, ttl)
 	if err != nil {
 		return anarchon.ClaimOutcome{}, b.wrap(fmt.Sprintf("lease claim %q slot %d", c.Job, c.Slot), err)
 	}
@@ -73,11 +74,6 @@ func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.Cla
 		out.LeaseUntil = msTime(lu)
 	case anarchon.OutcomeDone:
 		out.Status = anarchon.Status(status)
-	case anarchon.OutcomePaused:
-		out.Holder = ""
-		if err := b.savePaused(ctx, c.ClaimInput, holder, status); err != nil {
-			return anarchon.ClaimOutcome{}, err
-		}
 	case 0:
 		return anarchon.ClaimOutcome{}, b.unexpected("lease claim", res)
 	}

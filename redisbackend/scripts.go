@@ -66,17 +66,30 @@ var luaPrelude = lua("lib_prelude")
 // it is an unindexed claim, which History and trimming find in the run
 // hash. This keeps the claim, the hot path, to one hash write.
 
-// scriptClaim is the plain claim (SPEC §4). It is written without the
-// shared prelude and encodes its record by hand (the fields are those of
-// cjson.encode, the strings escaped by cjson) to keep its Lua work small.
-// KEYS: run, ctl (the job's control state, control.go). ARGV: slot,
-// token, instance, early tolerance ms.
-// Returns 1 (won, or won before with this token), 0, {-1, server now ms}
+// luaClaim defines claim(ctl key, paused), the plain claim (SPEC §4) on
+// KEYS[1] (run) with ARGV slot, token, instance, early tolerance ms. It
+// returns 1 (won, or won before with this token), 0, {-1, server now ms}
 // for a new slot later than the server's now plus the tolerance (never
-// early, SPEC §4), or {2, by, reason} when the job is paused: the slot is
-// then settled under anarchon.PausedToken and the caller saves its history
-// record.
-var scriptClaim = newBareScript(lua("claim"))
+// early, SPEC §4), or, for a new slot of a paused job, what paused(slot,
+// now ms string, control state) returns. It is written without the shared
+// prelude and encodes its record by hand (the fields are those of
+// cjson.encode, the strings escaped by cjson) to keep its Lua work small.
+var luaClaim = lua("lib_claim")
+
+// scriptClaim is the plain claim. KEYS: run, ctl (the job's control state,
+// control.go). ARGV: slot, token, instance, early tolerance ms. Returns as
+// claim, and {2} for a new slot of a paused job, writing nothing: the
+// caller then runs scriptClaimPaused. So the claim of an unpaused job
+// carries no history keys or helpers.
+var scriptClaim = newBareScript(luaClaim + lua("claim"))
+
+// scriptClaimPaused is the plain claim that settles a paused job's new
+// slot under anarchon.PausedToken and saves its history record (save), in
+// one step: it decides again, so a resume meanwhile claims the slot.
+// KEYS: run, claims, hist, results, age, ctl. ARGV: slot, token,
+// instance, early tolerance ms, history size, history TTL ms. Returns as
+// claim, and 0 for the settled slot.
+var scriptClaimPaused = newScript(luaUnindexed + luaSave + luaClaim + lua("claim_paused"))
 
 // scriptManual records a RunNow run (no deduplication).
 // KEYS: claims, hist. ARGV: slot, token, instance.
@@ -84,16 +97,16 @@ var scriptManual = newScript(lua("manual"))
 
 // scriptLeaseClaim decides a lease claim per the table of SPEC §6, first
 // match wins.
-// KEYS: run, claims, hist, active, ctl.
+// KEYS: run, claims, hist, results, age, active, ctl.
 // ARGV: slot, token, instance, lease ms, max-late ms (0 = none),
-// allow overlap ('1'/'0'), max attempts, channel, job, early tolerance ms.
+// allow overlap ('1'/'0'), max attempts, channel, job, early tolerance ms,
+// history size, history TTL ms (for a paused slot's record).
 // Returns {kind, attempt, holder, lease until ms (string), status}; kind as
 // anarchon.OutcomeKind: 1 won, 2 running, 3 done, 4 overlap, 5 none, 6 late,
-// 7 paused (then holder and status are who paused and why, and the caller
-// saves the slot's history record); -1 (early) with the server's now in
-// place of the lease end for a new slot later than the server's now plus
-// the tolerance (SPEC §4).
-var scriptLeaseClaim = newScript(lua("lease_claim"))
+// 7 paused (the slot is settled and its history record saved); -1 (early)
+// with the server's now in place of the lease end for a new slot later
+// than the server's now plus the tolerance (SPEC §4).
+var scriptLeaseClaim = newScript(luaUnindexed + luaSave + lua("lease_claim"))
 
 // scriptHeartbeat extends a running lease held by the token.
 // KEYS: run. ARGV: slot, token, lease ms. Returns {1|0, lease until ms}.
@@ -139,7 +152,9 @@ var scriptActive = newScript(lua("active"))
 var luaUnindexed = lua("lib_unindexed")
 
 // luaSave defines save(slot, token, result JSON, history size, history TTL
-// ms (0 = none)): it stores a result and trims the history.
+// ms (0 = none), [server now ms]): it stores a result and trims the
+// history; and paused_result(slot, instance, control state), the record
+// of a slot settled by a pause.
 // Keys: KEYS[1] run, [2] claims, [3] hist, [4] results, [5] age.
 //
 // A history member is "slot/token" ("slot/" for a slot settled without a
@@ -178,7 +193,7 @@ var scriptFinishResult = newScript(luaFinish + luaUnindexed + luaSave + lua("fin
 var scriptHistory = newScript(luaUnindexed + lua("history"))
 
 var allScripts = []*script{
-	scriptClaim, scriptManual, scriptLeaseClaim, scriptHeartbeat,
+	scriptClaim, scriptClaimPaused, scriptManual, scriptLeaseClaim, scriptHeartbeat,
 	scriptFinish, scriptRelease, scriptActive, scriptSave, scriptHistory,
 	scriptFinishResult,
 }

@@ -1,28 +1,6 @@
 -- a script of redisbackend (scripts.go documents its KEYS, ARGV and result).
 -- This header is dropped when the file is read; the rest is sent as is.
 
-local slot, tok = ARGV[1], ARGV[2]
-local got = redis.call('HMGET', KEYS[1], slot, 'mark')
-if got[1] then
-  if cjson.decode(got[1]).tok == tok then return 1 end
-  return 0
-end
-if got[2] and tonumber(slot) <= tonumber(got[2]) then return 0 end
-local t = redis.call('TIME')
-local nowms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local now = string.format('%d', nowms)
--- never early: a slot ahead of the server's clock is refused
-if tonumber(slot) > nowms + tonumber(ARGV[4]) then return {-1, now} end
-local ctl = redis.call('GET', KEYS[2])
-if ctl then
-  ctl = cjson.decode(ctl)
-  if ctl.paused then
-    -- paused (SPEC §12): the slot is settled under the paused token
-    redis.call('HSET', KEYS[1], slot, '{"tok":' .. cjson.encode('paused-' .. slot) .. ',"inst":' .. cjson.encode(ARGV[3]) ..
-      ',"att":"1","st":"paused","lu":"0","at":"' .. now .. '"}')
-    return {2, ctl.by or '', ctl.reason or ''}
-  end
-end
-redis.call('HSET', KEYS[1], slot, '{"tok":' .. cjson.encode(tok) .. ',"inst":' .. cjson.encode(ARGV[3]) ..
-  ',"att":"1","st":"claimed","lu":"0","at":"' .. now .. '"}')
-return 1
+-- paused: nothing is written; the caller runs claim_paused, which decides
+-- again and settles the slot with its history record in one step
+return claim(KEYS[2], function() return {2} end)

@@ -12,7 +12,7 @@ local function win(att, prev)
   end
   redis.call('HSET', KEYS[1], slot, cjson.encode({tok=tok, inst=inst, att=fmt(att), st='running', lu=lu, at=fmt(now)}))
   redis.call('ZADD', KEYS[3], slot, slot .. '/' .. tok)
-  redis.call('ZADD', KEYS[4], slot, slot)
+  redis.call('ZADD', KEYS[6], slot, slot)
   return {1, att, inst, lu, ''}
 end
 local cur = redis.call('HGET', KEYS[1], slot)
@@ -34,7 +34,7 @@ if cur then
     if att < maxatt then return win(att + 1, r) end
     r.st, r.stat = 'done', 'abandoned'
     redis.call('HSET', KEYS[1], slot, cjson.encode(r))
-    redis.call('ZREM', KEYS[4], slot)
+    redis.call('ZREM', KEYS[6], slot)
     redis.call('PUBLISH', ARGV[8], cjson.encode({job=ARGV[9], slot=slot, kind='finished'}))
     return {3, att, r.inst, '0', 'abandoned'}
   end
@@ -48,13 +48,15 @@ end
 if tonumber(slot) > now + tonumber(ARGV[10]) then
   return {-1, 0, '', fmt(now), 'early'}
 end
-local ctl = redis.call('GET', KEYS[5])
+local ctl = redis.call('GET', KEYS[7])
 if ctl then
   ctl = cjson.decode(ctl)
   if ctl.paused then
-    -- paused (SPEC §12): settled under the paused token; the caller saves its record
-    redis.call('HSET', KEYS[1], slot, cjson.encode({tok='paused-' .. slot, inst=inst, att='1', st='paused', lu='0', at=fmt(now)}))
-    return {7, 0, ctl.by or '', '0', ctl.reason or ''}
+    -- paused (SPEC §12): settled under the paused token, with its history record
+    local ptok = 'paused-' .. slot
+    redis.call('HSET', KEYS[1], slot, cjson.encode({tok=ptok, inst=inst, att='1', st='paused', lu='0', at=fmt(now)}))
+    save(slot, ptok, paused_result(slot, inst, ctl), ARGV[11], ARGV[12], now)
+    return {7, 0, '', '0', ''}
   end
 end
 if maxlate > 0 and now > tonumber(slot) + maxlate then
@@ -63,12 +65,12 @@ if maxlate > 0 and now > tonumber(slot) + maxlate then
   return {6, 0, '', '0', 'missed'}
 end
 if not overlap then
-  for _, s in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do
+  for _, s in ipairs(redis.call('ZRANGE', KEYS[6], 0, -1)) do
     if s ~= slot then
       local o = redis.call('HGET', KEYS[1], s)
       if o then o = cjson.decode(o) end
       if not o or (o.st ~= 'running' and o.st ~= 'released') then
-        redis.call('ZREM', KEYS[4], s)
+        redis.call('ZREM', KEYS[6], s)
       elseif o.st == 'running' and (tonumber(o.lu) or 0) > now then
         redis.call('HSET', KEYS[1], slot, cjson.encode({tok='', inst=inst, att='0', st='skipped', lu='0', at=fmt(now)}))
         redis.call('ZADD', KEYS[3], slot, slot .. '/')

@@ -1,9 +1,9 @@
 -- library: defines functions that scripts prepended with it call (scripts.go documents its KEYS, ARGV and result).
 -- This header is dropped when the file is read; the rest is sent as is.
 
-local function save(slot, tok, result, size_arg, ttl_arg)
+local function save(slot, tok, result, size_arg, ttl_arg, now_arg)
 local member = slot .. '/' .. tok
-local now = now_ms()
+local now = now_arg or now_ms()
 if tok ~= '' then
   redis.call('ZREM', KEYS[3], slot .. '/')
   redis.call('ZREM', KEYS[5], slot .. '/')
@@ -41,13 +41,15 @@ end
 local function claimed_at(m)
   local s = slot_of(m)
   local t = string.sub(m, #s + 2)
-  local c = false
-  if t ~= '' then c = redis.call('HGET', KEYS[2], t) end
+  local c = t ~= '' and redis.call('HGET', KEYS[2], t)
   if not c then
+    -- the run state is the claim record of its current holder
     c = redis.call('HGET', KEYS[1], s)
-    if c and cjson.decode(c).tok ~= t then c = false end
+    if not c then return nil end
+    c = cjson.decode(c)
+    if c.tok ~= t then return nil end
+    return tonumber(c.at)
   end
-  if not c then return nil end
   return tonumber(cjson.decode(c).at)
 end
 local open = unindexed(KEYS[1], KEYS[2], KEYS[3])
@@ -90,4 +92,13 @@ for _, e in ipairs(all) do
   if drop(e.m) then excess = excess - 1 end
 end
 return 1
+end
+
+-- paused_result is the history record (JSON, as wireResult) of a slot
+-- settled because its job is paused: ctl is the job's control state.
+local function paused_result(slot, inst, ctl)
+  local why = 'job paused by ' .. (ctl.by or '')
+  if ctl.reason and ctl.reason ~= '' then why = why .. ': ' .. ctl.reason end
+  return cjson.encode({slot=slot, tok='paused-' .. slot, inst=inst, att=1, stat='paused',
+    start='0001-01-01T00:00:00Z', ['end']='0001-01-01T00:00:00Z', err=why})
 end
