@@ -162,3 +162,32 @@ func TestResumeCatchUp(t *testing.T) {
 		})
 	}
 }
+
+// A RunNow's failure is a run like any other for PauseOnFailure: the one
+// that completes the row pauses the job, as a triggered run's does.
+func TestRunNowPauseOnFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSched(t, membackend.New(nil), "cli", nil)
+		fail := func(context.Context, *anarchon.Run) error { return errors.New("exit status 1") }
+		if err := s.Every("j", time.Hour, fail, &anarchon.JobOptions{PauseOnFailure: 2}); err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		for i := range 2 {
+			time.Sleep(time.Second) // each run its own slot
+			if rec, err := s.RunNow(ctx, "j"); err != nil || rec.Status != anarchon.StatusError {
+				t.Fatalf("RunNow %d = %+v, %v; want a failed run", i, rec, err)
+			}
+			st, err := s.JobState(ctx, "j")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := i == 1; st.Paused != want {
+				t.Fatalf("after %d failed runs paused = %v, want %v", i+1, st.Paused, want)
+			}
+			if st.Paused && !strings.Contains(st.Reason, "2 failed runs in a row") {
+				t.Errorf("reason %q, want the count", st.Reason)
+			}
+		}
+	})
+}

@@ -720,9 +720,10 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 // RunNow runs the named job at once on this instance, without claiming a
 // slot: the run is recorded with RecordManualRun (no deduplication) and its
 // result stored. It is the local variant of Trigger: asked on two
-// instances, it runs twice; Trigger runs once across the cluster. It waits for the handler and returns the run's record; the
-// handler's error is in the record, not in the returned error, which is for
-// store errors and ErrNotFound.
+// instances, it runs twice; Trigger runs once across the cluster. It waits
+// for the handler and returns the run's record; the handler's error is in
+// the record, not in the returned error, which is for store errors and
+// ErrNotFound. A failed run counts toward JobOptions.PauseOnFailure.
 func (s *Scheduler) RunNow(ctx context.Context, name string) (RunRecord, error) {
 	s.mu.Lock()
 	j := s.jobs[name]
@@ -746,30 +747,12 @@ func (s *Scheduler) RunNow(ctx context.Context, name string) (RunRecord, error) 
 			s.syncClock(ctx, "sync")
 		}
 	}
-	in := ClaimInput{
-		Job: name, Slot: s.now().UnixMilli(), Token: s.newToken(), InstanceID: s.opts.InstanceID,
-		HistorySize: j.opt.HistorySize, HistoryTTL: j.opt.HistoryTTL,
-	}
-	cctx, cs := s.startClaim(ctx, j, time.UnixMilli(in.Slot).UTC(), false, true)
-	slot, err := s.backend.RecordManualRun(cctx, in)
+	run := &Run{Job: name, InstanceID: s.opts.InstanceID, Token: s.newToken(), Attempt: 1, Manual: true}
+	res, err := s.runManual(ctx, ctx, j, run)
 	if err != nil {
-		cs.End(ClaimEnd{Err: err})
-		s.storeError(ctx, "RecordManualRun", name, time.UnixMilli(in.Slot), err)
 		return RunRecord{}, err
 	}
-	cs.End(ClaimEnd{Outcome: "manual", Attempt: 1})
-	if slot != 0 {
-		in.Slot = slot
-	}
-	run := &Run{Job: name, Slot: time.UnixMilli(in.Slot).UTC(), InstanceID: s.opts.InstanceID, Token: in.Token, Attempt: 1, Manual: true}
-	hctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	res, _ := s.execute(hctx, j, run, cs) // a RunNow run is not retried
-	if err := s.backend.SaveResult(ctx, SaveResultInput{Job: name, Result: res, HistorySize: j.opt.HistorySize, HistoryTTL: j.opt.HistoryTTL}); err != nil {
-		s.storeError(ctx, "SaveResult", name, run.Slot, err)
-		return RunRecord{}, err
-	}
-	claim := ClaimRecord{Slot: in.Slot, Token: in.Token, InstanceID: in.InstanceID, ClaimedAt: time.UnixMilli(in.Slot).UTC(), Attempt: 1, Manual: true}
+	claim := ClaimRecord{Slot: res.Slot, Token: res.Token, InstanceID: res.InstanceID, ClaimedAt: run.Slot, Attempt: 1, Manual: true}
 	return BuildHistory(name, []ClaimRecord{claim}, []StoredResult{res}, 1)[0], nil
 }
 

@@ -244,36 +244,14 @@ func (s *Scheduler) takeTriggers(ctx context.Context, ts TriggerStore) {
 func (s *Scheduler) runTrigger(j *job, p TriggerRecord, token string, ts TriggerStore) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.runCtx), controlTimeout)
 	defer cancel()
-	in := ClaimInput{
-		Job: j.name, Slot: s.now().UnixMilli(), Token: token, InstanceID: s.opts.InstanceID,
-		HistorySize: j.opt.HistorySize, HistoryTTL: j.opt.HistoryTTL,
-	}
-	finish := FinishTriggerInput{Job: p.Job, Key: p.Key, Token: token, Slot: in.Slot}
-	cctx, cs := s.startClaim(ctx, j, time.UnixMilli(in.Slot).UTC(), false, true)
-	slot, err := s.backend.RecordManualRun(cctx, in)
-	if err != nil {
-		cs.End(ClaimEnd{Err: err})
-		s.storeError(ctx, "RecordManualRun", j.name, time.UnixMilli(in.Slot), err)
-		finish.Status, finish.Error = StatusError, "the store did not record the run: "+err.Error()
-		s.finishTrigger(ctx, ts, finish)
-		return
-	}
-	if slot != 0 {
-		in.Slot, finish.Slot = slot, slot
-	}
-	cs.End(ClaimEnd{Outcome: "manual", Attempt: 1})
-	run := &Run{Job: j.name, Slot: time.UnixMilli(in.Slot).UTC(), InstanceID: s.opts.InstanceID, Token: token, Attempt: 1,
+	run := &Run{Job: j.name, InstanceID: s.opts.InstanceID, Token: token, Attempt: 1,
 		Manual: true, TriggerKey: p.Key, TriggeredBy: p.By}
 	s.log.LogAttrs(ctx, slog.LevelInfo, "triggered run", slog.String("job", j.name), slog.String("key", p.Key), slog.String("by", p.By))
-	hctx, hcancel := context.WithCancelCause(s.runCtx)
-	res, _ := s.execute(hctx, j, run, cs) // a triggered run is not retried
-	hcancel(nil)
-	if err := s.backend.SaveResult(ctx, SaveResultInput{Job: j.name, Result: res, HistorySize: j.opt.HistorySize, HistoryTTL: j.opt.HistoryTTL}); err != nil {
-		s.storeError(ctx, "SaveResult", j.name, run.Slot, err)
-	} else if res.Status == StatusError {
-		s.afterFailure(ctx, j, res.Error)
+	res, err := s.runManual(ctx, s.runCtx, j, run)
+	finish := FinishTriggerInput{Job: p.Job, Key: p.Key, Token: token, Slot: run.Slot.UnixMilli(), Status: res.Status, Error: res.Error}
+	if res.Status == "" {
+		finish.Status, finish.Error = StatusError, "the store did not record the run: "+err.Error()
 	}
-	finish.Status, finish.Error = res.Status, res.Error
 	s.finishTrigger(ctx, ts, finish)
 }
 
