@@ -72,11 +72,9 @@ type BackfillResult struct {
 // contexts cancelled with ctx's cause); it then returns ctx's cause with
 // the counts so far.
 func (s *Scheduler) Backfill(ctx context.Context, name string, from, to time.Time, opts *BackfillOptions) (BackfillResult, error) {
-	s.mu.Lock()
-	j := s.jobs[name]
-	s.mu.Unlock()
-	if j == nil {
-		return BackfillResult{}, fmt.Errorf("%w: %q", ErrNotFound, name)
+	j, err := s.knownJob(name)
+	if err != nil {
+		return BackfillResult{}, err
 	}
 	var o BackfillOptions
 	if opts != nil {

@@ -552,11 +552,9 @@ func (j *job) nextSlot(t time.Time) time.Time {
 // now by the store's clock), in UTC. It returns ErrNotFound for an unknown
 // job.
 func (s *Scheduler) NextSlots(name string, after time.Time, n int) ([]time.Time, error) {
-	s.mu.Lock()
-	j := s.jobs[name]
-	s.mu.Unlock()
-	if j == nil {
-		return nil, fmt.Errorf("%w: %q", ErrNotFound, name)
+	j, err := s.knownJob(name)
+	if err != nil {
+		return nil, err
 	}
 	if n <= 0 {
 		return nil, nil
@@ -725,13 +723,8 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 // the record, not in the returned error, which is for store errors and
 // ErrNotFound. A failed run counts toward JobOptions.PauseOnFailure.
 func (s *Scheduler) RunNow(ctx context.Context, name string) (RunRecord, error) {
-	s.mu.Lock()
-	j := s.jobs[name]
-	s.mu.Unlock()
-	if j == nil {
-		return RunRecord{}, fmt.Errorf("%w: %q", ErrNotFound, name)
-	}
-	if err := s.ensureInit(ctx); err != nil {
+	j, err := s.readyJob(ctx, name)
+	if err != nil {
 		return RunRecord{}, err
 	}
 	if !s.isStarted() {
@@ -761,13 +754,7 @@ func (s *Scheduler) RunNow(ctx context.Context, name string) (RunRecord, error) 
 // the backend if the scheduler was not started. It returns ErrNotFound for a
 // job that is not registered, and the backend's errors unchanged.
 func (s *Scheduler) History(ctx context.Context, name string, limit int) ([]RunRecord, error) {
-	s.mu.Lock()
-	j := s.jobs[name]
-	s.mu.Unlock()
-	if j == nil {
-		return nil, fmt.Errorf("%w: %q", ErrNotFound, name)
-	}
-	if err := s.ensureInit(ctx); err != nil {
+	if _, err := s.readyJob(ctx, name); err != nil {
 		return nil, err
 	}
 	return s.backend.History(ctx, name, limit)

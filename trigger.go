@@ -120,10 +120,7 @@ func (s *Scheduler) RequestTrigger(ctx context.Context, name, key string) (Trigg
 	if err != nil {
 		return TriggerRecord{}, err
 	}
-	if _, err := s.knownJob(name); err != nil {
-		return TriggerRecord{}, err
-	}
-	if err := s.ensureInit(ctx); err != nil {
+	if _, err := s.readyJob(ctx, name); err != nil {
 		return TriggerRecord{}, err
 	}
 	if key == "" {
