@@ -20,6 +20,15 @@ type slotRun struct {
 	backfill bool // started by Backfill: the overlap policy does not apply
 }
 
+// newRunner returns a run path whose handlers run under runCtx: the
+// scheduler's (Start) or a backfill's own.
+func (s *Scheduler) newRunner(runCtx context.Context) *runner.Runner[slotRun] {
+	return runner.New[slotRun](host{s}, runCtx, runner.Config{
+		Log: s.log, PollInterval: s.opts.PollInterval,
+		ErrLeaseLost: ErrLeaseLost, ErrStopped: ErrStopped, ErrClosed: ErrClosed, ErrPermanent: ErrPermanent,
+	})
+}
+
 // host gives the run path (internal/runner) the scheduler's store calls,
 // events and logs, converting between its types and anarchon's.
 type host struct{ s *Scheduler }

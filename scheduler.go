@@ -637,10 +637,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	s.inited = true
 	s.loopCtx, s.loopCancel = context.WithCancel(context.WithoutCancel(ctx))
 	s.runCtx, s.runCancel = context.WithCancelCause(context.WithoutCancel(ctx))
-	s.run = runner.New[slotRun](host{s}, s.runCtx, runner.Config{
-		Log: s.log, PollInterval: s.opts.PollInterval,
-		ErrLeaseLost: ErrLeaseLost, ErrStopped: ErrStopped, ErrClosed: ErrClosed, ErrPermanent: ErrPermanent,
-	})
+	s.run = s.newRunner(s.runCtx)
 	s.mu.Unlock()
 
 	if s.sclock != nil {
