@@ -191,3 +191,32 @@ func TestRunNowPauseOnFailure(t *testing.T) {
 		}
 	})
 }
+
+// With a Watcher, a started instance runs a trigger request as soon as it
+// is made, not at its next poll (here an hour away).
+func TestTriggerWatchRunsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := membackend.New(nil)
+		s := newSched(t, b, "i0", &anarchon.Options{PollInterval: time.Hour})
+		var runs atomic.Int32
+		h := func(context.Context, *anarchon.Run) error { runs.Add(1); return nil }
+		if err := s.Every("j", 24*time.Hour, h, nil); err != nil {
+			t.Fatal(err)
+		}
+		mustStart(t, s)
+		defer stopAll(t, s)
+		synctest.Wait()
+		start := time.Now()
+		if _, err := s.RequestTrigger(context.Background(), "j", "k"); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait() // every goroutine is idle again: the request was run, or waits for a poll
+		rec, err := b.LookupTrigger(context.Background(), "j", "k")
+		if err != nil || rec.State != anarchon.TriggerDone || runs.Load() != 1 {
+			t.Errorf("after the request: %+v, %v, %d runs; want done, run once", rec, err, runs.Load())
+		}
+		if d := time.Since(start); d != 0 {
+			t.Errorf("the run came %v after the request, want at once", d)
+		}
+	})
+}
