@@ -160,7 +160,7 @@ func (h host) Execute(ctx context.Context, a *attempt) runner.Result {
 	// The Run lives in the attempt: one allocation for both.
 	run := &a.Job.run
 	*run = Run{Job: a.Name, Slot: a.SlotTime(), InstanceID: h.s.opts.InstanceID, Token: a.Token, Attempt: a.Number}
-	if j := a.Job.job; a.Leased && !a.Job.backfill && j.lateRetry(run.Slot, a.Number, h.s.now()) {
+	if j := a.Job.job; a.Leased && !a.Job.backfill && j.lateRetry(run.Slot, a.Number, h.s.now) {
 		return runner.Result{Token: a.Token, Attempt: a.Number, Status: runner.StatusError,
 			Error: fmt.Sprintf("attempt %d not run: it came after the job's next slot was due (overlap %s)", a.Number, j.opt.Overlap)}
 	}
@@ -179,7 +179,7 @@ func (h host) Execute(ctx context.Context, a *attempt) runner.Result {
 		Token: res.Token, Attempt: res.Attempt, Status: runner.Status(res.Status),
 		StartedAt: res.StartedAt, FinishedAt: res.FinishedAt, Error: res.Error, Output: res.Output,
 	}
-	out.RetryIn, out.Retry = a.Job.job.retryIn(run.Slot, run.Attempt, err, h.s.now())
+	out.RetryIn, out.Retry = a.Job.job.retryIn(run.Slot, run.Attempt, err, h.s.now)
 	return out
 }
 
