@@ -42,12 +42,8 @@ func (q *Queue[T]) wakeCh() chan struct{} {
 // clock, a step of the host's clock), so the wait it computed is wrong.
 func (q *Queue[T]) Wake() {
 	q.mu.Lock()
-	ch := q.wakeCh()
+	q.signal()
 	q.mu.Unlock()
-	select {
-	case ch <- struct{}{}:
-	default: // a wake is already pending
-	}
 }
 
 // Rewind moves every job whose next slot lies beyond its first slot after
@@ -68,8 +64,8 @@ func (q *Queue[T]) Rewind(now time.Time) {
 		}
 	}
 	heap.Init(&q.h)
+	q.signal()
 	q.mu.Unlock()
-	q.Wake()
 }
 
 // Add schedules e's first slot after now. It may be called while Run
@@ -135,7 +131,7 @@ func (q *Queue[T]) queued(e *Entry[T]) bool {
 func (q *Queue[T]) signal() {
 	select {
 	case q.wakeCh() <- struct{}{}:
-	default:
+	default: // a wake is already pending
 	}
 }
 
