@@ -101,11 +101,10 @@ type ResumeOptions struct {
 
 // jobControl returns the backend's JobControl or ErrNotSupported.
 func (s *Scheduler) jobControl() (JobControl, error) {
-	jc, ok := As[JobControl](s.backend)
-	if !ok {
+	if s.control == nil {
 		return nil, fmt.Errorf("%w: pause and resume need a store with JobControl; %q has none", ErrNotSupported, s.backend.Name())
 	}
-	return jc, nil
+	return s.control, nil
 }
 
 // knownJob returns the registered job called name, or ErrNotFound.
@@ -230,8 +229,8 @@ func (s *Scheduler) afterFailure(ctx context.Context, j *job, lastErr string) {
 	if n <= 0 {
 		return
 	}
-	jc, ok := As[JobControl](s.backend)
-	if !ok {
+	jc := s.control
+	if jc == nil {
 		return
 	}
 	hist, err := s.backend.History(ctx, j.name, 4*n+16)

@@ -99,6 +99,7 @@ type Scheduler struct {
 	recorder ClaimRecorder  // nil if Claim records history itself
 	checker  JobChecker     // nil if the backend checks no job
 	finisher ResultFinisher // nil without leases or without the one-call finish
+	control  JobControl     // nil without job control
 	opts     Options
 	clock    Clock
 	log      *slog.Logger
@@ -166,6 +167,7 @@ func (s *Scheduler) findAbilities() {
 	s.checker, _ = As[JobChecker](b)
 	s.sclock, _ = As[ServerClock](b)
 	s.tstore, _ = As[TriggerStore](b)
+	s.control, _ = As[JobControl](b)
 	if lb, ok := As[LeaseBackend](b); ok {
 		s.runs = lb.Runs()
 	}
@@ -519,7 +521,7 @@ func (s *Scheduler) checkLimits(jb *job, bad badFunc) error {
 		}
 	}
 	if o.PauseOnFailure > 0 {
-		if _, ok := As[JobControl](s.backend); !ok {
+		if s.control == nil {
 			return bad("PauseOnFailure", CodeNeedsJobControl,
 				fmt.Sprintf("pausing a job needs a backend with JobControl; %q has none", s.backend.Name()), nil)
 		}

@@ -102,11 +102,10 @@ type TriggerRecord struct {
 
 // triggerStore returns the backend's TriggerStore or ErrNotSupported.
 func (s *Scheduler) triggerStore() (TriggerStore, error) {
-	ts, ok := As[TriggerStore](s.backend)
-	if !ok {
+	if s.tstore == nil {
 		return nil, fmt.Errorf("%w: triggers need a store with TriggerStore; %q has none", ErrNotSupported, s.backend.Name())
 	}
-	return ts, nil
+	return s.tstore, nil
 }
 
 // RequestTrigger asks, without waiting, for one run of the named job by a
