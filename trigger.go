@@ -144,33 +144,39 @@ func (s *Scheduler) Trigger(ctx context.Context, name, key string) (TriggerRecor
 	if err != nil {
 		return TriggerRecord{}, err
 	}
-	return s.WaitTrigger(ctx, rec.Job, rec.Key)
+	if rec.State == TriggerDone {
+		return rec, nil // an earlier request with this key has run
+	}
+	// The request's record is fresh: the first look at the store comes
+	// after PollInterval.
+	return s.waitTrigger(ctx, s.tstore, rec, s.opts.PollInterval)
 }
 
 // WaitTrigger waits until the trigger request (name, key) is done, asking
-// the store after PollInterval, then at intervals that double up to a
-// second (or PollInterval if longer), and returns its record. Errors as for
-// Trigger; ErrNotFound (wrapped) for an unknown request.
+// the store at once, then after PollInterval, then at intervals that
+// double up to a second (or PollInterval if longer), and returns its
+// record. Errors as for Trigger; ErrNotFound (wrapped) for an unknown
+// request.
 func (s *Scheduler) WaitTrigger(ctx context.Context, name, key string) (TriggerRecord, error) {
 	ts, err := s.triggerStore()
 	if err != nil {
 		return TriggerRecord{}, err
 	}
+	return s.waitTrigger(ctx, ts, TriggerRecord{Job: name, Key: key}, 0)
+}
+
+// waitTrigger polls the request rec names until it is done, the first
+// time after first. rec is what is known of it so far.
+func (s *Scheduler) waitTrigger(ctx context.Context, ts TriggerStore, rec TriggerRecord, first time.Duration) (TriggerRecord, error) {
+	name, key := rec.Job, rec.Key
 	start := time.Now()
 	// Many callers may wait for one request: the polls back off from
 	// PollInterval to a second (or PollInterval if longer), which keeps
 	// their load on the store bounded.
 	wait, maxWait := s.opts.PollInterval, max(s.opts.PollInterval, time.Second)
-	t := time.NewTimer(wait)
+	t := time.NewTimer(first)
 	defer t.Stop()
 	for {
-		rec, err := ts.LookupTrigger(ctx, name, key)
-		if err != nil && ctx.Err() == nil {
-			return TriggerRecord{}, err
-		}
-		if err == nil && rec.State == TriggerDone {
-			return rec, nil
-		}
 		select {
 		case <-ctx.Done():
 			state := rec.State
@@ -181,8 +187,17 @@ func (s *Scheduler) WaitTrigger(ctx context.Context, name, key string) (TriggerR
 				name, key, time.Since(start).Round(time.Millisecond), state, context.Cause(ctx))
 		case <-t.C:
 		}
-		wait = min(2*wait, maxWait)
+		got, err := ts.LookupTrigger(ctx, name, key)
+		switch {
+		case err == nil && got.State == TriggerDone:
+			return got, nil
+		case err == nil:
+			rec = got
+		case ctx.Err() == nil:
+			return TriggerRecord{}, err
+		}
 		t.Reset(wait)
+		wait = min(2*wait, maxWait)
 	}
 }
 
