@@ -170,11 +170,7 @@ func (h host) Execute(ctx context.Context, a *attempt) runner.Result {
 			return runner.Result{Token: a.Token, Attempt: a.Number, Status: runner.StatusSkipped}
 		}
 	}
-	cs := a.Job.claim
-	if cs == nil {
-		cs = nopSpan{}
-	}
-	res, err := h.s.execute(ctx, a.Job.job, run, cs)
+	res, err := h.s.execute(ctx, a.Job.job, run, a.Job.claim) // the won claim's span: every claim sets it
 	out := runner.Result{
 		Token: res.Token, Attempt: res.Attempt, Status: runner.Status(res.Status),
 		StartedAt: res.StartedAt, FinishedAt: res.FinishedAt, Error: res.Error, Output: res.Output,
@@ -203,12 +199,8 @@ func (h host) Settled(ctx context.Context, a *attempt, st runner.Status) {
 }
 
 func (h host) StoreError(ctx context.Context, op string, a *attempt, err error) {
-	if a != nil && op == "Claim" && errors.Is(err, ErrEarly) {
+	if op == "Claim" && errors.Is(err, ErrEarly) {
 		h.s.claimedEarly(ctx, a.Name, a.SlotTime(), err)
-		return
-	}
-	if a == nil {
-		h.s.storeError(ctx, op, "", time.Time{}, err)
 		return
 	}
 	h.s.storeError(ctx, op, a.Name, a.SlotTime(), err)

@@ -87,7 +87,7 @@ type Host[J any] interface {
 	Missed(ctx context.Context, a *Attempt[J], late time.Duration)       // a plain slot too late to claim
 	Settled(ctx context.Context, a *Attempt[J], st Status)               // a leased slot that did not run
 	Retrying(ctx context.Context, a *Leased[J], r *Result)               // a failed run will be retried after r.RetryIn
-	StoreError(ctx context.Context, op string, a *Attempt[J], err error) // a failed store call; a may be nil
+	StoreError(ctx context.Context, op string, a *Attempt[J], err error) // a failed store call of a
 }
 
 // Config is what a Runner needs besides its Host.
