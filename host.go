@@ -24,7 +24,7 @@ type slotRun struct {
 // scheduler's (Start) or a backfill's own.
 func (s *Scheduler) newRunner(runCtx context.Context) *runner.Runner[slotRun] {
 	return runner.New[slotRun](host{s}, runCtx, runner.Config{
-		Log: s.log, PollInterval: s.opts.PollInterval,
+		Log: s.log, PollInterval: s.opts.PollInterval, Watch: s.watcher != nil,
 		ErrLeaseLost: ErrLeaseLost, ErrStopped: ErrStopped, ErrClosed: ErrClosed, ErrPermanent: ErrPermanent,
 	})
 }

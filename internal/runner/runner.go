@@ -94,6 +94,10 @@ type Host[J any] interface {
 type Config struct {
 	Log          *slog.Logger
 	PollInterval time.Duration // how often a backup without a watch asks again
+	// Watch says that the scheduler calls Notify from a watch of the
+	// store; without one no attempt registers for wake-ups, which would
+	// never come.
+	Watch bool
 	// The scheduler's sentinels, used as context causes and to stop retries.
 	ErrLeaseLost, ErrStopped, ErrClosed, ErrPermanent error
 }
