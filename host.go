@@ -37,7 +37,6 @@ var _ runner.Host[slotRun] = host{}
 
 func (h host) Now() time.Time        { return h.s.now() }
 func (h host) NewToken() string      { return h.s.newToken() }
-func (h host) Instance() string      { return h.s.opts.InstanceID }
 func (h host) CanFinishResult() bool { return h.s.finisher != nil }
 
 func (h host) claimInput(a *attempt) ClaimInput {

@@ -70,7 +70,6 @@ type Result struct {
 type Host[J any] interface {
 	Now() time.Time   // the scheduler's estimate of the store's clock
 	NewToken() string // a fresh claim token
-	Instance() string // this instance's ID
 
 	Claim(ctx context.Context, a *Attempt[J]) (bool, error)             // a plain claim; emits its event
 	RecordClaim(ctx context.Context, a *Attempt[J]) error               // after a won plain claim; nil without a ClaimRecorder
