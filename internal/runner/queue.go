@@ -115,13 +115,6 @@ func (q *Queue[T]) Replace(old, e *Entry[T], now time.Time) {
 	q.signal()
 }
 
-// Len returns the number of queued entries.
-func (q *Queue[T]) Len() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return len(q.h)
-}
-
 // queued reports whether e is in the heap. q.mu is held.
 func (q *Queue[T]) queued(e *Entry[T]) bool {
 	return e != nil && e.index >= 0 && e.index < len(q.h) && q.h[e.index] == e
