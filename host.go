@@ -110,8 +110,8 @@ func (h host) LeaseAnswered(ctx context.Context, a *runner.Leased[slotRun], out 
 	h.s.emit(Event{Kind: EventClaim, Job: a.Name, Slot: a.SlotTime(), Attempt: out.Attempt, Outcome: OutcomeKind(out.Kind).String(), Lateness: h.s.now().Sub(a.SlotTime())})
 }
 
-func (h host) Heartbeat(ctx context.Context, a *runner.Leased[slotRun]) (bool, error) {
-	return h.s.runs.Heartbeat(ctx, HeartbeatInput{Job: a.Name, Slot: a.Slot, Token: a.Token, Lease: a.Lease})
+func (h host) Heartbeat(ctx context.Context, a *runner.Leased[slotRun], lease time.Duration) (bool, error) {
+	return h.s.runs.Heartbeat(ctx, HeartbeatInput{Job: a.Name, Slot: a.Slot, Token: a.Token, Lease: lease})
 }
 
 func (h host) Release(ctx context.Context, a *attempt) error {
