@@ -28,7 +28,11 @@ type Options struct {
 	Clock Clock
 	// PollInterval is how often an instance standing by as a backup asks the
 	// store again when the backend has no Watcher (or its watch broke), and
-	// how soon a failed watch is retried. Defaults to 1 s.
+	// how soon a failed watch is retried. It is also how often a started
+	// scheduler looks for trigger requests (at once too with a Watcher),
+	// how often an OverlapBufferOne slot looks whether the earlier run
+	// ended, and the first wait of Trigger and WaitTrigger's polls.
+	// Defaults to 1 s.
 	PollInterval time.Duration
 	// ClockSyncInterval is how often the offset to the store's clock is
 	// measured, when the backend has a ServerClock. Defaults to 1 minute.
