@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"sync"
 	"time"
-
-	"github.com/anarchon/anarchon/internal/runner"
 )
 
 // DefaultBackfillMaxSlots is how many slots a backfill may run without
@@ -72,11 +70,9 @@ type BackfillResult struct {
 // contexts cancelled with ctx's cause); it then returns ctx's cause with
 // the counts so far.
 func (s *Scheduler) Backfill(ctx context.Context, name string, from, to time.Time, opts *BackfillOptions) (BackfillResult, error) {
-	s.mu.Lock()
-	j := s.jobs[name]
-	s.mu.Unlock()
-	if j == nil {
-		return BackfillResult{}, fmt.Errorf("%w: %q", ErrNotFound, name)
+	j, err := s.knownJob(name)
+	if err != nil {
+		return BackfillResult{}, err
 	}
 	var o BackfillOptions
 	if opts != nil {
@@ -101,10 +97,7 @@ func (s *Scheduler) Backfill(ctx context.Context, name string, from, to time.Tim
 	// stored) before they are cancelled, instead of ending as errors.
 	runCtx, cancelRuns := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancelRuns(nil)
-	run := runner.New[slotRun](host{s}, runCtx, runner.Config{
-		Log: s.log, PollInterval: s.opts.PollInterval,
-		ErrLeaseLost: ErrLeaseLost, ErrStopped: ErrStopped, ErrClosed: ErrClosed, ErrPermanent: ErrPermanent,
-	})
+	run := s.newRunner(runCtx)
 	if s.watcher != nil {
 		// Wake this backfill's standing-by slots as soon as a run they
 		// wait on ends, instead of at the next poll.

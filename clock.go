@@ -76,20 +76,23 @@ const StepThreshold = 250 * time.Millisecond
 // syncClock measures the offset once and publishes it, warning above the
 // threshold; why says what asked for it (see EventClockOffset). A failure
 // keeps the previous estimate. A new offset wakes the timer loop, whose
-// wait was computed with the old one; one that moves the scheduler's now
-// back by more than StepThreshold also rewinds it (see runner.Queue.Rewind):
-// the slots it took while the clock was ahead were not due.
-func (s *Scheduler) syncClock(ctx context.Context, why string) {
+// wait was computed with the old one. A re-measure after a step or an
+// early claim also rewinds it (see runner.Queue.Rewind): the slots it took
+// while the clock was ahead were not due; so does a periodic one that
+// moves the scheduler's now back by more than StepThreshold (a smaller
+// correction's early claims, if any, are refused and rewind then). It
+// reports whether it rewound the loop.
+func (s *Scheduler) syncClock(ctx context.Context, why string) bool {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
-	s.syncClockLocked(ctx, why)
+	return s.syncClockLocked(ctx, why)
 }
 
-func (s *Scheduler) syncClockLocked(ctx context.Context, why string) {
+func (s *Scheduler) syncClockLocked(ctx context.Context, why string) bool {
 	off, err := s.measureOffset(ctx)
 	if err != nil {
 		s.storeError(ctx, "ServerTime", "", time.Time{}, err)
-		return
+		return false
 	}
 	old := time.Duration(s.offset.Swap(int64(off)))
 	s.emit(Event{Kind: EventClockOffset, Offset: off, Op: why})
@@ -98,13 +101,14 @@ func (s *Scheduler) syncClockLocked(ctx context.Context, why string) {
 			slog.Duration("offset", off), slog.Duration("threshold", s.opts.ClockSkewWarning))
 	}
 	if off == old {
-		return
+		return false
 	}
 	if why != "sync" || old-off > StepThreshold {
 		s.queue.Rewind(s.now())
-		return
+		return true
 	}
 	s.queue.Wake()
+	return false
 }
 
 // clockLoop re-measures the offset every ClockSyncInterval until ctx
@@ -144,16 +148,21 @@ func (s *Scheduler) clockLoop(ctx context.Context) {
 // claimedEarly handles a claim the store refused as early (*EarlyError):
 // the scheduler's estimate of the store's clock is ahead. It re-measures
 // the offset (unless a measure is under way, which will do) and rewinds
-// the timer loop, so the slot is claimed again when due.
+// the timer loop, so the slot is claimed again when due: once, by the
+// re-measure if it changed the offset, else here (the loop has moved past
+// the refused slot either way).
 func (s *Scheduler) claimedEarly(ctx context.Context, jobName string, slot time.Time, err error) {
 	s.emit(Event{Kind: EventClaim, Job: jobName, Slot: slot, Outcome: "early", Err: err, Lateness: s.now().Sub(slot)})
+	rewound := false
 	if s.sclock != nil && s.syncMu.TryLock() {
 		s.log.LogAttrs(ctx, slog.LevelWarn, "the store refused a claim as early; re-measuring the offset to its clock",
 			slog.String("job", jobName), slog.Time("slot", slot), slog.Any("error", err))
-		s.syncClockLocked(ctx, "early")
+		rewound = s.syncClockLocked(ctx, "early")
 		s.syncMu.Unlock()
 	}
-	s.queue.Rewind(s.now())
+	if !rewound {
+		s.queue.Rewind(s.now())
+	}
 }
 
 // ClockOffset is the scheduler's latest estimate of the store's clock minus

@@ -174,3 +174,34 @@ func TestRunNowSlotByStoreClock(t *testing.T) {
 		}
 	})
 }
+
+// The look at the local clock takes a move of more than StepThreshold
+// against the monotonic clock for a step, and a smaller one (slewing, a
+// late tick) for none.
+func TestClockStepThreshold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clk := &stepClock{}
+		var steps atomic.Int32
+		s := newSched(t, membackend.New(nil), "i0", &anarchon.Options{Clock: clk, ClockSyncInterval: time.Hour, OnEvent: func(e anarchon.Event) {
+			if e.Kind == anarchon.EventClockOffset && e.Op == "step" {
+				steps.Add(1)
+			}
+		}})
+		mustStart(t, s)
+		defer stopAll(t, s)
+		below := anarchon.StepThreshold - 50*time.Millisecond
+		for _, d := range []time.Duration{below, -below} {
+			time.Sleep(1500 * time.Millisecond)
+			clk.step(d)
+		}
+		time.Sleep(2 * time.Second)
+		if n := steps.Load(); n != 0 {
+			t.Fatalf("moves of ±%v were taken for %d steps, want none below StepThreshold", below, n)
+		}
+		clk.step(anarchon.StepThreshold + 50*time.Millisecond)
+		time.Sleep(2 * time.Second)
+		if n := steps.Load(); n != 1 {
+			t.Errorf("a move of %v was taken for %d steps, want 1", anarchon.StepThreshold+50*time.Millisecond, n)
+		}
+	})
+}

@@ -101,11 +101,10 @@ type ResumeOptions struct {
 
 // jobControl returns the backend's JobControl or ErrNotSupported.
 func (s *Scheduler) jobControl() (JobControl, error) {
-	jc, ok := As[JobControl](s.backend)
-	if !ok {
+	if s.control == nil {
 		return nil, fmt.Errorf("%w: pause and resume need a store with JobControl; %q has none", ErrNotSupported, s.backend.Name())
 	}
-	return jc, nil
+	return s.control, nil
 }
 
 // knownJob returns the registered job called name, or ErrNotFound.
@@ -119,6 +118,31 @@ func (s *Scheduler) knownJob(name string) (*job, error) {
 	return j, nil
 }
 
+// controlJob makes the checks every job-control call on a named job makes:
+// the backend has a JobControl, which it returns; the job is registered
+// here; the backend is initialised.
+func (s *Scheduler) controlJob(ctx context.Context, name string) (JobControl, error) {
+	jc, err := s.jobControl()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.readyJob(ctx, name); err != nil {
+		return nil, err
+	}
+	return jc, nil
+}
+
+// readyJob returns the registered job called name (ErrNotFound) with the
+// backend initialised, for a call about the job on a scheduler that need
+// not be started.
+func (s *Scheduler) readyJob(ctx context.Context, name string) (*job, error) {
+	j, err := s.knownJob(name)
+	if err != nil {
+		return nil, err
+	}
+	return j, s.ensureInit(ctx)
+}
+
 // Pause pauses the named job on every instance that shares the store:
 // no slot whose claim reaches the store after Pause returns is run; each
 // is recorded in history as StatusPaused (SPEC §12). Runs in progress
@@ -127,7 +151,11 @@ func (s *Scheduler) knownJob(name string) (*job, error) {
 // state, ErrNotSupported when the backend has no JobControl, and the
 // backend's errors unchanged.
 func (s *Scheduler) Pause(ctx context.Context, name string, opts PauseOptions) (JobState, error) {
-	return s.setPaused(ctx, name, true, opts.By, opts.Reason)
+	jc, err := s.controlJob(ctx, name)
+	if err != nil {
+		return JobState{}, err
+	}
+	return s.setPaused(ctx, jc, PauseInput{Job: name, Paused: true, By: opts.By, Reason: opts.Reason})
 }
 
 // Resume lets the named job run again from its next slot, on every
@@ -136,23 +164,17 @@ func (s *Scheduler) Pause(ctx context.Context, name string, opts PauseOptions) (
 // CatchUp, also those of Trigger's request (the run itself is not waited
 // for).
 func (s *Scheduler) Resume(ctx context.Context, name string, opts ResumeOptions) (JobState, error) {
+	jc, err := s.controlJob(ctx, name)
+	if err != nil {
+		return JobState{}, err
+	}
 	var prev JobState
 	if opts.CatchUp {
-		jc, err := s.jobControl()
-		if err != nil {
-			return JobState{}, err
-		}
-		if _, err := s.knownJob(name); err != nil {
-			return JobState{}, err
-		}
-		if err := s.ensureInit(ctx); err != nil {
-			return JobState{}, err
-		}
 		if prev, err = jc.JobState(ctx, name); err != nil {
 			return JobState{}, err
 		}
 	}
-	st, err := s.setPaused(ctx, name, false, opts.By, "")
+	st, err := s.setPaused(ctx, jc, PauseInput{Job: name, Paused: false, By: opts.By})
 	if err != nil || !opts.CatchUp || !prev.Paused {
 		return st, err
 	}
@@ -165,34 +187,19 @@ func (s *Scheduler) Resume(ctx context.Context, name string, opts ResumeOptions)
 	return st, nil
 }
 
-func (s *Scheduler) setPaused(ctx context.Context, name string, paused bool, by, reason string) (JobState, error) {
-	jc, err := s.jobControl()
-	if err != nil {
-		return JobState{}, err
+// setPaused stores in, By defaulting to this instance's ID.
+func (s *Scheduler) setPaused(ctx context.Context, jc JobControl, in PauseInput) (JobState, error) {
+	if in.By == "" {
+		in.By = s.opts.InstanceID
 	}
-	if _, err := s.knownJob(name); err != nil {
-		return JobState{}, err
-	}
-	if err := s.ensureInit(ctx); err != nil {
-		return JobState{}, err
-	}
-	if by == "" {
-		by = s.opts.InstanceID
-	}
-	return jc.SetPaused(ctx, PauseInput{Job: name, Paused: paused, By: by, Reason: reason})
+	return jc.SetPaused(ctx, in)
 }
 
 // JobState returns the named job's control state in the store (paused or
 // not, by whom, when, why). Errors as for Pause.
 func (s *Scheduler) JobState(ctx context.Context, name string) (JobState, error) {
-	jc, err := s.jobControl()
+	jc, err := s.controlJob(ctx, name)
 	if err != nil {
-		return JobState{}, err
-	}
-	if _, err := s.knownJob(name); err != nil {
-		return JobState{}, err
-	}
-	if err := s.ensureInit(ctx); err != nil {
 		return JobState{}, err
 	}
 	return jc.JobState(ctx, name)
@@ -222,8 +229,8 @@ func (s *Scheduler) afterFailure(ctx context.Context, j *job, lastErr string) {
 	if n <= 0 {
 		return
 	}
-	jc, ok := As[JobControl](s.backend)
-	if !ok {
+	jc := s.control
+	if jc == nil {
 		return
 	}
 	hist, err := s.backend.History(ctx, j.name, 4*n+16)
@@ -255,7 +262,7 @@ count:
 		return
 	}
 	reason := "paused after " + strconv.Itoa(n) + " failed runs in a row; last error: " + lastErr
-	st, err := jc.SetPaused(ctx, PauseInput{Job: j.name, Paused: true, By: s.opts.InstanceID, Reason: reason})
+	st, err := s.setPaused(ctx, jc, PauseInput{Job: j.name, Paused: true, Reason: reason})
 	if err != nil {
 		s.storeError(ctx, "SetPaused", j.name, time.Time{}, err)
 		return

@@ -162,3 +162,61 @@ func TestResumeCatchUp(t *testing.T) {
 		})
 	}
 }
+
+// A RunNow's failure is a run like any other for PauseOnFailure: the one
+// that completes the row pauses the job, as a triggered run's does.
+func TestRunNowPauseOnFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSched(t, membackend.New(nil), "cli", nil)
+		fail := func(context.Context, *anarchon.Run) error { return errors.New("exit status 1") }
+		if err := s.Every("j", time.Hour, fail, &anarchon.JobOptions{PauseOnFailure: 2}); err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		for i := range 2 {
+			time.Sleep(time.Second) // each run its own slot
+			if rec, err := s.RunNow(ctx, "j"); err != nil || rec.Status != anarchon.StatusError {
+				t.Fatalf("RunNow %d = %+v, %v; want a failed run", i, rec, err)
+			}
+			st, err := s.JobState(ctx, "j")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := i == 1; st.Paused != want {
+				t.Fatalf("after %d failed runs paused = %v, want %v", i+1, st.Paused, want)
+			}
+			if st.Paused && !strings.Contains(st.Reason, "2 failed runs in a row") {
+				t.Errorf("reason %q, want the count", st.Reason)
+			}
+		}
+	})
+}
+
+// With a Watcher, a started instance runs a trigger request as soon as it
+// is made, not at its next poll (here an hour away).
+func TestTriggerWatchRunsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := membackend.New(nil)
+		s := newSched(t, b, "i0", &anarchon.Options{PollInterval: time.Hour})
+		var runs atomic.Int32
+		h := func(context.Context, *anarchon.Run) error { runs.Add(1); return nil }
+		if err := s.Every("j", 24*time.Hour, h, nil); err != nil {
+			t.Fatal(err)
+		}
+		mustStart(t, s)
+		defer stopAll(t, s)
+		synctest.Wait()
+		start := time.Now()
+		if _, err := s.RequestTrigger(context.Background(), "j", "k"); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait() // every goroutine is idle again: the request was run, or waits for a poll
+		rec, err := b.LookupTrigger(context.Background(), "j", "k")
+		if err != nil || rec.State != anarchon.TriggerDone || runs.Load() != 1 {
+			t.Errorf("after the request: %+v, %v, %d runs; want done, run once", rec, err, runs.Load())
+		}
+		if d := time.Since(start); d != 0 {
+			t.Errorf("the run came %v after the request, want at once", d)
+		}
+	})
+}

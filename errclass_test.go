@@ -83,3 +83,18 @@ func TestPermanentStoreErrorIsNotRetried(t *testing.T) {
 		})
 	}
 }
+
+// A store refuses a claim only when its slot is more than EarlyTolerance
+// ahead of the store's now.
+func TestTooEarlyTolerance(t *testing.T) {
+	const now = 1_700_000_000_000
+	tol := anarchon.EarlyTolerance.Milliseconds()
+	for _, c := range []struct {
+		slot int64
+		want bool
+	}{{now - 1000, false}, {now, false}, {now + tol, false}, {now + tol + 1, true}, {now + 3_600_000, true}} {
+		if got := anarchon.TooEarly(c.slot, now); got != c.want {
+			t.Errorf("TooEarly(now%+d ms) = %v, want %v", c.slot-now, got, c.want)
+		}
+	}
+}

@@ -20,6 +20,15 @@ type slotRun struct {
 	backfill bool // started by Backfill: the overlap policy does not apply
 }
 
+// newRunner returns a run path whose handlers run under runCtx: the
+// scheduler's (Start) or a backfill's own.
+func (s *Scheduler) newRunner(runCtx context.Context) *runner.Runner[slotRun] {
+	return runner.New[slotRun](host{s}, runCtx, runner.Config{
+		Log: s.log, PollInterval: s.opts.PollInterval, Watch: s.watcher != nil,
+		ErrLeaseLost: ErrLeaseLost, ErrStopped: ErrStopped, ErrClosed: ErrClosed, ErrPermanent: ErrPermanent,
+	})
+}
+
 // host gives the run path (internal/runner) the scheduler's store calls,
 // events and logs, converting between its types and anarchon's.
 type host struct{ s *Scheduler }
@@ -28,7 +37,6 @@ var _ runner.Host[slotRun] = host{}
 
 func (h host) Now() time.Time        { return h.s.now() }
 func (h host) NewToken() string      { return h.s.newToken() }
-func (h host) Instance() string      { return h.s.opts.InstanceID }
 func (h host) CanFinishResult() bool { return h.s.finisher != nil }
 
 func (h host) claimInput(a *attempt) ClaimInput {
@@ -102,8 +110,8 @@ func (h host) LeaseAnswered(ctx context.Context, a *runner.Leased[slotRun], out 
 	h.s.emit(Event{Kind: EventClaim, Job: a.Name, Slot: a.SlotTime(), Attempt: out.Attempt, Outcome: OutcomeKind(out.Kind).String(), Lateness: h.s.now().Sub(a.SlotTime())})
 }
 
-func (h host) Heartbeat(ctx context.Context, a *runner.Leased[slotRun]) (bool, error) {
-	return h.s.runs.Heartbeat(ctx, HeartbeatInput{Job: a.Name, Slot: a.Slot, Token: a.Token, Lease: a.Lease})
+func (h host) Heartbeat(ctx context.Context, a *runner.Leased[slotRun], lease time.Duration) (bool, error) {
+	return h.s.runs.Heartbeat(ctx, HeartbeatInput{Job: a.Name, Slot: a.Slot, Token: a.Token, Lease: lease})
 }
 
 func (h host) Release(ctx context.Context, a *attempt) error {
@@ -151,7 +159,7 @@ func (h host) Execute(ctx context.Context, a *attempt) runner.Result {
 	// The Run lives in the attempt: one allocation for both.
 	run := &a.Job.run
 	*run = Run{Job: a.Name, Slot: a.SlotTime(), InstanceID: h.s.opts.InstanceID, Token: a.Token, Attempt: a.Number}
-	if j := a.Job.job; a.Leased && !a.Job.backfill && j.lateRetry(run.Slot, a.Number, h.s.now()) {
+	if j := a.Job.job; a.Leased && !a.Job.backfill && j.lateRetry(run.Slot, a.Number, h.s.now) {
 		return runner.Result{Token: a.Token, Attempt: a.Number, Status: runner.StatusError,
 			Error: fmt.Sprintf("attempt %d not run: it came after the job's next slot was due (overlap %s)", a.Number, j.opt.Overlap)}
 	}
@@ -161,16 +169,12 @@ func (h host) Execute(ctx context.Context, a *attempt) runner.Result {
 			return runner.Result{Token: a.Token, Attempt: a.Number, Status: runner.StatusSkipped}
 		}
 	}
-	cs := a.Job.claim
-	if cs == nil {
-		cs = nopSpan{}
-	}
-	res, err := h.s.execute(ctx, a.Job.job, run, cs)
+	res, err := h.s.execute(ctx, a.Job.job, run, a.Job.claim) // the won claim's span: every claim sets it
 	out := runner.Result{
 		Token: res.Token, Attempt: res.Attempt, Status: runner.Status(res.Status),
 		StartedAt: res.StartedAt, FinishedAt: res.FinishedAt, Error: res.Error, Output: res.Output,
 	}
-	out.RetryIn, out.Retry = a.Job.job.retryIn(run.Slot, run.Attempt, err, h.s.now())
+	out.RetryIn, out.Retry = a.Job.job.retryIn(run.Slot, run.Attempt, err, h.s.now)
 	return out
 }
 
@@ -194,12 +198,8 @@ func (h host) Settled(ctx context.Context, a *attempt, st runner.Status) {
 }
 
 func (h host) StoreError(ctx context.Context, op string, a *attempt, err error) {
-	if a != nil && op == "Claim" && errors.Is(err, ErrEarly) {
+	if op == "Claim" && errors.Is(err, ErrEarly) {
 		h.s.claimedEarly(ctx, a.Name, a.SlotTime(), err)
-		return
-	}
-	if a == nil {
-		h.s.storeError(ctx, op, "", time.Time{}, err)
 		return
 	}
 	h.s.storeError(ctx, op, a.Name, a.SlotTime(), err)

@@ -8,11 +8,12 @@ import (
 
 // MaxNameLength is the longest job name, in bytes of UTF-8, that a Scheduler
 // registers (SPEC §3). Every built-in store keeps names of this length, with
-// room to spare: NATS carries a name base64-encoded in subjects, and its
-// server closes the connection on a protocol line longer than 4 KB (about
-// 3,000 bytes of name); PostgreSQL refuses a btree index entry above about
-// 2.7 KB. The conformance suite (anarchontest, "Names") runs every store at
-// this length.
+// room to spare: the SQL backends take up to 1,024 bytes (their index
+// limits: MySQL's 3,072-byte keys, PostgreSQL's btree entries of about
+// 2.7 KB); NATS carries a name base64-encoded in subjects, and its server
+// closes the connection on a protocol line longer than 4 KB (about 3,000
+// bytes of name). The conformance suite (anarchontest, "Names") runs every
+// store at this length.
 const MaxNameLength = 512
 
 // nameError returns the ValidationError for a job name that is not empty

@@ -186,6 +186,12 @@ func (s *Scheduler) stopRegistry(ctx context.Context) {
 // refreshRegistration publishes the current job set at the next renewal,
 // after a job was added, removed or changed while the scheduler runs.
 func (s *Scheduler) refreshRegistration() {
+	s.mu.Lock()
+	registered := s.reg != nil
+	s.mu.Unlock()
+	if !registered {
+		return // no registry: nothing to publish, and no fingerprints to compute
+	}
 	base := s.baseInstanceInfo()
 	s.mu.Lock()
 	defer s.mu.Unlock()

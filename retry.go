@@ -106,26 +106,26 @@ func (j *job) backoff(slot int64, n int) time.Duration {
 }
 
 // retryIn decides whether the failed attempt n of the job's slot is
-// retried, and after how long. err is the handler's error; now is the
-// store clock's estimate.
-func (j *job) retryIn(slot time.Time, n int, err error, now time.Time) (time.Duration, bool) {
+// retried, and after how long. err is the handler's error; now gives the
+// store clock's estimate, read only when the decision needs it.
+func (j *job) retryIn(slot time.Time, n int, err error, now func() time.Time) (time.Duration, bool) {
 	if err == nil || !j.leased || n > j.opt.Retry.MaxRetries || IsPermanent(err) {
 		return 0, false
 	}
 	d := j.backoff(slot.UnixMilli(), n)
-	if j.opt.Overlap != OverlapAllow && !now.Add(d).Before(j.nextSlot(slot)) {
+	if j.opt.Overlap != OverlapAllow && !now().Add(d).Before(j.nextSlot(slot)) {
 		return 0, false // the retry would overlap the next slot
 	}
 	return d, true
 }
 
-// lateRetry reports whether attempt n (> 1) of the job's slot, won at now,
+// lateRetry reports whether attempt n (> 1) of the job's slot, won at now(),
 // must not run: the job retries errors, its overlap policy is not allow,
 // and the job's next slot is already due. A retry is only set up to start
 // before the next slot (retryIn), but the claim that takes it may come
 // late (every instance busy, the store slow); the attempt is then recorded
 // as an error instead of overlapping the next slot. Takeovers after a
 // crash of such a job obey the same rule.
-func (j *job) lateRetry(slot time.Time, n int, now time.Time) bool {
-	return n > 1 && j.opt.Retry.MaxRetries > 0 && j.opt.Overlap != OverlapAllow && !now.Before(j.nextSlot(slot))
+func (j *job) lateRetry(slot time.Time, n int, now func() time.Time) bool {
+	return n > 1 && j.opt.Retry.MaxRetries > 0 && j.opt.Overlap != OverlapAllow && !now().Before(j.nextSlot(slot))
 }

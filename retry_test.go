@@ -359,3 +359,47 @@ func TestRetryPauseOnFailureCountsSlots(t *testing.T) {
 		}
 	})
 }
+
+// A Timeout is a handler error like any other (Retry's doc): the attempt
+// it cut short is recorded with the timeout as its cause, and the slot is
+// run again.
+func TestRetryAfterTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSched(t, membackend.New(nil), "i0", nil)
+		var mu sync.Mutex
+		var attempts []int
+		h := func(ctx context.Context, run *anarchon.Run) error {
+			mu.Lock()
+			attempts = append(attempts, run.Attempt)
+			mu.Unlock()
+			if run.Attempt == 1 {
+				<-ctx.Done() // hangs until the timeout
+				return ctx.Err()
+			}
+			return nil
+		}
+		opts := &anarchon.JobOptions{Timeout: 5 * time.Second, Retry: anarchon.Retry{MaxRetries: 2, InitialBackoff: time.Second}}
+		if err := s.Every("slow", time.Hour, h, opts); err != nil {
+			t.Fatal(err)
+		}
+		mustStart(t, s)
+		time.Sleep(time.Hour + time.Minute)
+		stopAll(t, s)
+		mu.Lock()
+		defer mu.Unlock()
+		if fmt.Sprint(attempts) != "[1 2]" {
+			t.Fatalf("attempts %v, want [1 2]: the timed-out attempt retried once", attempts)
+		}
+		recs := historyBySlot(t, s, "slow")
+		if len(recs) != 1 {
+			t.Fatalf("history of %d slots, want 1: %+v", len(recs), recs)
+		}
+		for _, rs := range recs {
+			slices.SortFunc(rs, func(a, b anarchon.RunRecord) int { return a.Attempt - b.Attempt })
+			if len(rs) != 2 || rs[0].Status != anarchon.StatusError || !strings.Contains(rs[0].Error, anarchon.ErrTimeout.Error()) ||
+				rs[1].Status != anarchon.StatusSuccess {
+				t.Errorf("records %+v, want attempt 1 an error naming the timeout, attempt 2 a success", rs)
+			}
+		}
+	})
+}

@@ -72,6 +72,45 @@ func (s *Scheduler) execute(ctx context.Context, j *job, run *Run, cs ClaimSpan)
 	return res, err
 }
 
+// runManual runs j once, at once, on this instance, outside its schedule:
+// a RunNow, or a trigger request this instance won. run has every field
+// set but Slot, which is the store's now (as RecordManualRun returned it).
+// The run is recorded with RecordManualRun under run.Token, the handler
+// runs under a context derived from parent and is not retried, and its
+// result is stored, then checked against PauseOnFailure like any run's.
+// ctx bounds the store calls. It returns the stored result (zero Status
+// when the store did not record the run, so nothing ran) and the failed
+// store call's error, which it has logged.
+func (s *Scheduler) runManual(ctx, parent context.Context, j *job, run *Run) (StoredResult, error) {
+	in := ClaimInput{
+		Job: j.name, Slot: s.now().UnixMilli(), Token: run.Token, InstanceID: run.InstanceID,
+		HistorySize: j.opt.HistorySize, HistoryTTL: j.opt.HistoryTTL,
+	}
+	run.Slot = time.UnixMilli(in.Slot).UTC()
+	cctx, cs := s.startClaim(ctx, j, run.Slot, false, true)
+	slot, err := s.backend.RecordManualRun(cctx, in)
+	if err != nil {
+		cs.End(ClaimEnd{Err: err})
+		s.storeError(ctx, "RecordManualRun", j.name, run.Slot, err)
+		return StoredResult{}, err
+	}
+	cs.End(ClaimEnd{Outcome: "manual", Attempt: 1})
+	if slot != 0 {
+		run.Slot = time.UnixMilli(slot).UTC()
+	}
+	hctx, cancel := context.WithCancelCause(parent)
+	res, _ := s.execute(hctx, j, run, cs)
+	cancel(nil)
+	if err := s.backend.SaveResult(ctx, SaveResultInput{Job: j.name, Result: res, HistorySize: j.opt.HistorySize, HistoryTTL: j.opt.HistoryTTL}); err != nil {
+		s.storeError(ctx, "SaveResult", j.name, run.Slot, err)
+		return res, err
+	}
+	if res.Status == StatusError {
+		s.afterFailure(ctx, j, res.Error)
+	}
+	return res, nil
+}
+
 // call runs h, turning a panic into an error that carries the stack.
 func call(ctx context.Context, h Handler, run *Run) (err error) {
 	defer func() {

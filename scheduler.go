@@ -28,7 +28,11 @@ type Options struct {
 	Clock Clock
 	// PollInterval is how often an instance standing by as a backup asks the
 	// store again when the backend has no Watcher (or its watch broke), and
-	// how soon a failed watch is retried. Defaults to 1 s.
+	// how soon a failed watch is retried. It is also how often a started
+	// scheduler looks for trigger requests (at once too with a Watcher),
+	// how often an OverlapBufferOne slot looks whether the earlier run
+	// ended, and the first wait of Trigger and WaitTrigger's polls.
+	// Defaults to 1 s.
 	PollInterval time.Duration
 	// ClockSyncInterval is how often the offset to the store's clock is
 	// measured, when the backend has a ServerClock. Defaults to 1 minute.
@@ -99,6 +103,7 @@ type Scheduler struct {
 	recorder ClaimRecorder  // nil if Claim records history itself
 	checker  JobChecker     // nil if the backend checks no job
 	finisher ResultFinisher // nil without leases or without the one-call finish
+	control  JobControl     // nil without job control
 	opts     Options
 	clock    Clock
 	log      *slog.Logger
@@ -166,6 +171,7 @@ func (s *Scheduler) findAbilities() {
 	s.checker, _ = As[JobChecker](b)
 	s.sclock, _ = As[ServerClock](b)
 	s.tstore, _ = As[TriggerStore](b)
+	s.control, _ = As[JobControl](b)
 	if lb, ok := As[LeaseBackend](b); ok {
 		s.runs = lb.Runs()
 	}
@@ -519,7 +525,7 @@ func (s *Scheduler) checkLimits(jb *job, bad badFunc) error {
 		}
 	}
 	if o.PauseOnFailure > 0 {
-		if _, ok := As[JobControl](s.backend); !ok {
+		if s.control == nil {
 			return bad("PauseOnFailure", CodeNeedsJobControl,
 				fmt.Sprintf("pausing a job needs a backend with JobControl; %q has none", s.backend.Name()), nil)
 		}
@@ -552,11 +558,9 @@ func (j *job) nextSlot(t time.Time) time.Time {
 // now by the store's clock), in UTC. It returns ErrNotFound for an unknown
 // job.
 func (s *Scheduler) NextSlots(name string, after time.Time, n int) ([]time.Time, error) {
-	s.mu.Lock()
-	j := s.jobs[name]
-	s.mu.Unlock()
-	if j == nil {
-		return nil, fmt.Errorf("%w: %q", ErrNotFound, name)
+	j, err := s.knownJob(name)
+	if err != nil {
+		return nil, err
 	}
 	if n <= 0 {
 		return nil, nil
@@ -639,10 +643,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	s.inited = true
 	s.loopCtx, s.loopCancel = context.WithCancel(context.WithoutCancel(ctx))
 	s.runCtx, s.runCancel = context.WithCancelCause(context.WithoutCancel(ctx))
-	s.run = runner.New[slotRun](host{s}, s.runCtx, runner.Config{
-		Log: s.log, PollInterval: s.opts.PollInterval,
-		ErrLeaseLost: ErrLeaseLost, ErrStopped: ErrStopped, ErrClosed: ErrClosed, ErrPermanent: ErrPermanent,
-	})
+	s.run = s.newRunner(s.runCtx)
 	s.mu.Unlock()
 
 	if s.sclock != nil {
@@ -720,17 +721,13 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 // RunNow runs the named job at once on this instance, without claiming a
 // slot: the run is recorded with RecordManualRun (no deduplication) and its
 // result stored. It is the local variant of Trigger: asked on two
-// instances, it runs twice; Trigger runs once across the cluster. It waits for the handler and returns the run's record; the
-// handler's error is in the record, not in the returned error, which is for
-// store errors and ErrNotFound.
+// instances, it runs twice; Trigger runs once across the cluster. It waits
+// for the handler and returns the run's record; the handler's error is in
+// the record, not in the returned error, which is for store errors and
+// ErrNotFound. A failed run counts toward JobOptions.PauseOnFailure.
 func (s *Scheduler) RunNow(ctx context.Context, name string) (RunRecord, error) {
-	s.mu.Lock()
-	j := s.jobs[name]
-	s.mu.Unlock()
-	if j == nil {
-		return RunRecord{}, fmt.Errorf("%w: %q", ErrNotFound, name)
-	}
-	if err := s.ensureInit(ctx); err != nil {
+	j, err := s.readyJob(ctx, name)
+	if err != nil {
 		return RunRecord{}, err
 	}
 	if !s.isStarted() {
@@ -746,30 +743,12 @@ func (s *Scheduler) RunNow(ctx context.Context, name string) (RunRecord, error) 
 			s.syncClock(ctx, "sync")
 		}
 	}
-	in := ClaimInput{
-		Job: name, Slot: s.now().UnixMilli(), Token: s.newToken(), InstanceID: s.opts.InstanceID,
-		HistorySize: j.opt.HistorySize, HistoryTTL: j.opt.HistoryTTL,
-	}
-	cctx, cs := s.startClaim(ctx, j, time.UnixMilli(in.Slot).UTC(), false, true)
-	slot, err := s.backend.RecordManualRun(cctx, in)
+	run := &Run{Job: name, InstanceID: s.opts.InstanceID, Token: s.newToken(), Attempt: 1, Manual: true}
+	res, err := s.runManual(ctx, ctx, j, run)
 	if err != nil {
-		cs.End(ClaimEnd{Err: err})
-		s.storeError(ctx, "RecordManualRun", name, time.UnixMilli(in.Slot), err)
 		return RunRecord{}, err
 	}
-	cs.End(ClaimEnd{Outcome: "manual", Attempt: 1})
-	if slot != 0 {
-		in.Slot = slot
-	}
-	run := &Run{Job: name, Slot: time.UnixMilli(in.Slot).UTC(), InstanceID: s.opts.InstanceID, Token: in.Token, Attempt: 1, Manual: true}
-	hctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	res, _ := s.execute(hctx, j, run, cs) // a RunNow run is not retried
-	if err := s.backend.SaveResult(ctx, SaveResultInput{Job: name, Result: res, HistorySize: j.opt.HistorySize, HistoryTTL: j.opt.HistoryTTL}); err != nil {
-		s.storeError(ctx, "SaveResult", name, run.Slot, err)
-		return RunRecord{}, err
-	}
-	claim := ClaimRecord{Slot: in.Slot, Token: in.Token, InstanceID: in.InstanceID, ClaimedAt: time.UnixMilli(in.Slot).UTC(), Attempt: 1, Manual: true}
+	claim := ClaimRecord{Slot: res.Slot, Token: res.Token, InstanceID: res.InstanceID, ClaimedAt: run.Slot, Attempt: 1, Manual: true}
 	return BuildHistory(name, []ClaimRecord{claim}, []StoredResult{res}, 1)[0], nil
 }
 
@@ -778,13 +757,7 @@ func (s *Scheduler) RunNow(ctx context.Context, name string) (RunRecord, error) 
 // the backend if the scheduler was not started. It returns ErrNotFound for a
 // job that is not registered, and the backend's errors unchanged.
 func (s *Scheduler) History(ctx context.Context, name string, limit int) ([]RunRecord, error) {
-	s.mu.Lock()
-	j := s.jobs[name]
-	s.mu.Unlock()
-	if j == nil {
-		return nil, fmt.Errorf("%w: %q", ErrNotFound, name)
-	}
-	if err := s.ensureInit(ctx); err != nil {
+	if _, err := s.readyJob(ctx, name); err != nil {
 		return nil, err
 	}
 	return s.backend.History(ctx, name, limit)

@@ -19,8 +19,9 @@ type Tracer interface {
 	// StartClaim is called before the scheduler asks the store for a slot:
 	// a plain claim, each lease claim (a backup standing by claims again
 	// after every wait, each time with a new call), and the record of a
-	// RunNow run. The returned span's End is called once, when the store
-	// has answered or failed.
+	// manual run (RunNow, or a trigger request this instance won). The
+	// returned span's End is called once, when the store has answered or
+	// failed.
 	StartClaim(ctx context.Context, c ClaimStart) (context.Context, ClaimSpan)
 }
 
@@ -29,7 +30,7 @@ type ClaimSpan interface {
 	// End is called once with the claim's answer.
 	End(ClaimEnd)
 	// StartRun is called after End when the claim was won (or, for a
-	// RunNow, recorded), just before the handler starts; ctx is the
+	// manual run, recorded), just before the handler starts; ctx is the
 	// handler's context (it carries the run's cancellation), and the
 	// context returned becomes the handler's. The RunSpan's End is called
 	// once when the handler returned.
@@ -49,8 +50,8 @@ type ClaimStart struct {
 	Slot       time.Time     // the slot, UTC
 	InstanceID string        // this instance
 	Leased     bool          // a lease claim through the RunStore
-	Manual     bool          // the record of a RunNow run, not a claim of a scheduled slot
-	Lateness   time.Duration // the store's time now minus Slot (0 for RunNow)
+	Manual     bool          // the record of a manual run (RunNow, Trigger), not a claim of a scheduled slot
+	Lateness   time.Duration // the store's time now minus Slot (0 for a manual run)
 }
 
 // ClaimEnd is a claim's answer.
@@ -58,7 +59,7 @@ type ClaimStart struct {
 type ClaimEnd struct {
 	// Outcome is "won" or "lost" for a plain claim, the [OutcomeKind] name
 	// for a lease claim ("won", "running", "done", …), "manual" for a
-	// recorded RunNow run, and "" when the store call failed (then Err is
+	// recorded manual run (RunNow, Trigger), and "" when the store call failed (then Err is
 	// set).
 	Outcome string
 	// Attempt is the attempt the answer names (the caller's on a win, the
@@ -74,7 +75,7 @@ type RunEnd struct {
 	Status     Status // StatusSuccess or StatusError
 	StartedAt  time.Time
 	FinishedAt time.Time
-	Lateness   time.Duration // StartedAt minus the slot (store clock); 0 for RunNow
+	Lateness   time.Duration // StartedAt minus the slot (store clock); 0 for a manual run
 	Err        error         // the handler's error
 }
 

@@ -102,11 +102,10 @@ type TriggerRecord struct {
 
 // triggerStore returns the backend's TriggerStore or ErrNotSupported.
 func (s *Scheduler) triggerStore() (TriggerStore, error) {
-	ts, ok := As[TriggerStore](s.backend)
-	if !ok {
+	if s.tstore == nil {
 		return nil, fmt.Errorf("%w: triggers need a store with TriggerStore; %q has none", ErrNotSupported, s.backend.Name())
 	}
-	return ts, nil
+	return s.tstore, nil
 }
 
 // RequestTrigger asks, without waiting, for one run of the named job by a
@@ -120,10 +119,7 @@ func (s *Scheduler) RequestTrigger(ctx context.Context, name, key string) (Trigg
 	if err != nil {
 		return TriggerRecord{}, err
 	}
-	if _, err := s.knownJob(name); err != nil {
-		return TriggerRecord{}, err
-	}
-	if err := s.ensureInit(ctx); err != nil {
+	if _, err := s.readyJob(ctx, name); err != nil {
 		return TriggerRecord{}, err
 	}
 	if key == "" {
@@ -148,33 +144,39 @@ func (s *Scheduler) Trigger(ctx context.Context, name, key string) (TriggerRecor
 	if err != nil {
 		return TriggerRecord{}, err
 	}
-	return s.WaitTrigger(ctx, rec.Job, rec.Key)
+	if rec.State == TriggerDone {
+		return rec, nil // an earlier request with this key has run
+	}
+	// The request's record is fresh: the first look at the store comes
+	// after PollInterval.
+	return s.waitTrigger(ctx, s.tstore, rec, s.opts.PollInterval)
 }
 
 // WaitTrigger waits until the trigger request (name, key) is done, asking
-// the store after PollInterval, then at intervals that double up to a
-// second (or PollInterval if longer), and returns its record. Errors as for
-// Trigger; ErrNotFound (wrapped) for an unknown request.
+// the store at once, then after PollInterval, then at intervals that
+// double up to a second (or PollInterval if longer), and returns its
+// record. Errors as for Trigger; ErrNotFound (wrapped) for an unknown
+// request.
 func (s *Scheduler) WaitTrigger(ctx context.Context, name, key string) (TriggerRecord, error) {
 	ts, err := s.triggerStore()
 	if err != nil {
 		return TriggerRecord{}, err
 	}
+	return s.waitTrigger(ctx, ts, TriggerRecord{Job: name, Key: key}, 0)
+}
+
+// waitTrigger polls the request rec names until it is done, the first
+// time after first. rec is what is known of it so far.
+func (s *Scheduler) waitTrigger(ctx context.Context, ts TriggerStore, rec TriggerRecord, first time.Duration) (TriggerRecord, error) {
+	name, key := rec.Job, rec.Key
 	start := time.Now()
 	// Many callers may wait for one request: the polls back off from
 	// PollInterval to a second (or PollInterval if longer), which keeps
 	// their load on the store bounded.
 	wait, maxWait := s.opts.PollInterval, max(s.opts.PollInterval, time.Second)
-	t := time.NewTimer(wait)
+	t := time.NewTimer(first)
 	defer t.Stop()
 	for {
-		rec, err := ts.LookupTrigger(ctx, name, key)
-		if err != nil && ctx.Err() == nil {
-			return TriggerRecord{}, err
-		}
-		if err == nil && rec.State == TriggerDone {
-			return rec, nil
-		}
 		select {
 		case <-ctx.Done():
 			state := rec.State
@@ -185,8 +187,17 @@ func (s *Scheduler) WaitTrigger(ctx context.Context, name, key string) (TriggerR
 				name, key, time.Since(start).Round(time.Millisecond), state, context.Cause(ctx))
 		case <-t.C:
 		}
-		wait = min(2*wait, maxWait)
+		got, err := ts.LookupTrigger(ctx, name, key)
+		switch {
+		case err == nil && got.State == TriggerDone:
+			return got, nil
+		case err == nil:
+			rec = got
+		case ctx.Err() == nil:
+			return TriggerRecord{}, err
+		}
 		t.Reset(wait)
+		wait = min(2*wait, maxWait)
 	}
 }
 
@@ -244,36 +255,14 @@ func (s *Scheduler) takeTriggers(ctx context.Context, ts TriggerStore) {
 func (s *Scheduler) runTrigger(j *job, p TriggerRecord, token string, ts TriggerStore) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.runCtx), controlTimeout)
 	defer cancel()
-	in := ClaimInput{
-		Job: j.name, Slot: s.now().UnixMilli(), Token: token, InstanceID: s.opts.InstanceID,
-		HistorySize: j.opt.HistorySize, HistoryTTL: j.opt.HistoryTTL,
-	}
-	finish := FinishTriggerInput{Job: p.Job, Key: p.Key, Token: token, Slot: in.Slot}
-	cctx, cs := s.startClaim(ctx, j, time.UnixMilli(in.Slot).UTC(), false, true)
-	slot, err := s.backend.RecordManualRun(cctx, in)
-	if err != nil {
-		cs.End(ClaimEnd{Err: err})
-		s.storeError(ctx, "RecordManualRun", j.name, time.UnixMilli(in.Slot), err)
-		finish.Status, finish.Error = StatusError, "the store did not record the run: "+err.Error()
-		s.finishTrigger(ctx, ts, finish)
-		return
-	}
-	if slot != 0 {
-		in.Slot, finish.Slot = slot, slot
-	}
-	cs.End(ClaimEnd{Outcome: "manual", Attempt: 1})
-	run := &Run{Job: j.name, Slot: time.UnixMilli(in.Slot).UTC(), InstanceID: s.opts.InstanceID, Token: token, Attempt: 1,
+	run := &Run{Job: j.name, InstanceID: s.opts.InstanceID, Token: token, Attempt: 1,
 		Manual: true, TriggerKey: p.Key, TriggeredBy: p.By}
 	s.log.LogAttrs(ctx, slog.LevelInfo, "triggered run", slog.String("job", j.name), slog.String("key", p.Key), slog.String("by", p.By))
-	hctx, hcancel := context.WithCancelCause(s.runCtx)
-	res, _ := s.execute(hctx, j, run, cs) // a triggered run is not retried
-	hcancel(nil)
-	if err := s.backend.SaveResult(ctx, SaveResultInput{Job: j.name, Result: res, HistorySize: j.opt.HistorySize, HistoryTTL: j.opt.HistoryTTL}); err != nil {
-		s.storeError(ctx, "SaveResult", j.name, run.Slot, err)
-	} else if res.Status == StatusError {
-		s.afterFailure(ctx, j, res.Error)
+	res, err := s.runManual(ctx, s.runCtx, j, run)
+	finish := FinishTriggerInput{Job: p.Job, Key: p.Key, Token: token, Slot: run.Slot.UnixMilli(), Status: res.Status, Error: res.Error}
+	if res.Status == "" {
+		finish.Status, finish.Error = StatusError, "the store did not record the run: "+err.Error()
 	}
-	finish.Status, finish.Error = res.Status, res.Error
 	s.finishTrigger(ctx, ts, finish)
 }
 

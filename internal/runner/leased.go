@@ -34,10 +34,11 @@ func (r *Runner[J]) Lease(job J, name string, slot time.Time, lease, maxLate tim
 	return a
 }
 
-// listen registers for the store's events on a's slot.
+// listen registers for the store's events on a's slot, if the scheduler
+// watches the store.
 func (a *Leased[J]) listen() {
 	r := a.r
-	if a.wake == nil {
+	if a.wake == nil && r.cfg.Watch {
 		a.wake = make(chan struct{}, 1)
 		r.waiters.add(slotKey{a.Name, a.Slot}, a.wake)
 	}

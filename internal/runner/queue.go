@@ -42,12 +42,8 @@ func (q *Queue[T]) wakeCh() chan struct{} {
 // clock, a step of the host's clock), so the wait it computed is wrong.
 func (q *Queue[T]) Wake() {
 	q.mu.Lock()
-	ch := q.wakeCh()
+	q.signal()
 	q.mu.Unlock()
-	select {
-	case ch <- struct{}{}:
-	default: // a wake is already pending
-	}
 }
 
 // Rewind moves every job whose next slot lies beyond its first slot after
@@ -68,8 +64,8 @@ func (q *Queue[T]) Rewind(now time.Time) {
 		}
 	}
 	heap.Init(&q.h)
+	q.signal()
 	q.mu.Unlock()
-	q.Wake()
 }
 
 // Add schedules e's first slot after now. It may be called while Run
@@ -119,13 +115,6 @@ func (q *Queue[T]) Replace(old, e *Entry[T], now time.Time) {
 	q.signal()
 }
 
-// Len returns the number of queued entries.
-func (q *Queue[T]) Len() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return len(q.h)
-}
-
 // queued reports whether e is in the heap. q.mu is held.
 func (q *Queue[T]) queued(e *Entry[T]) bool {
 	return e != nil && e.index >= 0 && e.index < len(q.h) && q.h[e.index] == e
@@ -135,7 +124,7 @@ func (q *Queue[T]) queued(e *Entry[T]) bool {
 func (q *Queue[T]) signal() {
 	select {
 	case q.wakeCh() <- struct{}{}:
-	default:
+	default: // a wake is already pending
 	}
 }
 

@@ -26,13 +26,11 @@ func (a *Leased[J]) retryLater(ctx context.Context, res *Result) bool {
 	a.save(res)
 	sctx, cancel := r.storeCtx()
 	defer cancel()
-	lease := a.Lease
-	a.Lease = max(res.RetryIn, time.Millisecond) // a lease must be positive
+	backoff := max(res.RetryIn, time.Millisecond) // a lease must be positive
 	a.retry(sctx, "Heartbeat", func() error {
-		_, err := r.host.Heartbeat(sctx, a)
+		_, err := r.host.Heartbeat(sctx, a, backoff)
 		return err
 	})
-	a.Lease = lease
 	a.mu.Lock()
 	a.state = runActive // the next win starts a new run
 	a.mu.Unlock()

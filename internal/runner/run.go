@@ -230,7 +230,7 @@ func (b *beat[J]) send() {
 	callCtx, cancel := context.WithDeadline(b.ctx, b.safeEnd())
 	go func() {
 		defer cancel()
-		ok, err := b.r.host.Heartbeat(callCtx, b.a)
+		ok, err := b.r.host.Heartbeat(callCtx, b.a, b.a.Lease)
 		b.answers <- beatAnswer{ok, err}
 	}()
 }

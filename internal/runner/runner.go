@@ -70,30 +70,33 @@ type Result struct {
 type Host[J any] interface {
 	Now() time.Time   // the scheduler's estimate of the store's clock
 	NewToken() string // a fresh claim token
-	Instance() string // this instance's ID
 
-	Claim(ctx context.Context, a *Attempt[J]) (bool, error)             // a plain claim; emits its event
-	RecordClaim(ctx context.Context, a *Attempt[J]) error               // after a won plain claim; nil without a ClaimRecorder
-	ClaimLease(ctx context.Context, a *Leased[J]) (Outcome, error)      // a lease claim
-	LeaseAnswered(ctx context.Context, a *Leased[J], out Outcome)       // emits a lease claim's event
-	Heartbeat(ctx context.Context, a *Leased[J]) (bool, error)          // renew a.Lease
-	Release(ctx context.Context, a *Attempt[J]) error                   // hand the lease over
-	Finish(ctx context.Context, a *Attempt[J], st Status) (bool, error) // RunStore.Finish
-	CanFinishResult() bool                                              // FinishResult exists
-	FinishResult(ctx context.Context, a *Attempt[J], r *Result) error   // RunStore's one-call finish
-	SaveResult(ctx context.Context, a *Attempt[J], r *Result) error     // Backend.SaveResult of slot a.Slot
+	Claim(ctx context.Context, a *Attempt[J]) (bool, error)                         // a plain claim; emits its event
+	RecordClaim(ctx context.Context, a *Attempt[J]) error                           // after a won plain claim; nil without a ClaimRecorder
+	ClaimLease(ctx context.Context, a *Leased[J]) (Outcome, error)                  // a lease claim
+	LeaseAnswered(ctx context.Context, a *Leased[J], out Outcome)                   // emits a lease claim's event
+	Heartbeat(ctx context.Context, a *Leased[J], lease time.Duration) (bool, error) // make a's lease end lease from the store's now
+	Release(ctx context.Context, a *Attempt[J]) error                               // hand the lease over
+	Finish(ctx context.Context, a *Attempt[J], st Status) (bool, error)             // RunStore.Finish
+	CanFinishResult() bool                                                          // FinishResult exists
+	FinishResult(ctx context.Context, a *Attempt[J], r *Result) error               // RunStore's one-call finish
+	SaveResult(ctx context.Context, a *Attempt[J], r *Result) error                 // Backend.SaveResult of slot a.Slot
 
 	Execute(ctx context.Context, a *Attempt[J]) Result                   // run the handler; emits its event
 	Missed(ctx context.Context, a *Attempt[J], late time.Duration)       // a plain slot too late to claim
 	Settled(ctx context.Context, a *Attempt[J], st Status)               // a leased slot that did not run
 	Retrying(ctx context.Context, a *Leased[J], r *Result)               // a failed run will be retried after r.RetryIn
-	StoreError(ctx context.Context, op string, a *Attempt[J], err error) // a failed store call; a may be nil
+	StoreError(ctx context.Context, op string, a *Attempt[J], err error) // a failed store call of a
 }
 
 // Config is what a Runner needs besides its Host.
 type Config struct {
 	Log          *slog.Logger
 	PollInterval time.Duration // how often a backup without a watch asks again
+	// Watch says that the scheduler calls Notify from a watch of the
+	// store; without one no attempt registers for wake-ups, which would
+	// never come.
+	Watch bool
 	// The scheduler's sentinels, used as context causes and to stop retries.
 	ErrLeaseLost, ErrStopped, ErrClosed, ErrPermanent error
 }
