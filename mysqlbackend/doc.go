@@ -87,9 +87,12 @@
 // BenchmarkClaimVsRawInsert and BenchmarkLeaseClaimVsRawInsert time each
 // claim against a bare INSERT IGNORE on the same server in the same run
 // (BENCHMARKS.md has bench/run.sh's numbers). The plain claim is two
-// statements (the insert, then reading the token, since there is no
-// RETURNING); the lease claim is a transaction of five to seven round
-// trips. On MariaDB 10.11 on loopback, on a shared 2-core machine under
+// statements whatever it answers (the insert, then one read of the slot's
+// token and the server's clock, since there is no RETURNING); the lease
+// claim is a transaction of five round trips when another instance holds
+// the slot and seven when it wins one (eight when it checks for overlap):
+// the driver begins a READ COMMITTED transaction with two statements, and
+// TestClaimRoundTrips counts the rest. On MariaDB 10.11 on loopback, on a shared 2-core machine under
 // heavy load, bench/run.sh claim measured the plain claim's median at
 // 4.3–4.7× the bare INSERT IGNORE's (1, 4 and 16 claimers) and the lease
 // claim's at 7.6–10.9×; bench/run.sh contest had no slot without exactly

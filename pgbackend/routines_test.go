@@ -168,3 +168,25 @@ WHERE wait_event_type = 'Lock' AND query LIKE '%' || $1 || '%'`, schema).Scan(&w
 			r.out.LeaseUntil.Format(time.RFC3339Nano), min.Format(time.RFC3339Nano))
 	}
 }
+
+// TestClaimRoundTrips counts the statements of each kind of claim (the
+// package doc's Performance): a won plain claim is its INSERT alone, any
+// other answer one read more; a lease claim is one call of the stored
+// function.
+func TestClaimRoundTrips(t *testing.T) {
+	schema := freshSchema(t)
+	pool, err := pgxpool.New(t.Context(), withParam(t, serverURL(t), "pool_max_conns", "2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	c := sqlbackendtest.Count(pgbackend.Pool(pool))
+	b, err := pgbackend.NewFromConn(c, &pgbackend.Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sqlbackendtest.ClaimRoundTrips(t, b, c, sqlbackendtest.ClaimStatements{
+		Won: 1, Lost: 2, Early: 2, Trimmed: 2, PausedLoser: 2,
+		LeaseWon: 1, LeaseRunning: 1,
+	})
+}
