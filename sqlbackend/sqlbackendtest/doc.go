@@ -22,6 +22,10 @@
 // # Sections
 //
 //   - Concurrent schema creation: [ConcurrentMigration].
+//   - OS processes racing for the same slots: [MultiProcessRace], whose
+//     children run [RaceChild].
+//   - The test server's environment variable, skipped without it (failed
+//     under CI=true): [ServerEnv].
 //   - Statements per claim, counted by a [Counter] around the backend's
 //     connection: [ClaimRoundTrips].
 //   - Benchmarks against a bare INSERT … ON CONFLICT DO NOTHING:
