@@ -5,13 +5,16 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/anarchon/anarchon"
 	"github.com/anarchon/anarchon/anarchontest"
 	"github.com/anarchon/anarchon/mysqlbackend"
+	"github.com/anarchon/anarchon/sqlbackend"
 	"github.com/anarchon/anarchon/sqlbackend/sqlbackendtest"
 	"github.com/go-sql-driver/mysql"
 )
@@ -151,3 +154,40 @@ func TestMultiProcessRace(t *testing.T) {
 // TestRaceChild is one racing process of TestMultiProcessRace; it does
 // nothing otherwise.
 func TestRaceChild(t *testing.T) { sqlbackendtest.RaceChild(t, openOne) }
+
+// TestServerCheck runs Init's server check against answers a server
+// might give: what the backend needs passes (Init then fails at the
+// migration, which this fake connection refuses), anything else is a
+// permanent error naming the setting.
+func TestServerCheck(t *testing.T) {
+	noDB := errors.New("no database in this test")
+	for _, c := range []struct {
+		version, mode, zone, system, engine string
+		want                                string // "" for a check that passes
+	}{
+		{"10.11.14-MariaDB", "STRICT_TRANS_TABLES", "+00:00", "UTC", "InnoDB", ""},
+		{"8.0.36", "STRICT_ALL_TABLES", "SYSTEM", "UTC", "InnoDB", ""},
+		{"5.7.44", "STRICT_TRANS_TABLES", "+00:00", "UTC", "InnoDB", "too old"},
+		{"8.0.36", "", "+00:00", "UTC", "InnoDB", "not strict"},
+		{"8.0.36", "STRICT_TRANS_TABLES", "SYSTEM", "CET", "InnoDB", "not UTC"},
+		{"8.0.36", "STRICT_TRANS_TABLES", "+00:00", "UTC", "MyISAM", "InnoDB"},
+	} {
+		conn := sqlbackend.Funcs{
+			AllFunc: func(ctx context.Context, q string, args ...any) ([][]any, error) {
+				return [][]any{{c.version, []byte(c.mode), c.zone, c.system, c.engine}}, nil
+			},
+			TransactionFunc: func(context.Context, func(sqlbackend.Querier) error) error { return noDB },
+		}
+		b, err := mysqlbackend.New(conn, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = b.Init(t.Context())
+		switch {
+		case c.want == "" && !errors.Is(err, noDB):
+			t.Errorf("%+v: Init = %v, want the check to pass", c, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !anarchon.IsPermanent(err)):
+			t.Errorf("%+v: Init = %v, want a permanent error about %q", c, err, c.want)
+		}
+	}
+}
