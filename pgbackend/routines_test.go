@@ -41,10 +41,13 @@ func plainBase(t testing.TB, schema string) *sqlbackend.SQLBackend {
 	return b
 }
 
-// TestConformanceMixed runs the suite with the first backend deciding by
-// plain transactions and the others by the stored routines, all on one
-// schema: the two paths must agree, and must serialise with each other
-// (a rolling deploy from a version without routines).
+// TestConformanceMixed runs the suite with the backends deciding in turn
+// by plain transactions (handles 0, 2, …) and by the stored routines
+// (handles 1, 3, …), all on one schema: the two paths must agree, and
+// must serialise with each other (a rolling deploy from a version without
+// routines). Each answer the suite asks of one handle (the early claim of
+// handle 0, the first claim after a pause on handle 2) is thus checked on
+// the plain transaction here and on the routine in TestConformance.
 func TestConformanceMixed(t *testing.T) {
 	serverURL(t)
 	if testing.Short() {
@@ -53,9 +56,14 @@ func TestConformanceMixed(t *testing.T) {
 	anarchontest.Run(t, anarchontest.Harness{
 		New: func(t *testing.T, n int) []anarchon.Backend {
 			schema := freshSchema(t)
-			out := []anarchon.Backend{plainBase(t, schema)}
-			for _, b := range open(t, n-1, 4, schema) {
-				out = append(out, b)
+			routines := open(t, n/2, 4, schema)
+			out := make([]anarchon.Backend, n)
+			for i := range out {
+				if i%2 == 0 {
+					out[i] = plainBase(t, schema)
+				} else {
+					out[i] = routines[i/2]
+				}
 			}
 			return out
 		},
