@@ -106,17 +106,18 @@ func newBackend(conn sqlbackend.Conn, opts *Options, closeFn func(context.Contex
 }
 
 // check is the server check: MySQL 8.0 or MariaDB 10.11 and later, a
-// strict sql_mode (so that over-long keys fail rather than being cut),
-// and a session time zone that UNIX_TIMESTAMP reads unambiguously.
+// strict sql_mode (so that over-long keys fail rather than being cut), a
+// session time zone that UNIX_TIMESTAMP reads unambiguously, and InnoDB
+// as the engine the tables are created with (transactions and row locks).
 func check(ctx context.Context, c sqlbackend.Conn) error {
-	rows, err := c.All(ctx, "SELECT VERSION(), @@SESSION.sql_mode, @@SESSION.time_zone, @@system_time_zone")
+	rows, err := c.All(ctx, "SELECT VERSION(), @@SESSION.sql_mode, @@SESSION.time_zone, @@system_time_zone, @@SESSION.default_storage_engine")
 	if err != nil {
 		return err
 	}
-	if len(rows) != 1 || len(rows[0]) != 4 {
+	if len(rows) != 1 || len(rows[0]) != 5 {
 		return errors.New("mysqlbackend: the server check read no row")
 	}
-	var s [4]string
+	var s [5]string
 	for i, v := range rows[0] {
 		switch x := v.(type) {
 		case string:
@@ -125,7 +126,7 @@ func check(ctx context.Context, c sqlbackend.Conn) error {
 			s[i] = string(x)
 		}
 	}
-	version, mode, zone, system := s[0], s[1], s[2], s[3]
+	version, mode, zone, system, engine := s[0], s[1], s[2], s[3], s[4]
 	if err := checkVersion(version); err != nil {
 		return anarchon.Permanent(err)
 	}
@@ -135,6 +136,9 @@ func check(ctx context.Context, c sqlbackend.Conn) error {
 	utc := func(z string) bool { return z == "UTC" || z == "+00:00" || z == "GMT" || z == "Etc/UTC" }
 	if !(utc(zone) || zone == "SYSTEM" && utc(system)) {
 		return anarchon.Permanent(fmt.Errorf("mysqlbackend: session time_zone %q (system %q) is not UTC: add time_zone=%%27%%2B00%%3A00%%27 to the DSN, or use Open", zone, system))
+	}
+	if !strings.EqualFold(engine, "InnoDB") {
+		return anarchon.Permanent(fmt.Errorf("mysqlbackend: default_storage_engine is %q: the tables need InnoDB's transactions and row locks", engine))
 	}
 	return nil
 }

@@ -16,8 +16,9 @@
 //   - Plain claims: one INSERT … SELECT … ON DUPLICATE KEY UPDATE job = job
 //     on the runs table's (job, slot) primary key, which lets exactly one
 //     insert win; MySQL has no RETURNING, so the claim then reads the
-//     slot's token and wins if it is its own (a repeated claim with the
-//     winner's token answers true again). A slot at or below the job's
+//     slot's token (and the server's clock, to tell an early slot) and
+//     wins if it is its own (a repeated claim with the winner's token
+//     answers true again). A slot at or below the job's
 //     trimming watermark is never inserted.
 //   - Lease claims, Finish, Release, Heartbeat and FinishResult are
 //     transactions at READ COMMITTED: the job's row is locked with SELECT …
@@ -59,10 +60,11 @@
 //
 // # Server requirements
 //
-// MySQL 8.0 or newer, or MariaDB 10.11 or newer, with InnoDB tables
-// (checked by Init, with a strict sql_mode such as the default
-// STRICT_TRANS_TABLES, so that a key longer than its column fails instead
-// of being cut). The user needs CREATE, INDEX, SELECT, INSERT, UPDATE and
+// MySQL 8.0 or newer, or MariaDB 10.11 or newer, with InnoDB as the
+// session's default_storage_engine (the tables are created with it) and
+// a strict sql_mode such as the default STRICT_TRANS_TABLES, so that a
+// key longer than its column fails instead of being cut; Init checks all
+// three (TestServerCheck). The user needs CREATE, INDEX, SELECT, INSERT, UPDATE and
 // DELETE on the database. Keys are VARBINARY: job and instance names of
 // up to 1,024 bytes, tokens of up to 512; other text is LONGBLOB.
 //
@@ -78,8 +80,8 @@
 // session time zone must be UTC: add time_zone=%27%2B00%3A00%27 to its
 // DSN), and [New] any client through sqlbackend.Conn; neither is closed
 // by Close. Tables are named anarchon_jobs, anarchon_runs,
-// anarchon_results and anarchon_instances; Options.Prefix and
-// Options.Database change that. scripts/services/mysql.sh starts a test
+// anarchon_results, anarchon_instances, anarchon_control and
+// anarchon_triggers; Options.Prefix and Options.Database change that. scripts/services/mysql.sh starts a test
 // server.
 //
 // # Performance
@@ -87,9 +89,12 @@
 // BenchmarkClaimVsRawInsert and BenchmarkLeaseClaimVsRawInsert time each
 // claim against a bare INSERT IGNORE on the same server in the same run
 // (BENCHMARKS.md has bench/run.sh's numbers). The plain claim is two
-// statements (the insert, then reading the token, since there is no
-// RETURNING); the lease claim is a transaction of five to seven round
-// trips. On MariaDB 10.11 on loopback, on a shared 2-core machine under
+// statements whatever it answers (the insert, then one read of the slot's
+// token and the server's clock, since there is no RETURNING); the lease
+// claim is a transaction of five round trips when another instance holds
+// the slot and seven when it wins one (eight when it checks for overlap):
+// the driver begins a READ COMMITTED transaction with two statements, and
+// TestClaimRoundTrips counts the rest. On MariaDB 10.11 on loopback, on a shared 2-core machine under
 // heavy load, bench/run.sh claim measured the plain claim's median at
 // 4.3–4.7× the bare INSERT IGNORE's (1, 4 and 16 claimers) and the lease
 // claim's at 7.6–10.9×; bench/run.sh contest had no slot without exactly

@@ -1,15 +1,12 @@
 package mysqlbackend_test
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +14,7 @@ import (
 	"github.com/anarchon/anarchon"
 	"github.com/anarchon/anarchon/anarchontest"
 	"github.com/anarchon/anarchon/mysqlbackend"
+	"github.com/anarchon/anarchon/sqlbackend"
 	"github.com/anarchon/anarchon/sqlbackend/sqlbackendtest"
 	"github.com/go-sql-driver/mysql"
 )
@@ -27,15 +25,7 @@ const envDSN = "ANARCHON_TEST_MYSQL_DSN"
 // without one.
 func serverDSN(t testing.TB) string {
 	t.Helper()
-	dsn := os.Getenv(envDSN)
-	if dsn == "" {
-		msg := envDSN + " is not set: start a server with scripts/services/mysql.sh and export its output"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return dsn
+	return sqlbackendtest.ServerEnv(t, envDSN, "scripts/services/mysql.sh")
 }
 
 func randHex(n int) string {
@@ -61,7 +51,7 @@ func dropAll(t testing.TB, dsn, prefix string) {
 		return
 	}
 	defer db.Close()
-	for _, table := range []string{"results", "runs", "jobs", "instances"} {
+	for _, table := range []string{"results", "runs", "jobs", "instances", "control", "triggers"} {
 		if _, err := db.Exec("DROP TABLE IF EXISTS `" + prefix + table + "`"); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}
@@ -148,118 +138,56 @@ func TestPermanent(t *testing.T) {
 	}
 }
 
-const childEnv = "ANARCHON_MYSQL_RACE_CHILD"
+// openOne is the race's sqlbackendtest.Opener: one backend on prefix.
+func openOne(t testing.TB, prefix string) anarchon.Backend { return open(t, 1, prefix)[0] }
 
 // TestMultiProcessRace runs 8 OS processes (this test binary, re-executed)
 // that claim the same 2,000 slots, all starting together; each slot must
 // have exactly one winner.
 func TestMultiProcessRace(t *testing.T) {
-	dsn := serverDSN(t)
-	procs, slots := 8, raceRounds()
-	prefix := freshPrefix(t)
-	b := open(t, 1, prefix)[0]
-	if err := b.PrepareJob(t.Context(), anarchon.PrepareJobInput{Job: "race", HistorySize: 10}); err != nil {
-		t.Fatal(err)
-	}
-	type child struct {
-		cmd  *exec.Cmd
-		in   interface{ Close() error }
-		w    *bufio.Writer
-		out  *bufio.Scanner
-		errs strings.Builder
-	}
-	children := make([]*child, procs)
-	for i := range children {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestRaceChild$")
-		cmd.Env = append(os.Environ(), childEnv+"="+prefix+"|"+strconv.Itoa(i)+"|"+strconv.Itoa(slots), envDSN+"="+dsn)
-		stdin, err := cmd.StdinPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := &child{cmd: cmd, in: stdin, w: bufio.NewWriter(stdin), out: bufio.NewScanner(stdout)}
-		cmd.Stderr = &c.errs
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		children[i] = c
-	}
-	for i, c := range children {
-		if !waitLine(c.out, "READY") {
-			t.Fatalf("child %d did not get ready: %s", i, c.errs.String())
-		}
-	}
-	for _, c := range children { // start them together
-		c.w.WriteString("GO\n")
-		c.w.Flush()
-		c.in.Close()
-	}
-	winners := make([]int, slots)
-	for i, c := range children {
-		for c.out.Scan() {
-			if s, ok := strings.CutPrefix(c.out.Text(), "WIN "); ok {
-				n, err := strconv.Atoi(s)
-				if err != nil || n < 0 || n >= slots {
-					t.Fatalf("child %d: bad line %q", i, c.out.Text())
-				}
-				winners[n]++
-			}
-		}
-		if err := c.cmd.Wait(); err != nil {
-			t.Fatalf("child %d: %v\n%s", i, err, c.errs.String())
-		}
-	}
-	for s, n := range winners {
-		if n != 1 {
-			t.Errorf("slot %d has %d winners, want exactly 1", s, n)
-		}
-	}
-}
-
-func waitLine(sc *bufio.Scanner, want string) bool {
-	for sc.Scan() {
-		if sc.Text() == want {
-			return true
-		}
-	}
-	return false
+	serverDSN(t)
+	sqlbackendtest.MultiProcessRace(t, openOne, sqlbackendtest.Race{
+		Procs: 8, Slots: raceRounds(), Arg: freshPrefix(t), Child: "TestRaceChild",
+	})
 }
 
 // TestRaceChild is one racing process of TestMultiProcessRace; it does
 // nothing otherwise.
-func TestRaceChild(t *testing.T) {
-	env := os.Getenv(childEnv)
-	if env == "" {
-		t.Skip("run by TestMultiProcessRace")
-	}
-	parts := strings.Split(env, "|")
-	prefix, id := parts[0], parts[1]
-	slots, _ := strconv.Atoi(parts[2])
-	b, err := mysqlbackend.Open(serverDSN(t), &mysqlbackend.Options{Prefix: prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close(context.Background())
-	ctx := context.Background()
-	if err := b.Init(ctx); err != nil {
-		t.Fatal(err)
-	}
-	fmt.Println("READY")
-	if line, _ := bufio.NewReader(os.Stdin).ReadString('\n'); line != "GO\n" {
-		t.Fatalf("start line %q", line)
-	}
-	w := bufio.NewWriter(os.Stdout)
-	for s := range slots {
-		ok, err := b.Claim(ctx, anarchon.ClaimInput{Job: "race", Slot: int64(s) * 1000, Token: id + "-" + strconv.Itoa(s), InstanceID: id})
+func TestRaceChild(t *testing.T) { sqlbackendtest.RaceChild(t, openOne) }
+
+// TestServerCheck runs Init's server check against answers a server
+// might give: what the backend needs passes (Init then fails at the
+// migration, which this fake connection refuses), anything else is a
+// permanent error naming the setting.
+func TestServerCheck(t *testing.T) {
+	noDB := errors.New("no database in this test")
+	for _, c := range []struct {
+		version, mode, zone, system, engine string
+		want                                string // "" for a check that passes
+	}{
+		{"10.11.14-MariaDB", "STRICT_TRANS_TABLES", "+00:00", "UTC", "InnoDB", ""},
+		{"8.0.36", "STRICT_ALL_TABLES", "SYSTEM", "UTC", "InnoDB", ""},
+		{"5.7.44", "STRICT_TRANS_TABLES", "+00:00", "UTC", "InnoDB", "too old"},
+		{"8.0.36", "", "+00:00", "UTC", "InnoDB", "not strict"},
+		{"8.0.36", "STRICT_TRANS_TABLES", "SYSTEM", "CET", "InnoDB", "not UTC"},
+		{"8.0.36", "STRICT_TRANS_TABLES", "+00:00", "UTC", "MyISAM", "InnoDB"},
+	} {
+		conn := sqlbackend.Funcs{
+			AllFunc: func(ctx context.Context, q string, args ...any) ([][]any, error) {
+				return [][]any{{c.version, []byte(c.mode), c.zone, c.system, c.engine}}, nil
+			},
+			TransactionFunc: func(context.Context, func(sqlbackend.Querier) error) error { return noDB },
+		}
+		b, err := mysqlbackend.New(conn, nil)
 		if err != nil {
-			t.Fatalf("slot %d: %v", s, err)
+			t.Fatal(err)
 		}
-		if ok {
-			fmt.Fprintf(w, "WIN %d\n", s)
+		err = b.Init(t.Context())
+		switch {
+		case c.want == "" && !errors.Is(err, noDB):
+			t.Errorf("%+v: Init = %v, want the check to pass", c, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !anarchon.IsPermanent(err)):
+			t.Errorf("%+v: Init = %v, want a permanent error about %q", c, err, c.want)
 		}
 	}
-	w.Flush()
 }

@@ -73,8 +73,9 @@
 // (password, passfile, PGPASSWORD and the other PG* environment variables)
 // are set through the connection string, as pgx parses it. [NewFromPool]
 // and [NewFromDB] use a pool or *sql.DB the program already has and leave
-// it open on Close. Tables are named anarchon_jobs, anarchon_runs and
-// anarchon_results; Options.Prefix and Options.Schema change that, so
+// it open on Close. Tables are named anarchon_jobs, anarchon_runs,
+// anarchon_results, anarchon_instances, anarchon_control and
+// anarchon_triggers; Options.Prefix and Options.Schema change that, so
 // several applications can share one database.
 //
 // # Performance

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +18,7 @@ import (
 	"github.com/anarchon/anarchon/anarchontest"
 	"github.com/anarchon/anarchon/pgbackend"
 	"github.com/anarchon/anarchon/sqlbackend/sqlbackendtest"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	_ "github.com/jackc/pgx/v5/stdlib"
 )
@@ -29,15 +29,7 @@ const envURL = "ANARCHON_TEST_POSTGRES_URL"
 // without one.
 func serverURL(t testing.TB) string {
 	t.Helper()
-	u := os.Getenv(envURL)
-	if u == "" {
-		msg := envURL + " is not set: start a server with scripts/services/postgres.sh and export its output"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return u
+	return sqlbackendtest.ServerEnv(t, envURL, "scripts/services/postgres.sh")
 }
 
 // withParam adds a query parameter to a URL connection string.
@@ -84,10 +76,17 @@ func freshSchema(t testing.TB) string {
 // connections, on schema.
 func open(t testing.TB, n, conns int, schema string) []*pgbackend.Backend {
 	t.Helper()
+	return openOptions(t, n, conns, pgbackend.Options{Schema: schema})
+}
+
+// openOptions opens n backends with opts, each with its own pool of at
+// most conns connections.
+func openOptions(t testing.TB, n, conns int, opts pgbackend.Options) []*pgbackend.Backend {
+	t.Helper()
 	u := withParam(t, serverURL(t), "pool_max_conns", itoa(conns))
 	bs := make([]*pgbackend.Backend, n)
 	for i := range bs {
-		b, err := pgbackend.Open(context.Background(), u, &pgbackend.Options{Schema: schema})
+		b, err := pgbackend.Open(context.Background(), u, &opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -180,41 +179,47 @@ func TestConcurrentMigration(t *testing.T) {
 // TestConcurrentMigrationPrefix does the same without a schema, on a fresh
 // table prefix in the search path (no CREATE SCHEMA step).
 func TestConcurrentMigrationPrefix(t *testing.T) {
-	u := withParam(t, serverURL(t), "pool_max_conns", "2")
+	sqlbackendtest.ConcurrentMigration(t, func(t testing.TB, n int) []anarchon.Backend {
+		return sqlbackendtest.Backends(openOptions(t, n, 2, pgbackend.Options{Prefix: freshPrefix(t)}))
+	})
+}
+
+// freshPrefix returns a new table prefix, for tables in the search path;
+// its tables and functions are dropped when t ends.
+func freshPrefix(t testing.TB) string {
+	t.Helper()
 	prefix := "anarchon_p" + randHex(4) + "_"
-	var bs []*pgbackend.Backend
-	for range 8 {
-		b, err := pgbackend.Open(context.Background(), u, &pgbackend.Options{Prefix: prefix})
-		if err != nil {
-			t.Fatal(err)
-		}
-		bs = append(bs, b)
-	}
+	url := serverURL(t)
 	t.Cleanup(func() {
-		for _, tbl := range []string{"jobs", "runs", "results"} {
-			bs[0].Pool().Exec(context.Background(), `DROP TABLE IF EXISTS "`+prefix+tbl+`"`)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		pool, err := pgxpool.New(ctx, url)
+		if err != nil {
+			t.Errorf("cleanup: %v", err)
+			return
 		}
-		for _, b := range bs {
-			b.Close(context.Background())
+		defer pool.Close()
+		for _, tbl := range []string{"jobs", "runs", "results", "instances", "control", "triggers"} {
+			if _, err := pool.Exec(ctx, `DROP TABLE IF EXISTS "`+prefix+tbl+`"`); err != nil {
+				t.Errorf("cleanup: %v", err)
+			}
+		}
+		rows, err := pool.Query(ctx, `SELECT oid::regprocedure::text FROM pg_proc WHERE left(proname, length($1)) = $1`, prefix)
+		if err != nil {
+			t.Errorf("cleanup: %v", err)
+			return
+		}
+		fns, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+		for _, fn := range fns {
+			if _, err := pool.Exec(ctx, `DROP FUNCTION IF EXISTS `+fn); err != nil {
+				t.Errorf("cleanup: %v", err)
+			}
 		}
 	})
-	var wg sync.WaitGroup
-	errs := make([]error, len(bs))
-	for i, b := range bs {
-		wg.Go(func() {
-			if err := b.Init(t.Context()); err != nil {
-				errs[i] = err
-				return
-			}
-			errs[i] = b.PrepareJob(t.Context(), anarchon.PrepareJobInput{Job: "job", HistorySize: 10})
-		})
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Errorf("instance %d: %v", i, err)
-		}
-	}
+	return prefix
 }
 
 func oddName() string {

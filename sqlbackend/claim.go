@@ -64,6 +64,12 @@ func checkClaim(in anarchon.ClaimInput) error {
 // control row is read by the same statement) inserts it settled under
 // anarchon.PausedToken, so every claim loses, and records it paused
 // (SPEC §12).
+//
+// Round trips: a won claim is the INSERT alone (with RETURNING); any
+// other answer, and every claim of a dialect without RETURNING, adds one
+// read of the slot's row and the server's clock (selectToken), which
+// tells a lost claim from an early one. Settling a paused slot adds the
+// history record (recordPaused: two more).
 func (b *SQLBackend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, error) {
 	if err := b.ready(ctx, "claim"); err != nil {
 		return false, err
@@ -101,23 +107,28 @@ func (b *SQLBackend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, e
 	if err != nil {
 		return false, b.errorf("claim", err)
 	}
-	if len(rows) == 0 {
-		// Below the watermark (trimmed, settled long ago), or early. The
-		// server's clock only moves on: a slot still ahead of it now was
-		// ahead when the insert was refused.
-		if err := b.checkEarly(ctx, b.cfg.Conn, in.Job, in.Slot); err != nil {
-			return false, err
-		}
-		return false, nil
+	if len(rows) != 1 {
+		return false, b.errorf("claim", fmt.Errorf("token query returned %d rows", len(rows)))
 	}
 	rd := reader(rows[0])
-	tok := rd.string()
+	tok, inst, now := rd.string(), rd.string(), rd.int64()
 	if err := rd.Err(); err != nil {
 		return false, b.errorf("claim", err)
 	}
-	if tok == paused && b.d.NoReturning {
+	if tok == "" { // no row: tokens are never empty (checkClaim)
+		// Below the watermark (trimmed, settled long ago), or early. The
+		// server's clock only moves on: a slot still ahead of it now was
+		// ahead when the insert was refused.
+		if anarchon.TooEarly(in.Slot, now) {
+			return false, &anarchon.EarlyError{Job: in.Job, Slot: in.Slot, StoreNow: now}
+		}
+		return false, nil
+	}
+	if tok == paused && b.d.NoReturning && inst == in.InstanceID {
 		// The INSERT returned nothing, so this claim may be the one that
-		// settled the slot as paused; the record is idempotent.
+		// settled the slot as paused: the row names the instance that
+		// inserted it, which records it, as RETURNING would have told it
+		// to (the record is idempotent).
 		if err := b.recordPaused(ctx, b.cfg.Conn, in.Job, paused, in.Slot, in.InstanceID); err != nil {
 			return false, b.errorf("claim", err)
 		}
@@ -144,27 +155,6 @@ func (b *SQLBackend) recordPaused(ctx context.Context, q Querier, job, token str
 	}
 	_, err = b.all(ctx, q, b.q.pausedResult, job, token, slot, instance, msg)
 	return err
-}
-
-// checkEarly reads the server's clock and returns an *anarchon.EarlyError
-// when slot is later than it plus anarchon.EarlyTolerance.
-func (b *SQLBackend) checkEarly(ctx context.Context, q Querier, job string, slot int64) error {
-	rows, err := b.all(ctx, q, b.q.now)
-	if err != nil {
-		return b.errorf("claim", err)
-	}
-	if len(rows) != 1 {
-		return b.errorf("claim", fmt.Errorf("clock query returned %d rows", len(rows)))
-	}
-	rd := reader(rows[0])
-	now := rd.int64()
-	if err := rd.Err(); err != nil {
-		return b.errorf("claim", err)
-	}
-	if anarchon.TooEarly(slot, now) {
-		return &anarchon.EarlyError{Job: job, Slot: slot, StoreNow: now}
-	}
-	return nil
 }
 
 // RecordManualRun stores a RunNow run in the history, without touching the

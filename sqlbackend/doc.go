@@ -16,15 +16,18 @@
 //     its transaction after the job lock, so a claim that reaches the
 //     database after SetPaused committed settles the slot as paused under
 //     anarchon.PausedToken; its history record is written by the same
-//     call (a second statement for plain claims). Trigger requests are one
-//     row each in <prefix>triggers, claimed by one conditional UPDATE. The
-//     Control and Trigger conformance subtests pass on SQLite and
-//     PostgreSQL, including three schedulers on one store.
+//     call (two more statements for plain claims: the control row's who
+//     and why, and the record). Trigger requests are one row each in
+//     <prefix>triggers, claimed by one conditional UPDATE. The Control and
+//     Trigger conformance subtests pass on SQLite, PostgreSQL and MariaDB,
+//     including three schedulers on one store.
 //   - The plain claim ([SQLBackend.Claim]) is one statement,
 //     INSERT … SELECT … WHERE NOT EXISTS (watermark) ON CONFLICT (job, slot)
 //     DO NOTHING RETURNING token: the database's unique key lets exactly one
 //     insert win. A claim that inserted nothing reads the stored token, so
-//     the winner's retry with the same token answers true again (SPEC §4).
+//     the winner's retry with the same token answers true again (SPEC §4),
+//     and in the same statement the server's clock, which tells a slot
+//     refused as early (anarchon.EarlyError) from a trimmed one.
 //   - The lease claim ([RunStore.Claim]) is one transaction that first
 //     serialises on the job (the job row locked with SQLDialect.ForUpdate,
 //     or SQLDialect.Serialize / an exclusive transaction on databases
@@ -95,8 +98,10 @@
 // # Performance
 //
 // Statements are built once per backend, placeholders rewritten once
-// ([SQLDialect.Placeholders]). A plain claim is one statement (two when it
-// loses: the stored token is read back); a lease claim one transaction of
+// ([SQLDialect.Placeholders]). A plain claim is one statement when it wins
+// and two otherwise (the stored token and the clock are read back; always
+// two without RETURNING), as sqlbackendtest.ClaimRoundTrips counts on
+// every SQL backend; a lease claim one transaction of
 // a few statements (lock the job, read the run row, write it), or one
 // statement with [Routines]; a finish
 // with its result one transaction, or one statement with Routines;
@@ -105,7 +110,7 @@
 //
 // # Schema
 //
-// Four tables, named prefix+name (default prefix "anarchon_"), optionally
+// Six tables, named prefix+name (default prefix "anarchon_"), optionally
 // in a schema ([Config]):
 //
 //   - jobs (job PRIMARY KEY, watermark, created_at): one row per job,
@@ -124,6 +129,11 @@
 //   - instances (id PRIMARY KEY, info, ttl_ms, last_seen, expires_at,
 //     stopped): the instance registry (SPEC §10), one row per scheduler
 //     with its anarchon.InstanceInfo as JSON; see [SQLBackend.RegisterInstance].
+//   - control (job PRIMARY KEY, paused, by_who, reason, set_at): job
+//     control (SPEC §12), one row per job ever paused or resumed.
+//   - triggers (job, tkey PRIMARY KEY, by_who, requested_at, state,
+//     instance, token, slot, claimed_at, finished_at, status, error): one
+//     trigger request per key (SPEC §12).
 //
 // History merges runs and results by token with anarchon.BuildHistory;
 // run rows that settled without a saved result (missed, skipped,

@@ -95,8 +95,12 @@ var (
 //
 // Every transaction is opened with BEGIN IMMEDIATE on one pooled
 // connection, and every connection gets PRAGMA busy_timeout before use,
-// so the caller's DSN needs neither. An in-memory database (":memory:")
-// is private to one connection: give such a db SetMaxOpenConns(1).
+// so the caller's DSN needs neither. The backend leaves the pool's size to
+// the caller: bound it (SetMaxOpenConns, with SetMaxIdleConns to the same
+// number, as sqlitefile.Open does with 16, see its package doc), or a
+// burst of claims opens a connection per slot in flight. An in-memory
+// database (":memory:") is private to one connection: give such a db
+// SetMaxOpenConns(1).
 func New(db *sql.DB, opts *Options) (*Backend, error) {
 	if db == nil {
 		return nil, errors.New("sqlitebackend: db is nil")

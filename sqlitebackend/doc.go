@@ -42,7 +42,10 @@
 // _pragma=busy_timeout(10000)&_pragma=journal_mode(WAL); mattn/go-sqlite3:
 // _busy_timeout=10000&_journal_mode=WAL). An in-memory database
 // (":memory:") is private to one connection: use db.SetMaxOpenConns(1).
-// The backend never closes the *sql.DB unless Options.CloseDB is set.
+// The pool's size is the caller's: bound it (SetMaxOpenConns, and
+// SetMaxIdleConns to the same number; sqlitefile.Open keeps 16), or a
+// burst of claims opens a connection per slot in flight. The backend
+// never closes the *sql.DB unless Options.CloseDB is set.
 //
 // # Performance
 //

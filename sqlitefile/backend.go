@@ -75,8 +75,8 @@ func Open(path string, opts *sqlitebackend.Options) (*sqlitebackend.Backend, err
 	// can deadlock when connections to one file are opened and closed
 	// concurrently in one process (a lock-order inversion between its
 	// global mutex and the file's; seen here with three schedulers on one
-	// file). WAL writes are serialised anyway, so a bounded pool costs
-	// nothing.
+	// file). The bound keeps a burst of claims from opening a connection
+	// per slot in flight; writers take turns on the file's lock anyway.
 	db.SetMaxOpenConns(maxConns)
 	db.SetMaxIdleConns(maxConns)
 	b, err := sqlitebackend.New(db, &o)

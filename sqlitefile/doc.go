@@ -24,6 +24,17 @@
 // old file are lost to the new one, and Run.Attempt cannot fence that
 // (SPEC §6, "Stores that forget").
 //
+// Open's pool holds at most 16 connections to the file and keeps every
+// one it opened, never closing an idle one: database/sql would close idle
+// connections beyond two, and SQLite's unix VFS deadlocked when one
+// process opened and closed connections to a file concurrently (a
+// lock-order inversion between its global mutex and the file's; three
+// schedulers on one file under -race hung). A burst of claims therefore
+// uses at most 16 connections per backend, where an unbounded pool opened
+// one per slot in flight until the file could not be opened; a claim that
+// finds all 16 busy waits for one, for as long as its context allows.
+// Writers take turns on the file's write lock whatever the pool's size.
+//
 // # Server requirements
 //
 // None beyond sqlitebackend's: a local file system (SQLite's locks are

@@ -110,3 +110,36 @@ func TestFileReplaced(t *testing.T) {
 		})
 	}
 }
+
+// TestPoolBounded checks the pool the package doc describes: a burst of
+// concurrent claims uses at most 16 connections, and none is closed for
+// being idle.
+func TestPoolBounded(t *testing.T) {
+	ctx := t.Context()
+	b := open(t, 1)[0]
+	const job = "burst"
+	if err := b.PrepareJob(ctx, anarchon.PrepareJobInput{Job: job, HistorySize: 10}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for g := range 64 {
+		wg.Go(func() {
+			if _, err := b.Claim(ctx, anarchon.ClaimInput{Job: job, Slot: int64(g) * 1000, Token: "t", InstanceID: "i"}); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	st := b.DB().Stats()
+	if st.MaxOpenConnections != 16 || st.OpenConnections > 16 {
+		t.Errorf("pool: %d open, limit %d; want at most 16", st.OpenConnections, st.MaxOpenConnections)
+	}
+	if st.MaxIdleClosed != 0 || st.MaxIdleTimeClosed != 0 || st.MaxLifetimeClosed != 0 {
+		t.Errorf("pool closed connections: %+v", st)
+	}
+}

@@ -1,16 +1,11 @@
 package sqlitefile_test
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -168,147 +163,28 @@ func TestConcurrentMigration(t *testing.T) {
 	})
 }
 
-const childEnv = "ANARCHON_SQLITEFILE_RACE_CHILD"
-
 // raceStep is the pace of the multi-process race: slot k is claimed by
 // every process at start + k·raceStep.
 const raceStep = 3 * time.Millisecond
+
+// openOne is the race's sqlbackendtest.Opener: one backend on the file at
+// path.
+func openOne(t testing.TB, path string) anarchon.Backend { return openPath(t, path, 1)[0] }
 
 // TestMultiProcessRace runs 8 OS processes (this test binary, re-executed)
 // claiming the same 2,000 slots of one file; each slot must have exactly
 // one winner.
 func TestMultiProcessRace(t *testing.T) {
-	procs, slots := 8, 2000
+	slots := 2000
 	if testing.Short() {
 		slots = 300
 	}
-	path := filepath.Join(t.TempDir(), "race.db")
-	b, err := sqlitefile.Open(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.PrepareJob(t.Context(), anarchon.PrepareJobInput{Job: "race", HistorySize: 10}); err != nil {
-		t.Fatal(err)
-	}
-	b.Close(t.Context())
-
-	type child struct {
-		cmd   *exec.Cmd
-		in    *os.File
-		out   *bufio.Scanner
-		wins  []int
-		errTx strings.Builder
-	}
-	children := make([]*child, procs)
-	for i := range children {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestRaceChild$", "-test.v")
-		cmd.Env = append(os.Environ(), childEnv+"="+path+"|"+strconv.Itoa(i)+"|"+strconv.Itoa(slots))
-		stdin, err := cmd.StdinPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := &child{cmd: cmd, out: bufio.NewScanner(stdout)}
-		cmd.Stderr = &c.errTx
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		c.in = stdin.(*os.File)
-		children[i] = c
-	}
-	// Wait until every child has opened the file, then start them together.
-	for i, c := range children {
-		if !waitLine(c.out, "READY") {
-			t.Fatalf("child %d did not get ready: %s", i, c.errTx.String())
-		}
-	}
-	// Every child claims slot k at t0 + k·raceStep, so that the processes
-	// arrive at each slot together instead of one running ahead.
-	begin := time.Now()
-	t0 := begin.Add(200 * time.Millisecond).UnixNano()
-	for _, c := range children {
-		fmt.Fprintf(c.in, "%d\n", t0)
-		c.in.Close()
-	}
-	winners := make([]int, slots)
-	for i, c := range children {
-		for c.out.Scan() {
-			line := c.out.Text()
-			if s, ok := strings.CutPrefix(line, "WIN "); ok {
-				n, err := strconv.Atoi(s)
-				if err != nil {
-					t.Fatalf("child %d: bad line %q", i, line)
-				}
-				winners[n]++
-				c.wins = append(c.wins, n)
-			}
-		}
-		if err := c.cmd.Wait(); err != nil {
-			t.Fatalf("child %d: %v\n%s", i, err, c.errTx.String())
-		}
-	}
-	elapsed := time.Since(begin)
-	for s, n := range winners {
-		if n != 1 {
-			t.Errorf("slot %d has %d winners, want exactly 1", s, n)
-		}
-	}
-	var spread []string
-	for _, c := range children {
-		spread = append(spread, strconv.Itoa(len(c.wins)))
-	}
-	t.Logf("%d processes × %d slots in %v: wins per process %s", procs, slots, elapsed.Round(time.Millisecond), strings.Join(spread, ","))
-}
-
-func waitLine(sc *bufio.Scanner, want string) bool {
-	for sc.Scan() {
-		if sc.Text() == want {
-			return true
-		}
-	}
-	return false
+	sqlbackendtest.MultiProcessRace(t, openOne, sqlbackendtest.Race{
+		Procs: 8, Slots: slots, Step: raceStep,
+		Arg: filepath.Join(t.TempDir(), "race.db"), Child: "TestRaceChild",
+	})
 }
 
 // TestRaceChild is the body of one racing process; it does nothing unless
 // run by TestMultiProcessRace.
-func TestRaceChild(t *testing.T) {
-	env := os.Getenv(childEnv)
-	if env == "" {
-		t.Skip("run by TestMultiProcessRace")
-	}
-	parts := strings.Split(env, "|")
-	path, id := parts[0], parts[1]
-	slots, _ := strconv.Atoi(parts[2])
-	b, err := sqlitefile.Open(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close(context.Background())
-	ctx := context.Background()
-	if err := b.Init(ctx); err != nil {
-		t.Fatal(err)
-	}
-	fmt.Println("READY")
-	line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
-	t0, err := strconv.ParseInt(strings.TrimSpace(line), 10, 64)
-	if err != nil {
-		t.Fatalf("start time %q: %v", line, err)
-	}
-	w := bufio.NewWriter(os.Stdout)
-	for s := range slots {
-		if d := time.Until(time.Unix(0, t0).Add(time.Duration(s) * raceStep)); d > 0 {
-			time.Sleep(d) // pacing: every process reaches slot s together
-		}
-		ok, err := b.Claim(ctx, anarchon.ClaimInput{Job: "race", Slot: int64(s) * 1000, Token: id + "-" + strconv.Itoa(s), InstanceID: id})
-		if err != nil {
-			t.Fatalf("slot %d: %v", s, err)
-		}
-		if ok {
-			fmt.Fprintf(w, "WIN %d\n", s)
-		}
-	}
-	w.Flush()
-}
+func TestRaceChild(t *testing.T) { sqlbackendtest.RaceChild(t, openOne) }

@@ -30,7 +30,11 @@ AND CAST(? AS {bcast}) <= t.n + CAST(? AS {bcast})
 RETURNING token
 
 -- name: selectToken
-SELECT token FROM {runs} WHERE job = ? AND slot = ?
+-- Read after a plain claim's INSERT: the slot's token and instance, NULL
+-- if there is no row (trimmed, or early), and the server's clock, in one
+-- row, so that an early claim costs no third round trip.
+SELECT r.token, r.instance, t.n FROM (SELECT {now} AS n) AS t
+LEFT JOIN {runs} AS r ON r.job = ? AND r.slot = ?
 
 -- name: insertManual
 INSERT INTO {results} (job, token, slot, instance, attempt, status, claimed_at, started_at, finished_at, error, output, manual, saved_at)

@@ -11,7 +11,11 @@
 INSERT INTO {jobs} (job, watermark, created_at) VALUES (?, NULL, {now}) {ignore job}
 
 -- name: selectJob
-SELECT watermark, {now} FROM {jobs} WHERE job = ?{fu}
+-- The clock is read outside the locking SELECT: PostgreSQL computes a
+-- SELECT's columns before FOR UPDATE waits for the row, and keeps them
+-- when the holder did not change it, so {now} read there could be older
+-- than the lock. Read from the locked row, it is the time after the wait.
+SELECT l.watermark, {now} FROM (SELECT watermark FROM {jobs} WHERE job = ?{fu}) AS l
 
 -- name: raiseWatermark
 UPDATE {jobs} SET watermark = ? WHERE job = ? AND (watermark IS NULL OR watermark < ?)

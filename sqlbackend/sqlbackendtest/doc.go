@@ -1,8 +1,9 @@
 // Package sqlbackendtest holds the checks and benchmarks that every
 // backend built on package sqlbackend runs the same way (PostgreSQL in
-// module pgbackend, SQLite in module sqlitefile), so that each lives in one
-// place. It depends on the standard library, package testing and the root
-// module only, so both backend modules can import it from their tests.
+// module pgbackend, SQLite in module sqlitefile, MySQL and MariaDB in
+// module mysqlbackend), so that each lives in one place. It depends on
+// the standard library, package testing and the root module only, so
+// every backend module can import it from its tests.
 //
 // # Usage
 //
@@ -21,6 +22,12 @@
 // # Sections
 //
 //   - Concurrent schema creation: [ConcurrentMigration].
+//   - OS processes racing for the same slots: [MultiProcessRace], whose
+//     children run [RaceChild].
+//   - The test server's environment variable, skipped without it (failed
+//     under CI=true): [ServerEnv].
+//   - Statements per claim, counted by a [Counter] around the backend's
+//     connection: [ClaimRoundTrips].
 //   - Benchmarks against a bare INSERT … ON CONFLICT DO NOTHING:
 //     [ClaimVsRawInsert], [LeaseClaimVsRawInsert].
 //   - FinishResult against Finish followed by SaveResult: [FinishResult].

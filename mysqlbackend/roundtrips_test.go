@@ -1,0 +1,35 @@
+package mysqlbackend_test
+
+import (
+	"database/sql"
+	"testing"
+
+	"github.com/anarchon/anarchon/mysqlbackend"
+	"github.com/anarchon/anarchon/sqlbackend/sqlbackendtest"
+)
+
+// TestClaimRoundTrips counts the statements of each kind of claim (the
+// package doc's Performance). Without RETURNING every plain claim is its
+// INSERT and one read of the slot's row and the clock; a lease claim is a
+// READ COMMITTED transaction, whose BEGIN the driver sends as two
+// statements (SET TRANSACTION ISOLATION LEVEL, START TRANSACTION), one
+// more than counted here.
+func TestClaimRoundTrips(t *testing.T) {
+	prefix := freshPrefix(t)
+	db, err := sql.Open("mysql", withParam(serverDSN(t), "time_zone=%27%2B00%3A00%27"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	c := sqlbackendtest.Count(mysqlbackend.Conn(db))
+	b, err := mysqlbackend.New(c, &mysqlbackend.Options{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sqlbackendtest.ClaimRoundTrips(t, b, c, sqlbackendtest.ClaimStatements{
+		Won: 2, Lost: 2, Early: 2, Trimmed: 2, PausedLoser: 2,
+		// BEGIN, lock (read) the job row, read the run row, read the
+		// control row, insert, COMMIT; BEGIN, job, run, COMMIT.
+		LeaseWon: 6, LeaseRunning: 4,
+	})
+}

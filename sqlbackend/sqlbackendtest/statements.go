@@ -1,0 +1,161 @@
+package sqlbackendtest
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/sqlbackend"
+)
+
+// Counter is a sqlbackend.Conn that counts the statements run through
+// the Conn it wraps: each All call, in or out of a transaction, and two
+// for each transaction (its BEGIN and its COMMIT or ROLLBACK), so that N
+// is the round trips to the server of a driver that sends each as one.
+type Counter struct {
+	conn sqlbackend.Conn
+	n    atomic.Int64
+}
+
+// Count returns a Counter over conn, at zero.
+func Count(conn sqlbackend.Conn) *Counter { return &Counter{conn: conn} }
+
+// N returns the statements counted so far.
+func (c *Counter) N() int64 { return c.n.Load() }
+
+// All counts one statement and runs it on the wrapped Conn.
+func (c *Counter) All(ctx context.Context, query string, args ...any) ([][]any, error) {
+	c.n.Add(1)
+	return c.conn.All(ctx, query, args...)
+}
+
+// Transaction counts two statements, and each statement of fn, and runs
+// fn in a transaction of the wrapped Conn.
+func (c *Counter) Transaction(ctx context.Context, fn func(tx sqlbackend.Querier) error) error {
+	c.n.Add(2)
+	return c.conn.Transaction(ctx, func(tx sqlbackend.Querier) error {
+		return fn(sqlbackend.QuerierFunc(func(ctx context.Context, q string, args ...any) ([][]any, error) {
+			c.n.Add(1)
+			return tx.All(ctx, q, args...)
+		}))
+	})
+}
+
+// ClaimStatements is how many statements ([Counter]) one claim runs, by
+// its answer.
+type ClaimStatements struct {
+	// Plain claims (anarchon.Backend.Claim): won; lost to another token;
+	// refused as early; lost below the trimming watermark; lost on a slot
+	// another instance settled as paused.
+	Won, Lost, Early, Trimmed, PausedLoser int64
+	// Lease claims (anarchon.RunStore.Claim, overlap allowed): won on a
+	// new slot; answered running, held by another.
+	LeaseWon, LeaseRunning int64
+}
+
+// ClaimRoundTrips makes each kind of claim of [ClaimStatements] once
+// through b, a backend built on c (and, for the paused slot, an
+// anarchon.JobControl), and fails t unless each ran the statements want
+// says: the round trips each answer costs, which the backends' docs state.
+func ClaimRoundTrips(t *testing.T, b anarchon.Backend, c *Counter, want ClaimStatements) {
+	ctx := t.Context()
+	sc, ok := b.(anarchon.ServerClock)
+	if !ok {
+		t.Fatalf("%T is not an anarchon.ServerClock", b)
+	}
+	ctl, ok := anarchon.As[anarchon.JobControl](b)
+	if !ok {
+		t.Fatalf("%T is not an anarchon.JobControl", b)
+	}
+	const job, paused = "round-trips", "round-trips-paused"
+	for _, j := range []string{job, paused} {
+		if err := b.PrepareJob(ctx, anarchon.PrepareJobInput{Job: j, HistorySize: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := ctl.SetPaused(ctx, anarchon.PauseInput{Job: paused, Paused: true, By: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	now, err := sc.ServerTime(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := now.Add(-time.Hour).Truncate(time.Second).UnixMilli()
+	in := func(job string, slot int64, tok, inst string) anarchon.ClaimInput {
+		return anarchon.ClaimInput{Job: job, Slot: slot, Token: tok, InstanceID: inst}
+	}
+	// counted runs claim and returns the statements it ran.
+	counted := func(claim func() error) int64 {
+		t.Helper()
+		n := c.N()
+		if err := claim(); err != nil {
+			t.Fatal(err)
+		}
+		return c.N() - n
+	}
+	plain := func(in anarchon.ClaimInput, wantWon bool) func() error {
+		return func() error {
+			won, err := b.Claim(ctx, in)
+			if err == nil && won != wantWon {
+				err = errors.New("claim of " + in.Token + ": wrong answer")
+			}
+			return err
+		}
+	}
+	var got ClaimStatements
+	got.Won = counted(plain(in(job, base, "won", "a"), true))
+	got.Lost = counted(plain(in(job, base, "lost", "b"), false))
+	got.Early = counted(func() error {
+		_, err := b.Claim(ctx, in(job, now.Add(time.Hour).UnixMilli(), "early", "b"))
+		if errors.Is(err, anarchon.ErrEarly) {
+			return nil
+		}
+		return errors.Join(errors.New("early claim not refused as early"), err)
+	})
+	// A result saved for a later slot, keeping one record, trims base.
+	if !won(t, b, in(job, base+1000, "next", "a")) {
+		t.Fatal("claim of the next slot lost")
+	}
+	for _, s := range []anarchon.StoredResult{
+		{Slot: base, Token: "won", InstanceID: "a", Status: anarchon.StatusSuccess},
+		{Slot: base + 1000, Token: "next", InstanceID: "a", Status: anarchon.StatusSuccess},
+	} {
+		if err := b.SaveResult(ctx, anarchon.SaveResultInput{Job: job, Result: s, HistorySize: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got.Trimmed = counted(plain(in(job, base, "trimmed", "b"), false))
+	if won(t, b, in(paused, base, "settles", "a")) {
+		t.Fatal("claim of a paused job's slot won")
+	}
+	got.PausedLoser = counted(plain(in(paused, base, "loser", "b"), false))
+	if lb, ok := b.(anarchon.LeaseBackend); ok {
+		rs := lb.Runs()
+		lease := func(tok, inst string, kind anarchon.OutcomeKind) func() error {
+			return func() error {
+				out, err := rs.Claim(ctx, anarchon.RunClaim{ClaimInput: in(job, base+2000, tok, inst), Lease: time.Minute, AllowOverlap: true})
+				if err == nil && out.Kind != kind {
+					err = errors.New("lease claim of " + tok + ": outcome " + out.Kind.String())
+				}
+				return err
+			}
+		}
+		got.LeaseWon = counted(lease("lease-a", "a", anarchon.OutcomeWon))
+		got.LeaseRunning = counted(lease("lease-b", "b", anarchon.OutcomeRunning))
+	}
+	if got != want {
+		t.Errorf("statements per claim = %+v, want %+v", got, want)
+	}
+}
+
+func won(t *testing.T, b anarchon.Backend, in anarchon.ClaimInput) bool {
+	t.Helper()
+	ok, err := b.Claim(t.Context(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ok
+}

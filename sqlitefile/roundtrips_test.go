@@ -1,0 +1,35 @@
+package sqlitefile_test
+
+import (
+	"database/sql"
+	"path/filepath"
+	"testing"
+
+	"github.com/anarchon/anarchon/sqlbackend"
+	"github.com/anarchon/anarchon/sqlbackend/sqlbackendtest"
+	"github.com/anarchon/anarchon/sqlitebackend"
+	"github.com/anarchon/anarchon/sqlitefile"
+)
+
+// TestClaimRoundTrips counts the statements of each kind of claim (the
+// package doc's Performance): a won plain claim is its INSERT alone, any
+// other answer one read more; a lease claim is one BEGIN IMMEDIATE
+// transaction.
+func TestClaimRoundTrips(t *testing.T) {
+	db, err := sql.Open(sqlitefile.DriverName, sqlitefile.DSN(filepath.Join(t.TempDir(), "count.db"), 10_000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	c := sqlbackendtest.Count(sqlbackend.DB{DB: db, Begin: "BEGIN IMMEDIATE"})
+	b, err := sqlitebackend.NewFromConn(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sqlbackendtest.ClaimRoundTrips(t, b, c, sqlbackendtest.ClaimStatements{
+		Won: 1, Lost: 2, Early: 2, Trimmed: 2, PausedLoser: 2,
+		// BEGIN, lock (read) the job row, read the run row, read the
+		// control row, insert, COMMIT; BEGIN, job, run, COMMIT.
+		LeaseWon: 6, LeaseRunning: 4,
+	})
+}
