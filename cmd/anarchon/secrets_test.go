@@ -155,6 +155,57 @@ func TestHTTPLockedEndpoints(t *testing.T) {
 	}
 }
 
+// One token opens every guarded endpoint: the --http-token-file token
+// wins over ANARCHON_UI_TOKEN on the dashboard as on /status and /metrics,
+// and ANARCHON_UI_TOKEN is trimmed alike for all of them.
+func TestHTTPOneToken(t *testing.T) {
+	t.Setenv("ANARCHON_UI_USER", "")
+	t.Setenv("ANARCHON_UI_PASSWORD", "")
+	dir := t.TempDir()
+	ct := writeFile(t, dir, "crontab", "# name: hello\n@daily echo hi\n")
+	g := &globalFlags{store: "sqlite:" + filepath.Join(dir, "a.db"), crontabs: []string{ct}, format: formatAuto}
+	d, err := openForRead(g, os.Stderr, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.close()
+	tf := writeFile(t, dir, "token", "0123456789abcdef-file\n")
+	for _, c := range []struct {
+		name, envToken string
+		rf             runFlags
+		good, bad      string
+	}{
+		{"file and env", "0123456789abcdef-env", runFlags{httpTokenFile: tf}, "0123456789abcdef-file", "0123456789abcdef-env"},
+		{"env with a newline", "0123456789abcdef-env\n", runFlags{}, "0123456789abcdef-env", "0123456789abcdef-file"},
+	} {
+		t.Setenv("ANARCHON_UI_TOKEN", c.envToken)
+		hc, err := httpConfigFrom(&c.rf, "0.0.0.0:0")
+		if err != nil || hc.locked {
+			t.Fatalf("%s: httpConfigFrom: %+v, %v", c.name, hc, err)
+		}
+		srv, err := startHTTP(d, "0.0.0.0:0", hc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, port, _ := net.SplitHostPort(srv.ln.Addr().String())
+		for _, path := range []string{"/status", "/metrics", "/ui/"} {
+			for tok, want := range map[string]int{c.good: 200, c.bad: 401} {
+				req, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1:"+port+path, nil)
+				req.Header.Set("Authorization", "Bearer "+tok)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != want {
+					t.Errorf("%s: GET %s with %q: %d, want %d", c.name, path, tok, resp.StatusCode, want)
+				}
+			}
+		}
+		srv.close(context.Background())
+	}
+}
+
 // A --http port already in use fails the start before the scheduler
 // starts: no @reboot job ran and no instance record was written.
 func TestHTTPPortInUseFailsEarly(t *testing.T) {
