@@ -289,7 +289,8 @@ func TestMetricsFamilies(t *testing.T) {
 	for _, name := range []string{"anarchon_claims_total", "anarchon_runs_total", "anarchon_slots_skipped_total",
 		"anarchon_store_errors_total", "anarchon_jobs_running", "anarchon_job_last_success_timestamp_seconds",
 		"anarchon_job_last_failure_timestamp_seconds", "anarchon_build_info", "anarchon_run_duration_seconds",
-		"anarchon_instances", "anarchon_job_set_mismatch", "anarchon_job_set_differs"} {
+		"anarchon_instances", "anarchon_job_set_mismatch", "anarchon_job_set_differs", "anarchon_slot_lateness_seconds",
+		"anarchon_clock_offset_seconds", "go_goroutines", "process_cpu_seconds_total"} {
 		if _, ok := have[name]; !ok {
 			t.Errorf("no %s at start", name)
 		}
