@@ -251,7 +251,8 @@ func TestBigSteps(t *testing.T) {
 }
 
 // TestRebootRunsOnceAtStart: an @reboot job runs once when the daemon
-// starts (on this replica), and never again on its own.
+// starts (on this replica), and never again on its own; the history
+// records it as a manual run, as the README says.
 func TestRebootRunsOnceAtStart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the daemon binary")
@@ -268,8 +269,8 @@ func TestRebootRunsOnceAtStart(t *testing.T) {
 		t.Errorf("output %q, want one run", data)
 	}
 	recs := historyJSON(t, dir, "sqlite:"+filepath.Join(dir, "db"), "boot")
-	if len(recs) != 1 || recs[0].Status != "success" {
-		t.Errorf("history %+v", recs)
+	if len(recs) != 1 || recs[0].Status != "success" || !recs[0].Manual {
+		t.Errorf("history %+v, want one successful manual run", recs)
 	}
 }
 
