@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +14,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/membackend"
 )
 
 // --store-file gives the store URL without the command line; it excludes
@@ -203,6 +208,37 @@ func TestHTTPOneToken(t *testing.T) {
 			}
 		}
 		srv.close(context.Background())
+	}
+}
+
+// The dashboard keeps the store's password off its pages, though it is
+// given the store URL redacted: a run whose error repeats the password
+// shows it masked.
+func TestDashboardHidesStorePassword(t *testing.T) {
+	const pw = "Dash0rdLeak"
+	raw := "postgres://app:" + pw + "@db.example/anarchon"
+	s := anarchon.New(membackend.New(nil), &anarchon.Options{InstanceID: "t", Logger: slog.New(slog.DiscardHandler)})
+	fail := func(context.Context, *anarchon.Run) error { return errors.New("connect " + raw + ": refused") }
+	if err := s.Cron("leaky", "0 0 1 1 *", fail, nil); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := s.RunNow(t.Context(), "leaky"); err != nil || rec.Status != anarchon.StatusError {
+		t.Fatalf("run: %+v, %v; want a failed run", rec, err)
+	}
+	d := &daemon{sched: s, store: redact(raw), rawStore: raw}
+	mux := http.NewServeMux()
+	mountUI(mux, d, "127.0.0.1:0", httpConfig{token: "0123456789abcdef-token"})
+	for _, path := range []string{"/ui/", "/ui/job/leaky"} {
+		r := httptest.NewRequest(http.MethodGet, path, nil)
+		r.Header.Set("Authorization", "Bearer 0123456789abcdef-token")
+		w := httptest.NewRecorder()
+		mux.ServeHTTP(w, r)
+		if w.Code != 200 || strings.Contains(w.Body.String(), pw) {
+			t.Errorf("GET %s: %d, shows the password: %v", path, w.Code, strings.Contains(w.Body.String(), pw))
+		}
+		if path == "/ui/job/leaky" && !strings.Contains(w.Body.String(), "refused") {
+			t.Errorf("GET %s does not show the run's error", path)
+		}
 	}
 }
 

@@ -35,10 +35,27 @@ func mountUI(mux *http.ServeMux, d *daemon, addr string, cfg httpConfig) {
 		BasePath: "/ui/",
 		Auth:     auth,
 		Store:    d.store,
+		Secrets:  pageSecrets(d.rawStore),
 		ReadOnly: os.Getenv("ANARCHON_UI_READONLY") == "1",
 	})
 	mux.Handle("/ui/", http.StripPrefix("/ui", h))
 	mux.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusFound))
+}
+
+// pageSecrets are the store URL's credentials the dashboard removes from
+// its pages (a store error, a run's error or output may repeat them): the
+// redactor's secrets of minBare characters or more. Options.Store gets the
+// URL redacted already, so the dashboard could not find them there; and it
+// replaces a secret wherever it appears, which would mangle the pages
+// with a shorter one.
+func pageSecrets(rawStore string) []string {
+	var out []string
+	for _, s := range secrets(rawStore) {
+		if len(s) >= minBare {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // otelShutdown flushes the spans of the OTLP exporter, when there is one.
