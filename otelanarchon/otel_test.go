@@ -219,3 +219,54 @@ func TestRunNowSpan(t *testing.T) {
 		t.Errorf("run attributes %v", a)
 	}
 }
+
+// Each kind of event reaches its instrument: claims, runs, skipped slots,
+// store errors, run duration, lateness and clock offset, with the values
+// of the events.
+func TestEventInstruments(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	tel, err := otelanarchon.New(&otelanarchon.Options{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []anarchon.Event{
+		{Kind: anarchon.EventClaim, Job: "j", Outcome: "won", Lateness: 250 * time.Millisecond},
+		{Kind: anarchon.EventClaim, Job: "j", Outcome: "lost"},
+		{Kind: anarchon.EventRunEnd, Job: "j", Status: anarchon.StatusSuccess, Duration: 2 * time.Second},
+		{Kind: anarchon.EventSlotSkipped, Job: "j", Status: anarchon.StatusMissed},
+		{Kind: anarchon.EventStoreError, Op: "Claim"},
+		{Kind: anarchon.EventClockOffset, Offset: -3 * time.Second},
+	} {
+		tel.OnEvent(e)
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, p := range d.DataPoints {
+					got[m.Name] += float64(p.Value)
+				}
+			case metricdata.Histogram[float64]:
+				for _, p := range d.DataPoints {
+					got[m.Name] += p.Sum
+				}
+			case metricdata.Gauge[float64]:
+				for _, p := range d.DataPoints {
+					got[m.Name] = p.Value
+				}
+			}
+		}
+	}
+	want := map[string]float64{"anarchon.claims": 2, "anarchon.runs": 1, "anarchon.slots.skipped": 1, "anarchon.store.errors": 1,
+		"anarchon.run.duration": 2, "anarchon.slot.lateness": 0.25, "anarchon.clock.offset": -3}
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("%s = %v, want %v (all: %v)", name, got[name], w, got)
+		}
+	}
+}

@@ -260,3 +260,20 @@ func TestFatalErrorFormat(t *testing.T) {
 		t.Errorf("ANARCHON_LOG_FORMAT=json: %q", errOut)
 	}
 }
+
+// ANARCHON_CLOCK_OFFSET shifts the clock, as --clock-offset does: the
+// daemon says so before anything else, and a value that is not a Go
+// duration is an error naming it.
+func TestClockOffsetEnv(t *testing.T) {
+	ct := writeFile(t, t.TempDir(), "crontab", "# name: hello\n@daily echo hi\n")
+	t.Setenv("ANARCHON_CLOCK_OFFSET", "-3s")
+	// A bad --http stops the start right after the clock is set up.
+	code, _, errOut := cli(t, "run", "--store", "memory:", "--crontab", ct, "--http", "bad")
+	if code == 0 || !strings.Contains(errOut, "clock shifted for fault injection") || !strings.Contains(errOut, "offset=-3s") {
+		t.Errorf("ANARCHON_CLOCK_OFFSET=-3s: exit %d, stderr %q", code, errOut)
+	}
+	t.Setenv("ANARCHON_CLOCK_OFFSET", "soon")
+	if code, _, errOut := cli(t, "run", "--store", "memory:", "--crontab", ct, "--http", "bad"); code == 0 || !strings.Contains(errOut, `clock offset "soon"`) {
+		t.Errorf("ANARCHON_CLOCK_OFFSET=soon: exit %d, stderr %q", code, errOut)
+	}
+}

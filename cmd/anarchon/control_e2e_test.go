@@ -169,20 +169,10 @@ func TestJobControlSQLite(t *testing.T) {
 }
 
 func TestJobControlPostgres(t *testing.T) {
-	url := os.Getenv("ANARCHON_TEST_POSTGRES_URL")
-	if url == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("ANARCHON_TEST_POSTGRES_URL is not set (required when CI=true)")
-		}
-		t.Skip("set ANARCHON_TEST_POSTGRES_URL to run three daemons on PostgreSQL")
-	}
+	store := postgresStore(t, "three daemons", "ctl_")
 	if testing.Short() {
 		t.Skip("runs three daemons for 25 s")
 	}
 	t.Parallel()
-	sep := "?"
-	if strings.Contains(url, "?") {
-		sep = "&"
-	}
-	jobControl(t, url+sep+"prefix=ctl_"+randSuffix()+"_")
+	jobControl(t, store)
 }

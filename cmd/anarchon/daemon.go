@@ -215,11 +215,7 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 		return errors.New("--stop-timeout and --kill-grace must not be negative")
 	}
 	var clock anarchon.Clock = anarchon.SystemClock{}
-	offset := rf.clockOffset
-	if offset == "" {
-		offset = os.Getenv("ANARCHON_CLOCK_OFFSET")
-	}
-	if offset != "" {
+	if offset := rf.clockOffset; offset != "" { // --clock-offset or ANARCHON_CLOCK_OFFSET (applyEnv)
 		off, err := time.ParseDuration(offset)
 		if err != nil {
 			return fmt.Errorf("clock offset %q is not a Go duration", offset)

@@ -129,8 +129,9 @@
 //
 // --http also serves the dashboard at /ui/ (package anarchonui). It needs no
 // credentials when --http listens on loopback only; on any other address
-// it asks for ANARCHON_UI_TOKEN (a bearer token, or a basic-auth password)
-// or ANARCHON_UI_USER and ANARCHON_UI_PASSWORD, and refuses every request
+// it asks for the token (--http-token-file's, else ANARCHON_UI_TOKEN; a
+// bearer token, or a basic-auth password) or ANARCHON_UI_USER and
+// ANARCHON_UI_PASSWORD, and refuses every request
 // with 403 while none is set. ANARCHON_UI_READONLY=1 hides its actions. With
 // OTEL_EXPORTER_OTLP_ENDPOINT set, spans of every claim and run are
 // exported over OTLP/HTTP (package otelanarchon).

@@ -217,6 +217,26 @@ func historyJSON(t *testing.T, dir, store, job string, extra ...string) []record
 	return recs
 }
 
+// postgresStore returns the PostgreSQL test server's URL
+// (ANARCHON_TEST_POSTGRES_URL) with a table prefix of its own, so that
+// tests running at once do not share tables; without the variable the
+// test is skipped (what says what it would run), or fails under CI=true.
+func postgresStore(t *testing.T, what, prefix string) string {
+	t.Helper()
+	url := os.Getenv("ANARCHON_TEST_POSTGRES_URL")
+	if url == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("ANARCHON_TEST_POSTGRES_URL is not set (required when CI=true)")
+		}
+		t.Skip("set ANARCHON_TEST_POSTGRES_URL to run " + what + " on PostgreSQL")
+	}
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	return url + sep + "prefix=" + prefix + randSuffix() + "_"
+}
+
 func randSuffix() string {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
@@ -342,22 +362,12 @@ func TestThreeReplicasSQLite(t *testing.T) {
 }
 
 func TestThreeReplicasPostgres(t *testing.T) {
-	url := os.Getenv("ANARCHON_TEST_POSTGRES_URL")
-	if url == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("ANARCHON_TEST_POSTGRES_URL is not set (required when CI=true)")
-		}
-		t.Skip("set ANARCHON_TEST_POSTGRES_URL to run three daemons on PostgreSQL")
-	}
+	store := postgresStore(t, "three daemons", "e2e_")
 	if testing.Short() {
 		t.Skip("runs three daemons for 22 s")
 	}
 	t.Parallel()
-	sep := "?"
-	if strings.Contains(url, "?") {
-		sep = "&"
-	}
-	threeReplicas(t, url+sep+"prefix=e2e_"+randSuffix()+"_")
+	threeReplicas(t, store)
 }
 
 // TestHandOver stops the instance running a long job with a short

@@ -251,7 +251,8 @@ func TestBigSteps(t *testing.T) {
 }
 
 // TestRebootRunsOnceAtStart: an @reboot job runs once when the daemon
-// starts (on this replica), and never again on its own.
+// starts (on this replica), and never again on its own; the history
+// records it as a manual run, as the README says.
 func TestRebootRunsOnceAtStart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the daemon binary")
@@ -268,8 +269,8 @@ func TestRebootRunsOnceAtStart(t *testing.T) {
 		t.Errorf("output %q, want one run", data)
 	}
 	recs := historyJSON(t, dir, "sqlite:"+filepath.Join(dir, "db"), "boot")
-	if len(recs) != 1 || recs[0].Status != "success" {
-		t.Errorf("history %+v", recs)
+	if len(recs) != 1 || recs[0].Status != "success" || !recs[0].Manual {
+		t.Errorf("history %+v, want one successful manual run", recs)
 	}
 }
 
@@ -289,7 +290,8 @@ func TestMetricsFamilies(t *testing.T) {
 	for _, name := range []string{"anarchon_claims_total", "anarchon_runs_total", "anarchon_slots_skipped_total",
 		"anarchon_store_errors_total", "anarchon_jobs_running", "anarchon_job_last_success_timestamp_seconds",
 		"anarchon_job_last_failure_timestamp_seconds", "anarchon_build_info", "anarchon_run_duration_seconds",
-		"anarchon_instances", "anarchon_job_set_mismatch", "anarchon_job_set_differs"} {
+		"anarchon_instances", "anarchon_job_set_mismatch", "anarchon_job_set_differs", "anarchon_slot_lateness_seconds",
+		"anarchon_clock_offset_seconds", "go_goroutines", "process_cpu_seconds_total"} {
 		if _, ok := have[name]; !ok {
 			t.Errorf("no %s at start", name)
 		}

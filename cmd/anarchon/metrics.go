@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/anarchonui"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -305,13 +306,20 @@ type server struct {
 	cfg httpConfig
 }
 
-// httpConfig is what guards the HTTP endpoint.
+// httpConfig is what guards the HTTP endpoint: one set of credentials,
+// read once, for /status, /metrics and the dashboard.
 type httpConfig struct {
-	token        string // bearer token for /status and /metrics; "" for none
-	statusOutput bool   // /status includes output tails
+	// token is the bearer token for /status and /metrics, and the
+	// dashboard's token: --http-token-file's first line, else
+	// ANARCHON_UI_TOKEN; "" for none.
+	token string
+	// user and password open the dashboard with HTTP basic authentication
+	// (ANARCHON_UI_USER and ANARCHON_UI_PASSWORD).
+	user, password string
+	statusOutput   bool // /status includes output tails
 	// locked: bound beyond loopback without a token, so /status, /metrics
 	// and the dashboard answer 403 (lockedMessage); /healthz and /readyz
-	// stay open for probes.
+	// stay open for probes. The dashboard opens with a password alone.
 	locked bool
 }
 
@@ -321,14 +329,16 @@ const lockedMessage = "anarchon: --http binds beyond loopback and no token is se
 	"(/healthz and /readyz stay open). Set a bearer token of at least 16 characters with --http-token-file FILE " +
 	"or the ANARCHON_UI_TOKEN environment variable, or bind 127.0.0.1.\n"
 
-// httpConfigFrom reads the token file. An address beyond loopback without
-// a token is not an error, so that probes of /healthz and /readyz work in
-// a container; it closes /status (jobs, commands' outcomes and errors),
-// /metrics (the jobs) and the dashboard instead, since none of them is for
-// the network to read unasked. A token that is present but unreadable or
-// too short is an error.
+// httpConfigFrom reads the credentials: the token file, else
+// ANARCHON_UI_TOKEN, and ANARCHON_UI_USER and ANARCHON_UI_PASSWORD. An
+// address beyond loopback without a token is not an error, so that probes
+// of /healthz and /readyz work in a container; it closes /status (jobs,
+// commands' outcomes and errors), /metrics (the jobs) and the dashboard
+// instead, since none of them is for the network to read unasked. A token
+// that is present but unreadable or too short is an error.
 func httpConfigFrom(rf *runFlags, addr string) (httpConfig, error) {
-	hc := httpConfig{statusOutput: rf.statusOutput}
+	env := anarchonui.AuthFromEnv()
+	hc := httpConfig{statusOutput: rf.statusOutput, user: env.User, password: env.Password}
 	if rf.httpTokenFile != "" {
 		data, err := os.ReadFile(rf.httpTokenFile)
 		if err != nil {
@@ -339,32 +349,16 @@ func httpConfigFrom(rf *runFlags, addr string) (httpConfig, error) {
 		if len(hc.token) < 16 {
 			return hc, fmt.Errorf("--http-token-file %s: the token must be at least 16 characters", rf.httpTokenFile)
 		}
-	}
-	if hc.token == "" {
+	} else if t := strings.TrimSpace(env.Token); t != "" {
 		// One credential guards the whole endpoint: the dashboard's token
 		// serves /status and /metrics too when no token file is given.
-		if t := strings.TrimSpace(os.Getenv("ANARCHON_UI_TOKEN")); t != "" {
-			if len(t) < 16 {
-				return hc, errors.New("ANARCHON_UI_TOKEN: the token must be at least 16 characters")
-			}
-			hc.token = t
+		if len(t) < 16 {
+			return hc, errors.New("ANARCHON_UI_TOKEN: the token must be at least 16 characters")
 		}
+		hc.token = t
 	}
-	hc.locked = hc.token == "" && !loopback(addr)
+	hc.locked = hc.token == "" && !anarchonui.IsLoopback(addr)
 	return hc, nil
-}
-
-// loopback reports whether addr (host:port) binds only loopback.
-func loopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // authorized checks the bearer token, in constant time, and refuses

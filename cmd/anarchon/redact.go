@@ -26,6 +26,22 @@ var userSchemes = map[string]bool{"postgres": true, "postgresql": true, "redis":
 // secretParams are query parameters whose values are credentials.
 var secretParams = []string{"pass", "pwd", "token", "secret", "key", "auth", "cred", "jwt", "seed", "nkey", "sig"}
 
+// secretParam reports whether a query parameter's name, as written or
+// percent-decoded, says its value is a credential. redact and secrets
+// both judge names by it, so that scrub hides every value redact masks.
+func secretParam(name string) bool {
+	n := strings.ToLower(name)
+	if dn, err := url.QueryUnescape(name); err == nil {
+		n = strings.ToLower(dn)
+	}
+	for _, w := range secretParams {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
+}
+
 // redact returns raw with its credentials replaced by "xxxxx": the
 // userinfo (everything between "//" and the last '@', which covers a
 // password holding '@', '/', '?' or '#'), keeping the user name of
@@ -77,19 +93,8 @@ func redactQuery(s string) string {
 	}
 	parts := strings.Split(query, "&")
 	for i, p := range parts {
-		name, _, hasValue := strings.Cut(p, "=")
-		if !hasValue {
-			continue
-		}
-		n := strings.ToLower(name)
-		if dn, err := url.QueryUnescape(name); err == nil {
-			n = strings.ToLower(dn)
-		}
-		for _, w := range secretParams {
-			if strings.Contains(n, w) {
-				parts[i] = name + "=" + mask
-				break
-			}
+		if name, _, hasValue := strings.Cut(p, "="); hasValue && secretParam(name) {
+			parts[i] = name + "=" + mask
 		}
 	}
 	return head + strings.Join(parts, "&") + frag
@@ -130,19 +135,11 @@ func secrets(raw string) []string {
 	}
 	if q := strings.IndexByte(raw, '?'); q >= 0 {
 		for p := range strings.SplitSeq(raw[q+1:], "&") {
-			name, v, has := strings.Cut(p, "=")
-			if !has {
-				continue
-			}
-			n := strings.ToLower(name)
-			for _, w := range secretParams {
-				if strings.Contains(n, w) {
-					if h := strings.IndexByte(v, '#'); h >= 0 {
-						v = v[:h]
-					}
-					add(v)
-					break
+			if name, v, has := strings.Cut(p, "="); has && secretParam(name) {
+				if h := strings.IndexByte(v, '#'); h >= 0 {
+					v = v[:h]
 				}
+				add(v)
 			}
 		}
 	}

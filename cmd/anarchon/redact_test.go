@@ -164,3 +164,15 @@ func FuzzRedact(f *testing.F) {
 		}
 	})
 }
+
+// A parameter whose name is percent-encoded ("%74oken" is "token") is a
+// secret for scrub as it is for redact: both judge names by one rule.
+func TestScrubEncodedParamName(t *testing.T) {
+	raw := "postgres://h/db?%74oken=s3cr3t-value&prefix=x_"
+	if got := redact(raw); strings.Contains(got, "s3cr3t-value") {
+		t.Errorf("redact(%q) = %q", raw, got)
+	}
+	if got := scrub("the server refused s3cr3t-value", raw); strings.Contains(got, "s3cr3t-value") {
+		t.Errorf("scrub = %q: leaks the value", got)
+	}
+}

@@ -246,20 +246,10 @@ func TestReplicasDisagreeSQLite(t *testing.T) {
 }
 
 func TestReplicasDisagreePostgres(t *testing.T) {
-	url := os.Getenv("ANARCHON_TEST_POSTGRES_URL")
-	if url == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("ANARCHON_TEST_POSTGRES_URL is not set (required when CI=true)")
-		}
-		t.Skip("set ANARCHON_TEST_POSTGRES_URL to run two daemons on PostgreSQL")
-	}
+	store := postgresStore(t, "two daemons", "e2e_")
 	if testing.Short() {
 		t.Skip("starts two daemons")
 	}
 	t.Parallel()
-	sep := "?"
-	if strings.Contains(url, "?") {
-		sep = "&"
-	}
-	replicasDisagree(t, url+sep+"prefix=e2e_"+randSuffix()+"_")
+	replicasDisagree(t, store)
 }

@@ -135,3 +135,32 @@ func TestReplicasAgree(t *testing.T) {
 		t.Errorf("replicas %+v differing %v", rep.Replicas, rep.DifferingJobs)
 	}
 }
+
+// TestMetricsFromStoreHistory: the last-success gauge comes from the
+// store's history, so a replica reports a run another replica made; the
+// next-slot gauge is the job's next slot; a job with no failure keeps its
+// last-failure gauge at 0.
+func TestMetricsFromStoreHistory(t *testing.T) {
+	b := membackend.New(nil)
+	const crontab = "# name: j\n0 0 1 1 * true\n"
+	a := startReplica(t, b, "a", crontab)
+	other := startReplica(t, b, "b", crontab)
+	before := time.Now()
+	if _, err := other.RunNow(context.Background(), "j"); err != nil {
+		t.Fatal(err)
+	}
+	jobs, _ := parseTestCrontab(t, crontab)
+	m := newMetrics()
+	m.initJobs(jobs)
+	m.refreshFromStore(context.Background(), &daemon{backend: b, sched: a, jobs: jobs})
+	if v := testutil.ToFloat64(m.lastOK.WithLabelValues("j")); v < float64(before.Add(-time.Second).Unix()) || v > float64(time.Now().Add(time.Second).Unix()) {
+		t.Errorf("last success %v, want the time of b's run (about %d)", v, before.Unix())
+	}
+	if v := testutil.ToFloat64(m.lastFail.WithLabelValues("j")); v != 0 {
+		t.Errorf("last failure %v with no failure", v)
+	}
+	next := time.Date(time.Now().UTC().Year()+1, 1, 1, 0, 0, 0, 0, time.UTC)
+	if v := testutil.ToFloat64(m.nextSlot.WithLabelValues("j")); v != float64(next.Unix()) {
+		t.Errorf("next slot %v, want %d (%v)", v, next.Unix(), next)
+	}
+}

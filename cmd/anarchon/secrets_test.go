@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +14,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/membackend"
 )
 
 // --store-file gives the store URL without the command line; it excludes
@@ -151,6 +156,88 @@ func TestHTTPLockedEndpoints(t *testing.T) {
 		}
 		if want == 403 && (!strings.Contains(string(body), "--http-token-file") || !strings.Contains(string(body), "ANARCHON_UI_TOKEN")) {
 			t.Errorf("GET %s: the 403 does not say how to set a token: %s", path, body)
+		}
+	}
+}
+
+// One token opens every guarded endpoint: the --http-token-file token
+// wins over ANARCHON_UI_TOKEN on the dashboard as on /status and /metrics,
+// and ANARCHON_UI_TOKEN is trimmed alike for all of them.
+func TestHTTPOneToken(t *testing.T) {
+	t.Setenv("ANARCHON_UI_USER", "")
+	t.Setenv("ANARCHON_UI_PASSWORD", "")
+	dir := t.TempDir()
+	ct := writeFile(t, dir, "crontab", "# name: hello\n@daily echo hi\n")
+	g := &globalFlags{store: "sqlite:" + filepath.Join(dir, "a.db"), crontabs: []string{ct}, format: formatAuto}
+	d, err := openForRead(g, os.Stderr, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.close()
+	tf := writeFile(t, dir, "token", "0123456789abcdef-file\n")
+	for _, c := range []struct {
+		name, envToken string
+		rf             runFlags
+		good, bad      string
+	}{
+		{"file and env", "0123456789abcdef-env", runFlags{httpTokenFile: tf}, "0123456789abcdef-file", "0123456789abcdef-env"},
+		{"env with a newline", "0123456789abcdef-env\n", runFlags{}, "0123456789abcdef-env", "0123456789abcdef-file"},
+	} {
+		t.Setenv("ANARCHON_UI_TOKEN", c.envToken)
+		hc, err := httpConfigFrom(&c.rf, "0.0.0.0:0")
+		if err != nil || hc.locked {
+			t.Fatalf("%s: httpConfigFrom: %+v, %v", c.name, hc, err)
+		}
+		srv, err := startHTTP(d, "0.0.0.0:0", hc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, port, _ := net.SplitHostPort(srv.ln.Addr().String())
+		for _, path := range []string{"/status", "/metrics", "/ui/"} {
+			for tok, want := range map[string]int{c.good: 200, c.bad: 401} {
+				req, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1:"+port+path, nil)
+				req.Header.Set("Authorization", "Bearer "+tok)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != want {
+					t.Errorf("%s: GET %s with %q: %d, want %d", c.name, path, tok, resp.StatusCode, want)
+				}
+			}
+		}
+		srv.close(context.Background())
+	}
+}
+
+// The dashboard keeps the store's password off its pages, though it is
+// given the store URL redacted: a run whose error repeats the password
+// shows it masked.
+func TestDashboardHidesStorePassword(t *testing.T) {
+	const pw = "Dash0rdLeak"
+	raw := "postgres://app:" + pw + "@db.example/anarchon"
+	s := anarchon.New(membackend.New(nil), &anarchon.Options{InstanceID: "t", Logger: slog.New(slog.DiscardHandler)})
+	fail := func(context.Context, *anarchon.Run) error { return errors.New("connect " + raw + ": refused") }
+	if err := s.Cron("leaky", "0 0 1 1 *", fail, nil); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := s.RunNow(t.Context(), "leaky"); err != nil || rec.Status != anarchon.StatusError {
+		t.Fatalf("run: %+v, %v; want a failed run", rec, err)
+	}
+	d := &daemon{sched: s, store: redact(raw), rawStore: raw}
+	mux := http.NewServeMux()
+	mountUI(mux, d, "127.0.0.1:0", httpConfig{token: "0123456789abcdef-token"})
+	for _, path := range []string{"/ui/", "/ui/job/leaky"} {
+		r := httptest.NewRequest(http.MethodGet, path, nil)
+		r.Header.Set("Authorization", "Bearer 0123456789abcdef-token")
+		w := httptest.NewRecorder()
+		mux.ServeHTTP(w, r)
+		if w.Code != 200 || strings.Contains(w.Body.String(), pw) {
+			t.Errorf("GET %s: %d, shows the password: %v", path, w.Code, strings.Contains(w.Body.String(), pw))
+		}
+		if path == "/ui/job/leaky" && !strings.Contains(w.Body.String(), "refused") {
+			t.Errorf("GET %s does not show the run's error", path)
 		}
 	}
 }

@@ -17,13 +17,7 @@ func init() { openers["sqlite"] = openSQLite }
 // "sqlite:///abs/path") with the pure-Go driver; "prefix" sets the table
 // prefix. The file is created if absent; its directory must exist.
 func openSQLite(u *url.URL, raw, prefix string) (anarchon.Backend, error) {
-	path := strings.TrimPrefix(raw[len("sqlite:"):], "//")
-	if i := strings.IndexByte(path, '?'); i >= 0 {
-		path = path[:i]
-	}
-	if p, err := url.PathUnescape(path); err == nil {
-		path = p
-	}
+	path := sqlitePath(raw)
 	if path == "" {
 		return nil, &StoreURLError{URL: raw, Code: StoreBadURL, Reason: "no file path: want sqlite:PATH, e.g. sqlite:./anarchon.db"}
 	}
@@ -41,13 +35,7 @@ func sqliteExists(raw string) error {
 	if !strings.HasPrefix(strings.ToLower(raw), "sqlite:") {
 		return nil
 	}
-	path := strings.TrimPrefix(raw[len("sqlite:"):], "//")
-	if i := strings.IndexByte(path, '?'); i >= 0 {
-		path = path[:i]
-	}
-	if p, err := url.PathUnescape(path); err == nil {
-		path = p
-	}
+	path := sqlitePath(raw)
 	if path == "" {
 		return nil // openSQLite reports it
 	}
@@ -55,4 +43,17 @@ func sqliteExists(raw string) error {
 		return &StoreURLError{URL: redact(raw), Code: StoreOpenFailed, Reason: fmt.Sprintf("no store at %s: %v (history and status never create one; \"run\" and \"run-now\" do)", path, err), Err: err}
 	}
 	return nil
+}
+
+// sqlitePath is the file path of an "sqlite:" URL: after "sqlite:" (and
+// "//"), before the query, unescaped.
+func sqlitePath(raw string) string {
+	path := strings.TrimPrefix(raw[len("sqlite:"):], "//")
+	if i := strings.IndexByte(path, '?'); i >= 0 {
+		path = path[:i]
+	}
+	if p, err := url.PathUnescape(path); err == nil {
+		path = p
+	}
+	return path
 }

@@ -18,32 +18,44 @@ import (
 )
 
 // mountUI serves the dashboard (anarchonui) at /ui/ and redirects / to it.
-// Credentials come from ANARCHON_UI_TOKEN, or ANARCHON_UI_USER and
-// ANARCHON_UI_PASSWORD; they are not needed when --http listens on
-// loopback only, and required on any other address: without any, the
-// dashboard answers 403 with lockedMessage.
-// ANARCHON_UI_READONLY=1 hides the actions. The --http-token-file token,
-// if any, is accepted too, so one bearer token opens every endpoint.
+// Its credentials are cfg's (httpConfigFrom): the token, which opens
+// /status and /metrics too, or a user and password. They are not needed
+// when --http listens on loopback only, and required on any other address:
+// without any, the dashboard answers 403 with lockedMessage.
+// ANARCHON_UI_READONLY=1 hides the actions.
 func mountUI(mux *http.ServeMux, d *daemon, addr string, cfg httpConfig) {
-	auth := anarchonui.AuthFromEnv()
-	if auth.Token == "" {
-		auth.Token = cfg.token
-	}
-	if cfg.locked && auth.Token == "" && auth.Password == "" {
+	if cfg.locked && cfg.password == "" {
 		locked := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { refuseLocked(w) })
 		mux.Handle("/ui/", locked)
 		mux.Handle("GET /{$}", locked)
 		return
 	}
-	auth.Required = !anarchonui.IsLoopback(addr)
+	auth := anarchonui.Auth{Token: cfg.token, User: cfg.user, Password: cfg.password, Required: !anarchonui.IsLoopback(addr)}
 	h := anarchonui.Handler(d.sched, &anarchonui.Options{
 		BasePath: "/ui/",
 		Auth:     auth,
 		Store:    d.store,
+		Secrets:  pageSecrets(d.rawStore),
 		ReadOnly: os.Getenv("ANARCHON_UI_READONLY") == "1",
 	})
 	mux.Handle("/ui/", http.StripPrefix("/ui", h))
 	mux.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusFound))
+}
+
+// pageSecrets are the store URL's credentials the dashboard removes from
+// its pages (a store error, a run's error or output may repeat them): the
+// redactor's secrets of minBare characters or more. Options.Store gets the
+// URL redacted already, so the dashboard could not find them there; and it
+// replaces a secret wherever it appears, which would mangle the pages
+// with a shorter one.
+func pageSecrets(rawStore string) []string {
+	var out []string
+	for _, s := range secrets(rawStore) {
+		if len(s) >= minBare {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // otelShutdown flushes the spans of the OTLP exporter, when there is one.
