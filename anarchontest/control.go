@@ -11,12 +11,9 @@ import (
 	"github.com/anarchon/anarchon"
 )
 
-// testControl runs the job control tests of SPEC §12 when the backend
-// implements anarchon.JobControl.
-func testControl(t *testing.T, h Harness, hasLeases bool) {
-	if !probeHas[anarchon.JobControl](t, h) {
-		t.Skip("backend has no anarchon.JobControl")
-	}
+// testControl runs the job control tests of SPEC §12; Run calls it when
+// the backend implements anarchon.JobControl.
+func testControl(t *testing.T, h Harness, hasLeases, hasTriggers bool) {
 	t.Run("State", func(t *testing.T) { t.Parallel(); testControlState(t, h) })
 	t.Run("PausedPlainClaim", func(t *testing.T) { t.Parallel(); testControlPlain(t, h) })
 	if hasLeases {
@@ -25,22 +22,11 @@ func testControl(t *testing.T, h Harness, hasLeases bool) {
 	if h.Reopen != nil {
 		t.Run("Reopen", func(t *testing.T) { t.Parallel(); testControlReopen(t, h) })
 	}
-	if !h.FakeClock && probeHas[anarchon.TriggerStore](t, h) {
+	if !h.FakeClock && hasTriggers {
 		// Schedulers read the real clock; with a fake store clock their
 		// slots and the store's lateness would disagree.
 		t.Run("Schedulers", func(t *testing.T) { t.Parallel(); testControlSchedulers(t, h, hasLeases) })
 	}
-}
-
-// probeHas reports whether a fresh handle has ability T (found with
-// anarchon.As).
-func probeHas[T any](t *testing.T, h Harness) bool {
-	probe := h.New(t, 1)
-	_, has := anarchon.As[T](probe[0])
-	for _, b := range probe {
-		_ = b.Close(t.Context())
-	}
-	return has
 }
 
 func (s *store) ctl(i int) anarchon.JobControl {
@@ -232,15 +218,12 @@ func testControlReopen(t *testing.T, h Harness) {
 	}
 }
 
-// testTriggers runs the trigger tests of SPEC §12 when the backend
-// implements anarchon.TriggerStore.
-func testTriggers(t *testing.T, h Harness) {
-	if !probeHas[anarchon.TriggerStore](t, h) {
-		t.Skip("backend has no anarchon.TriggerStore")
-	}
+// testTriggers runs the trigger tests of SPEC §12; Run calls it when the
+// backend implements anarchon.TriggerStore.
+func testTriggers(t *testing.T, h Harness, hasWatcher bool) {
 	t.Run("Once", func(t *testing.T) { t.Parallel(); testTriggerOnce(t, h) })
 	t.Run("Unknown", func(t *testing.T) { t.Parallel(); testTriggerUnknown(t, h) })
-	if probeHas[anarchon.Watcher](t, h) {
+	if hasWatcher {
 		t.Run("Watch", func(t *testing.T) { t.Parallel(); testTriggerWatch(t, h) })
 	}
 }

@@ -416,8 +416,8 @@ func testRunStore(t *testing.T, h Harness) {
 func testRunClaimTable(t *testing.T, h Harness) {
 	leaseTest(t, h, "Absent", func(t *testing.T, s *store, job string, slot int64) {
 		var before time.Time
-		sc := serverClock(s.b(0))
-		if sc != nil {
+		hasClock := hasAbility[anarchon.ServerClock](s.b(0))
+		if hasClock {
 			before = s.now()
 		}
 		out := s.lclaim(0, rclaim(job, slot, token(), "a", longLease))
@@ -425,7 +425,7 @@ func testRunClaimTable(t *testing.T, h Harness) {
 		if out.Attempt != 1 {
 			t.Errorf("won attempt %d, want 1", out.Attempt)
 		}
-		if sc != nil {
+		if hasClock {
 			after := s.now()
 			lo, hi := before.Add(longLease-50*time.Millisecond), after.Add(longLease+50*time.Millisecond)
 			if out.LeaseUntil.Before(lo) || out.LeaseUntil.After(hi) {
@@ -686,27 +686,13 @@ func testRunRace(t *testing.T, h Harness) {
 	}
 }
 
-// watcher finds the Watcher of handle b: its RunStore's first, then the
-// backend's, as the scheduler looks for it.
-func watcherOf(b anarchon.Backend) anarchon.Watcher {
-	if lb, ok := b.(anarchon.LeaseBackend); ok {
-		if w, ok := lb.Runs().(anarchon.Watcher); ok {
-			return w
-		}
-	}
-	if w, ok := b.(anarchon.Watcher); ok {
-		return w
-	}
-	return nil
-}
-
 // testWatch: a Release and a Finish made on one handle wake a watcher on
 // another within watchWait. Changes made after WatchRuns returned must be
 // delivered.
 func testWatch(t *testing.T, h Harness) {
 	s := open(t, h, 2)
-	w := watcherOf(s.b(1))
-	if w == nil {
+	w, ok := anarchon.As[anarchon.Watcher](s.b(1))
+	if !ok {
 		t.Skip("backend has no anarchon.Watcher")
 	}
 	if _, ok := s.b(0).(anarchon.LeaseBackend); !ok {
@@ -769,8 +755,8 @@ func testWatch(t *testing.T, h Harness) {
 // seconds of this machine's.
 func testServerClock(t *testing.T, h Harness) {
 	s := open(t, h, 1)
-	sc := serverClock(s.b(0))
-	if sc == nil {
+	sc, ok := anarchon.As[anarchon.ServerClock](s.b(0))
+	if !ok {
 		t.Skip("backend has no anarchon.ServerClock")
 	}
 	st, err := sc.ServerTime(s.ctx)

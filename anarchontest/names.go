@@ -92,8 +92,8 @@ func testNames(t *testing.T, h Harness, hasLeases bool) {
 		t.Run("AtLimit/Watch", func(t *testing.T) {
 			t.Parallel()
 			s := open(t, h, 2)
-			w := watcherOf(s.b(1))
-			if w == nil {
+			w, ok := anarchon.As[anarchon.Watcher](s.b(1))
+			if !ok {
 				t.Skip("backend has no anarchon.Watcher")
 			}
 			job := limitName()
