@@ -251,8 +251,8 @@ func testClose(t *testing.T, h Harness, hasLeases bool) {
 	slot := baseSlot()
 	b := s.b(0)
 	var rs anarchon.RunStore
-	if lb, ok := b.(anarchon.LeaseBackend); ok && hasLeases {
-		rs = lb.Runs()
+	if hasLeases {
+		rs = s.rs(0)
 	}
 	if err := b.Close(s.ctx); err != nil {
 		t.Fatalf("Close: %v", err)

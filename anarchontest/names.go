@@ -99,7 +99,7 @@ func testNames(t *testing.T, h Harness, hasLeases bool) {
 			job := limitName()
 			s.prepare(job, 10)
 			slot := baseSlot()
-			ctx, cancel := context.WithCancel(t.Context())
+			ctx, cancel := context.WithCancel(s.ctx)
 			defer cancel()
 			ch, err := w.WatchRuns(ctx)
 			if err != nil {

@@ -51,14 +51,14 @@ func (s *store) reg(i int) anarchon.InstanceRegistry {
 
 func (s *store) register(i int, info anarchon.InstanceInfo, ttl time.Duration) {
 	s.t.Helper()
-	if err := s.reg(i).RegisterInstance(s.t.Context(), info, ttl); err != nil {
+	if err := s.reg(i).RegisterInstance(s.ctx, info, ttl); err != nil {
 		s.t.Fatalf("handle %d: RegisterInstance(%q, %v): %v", i%len(s.bs), info.ID, ttl, err)
 	}
 }
 
 func (s *store) instances(i int) []anarchon.InstanceRecord {
 	s.t.Helper()
-	recs, err := s.reg(i).Instances(s.t.Context())
+	recs, err := s.reg(i).Instances(s.ctx)
 	if err != nil {
 		s.t.Fatalf("handle %d: Instances: %v", i%len(s.bs), err)
 	}
@@ -351,7 +351,7 @@ func testRegistryDeregister(t *testing.T, h Harness) {
 	s.register(0, info, longLease)
 	s.register(0, other, longLease)
 	first := mustFind(t, s.instances(1), info.ID)
-	if err := s.reg(1).DeregisterInstance(t.Context(), info.ID); err != nil {
+	if err := s.reg(1).DeregisterInstance(s.ctx, info.ID); err != nil {
 		t.Fatalf("DeregisterInstance(%q): %v", info.ID, err)
 	}
 	after := s.now()
@@ -372,10 +372,10 @@ func testRegistryDeregister(t *testing.T, h Harness) {
 	if o := mustFind(t, recs, other.ID); o.State != anarchon.InstanceLive {
 		t.Fatalf("deregistering %q changed %q to %q", info.ID, other.ID, o.State)
 	}
-	if err := s.reg(0).DeregisterInstance(t.Context(), "never-registered-"+randHex(4)); err != nil {
+	if err := s.reg(0).DeregisterInstance(s.ctx, "never-registered-"+randHex(4)); err != nil {
 		t.Fatalf("DeregisterInstance of an unknown ID: %v", err)
 	}
-	if err := s.reg(0).DeregisterInstance(t.Context(), info.ID); err != nil {
+	if err := s.reg(0).DeregisterInstance(s.ctx, info.ID); err != nil {
 		t.Fatalf("DeregisterInstance repeated: %v", err)
 	}
 	if got := len(s.instances(1)); got != 2 {
@@ -400,7 +400,7 @@ func testRegistryMany(t *testing.T, h Harness) {
 		wg.Go(func() {
 			info := sampleInfo(want[i])
 			info.PID = i
-			if err := s.reg(i).RegisterInstance(t.Context(), info, longLease); err != nil {
+			if err := s.reg(i).RegisterInstance(s.ctx, info, longLease); err != nil {
 				errs <- fmt.Errorf("RegisterInstance(%q): %w", info.ID, err)
 			}
 		})
@@ -427,11 +427,11 @@ func testRegistryMany(t *testing.T, h Harness) {
 func testRegistryBadInput(t *testing.T, h Harness) {
 	s := open(t, h, 1)
 	r := s.reg(0)
-	if err := r.RegisterInstance(t.Context(), anarchon.InstanceInfo{}, time.Minute); err == nil {
+	if err := r.RegisterInstance(s.ctx, anarchon.InstanceInfo{}, time.Minute); err == nil {
 		t.Error("RegisterInstance with an empty ID succeeded")
 	}
 	for _, ttl := range []time.Duration{0, -time.Second, time.Microsecond} {
-		if err := r.RegisterInstance(t.Context(), sampleInfo("bad-"+randHex(4)), ttl); err == nil {
+		if err := r.RegisterInstance(s.ctx, sampleInfo("bad-"+randHex(4)), ttl); err == nil {
 			t.Errorf("RegisterInstance with TTL %v succeeded", ttl)
 		}
 	}
@@ -445,16 +445,16 @@ func testRegistryBadInput(t *testing.T, h Harness) {
 func testRegistryClosed(t *testing.T, h Harness) {
 	s := open(t, h, 1)
 	r := s.reg(0)
-	if err := s.b(0).Close(t.Context()); err != nil {
+	if err := s.b(0).Close(s.ctx); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	if err := r.RegisterInstance(t.Context(), sampleInfo("closed"), time.Minute); !errors.Is(err, anarchon.ErrClosed) {
+	if err := r.RegisterInstance(s.ctx, sampleInfo("closed"), time.Minute); !errors.Is(err, anarchon.ErrClosed) {
 		t.Errorf("RegisterInstance after Close = %v, want ErrClosed", err)
 	}
-	if err := r.DeregisterInstance(t.Context(), "closed"); !errors.Is(err, anarchon.ErrClosed) {
+	if err := r.DeregisterInstance(s.ctx, "closed"); !errors.Is(err, anarchon.ErrClosed) {
 		t.Errorf("DeregisterInstance after Close = %v, want ErrClosed", err)
 	}
-	if _, err := r.Instances(t.Context()); !errors.Is(err, anarchon.ErrClosed) {
+	if _, err := r.Instances(s.ctx); !errors.Is(err, anarchon.ErrClosed) {
 		t.Errorf("Instances after Close = %v, want ErrClosed", err)
 	}
 }
@@ -467,7 +467,7 @@ func testRegistryRetention(t *testing.T, h Harness) {
 	stopped := sampleInfo("stopped-" + randHex(4))
 	s.register(0, dead, time.Second)
 	s.register(0, stopped, time.Hour)
-	if err := s.reg(0).DeregisterInstance(t.Context(), stopped.ID); err != nil {
+	if err := s.reg(0).DeregisterInstance(s.ctx, stopped.ID); err != nil {
 		t.Fatal(err)
 	}
 	h.Sleep(time.Hour)
