@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/anarchon/anarchon"
 )
@@ -363,18 +362,7 @@ func testTriggerWatch(t *testing.T, h Harness) {
 	if _, err := s.trig(0).RequestTrigger(s.ctx, anarchon.TriggerInput{Job: job, Key: "k"}); err != nil {
 		t.Fatal(err)
 	}
-	timeout := time.After(watchWait)
-	for {
-		select {
-		case ev, ok := <-ch:
-			if !ok {
-				t.Fatal("watch closed before the event")
-			}
-			if ev.Kind == anarchon.RunTriggered && ev.Job == job {
-				return
-			}
-		case <-timeout:
-			t.Fatalf("no RunTriggered event for %q within %v", job, watchWait)
-		}
-	}
+	awaitEvent(t, ch, fmt.Sprintf("RunTriggered event for %q", job), func(ev anarchon.RunEvent) bool {
+		return ev.Kind == anarchon.RunTriggered && ev.Job == job
+	})
 }
