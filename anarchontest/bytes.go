@@ -60,8 +60,8 @@ func testBytes(t *testing.T, h Harness, hasLeases bool) {
 	t.Run("FinishResult", func(t *testing.T) {
 		t.Parallel()
 		s := open(t, h, 1)
-		f, ok := anarchon.As[anarchon.ResultFinisher](s.b(0))
-		if !ok {
+		f := s.finisher(0)
+		if f == nil {
 			t.Skip("the backend has no ResultFinisher")
 		}
 		job := jobName("bytes-lease")

@@ -135,37 +135,46 @@ func testClaims(t *testing.T, h Harness) {
 	})
 	t.Run("OddJobName", func(t *testing.T) {
 		t.Parallel()
-		s := open(t, h, 2)
 		job := oddJobName()
-		other := job[:len(job)-2] + "ê" // same length in runes, differs at the end
-		s.prepare(job, 10)
-		s.prepare(other, 10)
-		slot := baseSlot()
-		tok := token()
-		if !s.claim(0, input(job, slot, tok, "a")) {
-			t.Fatal("first claim lost")
-		}
-		if s.claim(1, input(job, slot, token(), "b")) {
-			t.Error("another token won a claimed slot")
-		}
-		if !s.claim(1, input(job, slot, tok, "a")) {
-			t.Error("repeat with the winning token lost")
-		}
-		if !s.claim(1, input(other, slot, token(), "b")) {
-			t.Error("a job whose name differs in its last character shares claims")
-		}
-		s.save(0, job, anarchon.StoredResult{Slot: slot, Token: tok, InstanceID: "a", Attempt: 1, Status: anarchon.StatusSuccess}, 10, 0)
-		recs := s.history(1, job, 0)
-		if len(recs) != 1 {
-			t.Fatalf("History: %d records, want 1", len(recs))
-		}
-		if recs[0].Job != job {
-			t.Errorf("History: Job = %q, want %q", recs[0].Job, job)
-		}
-		if recs[0].Status != anarchon.StatusSuccess || recs[0].Token != tok {
-			t.Errorf("History: status %q token %q, want %q %q", recs[0].Status, recs[0].Token, anarchon.StatusSuccess, tok)
-		}
+		checkNameClaims(t, open(t, h, 2), job, job[:len(job)-2]+"ê") // same length in runes, differs at the end
 	})
+}
+
+// checkNameClaims runs plain claims and history of job, and claims of
+// other, a name that differs from job only at its end, on a 2-handle
+// store: the two share nothing, and history returns job as given.
+func checkNameClaims(t *testing.T, s *store, job, other string) {
+	t.Helper()
+	s.prepare(job, 10)
+	s.prepare(other, 10)
+	slot := baseSlot()
+	tok := token()
+	if !s.claim(0, input(job, slot, tok, "a")) {
+		t.Fatal("first claim lost")
+	}
+	if s.claim(1, input(job, slot, token(), "b")) {
+		t.Error("another token won a claimed slot")
+	}
+	if !s.claim(1, input(job, slot, tok, "a")) {
+		t.Error("repeat with the winning token lost")
+	}
+	if !s.claim(1, input(other, slot, token(), "b")) {
+		t.Error("a job whose name differs in its last character shares claims")
+	}
+	s.save(0, job, anarchon.StoredResult{Slot: slot, Token: tok, InstanceID: "a", Attempt: 1, Status: anarchon.StatusSuccess}, 10, 0)
+	recs := s.history(1, job, 0)
+	if len(recs) != 1 {
+		t.Fatalf("History: %d records, want 1", len(recs))
+	}
+	if recs[0].Job != job {
+		t.Errorf("History: Job = %s (%d bytes), want %s (%d bytes)", quote(recs[0].Job), len(recs[0].Job), quote(job), len(job))
+	}
+	if recs[0].Status != anarchon.StatusSuccess || recs[0].Token != tok {
+		t.Errorf("History: status %q token %q, want %q %q", recs[0].Status, recs[0].Token, anarchon.StatusSuccess, tok)
+	}
+	if recs := s.history(0, other, 0); len(recs) != 1 || recs[0].Job != other {
+		t.Errorf("History of the other name: %d records, want 1 of that name", len(recs))
+	}
 }
 
 // testClaimRace: h.Racers goroutines over h.Handles handles claim the same
@@ -251,8 +260,8 @@ func testClose(t *testing.T, h Harness, hasLeases bool) {
 	slot := baseSlot()
 	b := s.b(0)
 	var rs anarchon.RunStore
-	if lb, ok := b.(anarchon.LeaseBackend); ok && hasLeases {
-		rs = lb.Runs()
+	if hasLeases {
+		rs = s.rs(0)
 	}
 	if err := b.Close(s.ctx); err != nil {
 		t.Fatalf("Close: %v", err)

@@ -6,17 +6,13 @@ import (
 	"fmt"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/anarchon/anarchon"
 )
 
-// testControl runs the job control tests of SPEC §12 when the backend
-// implements anarchon.JobControl.
-func testControl(t *testing.T, h Harness, hasLeases bool) {
-	if !probeHas[anarchon.JobControl](t, h) {
-		t.Skip("backend has no anarchon.JobControl")
-	}
+// testControl runs the job control tests of SPEC §12; Run calls it when
+// the backend implements anarchon.JobControl.
+func testControl(t *testing.T, h Harness, hasLeases, hasTriggers bool) {
 	t.Run("State", func(t *testing.T) { t.Parallel(); testControlState(t, h) })
 	t.Run("PausedPlainClaim", func(t *testing.T) { t.Parallel(); testControlPlain(t, h) })
 	if hasLeases {
@@ -25,22 +21,11 @@ func testControl(t *testing.T, h Harness, hasLeases bool) {
 	if h.Reopen != nil {
 		t.Run("Reopen", func(t *testing.T) { t.Parallel(); testControlReopen(t, h) })
 	}
-	if !h.FakeClock && probeHas[anarchon.TriggerStore](t, h) {
+	if !h.FakeClock && hasTriggers {
 		// Schedulers read the real clock; with a fake store clock their
 		// slots and the store's lateness would disagree.
 		t.Run("Schedulers", func(t *testing.T) { t.Parallel(); testControlSchedulers(t, h, hasLeases) })
 	}
-}
-
-// probeHas reports whether a fresh handle has ability T (found with
-// anarchon.As).
-func probeHas[T any](t *testing.T, h Harness) bool {
-	probe := h.New(t, 1)
-	_, has := anarchon.As[T](probe[0])
-	for _, b := range probe {
-		_ = b.Close(t.Context())
-	}
-	return has
 }
 
 func (s *store) ctl(i int) anarchon.JobControl {
@@ -54,7 +39,7 @@ func (s *store) ctl(i int) anarchon.JobControl {
 
 func (s *store) setPaused(i int, in anarchon.PauseInput) anarchon.JobState {
 	s.t.Helper()
-	st, err := s.ctl(i).SetPaused(s.t.Context(), in)
+	st, err := s.ctl(i).SetPaused(s.ctx, in)
 	if err != nil {
 		s.t.Fatalf("handle %d: SetPaused(%+v): %v", i%len(s.bs), in, err)
 	}
@@ -63,7 +48,7 @@ func (s *store) setPaused(i int, in anarchon.PauseInput) anarchon.JobState {
 
 func (s *store) jobState(i int, job string) anarchon.JobState {
 	s.t.Helper()
-	st, err := s.ctl(i).JobState(s.t.Context(), job)
+	st, err := s.ctl(i).JobState(s.ctx, job)
 	if err != nil {
 		s.t.Fatalf("handle %d: JobState(%q): %v", i%len(s.bs), job, err)
 	}
@@ -91,7 +76,7 @@ func testControlState(t *testing.T, h Harness) {
 	if !got.Paused || got.By != "ops" || got.Reason != "maintenance ✓" || !sameMs(got.At, set.At) {
 		t.Errorf("JobState on another handle = %+v, want %+v", got, set)
 	}
-	sts, err := s.ctl(1).JobStates(t.Context())
+	sts, err := s.ctl(1).JobStates(s.ctx)
 	if err != nil {
 		t.Fatalf("JobStates: %v", err)
 	}
@@ -106,7 +91,7 @@ func testControlState(t *testing.T, h Harness) {
 	if got := s.jobState(0, job); got.Paused || got.By != "dev" || !sameMs(got.At, res.At) {
 		t.Errorf("after resume JobState = %+v, want not paused, by dev", got)
 	}
-	if _, err := s.ctl(0).SetPaused(t.Context(), anarchon.PauseInput{Paused: true}); err == nil {
+	if _, err := s.ctl(0).SetPaused(s.ctx, anarchon.PauseInput{Paused: true}); err == nil {
 		t.Error("SetPaused with an empty job name succeeded")
 	}
 }
@@ -208,16 +193,16 @@ func testControlReopen(t *testing.T, h Harness) {
 	ts, hasTriggers := anarchon.As[anarchon.TriggerStore](s.b(0))
 	if hasTriggers {
 		var err error
-		if req, err = ts.RequestTrigger(t.Context(), anarchon.TriggerInput{Job: job, Key: "k1", By: "cli"}); err != nil {
+		if req, err = ts.RequestTrigger(s.ctx, anarchon.TriggerInput{Job: job, Key: "k1", By: "cli"}); err != nil {
 			t.Fatalf("RequestTrigger: %v", err)
 		}
 	}
-	if err := s.b(0).Close(t.Context()); err != nil {
+	if err := s.b(0).Close(s.ctx); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
 	nb := h.Reopen(t, s.b(0))
 	s.bs[0] = nb
-	if err := nb.Init(t.Context()); err != nil {
+	if err := nb.Init(s.ctx); err != nil {
 		t.Fatalf("Init after reopen: %v", err)
 	}
 	if got := s.jobState(0, job); !got.Paused || got.Reason != "kept" || !sameMs(got.At, set.At) {
@@ -225,22 +210,19 @@ func testControlReopen(t *testing.T, h Harness) {
 	}
 	if hasTriggers {
 		ts, _ := anarchon.As[anarchon.TriggerStore](nb)
-		got, err := ts.LookupTrigger(t.Context(), job, "k1")
+		got, err := ts.LookupTrigger(s.ctx, job, "k1")
 		if err != nil || got.State != anarchon.TriggerPending || got.By != "cli" || !sameMs(got.RequestedAt, req.RequestedAt) {
 			t.Errorf("LookupTrigger after reopen = %+v, %v; want %+v", got, err, req)
 		}
 	}
 }
 
-// testTriggers runs the trigger tests of SPEC §12 when the backend
-// implements anarchon.TriggerStore.
-func testTriggers(t *testing.T, h Harness) {
-	if !probeHas[anarchon.TriggerStore](t, h) {
-		t.Skip("backend has no anarchon.TriggerStore")
-	}
+// testTriggers runs the trigger tests of SPEC §12; Run calls it when the
+// backend implements anarchon.TriggerStore.
+func testTriggers(t *testing.T, h Harness, hasWatcher bool) {
 	t.Run("Once", func(t *testing.T) { t.Parallel(); testTriggerOnce(t, h) })
 	t.Run("Unknown", func(t *testing.T) { t.Parallel(); testTriggerUnknown(t, h) })
-	if probeHas[anarchon.Watcher](t, h) {
+	if hasWatcher {
 		t.Run("Watch", func(t *testing.T) { t.Parallel(); testTriggerWatch(t, h) })
 	}
 }
@@ -268,7 +250,7 @@ func testTriggerOnce(t *testing.T, h Harness) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			reqs[i], errs[i] = s.trig(i).RequestTrigger(t.Context(), anarchon.TriggerInput{Job: job, Key: key, By: fmt.Sprintf("c%d", i)})
+			reqs[i], errs[i] = s.trig(i).RequestTrigger(s.ctx, anarchon.TriggerInput{Job: job, Key: key, By: fmt.Sprintf("c%d", i)})
 		})
 	}
 	wg.Wait()
@@ -280,7 +262,7 @@ func testTriggerOnce(t *testing.T, h Harness) {
 			t.Errorf("requests answered differently: %+v and %+v", reqs[0], reqs[i])
 		}
 	}
-	pending, err := s.trig(1).PendingTriggers(t.Context())
+	pending, err := s.trig(1).PendingTriggers(s.ctx)
 	if err != nil {
 		t.Fatalf("PendingTriggers: %v", err)
 	}
@@ -290,7 +272,7 @@ func testTriggerOnce(t *testing.T, h Harness) {
 	won := make([]bool, n)
 	for i := range n {
 		wg.Go(func() {
-			won[i], errs[i] = s.trig(i).ClaimTrigger(t.Context(), anarchon.ClaimTriggerInput{Job: job, Key: key, Token: fmt.Sprintf("tok-%d", i), InstanceID: fmt.Sprintf("i%d", i%3)})
+			won[i], errs[i] = s.trig(i).ClaimTrigger(s.ctx, anarchon.ClaimTriggerInput{Job: job, Key: key, Token: fmt.Sprintf("tok-%d", i), InstanceID: fmt.Sprintf("i%d", i%3)})
 		})
 	}
 	wg.Wait()
@@ -310,30 +292,30 @@ func testTriggerOnce(t *testing.T, h Harness) {
 		t.Fatal("no token won the request")
 	}
 	tok := fmt.Sprintf("tok-%d", winner)
-	if ok, err := s.trig(winner+1).ClaimTrigger(t.Context(), anarchon.ClaimTriggerInput{Job: job, Key: key, Token: tok, InstanceID: "ix"}); err != nil || !ok {
+	if ok, err := s.trig(winner+1).ClaimTrigger(s.ctx, anarchon.ClaimTriggerInput{Job: job, Key: key, Token: tok, InstanceID: "ix"}); err != nil || !ok {
 		t.Errorf("repeat of the winning claim = %v, %v; want true", ok, err)
 	}
-	if pending, _ := s.trig(2).PendingTriggers(t.Context()); countTrigger(pending, job, key) != 0 {
+	if pending, _ := s.trig(2).PendingTriggers(s.ctx); countTrigger(pending, job, key) != 0 {
 		t.Error("a claimed request is still pending")
 	}
-	rec, err := s.trig(0).LookupTrigger(t.Context(), job, key)
+	rec, err := s.trig(0).LookupTrigger(s.ctx, job, key)
 	if err != nil || rec.State != anarchon.TriggerRunning || rec.Token != tok {
 		t.Errorf("LookupTrigger while running = %+v, %v", rec, err)
 	}
 	// A finish by another token changes nothing.
-	if err := s.trig(1).FinishTrigger(t.Context(), anarchon.FinishTriggerInput{Job: job, Key: key, Token: "not-it", Status: anarchon.StatusSuccess}); err != nil {
+	if err := s.trig(1).FinishTrigger(s.ctx, anarchon.FinishTriggerInput{Job: job, Key: key, Token: "not-it", Status: anarchon.StatusSuccess}); err != nil {
 		t.Fatalf("FinishTrigger other token: %v", err)
 	}
-	if err := s.trig(1).FinishTrigger(t.Context(), anarchon.FinishTriggerInput{Job: job, Key: key, Token: tok, Slot: 1234, Status: anarchon.StatusError, Error: "exit 3"}); err != nil {
+	if err := s.trig(1).FinishTrigger(s.ctx, anarchon.FinishTriggerInput{Job: job, Key: key, Token: tok, Slot: 1234, Status: anarchon.StatusError, Error: "exit 3"}); err != nil {
 		t.Fatalf("FinishTrigger: %v", err)
 	}
-	rec, err = s.trig(2).LookupTrigger(t.Context(), job, key)
+	rec, err = s.trig(2).LookupTrigger(s.ctx, job, key)
 	if err != nil || rec.State != anarchon.TriggerDone || rec.Status != anarchon.StatusError || rec.Error != "exit 3" || rec.Slot != 1234 ||
 		rec.Token != tok || rec.By != reqs[0].By || rec.FinishedAt.IsZero() {
 		t.Errorf("LookupTrigger when done = %+v, %v", rec, err)
 	}
 	// A request of a done key is the done record, not a new request.
-	again, err := s.trig(0).RequestTrigger(t.Context(), anarchon.TriggerInput{Job: job, Key: key, By: "late"})
+	again, err := s.trig(0).RequestTrigger(s.ctx, anarchon.TriggerInput{Job: job, Key: key, By: "late"})
 	if err != nil || again.State != anarchon.TriggerDone {
 		t.Errorf("RequestTrigger of a done key = %+v, %v; want the done record", again, err)
 	}
@@ -354,13 +336,13 @@ func countTrigger(recs []anarchon.TriggerRecord, job, key string) int {
 func testTriggerUnknown(t *testing.T, h Harness) {
 	s := open(t, h, 1)
 	job := jobName("trig-unknown")
-	if _, err := s.trig(0).LookupTrigger(t.Context(), job, "nope"); !errors.Is(err, anarchon.ErrNotFound) {
+	if _, err := s.trig(0).LookupTrigger(s.ctx, job, "nope"); !errors.Is(err, anarchon.ErrNotFound) {
 		t.Errorf("LookupTrigger unknown = %v, want ErrNotFound", err)
 	}
-	if ok, err := s.trig(0).ClaimTrigger(t.Context(), anarchon.ClaimTriggerInput{Job: job, Key: "nope", Token: "t", InstanceID: "i"}); err != nil || ok {
+	if ok, err := s.trig(0).ClaimTrigger(s.ctx, anarchon.ClaimTriggerInput{Job: job, Key: "nope", Token: "t", InstanceID: "i"}); err != nil || ok {
 		t.Errorf("ClaimTrigger unknown = %v, %v; want false", ok, err)
 	}
-	if _, err := s.trig(0).RequestTrigger(t.Context(), anarchon.TriggerInput{Job: job}); err == nil {
+	if _, err := s.trig(0).RequestTrigger(s.ctx, anarchon.TriggerInput{Job: job}); err == nil {
 		t.Error("RequestTrigger with an empty key succeeded")
 	}
 }
@@ -371,27 +353,16 @@ func testTriggerWatch(t *testing.T, h Harness) {
 	s := open(t, h, 2)
 	job := jobName("trig-watch")
 	w, _ := anarchon.As[anarchon.Watcher](s.b(1))
-	ctx, cancel := context.WithCancel(t.Context())
+	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
 	ch, err := w.WatchRuns(ctx)
 	if err != nil {
 		t.Fatalf("WatchRuns: %v", err)
 	}
-	if _, err := s.trig(0).RequestTrigger(t.Context(), anarchon.TriggerInput{Job: job, Key: "k"}); err != nil {
+	if _, err := s.trig(0).RequestTrigger(s.ctx, anarchon.TriggerInput{Job: job, Key: "k"}); err != nil {
 		t.Fatal(err)
 	}
-	timeout := time.After(watchWait)
-	for {
-		select {
-		case ev, ok := <-ch:
-			if !ok {
-				t.Fatal("watch closed before the event")
-			}
-			if ev.Kind == anarchon.RunTriggered && ev.Job == job {
-				return
-			}
-		case <-timeout:
-			t.Fatalf("no RunTriggered event for %q within %v", job, watchWait)
-		}
-	}
+	awaitEvent(t, ch, fmt.Sprintf("RunTriggered event for %q", job), func(ev anarchon.RunEvent) bool {
+		return ev.Kind == anarchon.RunTriggered && ev.Job == job
+	})
 }

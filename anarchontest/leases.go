@@ -390,34 +390,47 @@ func testRunStore(t *testing.T, h Harness) {
 	})
 	t.Run("OddJobName", func(t *testing.T) {
 		t.Parallel()
-		s := open(t, h, 2)
-		job := oddJobName()
-		s.prepare(job, 10)
-		slot := baseSlot()
-		a := token()
-		want(t, "claim", s.lclaim(0, rclaim(job, slot, a, "a", longLease)), anarchon.OutcomeWon)
-		want(t, "second claim", s.lclaim(1, rclaim(job, slot, token(), "b", longLease)), anarchon.OutcomeRunning)
-		if runs := s.active(1, job); len(runs) != 1 || runs[0].Token != a {
-			t.Errorf("Active: %+v, want the one run of token %s", runs, a)
-		}
-		if !s.finish(1, job, slot, a, anarchon.StatusSuccess) {
-			t.Error("Finish returned false")
-		}
-		want(t, "claim after finish", s.lclaim(0, rclaim(job, slot, token(), "c", longLease)), anarchon.OutcomeDone)
-		for _, r := range s.history(1, job, 0) {
-			if r.Job != job {
-				t.Errorf("History: Job = %q, want %q", r.Job, job)
-			}
-		}
+		checkNameRuns(t, open(t, h, 2), oddJobName())
 	})
+}
+
+// checkNameRuns runs a lease run of job through claim, heartbeat, Active
+// and Finish on a 2-handle store, and checks that history returns job as
+// given.
+func checkNameRuns(t *testing.T, s *store, job string) {
+	t.Helper()
+	s.prepare(job, 10)
+	slot := baseSlot()
+	a := token()
+	want(t, "claim", s.lclaim(0, rclaim(job, slot, a, "a", longLease)), anarchon.OutcomeWon)
+	want(t, "second claim", s.lclaim(1, rclaim(job, slot, token(), "b", longLease)), anarchon.OutcomeRunning)
+	if !s.heartbeat(1, job, slot, a, longLease) {
+		t.Error("Heartbeat returned false")
+	}
+	if runs := s.active(1, job); len(runs) != 1 || runs[0].Token != a {
+		t.Errorf("Active: %+v, want the one run of token %s", runs, a)
+	}
+	if !s.finish(1, job, slot, a, anarchon.StatusSuccess) {
+		t.Error("Finish returned false")
+	}
+	want(t, "claim after finish", s.lclaim(0, rclaim(job, slot, token(), "c", longLease)), anarchon.OutcomeDone)
+	recs := s.history(1, job, 0)
+	if len(recs) == 0 {
+		t.Fatal("History: no record")
+	}
+	for _, r := range recs {
+		if r.Job != job {
+			t.Errorf("History: Job = %s (%d bytes), want %s (%d bytes)", quote(r.Job), len(r.Job), quote(job), len(job))
+		}
+	}
 }
 
 // testRunClaimTable has one subtest per row of SPEC §6's claim table.
 func testRunClaimTable(t *testing.T, h Harness) {
 	leaseTest(t, h, "Absent", func(t *testing.T, s *store, job string, slot int64) {
 		var before time.Time
-		sc := serverClock(s.b(0))
-		if sc != nil {
+		hasClock := hasAbility[anarchon.ServerClock](s.b(0))
+		if hasClock {
 			before = s.now()
 		}
 		out := s.lclaim(0, rclaim(job, slot, token(), "a", longLease))
@@ -425,7 +438,7 @@ func testRunClaimTable(t *testing.T, h Harness) {
 		if out.Attempt != 1 {
 			t.Errorf("won attempt %d, want 1", out.Attempt)
 		}
-		if sc != nil {
+		if hasClock {
 			after := s.now()
 			lo, hi := before.Add(longLease-50*time.Millisecond), after.Add(longLease+50*time.Millisecond)
 			if out.LeaseUntil.Before(lo) || out.LeaseUntil.After(hi) {
@@ -686,18 +699,25 @@ func testRunRace(t *testing.T, h Harness) {
 	}
 }
 
-// watcher finds the Watcher of handle b: its RunStore's first, then the
-// backend's, as the scheduler looks for it.
-func watcherOf(b anarchon.Backend) anarchon.Watcher {
-	if lb, ok := b.(anarchon.LeaseBackend); ok {
-		if w, ok := lb.Runs().(anarchon.Watcher); ok {
-			return w
+// awaitEvent reads ch until an event that match accepts, failing t if ch
+// closes first or none comes within watchWait. what names the event.
+func awaitEvent(t *testing.T, ch <-chan anarchon.RunEvent, what string, match func(anarchon.RunEvent) bool) {
+	t.Helper()
+	timer := time.NewTimer(watchWait)
+	defer timer.Stop()
+	for {
+		select {
+		case ev, ok := <-ch:
+			if !ok {
+				t.Fatalf("watch channel closed while waiting for the %s", what)
+			}
+			if match(ev) {
+				return
+			}
+		case <-timer.C:
+			t.Fatalf("no %s within %v", what, watchWait)
 		}
 	}
-	if w, ok := b.(anarchon.Watcher); ok {
-		return w
-	}
-	return nil
 }
 
 // testWatch: a Release and a Finish made on one handle wake a watcher on
@@ -705,8 +725,8 @@ func watcherOf(b anarchon.Backend) anarchon.Watcher {
 // delivered.
 func testWatch(t *testing.T, h Harness) {
 	s := open(t, h, 2)
-	w := watcherOf(s.b(1))
-	if w == nil {
+	w, ok := anarchon.As[anarchon.Watcher](s.b(1))
+	if !ok {
 		t.Skip("backend has no anarchon.Watcher")
 	}
 	if _, ok := s.b(0).(anarchon.LeaseBackend); !ok {
@@ -723,21 +743,9 @@ func testWatch(t *testing.T, h Harness) {
 	}
 	await := func(what string, kind anarchon.RunEventKind) {
 		t.Helper()
-		timer := time.NewTimer(watchWait)
-		defer timer.Stop()
-		for {
-			select {
-			case ev, ok := <-ch:
-				if !ok {
-					t.Fatalf("watch channel closed while waiting for %s", what)
-				}
-				if ev.Job == job && ev.Slot == slot && ev.Kind == kind {
-					return
-				}
-			case <-timer.C:
-				t.Fatalf("no %s event for job %q slot %d within %v", what, job, slot, watchWait)
-			}
-		}
+		awaitEvent(t, ch, fmt.Sprintf("%s event for job %q slot %d", what, job, slot), func(ev anarchon.RunEvent) bool {
+			return ev.Job == job && ev.Slot == slot && ev.Kind == kind
+		})
 	}
 	a, b := token(), token()
 	want(t, "claim", s.lclaim(0, rclaim(job, slot, a, "a", longLease)), anarchon.OutcomeWon)
@@ -769,8 +777,8 @@ func testWatch(t *testing.T, h Harness) {
 // seconds of this machine's.
 func testServerClock(t *testing.T, h Harness) {
 	s := open(t, h, 1)
-	sc := serverClock(s.b(0))
-	if sc == nil {
+	sc, ok := anarchon.As[anarchon.ServerClock](s.b(0))
+	if !ok {
 		t.Skip("backend has no anarchon.ServerClock")
 	}
 	st, err := sc.ServerTime(s.ctx)

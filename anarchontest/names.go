@@ -3,6 +3,7 @@ package anarchontest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -30,76 +31,25 @@ func limitName() string {
 func testNames(t *testing.T, h Harness, hasLeases bool) {
 	t.Run("AtLimit/Claim", func(t *testing.T) {
 		t.Parallel()
-		s := open(t, h, 2)
 		job := limitName()
-		other := job[:len(job)-1] + "y" // the same length, differs in the last (ASCII) byte
-		s.prepare(job, 10)
-		s.prepare(other, 10)
-		slot := baseSlot()
-		tok := token()
-		if !s.claim(0, input(job, slot, tok, "a")) {
-			t.Fatal("first claim lost")
-		}
-		if s.claim(1, input(job, slot, token(), "b")) {
-			t.Error("another token won a claimed slot")
-		}
-		if !s.claim(1, input(other, slot, token(), "b")) {
-			t.Error("two names that differ in their last byte share claims")
-		}
-		s.save(0, job, anarchon.StoredResult{Slot: slot, Token: tok, InstanceID: "a", Attempt: 1, Status: anarchon.StatusSuccess}, 10, 0)
-		recs := s.history(1, job, 0)
-		if len(recs) != 1 {
-			t.Fatalf("History: %d records, want 1", len(recs))
-		}
-		if recs[0].Job != job || recs[0].Status != anarchon.StatusSuccess || recs[0].Token != tok {
-			t.Errorf("History: job %d bytes, status %q, token %q; want the %d-byte name, %q, %q",
-				len(recs[0].Job), recs[0].Status, recs[0].Token, len(job), anarchon.StatusSuccess, tok)
-		}
-		if recs := s.history(0, other, 0); len(recs) != 1 || recs[0].Job != other {
-			t.Errorf("History of the other name: %d records", len(recs))
-		}
+		checkNameClaims(t, open(t, h, 2), job, job[:len(job)-1]+"y") // the same length, differs in the last (ASCII) byte
 	})
 	if hasLeases {
 		t.Run("AtLimit/RunStore", func(t *testing.T) {
 			t.Parallel()
-			s := open(t, h, 2)
-			job := limitName()
-			s.prepare(job, 10)
-			slot := baseSlot()
-			a := token()
-			want(t, "claim", s.lclaim(0, rclaim(job, slot, a, "a", longLease)), anarchon.OutcomeWon)
-			want(t, "second claim", s.lclaim(1, rclaim(job, slot, token(), "b", longLease)), anarchon.OutcomeRunning)
-			if !s.heartbeat(1, job, slot, a, longLease) {
-				t.Error("Heartbeat returned false")
-			}
-			if runs := s.active(1, job); len(runs) != 1 || runs[0].Token != a {
-				t.Errorf("Active: %d runs, want the one run of token %s", len(runs), a)
-			}
-			if !s.finish(1, job, slot, a, anarchon.StatusSuccess) {
-				t.Error("Finish returned false")
-			}
-			want(t, "claim after finish", s.lclaim(0, rclaim(job, slot, token(), "c", longLease)), anarchon.OutcomeDone)
-			recs := s.history(1, job, 0)
-			if len(recs) == 0 {
-				t.Fatal("History: no record")
-			}
-			for _, r := range recs {
-				if r.Job != job {
-					t.Errorf("History: a record of a %d-byte job, want the %d-byte name", len(r.Job), len(job))
-				}
-			}
+			checkNameRuns(t, open(t, h, 2), limitName())
 		})
 		t.Run("AtLimit/Watch", func(t *testing.T) {
 			t.Parallel()
 			s := open(t, h, 2)
-			w := watcherOf(s.b(1))
-			if w == nil {
+			w, ok := anarchon.As[anarchon.Watcher](s.b(1))
+			if !ok {
 				t.Skip("backend has no anarchon.Watcher")
 			}
 			job := limitName()
 			s.prepare(job, 10)
 			slot := baseSlot()
-			ctx, cancel := context.WithCancel(t.Context())
+			ctx, cancel := context.WithCancel(s.ctx)
 			defer cancel()
 			ch, err := w.WatchRuns(ctx)
 			if err != nil {
@@ -110,21 +60,9 @@ func testNames(t *testing.T, h Harness, hasLeases bool) {
 			if !s.release(0, job, slot, a) {
 				t.Fatal("Release returned false")
 			}
-			timer := time.NewTimer(watchWait)
-			defer timer.Stop()
-			for {
-				select {
-				case ev, ok := <-ch:
-					if !ok {
-						t.Fatal("watch channel closed")
-					}
-					if ev.Job == job && ev.Slot == slot && ev.Kind == anarchon.RunReleased {
-						return
-					}
-				case <-timer.C:
-					t.Fatalf("no release event for the %d-byte name within %v", len(job), watchWait)
-				}
-			}
+			awaitEvent(t, ch, fmt.Sprintf("release event for the %d-byte name", len(job)), func(ev anarchon.RunEvent) bool {
+				return ev.Job == job && ev.Slot == slot && ev.Kind == anarchon.RunReleased
+			})
 		})
 	}
 	t.Run("PastLimit", func(t *testing.T) {

@@ -23,23 +23,9 @@ const registryWait = 30 * time.Second
 // store's clock read through ServerTime: stores keep milliseconds.
 const clockSlack = 5 * time.Millisecond
 
-// registryOf returns b's instance registry, or nil.
-func registryOf(b anarchon.Backend) anarchon.InstanceRegistry {
-	r, _ := b.(anarchon.InstanceRegistry)
-	return r
-}
-
-// testRegistry runs the instance registry tests of SPEC §10 when the
-// backend implements anarchon.InstanceRegistry.
+// testRegistry runs the instance registry tests of SPEC §10; Run calls it
+// when the backend implements anarchon.InstanceRegistry.
 func testRegistry(t *testing.T, h Harness) {
-	probe := h.New(t, 1)
-	has := len(probe) == 1 && registryOf(probe[0]) != nil
-	for _, b := range probe {
-		_ = b.Close(t.Context())
-	}
-	if !has {
-		t.Skip("backend has no anarchon.InstanceRegistry")
-	}
 	t.Run("RoundTrip", func(t *testing.T) { t.Parallel(); testRegistryRoundTrip(t, h) })
 	t.Run("Renew", func(t *testing.T) { t.Parallel(); testRegistryRenew(t, h) })
 	t.Run("Expiry", func(t *testing.T) { t.Parallel(); testRegistryExpiry(t, h) })
@@ -56,8 +42,8 @@ func testRegistry(t *testing.T, h Harness) {
 
 func (s *store) reg(i int) anarchon.InstanceRegistry {
 	s.t.Helper()
-	r := registryOf(s.b(i))
-	if r == nil {
+	r, ok := anarchon.As[anarchon.InstanceRegistry](s.b(i))
+	if !ok {
 		s.t.Fatalf("handle %d is not an anarchon.InstanceRegistry", i%len(s.bs))
 	}
 	return r
@@ -65,14 +51,14 @@ func (s *store) reg(i int) anarchon.InstanceRegistry {
 
 func (s *store) register(i int, info anarchon.InstanceInfo, ttl time.Duration) {
 	s.t.Helper()
-	if err := s.reg(i).RegisterInstance(s.t.Context(), info, ttl); err != nil {
+	if err := s.reg(i).RegisterInstance(s.ctx, info, ttl); err != nil {
 		s.t.Fatalf("handle %d: RegisterInstance(%q, %v): %v", i%len(s.bs), info.ID, ttl, err)
 	}
 }
 
 func (s *store) instances(i int) []anarchon.InstanceRecord {
 	s.t.Helper()
-	recs, err := s.reg(i).Instances(s.t.Context())
+	recs, err := s.reg(i).Instances(s.ctx)
 	if err != nil {
 		s.t.Fatalf("handle %d: Instances: %v", i%len(s.bs), err)
 	}
@@ -131,7 +117,7 @@ func mustFind(t *testing.T, recs []anarchon.InstanceRecord, id string) anarchon.
 // may still be before ExpiresAt, dead only once it may be after it.
 func (s *store) checkJudged(rec anarchon.InstanceRecord, before, after time.Time) {
 	s.t.Helper()
-	if serverClock(s.b(0)) == nil {
+	if !hasAbility[anarchon.ServerClock](s.b(0)) {
 		return // the store's clock is not readable: nothing to compare with
 	}
 	switch rec.State {
@@ -161,7 +147,7 @@ func (s *store) checkSeen(rec anarchon.InstanceRecord, before, after time.Time, 
 	if d := rec.ExpiresAt.Sub(rec.LastSeen); d < ttl-clockSlack || d > ttl+clockSlack {
 		s.t.Errorf("%q: ExpiresAt - LastSeen = %v, want the TTL %v", rec.ID, d, ttl)
 	}
-	if serverClock(s.b(0)) == nil {
+	if !hasAbility[anarchon.ServerClock](s.b(0)) {
 		return
 	}
 	if rec.LastSeen.Before(before.Add(-clockSlack)) || rec.LastSeen.After(after.Add(clockSlack)) {
@@ -365,7 +351,7 @@ func testRegistryDeregister(t *testing.T, h Harness) {
 	s.register(0, info, longLease)
 	s.register(0, other, longLease)
 	first := mustFind(t, s.instances(1), info.ID)
-	if err := s.reg(1).DeregisterInstance(t.Context(), info.ID); err != nil {
+	if err := s.reg(1).DeregisterInstance(s.ctx, info.ID); err != nil {
 		t.Fatalf("DeregisterInstance(%q): %v", info.ID, err)
 	}
 	after := s.now()
@@ -377,7 +363,7 @@ func testRegistryDeregister(t *testing.T, h Harness) {
 	if err := sameInfo(rec.InstanceInfo, info); err != nil {
 		t.Fatalf("the stopped record lost its contents: %v", err)
 	}
-	if serverClock(s.b(0)) != nil && rec.ExpiresAt.After(after.Add(clockSlack)) {
+	if hasAbility[anarchon.ServerClock](s.b(0)) && rec.ExpiresAt.After(after.Add(clockSlack)) {
 		t.Errorf("stopped record's ExpiresAt %v is after the deregistration (store time %v)", rec.ExpiresAt, after)
 	}
 	if !rec.LastSeen.Equal(first.LastSeen) {
@@ -386,10 +372,10 @@ func testRegistryDeregister(t *testing.T, h Harness) {
 	if o := mustFind(t, recs, other.ID); o.State != anarchon.InstanceLive {
 		t.Fatalf("deregistering %q changed %q to %q", info.ID, other.ID, o.State)
 	}
-	if err := s.reg(0).DeregisterInstance(t.Context(), "never-registered-"+randHex(4)); err != nil {
+	if err := s.reg(0).DeregisterInstance(s.ctx, "never-registered-"+randHex(4)); err != nil {
 		t.Fatalf("DeregisterInstance of an unknown ID: %v", err)
 	}
-	if err := s.reg(0).DeregisterInstance(t.Context(), info.ID); err != nil {
+	if err := s.reg(0).DeregisterInstance(s.ctx, info.ID); err != nil {
 		t.Fatalf("DeregisterInstance repeated: %v", err)
 	}
 	if got := len(s.instances(1)); got != 2 {
@@ -414,7 +400,7 @@ func testRegistryMany(t *testing.T, h Harness) {
 		wg.Go(func() {
 			info := sampleInfo(want[i])
 			info.PID = i
-			if err := s.reg(i).RegisterInstance(t.Context(), info, longLease); err != nil {
+			if err := s.reg(i).RegisterInstance(s.ctx, info, longLease); err != nil {
 				errs <- fmt.Errorf("RegisterInstance(%q): %w", info.ID, err)
 			}
 		})
@@ -441,11 +427,11 @@ func testRegistryMany(t *testing.T, h Harness) {
 func testRegistryBadInput(t *testing.T, h Harness) {
 	s := open(t, h, 1)
 	r := s.reg(0)
-	if err := r.RegisterInstance(t.Context(), anarchon.InstanceInfo{}, time.Minute); err == nil {
+	if err := r.RegisterInstance(s.ctx, anarchon.InstanceInfo{}, time.Minute); err == nil {
 		t.Error("RegisterInstance with an empty ID succeeded")
 	}
 	for _, ttl := range []time.Duration{0, -time.Second, time.Microsecond} {
-		if err := r.RegisterInstance(t.Context(), sampleInfo("bad-"+randHex(4)), ttl); err == nil {
+		if err := r.RegisterInstance(s.ctx, sampleInfo("bad-"+randHex(4)), ttl); err == nil {
 			t.Errorf("RegisterInstance with TTL %v succeeded", ttl)
 		}
 	}
@@ -459,16 +445,16 @@ func testRegistryBadInput(t *testing.T, h Harness) {
 func testRegistryClosed(t *testing.T, h Harness) {
 	s := open(t, h, 1)
 	r := s.reg(0)
-	if err := s.b(0).Close(t.Context()); err != nil {
+	if err := s.b(0).Close(s.ctx); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	if err := r.RegisterInstance(t.Context(), sampleInfo("closed"), time.Minute); !errors.Is(err, anarchon.ErrClosed) {
+	if err := r.RegisterInstance(s.ctx, sampleInfo("closed"), time.Minute); !errors.Is(err, anarchon.ErrClosed) {
 		t.Errorf("RegisterInstance after Close = %v, want ErrClosed", err)
 	}
-	if err := r.DeregisterInstance(t.Context(), "closed"); !errors.Is(err, anarchon.ErrClosed) {
+	if err := r.DeregisterInstance(s.ctx, "closed"); !errors.Is(err, anarchon.ErrClosed) {
 		t.Errorf("DeregisterInstance after Close = %v, want ErrClosed", err)
 	}
-	if _, err := r.Instances(t.Context()); !errors.Is(err, anarchon.ErrClosed) {
+	if _, err := r.Instances(s.ctx); !errors.Is(err, anarchon.ErrClosed) {
 		t.Errorf("Instances after Close = %v, want ErrClosed", err)
 	}
 }
@@ -481,7 +467,7 @@ func testRegistryRetention(t *testing.T, h Harness) {
 	stopped := sampleInfo("stopped-" + randHex(4))
 	s.register(0, dead, time.Second)
 	s.register(0, stopped, time.Hour)
-	if err := s.reg(0).DeregisterInstance(t.Context(), stopped.ID); err != nil {
+	if err := s.reg(0).DeregisterInstance(s.ctx, stopped.ID); err != nil {
 		t.Fatal(err)
 	}
 	h.Sleep(time.Hour)

@@ -99,7 +99,7 @@ func testControlSchedulers(t *testing.T, h Harness, hasLeases bool) {
 		if err := sc.Every(trig, time.Hour, l.handler(trig), nil); err != nil {
 			t.Fatal(err)
 		}
-		if err := sc.Start(t.Context()); err != nil {
+		if err := sc.Start(s.ctx); err != nil {
 			t.Fatalf("Start %d: %v", i, err)
 		}
 		ss = append(ss, sc)
@@ -116,7 +116,7 @@ func testControlSchedulers(t *testing.T, h Harness, hasLeases bool) {
 		if n, _ := l.slots(j); n != 0 {
 			t.Errorf("%s: %d slots ran while paused", j, n)
 		}
-		if st, err := ss[2].JobState(t.Context(), j); err != nil || !st.Paused || st.By != "suite" {
+		if st, err := ss[2].JobState(s.ctx, j); err != nil || !st.Paused || st.By != "suite" {
 			t.Errorf("JobState(%s) = %+v, %v", j, st, err)
 		}
 		waitFor(t, "paused records in "+j+"'s history", func() bool {
@@ -132,7 +132,7 @@ func testControlSchedulers(t *testing.T, h Harness, hasLeases bool) {
 		t.Errorf("an attempt of a slot of the running job ran %d times", most)
 	}
 	for _, j := range paused {
-		if _, err := ss[1].Resume(t.Context(), j, anarchon.ResumeOptions{}); err != nil {
+		if _, err := ss[1].Resume(s.ctx, j, anarchon.ResumeOptions{}); err != nil {
 			t.Fatalf("Resume: %v", err)
 		}
 	}
@@ -150,7 +150,7 @@ func testControlSchedulers(t *testing.T, h Harness, hasLeases bool) {
 	var wg sync.WaitGroup
 	for i := range calls {
 		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(t.Context(), schedWait)
+			ctx, cancel := context.WithTimeout(s.ctx, schedWait)
 			defer cancel()
 			recs[i], errs[i] = ss[i%3].Trigger(ctx, trig, "once")
 		})

@@ -129,12 +129,19 @@ func Run(t *testing.T, h Harness) {
 	}
 	h = h.withDefaults()
 
-	// Probe one store for the optional interfaces.
+	// Probe one store for the optional interfaces, found as the scheduler
+	// finds them (anarchon.As).
 	probe := h.New(t, 1)
 	if len(probe) != 1 {
 		t.Fatalf("anarchontest: Harness.New(t, 1) returned %d handles", len(probe))
 	}
 	_, hasLeases := probe[0].(anarchon.LeaseBackend)
+	has := abilities{
+		registry: hasAbility[anarchon.InstanceRegistry](probe[0]),
+		control:  hasAbility[anarchon.JobControl](probe[0]),
+		triggers: hasAbility[anarchon.TriggerStore](probe[0]),
+		watcher:  hasAbility[anarchon.Watcher](probe[0]),
+	}
 	_ = probe[0].Close(t.Context())
 
 	t.Run("Basics", func(t *testing.T) { testBasics(t, h) })
@@ -154,9 +161,36 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Bytes", func(t *testing.T) { testBytes(t, h, hasLeases) })
 	t.Run("Watch", func(t *testing.T) { testWatch(t, h) })
 	t.Run("ServerClock", func(t *testing.T) { testServerClock(t, h) })
-	t.Run("Registry", func(t *testing.T) { testRegistry(t, h) })
-	t.Run("Control", func(t *testing.T) { testControl(t, h, hasLeases) })
-	t.Run("Trigger", func(t *testing.T) { testTriggers(t, h) })
+	t.Run("Registry", func(t *testing.T) {
+		if !has.registry {
+			t.Skip("backend has no anarchon.InstanceRegistry")
+		}
+		testRegistry(t, h)
+	})
+	t.Run("Control", func(t *testing.T) {
+		if !has.control {
+			t.Skip("backend has no anarchon.JobControl")
+		}
+		testControl(t, h, hasLeases, has.triggers)
+	})
+	t.Run("Trigger", func(t *testing.T) {
+		if !has.triggers {
+			t.Skip("backend has no anarchon.TriggerStore")
+		}
+		testTriggers(t, h, has.watcher)
+	})
+}
+
+// abilities are the optional interfaces a store's handles have, probed
+// once per Run.
+type abilities struct {
+	registry, control, triggers, watcher bool
+}
+
+// hasAbility reports whether b has ability T, found with anarchon.As.
+func hasAbility[T any](b anarchon.Backend) bool {
+	_, ok := anarchon.As[T](b)
+	return ok
 }
 
 // store is one fresh store under test, as n handles.
@@ -301,7 +335,7 @@ func (s *store) history(i int, job string, limit int) []anarchon.RunRecord {
 // time.Now otherwise.
 func (s *store) now() time.Time {
 	s.t.Helper()
-	if sc := serverClock(s.b(0)); sc != nil {
+	if sc, ok := anarchon.As[anarchon.ServerClock](s.b(0)); ok {
 		st, err := sc.ServerTime(s.ctx)
 		if err != nil {
 			s.t.Fatalf("ServerTime: %v", err)
@@ -309,18 +343,6 @@ func (s *store) now() time.Time {
 		return st
 	}
 	return time.Now()
-}
-
-func serverClock(b anarchon.Backend) anarchon.ServerClock {
-	if sc, ok := b.(anarchon.ServerClock); ok {
-		return sc
-	}
-	if lb, ok := b.(anarchon.LeaseBackend); ok {
-		if sc, ok := lb.Runs().(anarchon.ServerClock); ok {
-			return sc
-		}
-	}
-	return nil
 }
 
 // randHex returns n random bytes in hex.

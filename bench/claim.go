@@ -93,9 +93,6 @@ func MeasureClaims(ctx context.Context, st *Store, cfg ClaimConfig) ([]ClaimResu
 				OpsPerSec: float64(ops[kind]) / wall[kind].Seconds(), Errors: errs[kind],
 			})
 		}
-		for i := range conc {
-			_ = raws[i].Close()
-		}
 	}
 	return out, nil
 }

@@ -10,8 +10,8 @@
 #
 # Server stores are started with scripts/services/<name>.sh under
 # $ANARCHON_BENCH_WORKDIR (default: a directory under /tmp) unless their
-# variable (ANARCHON_TEST_POSTGRES_URL, ANARCHON_TEST_REDIS_ADDR,
-# ANARCHON_TEST_NATS_URL) is already set. The servers are left running for
+# variable (ANARCHON_TEST_POSTGRES_URL, ANARCHON_TEST_MYSQL_DSN,
+# ANARCHON_TEST_REDIS_ADDR, ANARCHON_TEST_NATS_URL) is already set. The servers are left running for
 # the next part; their pids are in <workdir>/<name>/<name>.pid.
 set -euo pipefail
 

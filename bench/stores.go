@@ -20,9 +20,9 @@ import (
 // RawClaimer is a store's bare atomic "write unless it exists" operation,
 // the floor anarchon's claim is measured against. Claim returns true if
 // (job, slot) was written by this call.
+// Its connection belongs to the Store, which releases it in Close.
 type RawClaimer interface {
 	Claim(ctx context.Context, job string, slot int64, token string) (bool, error)
-	Close() error
 }
 
 // Store opens backends and raw claimers on one shared store.
@@ -125,27 +125,17 @@ func (r *memRaw) Claim(_ context.Context, job string, slot int64, token string) 
 	return true, nil
 }
 
-func (r *memRaw) Close() error { return nil }
-
 func openSQLite(ctx context.Context, workdir string) (*Store, error) {
 	dir, err := os.MkdirTemp(workdir, "sqlite-")
 	if err != nil {
 		return nil, err
 	}
 	path := filepath.Join(dir, "anarchon.db")
-	var mu sync.Mutex
-	var opened []interface{ Close(context.Context) error }
+	var cl closers
 	return &Store{
 		Name: "sqlite",
 		Open: func(ctx context.Context) (anarchon.Backend, error) {
-			b, err := sqlitefile.Open(path, nil)
-			if err != nil {
-				return nil, err
-			}
-			mu.Lock()
-			opened = append(opened, b)
-			mu.Unlock()
-			return b, nil
+			return cl.backend(sqlitefile.Open(path, nil))
 		},
 		Raw: func(ctx context.Context) (RawClaimer, error) {
 			db, err := sql.Open(sqlitefile.DriverName, sqlitefile.DSN(path, 10000))
@@ -159,21 +149,50 @@ func openSQLite(ctx context.Context, workdir string) (*Store, error) {
 				db.Close()
 				return nil, err
 			}
+			cl.add(func() { _ = db.Close() })
 			return &sqlRaw{db: db, q: `INSERT INTO bench_raw (job, slot, token, instance) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`}, nil
 		},
 		Close: func() {
-			mu.Lock()
-			defer mu.Unlock()
-			for _, b := range opened {
-				_ = b.Close(context.Background())
-			}
+			cl.close()
 			_ = os.RemoveAll(dir)
 		},
 	}, nil
 }
 
-// sqlRaw is INSERT … ON CONFLICT DO NOTHING, one statement, won when a
-// row was inserted.
+// closers collects what a Store's Open and Raw opened, for its Close to
+// release. Open and Raw may be called from several goroutines.
+type closers struct {
+	mu sync.Mutex
+	fs []func()
+}
+
+func (c *closers) add(f func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.fs = append(c.fs, f)
+}
+
+// backend passes on what a backend's Open returned, and closes the
+// backend at c.close when there is one.
+func (c *closers) backend(b anarchon.Backend, err error) (anarchon.Backend, error) {
+	if err != nil {
+		return nil, err
+	}
+	c.add(func() { _ = b.Close(context.Background()) })
+	return b, nil
+}
+
+// close runs every function added, in order.
+func (c *closers) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, f := range c.fs {
+		f()
+	}
+}
+
+// sqlRaw is one INSERT that skips an existing (job, slot) row (ON
+// CONFLICT DO NOTHING, MySQL's INSERT IGNORE), won when a row was inserted.
 type sqlRaw struct {
 	db *sql.DB
 	q  string
@@ -187,8 +206,6 @@ func (r *sqlRaw) Claim(ctx context.Context, job string, slot int64, token string
 	n, err := res.RowsAffected()
 	return n == 1, err
 }
-
-func (r *sqlRaw) Close() error { return r.db.Close() }
 
 // deadline is a context bound for harness calls that must not hang.
 func deadline(d time.Duration) (context.Context, context.CancelFunc) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/anarchon/anarchon"
 	"github.com/anarchon/anarchon/mysqlbackend"
@@ -24,19 +23,11 @@ func openMySQL(ctx context.Context, workdir string) (*Store, error) {
 		return nil, err
 	}
 	prefix := "bench" + strconv.FormatInt(uniq(), 36) + "_"
-	var mu sync.Mutex
-	var closers []func()
+	var cl closers
 	return &Store{
 		Name: "mysql",
 		Open: func(ctx context.Context) (anarchon.Backend, error) {
-			b, err := mysqlbackend.Open(dsn, &mysqlbackend.Options{Prefix: prefix})
-			if err != nil {
-				return nil, err
-			}
-			mu.Lock()
-			closers = append(closers, func() { _ = b.Close(context.Background()) })
-			mu.Unlock()
-			return b, nil
+			return cl.backend(mysqlbackend.Open(dsn, &mysqlbackend.Options{Prefix: prefix}))
 		},
 		Raw: func(ctx context.Context) (RawClaimer, error) {
 			sep := "?"
@@ -55,37 +46,12 @@ func openMySQL(ctx context.Context, workdir string) (*Store, error) {
 				db.Close()
 				return nil, fmt.Errorf("bench: create raw table: %w", err)
 			}
-			mu.Lock()
-			closers = append(closers, func() {
+			cl.add(func() {
 				_, _ = db.Exec("DROP TABLE IF EXISTS " + table)
 				db.Close()
 			})
-			mu.Unlock()
-			return &mysqlRaw{db: db, q: `INSERT IGNORE INTO ` + table + ` (job, slot, token, instance) VALUES (?, ?, ?, ?)`}, nil
+			return &sqlRaw{db: db, q: `INSERT IGNORE INTO ` + table + ` (job, slot, token, instance) VALUES (?, ?, ?, ?)`}, nil
 		},
-		Close: func() {
-			mu.Lock()
-			defer mu.Unlock()
-			for _, c := range closers {
-				c()
-			}
-		},
+		Close: cl.close,
 	}, nil
 }
-
-// mysqlRaw is INSERT IGNORE, won when a row was inserted.
-type mysqlRaw struct {
-	db *sql.DB
-	q  string
-}
-
-func (r *mysqlRaw) Claim(ctx context.Context, job string, slot int64, token string) (bool, error) {
-	res, err := r.db.ExecContext(ctx, r.q, job, slot, token, "bench")
-	if err != nil {
-		return false, err
-	}
-	n, err := res.RowsAffected()
-	return n == 1, err
-}
-
-func (r *mysqlRaw) Close() error { return nil }

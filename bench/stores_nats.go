@@ -28,20 +28,13 @@ func openNATS(ctx context.Context, workdir string) (*Store, error) {
 		HistoryStream:  "BENCH_HISTORY_" + suffix,
 		HistorySubject: "bench.history." + suffix,
 	}
+	var cl closers
 	var mu sync.Mutex
-	var opened []anarchon.Backend
 	var conns []*nats.Conn
 	return &Store{
 		Name: "nats",
 		Open: func(ctx context.Context) (anarchon.Backend, error) {
-			b, err := natsbackend.Open(url, opts)
-			if err != nil {
-				return nil, err
-			}
-			mu.Lock()
-			opened = append(opened, b)
-			mu.Unlock()
-			return b, nil
+			return cl.backend(natsbackend.Open(url, opts))
 		},
 		Raw: func(ctx context.Context) (RawClaimer, error) {
 			nc, err := nats.Connect(url)
@@ -67,11 +60,9 @@ func openNATS(ctx context.Context, workdir string) (*Store, error) {
 			return &natsRaw{kv: kv}, nil
 		},
 		Close: func() {
+			cl.close()
 			mu.Lock()
 			defer mu.Unlock()
-			for _, b := range opened {
-				_ = b.Close(context.Background())
-			}
 			if len(conns) > 0 {
 				if js, err := jetstream.New(conns[0]); err == nil {
 					ctx, cancel := deadline(5e9)
@@ -100,5 +91,3 @@ func (r *natsRaw) Claim(ctx context.Context, job string, slot int64, token strin
 	}
 	return err == nil, err
 }
-
-func (r *natsRaw) Close() error { return nil }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync"
 
 	"github.com/anarchon/anarchon"
 	"github.com/anarchon/anarchon/pgbackend"
@@ -19,19 +18,11 @@ func openPostgres(ctx context.Context, workdir string) (*Store, error) {
 		return nil, err
 	}
 	prefix := "bench" + strconv.FormatInt(uniq(), 36) + "_"
-	var mu sync.Mutex
-	var closers []func()
+	var cl closers
 	return &Store{
 		Name: "postgres",
 		Open: func(ctx context.Context) (anarchon.Backend, error) {
-			b, err := pgbackend.Open(ctx, url, &pgbackend.Options{Prefix: prefix})
-			if err != nil {
-				return nil, err
-			}
-			mu.Lock()
-			closers = append(closers, func() { _ = b.Close(context.Background()) })
-			mu.Unlock()
-			return b, nil
+			return cl.backend(pgbackend.Open(ctx, url, &pgbackend.Options{Prefix: prefix}))
 		},
 		Raw: func(ctx context.Context) (RawClaimer, error) {
 			pool, err := pgxpool.New(ctx, url)
@@ -46,18 +37,10 @@ func openPostgres(ctx context.Context, workdir string) (*Store, error) {
 				pool.Close()
 				return nil, fmt.Errorf("bench: create raw table: %w", err)
 			}
-			mu.Lock()
-			closers = append(closers, pool.Close)
-			mu.Unlock()
+			cl.add(pool.Close)
 			return &pgRaw{pool: pool, q: `INSERT INTO ` + table + ` (job, slot, token, instance) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`}, nil
 		},
-		Close: func() {
-			mu.Lock()
-			defer mu.Unlock()
-			for _, c := range closers {
-				c()
-			}
-		},
+		Close: cl.close,
 	}, nil
 }
 
@@ -74,5 +57,3 @@ func (r *pgRaw) Claim(ctx context.Context, job string, slot int64, token string)
 	}
 	return tag.RowsAffected() == 1, nil
 }
-
-func (r *pgRaw) Close() error { return nil }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/anarchon/anarchon"
@@ -24,34 +23,18 @@ func openRedis(ctx context.Context, workdir string) (*Store, error) {
 		return nil, err
 	}
 	prefix := "bench" + strconv.FormatInt(uniq(), 36)
-	var mu sync.Mutex
-	var closers []func()
+	var cl closers
 	return &Store{
 		Name: "redis",
 		Open: func(ctx context.Context) (anarchon.Backend, error) {
-			b, err := redisbackend.Open("redis://"+addr, &redisbackend.Options{Prefix: prefix})
-			if err != nil {
-				return nil, err
-			}
-			mu.Lock()
-			closers = append(closers, func() { _ = b.Close(context.Background()) })
-			mu.Unlock()
-			return b, nil
+			return cl.backend(redisbackend.Open("redis://"+addr, &redisbackend.Options{Prefix: prefix}))
 		},
 		Raw: func(ctx context.Context) (RawClaimer, error) {
 			c := redis.NewClient(&redis.Options{Addr: addr})
-			mu.Lock()
-			closers = append(closers, func() { _ = c.Close() })
-			mu.Unlock()
+			cl.add(func() { _ = c.Close() })
 			return &redisRaw{c: c, prefix: prefix + "raw:"}, nil
 		},
-		Close: func() {
-			mu.Lock()
-			defer mu.Unlock()
-			for _, c := range closers {
-				c()
-			}
-		},
+		Close: cl.close,
 	}, nil
 }
 
@@ -69,5 +52,3 @@ func (r *redisRaw) Claim(ctx context.Context, job string, slot int64, token stri
 	}
 	return err == nil, err
 }
-
-func (r *redisRaw) Close() error { return nil }

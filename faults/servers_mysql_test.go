@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -25,23 +24,7 @@ import (
 // port.
 func mysqlStore(t *testing.T) store {
 	need(t, "ANARCHON_TEST_MYSQL_DSN", "mysql")
-	work := t.TempDir()
-	script, err := filepath.Abs("../scripts/services/mysql.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("bash", script, work)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("mysql.sh: %v", err)
-	}
-	var dsn string
-	for _, line := range strings.Split(string(out), "\n") {
-		if v, ok := strings.CutPrefix(line, "ANARCHON_TEST_MYSQL_DSN="); ok {
-			dsn = strings.TrimSpace(v)
-		}
-	}
+	work, dsn := runService(t, "mysql", "ANARCHON_TEST_MYSQL_DSN")
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		t.Fatalf("mysql.sh printed no usable ANARCHON_TEST_MYSQL_DSN (%q): %v", dsn, err)

@@ -307,14 +307,13 @@ func sqliteStore(t *testing.T) store {
 	}
 }
 
-// pgStore starts a PostgreSQL server of its own with
-// scripts/services/postgres.sh (a data directory under a temporary
-// directory, run by the script's unprivileged user when the tests run as
-// root), so that it can stop and start it with pg_ctl on the same port.
-func pgStore(t *testing.T) store {
-	need(t, "ANARCHON_TEST_POSTGRES_URL", "postgres")
-	work := t.TempDir()
-	script, err := filepath.Abs("../scripts/services/postgres.sh")
+// runService runs scripts/services/<name>.sh in a new temporary
+// directory, which it returns with the value the script printed for
+// variable. The test fails if the script fails or prints no such value.
+func runService(t *testing.T, name, variable string) (work, value string) {
+	t.Helper()
+	work = t.TempDir()
+	script, err := filepath.Abs("../scripts/services/" + name + ".sh")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,17 +321,26 @@ func pgStore(t *testing.T) store {
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("postgres.sh: %v", err)
+		t.Fatalf("%s.sh: %v", name, err)
 	}
-	var rawURL string
 	for _, line := range strings.Split(string(out), "\n") {
-		if v, ok := strings.CutPrefix(line, "ANARCHON_TEST_POSTGRES_URL="); ok {
-			rawURL = strings.TrimSpace(v)
+		if v, ok := strings.CutPrefix(line, variable+"="); ok {
+			value = strings.TrimSpace(v)
 		}
 	}
-	if rawURL == "" {
-		t.Fatal("postgres.sh printed no ANARCHON_TEST_POSTGRES_URL")
+	if value == "" {
+		t.Fatalf("%s.sh printed no %s", name, variable)
 	}
+	return work, value
+}
+
+// pgStore starts a PostgreSQL server of its own with
+// scripts/services/postgres.sh (a data directory under a temporary
+// directory, run by the script's unprivileged user when the tests run as
+// root), so that it can stop and start it with pg_ctl on the same port.
+func pgStore(t *testing.T) store {
+	need(t, "ANARCHON_TEST_POSTGRES_URL", "postgres")
+	work, rawURL := runService(t, "postgres", "ANARCHON_TEST_POSTGRES_URL")
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		t.Fatalf("postgres.sh printed an unparsable URL: %v", err)

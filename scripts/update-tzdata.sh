@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Refresh the tz database embedded in anarchon (internal/tz) from the Go
-# toolchain in use: copies $(go env GOROOT)/lib/time/zoneinfo.zip, the archive
+# Refresh the tz database embedded in anarchon (internal/tz) from the
+# patched Go release go.work's toolchain line names, the one the release is
+# built with: copies $(go env GOROOT)/lib/time/zoneinfo.zip, the archive
 # that Go's time/tzdata is generated from, and records its tzdata release
 # (the DATA= line of lib/time/update.bash) in internal/tz/version.go.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+toolchain=$(awk '$1 == "toolchain" { print $2; exit }' go.work)
+[ -z "$toolchain" ] || export GOTOOLCHAIN=$toolchain
 src=$(go env GOROOT)/lib/time
 version=$(sed -n 's/^DATA=//p' "$src/update.bash")
 if [ -z "$version" ]; then

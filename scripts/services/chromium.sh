@@ -12,11 +12,8 @@
 # accepted for the same calling convention as the other service scripts.
 # Everything else goes to stderr.
 set -euo pipefail
-
-workdir=${1:?usage: chromium.sh <workdir>}
-mkdir -p "$workdir"
-
-log() { echo "chromium.sh: $*" >&2; }
+. "$(dirname "$0")/lib.sh"
+service_workdir chromium "$@"
 
 find_chrome() {
 	for c in chromium-headless-shell chrome-headless-shell; do
@@ -30,12 +27,7 @@ find_chrome() {
 
 chrome=$(find_chrome)
 if [ -z "$chrome" ]; then
-	log "installing chromium-headless-shell"
-	export DEBIAN_FRONTEND=noninteractive
-	if ! apt-get install -y --no-install-recommends chromium-headless-shell >&2; then
-		apt-get update >&2
-		apt-get install -y --no-install-recommends chromium-headless-shell >&2
-	fi
+	apt_install --no-install-recommends chromium-headless-shell
 	chrome=$(find_chrome)
 fi
 [ -n "$chrome" ] || { log "chromium-headless-shell not found after install"; exit 1; }

@@ -19,18 +19,11 @@
 # Re-running it stops the previous server of <workdir> and starts it again
 # on the same data. Progress and errors go to stderr.
 set -euo pipefail
-
-if [ $# -ne 1 ]; then
-	echo "usage: $0 <workdir>" >&2
-	exit 2
-fi
-mkdir -p "$1"
-workdir=$(cd "$1" && pwd)
+. "$(dirname "$0")/lib.sh"
+service_workdir mysql "$@"
 user=anarchon
 password=anarchon # a test-only server on loopback
 dbname=anarchon
-
-log() { echo "mysql.sh: $*" >&2; }
 
 find_bin() {
 	local b
@@ -49,12 +42,7 @@ find_bin() {
 
 server=$(find_bin mariadbd mysqld || true)
 if [ -z "$server" ]; then
-	log "installing the mariadb-server package"
-	export DEBIAN_FRONTEND=noninteractive
-	if ! apt-get install -y mariadb-server >&2; then
-		apt-get update >&2
-		apt-get install -y mariadb-server >&2
-	fi
+	apt_install mariadb-server
 	server=$(find_bin mariadbd mysqld)
 fi
 installdb=$(find_bin mariadb-install-db mysql_install_db)
@@ -66,15 +54,7 @@ pidfile="$workdir/mysql.pid"
 sock="$workdir/mysql.sock"
 logfile="$workdir/mysql.log"
 
-# Stop a server this workdir started before.
-if [ -s "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
-	log "stopping the previous server"
-	kill "$(cat "$pidfile")" || true
-	for _ in $(seq 1 100); do
-		kill -0 "$(cat "$pidfile")" 2>/dev/null || break
-		sleep 0.1
-	done
-fi
+stop_pidfile "$pidfile" # a server this workdir started before
 rm -f "$pidfile"
 
 runas=()
@@ -86,13 +66,9 @@ if [ ! -d "$datadir/mysql" ]; then
 		--auth-root-authentication-method=normal --skip-test-db >&2
 fi
 
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
 started=""
 for _ in $(seq 1 20); do
-	# Below the kernel's ephemeral range, as postgres.sh explains.
-	port=$((20000 + RANDOM % 12000))
-	port_free "$port" || continue
+	port=$(low_port) || break # the fault harness restarts it on the same port
 	# --no-defaults: no /etc/mysql settings (a system socket, a port).
 	"$server" --no-defaults --datadir="$datadir" "${runas[@]}" \
 		--bind-address=127.0.0.1 --port="$port" --socket="$sock" \

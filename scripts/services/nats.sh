@@ -15,15 +15,11 @@
 #
 # Progress and errors go to stderr.
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 
 NATS_SERVER_VERSION=v2.14.10
 
-if [ $# -ne 1 ]; then
-	echo "usage: $0 <workdir>" >&2
-	exit 2
-fi
-mkdir -p "$1"
-workdir=$(cd "$1" && pwd)
+service_workdir nats "$@"
 
 gopath=$(go env GOPATH)
 bindir="${gopath%%:*}/anarchon-tools/nats-server@${NATS_SERVER_VERSION}"
@@ -36,14 +32,7 @@ if ! [ -x "$bin" ] || ! "$bin" --version 2>/dev/null | grep -qF "$NATS_SERVER_VE
 fi
 
 pidfile="$workdir/nats.pid"
-if [ -s "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
-	echo "stopping the previous nats-server (pid $(cat "$pidfile"))" >&2
-	kill "$(cat "$pidfile")" || true
-	for _ in $(seq 1 50); do
-		kill -0 "$(cat "$pidfile")" 2>/dev/null || break
-		sleep 0.1
-	done
-fi
+stop_pidfile "$pidfile"
 
 mkdir -p "$workdir/js" "$workdir/nats-ports"
 rm -f "$workdir"/nats-ports/*.ports

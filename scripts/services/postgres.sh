@@ -20,19 +20,12 @@
 # Re-running it stops the previous server of <workdir> and starts it again
 # on the same data. Progress and errors go to stderr.
 set -euo pipefail
-
-if [ $# -ne 1 ]; then
-	echo "usage: $0 <workdir>" >&2
-	exit 2
-fi
-mkdir -p "$1"
-workdir=$(cd "$1" && pwd)
+. "$(dirname "$0")/lib.sh"
+service_workdir postgres "$@"
 pguser=anarchon-pg
 role=anarchon
 password=anarchon # a test-only server on loopback
 dbname=anarchon
-
-log() { echo "postgres.sh: $*" >&2; }
 
 find_bindir() {
 	local d
@@ -51,12 +44,7 @@ find_bindir() {
 
 bindir=$(find_bindir || true)
 if [ -z "$bindir" ]; then
-	log "installing the postgresql package"
-	export DEBIAN_FRONTEND=noninteractive
-	if ! apt-get install -y postgresql >&2; then
-		apt-get update >&2
-		apt-get install -y postgresql >&2
-	fi
+	apt_install postgresql
 	bindir=$(find_bindir)
 fi
 log "using PostgreSQL binaries in $bindir"
@@ -113,15 +101,9 @@ if [ ! -s "$pgdata/PG_VERSION" ]; then
 	rm -f "$pwfile"
 fi
 
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
 started=""
 for _ in $(seq 1 20); do
-	# Below the kernel's ephemeral range (32768 and up by default), so that
-	# no client connection can hold the port while the server is down for
-	# a restart (the fault harness restarts it on the same port).
-	port=$((20000 + RANDOM % 12000))
-	port_free "$port" || continue
+	port=$(low_port) || break # the fault harness restarts it on the same port
 	if as_pg "$bindir/pg_ctl" -D "$pgdata" -l "$logfile" -w -t 60 start -o \
 		"-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories=$datadir -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=500" >&2; then
 		started=yes

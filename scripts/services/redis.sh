@@ -13,12 +13,8 @@
 # Everything else goes to stderr. It never touches a system service: the
 # package's own unit, if any, is left alone.
 set -euo pipefail
-
-workdir=${1:?usage: redis.sh <workdir>}
-mkdir -p "$workdir"
-workdir=$(cd "$workdir" && pwd)
-
-log() { echo "redis.sh: $*" >&2; }
+. "$(dirname "$0")/lib.sh"
+service_workdir redis "$@"
 
 find_server() {
 	command -v redis-server 2>/dev/null || { [ -x /usr/bin/redis-server ] && echo /usr/bin/redis-server; } || true
@@ -26,32 +22,10 @@ find_server() {
 
 server=$(find_server)
 if [ -z "$server" ]; then
-	log "installing redis-server"
-	export DEBIAN_FRONTEND=noninteractive
-	if ! apt-get install -y --no-install-recommends redis-server >&2; then
-		apt-get update >&2
-		apt-get install -y --no-install-recommends redis-server >&2
-	fi
+	apt_install --no-install-recommends redis-server
 	server=$(find_server)
 fi
 [ -n "$server" ] || { log "redis-server not found after install"; exit 1; }
-
-# A free loopback port: ask the kernel for one, then let redis bind it.
-free_port() {
-	if command -v python3 >/dev/null 2>&1; then
-		python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
-	else
-		local p
-		for _ in $(seq 1 50); do
-			p=$((20000 + RANDOM % 40000))
-			if ! (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null; then
-				echo "$p"
-				return
-			fi
-		done
-		return 1
-	fi
-}
 
 ping() {
 	if command -v redis-cli >/dev/null 2>&1; then
@@ -78,7 +52,7 @@ if [ -s "$pidfile" ] && [ -s "$workdir/redis.port" ] && kill -0 "$(cat "$pidfile
 fi
 
 for attempt in 1 2 3 4 5; do
-	port=$(free_port)
+	port=$(low_port)
 	rm -f "$pidfile"
 	"$server" --bind 127.0.0.1 --port "$port" \
 		--protected-mode yes \
