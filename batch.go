@@ -1,0 +1,52 @@
+package anarchon
+
+import "context"
+
+// DefaultBatchSize is the most claims the scheduler sends in one batch to a
+// [BatchClaimer] or [RunBatchClaimer] (SPEC §4, batches).
+const DefaultBatchSize = 256
+
+// BatchClaimer is an optional Backend ability: many plain claims in one
+// call, so that the slots of a burst (many jobs due at one instant) cost
+// the store a bounded number of round trips instead of one per slot.
+//
+// ClaimBatch answers in[i] with out[i], exactly as Claim(ctx, in[i]) would
+// have answered alone: one winner per (job, slot) across every caller,
+// whether it claims in batches or one at a time, the same repeat safety,
+// never early (an early slot's answer carries an [*EarlyError]). The
+// claims of one batch are independent: a batch need not be atomic as a
+// whole, and one slot's refusal does not affect the others. len(out) must
+// equal len(in). A non-nil error means no answer is known for any slot
+// (the batch as a whole failed, e.g. the connection broke); the caller
+// then treats every slot as a failed Claim.
+//
+// The scheduler sends at most [DefaultBatchSize] claims per call, of any
+// mix of jobs; a backend may split a batch further. Without this ability
+// the scheduler calls Claim once per slot.
+type BatchClaimer interface {
+	ClaimBatch(ctx context.Context, in []ClaimInput) (out []ClaimAnswer, err error)
+}
+
+// ClaimAnswer is one slot's answer in [BatchClaimer.ClaimBatch]: Won and Err
+// are what Claim would have returned for it.
+type ClaimAnswer struct {
+	Won bool
+	Err error
+}
+
+// RunBatchClaimer is an optional [RunStore] ability: many lease claims in
+// one call. ClaimRuns answers in[i] with out[i] exactly as
+// RunStore.Claim(ctx, in[i]) would have answered alone (SPEC §6's table,
+// applied to each claim in turn), with the same rules as
+// [BatchClaimer.ClaimBatch]: independent answers, len(out) == len(in), and
+// a non-nil error only when no answer is known.
+type RunBatchClaimer interface {
+	ClaimRuns(ctx context.Context, in []RunClaim) (out []RunClaimAnswer, err error)
+}
+
+// RunClaimAnswer is one slot's answer in [RunBatchClaimer.ClaimRuns]:
+// Outcome and Err are what RunStore.Claim would have returned for it.
+type RunClaimAnswer struct {
+	Outcome ClaimOutcome
+	Err     error
+}
