@@ -123,7 +123,10 @@
 // running jobs; jobs still running then are stopped and, on a store with
 // leases, handed over to another instance, which runs the slot again as
 // attempt 2. The exit status is then 0. A second signal exits at once with
-// status 128+signal.
+// status 128+signal. A signal to the daemon's whole process group (Ctrl-C)
+// that kills a command's process before it ran anything (it was being
+// started, still in the daemon's group) makes the daemon start it again, on
+// Linux.
 //
 // # Dashboard and tracing
 //

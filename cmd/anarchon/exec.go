@@ -26,6 +26,11 @@ const outputTail = 4 << 10
 // longer lines are split.
 const maxLogLine = 16 << 10
 
+// maxStartTries bounds how many times a command whose process was killed
+// before it ran is started again (see diedBeforeExec): each such death
+// takes a signal sent to the daemon's process group at that instant.
+const maxStartTries = 100
+
 // executor runs jobs as child processes.
 type executor struct {
 	log      *slog.Logger
@@ -112,33 +117,53 @@ func (e *executor) handler(j *jobSpec) anarchon.Handler {
 		}()
 		e.out.apply(stdout, stderr, attrs)
 
-		cmd := exec.Command(j.Argv[0], j.Argv[1:]...)
-		cmd.Dir = j.Workdir
-		cmd.Env = append(append(jobEnviron(os.Environ(), e.passSecrets), j.Env...),
-			"ANARCHON_JOB="+run.Job,
-			"ANARCHON_SLOT="+slot,
-			"ANARCHON_ATTEMPT="+strconv.Itoa(run.Attempt),
-			"ANARCHON_INSTANCE="+run.InstanceID,
-			"ANARCHON_MANUAL="+boolEnv(run.Manual),
-		)
-		if j.Stdin != "" {
-			cmd.Stdin = strings.NewReader(j.Stdin)
+		newCmd := func() *exec.Cmd {
+			cmd := exec.Command(j.Argv[0], j.Argv[1:]...)
+			cmd.Dir = j.Workdir
+			cmd.Env = append(append(jobEnviron(os.Environ(), e.passSecrets), j.Env...),
+				"ANARCHON_JOB="+run.Job,
+				"ANARCHON_SLOT="+slot,
+				"ANARCHON_ATTEMPT="+strconv.Itoa(run.Attempt),
+				"ANARCHON_INSTANCE="+run.InstanceID,
+				"ANARCHON_MANUAL="+boolEnv(run.Manual),
+			)
+			if j.Stdin != "" {
+				cmd.Stdin = strings.NewReader(j.Stdin)
+			}
+			cmd.Stdout, cmd.Stderr = stdout, stderr
+			setProcAttrs(cmd) // a process group of its own where the platform has them (exec_unix.go)
+			runAs(cmd, j)     // system crontabs: the line's user (runas_unix.go)
+			// Background children that keep the pipes open must not hold the
+			// run forever once the command itself has exited.
+			cmd.WaitDelay = e.grace + time.Second
+			return cmd
 		}
-		cmd.Stdout, cmd.Stderr = stdout, stderr
-		setProcAttrs(cmd) // a process group of its own where the platform has them (exec_unix.go)
-		runAs(cmd, j)     // system crontabs: the line's user (runas_unix.go)
-		// Background children that keep the pipes open must not hold the
-		// run forever once the command itself has exited.
-		cmd.WaitDelay = e.grace + time.Second
 
 		log.Debug("starting command", slog.Any("argv", j.Argv))
-		if err := startChild(cmd); err != nil { // tracked: the reaper leaves it to cmd.Wait
-			if j.Workdir != "" {
-				if fi, serr := os.Stat(j.Workdir); serr != nil || !fi.IsDir() {
-					return fmt.Errorf("workdir %q is not a directory here: %w", j.Workdir, err)
+		var cmd *exec.Cmd
+		for try := 1; ; try++ {
+			cmd = newCmd()
+			if err := startChild(cmd); err != nil { // tracked: the reaper leaves it to cmd.Wait
+				if j.Workdir != "" {
+					if fi, serr := os.Stat(j.Workdir); serr != nil || !fi.IsDir() {
+						return fmt.Errorf("workdir %q is not a directory here: %w", j.Workdir, err)
+					}
 				}
+				return fmt.Errorf("start %s: %w", j.Argv[0], err)
 			}
-			return fmt.Errorf("start %s: %w", j.Argv[0], err)
+			// A signal to the daemon's process group (Ctrl-C stopping it)
+			// can kill a child between fork and its move to a group of its
+			// own, before it ran anything: the daemon drains its running
+			// commands on that signal, and this one is started again.
+			died, werr := diedBeforeExec(cmd)
+			if !died {
+				break
+			}
+			if ctx.Err() != nil || try == maxStartTries {
+				return fmt.Errorf("start %s: the process died before it ran the command (%v), %d times", j.Argv[0], werr, try)
+			}
+			log.Warn("the command's process died before it ran the command, as a signal to the daemon's process group does; starting it again",
+				slog.Any("status", werr))
 		}
 		proc := cmd.Process
 		pgid := proc.Pid

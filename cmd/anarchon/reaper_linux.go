@@ -38,6 +38,42 @@ func startChild(cmd *exec.Cmd) error {
 	return nil
 }
 
+// pfForkNoExec is the kernel's PF_FORKNOEXEC task flag (linux/sched.h):
+// the process was forked and has not exec'd yet. exec clears it.
+const pfForkNoExec = 0x40
+
+// diedBeforeExec reports whether cmd, which Start has just returned from
+// without error, died before it ran its program, and then waits for it and
+// returns Wait's error ("signal: interrupt"). Start returns once the child
+// has exec'd or has exited: a child still marked PF_FORKNOEXEC has exited
+// (or is exiting) without running anything. That happens when a signal sent
+// to the daemon's process group (Ctrl-C at a terminal, kill -INT -PGID)
+// reaches a child in the instant after fork, before it moved to a group of
+// its own: the child holds the signal blocked until it has reset the
+// daemon's handlers, and it then kills it. The command never ran, so it can
+// be started again. A child whose flags cannot be read is taken to have
+// run.
+func diedBeforeExec(cmd *exec.Cmd) (bool, error) {
+	flags, ok := procFlags(cmd.Process.Pid)
+	if !ok || flags&pfForkNoExec == 0 {
+		return false, nil
+	}
+	err := cmd.Wait()
+	childDone(cmd.Process.Pid)
+	return true, err
+}
+
+// procFlags reads the kernel flags of pid from /proc/PID/stat, also for a
+// zombie.
+func procFlags(pid int) (uint64, bool) {
+	f, ok := procStatFields(pid)
+	if !ok || len(f) < 7 {
+		return 0, false
+	}
+	flags, err := strconv.ParseUint(string(f[6]), 10, 64)
+	return flags, err == nil
+}
+
 // childDone forgets a command whose Wait returned.
 func childDone(pid int) {
 	children.Lock()
@@ -127,19 +163,25 @@ func reapOrphans() int {
 
 // procStat reads the parent and state of pid from /proc/PID/stat.
 func procStat(pid int) (ppid int, state byte, ok bool) {
+	f, ok := procStatFields(pid)
+	if !ok || len(f) < 2 || len(f[0]) != 1 {
+		return 0, 0, false
+	}
+	ppid, err := strconv.Atoi(string(f[1]))
+	return ppid, f[0][0], err == nil
+}
+
+// procStatFields returns the fields of /proc/PID/stat after the command
+// name: state, ppid, pgrp, session, tty_nr, tpgid, flags, …
+func procStatFields(pid int) ([][]byte, bool) {
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0, 0, false
+		return nil, false
 	}
 	// "pid (comm) S ppid …": comm may hold spaces and parentheses.
 	i := bytes.LastIndexByte(data, ')')
 	if i < 0 || i+4 > len(data) {
-		return 0, 0, false
+		return nil, false
 	}
-	f := bytes.Fields(data[i+1:])
-	if len(f) < 2 || len(f[0]) != 1 {
-		return 0, 0, false
-	}
-	ppid, err = strconv.Atoi(string(f[1]))
-	return ppid, f[0][0], err == nil
+	return bytes.Fields(data[i+1:]), true
 }

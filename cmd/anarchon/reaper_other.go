@@ -12,6 +12,10 @@ import (
 // startChild starts cmd.
 func startChild(cmd *exec.Cmd) error { return cmd.Start() }
 
+// diedBeforeExec reports false: this platform gives no way to tell a
+// command that died before it ran from one that ran (reaper_linux.go).
+func diedBeforeExec(*exec.Cmd) (bool, error) { return false, nil }
+
 // childDone does nothing here.
 func childDone(int) {}
 
