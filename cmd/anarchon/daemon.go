@@ -276,22 +276,18 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 	}
 	defer otelShutdown()
 
-	startCtx, cancelStart := context.WithCancel(context.Background())
-	go func() {
-		select {
-		case <-sigs:
-			cancelStart()
-		case <-startCtx.Done():
-		}
-	}()
-	err = d.sched.Start(startCtx)
-	stopped := startCtx.Err() != nil
-	cancelStart()
-	if stopped {
-		return errors.New("interrupted while starting")
-	}
+	sig, err := startScheduler(d.sched, sigs)
 	if err != nil {
-		return fmt.Errorf("start: %w", err)
+		return err
+	}
+	if sig != nil {
+		// The signal came as the start ended: stop as below, without
+		// starting what a running daemon would.
+		log.Info("stopping", slog.String("signal", sig.String()), slog.Duration("stop_timeout", rf.stopTimeout))
+		go d.exitOnSignal(sigs)
+		d.stop(rf.stopTimeout)
+		log.Info("stopped")
+		return nil
 	}
 	d.metrics.offset.Set(d.sched.ClockOffset().Seconds())
 	d.startReboot()
@@ -314,7 +310,6 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 	if rf.watch > 0 {
 		go d.watchFiles(watchCtx, g.sources(), rf.watch)
 	}
-	var sig os.Signal
 	for sig == nil {
 		select {
 		case sig = <-sigs:
@@ -325,12 +320,7 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 	}
 	stopWatch()
 	log.Info("stopping", slog.String("signal", sig.String()), slog.Duration("stop_timeout", rf.stopTimeout))
-	go func() {
-		s := <-sigs
-		log.Error("second signal: killing running commands and exiting at once", slog.String("signal", s.String()))
-		d.exec.killAll()
-		os.Exit(128 + int(s.(syscall.Signal)))
-	}()
+	go d.exitOnSignal(sigs)
 	d.stop(rf.stopTimeout)
 	if srv != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -339,6 +329,56 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// exitOnSignal waits for a second signal while the daemon stops, then
+// kills the running commands and exits at once.
+func (d *daemon) exitOnSignal(sigs <-chan os.Signal) {
+	s := <-sigs
+	d.log.Error("second signal: killing running commands and exiting at once", slog.String("signal", s.String()))
+	d.exec.killAll()
+	os.Exit(128 + int(s.(syscall.Signal)))
+}
+
+// starter is the part of *anarchon.Scheduler that startScheduler uses.
+type starter interface {
+	Start(ctx context.Context) error
+}
+
+// startScheduler starts s; a signal from sigs during the start cancels its
+// context. A start that failed, cut short or not, is an error. A start that
+// succeeded all the same (Scheduler.Start returns nil once the store took
+// the jobs) returns the signal: the scheduler runs, its first slots may be
+// being claimed and started, and the caller must stop it as on any
+// shutdown, draining them, not exit past them.
+func startScheduler(s starter, sigs <-chan os.Signal) (os.Signal, error) {
+	startCtx, cancelStart := context.WithCancel(context.Background())
+	got := make(chan os.Signal, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case sig := <-sigs:
+			got <- sig
+			cancelStart()
+		case <-startCtx.Done():
+		}
+	}()
+	err := s.Start(startCtx)
+	cancelStart()
+	<-done // got holds the signal if the goroutine took one
+	var sig os.Signal
+	select {
+	case sig = <-got:
+	default:
+	}
+	switch {
+	case err != nil && sig != nil:
+		return nil, errors.New("interrupted while starting")
+	case err != nil:
+		return nil, fmt.Errorf("start: %w", err)
+	}
+	return sig, nil
 }
 
 // metricsRefresh is how often the job timestamps and the registry gauges
