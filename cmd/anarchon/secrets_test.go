@@ -326,3 +326,31 @@ func TestLogBudget(t *testing.T) {
 		t.Errorf("the history lost the tail: %s", out)
 	}
 }
+
+// The HTTP server bounds how long a client may take to send its request
+// and how long an idle keep-alive connection stays open: without these a
+// slow or idle client holds a connection and its goroutine for good.
+func TestHTTPServerTimeouts(t *testing.T) {
+	dir := t.TempDir()
+	ct := writeFile(t, dir, "crontab", "# name: hello\n@daily echo hi\n")
+	g := &globalFlags{store: "sqlite:" + filepath.Join(dir, "a.db"), crontabs: []string{ct}, format: formatAuto}
+	d, err := openForRead(g, os.Stderr, true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.close()
+	hc, err := httpConfigFrom(&runFlags{}, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := startHTTP(d, "127.0.0.1:0", hc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.close(context.Background())
+	s := srv.srv
+	if s.ReadHeaderTimeout <= 0 || s.ReadTimeout <= 0 || s.WriteTimeout <= 0 || s.IdleTimeout <= 0 || s.MaxHeaderBytes <= 0 {
+		t.Errorf("http.Server limits: ReadHeaderTimeout %v, ReadTimeout %v, WriteTimeout %v, IdleTimeout %v, MaxHeaderBytes %d; want all set",
+			s.ReadHeaderTimeout, s.ReadTimeout, s.WriteTimeout, s.IdleTimeout, s.MaxHeaderBytes)
+	}
+}
