@@ -347,7 +347,8 @@ func runCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
 
 // openForRead opens the store with a scheduler that knows the jobs of the
 // given files (if any), for the read-only commands. With mustExist an
-// SQLite store must already exist: reading never creates one.
+// SQLite store's file, and an SQL store's tables, must already exist:
+// reading never creates them.
 func openForRead(g *globalFlags, stderr io.Writer, needJobs, mustExist bool) (*daemon, error) {
 	log, err := g.logger(stderr)
 	if err != nil {
@@ -358,15 +359,29 @@ func openForRead(g *globalFlags, stderr io.Writer, needJobs, mustExist bool) (*d
 			return nil, err
 		}
 	}
+	var d *daemon
 	if needJobs || !g.sources().empty() {
-		return openDaemon(g, log, nil, 0, 5*time.Second, 0)
+		if d, err = openDaemon(g, log, nil, 0, 5*time.Second, 0); err != nil {
+			return nil, err
+		}
+	} else {
+		b, err := openStore(g.store)
+		if err != nil {
+			return nil, err
+		}
+		d = &daemon{log: log, backend: b, store: redact(storeOrDefault(g.store)), rawStore: g.store, metrics: newMetrics(),
+			sched: anarchon.New(b, &anarchon.Options{Logger: log}), reboot: anarchon.New(b, &anarchon.Options{Logger: log})}
 	}
-	b, err := openStore(g.store)
-	if err != nil {
-		return nil, err
+	if mustExist {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := storeInitialised(ctx, d.backend, storeOrDefault(g.store))
+		cancel()
+		if err != nil {
+			d.close()
+			return nil, err
+		}
 	}
-	return &daemon{log: log, backend: b, store: redact(storeOrDefault(g.store)), rawStore: g.store, metrics: newMetrics(),
-		sched: anarchon.New(b, &anarchon.Options{Logger: log}), reboot: anarchon.New(b, &anarchon.Options{Logger: log})}, nil
+	return d, nil
 }
 
 func historyCmd(g *globalFlags, stdout io.Writer) *cobra.Command {
