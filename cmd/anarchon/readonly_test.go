@@ -28,8 +28,8 @@ func TestReadOnlyCreatesNoTables(t *testing.T) {
 		schema := "anarchon_ro_" + randSuffix()
 		stores["postgres"] = withQuery(t, u, "schema", schema)
 		t.Cleanup(func() { dropAll(t, u, `DROP SCHEMA IF EXISTS "`+schema+`" CASCADE`) })
-	} else if os.Getenv("CI") == "true" {
-		t.Error("ANARCHON_TEST_POSTGRES_URL is not set")
+	} else {
+		stores["postgres"] = ""
 	}
 	if dsn := os.Getenv("ANARCHON_TEST_MYSQL_DSN"); dsn != "" {
 		stores["mysql"] = mysqlURL(t, dsn) + "?prefix=" + prefix
@@ -38,12 +38,20 @@ func TestReadOnlyCreatesNoTables(t *testing.T) {
 				dropAll(t, mysqlURL(t, dsn), "DROP TABLE IF EXISTS `"+prefix+table+"`")
 			}
 		})
-	} else if os.Getenv("CI") == "true" {
-		t.Error("ANARCHON_TEST_MYSQL_DSN is not set")
+	} else {
+		stores["mysql"] = ""
 	}
 	ct := writeFile(t, dir, "crontab", "# name: ro\n@daily echo hi\n")
 	for name, store := range stores {
 		t.Run(name, func(t *testing.T) {
+			if store == "" {
+				env := map[string]string{"postgres": "ANARCHON_TEST_POSTGRES_URL", "mysql": "ANARCHON_TEST_MYSQL_DSN"}[name]
+				msg := env + " is not set: start a server with scripts/services/" + name + ".sh and export its output"
+				if os.Getenv("CI") == "true" {
+					t.Fatal(msg)
+				}
+				t.Skip(msg)
+			}
 			for range 2 {
 				for _, args := range [][]string{{"history", "ro", "--store", store}, {"status", "--store", store}} {
 					code, _, errOut := cli(t, args...)
