@@ -5,8 +5,10 @@
 #   bash bench/run.sh <part> [flags]
 #
 # Parts: claim, calls (claim's second table only), contest, failover (every store), timing, scale (memory
-# store), gocron (Redis). Flags go to the harness, e.g. -short for a quick
-# smoke run or -stores memory,redis.
+# store), gocron (Redis), burst (every store; its sizes come from
+# ANARCHON_BENCH_BURST_JOBS, _COUNT, _EVERY, _PROCS, _SCALE and
+# _SCALE_STORE, see bench/cmd/anarchonbench/burst.go). Flags go to the
+# harness, e.g. -short for a quick smoke run or -stores memory,redis.
 #
 # Server stores are started with scripts/services/<name>.sh under
 # $ANARCHON_BENCH_WORKDIR (default: a directory under /tmp) unless their
@@ -16,7 +18,7 @@
 set -euo pipefail
 
 if [ $# -lt 1 ]; then
-	echo "usage: $0 claim|calls|contest|failover|timing|scale|gocron [flags]" >&2
+	echo "usage: $0 claim|calls|contest|failover|timing|scale|gocron|burst [flags]" >&2
 	exit 2
 fi
 part=$1
@@ -47,7 +49,7 @@ start() { # start <script> <variable>
 }
 
 case $part in
-claim | calls | contest | failover)
+claim | calls | contest | failover | burst)
 	start postgres ANARCHON_TEST_POSTGRES_URL
 	start mysql ANARCHON_TEST_MYSQL_DSN
 	start redis ANARCHON_TEST_REDIS_ADDR

@@ -4,8 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/anarchon/anarchon"
 	"github.com/anarchon/anarchon/mysqlbackend"
@@ -17,15 +17,34 @@ func init() { register("mysql", openMySQL) }
 // openMySQL opens MySQL or MariaDB (ANARCHON_TEST_MYSQL_DSN, printed by
 // scripts/services/mysql.sh). The raw claimer is INSERT IGNORE on a
 // (job, slot) key, with interpolated parameters as mysqlbackend.Open uses.
-func openMySQL(ctx context.Context, workdir string) (*Store, error) {
+func openMySQL(ctx context.Context, workdir, ns string, owner bool) (*Store, error) {
 	dsn, err := needEnv("ANARCHON_TEST_MYSQL_DSN")
 	if err != nil {
 		return nil, err
 	}
-	prefix := "bench" + strconv.FormatInt(uniq(), 36) + "_"
+	prefix := "bench" + ns + "_"
 	var cl closers
+	var statsOnce sync.Once
+	var stats *sql.DB
+	var statsErr error
 	return &Store{
-		Name: "mysql",
+		Name:    "mysql",
+		NS:      ns,
+		OpsName: "statements (SHOW GLOBAL STATUS Questions)",
+		Ops: func(ctx context.Context) (int64, error) {
+			statsOnce.Do(func() {
+				if stats, statsErr = sql.Open("mysql", dsn); statsErr == nil {
+					cl.add(func() { _ = stats.Close() })
+				}
+			})
+			if statsErr != nil {
+				return 0, statsErr
+			}
+			var name string
+			var n int64
+			err := stats.QueryRowContext(ctx, `SHOW GLOBAL STATUS LIKE 'Questions'`).Scan(&name, &n)
+			return n, err
+		},
 		Open: func(ctx context.Context) (anarchon.Backend, error) {
 			return cl.backend(mysqlbackend.Open(dsn, &mysqlbackend.Options{Prefix: prefix}))
 		},

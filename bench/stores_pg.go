@@ -3,7 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
-	"strconv"
+	"sync"
 
 	"github.com/anarchon/anarchon"
 	"github.com/anarchon/anarchon/pgbackend"
@@ -12,15 +12,33 @@ import (
 
 func init() { register("postgres", openPostgres) }
 
-func openPostgres(ctx context.Context, workdir string) (*Store, error) {
+func openPostgres(ctx context.Context, workdir, ns string, owner bool) (*Store, error) {
 	url, err := needEnv("ANARCHON_TEST_POSTGRES_URL")
 	if err != nil {
 		return nil, err
 	}
-	prefix := "bench" + strconv.FormatInt(uniq(), 36) + "_"
+	prefix := "bench" + ns + "_"
 	var cl closers
+	var statsOnce sync.Once
+	var stats *pgxpool.Pool
+	var statsErr error
 	return &Store{
-		Name: "postgres",
+		Name:    "postgres",
+		NS:      ns,
+		OpsName: "transactions (pg_stat_database xact_commit + xact_rollback)",
+		Ops: func(ctx context.Context) (int64, error) {
+			statsOnce.Do(func() {
+				if stats, statsErr = pgxpool.New(ctx, url); statsErr == nil {
+					cl.add(stats.Close)
+				}
+			})
+			if statsErr != nil {
+				return 0, statsErr
+			}
+			var n int64
+			err := stats.QueryRow(ctx, `SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()`).Scan(&n)
+			return n, err
+		},
 		Open: func(ctx context.Context) (anarchon.Backend, error) {
 			return cl.backend(pgbackend.Open(ctx, url, &pgbackend.Options{Prefix: prefix}))
 		},

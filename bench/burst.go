@@ -1,0 +1,302 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/anarchon/anarchon"
+)
+
+// BurstConfig describes one process's part of a burst measurement: Jobs
+// jobs on one schedule (every Every, jitter 0, no-op handlers) on one
+// store, measured over Bursts slots from the first one the harness names.
+type BurstConfig struct {
+	Store    string // a store name, as OpenStore takes it
+	NS       string // the Store's NS (JoinStore); "" for the memory store
+	Workdir  string
+	Mode     TimingMode // ModePlain or ModeLease
+	Jobs     int
+	Bursts   int
+	Every    time.Duration
+	Instance string // the scheduler's InstanceID
+}
+
+// BurstReport is what one process saw of the measured bursts. Starts[b][j]
+// is how late (µs, start − slot) job j's handler started in burst b on
+// this process, or -1 if it did not start here; a second start of the same
+// job and slot here is counted in Repeats and not recorded.
+type BurstReport struct {
+	Instance string
+	Starts   [][]int32
+	Repeats  int
+	// CPU is the process's CPU time (user + system, getrusage) from half
+	// an interval before the first measured slot to half an interval after
+	// the last.
+	CPU time.Duration
+	// Calls counts backend calls by method (bench's counting wrapper)
+	// over the same window; empty for the timer floor.
+	Calls      map[string]int64
+	RSS        int64 // at the end of the window
+	Goroutines int   // at the end of the window
+}
+
+// BurstWindow returns the measured window of bursts whose first slot is
+// first: from half an interval before it to half an interval after the
+// last one.
+func BurstWindow(first time.Time, bursts int, every time.Duration) (from, to time.Time) {
+	last := first.Add(time.Duration(bursts-1) * every)
+	return first.Add(-every / 2), last.Add(every / 2)
+}
+
+// NextBurstSlot returns the first slot of an every grid (aligned to the
+// Unix epoch, as Interval schedules are) that leaves at least lead before
+// it.
+func NextBurstSlot(now time.Time, every, lead time.Duration) time.Time {
+	t := now.Add(lead).Truncate(every)
+	if t.Before(now.Add(lead)) {
+		t = t.Add(every)
+	}
+	return t
+}
+
+// ledger records handler starts of the measured slots.
+type ledger struct {
+	first   atomic.Int64 // first measured slot, Unix ms; 0 until known
+	every   int64        // ms
+	starts  [][]atomic.Int32
+	repeats atomic.Int64
+}
+
+func newLedger(jobs, bursts int, every time.Duration) *ledger {
+	l := &ledger{every: every.Milliseconds(), starts: make([][]atomic.Int32, bursts)}
+	for b := range l.starts {
+		l.starts[b] = make([]atomic.Int32, jobs)
+		for j := range l.starts[b] {
+			l.starts[b][j].Store(-1)
+		}
+	}
+	return l
+}
+
+// add records that job started slot at now, if slot is measured.
+func (l *ledger) add(job int, slot, now time.Time) {
+	first := l.first.Load()
+	ms := slot.UnixMilli()
+	if first == 0 || ms < first || (ms-first)%l.every != 0 {
+		return
+	}
+	b := int((ms - first) / l.every)
+	if b >= len(l.starts) {
+		return
+	}
+	late := min(now.Sub(slot).Microseconds(), 1<<31-1)
+	if !l.starts[b][job].CompareAndSwap(-1, int32(late)) {
+		l.repeats.Add(1)
+	}
+}
+
+func (l *ledger) report(instance string) BurstReport {
+	r := BurstReport{Instance: instance, Repeats: int(l.repeats.Load()), Starts: make([][]int32, len(l.starts))}
+	for b := range l.starts {
+		r.Starts[b] = make([]int32, len(l.starts[b]))
+		for j := range l.starts[b] {
+			r.Starts[b][j] = l.starts[b][j].Load()
+		}
+	}
+	return r
+}
+
+// BurstJobName is the name of job j of a burst measurement.
+func BurstJobName(j int) string { return fmt.Sprintf("burst-%06d", j) }
+
+// BurstInstance runs one scheduler instance of a burst measurement: it
+// joins the store (or opens the memory store), registers cfg.Jobs jobs on
+// one schedule and starts; then it calls ready, waits for the first
+// measured slot from first, and records handler starts until the window
+// (see BurstWindow) ends. It stops the scheduler before it returns.
+func BurstInstance(ctx context.Context, cfg BurstConfig, ready func(), first <-chan time.Time) (BurstReport, error) {
+	var st *Store
+	var err error
+	if cfg.Store == "memory" {
+		st, err = OpenStore(ctx, cfg.Store, cfg.Workdir)
+	} else {
+		st, err = JoinStore(ctx, cfg.Store, cfg.Workdir, cfg.NS)
+	}
+	if err != nil {
+		return BurstReport{}, err
+	}
+	defer st.Close()
+	be, err := st.Open(ctx)
+	if err != nil {
+		return BurstReport{}, err
+	}
+	w, sb := Wrap(be, false)
+	s := anarchon.New(sb, &anarchon.Options{InstanceID: cfg.Instance, Logger: quietLogger()})
+	led := newLedger(cfg.Jobs, cfg.Bursts, cfg.Every)
+	opts := &anarchon.JobOptions{NoLease: cfg.Mode == ModePlain}
+	for j := range cfg.Jobs {
+		h := func(_ context.Context, run *anarchon.Run) error {
+			led.add(j, run.Slot, time.Now())
+			return nil
+		}
+		if err := s.Every(BurstJobName(j), cfg.Every, h, opts); err != nil {
+			return BurstReport{}, err
+		}
+	}
+	if err := s.Start(ctx); err != nil {
+		return BurstReport{}, err
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			sctx, cancel := deadline(30 * time.Second)
+			_ = s.Stop(sctx)
+			cancel()
+		}
+	}()
+	ready()
+	var f time.Time
+	select {
+	case f = <-first:
+	case <-ctx.Done():
+		return BurstReport{}, ctx.Err()
+	}
+	led.first.Store(f.UnixMilli())
+	from, to := BurstWindow(f, cfg.Bursts, cfg.Every)
+	time.Sleep(time.Until(from))
+	cpu0, calls0 := CPUTime(), w.Counts()
+	time.Sleep(time.Until(to))
+	cpu1, calls1 := CPUTime(), w.Counts()
+	rep := led.report(cfg.Instance)
+	rep.CPU = cpu1 - cpu0
+	rep.Calls = map[string]int64{}
+	for op := range calls1 {
+		if d := calls1[op] - calls0[op]; d > 0 {
+			rep.Calls[Op(op).String()] = d
+		}
+	}
+	rep.RSS, rep.Goroutines = RSS(), runtime.NumGoroutine()
+	stopped = true
+	sctx, cancel := deadline(30 * time.Second)
+	defer cancel()
+	if err := s.Stop(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return rep, err
+	}
+	return rep, nil
+}
+
+// BurstTimers is the floor of a burst measurement: jobs goroutines, each
+// waiting on its own Go timer for every measured slot in turn (the
+// deadlines a scheduler's slots have), in one process, with the same ready
+// and first protocol as BurstInstance.
+func BurstTimers(ctx context.Context, jobs, bursts int, every time.Duration, ready func(), first <-chan time.Time) (BurstReport, error) {
+	led := newLedger(jobs, bursts, every)
+	ready()
+	var f time.Time
+	select {
+	case f = <-first:
+	case <-ctx.Done():
+		return BurstReport{}, ctx.Err()
+	}
+	led.first.Store(f.UnixMilli())
+	from, to := BurstWindow(f, bursts, every)
+	time.Sleep(time.Until(from))
+	cpu0 := CPUTime()
+	var wg sync.WaitGroup
+	for j := range jobs {
+		wg.Go(func() {
+			for b := range bursts {
+				slot := f.Add(time.Duration(b) * every)
+				t := time.NewTimer(time.Until(slot))
+				<-t.C
+				led.add(j, slot, time.Now())
+			}
+		})
+	}
+	wg.Wait()
+	time.Sleep(time.Until(to))
+	rep := led.report("timers")
+	rep.CPU = CPUTime() - cpu0
+	rep.RSS, rep.Goroutines = RSS(), runtime.NumGoroutine()
+	return rep, nil
+}
+
+// BurstRow is the merged result of one burst measurement over all its
+// processes.
+type BurstRow struct {
+	Procs, Jobs, Bursts int
+	// P50, P99: the median over the bursts of each burst's p50 and p99
+	// start lateness (all starts of the burst, every process); Max: the
+	// latest start of any burst.
+	P50, P99, Max time.Duration
+	Starts        int // handler starts recorded, all bursts and processes
+	Duplicates    int // starts beyond the first of a (job, slot)
+	Misses        int // (job, slot) pairs no process started
+	CPUPerInst    time.Duration
+	RSSPerInst    int64
+	CallsPerBurst float64 // backend calls per burst, all processes (counted)
+}
+
+// MergeBursts merges the reports of one measurement's processes. With
+// exclusive false (the timer floor: every process fires every deadline)
+// duplicates and misses are not counted.
+func MergeBursts(reps []BurstReport, jobs, bursts int, exclusive bool) BurstRow {
+	row := BurstRow{Procs: len(reps), Jobs: jobs, Bursts: bursts}
+	var p50s, p99s []time.Duration
+	var all []time.Duration
+	for b := range bursts {
+		var late []time.Duration
+		for j := range jobs {
+			n := 0
+			for _, r := range reps {
+				if b >= len(r.Starts) || j >= len(r.Starts[b]) || r.Starts[b][j] < 0 {
+					continue
+				}
+				n++
+				late = append(late, time.Duration(r.Starts[b][j])*time.Microsecond)
+			}
+			if exclusive {
+				if n == 0 {
+					row.Misses++
+				} else {
+					row.Duplicates += n - 1
+				}
+			}
+		}
+		row.Starts += len(late)
+		if len(late) > 0 {
+			s := Summarize(late)
+			p50s, p99s = append(p50s, s.P50), append(p99s, s.P99)
+			row.Max = max(row.Max, s.Max)
+			all = append(all, late...)
+		}
+	}
+	var calls int64
+	for _, r := range reps {
+		if exclusive {
+			row.Duplicates += r.Repeats
+		}
+		row.CPUPerInst += r.CPU
+		row.RSSPerInst += r.RSS
+		for _, n := range r.Calls {
+			calls += n
+		}
+	}
+	if len(reps) > 0 {
+		row.CPUPerInst /= time.Duration(len(reps))
+		row.RSSPerInst /= int64(len(reps))
+	}
+	row.CallsPerBurst = float64(calls) / float64(bursts)
+	if len(p50s) > 0 {
+		slices.Sort(p50s)
+		slices.Sort(p99s)
+		row.P50, row.P99 = p50s[len(p50s)/2], p99s[len(p99s)/2]
+	}
+	return row
+}
