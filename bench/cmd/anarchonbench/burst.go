@@ -189,6 +189,7 @@ func burstRow(ctx context.Context, cfg burstSettings, name string, mode bench.Ti
 	})
 	if err != nil {
 		t.Add(k, what, procs, "failed: "+err.Error(), "", "", "", "", "", "", "", "", "")
+		fmt.Fprintf(os.Stderr, "burst: K=%d %s, %d processes: %v\n", k, what, procs, err)
 		return note, err
 	}
 	r := bench.MergeBursts(reps, k, cfg.bursts, true)
@@ -201,6 +202,7 @@ func burstRow(ctx context.Context, cfg burstSettings, name string, mode bench.Ti
 	}
 	t.Add(k, what, r.Procs, bench.Ms(r.P50), bench.Ms(r.P99), bench.Ms(r.Max), opsCell, fmt.Sprintf("%.0f", r.CallsPerBurst),
 		bench.Ms(r.CPUPerInst/time.Duration(cfg.bursts)), bench.MiB(r.RSSPerInst), r.Starts, r.Duplicates, r.Misses)
+	fmt.Fprintf(os.Stderr, "burst: K=%d %s, %d processes: p99 %s ms, %d misses, %d duplicates\n", k, what, procs, bench.Ms(r.P99), r.Misses, r.Duplicates)
 	return note, nil
 }
 
