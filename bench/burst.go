@@ -249,7 +249,6 @@ type BurstRow struct {
 func MergeBursts(reps []BurstReport, jobs, bursts int, exclusive bool) BurstRow {
 	row := BurstRow{Procs: len(reps), Jobs: jobs, Bursts: bursts}
 	var p50s, p99s []time.Duration
-	var all []time.Duration
 	for b := range bursts {
 		var late []time.Duration
 		for j := range jobs {
@@ -274,7 +273,6 @@ func MergeBursts(reps []BurstReport, jobs, bursts int, exclusive bool) BurstRow 
 			s := Summarize(late)
 			p50s, p99s = append(p50s, s.P50), append(p99s, s.P99)
 			row.Max = max(row.Max, s.Max)
-			all = append(all, late...)
 		}
 	}
 	var calls int64
