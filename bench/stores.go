@@ -41,13 +41,11 @@ type Store struct {
 	// NS is the namespace of this store's data (its table or key prefix,
 	// bucket suffix or file), for [JoinStore] in other processes.
 	NS string
-	// Ops, where set, reads a counter the server itself keeps of the work
-	// clients ask of it (see OpsName); the burst part reports its growth.
-	// Nil for stores without a server (memory, SQLite) or without access
-	// to its statistics.
-	Ops func(ctx context.Context) (int64, error)
-	// OpsName says what Ops counts, for tables.
-	OpsName string
+	// Ops, where set, reads a counter the server itself keeps of the
+	// requests clients send it, and says what it counts (for tables); the
+	// burst part reports its growth. Nil for stores without a server
+	// (memory, SQLite) or without access to its statistics.
+	Ops func(ctx context.Context) (n int64, what string, err error)
 }
 
 // opener builds a Store in workdir with its data under namespace ns, or

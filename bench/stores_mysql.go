@@ -28,22 +28,21 @@ func openMySQL(ctx context.Context, workdir, ns string, owner bool) (*Store, err
 	var stats *sql.DB
 	var statsErr error
 	return &Store{
-		Name:    "mysql",
-		NS:      ns,
-		OpsName: "statements (SHOW GLOBAL STATUS Questions)",
-		Ops: func(ctx context.Context) (int64, error) {
+		Name: "mysql",
+		NS:   ns,
+		Ops: func(ctx context.Context) (int64, string, error) {
 			statsOnce.Do(func() {
 				if stats, statsErr = sql.Open("mysql", dsn); statsErr == nil {
 					cl.add(func() { _ = stats.Close() })
 				}
 			})
 			if statsErr != nil {
-				return 0, statsErr
+				return 0, "", statsErr
 			}
 			var name string
 			var n int64
 			err := stats.QueryRowContext(ctx, `SHOW GLOBAL STATUS LIKE 'Questions'`).Scan(&name, &n)
-			return n, err
+			return n, "statements sent by clients (SHOW GLOBAL STATUS Questions)", err
 		},
 		Open: func(ctx context.Context) (anarchon.Backend, error) {
 			return cl.backend(mysqlbackend.Open(dsn, &mysqlbackend.Options{Prefix: prefix}))

@@ -35,15 +35,17 @@ func openNATS(ctx context.Context, workdir, ns string, owner bool) (*Store, erro
 	var cl closers
 	var mu sync.Mutex
 	var conns []*nats.Conn
-	var ops func(ctx context.Context) (int64, error)
+	var ops func(ctx context.Context) (int64, string, error)
 	if mon := os.Getenv("ANARCHON_TEST_NATS_MONITOR_URL"); mon != "" {
-		ops = func(ctx context.Context) (int64, error) { return natsInMsgs(ctx, mon) }
+		ops = func(ctx context.Context) (int64, string, error) {
+			n, err := natsInMsgs(ctx, mon)
+			return n, "messages received from clients (/varz in_msgs: publishes and requests, KV operations included)", err
+		}
 	}
 	return &Store{
-		Name:    "nats",
-		NS:      ns,
-		OpsName: "client messages in (/varz in_msgs)",
-		Ops:     ops,
+		Name: "nats",
+		NS:   ns,
+		Ops:  ops,
 		Open: func(ctx context.Context) (anarchon.Backend, error) {
 			return cl.backend(natsbackend.Open(url, opts))
 		},

@@ -169,10 +169,7 @@ func burstRow(ctx context.Context, cfg burstSettings, name string, mode bench.Ti
 		return "", err
 	}
 	defer st.Close()
-	note := fmt.Sprintf("_%s: store ops are %s._", name, st.OpsName)
-	if st.Ops == nil {
-		note = fmt.Sprintf("_%s: no server statistics; only the counted backend calls are shown._", name)
-	}
+	note := fmt.Sprintf("_%s: no server statistics; only the counted backend calls are shown._", name)
 	var ops [2]int64
 	var opsErr error
 	mark := func(i int) {
@@ -181,7 +178,9 @@ func burstRow(ctx context.Context, cfg burstSettings, name string, mode bench.Ti
 		}
 		octx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		ops[i], opsErr = st.Ops(octx)
+		var what string
+		ops[i], what, opsErr = st.Ops(octx)
+		note = fmt.Sprintf("_%s: store ops are %s._", name, what)
 	}
 	reps, err := burstProcs(ctx, cfg, k, procs, mark, func(i int) []string {
 		return []string{"child-burst", "-store", name, "-ns", st.NS, "-workdir", workdir, "-mode", string(mode),
