@@ -44,11 +44,18 @@ type BurstReport struct {
 	Calls      map[string]int64
 	RSS        int64 // at the end of the window
 	Goroutines int   // at the end of the window
+	// StoreErrors counts failed store calls (EventStoreError) in the
+	// window; FirstError is the first one's text.
+	StoreErrors int64
+	FirstError  string
 }
 
 // BurstWindow returns the measured window of bursts whose first slot is
 // first: from half an interval before it to half an interval after the
-// last one.
+// last one. CPU, calls and store errors are counted in it; handler starts
+// of the measured slots are recorded until one more interval after it, so
+// a (job, slot) counts as missed when no process started it 1.5 intervals
+// after the last burst's slot.
 func BurstWindow(first time.Time, bursts int, every time.Duration) (from, to time.Time) {
 	last := first.Add(time.Duration(bursts-1) * every)
 	return first.Add(-every / 2), last.Add(every / 2)
@@ -137,7 +144,18 @@ func BurstInstance(ctx context.Context, cfg BurstConfig, ready func(), first <-c
 		return BurstReport{}, err
 	}
 	w, sb := Wrap(be, false)
-	s := anarchon.New(sb, &anarchon.Options{InstanceID: cfg.Instance, Logger: quietLogger()})
+	var storeErrs atomic.Int64
+	var firstErr atomic.Pointer[string]
+	onEvent := func(ev anarchon.Event) {
+		if ev.Kind == anarchon.EventStoreError {
+			storeErrs.Add(1)
+			if ev.Err != nil {
+				msg := ev.Op + ": " + ev.Err.Error()
+				firstErr.CompareAndSwap(nil, &msg)
+			}
+		}
+	}
+	s := anarchon.New(sb, &anarchon.Options{InstanceID: cfg.Instance, Logger: quietLogger(), OnEvent: onEvent})
 	led := newLedger(cfg.Jobs, cfg.Bursts, cfg.Every)
 	opts := &anarchon.JobOptions{NoLease: cfg.Mode == ModePlain}
 	for j := range cfg.Jobs {
@@ -170,18 +188,29 @@ func BurstInstance(ctx context.Context, cfg BurstConfig, ready func(), first <-c
 	led.first.Store(f.UnixMilli())
 	from, to := BurstWindow(f, cfg.Bursts, cfg.Every)
 	time.Sleep(time.Until(from))
-	cpu0, calls0 := CPUTime(), w.Counts()
+	firstErr.Store(nil)
+	cpu0, calls0, errs0 := CPUTime(), w.Counts(), storeErrs.Load()
 	time.Sleep(time.Until(to))
-	cpu1, calls1 := CPUTime(), w.Counts()
+	cpu1, calls1, errs1 := CPUTime(), w.Counts(), storeErrs.Load()
+	rss, gs := RSS(), runtime.NumGoroutine()
+	var msg *string
+	if errs1 > errs0 {
+		msg = firstErr.Load()
+	}
+	time.Sleep(cfg.Every) // late starts of the last bursts still count
 	rep := led.report(cfg.Instance)
 	rep.CPU = cpu1 - cpu0
+	rep.StoreErrors = errs1 - errs0
+	if msg != nil {
+		rep.FirstError = *msg
+	}
 	rep.Calls = map[string]int64{}
 	for op := range calls1 {
 		if d := calls1[op] - calls0[op]; d > 0 {
 			rep.Calls[Op(op).String()] = d
 		}
 	}
-	rep.RSS, rep.Goroutines = RSS(), runtime.NumGoroutine()
+	rep.RSS, rep.Goroutines = rss, gs
 	stopped = true
 	sctx, cancel := deadline(30 * time.Second)
 	defer cancel()
@@ -241,6 +270,8 @@ type BurstRow struct {
 	CPUPerInst    time.Duration
 	RSSPerInst    int64
 	CallsPerBurst float64 // backend calls per burst, all processes (counted)
+	StoreErrors   int64   // failed store calls in the window, all processes
+	FirstError    string  // one of them
 }
 
 // MergeBursts merges the reports of one measurement's processes. With
@@ -281,6 +312,10 @@ func MergeBursts(reps []BurstReport, jobs, bursts int, exclusive bool) BurstRow 
 			row.Duplicates += r.Repeats
 		}
 		row.CPUPerInst += r.CPU
+		row.StoreErrors += r.StoreErrors
+		if row.FirstError == "" {
+			row.FirstError = r.FirstError
+		}
 		row.RSSPerInst += r.RSS
 		for _, n := range r.Calls {
 			calls += n

@@ -97,7 +97,7 @@ func runBurst(ctx context.Context, stores []string, workdir string, short bool) 
 	}
 	fmt.Printf("<!-- burst: jobs %v, %d measured bursts %v apart per row, %d processes per store, scaling %v on %s/%s -->\n\n",
 		cfg.jobs, cfg.bursts, cfg.every, cfg.procs, cfg.scale, cfg.scaleStore, cfg.scaleMode)
-	head := []string{"K", "what", "processes", "p50 ms", "p99 ms", "max ms", "store ops per burst (server's count)", "backend calls per burst (counted)", "CPU ms per instance per burst", "RSS MiB per instance", "starts", "duplicates", "misses"}
+	head := []string{"K", "what", "processes", "p50 ms", "p99 ms", "max ms", "store ops per burst (server's count)", "backend calls per burst (counted)", "CPU ms per instance per burst", "RSS MiB per instance", "starts", "duplicates", "misses", "store errors"}
 	t := bench.Table{Head: head}
 	var notes []string
 	for _, k := range cfg.jobs {
@@ -105,11 +105,11 @@ func runBurst(ctx context.Context, stores []string, workdir string, short bool) 
 			return []string{"child-burst-timer", "-jobs", fmt.Sprint(k), "-bursts", fmt.Sprint(cfg.bursts), "-every", cfg.every.String()}
 		})
 		if err != nil {
-			t.Add(k, "Go timers (floor)", cfg.procs, "failed: "+err.Error(), "", "", "", "", "", "", "", "", "")
+			t.Add(k, "Go timers (floor)", cfg.procs, "failed: "+err.Error(), "", "", "", "", "", "", "", "", "", "")
 		} else {
 			r := bench.MergeBursts(reps, k, cfg.bursts, false)
 			t.Add(k, "Go timers (floor)", r.Procs, bench.Ms(r.P50), bench.Ms(r.P99), bench.Ms(r.Max), "—", "—",
-				bench.Ms(r.CPUPerInst/time.Duration(cfg.bursts)), bench.MiB(r.RSSPerInst), r.Starts, "—", "—")
+				bench.Ms(r.CPUPerInst/time.Duration(cfg.bursts)), bench.MiB(r.RSSPerInst), r.Starts, "—", "—", "—")
 		}
 		for _, name := range stores {
 			for _, mode := range []bench.TimingMode{bench.ModePlain, bench.ModeLease} {
@@ -161,11 +161,11 @@ func burstRow(ctx context.Context, cfg burstSettings, name string, mode bench.Ti
 	what := fmt.Sprintf("%s %s", name, mode)
 	st, err := bench.OpenStore(ctx, name, workdir)
 	if errors.Is(err, bench.ErrNoServer) {
-		t.Add(k, name, procs, "skipped: "+err.Error(), "", "", "", "", "", "", "", "", "")
+		t.Add(k, name, procs, "skipped: "+err.Error(), "", "", "", "", "", "", "", "", "", "")
 		return "", err
 	}
 	if err != nil {
-		t.Add(k, what, procs, "failed: "+err.Error(), "", "", "", "", "", "", "", "", "")
+		t.Add(k, what, procs, "failed: "+err.Error(), "", "", "", "", "", "", "", "", "", "")
 		return "", err
 	}
 	defer st.Close()
@@ -187,7 +187,7 @@ func burstRow(ctx context.Context, cfg burstSettings, name string, mode bench.Ti
 			"-jobs", fmt.Sprint(k), "-bursts", fmt.Sprint(cfg.bursts), "-every", cfg.every.String(), "-instance", fmt.Sprintf("burst-%d", i)}
 	})
 	if err != nil {
-		t.Add(k, what, procs, "failed: "+err.Error(), "", "", "", "", "", "", "", "", "")
+		t.Add(k, what, procs, "failed: "+err.Error(), "", "", "", "", "", "", "", "", "", "")
 		fmt.Fprintf(os.Stderr, "burst: K=%d %s, %d processes: %v\n", k, what, procs, err)
 		return note, err
 	}
@@ -200,8 +200,11 @@ func burstRow(ctx context.Context, cfg burstSettings, name string, mode bench.Ti
 		opsCell = fmt.Sprintf("%.0f", float64(ops[1]-ops[0])/float64(cfg.bursts))
 	}
 	t.Add(k, what, r.Procs, bench.Ms(r.P50), bench.Ms(r.P99), bench.Ms(r.Max), opsCell, fmt.Sprintf("%.0f", r.CallsPerBurst),
-		bench.Ms(r.CPUPerInst/time.Duration(cfg.bursts)), bench.MiB(r.RSSPerInst), r.Starts, r.Duplicates, r.Misses)
-	fmt.Fprintf(os.Stderr, "burst: K=%d %s, %d processes: p99 %s ms, %d misses, %d duplicates\n", k, what, procs, bench.Ms(r.P99), r.Misses, r.Duplicates)
+		bench.Ms(r.CPUPerInst/time.Duration(cfg.bursts)), bench.MiB(r.RSSPerInst), r.Starts, r.Duplicates, r.Misses, r.StoreErrors)
+	fmt.Fprintf(os.Stderr, "burst: K=%d %s, %d processes: p99 %s ms, %d misses, %d duplicates, %d store errors\n", k, what, procs, bench.Ms(r.P99), r.Misses, r.Duplicates, r.StoreErrors)
+	if r.FirstError != "" {
+		note += fmt.Sprintf("\n\n_%s, K = %d, %d processes: the first store error was %q._", what, k, procs, r.FirstError)
+	}
 	return note, nil
 }
 
@@ -221,7 +224,7 @@ type burstChild struct {
 func burstProcs(ctx context.Context, cfg burstSettings, jobs, n int, mark func(int), args func(i int) []string) ([]bench.BurstReport, error) {
 	from0 := time.Now()
 	readyBy := 2*time.Minute + time.Duration(jobs)*10*time.Millisecond
-	ctx, cancel := context.WithTimeout(ctx, readyBy+time.Duration(cfg.bursts+2)*cfg.every+2*time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, readyBy+time.Duration(cfg.bursts+3)*cfg.every+2*time.Minute)
 	defer cancel()
 	var kids []*burstChild
 	defer func() {
@@ -322,6 +325,7 @@ func burstChildMain(ctx context.Context, part string, a childArgs) error {
 	}
 	var rep bench.BurstReport
 	var err error
+	bench.QuietDrivers()
 	if part == "child-burst-timer" {
 		rep, err = bench.BurstTimers(ctx, a.jobs, a.bursts, a.every, ready, first)
 	} else {
