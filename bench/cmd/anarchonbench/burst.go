@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -118,9 +119,7 @@ func runBurst(ctx context.Context, stores []string, workdir string, short bool) 
 					procs = 1 // the memory store lives in one process
 				}
 				note, err := burstRow(ctx, cfg, name, mode, k, procs, workdir, &t)
-				if note != "" && !strings.Contains(strings.Join(notes, "\n"), note) {
-					notes = append(notes, note)
-				}
+				notes = addNotes(notes, note)
 				if errors.Is(err, bench.ErrNoServer) {
 					break
 				}
@@ -140,9 +139,7 @@ func runBurst(ctx context.Context, stores []string, workdir string, short bool) 
 	notes = nil
 	for _, n := range cfg.scale {
 		note, _ := burstRow(ctx, cfg, cfg.scaleStore, cfg.scaleMode, cfg.jobs[0], n, workdir, &st)
-		if note != "" && !strings.Contains(strings.Join(notes, "\n"), note) {
-			notes = append(notes, note)
-		}
+		notes = addNotes(notes, note)
 	}
 	fmt.Printf("### Burst scaling: K = %d on %s (%s), by processes\n\n", cfg.jobs[0], cfg.scaleStore, cfg.scaleMode)
 	fmt.Println(st.String())
@@ -151,6 +148,17 @@ func runBurst(ctx context.Context, stores []string, workdir string, short bool) 
 		fmt.Println()
 	}
 	return nil
+}
+
+// addNotes appends the paragraphs of note (separated by blank lines) that
+// notes does not have yet.
+func addNotes(notes []string, note string) []string {
+	for _, p := range strings.Split(note, "\n\n") {
+		if p != "" && !slices.Contains(notes, p) {
+			notes = append(notes, p)
+		}
+	}
+	return notes
 }
 
 // burstRow measures one store and path with procs processes and adds its
