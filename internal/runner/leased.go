@@ -179,10 +179,9 @@ func (a *Leased[J]) wonInTime(ctx context.Context) bool {
 
 // standBy waits, as a backup, for the holder's lease to end: until a store
 // event on the slot, or just after the lease runs out by the store's clock.
-// While the watch is not up (no Watcher, or it broke) the store's events
-// do not come, so it asks again after the poll interval at the latest; so
-// it does too when the answer gave no lease end. It reports false when ctx
-// ended (Stop began).
+// While the watch is not up (no Watcher, or it broke) events do not come,
+// so it waits the poll interval at most; it does too when the answer named
+// no lease end. It reports false when ctx ended (Stop began).
 func (a *Leased[J]) standBy(ctx context.Context, out Outcome) bool {
 	r := a.r
 	wait := r.cfg.PollInterval
