@@ -28,13 +28,18 @@ type BurstConfig struct {
 }
 
 // BurstReport is what one process saw of the measured bursts. Starts[b][j]
-// is how late (µs, start − slot) job j's handler started in burst b on
-// this process, or -1 if it did not start here; a second start of the same
-// job and slot here is counted in Repeats and not recorded.
+// is how late (µs, start − slot) job j's handler first started in burst b
+// on this process, or -1 if it did not start here, and Attempts[b][j] the
+// Run.Attempt of that start (a backup's takeover of a lost lease is
+// attempt 2 or more). A later start of the same job and slot here is not
+// recorded: it is counted in Repeats when its attempt was started here
+// already (a duplicate), in Takeovers otherwise.
 type BurstReport struct {
-	Instance string
-	Starts   [][]int32
-	Repeats  int
+	Instance  string
+	Starts    [][]int32
+	Attempts  [][]uint8
+	Repeats   int
+	Takeovers int
 	// CPU is the process's CPU time (user + system, getrusage) from half
 	// an interval before the first measured slot to half an interval after
 	// the last.
@@ -74,16 +79,20 @@ func NextBurstSlot(now time.Time, every, lead time.Duration) time.Time {
 
 // ledger records handler starts of the measured slots.
 type ledger struct {
-	first   atomic.Int64 // first measured slot, Unix ms; 0 until known
-	every   int64        // ms
-	starts  [][]atomic.Int32
-	repeats atomic.Int64
+	first     atomic.Int64 // first measured slot, Unix ms; 0 until known
+	every     int64        // ms
+	starts    [][]atomic.Int32
+	mu        sync.Mutex       // guards attempts (rarely contended: a start each)
+	attempts  [][]map[int]bool // attempts started here, per burst and job; nil: none
+	repeats   atomic.Int64
+	takeovers atomic.Int64
 }
 
 func newLedger(jobs, bursts int, every time.Duration) *ledger {
-	l := &ledger{every: every.Milliseconds(), starts: make([][]atomic.Int32, bursts)}
+	l := &ledger{every: every.Milliseconds(), starts: make([][]atomic.Int32, bursts), attempts: make([][]map[int]bool, bursts)}
 	for b := range l.starts {
 		l.starts[b] = make([]atomic.Int32, jobs)
+		l.attempts[b] = make([]map[int]bool, jobs)
 		for j := range l.starts[b] {
 			l.starts[b][j].Store(-1)
 		}
@@ -91,8 +100,9 @@ func newLedger(jobs, bursts int, every time.Duration) *ledger {
 	return l
 }
 
-// add records that job started slot at now, if slot is measured.
-func (l *ledger) add(job int, slot, now time.Time) {
+// add records that attempt of job's slot started at now, if slot is
+// measured.
+func (l *ledger) add(job int, slot, now time.Time, attempt int) {
 	first := l.first.Load()
 	ms := slot.UnixMilli()
 	if first == 0 || ms < first || (ms-first)%l.every != 0 {
@@ -103,17 +113,36 @@ func (l *ledger) add(job int, slot, now time.Time) {
 		return
 	}
 	late := min(now.Sub(slot).Microseconds(), 1<<31-1)
-	if !l.starts[b][job].CompareAndSwap(-1, int32(late)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	seen := l.attempts[b][job]
+	switch {
+	case seen == nil:
+		l.attempts[b][job] = map[int]bool{attempt: true}
+		l.starts[b][job].Store(int32(late))
+	case seen[attempt]:
 		l.repeats.Add(1)
+	default:
+		seen[attempt] = true
+		l.takeovers.Add(1)
 	}
 }
 
 func (l *ledger) report(instance string) BurstReport {
-	r := BurstReport{Instance: instance, Repeats: int(l.repeats.Load()), Starts: make([][]int32, len(l.starts))}
+	r := BurstReport{Instance: instance, Repeats: int(l.repeats.Load()), Takeovers: int(l.takeovers.Load()),
+		Starts: make([][]int32, len(l.starts)), Attempts: make([][]uint8, len(l.starts))}
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	for b := range l.starts {
 		r.Starts[b] = make([]int32, len(l.starts[b]))
+		r.Attempts[b] = make([]uint8, len(l.starts[b]))
 		for j := range l.starts[b] {
 			r.Starts[b][j] = l.starts[b][j].Load()
+			for a := range l.attempts[b][j] {
+				if r.Attempts[b][j] == 0 || int(r.Attempts[b][j]) > a {
+					r.Attempts[b][j] = uint8(min(a, 255)) // the first attempt started here
+				}
+			}
 		}
 	}
 	return r
@@ -160,7 +189,7 @@ func BurstInstance(ctx context.Context, cfg BurstConfig, ready func(), first <-c
 	opts := &anarchon.JobOptions{NoLease: cfg.Mode == ModePlain}
 	for j := range cfg.Jobs {
 		h := func(_ context.Context, run *anarchon.Run) error {
-			led.add(j, run.Slot, time.Now())
+			led.add(j, run.Slot, time.Now(), run.Attempt)
 			return nil
 		}
 		if err := s.Every(BurstJobName(j), cfg.Every, h, opts); err != nil {
@@ -244,7 +273,7 @@ func BurstTimers(ctx context.Context, jobs, bursts int, every time.Duration, rea
 				slot := f.Add(time.Duration(b) * every)
 				t := time.NewTimer(time.Until(slot))
 				<-t.C
-				led.add(j, slot, time.Now())
+				led.add(j, slot, time.Now(), 1)
 			}
 		})
 	}
@@ -265,7 +294,8 @@ type BurstRow struct {
 	// latest start of any burst.
 	P50, P99, Max time.Duration
 	Starts        int // handler starts recorded, all bursts and processes
-	Duplicates    int // starts beyond the first of a (job, slot)
+	Duplicates    int // starts beyond the first of a (job, slot, attempt)
+	Takeovers     int // starts of a (job, slot) under a further attempt (a lease taken over)
 	Misses        int // (job, slot) pairs no process started
 	CPUPerInst    time.Duration
 	RSSPerInst    int64
@@ -284,19 +314,27 @@ func MergeBursts(reps []BurstReport, jobs, bursts int, exclusive bool) BurstRow 
 		var late []time.Duration
 		for j := range jobs {
 			n := 0
+			attempts := map[uint8]int{}
 			for _, r := range reps {
 				if b >= len(r.Starts) || j >= len(r.Starts[b]) || r.Starts[b][j] < 0 {
 					continue
 				}
 				n++
 				late = append(late, time.Duration(r.Starts[b][j])*time.Microsecond)
+				a := uint8(1)
+				if b < len(r.Attempts) && j < len(r.Attempts[b]) {
+					a = r.Attempts[b][j]
+				}
+				attempts[a]++
 			}
 			if exclusive {
 				if n == 0 {
 					row.Misses++
-				} else {
-					row.Duplicates += n - 1
 				}
+				for _, c := range attempts {
+					row.Duplicates += c - 1
+				}
+				row.Takeovers += max(len(attempts)-1, 0)
 			}
 		}
 		row.Starts += len(late)
@@ -310,6 +348,7 @@ func MergeBursts(reps []BurstReport, jobs, bursts int, exclusive bool) BurstRow 
 	for _, r := range reps {
 		if exclusive {
 			row.Duplicates += r.Repeats
+			row.Takeovers += r.Takeovers
 		}
 		row.CPUPerInst += r.CPU
 		row.StoreErrors += r.StoreErrors

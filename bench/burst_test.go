@@ -29,14 +29,15 @@ func TestLedger(t *testing.T) {
 	every := 5 * time.Second
 	first := time.UnixMilli(1_000_000_000_000)
 	l := newLedger(2, 2, every)
-	l.add(0, first, first.Add(time.Millisecond)) // before first is known: ignored
+	l.add(0, first, first.Add(time.Millisecond), 1) // before first is known: ignored
 	l.first.Store(first.UnixMilli())
-	l.add(0, first.Add(-every), first)                            // before the window
-	l.add(0, first, first.Add(3*time.Millisecond))                // burst 0, job 0
-	l.add(0, first, first.Add(4*time.Millisecond))                // a repeat
-	l.add(1, first.Add(every), first.Add(every+time.Millisecond)) // burst 1, job 1
-	l.add(1, first.Add(2*every), first.Add(2*every))              // after the last burst
-	l.add(1, first.Add(time.Second), first.Add(time.Second))      // off the grid
+	l.add(0, first.Add(-every), first, 1)                            // before the window
+	l.add(0, first, first.Add(3*time.Millisecond), 1)                // burst 0, job 0
+	l.add(0, first, first.Add(4*time.Millisecond), 1)                // a repeat
+	l.add(0, first, first.Add(5*time.Millisecond), 2)                // a takeover
+	l.add(1, first.Add(every), first.Add(every+time.Millisecond), 2) // burst 1, job 1, first as attempt 2
+	l.add(1, first.Add(2*every), first.Add(2*every), 1)              // after the last burst
+	l.add(1, first.Add(time.Second), first.Add(time.Second), 1)      // off the grid
 	r := l.report("x")
 	want := [][]int32{{3000, -1}, {-1, 1000}}
 	for b := range want {
@@ -46,8 +47,11 @@ func TestLedger(t *testing.T) {
 			}
 		}
 	}
-	if r.Repeats != 1 {
-		t.Fatalf("Repeats = %d, want 1", r.Repeats)
+	if r.Repeats != 1 || r.Takeovers != 1 {
+		t.Fatalf("Repeats = %d, Takeovers = %d; want 1, 1", r.Repeats, r.Takeovers)
+	}
+	if r.Attempts[0][0] != 1 || r.Attempts[1][1] != 2 || r.Attempts[0][1] != 0 {
+		t.Fatalf("Attempts = %v, want [[1 0] [0 2]]", r.Attempts)
 	}
 }
 
@@ -71,6 +75,13 @@ func TestMergeBursts(t *testing.T) {
 	}
 	if r.CPUPerInst != 3*time.Millisecond || r.CallsPerBurst != 6 {
 		t.Fatalf("CPU per instance %v, calls per burst %v; want 3ms, 6", r.CPUPerInst, r.CallsPerBurst)
+	}
+	// A takeover is not a duplicate: job 0's slot in burst 0 started as
+	// attempt 1 on one process and attempt 2 on the other.
+	ta := BurstReport{Starts: [][]int32{{1000}}, Attempts: [][]uint8{{1}}}
+	tb := BurstReport{Starts: [][]int32{{9000}}, Attempts: [][]uint8{{2}}}
+	if m := MergeBursts([]BurstReport{ta, tb}, 1, 1, true); m.Duplicates != 0 || m.Takeovers != 1 {
+		t.Fatalf("takeover: duplicates %d, takeovers %d; want 0, 1", m.Duplicates, m.Takeovers)
 	}
 	// The floor: every process fires every deadline; nothing is a
 	// duplicate or a miss.

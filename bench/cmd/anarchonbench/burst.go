@@ -98,7 +98,7 @@ func runBurst(ctx context.Context, stores []string, workdir string, short bool) 
 	}
 	fmt.Printf("<!-- burst: jobs %v, %d measured bursts %v apart per row, %d processes per store, scaling %v on %s/%s -->\n\n",
 		cfg.jobs, cfg.bursts, cfg.every, cfg.procs, cfg.scale, cfg.scaleStore, cfg.scaleMode)
-	head := []string{"K", "what", "processes", "p50 ms", "p99 ms", "max ms", "store ops per burst (server's count)", "backend calls per burst (counted)", "CPU ms per instance per burst", "RSS MiB per instance", "starts", "duplicates", "misses", "store errors"}
+	head := []string{"K", "what", "processes", "p50 ms", "p99 ms", "max ms", "store ops per burst (server's count)", "backend calls per burst (counted)", "CPU ms per instance per burst", "RSS MiB per instance", "starts", "duplicates", "takeovers", "misses", "store errors"}
 	t := bench.Table{Head: head}
 	var notes []string
 	for _, k := range cfg.jobs {
@@ -106,11 +106,11 @@ func runBurst(ctx context.Context, stores []string, workdir string, short bool) 
 			return []string{"child-burst-timer", "-jobs", fmt.Sprint(k), "-bursts", fmt.Sprint(cfg.bursts), "-every", cfg.every.String()}
 		})
 		if err != nil {
-			t.Add(k, "Go timers (floor)", cfg.procs, "failed: "+err.Error(), "", "", "", "", "", "", "", "", "", "")
+			t.Add(k, "Go timers (floor)", cfg.procs, "failed: "+err.Error(), "", "", "", "", "", "", "", "", "", "", "")
 		} else {
 			r := bench.MergeBursts(reps, k, cfg.bursts, false)
 			t.Add(k, "Go timers (floor)", r.Procs, bench.Ms(r.P50), bench.Ms(r.P99), bench.Ms(r.Max), "—", "—",
-				bench.Ms(r.CPUPerInst/time.Duration(cfg.bursts)), bench.MiB(r.RSSPerInst), r.Starts, "—", "—", "—")
+				bench.Ms(r.CPUPerInst/time.Duration(cfg.bursts)), bench.MiB(r.RSSPerInst), r.Starts, "—", "—", "—", "—")
 		}
 		for _, name := range stores {
 			for _, mode := range []bench.TimingMode{bench.ModePlain, bench.ModeLease} {
@@ -169,11 +169,11 @@ func burstRow(ctx context.Context, cfg burstSettings, name string, mode bench.Ti
 	what := fmt.Sprintf("%s %s", name, mode)
 	st, err := bench.OpenStore(ctx, name, workdir)
 	if errors.Is(err, bench.ErrNoServer) {
-		t.Add(k, name, procs, "skipped: "+err.Error(), "", "", "", "", "", "", "", "", "", "")
+		t.Add(k, name, procs, "skipped: "+err.Error(), "", "", "", "", "", "", "", "", "", "", "")
 		return "", err
 	}
 	if err != nil {
-		t.Add(k, what, procs, "failed: "+err.Error(), "", "", "", "", "", "", "", "", "", "")
+		t.Add(k, what, procs, "failed: "+err.Error(), "", "", "", "", "", "", "", "", "", "", "")
 		return "", err
 	}
 	defer st.Close()
@@ -195,7 +195,7 @@ func burstRow(ctx context.Context, cfg burstSettings, name string, mode bench.Ti
 			"-jobs", fmt.Sprint(k), "-bursts", fmt.Sprint(cfg.bursts), "-every", cfg.every.String(), "-instance", fmt.Sprintf("burst-%d", i)}
 	})
 	if err != nil {
-		t.Add(k, what, procs, "failed: "+err.Error(), "", "", "", "", "", "", "", "", "", "")
+		t.Add(k, what, procs, "failed: "+err.Error(), "", "", "", "", "", "", "", "", "", "", "")
 		fmt.Fprintf(os.Stderr, "burst: K=%d %s, %d processes: %v\n", k, what, procs, err)
 		return note, err
 	}
@@ -208,8 +208,8 @@ func burstRow(ctx context.Context, cfg burstSettings, name string, mode bench.Ti
 		opsCell = fmt.Sprintf("%.0f", float64(ops[1]-ops[0])/float64(cfg.bursts))
 	}
 	t.Add(k, what, r.Procs, bench.Ms(r.P50), bench.Ms(r.P99), bench.Ms(r.Max), opsCell, fmt.Sprintf("%.0f", r.CallsPerBurst),
-		bench.Ms(r.CPUPerInst/time.Duration(cfg.bursts)), bench.MiB(r.RSSPerInst), r.Starts, r.Duplicates, r.Misses, r.StoreErrors)
-	fmt.Fprintf(os.Stderr, "burst: K=%d %s, %d processes: p99 %s ms, %d misses, %d duplicates, %d store errors\n", k, what, procs, bench.Ms(r.P99), r.Misses, r.Duplicates, r.StoreErrors)
+		bench.Ms(r.CPUPerInst/time.Duration(cfg.bursts)), bench.MiB(r.RSSPerInst), r.Starts, r.Duplicates, r.Takeovers, r.Misses, r.StoreErrors)
+	fmt.Fprintf(os.Stderr, "burst: K=%d %s, %d processes: p99 %s ms, %d misses, %d duplicates, %d takeovers, %d store errors\n", k, what, procs, bench.Ms(r.P99), r.Misses, r.Duplicates, r.Takeovers, r.StoreErrors)
 	if r.FirstError != "" {
 		note += fmt.Sprintf("\n\n_%s, K = %d, %d processes: the first store error was %q._", what, k, procs, r.FirstError)
 	}
