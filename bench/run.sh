@@ -14,7 +14,10 @@
 # $ANARCHON_BENCH_WORKDIR (default: a directory under /tmp) unless their
 # variable (ANARCHON_TEST_POSTGRES_URL, ANARCHON_TEST_MYSQL_DSN,
 # ANARCHON_TEST_REDIS_ADDR, ANARCHON_TEST_NATS_URL) is already set. The servers are left running for
-# the next part; their pids are in <workdir>/<name>/<name>.pid.
+# the next part; their pids are in <workdir>/<name>/<name>.pid. The burst
+# part reads NATS's message counters from ANARCHON_TEST_NATS_MONITOR_URL,
+# which scripts/services/nats.sh prints too; set it beside a preset
+# ANARCHON_TEST_NATS_URL, or the NATS rows show only counted calls.
 set -euo pipefail
 
 if [ $# -lt 1 ]; then
