@@ -108,9 +108,11 @@ func (s *Scheduler) Backfill(ctx context.Context, name string, from, to time.Tim
 			if err != nil {
 				return // polling still works
 			}
+			run.WatchUp(true)
 			for ev := range ch {
 				run.Notify(ev.Job, ev.Slot)
 			}
+			run.WatchUp(false) // backups poll from now on
 		})
 		defer watching.Wait()
 		defer stopWatch()

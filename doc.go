@@ -69,8 +69,9 @@
 // [ErrLeaseLost]. [OverlapSkip] skips slots while another run of the job is
 // live; [CatchUp] recovers slots missed while every instance was down; Stop
 // hands running jobs over to a backup. [Run.Attempt] is a fencing number.
-// With a [Watcher] backups wake as soon as a lease is released; otherwise
-// they poll every [Options.PollInterval]. Jobs use leases by default on such
+// With a [Watcher] backups wake as soon as a lease is released, and ask
+// again only when the lease they were told of ends; otherwise (or while the
+// watch is broken) they poll every [Options.PollInterval]. Jobs use leases by default on such
 // a backend; [JobOptions.NoLease] opts out.
 //
 // Leases also carry what a run can be beyond one attempt per slot:

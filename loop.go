@@ -13,6 +13,8 @@ func (s *Scheduler) watchLoop(ctx context.Context) {
 		if err != nil {
 			s.storeError(ctx, "WatchRuns", "", time.Time{}, err)
 		} else {
+			// Backups wait for events only while they can come.
+			s.run.WatchUp(true)
 			for ev := range ch {
 				if ev.Kind == RunTriggered {
 					select {
@@ -23,6 +25,7 @@ func (s *Scheduler) watchLoop(ctx context.Context) {
 				}
 				s.run.Notify(ev.Job, ev.Slot)
 			}
+			s.run.WatchUp(false)
 		}
 		select {
 		case <-ctx.Done():

@@ -35,6 +35,16 @@
 // Failover ([Failover]): the time from a holder's crash or hand-over to a
 // backup's handler start, with the store's Watcher or with it hidden.
 //
+// Bursts ([BurstInstance], [BurstTimers], [MergeBursts]): K jobs on one
+// schedule (jitter 0, no-op handlers) in several processes on one store
+// ([JoinStore]), beside Go timers to the same deadlines in as many
+// processes: start lateness per burst, duplicates and misses from a ledger
+// of handler starts, CPU per process, backend calls counted through
+// [Wrap], and the server's own count of work ([Store].Ops: PostgreSQL
+// transactions from pg_stat_database, MySQL's Questions, Redis INFO
+// commandstats, NATS /varz in_msgs when ANARCHON_TEST_NATS_MONITOR_URL is
+// set).
+//
 // gocron ([Duplicates], [MeasureRedisLoad]): gocron v2 with a Redis lock
 // ([RedisLocker]) beside anarchon on Redis: CPU and RSS, and duplicate
 // runs with staggered instances and a skewed clock ([OffsetClock]).

@@ -5,18 +5,23 @@
 #   bash bench/run.sh <part> [flags]
 #
 # Parts: claim, calls (claim's second table only), contest, failover (every store), timing, scale (memory
-# store), gocron (Redis). Flags go to the harness, e.g. -short for a quick
-# smoke run or -stores memory,redis.
+# store), gocron (Redis), burst (every store; its sizes come from
+# ANARCHON_BENCH_BURST_JOBS, _COUNT, _EVERY, _PROCS, _SCALE and
+# _SCALE_STORE, see bench/cmd/anarchonbench/burst.go). Flags go to the
+# harness, e.g. -short for a quick smoke run or -stores memory,redis.
 #
 # Server stores are started with scripts/services/<name>.sh under
 # $ANARCHON_BENCH_WORKDIR (default: a directory under /tmp) unless their
 # variable (ANARCHON_TEST_POSTGRES_URL, ANARCHON_TEST_MYSQL_DSN,
 # ANARCHON_TEST_REDIS_ADDR, ANARCHON_TEST_NATS_URL) is already set. The servers are left running for
-# the next part; their pids are in <workdir>/<name>/<name>.pid.
+# the next part; their pids are in <workdir>/<name>/<name>.pid. The burst
+# part reads NATS's message counters from ANARCHON_TEST_NATS_MONITOR_URL,
+# which scripts/services/nats.sh prints too; set it beside a preset
+# ANARCHON_TEST_NATS_URL, or the NATS rows show only counted calls.
 set -euo pipefail
 
 if [ $# -lt 1 ]; then
-	echo "usage: $0 claim|calls|contest|failover|timing|scale|gocron [flags]" >&2
+	echo "usage: $0 claim|calls|contest|failover|timing|scale|gocron|burst [flags]" >&2
 	exit 2
 fi
 part=$1
@@ -47,7 +52,7 @@ start() { # start <script> <variable>
 }
 
 case $part in
-claim | calls | contest | failover)
+claim | calls | contest | failover | burst)
 	start postgres ANARCHON_TEST_POSTGRES_URL
 	start mysql ANARCHON_TEST_MYSQL_DSN
 	start redis ANARCHON_TEST_REDIS_ADDR

@@ -38,11 +38,20 @@ type Store struct {
 	// Close releases what Open and Raw share (files, the shared memory
 	// store).
 	Close func()
+	// NS is the namespace of this store's data (its table or key prefix,
+	// bucket suffix or file), for [JoinStore] in other processes.
+	NS string
+	// Ops, where set, reads a counter the server itself keeps of the
+	// requests clients send it, and says what it counts (for tables); the
+	// burst part reports its growth. Nil for stores without a server
+	// (memory, SQLite) or without access to its statistics.
+	Ops func(ctx context.Context) (n int64, what string, err error)
 }
 
-// opener builds a Store in workdir, or reports why it cannot (a missing
-// server variable).
-type opener func(ctx context.Context, workdir string) (*Store, error)
+// opener builds a Store in workdir with its data under namespace ns, or
+// reports why it cannot (a missing server variable). owner false leaves
+// the data in place at Close (another process owns it).
+type opener func(ctx context.Context, workdir, ns string, owner bool) (*Store, error)
 
 var (
 	openersMu sync.Mutex
@@ -82,7 +91,24 @@ func OpenStore(ctx context.Context, name, workdir string) (*Store, error) {
 	if o == nil {
 		return nil, fmt.Errorf("bench: unknown store %q (known: %v)", name, StoreNames())
 	}
-	return o(ctx, workdir)
+	return o(ctx, workdir, strconv.FormatInt(uniq(), 36), true)
+}
+
+// JoinStore opens the named store on the data of a Store another process
+// opened with OpenStore (its NS), as one more instance on it. Its Close
+// closes only this process's connections; the memory store cannot be
+// joined (each process has its own).
+func JoinStore(ctx context.Context, name, workdir, ns string) (*Store, error) {
+	openersMu.Lock()
+	o := openers[name]
+	openersMu.Unlock()
+	if o == nil {
+		return nil, fmt.Errorf("bench: unknown store %q (known: %v)", name, StoreNames())
+	}
+	if name == "memory" {
+		return nil, errors.New("bench: the memory store lives in one process and cannot be joined")
+	}
+	return o(ctx, workdir, ns, false)
 }
 
 func needEnv(name string) (string, error) {
@@ -98,10 +124,11 @@ func init() {
 	register("sqlite", openSQLite)
 }
 
-func openMemory(ctx context.Context, workdir string) (*Store, error) {
+func openMemory(ctx context.Context, workdir, ns string, owner bool) (*Store, error) {
 	shared := membackend.New(nil)
 	return &Store{
 		Name:  "memory",
+		NS:    ns,
 		Open:  func(context.Context) (anarchon.Backend, error) { return shared, nil },
 		Raw:   func(context.Context) (RawClaimer, error) { return &memRaw{m: map[string]string{}}, nil },
 		Close: func() { _ = shared.Close(context.Background()) },
@@ -125,15 +152,16 @@ func (r *memRaw) Claim(_ context.Context, job string, slot int64, token string) 
 	return true, nil
 }
 
-func openSQLite(ctx context.Context, workdir string) (*Store, error) {
-	dir, err := os.MkdirTemp(workdir, "sqlite-")
-	if err != nil {
+func openSQLite(ctx context.Context, workdir, ns string, owner bool) (*Store, error) {
+	dir := filepath.Join(workdir, "sqlite-"+ns)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
 	path := filepath.Join(dir, "anarchon.db")
 	var cl closers
 	return &Store{
 		Name: "sqlite",
+		NS:   ns,
 		Open: func(ctx context.Context) (anarchon.Backend, error) {
 			return cl.backend(sqlitefile.Open(path, nil))
 		},
@@ -154,7 +182,9 @@ func openSQLite(ctx context.Context, workdir string) (*Store, error) {
 		},
 		Close: func() {
 			cl.close()
-			_ = os.RemoveAll(dir)
+			if owner {
+				_ = os.RemoveAll(dir)
+			}
 		},
 	}, nil
 }

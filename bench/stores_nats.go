@@ -2,9 +2,13 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"os"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/anarchon/anarchon"
@@ -15,14 +19,14 @@ import (
 
 func init() { register("nats", openNATS) }
 
-func openNATS(ctx context.Context, workdir string) (*Store, error) {
+func openNATS(ctx context.Context, workdir, ns string, owner bool) (*Store, error) {
 	url, err := needEnv("ANARCHON_TEST_NATS_URL")
 	if err != nil {
 		return nil, err
 	}
 	// Each run gets its own bucket and history stream, so runs do not see
 	// each other's claims.
-	suffix := strconv.FormatInt(int64(uniq()), 36)
+	suffix := ns
 	opts := &natsbackend.Options{
 		Bucket:         "bench_" + suffix,
 		HistoryStream:  "BENCH_HISTORY_" + suffix,
@@ -31,8 +35,17 @@ func openNATS(ctx context.Context, workdir string) (*Store, error) {
 	var cl closers
 	var mu sync.Mutex
 	var conns []*nats.Conn
+	var ops func(ctx context.Context) (int64, string, error)
+	if mon := os.Getenv("ANARCHON_TEST_NATS_MONITOR_URL"); mon != "" {
+		ops = func(ctx context.Context) (int64, string, error) {
+			n, err := natsInMsgs(ctx, mon)
+			return n, "messages received from clients (/varz in_msgs: publishes and requests, KV operations included)", err
+		}
+	}
 	return &Store{
 		Name: "nats",
+		NS:   ns,
+		Ops:  ops,
 		Open: func(ctx context.Context) (anarchon.Backend, error) {
 			return cl.backend(natsbackend.Open(url, opts))
 		},
@@ -63,7 +76,7 @@ func openNATS(ctx context.Context, workdir string) (*Store, error) {
 			cl.close()
 			mu.Lock()
 			defer mu.Unlock()
-			if len(conns) > 0 {
+			if len(conns) > 0 && owner {
 				if js, err := jetstream.New(conns[0]); err == nil {
 					ctx, cancel := deadline(5e9)
 					_ = js.DeleteKeyValue(ctx, "benchraw_"+suffix)
@@ -90,4 +103,25 @@ func (r *natsRaw) Claim(ctx context.Context, job string, slot int64, token strin
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// natsInMsgs reads in_msgs, the messages the server received from
+// clients, from its monitoring endpoint's /varz.
+func natsInMsgs(ctx context.Context, monitor string) (int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(monitor, "/")+"/varz", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var v struct {
+		InMsgs int64 `json:"in_msgs"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+		return 0, fmt.Errorf("bench: nats /varz: %w", err)
+	}
+	return v.InMsgs, nil
 }

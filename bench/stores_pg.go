@@ -3,7 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
-	"strconv"
+	"sync"
 
 	"github.com/anarchon/anarchon"
 	"github.com/anarchon/anarchon/pgbackend"
@@ -12,15 +12,40 @@ import (
 
 func init() { register("postgres", openPostgres) }
 
-func openPostgres(ctx context.Context, workdir string) (*Store, error) {
+func openPostgres(ctx context.Context, workdir, ns string, owner bool) (*Store, error) {
 	url, err := needEnv("ANARCHON_TEST_POSTGRES_URL")
 	if err != nil {
 		return nil, err
 	}
-	prefix := "bench" + strconv.FormatInt(uniq(), 36) + "_"
+	prefix := "bench" + ns + "_"
 	var cl closers
+	var statsOnce sync.Once
+	var stats *pgxpool.Pool
+	var statsErr error
 	return &Store{
 		Name: "postgres",
+		NS:   ns,
+		Ops: func(ctx context.Context) (int64, string, error) {
+			statsOnce.Do(func() {
+				if stats, statsErr = pgxpool.New(ctx, url); statsErr == nil {
+					cl.add(stats.Close)
+					// Present when the server preloads it
+					// (scripts/services/postgres.sh does where it can).
+					_, _ = stats.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pg_stat_statements`)
+				}
+			})
+			if statsErr != nil {
+				return 0, "", statsErr
+			}
+			var n int64
+			err := stats.QueryRow(ctx, `SELECT coalesce(sum(calls), 0)::bigint FROM pg_stat_statements
+				WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&n)
+			if err == nil {
+				return n, "statements (pg_stat_statements calls, top level)", nil
+			}
+			err = stats.QueryRow(ctx, `SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()`).Scan(&n)
+			return n, "transactions (pg_stat_database xact_commit + xact_rollback; pg_stat_statements is not loaded)", err
+		},
 		Open: func(ctx context.Context) (anarchon.Backend, error) {
 			return cl.backend(pgbackend.Open(ctx, url, &pgbackend.Options{Prefix: prefix}))
 		},

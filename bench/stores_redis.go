@@ -3,7 +3,9 @@ package bench
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/anarchon/anarchon"
@@ -17,15 +19,22 @@ func init() { register("redis", openRedis) }
 // ErrNoServer.
 func RedisAddr() (string, error) { return needEnv("ANARCHON_TEST_REDIS_ADDR") }
 
-func openRedis(ctx context.Context, workdir string) (*Store, error) {
+func openRedis(ctx context.Context, workdir, ns string, owner bool) (*Store, error) {
 	addr, err := RedisAddr()
 	if err != nil {
 		return nil, err
 	}
-	prefix := "bench" + strconv.FormatInt(uniq(), 36)
+	prefix := "bench" + ns
 	var cl closers
+	stats := redis.NewClient(&redis.Options{Addr: addr})
+	cl.add(func() { _ = stats.Close() })
 	return &Store{
 		Name: "redis",
+		NS:   ns,
+		Ops: func(ctx context.Context) (int64, string, error) {
+			n, err := redisScriptCalls(ctx, stats)
+			return n, "script calls (INFO commandstats: EVALSHA + EVAL; every claim, heartbeat, finish and result of the Redis backend is one script; commands run inside scripts and direct commands such as TIME are not counted)", err
+		},
 		Open: func(ctx context.Context) (anarchon.Backend, error) {
 			return cl.backend(redisbackend.Open("redis://"+addr, &redisbackend.Options{Prefix: prefix}))
 		},
@@ -51,4 +60,29 @@ func (r *redisRaw) Claim(ctx context.Context, job string, slot int64, token stri
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// redisScriptCalls sums the calls of EVALSHA and EVAL in INFO
+// commandstats (lines "cmdstat_evalsha:calls=12,usec=…"). Redis counts
+// the commands a script runs there too, under their own names, so the sum
+// over all commands is not the number of requests clients sent.
+func redisScriptCalls(ctx context.Context, c *redis.Client) (int64, error) {
+	info, err := c.Info(ctx, "commandstats").Result()
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
+		if !ok || (name != "cmdstat_evalsha" && name != "cmdstat_eval") {
+			continue
+		}
+		calls, _, _ := strings.Cut(rest, ",")
+		v, err := strconv.ParseInt(calls, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("bench: INFO commandstats line %q: %w", line, err)
+		}
+		n += v
+	}
+	return n, nil
 }

@@ -178,13 +178,22 @@ func (a *Leased[J]) wonInTime(ctx context.Context) bool {
 }
 
 // standBy waits, as a backup, for the holder's lease to end: until a store
-// event on the slot, the poll interval, or just after the lease runs out by
-// the store's clock. It reports false when ctx ended (Stop began).
+// event on the slot, or just after the lease runs out by the store's clock.
+// While the watch is not up (no Watcher, or it broke) events do not come,
+// so it waits the poll interval at most; it does too when the answer named
+// no lease end. It reports false when ctx ended (Stop began).
 func (a *Leased[J]) standBy(ctx context.Context, out Outcome) bool {
 	r := a.r
 	wait := r.cfg.PollInterval
 	if !out.LeaseUntil.IsZero() {
-		wait = min(wait, max(out.LeaseUntil.Sub(r.host.Now())+time.Millisecond, time.Millisecond))
+		untilEnd := max(out.LeaseUntil.Sub(r.host.Now())+time.Millisecond, time.Millisecond)
+		if a.wake != nil && r.watchUp.Load() {
+			// Heartbeats send no event: the holder renewing is learnt
+			// by asking again when the lease known so far ends.
+			wait = untilEnd
+		} else {
+			wait = min(wait, untilEnd)
+		}
 	}
 	t := time.NewTimer(wait)
 	defer t.Stop()

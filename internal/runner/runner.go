@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -94,8 +95,8 @@ type Config struct {
 	Log          *slog.Logger
 	PollInterval time.Duration // how often a backup without a watch asks again
 	// Watch says that the scheduler calls Notify from a watch of the
-	// store; without one no attempt registers for wake-ups, which would
-	// never come.
+	// store (and WatchUp as the watch comes and goes); without one no
+	// attempt registers for wake-ups, which would never come.
 	Watch bool
 	// The scheduler's sentinels, used as context causes and to stop retries.
 	ErrLeaseLost, ErrStopped, ErrClosed, ErrPermanent error
@@ -111,6 +112,9 @@ type Runner[J any] struct {
 	base   context.Context // base of store calls that Stop must not cut: runCtx's values, no cancellation
 
 	waiters waiters
+	// watchUp: the scheduler's watch of the store is up, so the store's
+	// events reach the waiters (see WatchUp).
+	watchUp atomic.Bool
 
 	amu    sync.Mutex
 	active map[*Attempt[J]]struct{} // guarded by amu
@@ -128,6 +132,19 @@ func New[J any](h Host[J], runCtx context.Context, cfg Config) *Runner[J] {
 // Notify wakes the attempts standing by on (job, slot): the store says its
 // lease was released or its run finished.
 func (r *Runner[J]) Notify(job string, slot int64) { r.waiters.notify(slotKey{job, slot}) }
+
+// WatchUp tells the runner whether the scheduler's watch of the store is
+// up (Config.Watch; WatchRuns answered and its channel is open). While it
+// is, a backup waits for the store's event on its slot or for the end of
+// the lease it was told of; while it is not, events may be lost, so
+// backups ask again every PollInterval. Going down wakes every waiting
+// backup, so that one waiting for a far lease end asks again now and then
+// polls.
+func (r *Runner[J]) WatchUp(up bool) {
+	if r.watchUp.Swap(up) && !up {
+		r.waiters.notifyAll()
+	}
+}
 
 // storeTimeout bounds the store calls made after a handler returns (results,
 // finish, release): they must not hang a slot goroutine forever, and they

@@ -51,3 +51,17 @@ func (w *waiters) notify(k slotKey) {
 	}
 	w.mu.Unlock()
 }
+
+// notifyAll wakes every waiting attempt, on every slot.
+func (w *waiters) notifyAll() {
+	w.mu.Lock()
+	for _, set := range w.m {
+		for ch := range set {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	}
+	w.mu.Unlock()
+}

@@ -12,6 +12,10 @@
 #
 #   ANARCHON_TEST_NATS_URL=nats://127.0.0.1:PORT
 #   ANARCHON_TEST_NATS_SERVER_BIN=/path/to/nats-server
+#   ANARCHON_TEST_NATS_MONITOR_URL=http://127.0.0.1:PORT
+#
+# The last is the server's HTTP monitoring endpoint (/varz), also on a free
+# loopback port; the benchmark harness reads its message counters.
 #
 # Progress and errors go to stderr.
 set -euo pipefail
@@ -38,15 +42,16 @@ mkdir -p "$workdir/js" "$workdir/nats-ports"
 rm -f "$workdir"/nats-ports/*.ports
 log="$workdir/nats.log"
 
-# -p -1 lets the kernel pick a free port; the server writes the port it got
-# to a .ports file in --ports_file_dir once it listens.
-nohup "$bin" -js -sd "$workdir/js" -a 127.0.0.1 -p -1 \
+# -p -1 and -m -1 let the kernel pick free ports; the server writes the
+# ports it got to a .ports file in --ports_file_dir once it listens.
+nohup "$bin" -js -sd "$workdir/js" -a 127.0.0.1 -p -1 -m -1 \
 	--ports_file_dir "$workdir/nats-ports" -l "$log" \
 	</dev/null >/dev/null 2>&1 &
 pid=$!
 echo "$pid" >"$pidfile"
 
 url=""
+monitor=""
 for _ in $(seq 1 200); do
 	if ! kill -0 "$pid" 2>/dev/null; then
 		echo "nats-server exited; see $log" >&2
@@ -56,6 +61,7 @@ for _ in $(seq 1 200); do
 	pf=$(ls "$workdir"/nats-ports/*.ports 2>/dev/null | head -n 1 || true)
 	if [ -n "$pf" ] && grep -q "Server is ready" "$log" 2>/dev/null; then
 		url=$(grep -o 'nats://127\.0\.0\.1:[0-9]*' "$pf" | head -n 1 || true)
+		monitor=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$pf" | head -n 1 || true)
 		[ -n "$url" ] && break
 	fi
 	sleep 0.05
@@ -80,3 +86,6 @@ esac
 
 echo "ANARCHON_TEST_NATS_URL=$url"
 echo "ANARCHON_TEST_NATS_SERVER_BIN=$bin"
+if [ -n "$monitor" ]; then
+	echo "ANARCHON_TEST_NATS_MONITOR_URL=$monitor"
+fi

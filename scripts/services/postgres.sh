@@ -101,11 +101,18 @@ if [ ! -s "$pgdata/PG_VERSION" ]; then
 	rm -f "$pwfile"
 fi
 
+# pg_stat_statements counts the statements clients send, for the burst
+# benchmark; preloaded only where the server has it.
+preload=""
+if [ -f "$bindir/../lib/pg_stat_statements.so" ]; then
+	preload="-c shared_preload_libraries=pg_stat_statements"
+fi
+
 started=""
 for _ in $(seq 1 20); do
 	port=$(low_port) || break # the fault harness restarts it on the same port
 	if as_pg "$bindir/pg_ctl" -D "$pgdata" -l "$logfile" -w -t 60 start -o \
-		"-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories=$datadir -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=500" >&2; then
+		"-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories=$datadir -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=500 $preload" >&2; then
 		started=yes
 		break
 	fi

@@ -57,6 +57,8 @@ func childMain(ctx context.Context, part string, a childArgs) (bool, error) {
 		res, err = bench.MeasureRedisLoad(ctx, addr, a.mode, a.jobs, a.d)
 	case "child-jobmem":
 		res, err = bench.MeasureJobMemory(ctx, a.jobs)
+	case "child-burst", "child-burst-timer":
+		return true, burstChildMain(ctx, part, a)
 	default:
 		return false, nil
 	}
@@ -70,6 +72,10 @@ type childArgs struct {
 	jobs, active int
 	mode         string
 	d            time.Duration
+	// burst children
+	store, ns, workdir, instance string
+	bursts                       int
+	every                        time.Duration
 }
 
 func childFlags(part string, jobs, active int, mode string, d time.Duration) []string {

@@ -8,6 +8,7 @@
 //	anarchonbench scale
 //	anarchonbench failover [-stores …]
 //	anarchonbench gocron
+//	anarchonbench burst    [-stores …] [-short] (sizes from ANARCHON_BENCH_BURST_*; see burst.go)
 //
 // Server stores read ANARCHON_TEST_REDIS_ADDR, ANARCHON_TEST_NATS_URL,
 // ANARCHON_TEST_POSTGRES_URL and ANARCHON_TEST_MYSQL_DSN; a store whose variable is unset is skipped
@@ -42,10 +43,16 @@ func main() {
 	mode := fs.String("mode", "plain", "load: plain or lease")
 	secs := fs.Duration("d", 5*time.Second, "load: measured time")
 	mprof := fs.String("profile", "", "load: write mutex and block profiles to this prefix")
+	store := fs.String("store", "", "burst child: the store")
+	ns := fs.String("ns", "", "burst child: the store's namespace")
+	bursts := fs.Int("bursts", 5, "burst child: measured bursts")
+	every := fs.Duration("every", 15*time.Second, "burst child: time between bursts")
+	instance := fs.String("instance", "", "burst child: instance ID")
 	_ = fs.Parse(os.Args[2:])
 	ctx := context.Background()
 
-	if ok, err := childMain(ctx, part, childArgs{jobs: *jobs, active: *active, mode: *mode, d: *secs}); ok {
+	if ok, err := childMain(ctx, part, childArgs{jobs: *jobs, active: *active, mode: *mode, d: *secs,
+		store: *store, ns: *ns, workdir: *workdir, bursts: *bursts, every: *every, instance: *instance}); ok {
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "anarchonbench:", err)
 			os.Exit(1)
@@ -88,6 +95,8 @@ func main() {
 		err = runFailover(ctx, split(*stores), *workdir, *short)
 	case "scale":
 		err = runScale(ctx, *short)
+	case "burst":
+		err = runBurst(ctx, split(*stores), *workdir, *short)
 	default:
 		usage()
 	}
@@ -98,7 +107,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: anarchonbench claim|calls|contest|timing|scale|failover|gocron [-stores a,b] [-workdir dir] [-short]")
+	fmt.Fprintln(os.Stderr, "usage: anarchonbench claim|calls|contest|timing|scale|failover|gocron|burst [-stores a,b] [-workdir dir] [-short]")
 	os.Exit(2)
 }
 
