@@ -29,8 +29,8 @@ const (
 	// DefaultClaimTTL is how long the KV bucket keeps a claim (its MaxAge),
 	// and so the backend's DedupeWindow: 7 days.
 	DefaultClaimTTL = 7 * 24 * time.Hour
-	// DefaultTimeout bounds one call to the server when the caller's
-	// context has no deadline.
+	// DefaultTimeout bounds one call of the backend (see
+	// [Options.Timeout]).
 	DefaultTimeout = 10 * time.Second
 )
 
@@ -64,8 +64,14 @@ type Options struct {
 	// of on disk. A server restart then forgets every claim. Defaults to
 	// false (file storage).
 	MemoryStorage bool
-	// Timeout bounds each call to the server when the caller's context has
-	// no deadline. Defaults to DefaultTimeout (10 s).
+	// Timeout bounds each call of the backend (a claim, a heartbeat, a
+	// finish: the few round trips it makes), inside the caller's deadline
+	// when that is earlier. A server that stops answering without closing
+	// the connection (a frozen node, a network partition) then fails the
+	// call after Timeout, so the scheduler fails closed instead of waiting
+	// for its own 30 s bound while the slot goes late. History reads are
+	// bounded by the caller's deadline if it has one, else by Timeout.
+	// Defaults to DefaultTimeout (10 s).
 	Timeout time.Duration
 	// Logger receives the ERROR logged when the bucket or the stream was
 	// found gone and created again. Defaults to slog.Default().
@@ -377,8 +383,19 @@ func (b *Backend) Close(ctx context.Context) error {
 	return nil
 }
 
-// bound adds the default timeout to a context without a deadline.
+// bound limits one call to Options.Timeout, inside the caller's deadline
+// when it has an earlier one. The scheduler gives its store calls a 30 s
+// deadline; a server that stops answering without closing the connection
+// (a frozen or partitioned node) must fail a claim after Timeout, not hold
+// it for the whole 30 s while its slot goes late.
 func (b *Backend) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, b.opts.Timeout)
+}
+
+// boundLong adds Options.Timeout to a context without a deadline only: a
+// History read may page through many messages, and a caller that set a
+// longer deadline for it means it.
+func (b *Backend) boundLong(ctx context.Context) (context.Context, context.CancelFunc) {
 	if _, ok := ctx.Deadline(); ok {
 		return ctx, func() {}
 	}
