@@ -57,8 +57,11 @@ type Options struct {
 	// (7 days). Values below one second are refused by New.
 	ClaimTTL time.Duration
 	// Replicas is the number of replicas of the bucket and the stream when
-	// this backend creates them (1 or 3 on a cluster; see "Guarantees").
-	// Defaults to 1.
+	// this backend creates them: 1 to 5, or AutoReplicas (3 on a cluster of
+	// three or more servers, else 1). Init does not change the replicas of
+	// a bucket or stream that exists: it logs a WARN when they differ from
+	// Replicas, and when the bucket has one replica on a cluster (see
+	// "Guarantees" and [Backend.Topology]). Defaults to 1.
 	Replicas int
 	// MemoryStorage creates the bucket and the stream in memory instead
 	// of on disk. A server restart then forgets every claim. Defaults to
@@ -104,8 +107,8 @@ func (o *Options) withDefaults() (Options, error) {
 	switch {
 	case r.ClaimTTL < time.Second:
 		return r, fmt.Errorf("%w: ClaimTTL %v is below one second", ErrInvalid, r.ClaimTTL)
-	case r.Replicas < 0 || r.Replicas > 5:
-		return r, fmt.Errorf("%w: Replicas %d is outside 1..5", ErrInvalid, r.Replicas)
+	case (r.Replicas < 0 && r.Replicas != AutoReplicas) || r.Replicas > 5:
+		return r, fmt.Errorf("%w: Replicas %d is outside 1..5 (or AutoReplicas)", ErrInvalid, r.Replicas)
 	case r.Timeout < 0:
 		return r, fmt.Errorf("%w: Timeout %v is negative", ErrInvalid, r.Timeout)
 	case strings.ContainsAny(r.Bucket, " .*>\t\r\n"):
@@ -138,7 +141,8 @@ type Backend struct {
 	// no responders: the next call binds again (creating what is gone)
 	// instead of failing forever on stale handles.
 	rebind   atomic.Bool
-	wasBound bool // bound once: creating the bucket or stream again means a loss
+	wasBound bool     // bound once: creating the bucket or stream again means a loss
+	topo     Topology // what the first bind found; guarded by mu
 }
 
 var (
@@ -290,6 +294,10 @@ func (b *Backend) ready(ctx context.Context) (handles, error) {
 			slog.String("bucket", b.opts.Bucket), slog.Bool("bucket_created", made),
 			slog.String("stream", b.opts.HistoryStream), slog.Bool("stream_created", madeHist))
 	}
+	if !b.wasBound {
+		b.topo = b.readTopology(ctx, kv, hist)
+		b.reportTopology(ctx, b.topo)
+	}
 	b.kv, b.hist, b.wasBound = kv, hist, true
 	return handles{kv, hist}, nil
 }
@@ -322,7 +330,7 @@ func (b *Backend) bindBucket(ctx context.Context) (kv jetstream.KeyValue, made b
 			History:     1,
 			TTL:         ttl,
 			Storage:     b.storage(),
-			Replicas:    b.opts.Replicas,
+			Replicas:    b.replicas(),
 		})
 		if errors.Is(err, jetstream.ErrBucketExists) {
 			made = false
@@ -351,7 +359,7 @@ func (b *Backend) bindHistory(ctx context.Context) (s jetstream.Stream, made boo
 			Description: "anarchon run history",
 			Subjects:    []string{b.opts.HistorySubject + ".>"},
 			Storage:     b.storage(),
-			Replicas:    b.opts.Replicas,
+			Replicas:    b.replicas(),
 			Discard:     jetstream.DiscardOld,
 			Duplicates:  2 * time.Minute,
 			AllowDirect: true,
