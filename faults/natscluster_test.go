@@ -329,12 +329,32 @@ func TestNATSCluster(t *testing.T) {
 	h.pause(settle)
 	from := time.Now()
 
+	// role names what a node leads just before a fault: the claims' KV
+	// stream, the history stream (every won claim publishes its record
+	// there before the handler starts) and the JetStream meta group.
+	role := func(name string) string {
+		var led []string
+		if l, _ := cl.streamState(kvStream); l == name {
+			led = append(led, "kv")
+		}
+		if l, _ := cl.streamState(natsbackend.DefaultHistoryStream); l == name {
+			led = append(led, "history")
+		}
+		if cl.metaLeader() == name {
+			led = append(led, "meta")
+		}
+		if len(led) == 0 {
+			return name + " (leads nothing)"
+		}
+		return name + " (leads " + strings.Join(led, "+") + ")"
+	}
 	killNode := func(name string) {
 		nd := cl.node(name)
 		if nd == nil {
 			t.Errorf("no node named %q to kill", name)
 			return
 		}
+		target := role(name)
 		start := time.Now()
 		nd.kill()
 		cl.mu.Lock()
@@ -349,7 +369,7 @@ func TestNATSCluster(t *testing.T) {
 		cl.mu.Lock()
 		nd.down = false
 		cl.mu.Unlock()
-		h.record(faults.Fault{Kind: faults.FaultNodeKill, Targets: []string{name}, Start: start, End: end})
+		h.record(faults.Fault{Kind: faults.FaultNodeKill, Targets: []string{target}, Start: start, End: end})
 	}
 	stopNode := func(name string) {
 		nd := cl.node(name)
@@ -357,6 +377,7 @@ func TestNATSCluster(t *testing.T) {
 			t.Errorf("no node named %q to stop", name)
 			return
 		}
+		target := role(name)
 		cl.mu.Lock()
 		nd.stopped = true
 		cl.mu.Unlock()
@@ -368,15 +389,23 @@ func TestNATSCluster(t *testing.T) {
 		cl.mu.Lock()
 		nd.stopped = false
 		cl.mu.Unlock()
-		h.record(faults.Fault{Kind: faults.FaultNodeStop, Targets: []string{name}, Start: start, End: end})
+		h.record(faults.Fault{Kind: faults.FaultNodeStop, Targets: []string{target}, Start: start, End: end})
 	}
+	// follower picks a node that leads neither stream if there is one
+	// (it may lead the meta group), else one that is not the KV leader.
 	follower := func(leader string) string {
+		hist, _ := cl.streamState(natsbackend.DefaultHistoryStream)
+		pick := ""
 		for _, nd := range cl.nodes {
-			if nd.name != leader {
+			if nd.name == leader {
+				continue
+			}
+			if nd.name != hist {
 				return nd.name
 			}
+			pick = nd.name
 		}
-		return ""
+		return pick
 	}
 	end := time.Now().Add(cfg.duration)
 	for cycle := 0; cycle == 0 || time.Now().Before(end); cycle++ {
@@ -432,7 +461,7 @@ func TestNATSCluster(t *testing.T) {
 	h.mu.Unlock()
 	rep := faults.Check(spec, entries, h.history(), fs)
 	rep.Backend = "nats-cluster"
-	text := rep.String() + recoveries(entries, fs)
+	text := rep.String() + recoveries(entries, fs, cfg.plainInterval, spec.To)
 	mode := map[bool]string{false: "CI", true: "soak"}[cfg.soak]
 	t.Logf("%s mode, %v of faults, 3 nodes (R%d), %d instances, leased and plain jobs every %v (lease %v, work %v, MaxLate %v)\n%s",
 		mode, stopAt.Sub(from).Round(time.Second), replicas, cfg.instances, cfg.interval, cfg.lease, cfg.work, cfg.maxLate, text)
@@ -460,12 +489,29 @@ func TestNATSCluster(t *testing.T) {
 
 const tsFmt = "15:04:05.000"
 
-// recoveries lists, per node fault, the plain and leased slots that did
-// not start between the fault and the first slot that did, and how long
-// that first start came after the fault.
-func recoveries(entries []faults.Entry, fs []faults.Fault) string {
+// recoveries lists, per node fault, how long after it the first slot due
+// after it started, and how many plain slots no instance ran from one
+// interval before it to one interval before the next fault (or to).
+func recoveries(entries []faults.Entry, fs []faults.Fault, plainInterval time.Duration, to time.Time) string {
 	var b strings.Builder
-	for _, f := range fs {
+	plain := map[int64]bool{}
+	for _, e := range entries {
+		if e.Ev == faults.EvStart && e.Job == "plain" {
+			plain[e.Slot] = true
+		}
+	}
+	for i, f := range fs {
+		until := to
+		if i+1 < len(fs) {
+			until = fs[i+1].Start.Add(-plainInterval)
+		}
+		iv := plainInterval.Milliseconds()
+		lost := 0
+		for s := (f.Start.Add(-plainInterval).UnixMilli() + iv - 1) / iv * iv; s <= until.UnixMilli(); s += iv {
+			if !plain[s] {
+				lost++
+			}
+		}
 		start := f.Start.UnixMicro()
 		var first int64
 		for _, e := range entries {
@@ -481,7 +527,7 @@ func recoveries(entries []faults.Entry, fs []faults.Fault) string {
 		if !f.End.IsZero() {
 			held = f.End.Sub(f.Start).Round(time.Millisecond).String()
 		}
-		fmt.Fprintf(&b, "  %s %v at %s (held %s): first start after it %s\n", f.Kind, f.Targets, f.Start.Format(tsFmt), held, rec)
+		fmt.Fprintf(&b, "  %s %v at %s (held %s): first start after it %s, plain slots lost %d\n", f.Kind, f.Targets, f.Start.Format(tsFmt), held, rec, lost)
 	}
 	return b.String()
 }
