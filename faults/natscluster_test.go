@@ -233,12 +233,18 @@ func natsClusterConfig(t *testing.T) config {
 // again), SIGKILLs the meta leader, and SIGSTOPs the stream leader and a
 // follower for 8 s each. It fails on any duplicate (one slot run twice,
 // with one attempt number or the next), any start past MaxLate (2 s), or a
-// recovery slower than 10 s; lost slots are counted and reported. Needs
+// recovery slower than 12 s (see bound below); lost slots are counted and
+// reported. Needs
 // ANARCHON_TEST_NATS_SERVER_BIN (printed by scripts/services/nats.sh).
 func TestNATSCluster(t *testing.T) {
 	bin := need(t, "ANARCHON_TEST_NATS_SERVER_BIN", "nats")
 	cfg := natsClusterConfig(t)
-	replicas, bound := 3, 10*time.Second
+	// The recovery bound: nats-server's raft followers call an election
+	// 4–9 s (random, not configurable) after the last heartbeat of a
+	// leader that died, heartbeats come every second, and the first claim
+	// after the new leader is the next slot's (1 s): 11 s, plus 1 s for a
+	// loaded machine. Runs have measured 0.4–7.5 s, and once 10.1 s.
+	replicas, bound := 3, 12*time.Second
 	if v := os.Getenv("ANARCHON_NATS_DRILL_REPLICAS"); v != "" {
 		// The unsafe topology, for the record: one replica on the cluster.
 		// Claims stop while its one server is down, so the recovery bound
