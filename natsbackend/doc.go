@@ -80,15 +80,15 @@
 //	R3, 3 nodes     SIGKILL, KV stream leader (7)        4.2–10.1 s  2–9               0           0
 //	R3, 3 nodes     SIGKILL, meta (+history) leader (2)  0.6–1.1 s ⁴ 4 (one measured)  0           0
 //	R3, 3 nodes     SIGSTOP 8 s, KV stream leader (5)    4.6–7.5 s   5–7               0           0
-//	R3, 3 nodes     SIGSTOP 8 s, another node (5)        0.5–8.1 s ¹ 0–2               0           0
+//	R3, 3 nodes     SIGSTOP 8 s, another node (5)        0.4–8.1 s ¹ 0–2               0           0
 //	R1 on 3 nodes   SIGKILL, the bucket's node (2)       9.3 s ²     8 (one measured)  0           0
 //	R1 on 3 nodes   SIGSTOP 8 s, the bucket's node (2)   8.0 s ²     6 (one measured)  0           0
 //	R1 on 3 nodes   SIGKILL or SIGSTOP, another node (4) 0.2–0.9 s   0 (two measured)  0           0
 //	R1, 1 server    restart, 2 s down (faults.TestNATS)  under 1 s ³ slots while down  0           -
 //
-// ¹ 0.5–0.9 s in the four runs that named what the node led (nothing, or
-// the meta group); 8.1 s once in a run that did not, most likely the
-// history stream's leader (see below). ² Until the node was back: with one
+// ¹ 0.4–0.9 s four times (in the three runs that named what the node led:
+// nothing, or the meta group); 8.1 s once, in a run that did not name it,
+// most likely the history stream's leader (see below). ² Until the node was back: with one
 // replica, claims stop for as long as its server is away, however long
 // that is. ³ After the restart; RELIABILITY.md has the soaks. ⁴ A third
 // meta-leader kill, in a run that did not name what the node led, took
