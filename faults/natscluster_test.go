@@ -214,10 +214,13 @@ func (c *natsCluster) healthy(stream string) string {
 func natsClusterConfig(t *testing.T) config {
 	c := loadConfig(t)
 	c.instances = 3
-	// The lease outlasts a failover (a few seconds on loopback): a holder
-	// whose finish waits for a new leader must still hold the run when it
-	// gets through, or a backup runs the slot again (at least once).
-	c.interval, c.work, c.lease = time.Second, 500*time.Millisecond, 10*time.Second
+	// The lease outlasts a failover with room to spare: a holder whose
+	// finish waits for a new leader (an election 4–9 s after the last
+	// heartbeat, then a finish that may wait out Options.Timeout and a
+	// retry's back-off) must still hold the run when it gets through, or
+	// a backup runs the slot again (at least once). With 3 s, and once in
+	// a soak with 10 s, that happened.
+	c.interval, c.work, c.lease = time.Second, 500*time.Millisecond, 20*time.Second
 	c.plainInterval = time.Second
 	c.maxLate = 2 * time.Second
 	if !c.soak {
