@@ -71,7 +71,9 @@
 // and the soak; MaxLate 2 s); each
 // fault held 8 s, 8 s apart, four faults per run. Six R3 runs and two R1
 // runs on 2026-12-01, on a 2-core machine under a load average of 20–26;
-// the 5-minute soaks (20 faults each) are in RELIABILITY.md.
+// the 5-minute soaks (20 faults each) are in RELIABILITY.md: with the
+// 20 s lease, 0 duplicates and 0 late starts in 406 runs, KV-leader
+// faults 3.9–8.1 s, and 1.0–3.5 s for freezing the meta leader alone.
 // "Delay" is the time from the fault to the first handler start of a
 // slot due after it; "lost" counts the plain slots no instance ran near
 // the fault (a claim that fails is not run: fail closed). A duplicate is
