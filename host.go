@@ -159,6 +159,11 @@ func (h host) Execute(ctx context.Context, a *attempt) runner.Result {
 	// The Run lives in the attempt: one allocation for both.
 	run := &a.Job.run
 	*run = Run{Job: a.Name, Slot: a.SlotTime(), InstanceID: h.s.opts.InstanceID, Token: a.Token, Attempt: a.Number}
+	if late, ok := h.wonLate(a); ok {
+		h.Missed(ctx, a, late)
+		return runner.Result{Token: a.Token, Attempt: a.Number, Status: runner.StatusMissed,
+			Error: fmt.Sprintf("the claim was won %v after the slot, beyond MaxLate %v (a slow or failing-over store): the handler did not run", late.Round(time.Millisecond), a.MaxLate)}
+	}
 	if j := a.Job.job; a.Leased && !a.Job.backfill && j.lateRetry(run.Slot, a.Number, h.s.now) {
 		return runner.Result{Token: a.Token, Attempt: a.Number, Status: runner.StatusError,
 			Error: fmt.Sprintf("attempt %d not run: it came after the job's next slot was due (overlap %s)", a.Number, j.opt.Overlap)}
@@ -176,6 +181,24 @@ func (h host) Execute(ctx context.Context, a *attempt) runner.Result {
 	}
 	out.RetryIn, out.Retry = a.Job.job.retryIn(run.Slot, run.Attempt, err, h.s.now)
 	return out
+}
+
+// wonLate reports how late a won first attempt is, and whether that is
+// past its MaxLate by the store's clock (SPEC §3, step 3). The slot was
+// judged on time before the claim was sent, and a lease store judges it
+// again when the claim arrives; but the answer can come much later (a
+// store failing over, a frozen server, a lock), and a handler started then
+// would run a slot that every instance has given up as missed. So the
+// lateness is checked once more when the answer is in, on every path that
+// starts a handler: plain claims, leased claims, catch-up and one-off
+// slots. Takeovers and retries (attempt > 1) continue a run that began in
+// time, and Backfill and adopted runs have no lateness limit (MaxLate 0).
+func (h host) wonLate(a *attempt) (time.Duration, bool) {
+	if a.Number > 1 || a.MaxLate <= 0 || a.Job.backfill {
+		return 0, false
+	}
+	late := h.s.now().Sub(a.SlotTime())
+	return late, late > a.MaxLate
 }
 
 func (h host) Missed(ctx context.Context, a *attempt, late time.Duration) {

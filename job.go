@@ -144,7 +144,9 @@ type JobOptions struct {
 	JitterSeed uint64
 	// MaxLate skips a slot that is more than MaxLate past due when an
 	// instance gets to it (judged by the store's clock where the backend has
-	// one). Defaults to DefaultMaxLate (1 minute).
+	// one), and again when a won claim's answer comes back: a first attempt
+	// answered later than that is recorded missed without running (SPEC
+	// §3). Defaults to DefaultMaxLate (1 minute).
 	MaxLate time.Duration
 	// Timeout cancels the handler's context after this long (cause
 	// ErrTimeout). Defaults to 0, no timeout.

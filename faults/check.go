@@ -24,7 +24,15 @@ const (
 	FaultBlackhole    FaultKind = "blackhole"     // proxies stall: nothing goes through, nothing is refused
 	FaultStoreLock    FaultKind = "store_lock"    // another process holds the store's write lock (SQLite)
 	FaultClockStep    FaultKind = "clock_step"    // one instance's clock steps by ±30 s or ±1 h, and back when lifted
+	FaultNodeKill     FaultKind = "node_kill"     // SIGKILL of one server of a replicated store (a leader); End: when it was started again
+	FaultNodeStop     FaultKind = "node_stop"     // SIGSTOP of one server of a replicated store, SIGCONT when lifted
 )
+
+// node reports whether the fault hits one server of a replicated store:
+// the store stays reachable through the others, so runs may go on, but
+// claims fail until the cluster has moved on (a new leader, a client's
+// reconnection).
+func (k FaultKind) node() bool { return k == FaultNodeKill || k == FaultNodeStop }
 
 // outage reports whether the fault makes the store unreachable for the
 // instances it targets.
@@ -79,6 +87,10 @@ type Spec struct {
 	// settlement check (their claims fail, and a failed claim is not
 	// retried: fail closed). Defaults to 2 s.
 	Reconnect time.Duration
+	// MaxLate is the jobs' MaxLate: a first attempt (or a plain run) that
+	// starts more than MaxLate + Tolerance after its slot is a late start.
+	// 0: not checked.
+	MaxLate time.Duration
 }
 
 // Report is what the checker found. Violations lists every broken
@@ -102,7 +114,11 @@ type Report struct {
 	Statuses        map[anarchon.Status]int
 	MinLead         time.Duration // smallest start minus slot over all runs (negative: early)
 	MaxOffsetError  time.Duration // largest |estimated store offset - true offset|
-	LongestRecovery time.Duration // longest time from the end of a store-wide outage to the next run
+	LongestRecovery time.Duration // longest time from the end of a store-wide outage (or the start of a node fault) to the next run
+	SameAttempt     int           // leased slots whose handler started twice with one attempt number (two holders both fenced alike)
+	LateStarts      int           // first attempts and plain runs started more than Spec.MaxLate after their slot
+	PlainLost       int           // plain slots in [From, To] that no instance ran (claims fail closed)
+	FailoverLosses  int           // leased slots never settled, due during a node fault (counted, not violations)
 	Violations      []string
 }
 
@@ -127,6 +143,8 @@ func (r Report) String() string {
 		r.Duplicates, r.Losses, r.Overlaps, r.EarlyStarts, r.Unclaimed, r.Unrecorded, r.Reruns)
 	fmt.Fprintf(&b, "  min start-slot lead %v, max clock offset error %v, longest recovery %v\n",
 		r.MinLead, r.MaxOffsetError, r.LongestRecovery)
+	fmt.Fprintf(&b, "  same-attempt starts %d, starts past MaxLate %d, plain slots lost %d, leased slots lost in node faults %d\n",
+		r.SameAttempt, r.LateStarts, r.PlainLost, r.FailoverLosses)
 	for _, v := range r.Violations {
 		fmt.Fprintf(&b, "  VIOLATION: %s\n", v)
 	}
@@ -237,6 +255,11 @@ func Check(spec Spec, entries []Entry, history map[string][]anarchon.RunRecord, 
 		if lr.job == spec.LeasedJob && lr.attempt > 1 {
 			r.Takeovers++
 		}
+		if spec.MaxLate > 0 && lr.attempt <= 1 && lead > spec.MaxLate+spec.Tolerance {
+			r.LateStarts++
+			bad("%s slot %s attempt %d started %v after its slot on %s, past MaxLate %v",
+				lr.job, fmtMs(lr.slot), lr.attempt, lead, lr.inst, spec.MaxLate)
+		}
 	}
 	if len(order) == 0 {
 		r.MinLead = 0
@@ -263,6 +286,13 @@ func Check(spec Spec, entries []Entry, history map[string][]anarchon.RunRecord, 
 		if len(rs) > 1 {
 			r.Duplicates++
 			bad("%s slot %s ran %d times (%s)", spec.PlainJob, fmtMs(slot), len(rs), instList(rs))
+		}
+	}
+	if piv := spec.PlainInterval.Milliseconds(); piv > 0 && spec.To.After(spec.From) {
+		for s := (spec.From.UnixMilli() + piv - 1) / piv * piv; s <= spec.To.UnixMilli(); s += piv {
+			if len(plain[s]) == 0 {
+				r.PlainLost++
+			}
 		}
 	}
 	perSlot := map[int64]map[string]bool{}
@@ -316,6 +346,15 @@ func Check(spec Spec, entries []Entry, history map[string][]anarchon.RunRecord, 
 			bad("%s slot %s completed %d times (%s)", spec.LeasedJob, fmtMs(slot), completed, instList(rs))
 		}
 		slices.SortFunc(rs, func(a, b *ledgerRun) int { return cmp.Compare(a.start, b.start) })
+		seen := map[int]string{}
+		for _, lr := range rs {
+			if other, dup := seen[lr.attempt]; dup {
+				r.SameAttempt++
+				bad("%s slot %s: attempt %d started on %s and on %s: two holders with one fencing number",
+					spec.LeasedJob, fmtMs(slot), lr.attempt, other, lr.inst)
+			}
+			seen[lr.attempt] = lr.inst
+		}
 		for i, a := range rs {
 			end := a.end
 			if end == 0 {
@@ -383,6 +422,11 @@ func Check(spec Spec, entries []Entry, history map[string][]anarchon.RunRecord, 
 			if len(finals[s]) > 0 {
 				continue
 			}
+			if inNodeFault(st, spec, faults) {
+				// A claim failed while the cluster moved on: fail closed.
+				r.FailoverLosses++
+				continue
+			}
 			completedInLedger := false
 			for _, lr := range leased[s] {
 				completedInLedger = completedInLedger || lr.result == ResultCompleted
@@ -421,7 +465,51 @@ func Check(spec Spec, entries []Entry, history map[string][]anarchon.RunRecord, 
 			bad("the first run after the %s fault ended at %s started %v later (bound %v)", f.Kind, f.End.Format(tsFormat), rec, spec.RecoveryBound)
 		}
 	}
+	// Recovery after node faults: from the fault's start to the first run
+	// of a slot due after it.
+	for _, f := range faults {
+		if !f.Kind.node() {
+			continue
+		}
+		start := f.Start.UnixMicro()
+		next := int64(0)
+		for _, lr := range order {
+			if lr.slot*1000 >= start && (next == 0 || lr.start < next) {
+				next = lr.start
+			}
+		}
+		if next == 0 {
+			if spec.To.After(f.Start.Add(spec.RecoveryBound)) {
+				bad("no run started after the %s fault at %s", f.Kind, f.Start.Format(tsFormat))
+			}
+			continue
+		}
+		rec := time.Duration(next-start) * time.Microsecond
+		r.LongestRecovery = max(r.LongestRecovery, rec)
+		if rec > spec.RecoveryBound {
+			bad("the first run after the %s fault at %s started %v later (bound %v)", f.Kind, f.Start.Format(tsFormat), rec, spec.RecoveryBound)
+		}
+	}
 	return r
+}
+
+// inNodeFault reports whether a slot was due while a node fault could
+// make its claims fail: from one leased interval before the fault to
+// RecoveryBound after it was lifted (a kill: after it began).
+func inNodeFault(slot time.Time, spec Spec, faults []Fault) bool {
+	for _, f := range faults {
+		if !f.Kind.node() {
+			continue
+		}
+		end := f.Start
+		if f.Kind == FaultNodeStop && f.End.After(end) {
+			end = f.End
+		}
+		if !slot.Before(f.Start.Add(-spec.LeasedInterval)) && !slot.After(end.Add(spec.RecoveryBound)) {
+			return true
+		}
+	}
+	return false
 }
 
 // unconfirmedFinish reports whether a completed run's Finish may not have

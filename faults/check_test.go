@@ -97,10 +97,24 @@ func TestCheck(t *testing.T) {
 		}, nil, "settled 2 times"},
 		{"ran during an outage", good, goodHistory,
 			[]faults.Fault{{Kind: faults.FaultCut, Start: base.Add(-time.Second), End: base.Add(10 * ms)}}, "not fail-closed"},
+		{"two holders with one attempt", cat(
+			run("i1.1", "leased", "a", 0, 1, 5*ms, 1005*ms, faults.ResultStopped),
+			run("i2.1", "leased", "a2", 0, 1, 1500*ms, 2000*ms, faults.ResultCompleted),
+			good[2:]), goodHistory, nil, "one fencing number"},
+		{"started past MaxLate", cat(good, run("i3.1", "plain", "l", time.Second, 1, 3500*ms, 3600*ms, faults.ResultCompleted)),
+			goodHistory, nil, "past MaxLate"},
+		{"started inside MaxLate", cat(good, run("i3.1", "plain", "l", time.Second, 1, 2500*ms, 2600*ms, faults.ResultCompleted)),
+			goodHistory, nil, ""},
+		{"lost during a node fault", good[:2], map[string][]anarchon.RunRecord{"leased": goodHistory["leased"][:1]},
+			[]faults.Fault{{Kind: faults.FaultNodeKill, Targets: []string{"n1"}, Start: base.Add(2500 * ms), End: base.Add(4 * time.Second)}}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := faults.Check(spec(), tc.entries, tc.history, tc.faults)
+			sp := spec()
+			if strings.Contains(tc.name, "MaxLate") {
+				sp.MaxLate = 2 * time.Second
+			}
+			r := faults.Check(sp, tc.entries, tc.history, tc.faults)
 			all := strings.Join(r.Violations, "\n")
 			if tc.want == "" && len(r.Violations) > 0 {
 				t.Fatalf("unexpected violations:\n%s", all)
@@ -143,7 +157,7 @@ func TestLedgerRoundTrip(t *testing.T) {
 }
 
 func TestOpenBadURL(t *testing.T) {
-	for _, u := range []string{"", "nope", "ftp://user:secret@host/x"} {
+	for _, u := range []string{"", "nope", "ftp://user:secret@host/x", "nats://user:secret@127.0.0.1:1?replicas=x", "nats://user:secret@127.0.0.1:1?replicas=3&x=1"} {
 		_, err := faults.Open(u)
 		if err == nil {
 			t.Fatalf("Open(%q) succeeded", u)

@@ -45,6 +45,26 @@
 // A [Report] gives the figures: slots, runs, faults by kind, duplicates,
 // losses, overlaps, reruns, the longest recovery.
 //
+// # Store failover
+//
+// TestNATSCluster is the drill for a replicated store: it starts three
+// clustered nats-servers (JetStream, their own store directories, cluster
+// routes on loopback), an R3 bucket and stream, and three instance
+// processes running a 1 s plain job and a 1 s leased job (MaxLate 2 s).
+// While they run it SIGKILLs the KV stream's leader and, once the cluster
+// is healthy again, the meta leader (each started again after 8 s), then
+// SIGSTOPs the stream leader and a node leading neither stream for 8 s
+// each ([FaultNodeKill], [FaultNodeStop]). [Check] then also counts a
+// leased slot started twice with one attempt number, starts past
+// [Spec.MaxLate], plain slots nobody ran, and the delay from each node
+// fault to the next start; leased slots due during a node fault whose
+// claims failed are counted, not violations. It fails on a duplicate of
+// either kind, a start past MaxLate or a delay above 12 s (nats-server
+// calls an election 4–9 s after a leader dies). It needs
+// ANARCHON_TEST_NATS_SERVER_BIN; ANARCHON_NATS_DRILL_REPLICAS=1 runs it on
+// the unsafe topology (one replica on the cluster) for the record, and
+// ANARCHON_SOAK repeats its fault cycle for that long.
+//
 // # Running
 //
 // Plain `go test -race ./...` is the bounded CI mode: about a minute per

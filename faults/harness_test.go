@@ -69,6 +69,7 @@ type config struct {
 	plainInterval time.Duration
 	gapMin        time.Duration // quiet time between faults
 	gapMax        time.Duration
+	maxLate       time.Duration // both jobs' MaxLate; 0: anarchon's default
 	soak          bool
 }
 
@@ -229,6 +230,9 @@ func (h *harness) launch(p *proc) error {
 		"-offset-file", p.offsetFile,
 		"-interval", h.cfg.interval.String(), "-work", h.cfg.work.String(), "-lease", h.cfg.lease.String(),
 		"-plain-interval", h.cfg.plainInterval.String())
+	if h.cfg.maxLate > 0 {
+		cmd.Args = append(cmd.Args, "-max-late", h.cfg.maxLate.String())
+	}
 	cmd.Stdout = h.logf
 	cmd.Stderr = h.logf
 	if err := cmd.Start(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,7 +28,11 @@ var ErrBadStoreURL = errors.New("faults: bad store URL")
 //
 //	sqlite:/path/to/file.db     sqlitefile.Open, busy timeout 2 s
 //	redis://127.0.0.1:6379      redisbackend.Open
-//	nats://127.0.0.1:4222       natsbackend.Open, reconnecting for ever every 250 ms
+//	nats://127.0.0.1:4222       natsbackend.Open, reconnecting for ever every 250 ms,
+//	                            pinging every second (a frozen server is left
+//	                            after two pings unanswered); a comma-separated
+//	                            list of servers and ?replicas=N (bucket and
+//	                            stream replicas, default 1) for a cluster
 //	postgres://u:p@host/db      pgbackend.Open (postgresql:// too)
 //	mysql://u:p@host:3306/db    mysqlbackend.Open; query parameters are the driver's
 //
@@ -53,8 +58,19 @@ func Open(storeURL string) (anarchon.Backend, error) {
 		}
 		return mysqlbackend.Open(dsn, nil)
 	case "nats":
-		return natsbackend.Open(storeURL, &natsbackend.Options{Timeout: 3 * time.Second},
+		servers, query, _ := strings.Cut(storeURL, "?")
+		replicas := 1
+		if query != "" {
+			q, err := url.ParseQuery(query)
+			n, aerr := strconv.Atoi(q.Get("replicas"))
+			if err != nil || aerr != nil || len(q) != 1 {
+				return nil, fmt.Errorf("%w: %q: the only parameter is replicas=N", ErrBadStoreURL, redact(storeURL))
+			}
+			replicas = n
+		}
+		return natsbackend.Open(servers, &natsbackend.Options{Timeout: 3 * time.Second, Replicas: replicas},
 			nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond),
+			nats.PingInterval(time.Second), nats.MaxPingsOutstanding(2),
 			nats.RetryOnFailedConnect(false))
 	}
 	return nil, fmt.Errorf("%w: unknown scheme %q (want sqlite, redis, nats, postgres or mysql)", ErrBadStoreURL, scheme)

@@ -29,8 +29,8 @@ const (
 	// DefaultClaimTTL is how long the KV bucket keeps a claim (its MaxAge),
 	// and so the backend's DedupeWindow: 7 days.
 	DefaultClaimTTL = 7 * 24 * time.Hour
-	// DefaultTimeout bounds one call to the server when the caller's
-	// context has no deadline.
+	// DefaultTimeout bounds one call of the backend (see
+	// [Options.Timeout]).
 	DefaultTimeout = 10 * time.Second
 )
 
@@ -57,15 +57,24 @@ type Options struct {
 	// (7 days). Values below one second are refused by New.
 	ClaimTTL time.Duration
 	// Replicas is the number of replicas of the bucket and the stream when
-	// this backend creates them (1 or 3 on a cluster; see "Guarantees").
-	// Defaults to 1.
+	// this backend creates them: 1 to 5, or AutoReplicas (3 on a cluster of
+	// three or more servers, else 1). Init does not change the replicas of
+	// a bucket or stream that exists: it logs a WARN when they differ from
+	// Replicas, and when the bucket has one replica on a cluster (see
+	// "Guarantees" and [Backend.Topology]). Defaults to 1.
 	Replicas int
 	// MemoryStorage creates the bucket and the stream in memory instead
 	// of on disk. A server restart then forgets every claim. Defaults to
 	// false (file storage).
 	MemoryStorage bool
-	// Timeout bounds each call to the server when the caller's context has
-	// no deadline. Defaults to DefaultTimeout (10 s).
+	// Timeout bounds each call of the backend (a claim, a heartbeat, a
+	// finish: the few round trips it makes), inside the caller's deadline
+	// when that is earlier. A server that stops answering without closing
+	// the connection (a frozen node, a network partition) then fails the
+	// call after Timeout, so the scheduler fails closed instead of waiting
+	// for its own 30 s bound while the slot goes late. History reads are
+	// bounded by the caller's deadline if it has one, else by Timeout.
+	// Defaults to DefaultTimeout (10 s).
 	Timeout time.Duration
 	// Logger receives the ERROR logged when the bucket or the stream was
 	// found gone and created again. Defaults to slog.Default().
@@ -98,8 +107,8 @@ func (o *Options) withDefaults() (Options, error) {
 	switch {
 	case r.ClaimTTL < time.Second:
 		return r, fmt.Errorf("%w: ClaimTTL %v is below one second", ErrInvalid, r.ClaimTTL)
-	case r.Replicas < 0 || r.Replicas > 5:
-		return r, fmt.Errorf("%w: Replicas %d is outside 1..5", ErrInvalid, r.Replicas)
+	case (r.Replicas < 0 && r.Replicas != AutoReplicas) || r.Replicas > 5:
+		return r, fmt.Errorf("%w: Replicas %d is outside 1..5 (or AutoReplicas)", ErrInvalid, r.Replicas)
 	case r.Timeout < 0:
 		return r, fmt.Errorf("%w: Timeout %v is negative", ErrInvalid, r.Timeout)
 	case strings.ContainsAny(r.Bucket, " .*>\t\r\n"):
@@ -132,7 +141,8 @@ type Backend struct {
 	// no responders: the next call binds again (creating what is gone)
 	// instead of failing forever on stale handles.
 	rebind   atomic.Bool
-	wasBound bool // bound once: creating the bucket or stream again means a loss
+	wasBound bool     // bound once: creating the bucket or stream again means a loss
+	topo     Topology // what the first bind found; guarded by mu
 }
 
 var (
@@ -284,6 +294,10 @@ func (b *Backend) ready(ctx context.Context) (handles, error) {
 			slog.String("bucket", b.opts.Bucket), slog.Bool("bucket_created", made),
 			slog.String("stream", b.opts.HistoryStream), slog.Bool("stream_created", madeHist))
 	}
+	if !b.wasBound {
+		b.topo = b.readTopology(ctx, kv, hist)
+		b.reportTopology(ctx, b.topo)
+	}
 	b.kv, b.hist, b.wasBound = kv, hist, true
 	return handles{kv, hist}, nil
 }
@@ -316,7 +330,7 @@ func (b *Backend) bindBucket(ctx context.Context) (kv jetstream.KeyValue, made b
 			History:     1,
 			TTL:         ttl,
 			Storage:     b.storage(),
-			Replicas:    b.opts.Replicas,
+			Replicas:    b.replicas(),
 		})
 		if errors.Is(err, jetstream.ErrBucketExists) {
 			made = false
@@ -345,7 +359,7 @@ func (b *Backend) bindHistory(ctx context.Context) (s jetstream.Stream, made boo
 			Description: "anarchon run history",
 			Subjects:    []string{b.opts.HistorySubject + ".>"},
 			Storage:     b.storage(),
-			Replicas:    b.opts.Replicas,
+			Replicas:    b.replicas(),
 			Discard:     jetstream.DiscardOld,
 			Duplicates:  2 * time.Minute,
 			AllowDirect: true,
@@ -377,8 +391,19 @@ func (b *Backend) Close(ctx context.Context) error {
 	return nil
 }
 
-// bound adds the default timeout to a context without a deadline.
+// bound limits one call to Options.Timeout, inside the caller's deadline
+// when it has an earlier one. The scheduler gives its store calls a 30 s
+// deadline; a server that stops answering without closing the connection
+// (a frozen or partitioned node) must fail a claim after Timeout, not hold
+// it for the whole 30 s while its slot goes late.
 func (b *Backend) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, b.opts.Timeout)
+}
+
+// boundLong adds Options.Timeout to a context without a deadline only: a
+// History read may page through many messages, and a caller that set a
+// longer deadline for it means it.
+func (b *Backend) boundLong(ctx context.Context) (context.Context, context.CancelFunc) {
 	if _, ok := ctx.Deadline(); ok {
 		return ctx, func() {}
 	}

@@ -91,7 +91,7 @@ func (b *Backend) History(ctx context.Context, job string, limit int) ([]anarcho
 	if err := ctxErr(ctx, "read history"); err != nil {
 		return nil, err
 	}
-	ctx, cancel := b.bound(ctx)
+	ctx, cancel := b.boundLong(ctx)
 	defer cancel()
 	subj := b.subject(enc)
 	b.infoMu.Lock() // Stream.Info writes the handle's cache

@@ -126,7 +126,7 @@ func TestBadInput(t *testing.T) {
 		t.Errorf("New(nil) error %v, want ErrInvalid", err)
 	}
 	for _, o := range []natsbackend.Options{
-		{ClaimTTL: time.Millisecond}, {Bucket: "a.b"}, {HistoryStream: "a b"}, {HistorySubject: "a.>"}, {Replicas: 7},
+		{ClaimTTL: time.Millisecond}, {Bucket: "a.b"}, {HistoryStream: "a b"}, {HistorySubject: "a.>"}, {Replicas: 7}, {Replicas: -2},
 	} {
 		if _, err := natsbackend.Open("nats://127.0.0.1:1", &o); !errors.Is(err, natsbackend.ErrInvalid) {
 			t.Errorf("Open with %+v: error %v, want ErrInvalid", o, err)

@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net/url"
+	"strconv"
+	"time"
 
 	"github.com/anarchon/anarchon"
 	"github.com/anarchon/anarchon/natsbackend"
@@ -11,13 +14,41 @@ import (
 
 func init() { openers["nats"] = openNATS }
 
-// openNATS opens "nats://[user:password@]host:port" with natsbackend.Open;
-// "prefix" names the KV bucket (default "anarchon").
-func openNATS(_ *url.URL, raw, prefix string) (anarchon.Backend, error) {
+// natsPing is how often the daemon pings its NATS server; after two pings
+// without an answer the client drops the connection and moves to another
+// server of the URL. A server that freezes without closing its sockets
+// (SIGSTOP, a hung VM) is thus left after 4–6 s instead of nats.go's
+// default of several minutes.
+const natsPing = 2 * time.Second
+
+// openNATS opens "nats://[user:password@]host:port[,host:port…]" with
+// natsbackend.Open; "prefix" names the KV bucket (default "anarchon") and
+// "replicas" the replica count the bucket and stream are created with: 1
+// to 5, or by default natsbackend.AutoReplicas (3 on a cluster of three or
+// more servers, else 1). An existing bucket keeps its replicas; the
+// backend logs what it found, with a WARN for one replica on a cluster.
+func openNATS(u *url.URL, raw, prefix string) (anarchon.Backend, error) {
+	replicas := natsbackend.AutoReplicas
+	if q := u.Query(); q.Has("replicas") {
+		n, err := strconv.Atoi(q.Get("replicas"))
+		if err != nil || n < 1 || n > 5 {
+			return nil, &StoreURLError{URL: redact(raw), Code: StoreBadURL,
+				Reason: fmt.Sprintf("replicas=%q: want a number from 1 to 5", q.Get("replicas"))}
+		}
+		replicas = n
+		q.Del("replicas")
+		u.RawQuery = q.Encode()
+		raw = u.String()
+	}
 	// nats.go prints asynchronous errors to stderr unless given a
 	// handler: log them, and connection changes, through slog.
 	l := clientLogger{client: "nats"}
-	return natsbackend.Open(raw, &natsbackend.Options{Bucket: prefix},
+	return natsbackend.Open(raw, &natsbackend.Options{Bucket: prefix, Replicas: replicas},
+		// A daemon keeps reconnecting for as long as it runs: with
+		// nats.go's default (60 tries) a store down for two minutes
+		// would close the connection for good.
+		nats.MaxReconnects(-1),
+		nats.PingInterval(natsPing), nats.MaxPingsOutstanding(2),
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
 			subject := ""
 			if sub != nil {

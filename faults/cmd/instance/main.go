@@ -66,6 +66,7 @@ func run() error {
 		stopWait      = flag.Duration("stop-wait", 2*time.Second, "how long Stop waits before handing runs over")
 		catchUp       = flag.Duration("catchup", 30*time.Second, "catch-up window of the leased job (0: none)")
 		offsetFile    = flag.String("offset-file", "", "file holding a new -offset, read on SIGUSR1")
+		maxLate       = flag.Duration("max-late", 0, "MaxLate of both jobs (0: anarchon's default)")
 	)
 	flag.Parse()
 	if *store == "" || *id == "" || *ledgerPath == "" {
@@ -161,13 +162,13 @@ func run() error {
 		return nil
 	}
 	if err := s.Every("leased", *interval, leased, &anarchon.JobOptions{
-		Lease: *lease, HistorySize: *history, MaxAttempts: 3,
+		Lease: *lease, HistorySize: *history, MaxAttempts: 3, MaxLate: *maxLate,
 		CatchUp: anarchon.CatchUp{Window: *catchUp, Max: 1},
 	}); err != nil {
 		return err
 	}
 	if err := s.Every("plain", *plainInterval, plain, &anarchon.JobOptions{
-		NoLease: true, HistorySize: *history,
+		NoLease: true, HistorySize: *history, MaxLate: *maxLate,
 	}); err != nil {
 		return err
 	}
