@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -398,4 +399,126 @@ func claimMany(t *testing.T, ctx context.Context, b *redisbackend.Backend, lease
 		won[k] = a.Outcome.Kind == anarchon.OutcomeWon
 	}
 	return won
+}
+
+// With Options.Replicas a batch ends its pipeline with one WAIT: won
+// claims fail closed with ErrNotReplicated when replicas fall short, as
+// single claims do, and succeed with a replica attached, whose copy has
+// them. Through a *redis.ClusterClient the WAIT goes to each claim's
+// master.
+func TestClaimBatchReplicas(t *testing.T) {
+	slot := time.Now().Truncate(time.Minute).Add(-time.Hour).UnixMilli()
+	batch := func(b *redisbackend.Backend, tok string, slots ...int64) []anarchon.ClaimAnswer {
+		t.Helper()
+		in := make([]anarchon.ClaimInput, len(slots))
+		for i, s := range slots {
+			in[i] = anarchon.ClaimInput{Job: fmt.Sprintf("job-%d", i%3), Slot: s, Token: tok, InstanceID: tok}
+		}
+		out, err := b.ClaimBatch(t.Context(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	runs := func(b *redisbackend.Backend, tok string, s int64) anarchon.RunClaimAnswer {
+		t.Helper()
+		out, err := b.Runs().(anarchon.RunBatchClaimer).ClaimRuns(t.Context(), []anarchon.RunClaim{{
+			ClaimInput: anarchon.ClaimInput{Job: "lease", Slot: s, Token: tok, InstanceID: tok}, Lease: time.Minute}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out[0]
+	}
+	shortfall := func(t *testing.T, b *redisbackend.Backend) {
+		for i, a := range batch(b, "a", slot, slot+1000) {
+			if a.Won || !errors.Is(a.Err, redisbackend.ErrNotReplicated) {
+				t.Errorf("claim %d without replicas: %v, %v; want false, ErrNotReplicated", i, a.Won, a.Err)
+			}
+		}
+		for i, a := range batch(b, "b", slot, slot+1000) {
+			if a.Won || a.Err != nil {
+				t.Errorf("losing claim %d: %v, %v; want false, nil", i, a.Won, a.Err)
+			}
+		}
+		if a := runs(b, "a", slot); !errors.Is(a.Err, redisbackend.ErrNotReplicated) {
+			t.Errorf("lease claim without replicas: %+v; want ErrNotReplicated", a)
+		}
+	}
+
+	t.Run("shortfall", func(t *testing.T) {
+		addr := startServer(t)
+		shortfall(t, newBackend(t, addr, freshPrefix(t, addr), &redisbackend.Options{Replicas: 1, ReplicaTimeout: 100 * time.Millisecond}))
+	})
+	t.Run("replica", func(t *testing.T) {
+		primary := startServer(t)
+		replica := startServer(t, "--replicaof", strings.Replace(primary, ":", " ", 1))
+		waitInfo(t, replica, "replication", "master_link_status", "up")
+		waitInfo(t, primary, "replication", "connected_slaves", "1")
+		prefix := freshPrefix(t, primary)
+		b := newBackend(t, primary, prefix, &redisbackend.Options{Replicas: 1, ReplicaTimeout: 2 * time.Second})
+		slots := []int64{slot, slot + 1000, slot + 2000, slot + 3000}
+		for i, a := range batch(b, "a", slots...) {
+			if !a.Won || a.Err != nil {
+				t.Errorf("claim %d with one replica: %v, %v; want true", i, a.Won, a.Err)
+			}
+		}
+		if a := runs(b, "a", slot); a.Err != nil || a.Outcome.Kind != anarchon.OutcomeWon {
+			t.Errorf("lease claim with one replica: %+v; want won", a)
+		}
+		rc := newClient(t, replica, nil)
+		if err := rc.Do(t.Context(), "REPLICAOF", "NO", "ONE").Err(); err != nil {
+			t.Fatal(err)
+		}
+		promoted, err := redisbackend.New(rc, &redisbackend.Options{Prefix: prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, a := range batch(promoted, "b", slots...) {
+			if a.Won || a.Err != nil {
+				t.Errorf("claim %d on the promoted replica: %v, %v; want false (the claim was replicated)", i, a.Won, a.Err)
+			}
+		}
+	})
+	t.Run("cluster", func(t *testing.T) {
+		cc := startCluster(t)
+		b, err := redisbackend.New(cc, &redisbackend.Options{Prefix: "cl", Replicas: 1, ReplicaTimeout: 100 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		shortfall(t, b)
+		b, err = redisbackend.New(cc, &redisbackend.Options{Prefix: "cl2"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, a := range batch(b, "a", slot, slot+1000, slot+2000, slot+3000) {
+			if !a.Won || a.Err != nil {
+				t.Errorf("claim %d on a cluster: %v, %v; want true", i, a.Won, a.Err)
+			}
+		}
+	})
+}
+
+// startCluster starts a one-node Redis Cluster owning all 16384 slots and
+// returns a cluster client on it.
+func startCluster(t *testing.T) *redis.ClusterClient {
+	addr := startServer(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	if err := c.Do(t.Context(), "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Close()
+	waitInfo(t, addr, "cluster", "cluster_enabled", "1")
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{addr}})
+	t.Cleanup(func() { _ = cc.Close() })
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		state, err := cc.ClusterInfo(t.Context()).Result()
+		if err == nil && strings.Contains(state, "cluster_state:ok") {
+			return cc
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cluster not ok: %v %s", err, state)
+		}
+		time.Sleep(50 * time.Millisecond) // cluster start-up has no event to wait on
+	}
 }
