@@ -44,8 +44,6 @@ func (b *Backend) ClaimBatch(ctx context.Context, in []anarchon.ClaimInput) ([]a
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := b.bound(ctx)
-	defer cancel()
 	out := make([]anarchon.ClaimAnswer, len(in))
 	jobs := make([]string, len(in))
 	var live []int
@@ -70,7 +68,10 @@ func (b *Backend) ClaimBatch(ctx context.Context, in []anarchon.ClaimInput) ([]a
 	for k, i := range live {
 		pkeys[k] = pauseKey(jobs[i])
 	}
-	states, err := b.readMany(ctx, h, pkeys, b.clk.fresh())
+	// Each step is bounded by Options.Timeout as one call is.
+	actx, cancel := b.bound(ctx)
+	defer cancel()
+	states, err := b.readMany(actx, h, pkeys, b.clk.fresh())
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +81,7 @@ func (b *Backend) ClaimBatch(ctx context.Context, in []anarchon.ClaimInput) ([]a
 	paused := map[int]stateValue{}
 	for _, i := range live {
 		c := in[i]
-		if err := b.checkEarly(ctx, h, c.Job, c.Slot); err != nil {
+		if err := b.checkEarly(actx, h, c.Job, c.Slot); err != nil {
 			out[i].Err = err
 			continue
 		}
@@ -101,7 +102,9 @@ func (b *Backend) ClaimBatch(ctx context.Context, in []anarchon.ClaimInput) ([]a
 	}
 
 	// 2. The creates.
-	_, errs := b.createMany(ctx, h, keys, vals)
+	cctx, cancel := b.bound(ctx)
+	defer cancel()
+	_, errs := b.createMany(cctx, h, keys, vals)
 	var lost, settle []int
 	for j, i := range idx {
 		switch err := errs[j]; {
@@ -125,7 +128,9 @@ func (b *Backend) ClaimBatch(ctx context.Context, in []anarchon.ClaimInput) ([]a
 		for k, j := range lost {
 			lkeys[k] = keys[j]
 		}
-		holders, err := b.readMany(ctx, h, lkeys, true)
+		rctx, cancel := b.bound(ctx)
+		holders, err := b.readMany(rctx, h, lkeys, true)
+		cancel()
 		for _, j := range lost {
 			i := idx[j]
 			if err != nil {
@@ -174,8 +179,6 @@ func (r *RunStore) ClaimRuns(ctx context.Context, in []anarchon.RunClaim) ([]ana
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := b.bound(ctx)
-	defer cancel()
 	out := make([]anarchon.RunClaimAnswer, len(in))
 	jobs := make([]string, len(in))
 	var live []int
@@ -202,7 +205,10 @@ func (r *RunStore) ClaimRuns(ctx context.Context, in []anarchon.RunClaim) ([]ana
 	for _, i := range live {
 		keys = append(keys, runKey(jobs[i], in[i].Slot), pauseKey(jobs[i]))
 	}
-	got, err := b.readMany(ctx, h, keys, b.clk.fresh())
+	// Each step is bounded by Options.Timeout as one call is.
+	actx, cancel := b.bound(ctx)
+	defer cancel()
+	got, err := b.readMany(actx, h, keys, b.clk.fresh())
 	if err != nil {
 		return nil, err
 	}
@@ -217,7 +223,7 @@ func (r *RunStore) ClaimRuns(ctx context.Context, in []anarchon.RunClaim) ([]ana
 			single = append(single, i)
 			continue
 		}
-		if err := b.checkEarly(ctx, h, c.Job, c.Slot); err != nil {
+		if err := b.checkEarly(actx, h, c.Job, c.Slot); err != nil {
 			out[i].Err = err
 			continue
 		}
@@ -230,13 +236,13 @@ func (r *RunStore) ClaimRuns(ctx context.Context, in []anarchon.RunClaim) ([]ana
 		}
 		if c.MaxLate > 0 {
 			deadline := time.UnixMilli(c.Slot + c.MaxLate.Milliseconds() + 1)
-			late, err := b.serverAfter(ctx, h, deadline.Add(-time.Nanosecond))
+			late, err := b.serverAfter(actx, h, deadline.Add(-time.Nanosecond))
 			if err != nil || late {
 				single = append(single, i)
 				continue
 			}
 		}
-		lo, _, err := b.nowBounds(ctx, h)
+		lo, _, err := b.nowBounds(actx, h)
 		if err != nil {
 			out[i].Err = err
 			continue
@@ -245,38 +251,54 @@ func (r *RunStore) ClaimRuns(ctx context.Context, in []anarchon.RunClaim) ([]ana
 		idx, los = append(idx, i), append(los, lo)
 	}
 
-	revs, errs := b.createMany(ctx, h, ckeys, vals)
-	type won struct {
-		j   int
-		rev uint64
-	}
-	var created []won
+	cctx, cancel := b.bound(ctx)
+	revs, errs := b.createMany(cctx, h, ckeys, vals)
+	cancel()
+	// What follows a create, and the single path, decide the claims of one
+	// job in turn (their order in the batch), as single claims in a row
+	// would: of two new slots of a job without overlap, the first wins.
+	// Jobs go side by side.
+	created := map[int]int{} // in index -> ckeys index, for the won creates
 	for j, i := range idx {
 		switch err := errs[j]; {
 		case err == nil:
-			created = append(created, won{j, revs[j]})
+			created[i] = j
 		case errors.Is(err, jetstream.ErrKeyRevisionMismatch):
 			single = append(single, i)
 		default:
 			out[i].Err = b.wrap("claim run", err)
 		}
 	}
-	var mu sync.Mutex
-	forEach(len(created)+len(single), func(k int) {
-		if k >= len(created) {
-			i := single[k-len(created)]
-			out[i].Outcome, out[i].Err = b.claimRun(ctx, in[i])
-			return
+	isSingle := make(map[int]bool, len(single))
+	for _, i := range single {
+		isSingle[i] = true
+	}
+	decide := map[string][]int{}
+	var order []string
+	for _, i := range live {
+		if _, won := created[i]; !won && !isSingle[i] {
+			continue
 		}
-		w := created[k]
-		i := idx[w.j]
-		o, retry, err := b.claimCreated(ctx, h, jobs[i], ckeys[w.j], w.rev, los[w.j], in[i])
-		if retry {
-			o, err = b.claimRun(ctx, in[i])
+		if decide[jobs[i]] == nil {
+			order = append(order, jobs[i])
 		}
-		mu.Lock()
-		out[i].Outcome, out[i].Err = o, err
-		mu.Unlock()
+		decide[jobs[i]] = append(decide[jobs[i]], i)
+	}
+	forEach(len(order), func(k int) {
+		for _, i := range decide[order[k]] {
+			j, ok := created[i]
+			if !ok {
+				out[i].Outcome, out[i].Err = b.claimRun(ctx, in[i])
+				continue
+			}
+			sctx, cancel := b.bound(ctx)
+			o, retry, err := b.claimCreated(sctx, h, jobs[i], ckeys[j], revs[j], los[j], in[i])
+			cancel()
+			if retry {
+				o, err = b.claimRun(ctx, in[i])
+			}
+			out[i].Outcome, out[i].Err = o, err
+		}
 	})
 	return out, nil
 }
