@@ -445,6 +445,9 @@ func (b *Backend) directMulti(ctx context.Context, keys []string) (map[string]kv
 			if cerr := ctxErr(ctx, "read keys"); cerr != nil {
 				return nil, cerr
 			}
+			if errors.Is(err, nats.ErrNoResponders) {
+				return nil, errNoMultiGet // no direct gets: see status 503 below
+			}
 			return nil, b.wrap("read keys", err)
 		}
 		if len(m.Data) == 0 && m.Header.Get("Status") != "" {
@@ -456,10 +459,11 @@ func (b *Backend) directMulti(ctx context.Context, keys []string) (map[string]kv
 				return out, nil
 			case "404": // none of the keys has a value
 				return out, nil
-			case "408", "400":
+			case "408", "400", "503":
+				// A server before 2.11 (the request reads as empty), or a
+				// bucket without direct gets (no responders): the KV API
+				// reads key by key, and reports a stream that is gone.
 				return nil, errNoMultiGet
-			case "503":
-				return nil, b.wrap("read keys", nats.ErrNoResponders)
 			default:
 				return nil, fmt.Errorf("natsbackend: read keys: status %s %s", status, m.Header.Get("Description"))
 			}

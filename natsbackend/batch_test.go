@@ -13,6 +13,7 @@ import (
 	"github.com/anarchon/anarchon"
 	"github.com/anarchon/anarchon/natsbackend"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // A batch of 100 claims of 100 jobs sends one create per slot and one
@@ -390,5 +391,57 @@ func TestClaimBatchDeletedKey(t *testing.T) {
 	in[0].Token = "c"
 	if out, err := b.ClaimBatch(ctx, in); err != nil || out[0].Won || out[0].Err != nil {
 		t.Fatalf("claim after the rewin: %+v, %v; want a loss", out, err)
+	}
+}
+
+// On a bucket made beforehand without direct gets (the stream's
+// AllowDirect off), a batch's reads fall back to the KV API, key by key,
+// and answer as on the fast path.
+func TestClaimBatchNoDirectGet(t *testing.T) {
+	url := natsURL(t)
+	o := freshOptions(t, url)
+	_, err := jetStream(t, url).CreateStream(t.Context(), jetstream.StreamConfig{
+		Name: "KV_" + o.Bucket, Subjects: []string{"$KV." + o.Bucket + ".>"},
+		MaxMsgsPerSubject: 1, Discard: jetstream.DiscardNew, AllowRollup: true, DenyDelete: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := openN(t, url, o, 1)[0]
+	ctx := t.Context()
+	if _, err := b.SetPaused(ctx, anarchon.PauseInput{Job: "paused", Paused: true, By: "ops"}); err != nil {
+		t.Fatal(err)
+	}
+	slot := time.Now().Add(-time.Minute).Truncate(time.Second).UnixMilli()
+	in := []anarchon.ClaimInput{
+		{Job: "a", Slot: slot, Token: "a"},
+		{Job: "paused", Slot: slot, Token: "a"},
+	}
+	for _, c := range []struct {
+		tok  string
+		want []bool
+	}{{"a", []bool{true, false}}, {"a", []bool{true, false}}, {"b", []bool{false, false}}} {
+		for i := range in {
+			in[i].Token = c.tok
+		}
+		out, err := b.ClaimBatch(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, a := range out {
+			if a.Err != nil || a.Won != c.want[i] {
+				t.Errorf("token %s, claim %d: %+v, want won %v", c.tok, i, a, c.want[i])
+			}
+		}
+	}
+	out, err := b.Runs().(anarchon.RunBatchClaimer).ClaimRuns(ctx, []anarchon.RunClaim{
+		{ClaimInput: anarchon.ClaimInput{Job: "l", Slot: slot, Token: "a"}, Lease: time.Minute},
+		{ClaimInput: anarchon.ClaimInput{Job: "paused", Slot: slot + 1000, Token: "a"}, Lease: time.Minute},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out[0].Err != nil || out[0].Outcome.Kind != anarchon.OutcomeWon || out[1].Err != nil || out[1].Outcome.Kind != anarchon.OutcomePaused {
+		t.Errorf("lease claims: %+v, want won and paused", out)
 	}
 }
