@@ -445,3 +445,23 @@ func TestClaimBatchNoDirectGet(t *testing.T) {
 		t.Errorf("lease claims: %+v, want won and paused", out)
 	}
 }
+
+// After Close a batch has no answer: ClaimBatch and ClaimRuns return
+// anarchon.ErrClosed and no answers.
+func TestClaimBatchClosed(t *testing.T) {
+	url := natsURL(t)
+	b := openN(t, url, freshOptions(t, url), 1)[0]
+	ctx := t.Context()
+	if err := b.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	slot := time.Now().Add(-time.Minute).Truncate(time.Second).UnixMilli()
+	in := []anarchon.ClaimInput{{Job: "a", Slot: slot, Token: "t"}}
+	if out, err := b.ClaimBatch(ctx, in); out != nil || !errors.Is(err, anarchon.ErrClosed) {
+		t.Errorf("ClaimBatch after Close = %v, %v; want no answers and ErrClosed", out, err)
+	}
+	out, err := b.Runs().(anarchon.RunBatchClaimer).ClaimRuns(ctx, []anarchon.RunClaim{{ClaimInput: in[0], Lease: time.Minute}})
+	if out != nil || !errors.Is(err, anarchon.ErrClosed) {
+		t.Errorf("ClaimRuns after Close = %v, %v; want no answers and ErrClosed", out, err)
+	}
+}

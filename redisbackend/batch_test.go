@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -521,4 +522,42 @@ func startCluster(t *testing.T) *redis.ClusterClient {
 		}
 		time.Sleep(50 * time.Millisecond) // cluster start-up has no event to wait on
 	}
+}
+
+// A batch that reaches no server has no answer: ClaimBatch and ClaimRuns
+// return an error and no answers, so the caller treats every claim as
+// failed; after Close they return anarchon.ErrClosed.
+func TestClaimBatchNoAnswer(t *testing.T) {
+	addr := redisAddr(t)
+	ctx := t.Context()
+	slot := time.Now().Add(-time.Minute).Truncate(time.Second).UnixMilli()
+	in := []anarchon.ClaimInput{{Job: "a", Slot: slot, Token: "t"}, {Job: "b", Slot: slot, Token: "t"}}
+	rc := []anarchon.RunClaim{{ClaimInput: in[0], Lease: time.Minute}}
+	check := func(what string, b *redisbackend.Backend, want error) {
+		t.Helper()
+		out, err := b.ClaimBatch(ctx, in)
+		if err == nil || out != nil || (want != nil && !errors.Is(err, want)) {
+			t.Errorf("%s: ClaimBatch = %v, %v; want no answers and an error (%v)", what, out, err, want)
+		}
+		rout, err := b.Runs().(anarchon.RunBatchClaimer).ClaimRuns(ctx, rc)
+		if err == nil || rout != nil || (want != nil && !errors.Is(err, want)) {
+			t.Errorf("%s: ClaimRuns = %v, %v; want no answers and an error (%v)", what, rout, err, want)
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	_ = ln.Close() // nothing listens there now
+	down, err := redisbackend.New(newClient(t, dead, func(o *redis.Options) { o.MaxRetries = -1 }), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("no server", down, nil)
+	b := newBackend(t, addr, freshPrefix(t, addr), nil)
+	if err := b.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("closed", b, anarchon.ErrClosed)
 }
