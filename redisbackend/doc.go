@@ -31,7 +31,7 @@
 // claim gives, one winner per slot across batches and single claims: the
 // anarchontest Batch and RunBatch subtests pass against a real server,
 // and TestClaimBatchRace races batches and single claims from 8 handles
-// for 200 slots each of plain and lease claims with exactly one winner
+// for 400 slots each of plain and lease claims with exactly one winner
 // per slot.
 //
 // A plain claim is one EVALSHA that reads two fields of the job's run hash
