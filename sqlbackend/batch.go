@@ -177,11 +177,12 @@ type batchClaim struct {
 	Slot     int64  `json:"s"`
 	Token    string `json:"t"`
 	Instance string `json:"i"`
-	// Lease claims only.
-	Lease       int64  `json:"l,omitempty"`
-	MaxLate     *int64 `json:"m,omitempty"`
-	Overlap     bool   `json:"o,omitempty"`
-	MaxAttempts int64  `json:"a,omitempty"`
+	// Lease claims only. Every field is sent, false and null included: a
+	// missing "o" would read as NULL, which PL/pgSQL's IF takes as false.
+	Lease       int64  `json:"l"`
+	MaxLate     *int64 `json:"m"`
+	Overlap     bool   `json:"o"`
+	MaxAttempts int64  `json:"a"`
 }
 
 // claimBatchRoutine decides in[todo] with one call of Routines.ClaimBatch
