@@ -20,7 +20,6 @@
 //     RunBatch conformance subtests pass against a real server, and
 //     TestBatchRoundTrips counts 2n+2 statements for a batch of n plain
 //     claims, 4n+2 for n won lease claims.
-//
 //   - Plain claims: one INSERT … SELECT … ON DUPLICATE KEY UPDATE job = job
 //     on the runs table's (job, slot) primary key, which lets exactly one
 //     insert win; MySQL has no RETURNING, so the claim then reads the
