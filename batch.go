@@ -20,9 +20,11 @@ const DefaultBatchSize = 256
 // (the batch as a whole failed, e.g. the connection broke); the caller
 // then treats every slot as a failed Claim.
 //
-// The scheduler sends at most [DefaultBatchSize] claims per call, of any
-// mix of jobs; a backend may split a batch further. Without this ability
-// the scheduler calls Claim once per slot.
+// The scheduler sends at most [Options.BatchSize] ([DefaultBatchSize]
+// unless set) claims per call, of any mix of jobs, for the slots due at
+// one instant (or within [BatchWindow]); a slot due alone goes to Claim.
+// A backend may split a batch further. Without this ability the scheduler
+// calls Claim once per slot.
 type BatchClaimer interface {
 	ClaimBatch(ctx context.Context, in []ClaimInput) (out []ClaimAnswer, err error)
 }

@@ -25,6 +25,7 @@ type slotRun struct {
 func (s *Scheduler) newRunner(runCtx context.Context) *runner.Runner[slotRun] {
 	return runner.New[slotRun](host{s}, runCtx, runner.Config{
 		Log: s.log, PollInterval: s.opts.PollInterval, Watch: s.watcher != nil,
+		BatchSize: s.batchSize(s.batcher != nil), LeaseBatchSize: s.batchSize(s.runBatcher != nil),
 		ErrLeaseLost: ErrLeaseLost, ErrStopped: ErrStopped, ErrClosed: ErrClosed, ErrPermanent: ErrPermanent,
 	})
 }
@@ -66,6 +67,12 @@ func (h host) Claim(ctx context.Context, a *attempt) (bool, error) {
 	ctx, cs := h.s.startClaim(ctx, a.Job.job, a.SlotTime(), false, false)
 	a.Job.claim = cs
 	won, err := h.s.backend.Claim(ctx, h.claimInput(a))
+	return h.claimed(a, won, err)
+}
+
+// claimed ends a plain claim's span with its answer and emits its event.
+func (h host) claimed(a *attempt, won bool, err error) (bool, error) {
+	cs := a.Job.claim
 	if err != nil {
 		cs.End(ClaimEnd{Err: err})
 		return false, err
@@ -79,6 +86,46 @@ func (h host) Claim(ctx context.Context, a *attempt) (bool, error) {
 	return won, nil
 }
 
+// ClaimBatch claims as with one BatchClaimer call, or with Claim when
+// there is one slot or the backend has no batches. Each slot has its
+// Tracer span and its event, as a single claim has; the span's context
+// does not reach the store, which gets one call for all of them.
+func (h host) ClaimBatch(ctx context.Context, as []*attempt) []runner.PlainAnswer {
+	out := make([]runner.PlainAnswer, len(as))
+	if h.s.batcher == nil || len(as) == 1 {
+		for i, a := range as {
+			out[i].Won, out[i].Err = h.Claim(ctx, a)
+		}
+		return out
+	}
+	defer h.slowBatch(ctx, "ClaimBatch", len(as), time.Now())
+	in := make([]ClaimInput, len(as))
+	for i, a := range as {
+		_, a.Job.claim = h.s.startClaim(ctx, a.Job.job, a.SlotTime(), false, false)
+		in[i] = h.claimInput(a)
+	}
+	answers, err := h.s.batcher.ClaimBatch(ctx, in)
+	if err == nil && len(answers) != len(in) {
+		err = fmt.Errorf("anarchon: %s: ClaimBatch answered %d of %d claims", h.s.backend.Name(), len(answers), len(in))
+	}
+	for i, a := range as {
+		won, aerr := false, err
+		if err == nil {
+			won, aerr = answers[i].Won, answers[i].Err
+		}
+		out[i].Won, out[i].Err = h.claimed(a, won, aerr)
+	}
+	return out
+}
+
+// slowBatch logs a batch of claims that took longer than SlowStoreCall.
+func (h host) slowBatch(ctx context.Context, op string, n int, start time.Time) {
+	if d := time.Since(start); d > SlowStoreCall {
+		h.s.log.LogAttrs(ctx, slog.LevelWarn, "slow store call",
+			slog.String("op", op), slog.Int("claims", n), slog.Duration("took", d))
+	}
+}
+
 func (h host) RecordClaim(ctx context.Context, a *attempt) error {
 	if h.s.recorder == nil {
 		return nil
@@ -90,20 +137,60 @@ func (h host) ClaimLease(ctx context.Context, a *runner.Leased[slotRun]) (runner
 	defer h.slow(ctx, "RunStore.Claim", &a.Attempt, time.Now())
 	ctx, cs := h.s.startClaim(ctx, a.Job.job, a.SlotTime(), true, false)
 	a.Job.claim = cs
-	out, err := h.s.runs.Claim(ctx, RunClaim{
+	out, err := h.s.runs.Claim(ctx, h.runClaim(a))
+	return h.leaseClaimed(a, out, err)
+}
+
+func (h host) runClaim(a *runner.Leased[slotRun]) RunClaim {
+	return RunClaim{
 		ClaimInput:   h.claimInput(&a.Attempt),
 		Lease:        a.Lease,
 		MaxLate:      a.MaxLate,
 		AllowOverlap: a.AllowOverlap,
 		MaxAttempts:  a.Job.job.opt.MaxAttempts + a.Job.job.opt.Retry.MaxRetries,
-	})
-	cs.End(ClaimEnd{Outcome: outcomeName(out, err), Attempt: out.Attempt, Err: err})
+	}
+}
+
+// leaseClaimed ends a lease claim's span with its answer and converts it.
+func (h host) leaseClaimed(a *runner.Leased[slotRun], out ClaimOutcome, err error) (runner.Outcome, error) {
+	a.Job.claim.End(ClaimEnd{Outcome: outcomeName(out, err), Attempt: out.Attempt, Err: err})
 	if err != nil {
 		return runner.Outcome{}, err
 	}
 	// A kind this version does not know passes through: the run path
 	// handles it like done (SPEC §9), and the event names it.
 	return runner.Outcome{Kind: runner.Kind(out.Kind), Attempt: out.Attempt, LeaseUntil: out.LeaseUntil, Abandoned: out.Status == StatusAbandoned}, nil
+}
+
+// ClaimLeaseBatch is ClaimBatch for lease claims, with one
+// RunBatchClaimer call.
+func (h host) ClaimLeaseBatch(ctx context.Context, as []*runner.Leased[slotRun]) []runner.LeaseAnswer {
+	out := make([]runner.LeaseAnswer, len(as))
+	if h.s.runBatcher == nil || len(as) == 1 {
+		for i, a := range as {
+			out[i].Outcome, out[i].Err = h.ClaimLease(ctx, a)
+		}
+		return out
+	}
+	defer h.slowBatch(ctx, "ClaimRuns", len(as), time.Now())
+	in := make([]RunClaim, len(as))
+	for i, a := range as {
+		_, a.Job.claim = h.s.startClaim(ctx, a.Job.job, a.SlotTime(), true, false)
+		in[i] = h.runClaim(a)
+	}
+	answers, err := h.s.runBatcher.ClaimRuns(ctx, in)
+	if err == nil && len(answers) != len(in) {
+		err = fmt.Errorf("anarchon: %s: ClaimRuns answered %d of %d claims", h.s.backend.Name(), len(answers), len(in))
+	}
+	for i, a := range as {
+		var o ClaimOutcome
+		aerr := err
+		if err == nil {
+			o, aerr = answers[i].Outcome, answers[i].Err
+		}
+		out[i].Outcome, out[i].Err = h.leaseClaimed(a, o, aerr)
+	}
+	return out
 }
 
 func (h host) LeaseAnswered(ctx context.Context, a *runner.Leased[slotRun], out runner.Outcome) {

@@ -27,6 +27,40 @@ func (s *Scheduler) fire(ctx context.Context, j *job, slot time.Time) {
 	s.run.Plain(slotRun{job: j}, j.name, slot, j.opt.MaxLate).Run(ctx)
 }
 
+// fireGroup handles slots due together: their claims go to the store in
+// batches where it takes them (Options.BatchSize), and each slot then
+// takes the path fire would have given it.
+func (s *Scheduler) fireGroup(ctx context.Context, group []runner.Due[*job]) {
+	var plain []*attempt
+	var leased []*runner.Leased[slotRun]
+	for _, d := range group {
+		j := d.V
+		if ctx.Err() != nil || j.removed.Load() {
+			continue // as in fire
+		}
+		if j.leased {
+			leased = append(leased, s.lease(j, d.Slot, j.opt.MaxLate))
+		} else {
+			plain = append(plain, s.run.Plain(slotRun{job: j}, j.name, d.Slot, j.opt.MaxLate))
+		}
+	}
+	if len(plain) > 0 {
+		s.run.FirePlain(ctx, plain, &s.inflight)
+	}
+	if len(leased) > 0 {
+		s.run.FireLeased(ctx, leased, &s.inflight)
+	}
+}
+
+// batchSize is the batch size of claims of a store that takes batches
+// (can), 1 for one that does not.
+func (s *Scheduler) batchSize(can bool) int {
+	if !can {
+		return 1
+	}
+	return s.opts.BatchSize
+}
+
 // lease returns a leased attempt at j's slot; maxLate 0 means no limit.
 func (s *Scheduler) lease(j *job, slot time.Time, maxLate time.Duration) *runner.Leased[slotRun] {
 	a := s.run.Lease(slotRun{job: j}, j.name, slot, j.opt.Lease, maxLate)

@@ -60,7 +60,24 @@ type Options struct {
 	// store's clock. Negative disables registration. Defaults to
 	// DefaultRegistryTTL (15 s); values below 3 ms count as 3 ms.
 	RegistryTTL time.Duration
+	// BatchSize is the most claims of slots due together (at one instant,
+	// or within BatchWindow of the first) that the scheduler sends to
+	// the store in one call, when the backend is a BatchClaimer (plain
+	// claims) or a RunBatchClaimer (lease claims); each slot is still
+	// answered as a single claim (SPEC §4, batches). A group larger than
+	// BatchSize is cut into the fewest batches, as even as possible. 1
+	// sends every claim alone. Without those abilities the scheduler
+	// claims one slot per call whatever BatchSize is. Defaults to
+	// DefaultBatchSize (256).
+	BatchSize int
 }
+
+// BatchWindow is how long after a slot comes due the scheduler waits for
+// more slots to come due, to claim them in one batch with it (see
+// Options.BatchSize): a slot starts at most this much later than alone.
+// Slots due at the same instant (jobs of one schedule without jitter) are
+// gathered at once, without waiting.
+const BatchWindow = 2 * time.Millisecond
 
 func (o *Options) withDefaults() Options {
 	var r Options
@@ -89,6 +106,9 @@ func (o *Options) withDefaults() Options {
 	if r.ClockSkewWarning <= 0 {
 		r.ClockSkewWarning = time.Second
 	}
+	if r.BatchSize <= 0 {
+		r.BatchSize = DefaultBatchSize
+	}
 	return r
 }
 
@@ -96,19 +116,21 @@ func (o *Options) withDefaults() Options {
 // through a shared Backend. Create it with New, add jobs with Every, Cron or
 // Add, then Start it. Its methods are safe for concurrent use.
 type Scheduler struct {
-	backend  Backend
-	runs     RunStore       // nil without leases
-	watcher  Watcher        // nil without a watch
-	sclock   ServerClock    // nil without a store clock
-	recorder ClaimRecorder  // nil if Claim records history itself
-	checker  JobChecker     // nil if the backend checks no job
-	finisher ResultFinisher // nil without leases or without the one-call finish
-	control  JobControl     // nil without job control
-	opts     Options
-	clock    Clock
-	log      *slog.Logger
-	offset   atomic.Int64 // store clock minus local clock, ns
-	syncMu   sync.Mutex   // held while the offset is measured
+	backend    Backend
+	runs       RunStore        // nil without leases
+	watcher    Watcher         // nil without a watch
+	sclock     ServerClock     // nil without a store clock
+	recorder   ClaimRecorder   // nil if Claim records history itself
+	checker    JobChecker      // nil if the backend checks no job
+	finisher   ResultFinisher  // nil without leases or without the one-call finish
+	batcher    BatchClaimer    // nil without plain claims in batches
+	runBatcher RunBatchClaimer // nil without lease claims in batches
+	control    JobControl      // nil without job control
+	opts       Options
+	clock      Clock
+	log        *slog.Logger
+	offset     atomic.Int64 // store clock minus local clock, ns
+	syncMu     sync.Mutex   // held while the offset is measured
 
 	cmu    sync.Mutex // serialises Start and the job-set changes (Add, Remove, Update) that do I/O
 	mu     sync.Mutex
@@ -180,6 +202,10 @@ func (s *Scheduler) findAbilities() {
 	}
 	// The watch wakes backups (leases) and trigger requests.
 	s.watcher, _ = As[Watcher](b)
+	s.batcher, _ = As[BatchClaimer](b)
+	if s.runs != nil {
+		s.runBatcher, _ = As[RunBatchClaimer](b)
+	}
 	if s.runs != nil {
 		s.finisher, _ = As[ResultFinisher](b)
 	}
@@ -661,7 +687,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		go func() { defer s.bg.Done(); s.triggerLoop(s.loopCtx, ts) }()
 	}
 	s.bg.Add(1)
-	go func() { defer s.bg.Done(); s.queue.Run(s.loopCtx, s.now, &s.inflight, s.fire) }()
+	go func() { defer s.bg.Done(); s.queue.RunGroups(s.loopCtx, s.now, BatchWindow, &s.inflight, s.fireGroup) }()
 	s.log.LogAttrs(ctx, slog.LevelInfo, "scheduler started",
 		slog.String("backend", s.backend.Name()), slog.Int("jobs", len(jobs)))
 	return nil

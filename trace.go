@@ -11,10 +11,14 @@ import (
 // OpenTelemetry. Unlike [Options.OnEvent] it sees the contexts: the claim's
 // store calls get the context StartClaim returns, and the handler's context
 // is the one [ClaimSpan.StartRun] returns, so that a span started there is
-// the parent of whatever the handler traces.
+// the parent of whatever the handler traces. Claims sent in one batch
+// ([BatchClaimer], [RunBatchClaimer]) each have their span, started and
+// ended around the one store call, which gets the scheduler's context:
+// one call cannot carry several spans.
 //
-// Its methods are called on the slot's goroutine, synchronously; they must
-// be quick and must not call back into the Scheduler.
+// Its methods are called on the slot's goroutine (for a batch, the
+// batch's), synchronously; they must be quick and must not call back into
+// the Scheduler.
 type Tracer interface {
 	// StartClaim is called before the scheduler asks the store for a slot:
 	// a plain claim, each lease claim (a backup standing by claims again

@@ -121,6 +121,25 @@
 //     wins, and its repeat; the finish by that token reads back done on
 //     another handle; unknown requests; with a Watcher, a RunTriggered
 //     event on another handle.
+//   - Batch, for an [anarchon.BatchClaimer] (SPEC §4, batches): Racers
+//     goroutines over Handles handles claim Rounds slots of two jobs, half
+//     in batches of 2 to 12 slots that overlap other racers' batches in
+//     part and half one slot at a time: exactly one claim wins each slot;
+//     batches and singles repeating the winners' claims win again, other
+//     tokens lose; a batch's wins are history records; in a batch with a
+//     slot an hour ahead of the store's clock, that slot's answer carries
+//     an [*anarchon.EarlyError] and writes nothing while the others are
+//     won; an empty batch has no answers; with [anarchon.JobControl], a
+//     paused job's slot in a batch is settled paused beside won slots.
+//   - RunBatch, for an [anarchon.RunBatchClaimer] (SPEC §6): the same race
+//     with lease claims (one won per slot, every other answered running
+//     with the winner as holder; repeats renew); one ClaimRuns batch
+//     meeting each row of §6's table that needs no expiry (renewal,
+//     running, done, none, takeover of a released run, abandoned, late,
+//     overlap, absent), answered and leaving the store as single claims
+//     would; two new slots of one job without overlap in one batch are
+//     won then overlap (claims are decided in turn); the early slot; an
+//     empty batch; a paused job's slot (paused, then none).
 //   - Registry, for an [anarchon.InstanceRegistry] (SPEC §10): records
 //     round-trip between handles (ID, version, clock offset to the
 //     nanosecond, fingerprints, job lists) with LastSeen and ExpiresAt by

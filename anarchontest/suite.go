@@ -141,6 +141,8 @@ func Run(t *testing.T, h Harness) {
 		control:  hasAbility[anarchon.JobControl](probe[0]),
 		triggers: hasAbility[anarchon.TriggerStore](probe[0]),
 		watcher:  hasAbility[anarchon.Watcher](probe[0]),
+		batch:    hasAbility[anarchon.BatchClaimer](probe[0]),
+		runBatch: hasAbility[anarchon.RunBatchClaimer](probe[0]),
 	}
 	_ = probe[0].Close(t.Context())
 
@@ -161,6 +163,18 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Bytes", func(t *testing.T) { testBytes(t, h, hasLeases) })
 	t.Run("Watch", func(t *testing.T) { testWatch(t, h) })
 	t.Run("ServerClock", func(t *testing.T) { testServerClock(t, h) })
+	t.Run("Batch", func(t *testing.T) {
+		if !has.batch {
+			t.Skip("backend has no anarchon.BatchClaimer")
+		}
+		testBatch(t, h, has.control)
+	})
+	t.Run("RunBatch", func(t *testing.T) {
+		if !hasLeases || !has.runBatch {
+			t.Skip("backend has no anarchon.RunBatchClaimer")
+		}
+		testRunBatch(t, h, has.control)
+	})
 	t.Run("Registry", func(t *testing.T) {
 		if !has.registry {
 			t.Skip("backend has no anarchon.InstanceRegistry")
@@ -185,6 +199,7 @@ func Run(t *testing.T, h Harness) {
 // once per Run.
 type abilities struct {
 	registry, control, triggers, watcher bool
+	batch, runBatch                      bool
 }
 
 // hasAbility reports whether b has ability T, found with anarchon.As.

@@ -308,3 +308,55 @@ func TestServerTime(t *testing.T) {
 		t.Errorf("RunStore ServerTime %v, want %v", got, clock.Now())
 	}
 }
+
+// A batch meets the fault hook once per claim under the single call's
+// name, which fails that claim alone, and once under its own name, which
+// fails the batch before any state changes.
+func TestFaultBatch(t *testing.T) {
+	boom := errors.New("boom")
+	var mu sync.Mutex
+	var calls int
+	failing := ""
+	b := membackend.New(&membackend.Options{Fault: func(op string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if op == failing {
+			calls++
+			if op == "ClaimBatch" || op == "ClaimRuns" || calls == 2 {
+				return boom
+			}
+		}
+		return nil
+	}})
+	ctx := t.Context()
+	set := func(op string) {
+		mu.Lock()
+		failing, calls = op, 0
+		mu.Unlock()
+	}
+	ins := []anarchon.ClaimInput{in("j", 1, "t1", "i"), in("j", 2, "t2", "i"), in("j", 3, "t3", "i")}
+	set("Claim")
+	out, err := b.ClaimBatch(ctx, ins)
+	if err != nil || len(out) != 3 || !out[0].Won || out[1].Err != boom || out[1].Won || !out[2].Won {
+		t.Errorf("ClaimBatch with the second claim's fault = %+v, %v; want won, the fault, won", out, err)
+	}
+	set("ClaimBatch")
+	if out, err := b.ClaimBatch(ctx, []anarchon.ClaimInput{in("j", 2, "t2", "i")}); err != boom || out != nil {
+		t.Errorf("ClaimBatch with a batch fault = %+v, %v; want the fault", out, err)
+	}
+	set("")
+	if !must(b.Claim(ctx, in("j", 2, "x", "i"))) {
+		t.Error("the slot whose claim failed in a batch is not free")
+	}
+	rs := b.Runs().(*membackend.RunStore)
+	leases := []anarchon.RunClaim{lease("k", 1, "t1", "i"), lease("k", 2, "t2", "i"), lease("k", 3, "t3", "i")}
+	set("RunClaim")
+	rout, err := rs.ClaimRuns(ctx, leases)
+	if err != nil || len(rout) != 3 || rout[0].Outcome.Kind != anarchon.OutcomeWon || rout[1].Err != boom || rout[2].Outcome.Kind != anarchon.OutcomeWon {
+		t.Errorf("ClaimRuns with the second claim's fault = %+v, %v; want won, the fault, won", rout, err)
+	}
+	set("ClaimRuns")
+	if rout, err := rs.ClaimRuns(ctx, leases[1:2]); err != boom || rout != nil {
+		t.Errorf("ClaimRuns with a batch fault = %+v, %v; want the fault", rout, err)
+	}
+}

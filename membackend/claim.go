@@ -54,6 +54,12 @@ func (b *Backend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, erro
 		return false, err
 	}
 	defer b.mu.Unlock()
+	return b.claim(in)
+}
+
+// claim is Claim under b.mu, which the caller holds: ClaimBatch answers
+// each of its slots with it, so both answer alike.
+func (b *Backend) claim(in anarchon.ClaimInput) (bool, error) {
 	if err := checkInput("Claim", in); err != nil {
 		return false, err
 	}

@@ -27,6 +27,11 @@
 // Plain claims (SPEC §4): the first token to claim (job, slot) wins; a
 // repeat of that token answers true again, any other token false.
 //
+// Batches (SPEC §4, "Batches"): [Backend.ClaimBatch] and
+// [RunStore.ClaimRuns] answer every claim of a batch with the single
+// claim's own code, in order, under one hold of the mutex; the Batch and
+// RunBatch conformance subtests pass on the fake and the real clock.
+//
 // Leases (SPEC §6): [Backend.Runs] returns a [RunStore] over the same state
 // that decides each claim by the table of SPEC §6, first match wins. Lease
 // runs and plain claims are kept apart: a job uses one or the other.

@@ -69,6 +69,13 @@ func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.Cla
 		return anarchon.ClaimOutcome{}, err
 	}
 	defer b.mu.Unlock()
+	return s.claim(c)
+}
+
+// claim is Claim under b.mu, which the caller holds: ClaimRuns answers
+// each of its slots with it, so both answer alike.
+func (s *RunStore) claim(c anarchon.RunClaim) (anarchon.ClaimOutcome, error) {
+	b := s.b
 	if err := checkInput("RunClaim", c.ClaimInput); err != nil {
 		return anarchon.ClaimOutcome{}, err
 	}

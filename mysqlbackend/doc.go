@@ -13,6 +13,13 @@
 // processes over 2,000 slots, on MariaDB 10.11 (Debian 12's package):
 // every slot had exactly one winner.
 //
+//   - Batches (anarchon.BatchClaimer, anarchon.RunBatchClaimer, SPEC §4
+//     "Batches"): one READ COMMITTED transaction per batch, in which each
+//     claim runs the statements it runs alone, in the order of (job, slot)
+//     (lease claims: of job) so that batches never deadlock; the Batch and
+//     RunBatch conformance subtests pass against a real server, and
+//     TestBatchRoundTrips counts 2n+2 statements for a batch of n plain
+//     claims, 4n+2 for n won lease claims.
 //   - Plain claims: one INSERT … SELECT … ON DUPLICATE KEY UPDATE job = job
 //     on the runs table's (job, slot) primary key, which lets exactly one
 //     insert win; MySQL has no RETURNING, so the claim then reads the

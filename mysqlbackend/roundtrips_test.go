@@ -33,3 +33,25 @@ func TestClaimRoundTrips(t *testing.T) {
 		LeaseWon: 6, LeaseRunning: 4,
 	})
 }
+
+// TestBatchRoundTrips counts the statements of claim batches: one
+// transaction per batch, in which each claim runs the statements it runs
+// alone (MySQL has no stored routines here), so a batch saves the
+// transaction's BEGIN and COMMIT of every lease claim but one.
+func TestBatchRoundTrips(t *testing.T) {
+	prefix := freshPrefix(t)
+	db, err := sql.Open("mysql", withParam(serverDSN(t), "time_zone=%27%2B00%3A00%27"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	c := sqlbackendtest.Count(mysqlbackend.Conn(db))
+	b, err := mysqlbackend.New(c, &mysqlbackend.Options{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := func(k int64) func(int) int64 { return func(n int) int64 { return 2 + k*int64(n) } }
+	sqlbackendtest.BatchRoundTrips(t, b, c, sqlbackendtest.BatchStatements{
+		Won: per(2), Lost: per(2), LeaseWon: per(4), LeaseRunning: per(2),
+	})
+}

@@ -153,11 +153,8 @@ func (b *Backend) claimRun(ctx context.Context, c anarchon.RunClaim) (anarchon.C
 		return anarchon.ClaimOutcome{}, err
 	}
 	defer cancel()
-	if c.Lease <= 0 {
-		return anarchon.ClaimOutcome{}, fmt.Errorf("%w: lease %v is not positive", ErrInvalid, c.Lease)
-	}
-	if c.MaxLate < 0 {
-		return anarchon.ClaimOutcome{}, fmt.Errorf("%w: negative MaxLate %v", ErrInvalid, c.MaxLate)
+	if err := checkLease(c); err != nil {
+		return anarchon.ClaimOutcome{}, err
 	}
 	maxAttempts := max(c.MaxAttempts, 1)
 	key := runKey(job, c.Slot)
@@ -240,6 +237,17 @@ func (b *Backend) claimRun(ctx context.Context, c anarchon.RunClaim) (anarchon.C
 	return anarchon.ClaimOutcome{}, fmt.Errorf("natsbackend: claim %s: %w", key, ErrContention)
 }
 
+// checkLease refuses a lease claim's bad lease or MaxLate.
+func checkLease(c anarchon.RunClaim) error {
+	if c.Lease <= 0 {
+		return fmt.Errorf("%w: lease %v is not positive", ErrInvalid, c.Lease)
+	}
+	if c.MaxLate < 0 {
+		return fmt.Errorf("%w: negative MaxLate %v", ErrInvalid, c.MaxLate)
+	}
+	return nil
+}
+
 // leaseFrom is the lease end a won claim reports: lo, a lower bound of
 // the server time before the write, plus the lease as stored (whole ms).
 func leaseFrom(lo time.Time, lease time.Duration) time.Time {
@@ -284,14 +292,26 @@ func (b *Backend) claimAbsent(ctx context.Context, h handles, job, key string, c
 	if err != nil {
 		return out, false, err
 	}
-	v := runValue{State: anarchon.RunStateRunning, Token: c.Token, Holder: c.InstanceID, Attempt: 1, LeaseMs: c.Lease.Milliseconds()}
-	rev, err := h.kv.Create(ctx, key, encodeRun(v))
+	rev, err := h.kv.Create(ctx, key, encodeRun(newRun(c)))
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		return out, true, nil
 	}
 	if err != nil {
 		return out, false, b.wrap("claim run", err)
 	}
+	return b.claimCreated(ctx, h, job, key, rev, lo, c)
+}
+
+// newRun is the value with which a claim creates an absent run.
+func newRun(c anarchon.RunClaim) runValue {
+	return runValue{State: anarchon.RunStateRunning, Token: c.Token, Holder: c.InstanceID, Attempt: 1, LeaseMs: c.Lease.Milliseconds()}
+}
+
+// claimCreated completes the claim of an absent run that created it,
+// running (newRun), at revision rev; lo is a lower bound of the server
+// time before the create. retry is true when the run changed meanwhile
+// and the caller must decide again.
+func (b *Backend) claimCreated(ctx context.Context, h handles, job, key string, rev uint64, lo time.Time, c anarchon.RunClaim) (out anarchon.ClaimOutcome, retry bool, err error) {
 	until, ok, err := b.settleWin(ctx, h, job, key, rev, lo, c, 1, !c.AllowOverlap)
 	if err != nil {
 		return out, false, err

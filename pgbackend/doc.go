@@ -23,8 +23,17 @@
 //     Heartbeat and Active are one statement. The same clock judges them
 //     all, so instances with skewed clocks agree; [Backend.ServerTime]
 //     exposes it (anarchon.ServerClock).
+//   - Batches (anarchon.BatchClaimer, anarchon.RunBatchClaimer, SPEC §4
+//     "Batches"): one call of anarchon_claim_batch_v4 decides a batch of
+//     plain claims with the plain claim's statements per slot, and one
+//     call of anarchon_claim_runs_v4 a batch of lease claims by calling
+//     anarchon_claim_v4 per slot; the claims go as one JSON argument, so
+//     any driver can send them. TestBatchRoundTrips counts one statement
+//     per batch of 1, 10 and 100; the Batch and RunBatch conformance
+//     subtests pass against a real server.
 //   - The functions (anarchon_lock_job_v4, anarchon_claim_v4,
 //     anarchon_finish_v4, anarchon_release_v4, anarchon_finish_result_v4,
+//     anarchon_claim_batch_v4, anarchon_claim_runs_v4,
 //     named with the table prefix and in the tables' schema) are created
 //     by Init, each only if absent, in the migration transaction under an
 //     advisory lock, so instances starting at once do not race and a role

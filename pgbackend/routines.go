@@ -24,7 +24,7 @@ var sqlFiles embed.FS
 // lock_job first, which the others call.
 var routineFiles = func() []struct{ name, body string } {
 	var out []struct{ name, body string }
-	for _, name := range []string{"lock_job", "claim", "finish", "release", "finish_result"} {
+	for _, name := range []string{"lock_job", "claim", "finish", "release", "finish_result", "claim_batch", "claim_runs"} {
 		data, err := sqlFiles.ReadFile("sql/" + name + ".sql")
 		if err != nil {
 			panic("pgbackend: " + err.Error())
@@ -66,6 +66,8 @@ func routines(channel string) func(qualify func(string) string) sqlbackend.Routi
 		finish := qualify("finish" + routineVersion)
 		release := qualify("release" + routineVersion)
 		finishResult := qualify("finish_result" + routineVersion)
+		claimBatch := qualify("claim_batch" + routineVersion)
+		claimRuns := qualify("claim_runs" + routineVersion)
 		ch := "NULL::text"
 		if channel != "" {
 			// channel is made of the validated schema and prefix
@@ -78,6 +80,7 @@ func routines(channel string) func(qualify func(string) string) sqlbackend.Routi
 			"{early}", strconv.FormatInt(anarchon.EarlyTolerance.Milliseconds(), 10),
 			"{lock_job}", lockJob, "{claim}", claim, "{finish}", finish,
 			"{release}", release, "{finish_result}", finishResult,
+			"{claim_batch}", claimBatch, "{claim_runs}", claimRuns,
 			"{released}", strconv.Itoa(int(anarchon.RunReleased)),
 			"{finished}", strconv.Itoa(int(anarchon.RunFinished)),
 		)
@@ -92,6 +95,8 @@ func routines(channel string) func(qualify func(string) string) sqlbackend.Routi
 			Finish:       q(`SELECT o_ok FROM {finish}(?, ?, ?, ?, ` + ch + `)`),
 			Release:      q(`SELECT o_ok FROM {release}(?, ?, ?, ` + ch + `)`),
 			FinishResult: q(`SELECT o_ok FROM {finish_result}(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ` + ch + `)`),
+			ClaimBatch:   q(`SELECT o_idx, o_kind, o_now FROM {claim_batch}(CAST(? AS jsonb))`),
+			ClaimRuns:    q(`SELECT o_idx, o_kind, o_attempt, o_holder, o_until, o_status FROM {claim_runs}(CAST(? AS jsonb), ` + ch + `)`),
 		}
 	}
 }

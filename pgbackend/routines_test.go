@@ -89,8 +89,8 @@ WHERE s.nspname = $1 AND p.proname LIKE 'anarchon\_%\_v4'`, schema).Scan(&n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n != 5 {
-		t.Errorf("%d anarchon functions in schema %s, want 5", n, schema)
+	if n != 7 {
+		t.Errorf("%d anarchon functions in schema %s, want 7", n, schema)
 	}
 }
 
@@ -197,4 +197,22 @@ func TestClaimRoundTrips(t *testing.T) {
 		Won: 1, Lost: 2, Early: 2, Trimmed: 2, PausedLoser: 2,
 		LeaseWon: 1, LeaseRunning: 1,
 	})
+}
+
+// TestBatchRoundTrips counts the statements of claim batches: one call of
+// a stored function per batch, whatever its size.
+func TestBatchRoundTrips(t *testing.T) {
+	schema := freshSchema(t)
+	pool, err := pgxpool.New(t.Context(), withParam(t, serverURL(t), "pool_max_conns", "2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	c := sqlbackendtest.Count(pgbackend.Pool(pool))
+	b, err := pgbackend.NewFromConn(c, &pgbackend.Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := func(int) int64 { return 1 }
+	sqlbackendtest.BatchRoundTrips(t, b, c, sqlbackendtest.BatchStatements{Won: one, Lost: one, LeaseWon: one, LeaseRunning: one})
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/anarchon/anarchon"
+	"github.com/redis/go-redis/v9"
 )
 
 // BenchmarkClaim measures anarchon's plain claim (one EVALSHA) and a raw
@@ -100,4 +101,158 @@ func BenchmarkClaim(b *testing.B) {
 	b.ReportMetric(float64(p50Set)/float64(time.Microsecond), "setnx-p50-us")
 	b.ReportMetric(pairs[len(pairs)/2], "claim/setnx-pair")
 	b.ReportMetric(float64(sumClaim)/float64(sumSet), "claim/setnx-mean")
+}
+
+// burst is the number of claims of BenchmarkClaimBatch: 1,000 jobs due
+// at one slot.
+const burst = 1000
+
+// BenchmarkClaimBatch measures a burst of 1,000 claims (1,000 jobs, one
+// new slot each) made four ways in the same run, on the same client and
+// server: one ClaimBatch (batch-ms), 1,000 single Claims one after the
+// other (singles-ms), and the raw operation of a claim, SET key value NX
+// PX, 1,000 in one pipeline (rawpipe-ms, the floor of a batch) and 1,000
+// one after the other (rawseq-ms, the floor of single claims). Each
+// iteration times the four in a rotating order, each on keys of its own.
+// Times are medians over iterations (ms per burst); the ratios are
+// medians of each iteration's ratios: batch/rawpipe, singles/rawseq and
+// singles/batch. The lease sub-benchmark makes the claims with
+// RunStore.ClaimRuns and RunStore.Claim (lease 1 min, overlap allowed).
+// ns/op is the whole iteration.
+func BenchmarkClaimBatch(b *testing.B) {
+	for _, lease := range []bool{false, true} {
+		b.Run(map[bool]string{false: "plain", true: "lease"}[lease], func(b *testing.B) {
+			addr := redisAddr(b)
+			prefix := freshPrefix(b, addr)
+			be := newBackend(b, addr, prefix, nil)
+			client := be.Client()
+			ctx := b.Context()
+			runs := be.Runs()
+			batcher := runs.(anarchon.RunBatchClaimer)
+			tok := randToken()
+			slot0 := time.Now().Truncate(time.Minute).Add(-48 * time.Hour).UnixMilli() // every slot due: never early
+			inputs := func(path string, it int) []anarchon.ClaimInput {
+				in := make([]anarchon.ClaimInput, burst)
+				for k := range in {
+					in[k] = anarchon.ClaimInput{Job: path + strconv.Itoa(k), Slot: slot0 + int64(it)*1000, Token: tok, InstanceID: "a"}
+				}
+				return in
+			}
+			leases := func(in []anarchon.ClaimInput) []anarchon.RunClaim {
+				rc := make([]anarchon.RunClaim, len(in))
+				for k := range rc {
+					rc[k] = anarchon.RunClaim{ClaimInput: in[k], Lease: time.Minute, AllowOverlap: true}
+				}
+				return rc
+			}
+			wins := func(o anarchon.ClaimOutcome, ok bool, err error) {
+				if err != nil || (!lease && !ok) || (lease && o.Kind != anarchon.OutcomeWon) {
+					b.Fatalf("claim: %v %+v %v", ok, o, err)
+				}
+			}
+			paths := []func(it int){
+				func(it int) { // batch
+					in := inputs("b", it)
+					if !lease {
+						out, err := be.ClaimBatch(ctx, in)
+						if err != nil {
+							b.Fatal(err)
+						}
+						for _, a := range out {
+							wins(anarchon.ClaimOutcome{}, a.Won, a.Err)
+						}
+						return
+					}
+					out, err := batcher.ClaimRuns(ctx, leases(in))
+					if err != nil {
+						b.Fatal(err)
+					}
+					for _, a := range out {
+						wins(a.Outcome, false, a.Err)
+					}
+				},
+				func(it int) { // singles
+					in := inputs("s", it)
+					if !lease {
+						for _, c := range in {
+							ok, err := be.Claim(ctx, c)
+							wins(anarchon.ClaimOutcome{}, ok, err)
+						}
+						return
+					}
+					for _, c := range leases(in) {
+						o, err := runs.Claim(ctx, c)
+						wins(o, false, err)
+					}
+				},
+				func(it int) { // raw, one pipeline
+					cmds, err := client.Pipelined(ctx, func(p redis.Pipeliner) error {
+						for k := range burst {
+							p.SetNX(ctx, "{"+prefix+":rawp}:"+strconv.Itoa(it)+":"+strconv.Itoa(k), tok, time.Minute)
+						}
+						return nil
+					})
+					if err != nil {
+						b.Fatal(err)
+					}
+					for _, c := range cmds {
+						if !c.(*redis.BoolCmd).Val() {
+							b.Fatal("set nx lost")
+						}
+					}
+				},
+				func(it int) { // raw, one by one
+					for k := range burst {
+						ok, err := client.SetNX(ctx, "{"+prefix+":raws}:"+strconv.Itoa(it)+":"+strconv.Itoa(k), tok, time.Minute).Result()
+						if err != nil || !ok {
+							b.Fatalf("set nx: %v %v", ok, err)
+						}
+					}
+				},
+			}
+			paths[0](-1) // warm up: connections, script cache
+			times := burstLoop(b, paths)
+			reportBurst(b, times)
+		})
+	}
+}
+
+// burstLoop runs the paths once per iteration, in a rotating order, and
+// returns each path's times.
+func burstLoop(b *testing.B, paths []func(it int)) [][]time.Duration {
+	times := make([][]time.Duration, len(paths))
+	for it := 0; b.Loop(); it++ {
+		for r := range paths {
+			p := (it + r) % len(paths)
+			t0 := time.Now()
+			paths[p](it)
+			times[p] = append(times[p], time.Since(t0))
+		}
+	}
+	return times
+}
+
+// reportBurst reports the medians of the times of batch, singles, raw
+// pipeline and raw one-by-one, and the medians of their per-iteration
+// ratios.
+func reportBurst(b *testing.B, times [][]time.Duration) {
+	ratio := func(x, y []time.Duration) float64 {
+		r := make([]float64, len(x))
+		for i := range x {
+			r[i] = float64(x[i]) / float64(y[i])
+		}
+		slices.Sort(r)
+		return r[len(r)/2]
+	}
+	median := func(d []time.Duration) float64 {
+		d = slices.Clone(d)
+		slices.Sort(d)
+		return float64(d[len(d)/2]) / float64(time.Millisecond)
+	}
+	for p, name := range []string{"batch-ms", "singles-ms", "rawpipe-ms", "rawseq-ms"} {
+		b.ReportMetric(median(times[p]), name)
+	}
+	b.ReportMetric(ratio(times[0], times[2]), "batch/rawpipe")
+	b.ReportMetric(ratio(times[1], times[3]), "singles/rawseq")
+	b.ReportMetric(ratio(times[1], times[0]), "singles/batch")
 }

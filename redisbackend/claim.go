@@ -39,17 +39,39 @@ func (b *Backend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, erro
 	if err := b.epoch.check(ctx, b); err != nil {
 		return false, err
 	}
-	k := b.keys(in.Job)
-	args := []any{slotArg(in.Slot), in.Token, in.InstanceID, anarchon.EarlyTolerance.Milliseconds()}
-	res, err := b.runWrite(ctx, scriptClaim, []string{k.run, k.ctl}, args...)
-	if arr, ok := res.([]any); ok && len(arr) == 1 && err == nil { // {2}: paused
+	keys, args := b.claimArgs(in)
+	res, err := b.runWrite(ctx, scriptClaim, keys, args...)
+	if err == nil && isPausedReply(res) { // {2}: paused
 		size, ttl := historyArgs(in)
-		res, err = b.runWrite(ctx, scriptClaimPaused, []string{k.run, k.claims, k.hist, k.results, k.age, k.ctl},
-			append(args, size, ttl)...)
+		res, err = b.runWrite(ctx, scriptClaimPaused, b.pausedClaimKeys(in.Job), append(args, size, ttl)...)
 	}
 	if err != nil {
 		return false, b.wrap(fmt.Sprintf("claim %q slot %d", in.Job, in.Slot), err)
 	}
+	return b.claimAnswer(in, res)
+}
+
+// claimArgs are the KEYS and ARGV of scriptClaim for in; the paused
+// script takes pausedClaimKeys and the same ARGV plus historyArgs.
+func (b *Backend) claimArgs(in anarchon.ClaimInput) (keys []string, args []any) {
+	k := b.keys(in.Job)
+	return []string{k.run, k.ctl}, []any{slotArg(in.Slot), in.Token, in.InstanceID, anarchon.EarlyTolerance.Milliseconds()}
+}
+
+func (b *Backend) pausedClaimKeys(job string) []string {
+	k := b.keys(job)
+	return []string{k.run, k.claims, k.hist, k.results, k.age, k.ctl}
+}
+
+// isPausedReply reports the reply {2} of scriptClaim: a new slot of a
+// paused job, which scriptClaimPaused settles.
+func isPausedReply(res any) bool {
+	arr, ok := res.([]any)
+	return ok && len(arr) == 1
+}
+
+// claimAnswer is Claim's answer for the final reply of a claim script.
+func (b *Backend) claimAnswer(in anarchon.ClaimInput, res any) (bool, error) {
 	if arr, ok := res.([]any); ok && len(arr) == 2 { // {-1, now}: early
 		now, _ := arr[1].(string)
 		ms, _ := strconv.ParseInt(now, 10, 64)

@@ -29,32 +29,50 @@ type RunStore struct {
 // c.MaxAttempts <= 0 means 1.
 func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.ClaimOutcome, error) {
 	b := s.b
-	if err := b.checkRun(c.Job, c.Slot, c.Token); err != nil {
+	if err := checkRunClaim(b, c); err != nil {
 		return anarchon.ClaimOutcome{}, err
-	}
-	if c.Lease < time.Millisecond {
-		return anarchon.ClaimOutcome{}, fmt.Errorf("%w: job %q: lease %v is below 1ms", ErrInvalidInput, c.Job, c.Lease)
-	}
-	if c.MaxLate < 0 {
-		return anarchon.ClaimOutcome{}, fmt.Errorf("%w: job %q: negative MaxLate", ErrInvalidInput, c.Job)
 	}
 	if err := b.epoch.check(ctx, b); err != nil {
 		return anarchon.ClaimOutcome{}, err
 	}
+	keys, args := b.leaseClaimArgs(c)
+	res, err := b.runWrite(ctx, scriptLeaseClaim, keys, args...)
+	if err != nil {
+		return anarchon.ClaimOutcome{}, b.wrap(fmt.Sprintf("lease claim %q slot %d", c.Job, c.Slot), err)
+	}
+	return b.leaseClaimAnswer(c, res)
+}
+
+// checkRunClaim refuses a lease claim's bad input before any I/O.
+func checkRunClaim(b *Backend, c anarchon.RunClaim) error {
+	if err := b.checkRun(c.Job, c.Slot, c.Token); err != nil {
+		return err
+	}
+	if c.Lease < time.Millisecond {
+		return fmt.Errorf("%w: job %q: lease %v is below 1ms", ErrInvalidInput, c.Job, c.Lease)
+	}
+	if c.MaxLate < 0 {
+		return fmt.Errorf("%w: job %q: negative MaxLate", ErrInvalidInput, c.Job)
+	}
+	return nil
+}
+
+// leaseClaimArgs are the KEYS and ARGV of scriptLeaseClaim for c.
+func (b *Backend) leaseClaimArgs(c anarchon.RunClaim) (keys []string, args []any) {
 	overlap := "0"
 	if c.AllowOverlap {
 		overlap = "1"
 	}
 	k := b.keys(c.Job)
 	size, ttl := historyArgs(c.ClaimInput)
-	res, err := b.runWrite(ctx, scriptLeaseClaim,
-		append(k.finishKeys(), k.ctl),
+	return append(k.finishKeys(), k.ctl), []any{
 		slotArg(c.Slot), c.Token, c.InstanceID,
 		c.Lease.Milliseconds(), c.MaxLate.Milliseconds(), overlap, max(c.MaxAttempts, 1),
-		b.channel, c.Job, anarchon.EarlyTolerance.Milliseconds(), size, ttl)
-	if err != nil {
-		return anarchon.ClaimOutcome{}, b.wrap(fmt.Sprintf("lease claim %q slot %d", c.Job, c.Slot), err)
-	}
+		b.channel, c.Job, anarchon.EarlyTolerance.Milliseconds(), size, ttl}
+}
+
+// leaseClaimAnswer is Claim's answer for a reply of scriptLeaseClaim.
+func (b *Backend) leaseClaimAnswer(c anarchon.RunClaim, res any) (anarchon.ClaimOutcome, error) {
 	arr, ok := res.([]any)
 	if !ok || len(arr) != 5 {
 		return anarchon.ClaimOutcome{}, b.unexpected("lease claim", res)

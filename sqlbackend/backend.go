@@ -128,6 +128,7 @@ func New(cfg Config) (*SQLBackend, error) {
 			DDL:   rt.DDL,
 			Claim: rewrite(rt.Claim), Finish: rewrite(rt.Finish),
 			Release: rewrite(rt.Release), FinishResult: rewrite(rt.FinishResult),
+			ClaimBatch: rewrite(rt.ClaimBatch), ClaimRuns: rewrite(rt.ClaimRuns),
 		}
 	}
 	b.ddl = slices.Clone(b.q.ddl)

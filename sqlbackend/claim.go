@@ -82,8 +82,14 @@ func (b *SQLBackend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, e
 			return false, err
 		}
 	}
+	return b.claim(ctx, b.cfg.Conn, in)
+}
+
+// claim is Claim's statements, run through q: the connection for Claim,
+// the batch's transaction for ClaimBatch, so that both answer alike.
+func (b *SQLBackend) claim(ctx context.Context, q Querier, in anarchon.ClaimInput) (bool, error) {
 	paused := anarchon.PausedToken(in.Slot)
-	rows, err := b.all(ctx, b.cfg.Conn, b.q.plainClaim,
+	rows, err := b.all(ctx, q, b.q.plainClaim,
 		in.Job, in.Slot, paused, in.Token, in.InstanceID, in.Job, in.Job, in.Slot, in.Slot, anarchon.EarlyTolerance.Milliseconds())
 	if err != nil {
 		return false, b.errorf("claim", err)
@@ -98,12 +104,12 @@ func (b *SQLBackend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, e
 			return true, nil
 		}
 		// The job is paused: the slot is settled; record it once.
-		if err := b.recordPaused(ctx, b.cfg.Conn, in.Job, paused, in.Slot, in.InstanceID); err != nil {
+		if err := b.recordPaused(ctx, q, in.Job, paused, in.Slot, in.InstanceID); err != nil {
 			return false, b.errorf("claim", err)
 		}
 		return false, nil
 	}
-	rows, err = b.all(ctx, b.cfg.Conn, b.q.selectToken, in.Job, in.Slot)
+	rows, err = b.all(ctx, q, b.q.selectToken, in.Job, in.Slot)
 	if err != nil {
 		return false, b.errorf("claim", err)
 	}
@@ -129,7 +135,7 @@ func (b *SQLBackend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, e
 		// settled the slot as paused: the row names the instance that
 		// inserted it, which records it, as RETURNING would have told it
 		// to (the record is idempotent).
-		if err := b.recordPaused(ctx, b.cfg.Conn, in.Job, paused, in.Slot, in.InstanceID); err != nil {
+		if err := b.recordPaused(ctx, q, in.Job, paused, in.Slot, in.InstanceID); err != nil {
 			return false, b.errorf("claim", err)
 		}
 	}

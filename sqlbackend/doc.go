@@ -105,7 +105,10 @@
 // a few statements (lock the job, read the run row, write it), or one
 // statement with [Routines]; a finish
 // with its result one transaction, or one statement with Routines;
-// History two queries. What each costs on a real server is in the
+// History two queries. A batch of claims (anarchon.BatchClaimer,
+// anarchon.RunBatchClaimer) is one transaction of the single claims'
+// statements, or one statement with Routines' ClaimBatch and ClaimRuns;
+// sqlbackendtest.BatchRoundTrips counts them. What each costs on a real server is in the
 // Performance sections of sqlitebackend and pgbackend.
 //
 // # Schema

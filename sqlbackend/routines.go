@@ -45,4 +45,22 @@ type Routines struct {
 	// token held the run; when false, the result is stored with status
 	// "lease_lost".
 	FinishResult string
+
+	// ClaimBatch decides a batch of plain claims (SPEC §4, batches) in one
+	// statement, each as Claim's statements would. Argument: the claims
+	// as a JSON array of {"j": job, "s": slot (ms), "t": token, "i":
+	// instance}, in the order to decide them. It returns one row per
+	// claim: its 1-based index, its kind ("won", "lost", "early") and,
+	// for "early", the server's clock (ms). Empty: ClaimBatch runs Claim's
+	// statements in one transaction.
+	ClaimBatch string
+
+	// ClaimRuns decides a batch of lease claims in one statement, each as
+	// Claim would. Argument: the claims as a JSON array of {"j", "s",
+	// "t", "i" as for ClaimBatch, "l": lease (ms), "m": max-late (ms, or
+	// null for no limit), "o": allow overlap, "a": max attempts}. It
+	// returns one row per claim: its 1-based index, then Claim's row.
+	// Empty: ClaimRuns runs Claim (or its routine) for each claim in one
+	// transaction.
+	ClaimRuns string
 }

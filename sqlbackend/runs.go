@@ -47,7 +47,7 @@ func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.Cla
 	if err := b.ready(ctx, "lease claim"); err != nil {
 		return anarchon.ClaimOutcome{}, err
 	}
-	if err := checkClaim(c.ClaimInput); err != nil {
+	if err := checkRunClaim(c); err != nil {
 		return anarchon.ClaimOutcome{}, b.errorf("lease claim", err)
 	}
 	if g := b.cfg.Guard; g != nil {
@@ -55,24 +55,47 @@ func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.Cla
 			return anarchon.ClaimOutcome{}, err
 		}
 	}
-	if c.Lease <= 0 {
-		return anarchon.ClaimOutcome{}, b.errorf("lease claim", invalid("lease %v is not positive", c.Lease))
-	}
-	if c.MaxLate < 0 {
-		return anarchon.ClaimOutcome{}, b.errorf("lease claim", invalid("negative MaxLate %v", c.MaxLate))
-	}
-	maxAttempts := int64(max(c.MaxAttempts, 1))
-	leaseMs := max(c.Lease.Milliseconds(), 1)
 	if b.rt.Claim != "" {
-		out, err := b.claimRoutine(ctx, c, leaseMs, maxAttempts)
+		out, err := b.claimRoutine(ctx, b.cfg.Conn, c)
 		if err != nil {
 			return anarchon.ClaimOutcome{}, b.errorf("lease claim", err)
 		}
 		return out, nil
 	}
 	var out anarchon.ClaimOutcome
-	err := b.cfg.Conn.Transaction(ctx, func(tx Querier) error {
-		out = anarchon.ClaimOutcome{}
+	err := b.cfg.Conn.Transaction(ctx, func(tx Querier) (err error) {
+		out, err = b.claimRun(ctx, tx, c)
+		return err
+	})
+	if err != nil {
+		return anarchon.ClaimOutcome{}, b.errorf("lease claim", err)
+	}
+	return out, nil
+}
+
+// checkRunClaim checks a lease claim's input.
+func checkRunClaim(c anarchon.RunClaim) error {
+	if err := checkClaim(c.ClaimInput); err != nil {
+		return err
+	}
+	if c.Lease <= 0 {
+		return invalid("lease %v is not positive", c.Lease)
+	}
+	if c.MaxLate < 0 {
+		return invalid("negative MaxLate %v", c.MaxLate)
+	}
+	return nil
+}
+
+// claimRun is the lease claim's transaction body, run in tx: Claim's own
+// transaction, or ClaimRuns' one for the whole batch, so that both answer
+// alike. A slot refused as early returns its *anarchon.EarlyError before
+// anything is written.
+func (b *SQLBackend) claimRun(ctx context.Context, tx Querier, c anarchon.RunClaim) (anarchon.ClaimOutcome, error) {
+	maxAttempts := int64(max(c.MaxAttempts, 1))
+	leaseMs := max(c.Lease.Milliseconds(), 1)
+	var out anarchon.ClaimOutcome
+	err := func() error {
 		wm, hasWM, now, err := b.lockJobWatermark(ctx, tx, c.Job)
 		if err != nil {
 			return err
@@ -165,27 +188,36 @@ func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.Cla
 			out = anarchon.ClaimOutcome{Kind: anarchon.OutcomeDone, Status: row.status}
 		}
 		return nil
-	})
+	}()
 	if err != nil {
-		return anarchon.ClaimOutcome{}, b.errorf("lease claim", err)
+		return anarchon.ClaimOutcome{}, err
 	}
 	return out, nil
 }
 
-// claimRoutine runs the lease claim as one call of Routines.Claim.
-func (b *SQLBackend) claimRoutine(ctx context.Context, c anarchon.RunClaim, leaseMs, maxAttempts int64) (anarchon.ClaimOutcome, error) {
+// claimRoutine runs the lease claim as one call of Routines.Claim
+// through q.
+func (b *SQLBackend) claimRoutine(ctx context.Context, q Querier, c anarchon.RunClaim) (anarchon.ClaimOutcome, error) {
+	maxAttempts := int64(max(c.MaxAttempts, 1))
+	leaseMs := max(c.Lease.Milliseconds(), 1)
 	var maxLate any // NULL: no limit
 	if c.MaxLate > 0 {
 		maxLate = c.MaxLate.Milliseconds()
 	}
-	rows, err := b.all(ctx, b.cfg.Conn, b.rt.Claim, c.Job, c.Slot, c.Token, c.InstanceID, leaseMs, maxLate, c.AllowOverlap, maxAttempts)
+	rows, err := b.all(ctx, q, b.rt.Claim, c.Job, c.Slot, c.Token, c.InstanceID, leaseMs, maxLate, c.AllowOverlap, maxAttempts)
 	if err != nil {
 		return anarchon.ClaimOutcome{}, err
 	}
 	if len(rows) != 1 || len(rows[0]) != 5 {
 		return anarchon.ClaimOutcome{}, fmt.Errorf("claim routine returned %d rows", len(rows))
 	}
-	rd := reader(rows[0])
+	return routineOutcome(c, rows[0])
+}
+
+// routineOutcome reads the claim routine's row (Routines.Claim) for c: an
+// early slot is its *anarchon.EarlyError.
+func routineOutcome(c anarchon.RunClaim, row []any) (anarchon.ClaimOutcome, error) {
+	rd := reader(row)
 	kind := rd.string()
 	att, _ := rd.nullInt64()
 	holder := rd.string()

@@ -33,3 +33,24 @@ func TestClaimRoundTrips(t *testing.T) {
 		LeaseWon: 6, LeaseRunning: 4,
 	})
 }
+
+// TestBatchRoundTrips counts the statements of claim batches: one BEGIN
+// IMMEDIATE transaction per batch (one hold of the write lock), in which
+// each claim runs the statements it runs alone; in-process, a statement
+// is no round trip.
+func TestBatchRoundTrips(t *testing.T) {
+	db, err := sql.Open(sqlitefile.DriverName, sqlitefile.DSN(filepath.Join(t.TempDir(), "count.db"), 10_000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	c := sqlbackendtest.Count(sqlbackend.DB{DB: db, Begin: "BEGIN IMMEDIATE"})
+	b, err := sqlitebackend.NewFromConn(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := func(k int64) func(int) int64 { return func(n int) int64 { return 2 + k*int64(n) } }
+	sqlbackendtest.BatchRoundTrips(t, b, c, sqlbackendtest.BatchStatements{
+		Won: per(1), Lost: per(2), LeaseWon: per(4), LeaseRunning: per(2),
+	})
+}

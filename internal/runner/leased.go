@@ -57,9 +57,14 @@ func (a *Leased[J]) unlisten() {
 // with it: run it, record it missed, skipped or abandoned, or leave it to
 // others.
 func (a *Leased[J]) Run(ctx context.Context) {
-	r := a.r
 	a.listen()
 	defer a.unlisten()
+	a.loop(ctx)
+}
+
+// loop is Run's claim loop; a listens for the store's events.
+func (a *Leased[J]) loop(ctx context.Context) {
+	r := a.r
 	for {
 		// Listen before asking, so a release between the answer and the
 		// wait is not missed; a wake-up from before this claim is stale.

@@ -128,9 +128,10 @@ func (q *Queue[T]) signal() {
 	}
 }
 
-type due[T any] struct {
-	v    T
-	slot time.Time
+// Due is a slot taken from a [Queue]: the job's value and the slot.
+type Due[T any] struct {
+	V    T
+	Slot time.Time
 }
 
 // Run fires due slots until ctx ends, each in its own goroutine counted in
@@ -138,16 +139,46 @@ type due[T any] struct {
 // store's); a timer that wakes early finds the head not yet due and waits
 // again, so no slot runs before its time. All slots due at one wake-up are
 // taken under one lock and started after it is released; inflight is
-// raised before the lock is released, so a caller that waits for Run to
-// return and then for inflight sees every slot it started. Entries added,
-// removed or replaced while it runs wake it.
+// raised before Run goes on, so a caller that waits for Run to return and
+// then for inflight sees every slot it started. Entries added, removed or
+// replaced while it runs wake it.
 func (q *Queue[T]) Run(ctx context.Context, now func() time.Time, inflight *sync.WaitGroup, fire func(ctx context.Context, v T, slot time.Time)) {
+	q.run(ctx, now, 0, func(group []Due[T]) {
+		inflight.Add(len(group))
+		for _, d := range group {
+			go func() {
+				defer inflight.Done()
+				fire(ctx, d.V, d.Slot)
+			}()
+		}
+	})
+}
+
+// RunGroups is Run for a caller that claims slots in batches: the slots
+// due at one wake-up, and those that come due within window after the
+// first of them, are handed to fire together, in one goroutine counted in
+// inflight, in the order they came due. Gathering never fires a slot
+// early: it waits for each slot's time, so the first slot of a group
+// starts at most window late. A window <= 0 gathers only what is due at
+// one wake-up.
+func (q *Queue[T]) RunGroups(ctx context.Context, now func() time.Time, window time.Duration, inflight *sync.WaitGroup, fire func(ctx context.Context, group []Due[T])) {
+	q.run(ctx, now, window, func(group []Due[T]) {
+		inflight.Add(1)
+		go func() {
+			defer inflight.Done()
+			fire(ctx, group)
+		}()
+	})
+}
+
+// run is the timer loop of Run and RunGroups: it hands every group of due
+// slots to dispatch, which must not keep the slice.
+func (q *Queue[T]) run(ctx context.Context, now func() time.Time, window time.Duration, dispatch func([]Due[T])) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	q.mu.Lock()
 	wake := q.wakeCh()
 	q.mu.Unlock()
-	var batch []due[T]
 	for {
 		q.mu.Lock()
 		if len(q.h) == 0 { // no jobs: nothing comes due until one is added
@@ -160,18 +191,18 @@ func (q *Queue[T]) Run(ctx context.Context, now func() time.Time, inflight *sync
 			continue
 		}
 		t := now()
-		batch = q.takeDue(t, batch)
+		batch := q.takeDue(t, nil)
 		wait := q.h[0].fireAt.Sub(t)
-		inflight.Add(len(batch))
 		q.mu.Unlock()
-		for i, d := range batch {
-			go func() {
-				defer inflight.Done()
-				fire(ctx, d.v, d.slot)
-			}()
-			batch[i] = due[T]{}
+		if len(batch) > 0 && window > 0 {
+			batch, wait = q.gather(ctx, now, t.Add(window), batch, timer)
 		}
-		batch = batch[:0]
+		if len(batch) > 0 {
+			dispatch(batch)
+		}
+		if wait < 0 { // gathering took a slot's time: look again at once
+			wait = 0
+		}
 		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
@@ -182,14 +213,42 @@ func (q *Queue[T]) Run(ctx context.Context, now func() time.Time, inflight *sync
 	}
 }
 
+// gather adds to batch the slots that come due until end, waiting for
+// each one's time on timer (stopped and drained on return), and returns
+// the batch and the wait until the next slot after end. It stops early
+// when ctx ends.
+func (q *Queue[T]) gather(ctx context.Context, now func() time.Time, end time.Time, batch []Due[T], timer *time.Timer) ([]Due[T], time.Duration) {
+	for {
+		q.mu.Lock()
+		if len(q.h) == 0 {
+			q.mu.Unlock()
+			return batch, time.Hour
+		}
+		t := now()
+		batch = q.takeDue(t, batch)
+		next := q.h[0].fireAt
+		q.mu.Unlock()
+		if next.After(end) {
+			return batch, next.Sub(t)
+		}
+		timer.Reset(next.Sub(t))
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return batch, 0
+		case <-timer.C:
+		}
+	}
+}
+
 // takeDue appends the slots due at now to batch and moves their jobs on.
 // The next slot comes after the one taken; after a long pause (a suspended
 // machine) it skips ahead to what is still within MaxLate instead of
 // replaying every slot in between. q.mu is held.
-func (q *Queue[T]) takeDue(now time.Time, batch []due[T]) []due[T] {
+func (q *Queue[T]) takeDue(now time.Time, batch []Due[T]) []Due[T] {
 	for len(q.h) > 0 && !q.h[0].fireAt.After(now) {
 		head := q.h[0]
-		batch = append(batch, due[T]{head.Value, head.slot})
+		batch = append(batch, Due[T]{head.Value, head.slot})
 		from := head.slot
 		if limit := now.Add(-head.MaxLate - head.MaxDelay); limit.After(from) {
 			from = limit

@@ -182,3 +182,58 @@ func TestQueueReplaceKeepsDelayedSlot(t *testing.T) {
 		t.Errorf("replacement's first slot = %d, want 1000 (old's pending slot)", got)
 	}
 }
+
+// RunGroups hands slots due at one instant to fire together, gathers
+// those that come due within the window after the first, each no sooner
+// than its own time, and starts a new group for a slot after the window.
+func TestQueueRunGroupsGathersWithinWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var q Queue[string]
+		now := time.Now
+		jitter := map[string]time.Duration{"a": 0, "b": 0, "c": time.Millisecond, "d": 2 * time.Millisecond, "e": 3 * time.Millisecond}
+		for v, d := range jitter {
+			q.Add(&Entry[string]{Value: v, Next: every(time.Minute), MaxLate: time.Minute, MaxDelay: d,
+				Delay: func(time.Time) time.Duration { return d }}, now())
+		}
+		type group struct {
+			at    time.Time
+			slots []string
+		}
+		var mu sync.Mutex
+		var groups []group
+		var early []string
+		ctx, cancel := context.WithCancel(context.Background())
+		var inflight sync.WaitGroup
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			q.RunGroups(ctx, now, 2*time.Millisecond, &inflight, func(_ context.Context, g []Due[string]) {
+				mu.Lock()
+				defer mu.Unlock()
+				var vs []string
+				for _, d := range g {
+					if time.Now().Before(d.Slot.Add(jitter[d.V])) {
+						early = append(early, d.V)
+					}
+					vs = append(vs, d.V)
+				}
+				slices.Sort(vs)
+				groups = append(groups, group{time.Now(), vs})
+			})
+		}()
+		slot := time.Now().Truncate(time.Minute).Add(time.Minute)
+		time.Sleep(time.Until(slot.Add(time.Second)))
+		cancel()
+		<-done
+		inflight.Wait()
+		if len(early) > 0 {
+			t.Errorf("slots handed over before their time: %v", early)
+		}
+		if len(groups) != 2 || !slices.Equal(groups[0].slots, []string{"a", "b", "c", "d"}) || !slices.Equal(groups[1].slots, []string{"e"}) {
+			t.Fatalf("groups %v, want [a b c d] (due within 2ms of the first) then [e]", groups)
+		}
+		if d := groups[0].at.Sub(slot); d != 2*time.Millisecond {
+			t.Errorf("first group handed over %v after the slot, want 2ms (its last member's time)", d)
+		}
+	})
+}

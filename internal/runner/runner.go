@@ -73,6 +73,8 @@ type Host[J any] interface {
 	NewToken() string // a fresh claim token
 
 	Claim(ctx context.Context, a *Attempt[J]) (bool, error)                         // a plain claim; emits its event
+	ClaimBatch(ctx context.Context, as []*Attempt[J]) []PlainAnswer                 // plain claims, one answer each, in order; emits their events
+	ClaimLeaseBatch(ctx context.Context, as []*Leased[J]) []LeaseAnswer             // lease claims, one answer each, in order
 	RecordClaim(ctx context.Context, a *Attempt[J]) error                           // after a won plain claim; nil without a ClaimRecorder
 	ClaimLease(ctx context.Context, a *Leased[J]) (Outcome, error)                  // a lease claim
 	LeaseAnswered(ctx context.Context, a *Leased[J], out Outcome)                   // emits a lease claim's event
@@ -98,6 +100,10 @@ type Config struct {
 	// store (and WatchUp as the watch comes and goes); without one no
 	// attempt registers for wake-ups, which would never come.
 	Watch bool
+	// BatchSize and LeaseBatchSize are the most plain and lease claims
+	// FirePlain and FireLeased send in one Host call; <= 1 means one
+	// claim per call (the store has no batches).
+	BatchSize, LeaseBatchSize int
 	// The scheduler's sentinels, used as context causes and to stop retries.
 	ErrLeaseLost, ErrStopped, ErrClosed, ErrPermanent error
 }
@@ -115,6 +121,7 @@ type Runner[J any] struct {
 	// watchUp: the scheduler's watch of the store is up, so the store's
 	// events reach the waiters (see WatchUp).
 	watchUp atomic.Bool
+	calls   chan struct{} // one token per claim call in flight (FirePlain, FireLeased)
 
 	amu    sync.Mutex
 	active map[*Attempt[J]]struct{} // guarded by amu
@@ -125,7 +132,7 @@ type Runner[J any] struct {
 func New[J any](h Host[J], runCtx context.Context, cfg Config) *Runner[J] {
 	return &Runner[J]{
 		host: h, cfg: cfg, runCtx: runCtx, base: context.WithoutCancel(runCtx),
-		active: make(map[*Attempt[J]]struct{}),
+		active: make(map[*Attempt[J]]struct{}), calls: make(chan struct{}, MaxClaimCalls),
 	}
 }
 

@@ -159,3 +159,113 @@ func won(t *testing.T, b anarchon.Backend, in anarchon.ClaimInput) bool {
 	}
 	return ok
 }
+
+// BatchStatements is how many statements ([Counter]) one batch of n
+// claims runs, by the answer all its claims get, as a function of n.
+type BatchStatements struct {
+	// Plain claims (anarchon.BatchClaimer): n new slots, won; the same n
+	// slots claimed again by other tokens, lost.
+	Won, Lost func(n int) int64
+	// Lease claims (anarchon.RunBatchClaimer, overlap allowed): n new
+	// slots, won; the same claimed by other tokens, running.
+	LeaseWon, LeaseRunning func(n int) int64
+}
+
+// BatchRoundTrips sends batches of 1, 10 and 100 claims of each kind of
+// [BatchStatements] through b, a backend built on c, across two jobs, and
+// fails t unless each batch ran the statements want says for its size and
+// every claim got the expected answer.
+func BatchRoundTrips(t *testing.T, b anarchon.Backend, c *Counter, want BatchStatements) {
+	ctx := t.Context()
+	sc, ok := b.(anarchon.ServerClock)
+	if !ok {
+		t.Fatalf("%T is not an anarchon.ServerClock", b)
+	}
+	bc, ok := anarchon.As[anarchon.BatchClaimer](b)
+	if !ok {
+		t.Fatalf("%T is not an anarchon.BatchClaimer", b)
+	}
+	jobs := [2]string{"batch-trips-a", "batch-trips-b"}
+	for _, j := range jobs {
+		if err := b.PrepareJob(ctx, anarchon.PrepareJobInput{Job: j, HistorySize: 1000}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now, err := sc.ServerTime(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := now.Add(-time.Hour).Truncate(time.Second).UnixMilli()
+	next := int64(0) // slots used so far
+	ins := func(n int, tok string) []anarchon.ClaimInput {
+		in := make([]anarchon.ClaimInput, n)
+		for k := range in {
+			in[k] = anarchon.ClaimInput{Job: jobs[k%2], Slot: base + (next+int64(k))*1000, Token: tok + "-" + jobs[k%2] + "-" + time.Duration(k).String(), InstanceID: tok, HistorySize: 1000}
+		}
+		return in
+	}
+	check := func(what string, n int, got, wantN int64) {
+		t.Helper()
+		if got != wantN {
+			t.Errorf("%s, batch of %d: %d statements, want %d", what, n, got, wantN)
+		}
+	}
+	for _, n := range []int{1, 10, 100} {
+		in := ins(n, "a")
+		before := c.N()
+		out, err := bc.ClaimBatch(ctx, in)
+		check("plain, won", n, c.N()-before, want.Won(n))
+		if err != nil || len(out) != n {
+			t.Fatalf("ClaimBatch(%d) = %d answers, %v", n, len(out), err)
+		}
+		for k, a := range out {
+			if !a.Won || a.Err != nil {
+				t.Fatalf("ClaimBatch(%d): claim %d of a new slot = %+v, want won", n, k, a)
+			}
+		}
+		lost := ins(n, "b")
+		before = c.N()
+		out, err = bc.ClaimBatch(ctx, lost)
+		check("plain, lost", n, c.N()-before, want.Lost(n))
+		if err != nil || len(out) != n {
+			t.Fatalf("ClaimBatch(%d) = %d answers, %v", n, len(out), err)
+		}
+		for k, a := range out {
+			if a.Won || a.Err != nil {
+				t.Fatalf("ClaimBatch(%d): claim %d of a claimed slot by another token = %+v, want lost", n, k, a)
+			}
+		}
+		next += int64(n)
+	}
+	rb, ok := anarchon.As[anarchon.RunBatchClaimer](b)
+	if !ok {
+		return
+	}
+	runs := func(in []anarchon.ClaimInput) []anarchon.RunClaim {
+		out := make([]anarchon.RunClaim, len(in))
+		for k, c := range in {
+			out[k] = anarchon.RunClaim{ClaimInput: c, Lease: time.Hour, AllowOverlap: true, MaxAttempts: 1}
+		}
+		return out
+	}
+	for _, n := range []int{1, 10, 100} {
+		for _, tc := range []struct {
+			tok  string
+			kind anarchon.OutcomeKind
+			want func(int) int64
+		}{{"la", anarchon.OutcomeWon, want.LeaseWon}, {"lb", anarchon.OutcomeRunning, want.LeaseRunning}} {
+			before := c.N()
+			out, err := rb.ClaimRuns(ctx, runs(ins(n, tc.tok)))
+			check("lease, "+tc.kind.String(), n, c.N()-before, tc.want(n))
+			if err != nil || len(out) != n {
+				t.Fatalf("ClaimRuns(%d) = %d answers, %v", n, len(out), err)
+			}
+			for k, a := range out {
+				if a.Err != nil || a.Outcome.Kind != tc.kind {
+					t.Fatalf("ClaimRuns(%d): claim %d = %+v, want %v", n, k, a, tc.kind)
+				}
+			}
+		}
+		next += int64(n)
+	}
+}

@@ -1,0 +1,175 @@
+package anarchon_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/membackend"
+)
+
+// countStore is one instance's handle to a shared membackend store that
+// counts the claim calls it forwards: single claims and batches, plain
+// and under leases.
+type countStore struct {
+	*membackend.Backend
+	claims, batches       atomic.Int64 // Claim, ClaimBatch
+	runClaims, runBatches atomic.Int64 // RunStore.Claim, ClaimRuns
+	sizes                 sync.Map     // batch size -> count, of both kinds
+}
+
+func (c *countStore) Unwrap() anarchon.Backend { return c.Backend }
+
+func (c *countStore) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, error) {
+	c.claims.Add(1)
+	return c.Backend.Claim(ctx, in)
+}
+
+func (c *countStore) ClaimBatch(ctx context.Context, in []anarchon.ClaimInput) ([]anarchon.ClaimAnswer, error) {
+	c.batches.Add(1)
+	c.size(len(in))
+	return c.Backend.ClaimBatch(ctx, in)
+}
+
+func (c *countStore) size(n int) {
+	v, _ := c.sizes.LoadOrStore(n, new(atomic.Int64))
+	v.(*atomic.Int64).Add(1)
+}
+
+func (c *countStore) Runs() anarchon.RunStore {
+	return countRuns{RunStore: c.Backend.Runs().(*membackend.RunStore), c: c}
+}
+
+type countRuns struct {
+	*membackend.RunStore
+	c *countStore
+}
+
+func (r countRuns) Claim(ctx context.Context, rc anarchon.RunClaim) (anarchon.ClaimOutcome, error) {
+	r.c.runClaims.Add(1)
+	return r.RunStore.Claim(ctx, rc)
+}
+
+func (r countRuns) ClaimRuns(ctx context.Context, in []anarchon.RunClaim) ([]anarchon.RunClaimAnswer, error) {
+	r.c.runBatches.Add(1)
+	r.c.size(len(in))
+	return r.RunStore.ClaimRuns(ctx, in)
+}
+
+// K jobs on one schedule, no jitter: the K slots due at one instant reach
+// the store from each of three schedulers as ceil(K/BatchSize) batches
+// (of even sizes) and no single first claim, and every slot runs exactly
+// once across the three. Plain and leased claims, the default batch size
+// and a small one that makes batches of the three schedulers overlap in
+// part.
+func TestBurstClaimsInBatches(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		leased    bool
+		k, size   int
+		wantBatch int64
+	}{
+		{"plain/default", false, 600, 0, 3},
+		{"plain/size7", false, 100, 7, 15},
+		{"leased/default", true, 600, 0, 3},
+		{"leased/size7", true, 100, 7, 15},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := membackend.New(nil)
+				var ran sync.Map // job -> *atomic.Int32
+				var early atomic.Int32
+				h := func(_ context.Context, run *anarchon.Run) error {
+					if time.Now().Before(run.Slot) {
+						early.Add(1)
+					}
+					v, _ := ran.LoadOrStore(run.Job, new(atomic.Int32))
+					v.(*atomic.Int32).Add(1)
+					return nil
+				}
+				var handles []*countStore
+				var ss []*anarchon.Scheduler
+				for i := range 3 {
+					c := &countStore{Backend: store}
+					s := newSched(t, c, fmt.Sprintf("s%d", i), &anarchon.Options{BatchSize: tc.size})
+					for k := range tc.k {
+						if err := s.Every(fmt.Sprintf("job-%04d", k), time.Minute, h, &anarchon.JobOptions{NoLease: !tc.leased}); err != nil {
+							t.Fatal(err)
+						}
+					}
+					handles, ss = append(handles, c), append(ss, s)
+				}
+				for _, s := range ss {
+					mustStart(t, s)
+				}
+				// One minute boundary passes; the slots of the next are
+				// not yet due.
+				time.Sleep(time.Until(time.Now().Truncate(time.Minute).Add(time.Minute + 30*time.Second)))
+				stopAll(t, ss...)
+				for k := range tc.k {
+					job := fmt.Sprintf("job-%04d", k)
+					n := int32(0)
+					if v, ok := ran.Load(job); ok {
+						n = v.(*atomic.Int32).Load()
+					}
+					if n != 1 {
+						t.Errorf("%s ran %d times, want 1", job, n)
+					}
+				}
+				if n := early.Load(); n > 0 {
+					t.Errorf("%d runs started before their slot", n)
+				}
+				for i, c := range handles {
+					batches, firsts := c.batches.Load(), c.claims.Load()
+					if tc.leased {
+						// Backups standing by claim again one slot at a
+						// time; only first claims come in batches.
+						batches, firsts = c.runBatches.Load(), 0
+					}
+					if batches != tc.wantBatch || firsts != 0 {
+						t.Errorf("scheduler %d: %d batches and %d single claims for %d slots due at once, want %d and 0", i, batches, firsts, tc.k, tc.wantBatch)
+					}
+					c.sizes.Range(func(k, v any) bool {
+						size := tc.size
+						if size == 0 {
+							size = anarchon.DefaultBatchSize
+						}
+						if n := k.(int); n > size || n < size/2 {
+							t.Errorf("scheduler %d: %d batches of %d claims, want at most %d and at least half that", i, v.(*atomic.Int64).Load(), n, size)
+						}
+						return true
+					})
+				}
+			})
+		})
+	}
+}
+
+// Without batches (BatchSize 1), every slot of a burst is a single claim,
+// as before batches existed, and still runs once.
+func TestBurstBatchSizeOne(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := &countStore{Backend: membackend.New(nil)}
+		var ran atomic.Int32
+		s := newSched(t, c, "a", &anarchon.Options{BatchSize: 1})
+		for k := range 20 {
+			if err := s.Every(fmt.Sprintf("job-%d", k), time.Minute, func(context.Context, *anarchon.Run) error { ran.Add(1); return nil }, &anarchon.JobOptions{NoLease: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mustStart(t, s)
+		time.Sleep(time.Until(time.Now().Truncate(time.Minute).Add(time.Minute + 30*time.Second)))
+		stopAll(t, s)
+		if got := ran.Load(); got != 20 {
+			t.Errorf("%d runs, want 20", got)
+		}
+		if b, n := c.batches.Load(), c.claims.Load(); b != 0 || n != 20 {
+			t.Errorf("%d batches and %d single claims, want 0 and 20", b, n)
+		}
+	})
+}

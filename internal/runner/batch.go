@@ -1,0 +1,195 @@
+package runner
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// PlainAnswer is the store's answer to one plain claim of a batch: what
+// Host.Claim would have returned for it.
+type PlainAnswer struct {
+	Won bool
+	Err error
+}
+
+// LeaseAnswer is the store's answer to one lease claim of a batch: what
+// Host.ClaimLease would have returned for it.
+type LeaseAnswer struct {
+	Outcome Outcome
+	Err     error
+}
+
+// MaxClaimCalls is how many claim calls (batches, or single claims where
+// the store has no batches) one Runner has in flight at most. Slots beyond
+// wait for a call to end; a slot that waited past its MaxLate is missed,
+// as if the store had been slow.
+const MaxClaimCalls = 64
+
+// split cuts n items into the fewest chunks of at most size, as even as
+// possible, and calls f with each chunk's bounds: a batch of one is sent
+// only when n is 1.
+func split(n, size int, f func(from, to int) bool) {
+	size = max(size, 1)
+	chunks := (n + size - 1) / size
+	from := 0
+	for c := range chunks {
+		to := from + (n-from)/(chunks-c)
+		if !f(from, to) {
+			return
+		}
+		from = to
+	}
+}
+
+// acquire takes one of the Runner's claim calls; it reports false when
+// ctx ended first.
+func (r *Runner[J]) acquire(ctx context.Context) bool {
+	select {
+	case r.calls <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (r *Runner[J]) releaseCall() { <-r.calls }
+
+// FirePlain claims the plain attempts of slots due together in batches of
+// at most Config.BatchSize (one Host.ClaimBatch call each, at most
+// MaxClaimCalls at a time) and runs each won slot in a goroutine of its
+// own, counted in inflight. It returns when every batch is sent, or when
+// ctx ends (Stop began: no new claims). Each attempt goes through SPEC
+// §3's steps as Attempt.Run does: lateness, claim, record, handler,
+// result.
+func (r *Runner[J]) FirePlain(ctx context.Context, as []*Attempt[J], inflight *sync.WaitGroup) {
+	split(len(as), r.cfg.BatchSize, func(from, to int) bool {
+		if !r.acquire(ctx) {
+			return false
+		}
+		chunk := as[from:to]
+		inflight.Add(1)
+		go func() {
+			defer inflight.Done()
+			defer r.releaseCall()
+			r.claimPlain(ctx, chunk, inflight)
+		}()
+		return true
+	})
+}
+
+// claimPlain sends one batch of plain claims and starts the won slots.
+func (r *Runner[J]) claimPlain(ctx context.Context, chunk []*Attempt[J], inflight *sync.WaitGroup) {
+	due := make([]*Attempt[J], 0, len(chunk))
+	for _, a := range chunk {
+		if late := r.host.Now().Sub(a.SlotTime()); late > a.MaxLate {
+			r.host.Missed(ctx, a, late)
+			continue
+		}
+		a.Token = r.host.NewToken()
+		due = append(due, a)
+	}
+	if len(due) == 0 {
+		return
+	}
+	cctx, cancel := r.claimCtx()
+	answers := r.host.ClaimBatch(cctx, due)
+	cancel()
+	for i, a := range due {
+		if err := answers[i].Err; err != nil {
+			r.host.StoreError(ctx, "Claim", a, err) // fail closed: the slot is not run here
+			continue
+		}
+		if !answers[i].Won {
+			continue
+		}
+		inflight.Add(1)
+		go func() {
+			defer inflight.Done()
+			a.runClaimed(ctx)
+		}()
+	}
+}
+
+// runClaimed runs a plain slot whose claim this attempt won: record,
+// handler, result.
+func (a *Attempt[J]) runClaimed(ctx context.Context) {
+	r := a.r
+	cctx, cancel := r.claimCtx()
+	if err := r.host.RecordClaim(cctx, a); err != nil {
+		// The claim is won and the slot is ours; only its history entry
+		// is missing until the result is saved.
+		r.host.StoreError(ctx, "RecordClaim", a, err)
+	}
+	cancel()
+	hctx := a.begin()
+	a.result = r.host.Execute(hctx, a)
+	if !a.end() {
+		return // Stop recorded the run when it interrupted it
+	}
+	a.save(&a.result)
+}
+
+// FireLeased is FirePlain for leased attempts: their first claims go in
+// batches of at most Config.LeaseBatchSize (Host.ClaimLeaseBatch), and
+// each answer is then acted on as Leased.Run acts on its first: a slot
+// won, stood by for, or to be recorded late or overlapping goes on in a
+// goroutine of its own (counted in inflight); one that is settled or
+// whose claim failed ends there.
+func (r *Runner[J]) FireLeased(ctx context.Context, as []*Leased[J], inflight *sync.WaitGroup) {
+	split(len(as), r.cfg.LeaseBatchSize, func(from, to int) bool {
+		if !r.acquire(ctx) {
+			return false
+		}
+		chunk := as[from:to]
+		inflight.Add(1)
+		go func() {
+			defer inflight.Done()
+			defer r.releaseCall()
+			r.claimLeased(ctx, chunk, inflight)
+		}()
+		return true
+	})
+}
+
+// claimLeased sends one batch of first lease claims and acts on the
+// answers.
+func (r *Runner[J]) claimLeased(ctx context.Context, chunk []*Leased[J], inflight *sync.WaitGroup) {
+	for _, a := range chunk {
+		// Listen before asking, as Run does, so that a release between
+		// the answer and a backup's wait is not missed.
+		a.listen()
+	}
+	sent := time.Now()
+	for _, a := range chunk {
+		a.sent = sent
+	}
+	cctx, cancel := r.claimCtx()
+	answers := r.host.ClaimLeaseBatch(cctx, chunk)
+	cancel()
+	for i, a := range chunk {
+		if err := answers[i].Err; err != nil {
+			// A first claim that failed is not asked again (Run's rule):
+			// fail closed, the slot is not run here.
+			r.host.StoreError(ctx, "Claim", &a.Attempt, err)
+			a.unlisten()
+			continue
+		}
+		out := answers[i].Outcome
+		r.host.LeaseAnswered(ctx, a, out)
+		switch out.Kind {
+		case KindWon, KindRunning, KindLate, KindOverlap:
+			inflight.Add(1)
+			go func() {
+				defer inflight.Done()
+				defer a.unlisten()
+				if a.answer(ctx, out) {
+					a.loop(ctx)
+				}
+			}()
+		default: // settled: nothing to store, nothing to wait for
+			a.answer(ctx, out)
+			a.unlisten()
+		}
+	}
+}

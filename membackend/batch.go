@@ -1,0 +1,72 @@
+package membackend
+
+import (
+	"context"
+
+	"github.com/anarchon/anarchon"
+)
+
+var (
+	_ anarchon.BatchClaimer    = (*Backend)(nil)
+	_ anarchon.RunBatchClaimer = (*RunStore)(nil)
+)
+
+// ClaimBatch implements [anarchon.BatchClaimer]: it answers each claim of
+// in as [Backend.Claim] would, in order, under one hold of the store's
+// mutex. The fault hook is called once per claim as "Claim" (its error is
+// that claim's Err), then once as "ClaimBatch" (its error fails the
+// batch). A claim's bad input or early slot is that claim's Err; the
+// others are decided. It fails as a whole only after Close (ErrClosed) or
+// when the fault hook fails it.
+func (b *Backend) ClaimBatch(ctx context.Context, in []anarchon.ClaimInput) ([]anarchon.ClaimAnswer, error) {
+	out := make([]anarchon.ClaimAnswer, len(in))
+	b.faults("Claim", len(in), func(i int, err error) { out[i].Err = err })
+	if err := b.op("ClaimBatch"); err != nil {
+		return nil, err
+	}
+	defer b.mu.Unlock()
+	for i := range in {
+		if out[i].Err == nil {
+			out[i].Won, out[i].Err = b.claim(in[i])
+		}
+	}
+	return out, nil
+}
+
+// ClaimRuns implements [anarchon.RunBatchClaimer]: it answers each lease
+// claim of in as [RunStore.Claim] would, in order, under one hold of the
+// store's mutex. The fault hook is called once per claim as "RunClaim"
+// (its error is that claim's Err), then once as "ClaimRuns" (its error
+// fails the batch). A claim's bad input or early slot is that claim's
+// Err; the others are decided. It fails as a whole only after Close
+// (ErrClosed) or when the fault hook fails it.
+func (s *RunStore) ClaimRuns(ctx context.Context, in []anarchon.RunClaim) ([]anarchon.RunClaimAnswer, error) {
+	b := s.b
+	out := make([]anarchon.RunClaimAnswer, len(in))
+	b.faults("RunClaim", len(in), func(i int, err error) { out[i].Err = err })
+	if err := b.op("ClaimRuns"); err != nil {
+		return nil, err
+	}
+	defer b.mu.Unlock()
+	for i := range in {
+		if out[i].Err == nil {
+			out[i].Outcome, out[i].Err = s.claim(in[i])
+		}
+	}
+	return out, nil
+}
+
+// faults calls the fault hook once per claim of a batch with the single
+// call's name, before the lock is taken, and passes each error to set:
+// that claim fails as the single call would have, and the rest of the
+// batch is decided.
+func (b *Backend) faults(op string, n int, set func(i int, err error)) {
+	if b.fault == nil {
+		return
+	}
+	for i := range n {
+		if err := b.fault(op); err != nil {
+			set(i, err)
+		}
+	}
+}

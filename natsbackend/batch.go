@@ -1,0 +1,547 @@
+package natsbackend
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/anarchon/anarchon"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+var (
+	_ anarchon.BatchClaimer    = (*Backend)(nil)
+	_ anarchon.RunBatchClaimer = (*RunStore)(nil)
+)
+
+// ClaimBatch answers many plain claims (anarchon.BatchClaimer), each as
+// [Backend.Claim] would, with each step of Claim taken for the whole
+// batch at once:
+//
+//  1. the pause states of the batch's jobs in one direct get request
+//     (beside one read of the server clock when the cached sample is
+//     stale), then the never-early check of each slot from the clock;
+//  2. one KV create per slot (a put at revision 0), all published before
+//     any acknowledgement is awaited;
+//  3. for the creates that lost, the holders' tokens in one more direct
+//     get request (repeat safety).
+//
+// So a batch waits for about three round trips whatever its size, and
+// sends one request per slot plus two or three. The rare slot whose key
+// was deleted between its create and the read, and the history records
+// of slots settled as paused, take the single path's steps, side by side.
+// A claim's bad input or error is its own answer's Err; the error is
+// non-nil only when no claim got an answer (the backend is closed, the
+// state read failed).
+func (b *Backend) ClaimBatch(ctx context.Context, in []anarchon.ClaimInput) ([]anarchon.ClaimAnswer, error) {
+	h, err := b.ready(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]anarchon.ClaimAnswer, len(in))
+	jobs := make([]string, len(in))
+	var live []int
+	for i, c := range in {
+		job, err := encodeJob(c.Job)
+		if err == nil {
+			err = checkToken(c.Token)
+		}
+		if err != nil {
+			out[i].Err = err
+			continue
+		}
+		jobs[i] = job
+		live = append(live, i)
+	}
+	if len(live) == 0 {
+		return out, nil
+	}
+
+	// 1. Pause states and the clock, side by side.
+	pkeys := make([]string, len(live))
+	for k, i := range live {
+		pkeys[k] = pauseKey(jobs[i])
+	}
+	// Each step is bounded by Options.Timeout as one call is.
+	actx, cancel := b.bound(ctx)
+	defer cancel()
+	states, err := b.readMany(actx, h, pkeys, b.clk.fresh())
+	if err != nil {
+		return nil, err
+	}
+	var keys []string
+	var vals [][]byte
+	var idx []int
+	paused := map[int]stateValue{}
+	for _, i := range live {
+		c := in[i]
+		if err := b.checkEarly(actx, h, c.Job, c.Slot); err != nil {
+			out[i].Err = err
+			continue
+		}
+		val := claimValue{Token: c.Token, Instance: c.InstanceID}
+		if e, ok := states[pauseKey(jobs[i])]; ok {
+			var st stateValue
+			if err := json.Unmarshal(e.val, &st); err != nil {
+				out[i].Err = fmt.Errorf("natsbackend: job state %s holds an unreadable value: %w", pauseKey(jobs[i]), err)
+				continue
+			}
+			if st.Paused {
+				val.Token = anarchon.PausedToken(c.Slot)
+				paused[i] = st
+			}
+		}
+		data, _ := json.Marshal(val)
+		keys, vals, idx = append(keys, claimKey(jobs[i], c.Slot)), append(vals, data), append(idx, i)
+	}
+
+	// 2. The creates.
+	cctx, cancel := b.bound(ctx)
+	defer cancel()
+	_, errs := b.createMany(cctx, h, keys, vals)
+	var lost, settle []int
+	for j, i := range idx {
+		switch err := errs[j]; {
+		case err == nil:
+			if _, ok := paused[i]; ok {
+				settle = append(settle, i)
+			} else {
+				out[i].Won = true
+			}
+		case errors.Is(err, jetstream.ErrKeyRevisionMismatch):
+			lost = append(lost, j)
+		default:
+			out[i].Err = b.wrap("claim", err)
+		}
+	}
+
+	// 3. The holders of the lost slots.
+	var again []int
+	if len(lost) > 0 {
+		lkeys := make([]string, len(lost))
+		for k, j := range lost {
+			lkeys[k] = keys[j]
+		}
+		rctx, cancel := b.bound(ctx)
+		holders, err := b.readMany(rctx, h, lkeys, true)
+		cancel()
+		for _, j := range lost {
+			i := idx[j]
+			if err != nil {
+				out[i].Err = err
+				continue
+			}
+			e, ok := holders[keys[j]]
+			if !ok {
+				again = append(again, i) // deleted or aged out since the create
+				continue
+			}
+			var cv claimValue
+			if err := json.Unmarshal(e.val, &cv); err != nil {
+				out[i].Err = fmt.Errorf("natsbackend: claim %s holds an unreadable value: %w", keys[j], err)
+				continue
+			}
+			out[i].Won = cv.Token == in[i].Token
+		}
+	}
+	forEach(len(again), func(k int) {
+		i := again[k]
+		out[i].Won, out[i].Err = b.Claim(ctx, in[i])
+	})
+	forEach(len(settle), func(k int) {
+		i := settle[k]
+		out[i].Err = b.savePaused(ctx, in[i], paused[i])
+	})
+	return out, nil
+}
+
+// ClaimRuns answers many lease claims (anarchon.RunBatchClaimer), each
+// as [RunStore.Claim] would. The common case of a burst, a run not
+// claimed yet, takes the steps of the single path for the whole batch at
+// once: one direct get request reads every slot's run and every job's
+// pause state (beside one read of the server clock when the cached
+// sample is stale); the never-early and MaxLate checks answer from the
+// clock; the runs are created, all published before any acknowledgement
+// is awaited; and each won run is listed in its job's key and recorded
+// in history as a single claim does, the slots side by side. A slot whose
+// run exists, whose job is paused or which is late, or whose create lost,
+// takes the single path (SPEC §6's table), side by side with the others.
+// The error is non-nil only when no claim got an answer.
+func (r *RunStore) ClaimRuns(ctx context.Context, in []anarchon.RunClaim) ([]anarchon.RunClaimAnswer, error) {
+	b := r.b
+	h, err := b.ready(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]anarchon.RunClaimAnswer, len(in))
+	jobs := make([]string, len(in))
+	var live []int
+	for i, c := range in {
+		job, err := encodeJob(c.Job)
+		if err == nil {
+			err = checkToken(c.Token)
+		}
+		if err == nil {
+			err = checkLease(c)
+		}
+		if err != nil {
+			out[i].Err = err
+			continue
+		}
+		jobs[i] = job
+		live = append(live, i)
+	}
+	if len(live) == 0 {
+		return out, nil
+	}
+
+	keys := make([]string, 0, 2*len(live))
+	for _, i := range live {
+		keys = append(keys, runKey(jobs[i], in[i].Slot), pauseKey(jobs[i]))
+	}
+	// Each step is bounded by Options.Timeout as one call is.
+	actx, cancel := b.bound(ctx)
+	defer cancel()
+	got, err := b.readMany(actx, h, keys, b.clk.fresh())
+	if err != nil {
+		return nil, err
+	}
+	var single []int // the single path decides these
+	var ckeys []string
+	var vals [][]byte
+	var idx []int
+	var los []time.Time
+	for _, i := range live {
+		c := in[i]
+		if _, ok := got[runKey(jobs[i], c.Slot)]; ok {
+			single = append(single, i)
+			continue
+		}
+		if err := b.checkEarly(actx, h, c.Job, c.Slot); err != nil {
+			out[i].Err = err
+			continue
+		}
+		if e, ok := got[pauseKey(jobs[i])]; ok {
+			var st stateValue
+			if json.Unmarshal(e.val, &st) != nil || st.Paused {
+				single = append(single, i)
+				continue
+			}
+		}
+		if c.MaxLate > 0 {
+			deadline := time.UnixMilli(c.Slot + c.MaxLate.Milliseconds() + 1)
+			late, err := b.serverAfter(actx, h, deadline.Add(-time.Nanosecond))
+			if err != nil || late {
+				single = append(single, i)
+				continue
+			}
+		}
+		lo, _, err := b.nowBounds(actx, h)
+		if err != nil {
+			out[i].Err = err
+			continue
+		}
+		ckeys, vals = append(ckeys, runKey(jobs[i], c.Slot)), append(vals, encodeRun(newRun(c)))
+		idx, los = append(idx, i), append(los, lo)
+	}
+
+	cctx, cancel := b.bound(ctx)
+	revs, errs := b.createMany(cctx, h, ckeys, vals)
+	cancel()
+	// What follows a create, and the single path, decide the claims of one
+	// job in turn (their order in the batch), as single claims in a row
+	// would: of two new slots of a job without overlap, the first wins.
+	// Jobs go side by side.
+	created := map[int]int{} // in index -> ckeys index, for the won creates
+	for j, i := range idx {
+		switch err := errs[j]; {
+		case err == nil:
+			created[i] = j
+		case errors.Is(err, jetstream.ErrKeyRevisionMismatch):
+			single = append(single, i)
+		default:
+			out[i].Err = b.wrap("claim run", err)
+		}
+	}
+	isSingle := make(map[int]bool, len(single))
+	for _, i := range single {
+		isSingle[i] = true
+	}
+	decide := map[string][]int{}
+	var order []string
+	for _, i := range live {
+		if _, won := created[i]; !won && !isSingle[i] {
+			continue
+		}
+		if decide[jobs[i]] == nil {
+			order = append(order, jobs[i])
+		}
+		decide[jobs[i]] = append(decide[jobs[i]], i)
+	}
+	forEach(len(order), func(k int) {
+		for _, i := range decide[order[k]] {
+			j, ok := created[i]
+			if !ok {
+				out[i].Outcome, out[i].Err = b.claimRun(ctx, in[i])
+				continue
+			}
+			sctx, cancel := b.bound(ctx)
+			o, retry, err := b.claimCreated(sctx, h, jobs[i], ckeys[j], revs[j], los[j], in[i])
+			cancel()
+			if retry {
+				o, err = b.claimRun(ctx, in[i])
+			}
+			out[i].Outcome, out[i].Err = o, err
+		}
+	})
+	return out, nil
+}
+
+// batchParallel bounds the goroutines of a batch's per-slot steps.
+const batchParallel = anarchon.DefaultBatchSize
+
+// forEach calls f(0), ..., f(n-1), at most batchParallel at a time, and
+// returns when all have returned.
+func forEach(n int, f func(i int)) {
+	if n == 0 {
+		return
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, batchParallel)
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			f(i)
+		})
+	}
+	wg.Wait()
+}
+
+// kvEntry is the latest value of a key and its revision.
+type kvEntry struct {
+	val     []byte
+	rev     uint64
+	created time.Time
+}
+
+// readMany reads the latest value of each key; a missing or deleted key
+// has no entry. Unless fresh, it reads the server clock beside (a failed
+// clock read is left to the checks that need the clock, which read it
+// again).
+func (b *Backend) readMany(ctx context.Context, h handles, keys []string, fresh bool) (map[string]kvEntry, error) {
+	var clock sync.WaitGroup
+	if !fresh {
+		clock.Go(func() { _, _ = b.readClock(ctx, h) })
+	}
+	got, err := b.getMany(ctx, h, keys)
+	clock.Wait()
+	return got, err
+}
+
+// directBatch is the most keys one direct get request asks for; the
+// server answers at most 1,024 messages per request.
+const directBatch = 256
+
+// fastPath reports whether the JetStream context uses the default API
+// prefix, so that the bucket's subjects are "$KV.<bucket>.<key>" and its
+// direct get API "$JS.API.DIRECT.GET.KV_<bucket>". Otherwise the batch
+// steps use the KV API, one request per key, side by side.
+func (b *Backend) fastPath() bool {
+	if noFastPath {
+		return false
+	}
+	o := b.js.Options()
+	return o.APIPrefix == "" && o.Domain == ""
+}
+
+// noFastPath turns the fast path off, for tests of the other path.
+var noFastPath bool
+
+// getMany reads the latest value of each key with direct get requests
+// that each ask for the last message of up to directBatch subjects
+// ("multi_last", nats-server 2.11 and later), side by side. On a server
+// that refuses such a request, or without the fast path, it reads each
+// key with KV Get, side by side.
+func (b *Backend) getMany(ctx context.Context, h handles, keys []string) (map[string]kvEntry, error) {
+	keys = uniq(keys)
+	out := make(map[string]kvEntry, len(keys))
+	var mu sync.Mutex
+	n := (len(keys) + directBatch - 1) / directBatch
+	errs := make([]error, n)
+	forEach(n, func(c int) {
+		part := keys[c*directBatch : min((c+1)*directBatch, len(keys))]
+		var got map[string]kvEntry
+		err := errNoMultiGet
+		if b.fastPath() {
+			got, err = b.directMulti(ctx, part)
+		}
+		if errors.Is(err, errNoMultiGet) {
+			got, err = b.getEach(ctx, h, part)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		errs[c] = err
+		for k, e := range got {
+			out[k] = e
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func uniq(keys []string) []string {
+	seen := make(map[string]bool, len(keys))
+	out := keys[:0:0]
+	for _, k := range keys {
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// errNoMultiGet is directMulti's answer when the server does not serve
+// the request; getMany then reads key by key.
+var errNoMultiGet = errors.New("natsbackend: multi-subject direct get not served")
+
+// directMulti asks the bucket's stream for the last message of each
+// key's subject in one direct get request. The server answers with one
+// message per subject that has one, then an end-of-batch status (204),
+// or a 404 when none has one.
+func (b *Backend) directMulti(ctx context.Context, keys []string) (map[string]kvEntry, error) {
+	pre := "$KV." + b.opts.Bucket + "."
+	subjects := make([]string, len(keys))
+	for i, k := range keys {
+		subjects[i] = pre + k
+	}
+	req, _ := json.Marshal(struct {
+		MultiLast []string `json:"multi_last"`
+		Batch     int      `json:"batch"`
+	}{subjects, len(subjects)})
+	nc := b.js.Conn()
+	inbox := nc.NewRespInbox()
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		return nil, b.wrap("read keys", err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := nc.PublishRequest("$JS.API.DIRECT.GET.KV_"+b.opts.Bucket, inbox, req); err != nil {
+		return nil, b.wrap("read keys", err)
+	}
+	out := make(map[string]kvEntry, len(keys))
+	for {
+		m, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			if cerr := ctxErr(ctx, "read keys"); cerr != nil {
+				return nil, cerr
+			}
+			if errors.Is(err, nats.ErrNoResponders) {
+				return nil, errNoMultiGet // no direct gets: see status 503 below
+			}
+			return nil, b.wrap("read keys", err)
+		}
+		if len(m.Data) == 0 && m.Header.Get("Status") != "" {
+			switch status := m.Header.Get("Status"); status {
+			case "204": // end of batch
+				if np := m.Header.Get("Nats-Num-Pending"); np != "" && np != "0" {
+					return nil, fmt.Errorf("natsbackend: read keys: the server left %s messages unsent", np)
+				}
+				return out, nil
+			case "404": // none of the keys has a value
+				return out, nil
+			case "408", "400", "503":
+				// A server before 2.11 (the request reads as empty), or a
+				// bucket without direct gets (no responders): the KV API
+				// reads key by key, and reports a stream that is gone.
+				return nil, errNoMultiGet
+			default:
+				return nil, fmt.Errorf("natsbackend: read keys: status %s %s", status, m.Header.Get("Description"))
+			}
+		}
+		key, ok := strings.CutPrefix(m.Header.Get(jetstream.SubjectHeader), pre)
+		if !ok {
+			continue
+		}
+		if op := m.Header.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
+			continue
+		}
+		if m.Header.Get("Nats-Marker-Reason") != "" {
+			continue
+		}
+		rev, _ := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
+		ts, _ := time.Parse(time.RFC3339Nano, m.Header.Get(jetstream.TimeStampHeaer))
+		out[key] = kvEntry{val: m.Data, rev: rev, created: ts}
+	}
+}
+
+// getEach reads each key with KV Get, side by side.
+func (b *Backend) getEach(ctx context.Context, h handles, keys []string) (map[string]kvEntry, error) {
+	out := make(map[string]kvEntry, len(keys))
+	errs := make([]error, len(keys))
+	var mu sync.Mutex
+	forEach(len(keys), func(i int) {
+		e, err := h.kv.Get(ctx, keys[i])
+		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+			return
+		}
+		if err != nil {
+			errs[i] = b.wrap("read "+keys[i], err)
+			return
+		}
+		mu.Lock()
+		out[keys[i]] = kvEntry{val: e.Value(), rev: e.Revision(), created: e.Created()}
+		mu.Unlock()
+	})
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// createMany writes vals[i] to keys[i] if the key has no value (a put
+// expecting revision 0, what Claim's first write is): all are published
+// before any acknowledgement is awaited. revs[i] is the new revision, or
+// errs[i] the error, which wraps jetstream.ErrKeyRevisionMismatch when
+// the key has a value (or a delete marker). Without the fast path it
+// calls KV Update for each, side by side.
+func (b *Backend) createMany(ctx context.Context, h handles, keys []string, vals [][]byte) (revs []uint64, errs []error) {
+	revs, errs = make([]uint64, len(keys)), make([]error, len(keys))
+	if !b.fastPath() {
+		forEach(len(keys), func(i int) { revs[i], errs[i] = h.kv.Update(ctx, keys[i], vals[i], 0) })
+		return revs, errs
+	}
+	futures := make([]jetstream.PubAckFuture, len(keys))
+	for i, k := range keys {
+		m := &nats.Msg{Subject: "$KV." + b.opts.Bucket + "." + k, Data: vals[i]}
+		futures[i], errs[i] = b.js.PublishMsgAsync(m, jetstream.WithExpectLastSequencePerSubject(0))
+	}
+	for i, f := range futures {
+		if f == nil {
+			continue
+		}
+		select {
+		case pa := <-f.Ok():
+			revs[i] = pa.Sequence
+		case err := <-f.Err():
+			var apiErr *jetstream.APIError
+			if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+				apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+				err = fmt.Errorf("%w: %w", err, jetstream.ErrKeyRevisionMismatch)
+			}
+			errs[i] = err
+		case <-ctx.Done():
+			errs[i] = ctxErr(ctx, "claim")
+		}
+	}
+	return revs, errs
+}

@@ -1,0 +1,245 @@
+package redisbackend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/anarchon/anarchon"
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	_ anarchon.BatchClaimer    = (*Backend)(nil)
+	_ anarchon.RunBatchClaimer = (*RunStore)(nil)
+)
+
+// ClaimBatch answers many plain claims (anarchon.BatchClaimer) with the
+// script of [Backend.Claim], one EVALSHA per claim, all of them in one
+// pipeline: one round trip for the batch. New slots of paused jobs take a
+// second pipeline for the script that settles them, as a single claim
+// takes a second script. Each answer is the one Claim gives for that
+// input; a claim's bad input or error reply is its own answer's Err. The
+// error is non-nil only when no claim got an answer (the connection
+// failed, the context ended, the backend is closed, or claims are held
+// after a data loss, ErrDataLost).
+func (b *Backend) ClaimBatch(ctx context.Context, in []anarchon.ClaimInput) ([]anarchon.ClaimAnswer, error) {
+	if err := b.check(); err != nil {
+		return nil, err
+	}
+	out := make([]anarchon.ClaimAnswer, len(in))
+	calls := make([]*evalCall, 0, len(in))
+	idx := make([]int, 0, len(in)) // calls[j] answers in[idx[j]]
+	for i, c := range in {
+		if err := b.checkRun(c.Job, c.Slot, c.Token); err != nil {
+			out[i].Err = err
+			continue
+		}
+		keys, args := b.claimArgs(c)
+		calls = append(calls, &evalCall{s: scriptClaim, keys: keys, args: args})
+		idx = append(idx, i)
+	}
+	if len(calls) == 0 {
+		return out, nil
+	}
+	if err := b.epoch.check(ctx, b); err != nil {
+		return nil, err
+	}
+	b.runCalls(ctx, calls)
+	if err := allFailed(calls); err != nil {
+		return nil, b.wrap("claim batch", err)
+	}
+	// New slots of paused jobs: the second script, all in one more pipeline.
+	var paused []*evalCall
+	var pidx []int
+	for j, c := range calls {
+		if c.err == nil && isPausedReply(c.res) {
+			size, ttl := historyArgs(in[idx[j]])
+			args := append(c.args[:len(c.args):len(c.args)], size, ttl)
+			paused = append(paused, &evalCall{s: scriptClaimPaused, keys: b.pausedClaimKeys(in[idx[j]].Job), args: args})
+			pidx = append(pidx, j)
+		}
+	}
+	if len(paused) > 0 {
+		b.runCalls(ctx, paused)
+		for k, c := range paused {
+			calls[pidx[k]] = c
+		}
+	}
+	for j, c := range calls {
+		i := idx[j]
+		if c.err != nil {
+			out[i].Err = b.wrap(fmt.Sprintf("claim %q slot %d", in[i].Job, in[i].Slot), c.err)
+			continue
+		}
+		out[i].Won, out[i].Err = b.claimAnswer(in[i], c.res)
+	}
+	return out, nil
+}
+
+// ClaimRuns answers many lease claims (anarchon.RunBatchClaimer) with the
+// script of [RunStore.Claim], one EVALSHA per claim, all of them in one
+// pipeline: one round trip for the batch. Each answer is the one Claim
+// gives for that input; the error is non-nil only when no claim got an
+// answer, as for [Backend.ClaimBatch].
+func (s *RunStore) ClaimRuns(ctx context.Context, in []anarchon.RunClaim) ([]anarchon.RunClaimAnswer, error) {
+	b := s.b
+	if err := b.check(); err != nil {
+		return nil, err
+	}
+	out := make([]anarchon.RunClaimAnswer, len(in))
+	calls := make([]*evalCall, 0, len(in))
+	idx := make([]int, 0, len(in))
+	for i, c := range in {
+		if err := checkRunClaim(b, c); err != nil {
+			out[i].Err = err
+			continue
+		}
+		keys, args := b.leaseClaimArgs(c)
+		calls = append(calls, &evalCall{s: scriptLeaseClaim, keys: keys, args: args})
+		idx = append(idx, i)
+	}
+	if len(calls) == 0 {
+		return out, nil
+	}
+	if err := b.epoch.check(ctx, b); err != nil {
+		return nil, err
+	}
+	b.runCalls(ctx, calls)
+	if err := allFailed(calls); err != nil {
+		return nil, b.wrap("lease claim batch", err)
+	}
+	for j, c := range calls {
+		i := idx[j]
+		if c.err != nil {
+			out[i].Err = b.wrap(fmt.Sprintf("lease claim %q slot %d", in[i].Job, in[i].Slot), c.err)
+			continue
+		}
+		out[i].Outcome, out[i].Err = b.leaseClaimAnswer(in[i], c.res)
+	}
+	return out, nil
+}
+
+// evalCall is one script call of a batch and, after runCalls, its reply
+// or error.
+type evalCall struct {
+	s    *script
+	keys []string
+	args []any
+
+	res any
+	err error
+}
+
+// allFailed returns the error of the batch when every call failed without
+// a reply from the server (a broken connection, an ended context): then
+// no claim has an answer. A script's error reply is the answer of its
+// claim alone.
+func allFailed(calls []*evalCall) error {
+	var first error
+	for _, c := range calls {
+		var re redis.Error
+		if c.err == nil || errors.As(c.err, &re) || errors.Is(c.err, ErrNotReplicated) {
+			return nil
+		}
+		if first == nil {
+			first = c.err
+		}
+	}
+	return first
+}
+
+// pipeliner is what runs a pipeline: the backend's client, or with
+// Options.Replicas the client of one master.
+type pipeliner interface {
+	Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error)
+}
+
+// runCalls runs the calls with EVALSHA in one pipeline, and those the
+// server's script cache lacked (NOSCRIPT: a restart, SCRIPT FLUSH, a new
+// cluster node) again with EVAL in a second, as go-redis's Script.Run
+// does for one call. go-redis sends the pipeline of a ClusterClient to
+// each master holding one of the keys, side by side; every call's keys
+// share one hash tag, so each call runs whole on one node.
+//
+// With Options.Replicas the calls are grouped by master, and each
+// master's pipeline ends with one WAIT on the connection that carried its
+// scripts, so the WAIT covers all of them, as runWrite's WAIT covers one
+// claim: a won claim whose WAIT fell short gets ErrNotReplicated.
+func (b *Backend) runCalls(ctx context.Context, calls []*evalCall) {
+	if b.replicas == 0 {
+		b.pipeline(ctx, b.client, calls, false)
+		return
+	}
+	groups := map[string][]*evalCall{}
+	nodes := map[string]*redis.Client{}
+	switch c := b.client.(type) {
+	case *redis.Client:
+		groups[""], nodes[""] = calls, c
+	case *redis.ClusterClient:
+		for _, call := range calls {
+			n, err := c.MasterForKey(ctx, call.keys[0])
+			if err != nil {
+				call.err = err
+				continue
+			}
+			addr := n.Options().Addr
+			groups[addr], nodes[addr] = append(groups[addr], call), n
+		}
+	}
+	var wg sync.WaitGroup
+	for addr, g := range groups {
+		wg.Go(func() { b.pipeline(ctx, nodes[addr], g, true) })
+	}
+	wg.Wait()
+}
+
+// pipeline runs calls on p, EVALSHA first and EVAL for NOSCRIPT, each
+// pipeline ending with a WAIT when wait is set.
+func (b *Backend) pipeline(ctx context.Context, p pipeliner, calls []*evalCall, wait bool) {
+	run := func(calls []*evalCall, useSHA bool) {
+		cmds := make([]*redis.Cmd, len(calls))
+		var waitCmd *redis.Cmd
+		_, _ = p.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+			for i, c := range calls {
+				if useSHA {
+					cmds[i] = pipe.EvalSha(ctx, c.s.Hash(), c.keys, c.args...)
+				} else {
+					cmds[i] = pipe.Eval(ctx, c.s.src, c.keys, c.args...)
+				}
+			}
+			if wait {
+				waitCmd = pipe.Do(ctx, "wait", b.replicas, b.waitFor.Milliseconds())
+			}
+			return nil
+		})
+		var acked int64
+		var waitErr error
+		if wait {
+			acked, waitErr = waitCmd.Int64()
+		}
+		for i, c := range calls {
+			c.res, c.err = cmds[i].Val(), cmds[i].Err()
+			if c.err != nil || !wait {
+				continue
+			}
+			switch {
+			case waitErr != nil:
+				c.res, c.err = nil, waitErr
+			case won(c.res) && acked < int64(b.replicas):
+				c.res, c.err = nil, fmt.Errorf("%w: %d of %d replicas within %v", ErrNotReplicated, acked, b.replicas, b.waitFor)
+			}
+		}
+	}
+	run(calls, true)
+	var missing []*evalCall
+	for _, c := range calls {
+		if c.err != nil && redis.HasErrorPrefix(c.err, "NOSCRIPT") {
+			missing = append(missing, c)
+		}
+	}
+	if len(missing) > 0 {
+		run(missing, false)
+	}
+}

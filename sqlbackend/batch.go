@@ -1,0 +1,278 @@
+package sqlbackend
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"unicode/utf8"
+
+	"github.com/anarchon/anarchon"
+)
+
+var (
+	_ anarchon.BatchClaimer    = (*SQLBackend)(nil)
+	_ anarchon.RunBatchClaimer = (*RunStore)(nil)
+)
+
+// ClaimBatch implements [anarchon.BatchClaimer]: every claim of in is
+// decided by Claim's own statements, all in one transaction (SQLite: one
+// BEGIN IMMEDIATE, so one hold of the database's write lock per batch
+// instead of one per slot). A claim's bad input, and a slot refused as
+// early, are that claim's Err, and the others are decided. Any other
+// error rolls the whole batch back and is returned for all of it: no
+// slot is answered, none is claimed.
+//
+// The claims run in the order of (job, slot), so that two batches that
+// share slots lock them in the same order and never deadlock; claims of
+// different slots do not depend on each other, and two claims of one slot
+// in a batch keep their order (the first decides it).
+func (b *SQLBackend) ClaimBatch(ctx context.Context, in []anarchon.ClaimInput) ([]anarchon.ClaimAnswer, error) {
+	out := make([]anarchon.ClaimAnswer, len(in))
+	if len(in) == 0 {
+		return out, nil
+	}
+	if err := b.ready(ctx, "claim batch"); err != nil {
+		return nil, err
+	}
+	var todo []int
+	for i, c := range in {
+		if err := checkClaim(c); err != nil {
+			out[i].Err = b.errorf("claim", err)
+			continue
+		}
+		todo = append(todo, i)
+	}
+	if len(todo) == 0 {
+		return out, nil
+	}
+	if g := b.cfg.Guard; g != nil {
+		if err := g(ctx); err != nil {
+			return nil, err
+		}
+	}
+	slices.SortStableFunc(todo, func(i, k int) int {
+		return cmp.Or(cmp.Compare(in[i].Job, in[k].Job), cmp.Compare(in[i].Slot, in[k].Slot))
+	})
+	if b.rt.ClaimBatch != "" && jsonSafe(in, todo, func(c anarchon.ClaimInput) anarchon.ClaimInput { return c }) {
+		if err := b.claimBatchRoutine(ctx, in, todo, out); err != nil {
+			return nil, b.errorf("claim batch", err)
+		}
+		return out, nil
+	}
+	err := b.cfg.Conn.Transaction(ctx, func(tx Querier) error {
+		for _, i := range todo {
+			out[i] = anarchon.ClaimAnswer{}
+			won, err := b.claim(ctx, tx, in[i])
+			if err != nil {
+				if isEarly(err) {
+					out[i].Err = err
+					continue
+				}
+				return err
+			}
+			out[i].Won = won
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, b.errorf("claim batch", err)
+	}
+	return out, nil
+}
+
+// ClaimRuns implements [anarchon.RunBatchClaimer]: every lease claim of in
+// is decided by RunStore.Claim's own transaction body (with Routines, its
+// routine), all in one transaction. A claim's bad input, and a slot
+// refused as early (which writes nothing), are that claim's Err, and the
+// others are decided. Any other error rolls the whole batch back and is
+// returned for all of it.
+//
+// The claims run grouped by job, in the batch's order within a job (SPEC
+// §6's table applied to each in turn): jobs are locked in the order of
+// their names, so that two batches never deadlock.
+func (s *RunStore) ClaimRuns(ctx context.Context, in []anarchon.RunClaim) ([]anarchon.RunClaimAnswer, error) {
+	b := s.b()
+	out := make([]anarchon.RunClaimAnswer, len(in))
+	if len(in) == 0 {
+		return out, nil
+	}
+	if err := b.ready(ctx, "lease claim batch"); err != nil {
+		return nil, err
+	}
+	var todo []int
+	for i, c := range in {
+		if err := checkRunClaim(c); err != nil {
+			out[i].Err = b.errorf("lease claim", err)
+			continue
+		}
+		todo = append(todo, i)
+	}
+	if len(todo) == 0 {
+		return out, nil
+	}
+	if g := b.cfg.Guard; g != nil {
+		if err := g(ctx); err != nil {
+			return nil, err
+		}
+	}
+	slices.SortStableFunc(todo, func(i, k int) int { return cmp.Compare(in[i].Job, in[k].Job) })
+	if b.rt.ClaimRuns != "" && jsonSafe(in, todo, func(c anarchon.RunClaim) anarchon.ClaimInput { return c.ClaimInput }) {
+		if err := b.claimRunsRoutine(ctx, in, todo, out); err != nil {
+			return nil, b.errorf("lease claim batch", err)
+		}
+		return out, nil
+	}
+	err := b.cfg.Conn.Transaction(ctx, func(tx Querier) error {
+		for _, i := range todo {
+			out[i] = anarchon.RunClaimAnswer{}
+			var o anarchon.ClaimOutcome
+			var err error
+			if b.rt.Claim != "" {
+				o, err = b.claimRoutine(ctx, tx, in[i])
+			} else {
+				o, err = b.claimRun(ctx, tx, in[i])
+			}
+			if err != nil {
+				if isEarly(err) {
+					out[i].Err = b.errorf("lease claim", err)
+					continue
+				}
+				return err
+			}
+			out[i].Outcome = o
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, b.errorf("lease claim batch", err)
+	}
+	return out, nil
+}
+
+func isEarly(err error) bool {
+	var ee *anarchon.EarlyError
+	return errors.As(err, &ee)
+}
+
+// jsonSafe reports whether the claims in[todo] survive a JSON encoding
+// unchanged: encoding/json replaces bytes that are not UTF-8, which would
+// claim another job's slot. A batch with such a name takes the
+// transaction instead (where the database refuses it as it refuses the
+// single claim).
+func jsonSafe[C any](in []C, todo []int, base func(C) anarchon.ClaimInput) bool {
+	for _, i := range todo {
+		c := base(in[i])
+		if !utf8.ValidString(c.Job) || !utf8.ValidString(c.Token) || !utf8.ValidString(c.InstanceID) {
+			return false
+		}
+	}
+	return true
+}
+
+type batchClaim struct {
+	Job      string `json:"j"`
+	Slot     int64  `json:"s"`
+	Token    string `json:"t"`
+	Instance string `json:"i"`
+	// Lease claims only. Every field is sent, false and null included: a
+	// missing "o" would read as NULL, which PL/pgSQL's IF takes as false.
+	Lease       int64  `json:"l"`
+	MaxLate     *int64 `json:"m"`
+	Overlap     bool   `json:"o"`
+	MaxAttempts int64  `json:"a"`
+}
+
+// claimBatchRoutine decides in[todo] with one call of Routines.ClaimBatch
+// and stores the answers in out.
+func (b *SQLBackend) claimBatchRoutine(ctx context.Context, in []anarchon.ClaimInput, todo []int, out []anarchon.ClaimAnswer) error {
+	arg := make([]batchClaim, len(todo))
+	for k, i := range todo {
+		c := in[i]
+		arg[k] = batchClaim{Job: c.Job, Slot: c.Slot, Token: c.Token, Instance: c.InstanceID}
+	}
+	data, err := json.Marshal(arg)
+	if err != nil {
+		return err
+	}
+	rows, err := b.all(ctx, b.cfg.Conn, b.rt.ClaimBatch, string(data))
+	if err != nil {
+		return err
+	}
+	if len(rows) != len(todo) {
+		return fmt.Errorf("claim batch routine returned %d rows for %d claims", len(rows), len(todo))
+	}
+	for _, row := range rows {
+		rd := reader(row)
+		idx := rd.int64()
+		kind := rd.string()
+		now, _ := rd.nullInt64()
+		if err := rd.Err(); err != nil {
+			return err
+		}
+		if idx < 1 || idx > int64(len(todo)) {
+			return fmt.Errorf("claim batch routine returned index %d of %d", idx, len(todo))
+		}
+		i := todo[idx-1]
+		switch kind {
+		case "won":
+			out[i] = anarchon.ClaimAnswer{Won: true}
+		case "early":
+			out[i] = anarchon.ClaimAnswer{Err: &anarchon.EarlyError{Job: in[i].Job, Slot: in[i].Slot, StoreNow: now}}
+		default:
+			out[i] = anarchon.ClaimAnswer{}
+		}
+	}
+	return nil
+}
+
+// claimRunsRoutine decides in[todo] with one call of Routines.ClaimRuns
+// and stores the answers in out.
+func (b *SQLBackend) claimRunsRoutine(ctx context.Context, in []anarchon.RunClaim, todo []int, out []anarchon.RunClaimAnswer) error {
+	arg := make([]batchClaim, len(todo))
+	for k, i := range todo {
+		c := in[i]
+		arg[k] = batchClaim{
+			Job: c.Job, Slot: c.Slot, Token: c.Token, Instance: c.InstanceID,
+			Lease: max(c.Lease.Milliseconds(), 1), Overlap: c.AllowOverlap, MaxAttempts: int64(max(c.MaxAttempts, 1)),
+		}
+		if c.MaxLate > 0 {
+			ml := c.MaxLate.Milliseconds()
+			arg[k].MaxLate = &ml
+		}
+	}
+	data, err := json.Marshal(arg)
+	if err != nil {
+		return err
+	}
+	rows, err := b.all(ctx, b.cfg.Conn, b.rt.ClaimRuns, string(data))
+	if err != nil {
+		return err
+	}
+	if len(rows) != len(todo) {
+		return fmt.Errorf("lease claim batch routine returned %d rows for %d claims", len(rows), len(todo))
+	}
+	for _, row := range rows {
+		if len(row) != 6 {
+			return fmt.Errorf("lease claim batch routine returned %d columns", len(row))
+		}
+		rd := reader(row[:1])
+		idx := rd.int64()
+		if err := rd.Err(); err != nil {
+			return err
+		}
+		if idx < 1 || idx > int64(len(todo)) {
+			return fmt.Errorf("lease claim batch routine returned index %d of %d", idx, len(todo))
+		}
+		i := todo[idx-1]
+		o, err := routineOutcome(in[i], row[1:])
+		if err != nil {
+			out[i] = anarchon.RunClaimAnswer{Err: b.errorf("lease claim", err)}
+			continue
+		}
+		out[i] = anarchon.RunClaimAnswer{Outcome: o}
+	}
+	return nil
+}
