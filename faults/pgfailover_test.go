@@ -42,7 +42,7 @@ import (
 // its own from them).
 func TestPostgresFailoverSync(t *testing.T) {
 	need(t, "ANARCHON_TEST_POSTGRES_URL", "postgres")
-	runPGFailover(t, true)
+	runPGFailover(t, pgbackend.TopologySync)
 }
 
 // TestPostgresFailoverAsync runs the drill on an asynchronous standby,
@@ -52,7 +52,19 @@ func TestPostgresFailoverAsync(t *testing.T) {
 	if os.Getenv("ANARCHON_SOAK") == "" {
 		t.Skip("ANARCHON_SOAK is not set: the asynchronous standby's drill runs in the soak mode only")
 	}
-	runPGFailover(t, false)
+	runPGFailover(t, pgbackend.TopologyAsync)
+}
+
+// TestPostgresCrashSingle runs the drill on a single server, SIGKILLed
+// and started again on its data (crash recovery) instead of a promotion,
+// in the soak mode only (ANARCHON_SOAK): the baseline of the table in
+// pgbackend's # Guarantees.
+func TestPostgresCrashSingle(t *testing.T) {
+	need(t, "ANARCHON_TEST_POSTGRES_URL", "postgres")
+	if os.Getenv("ANARCHON_SOAK") == "" {
+		t.Skip("ANARCHON_SOAK is not set: the single server's crash drill runs in the soak mode only")
+	}
+	runPGFailover(t, pgbackend.TopologySingle)
 }
 
 // pgDrill is the timing of one failover drill.
@@ -100,7 +112,7 @@ func (f pgFigures) String() string {
 		f.Promotion.Round(time.Millisecond), f.Recovery.Round(time.Millisecond))
 }
 
-func runPGFailover(t *testing.T, syncStandby bool) {
+func runPGFailover(t *testing.T, topology pgbackend.Topology) {
 	bindir, err := pgBinDir()
 	if err != nil {
 		t.Fatal(err)
@@ -119,14 +131,14 @@ func runPGFailover(t *testing.T, syncStandby bool) {
 		d.before, d.lag, d.lagDelay, d.after = 20*time.Second, 5*time.Second, 500*time.Millisecond, 20*time.Second
 	}
 	end := time.Now().Add(soak)
-	if !syncStandby {
+	if topology == pgbackend.TopologyAsync {
 		// The standby gets nothing while lagging, so it lacks every claim
 		// of the last d.lag.
 		d.lagMode = faults.Blackhole
 	}
 	for i := 1; ; i++ {
 		t.Run(fmt.Sprintf("drill%d", i), func(t *testing.T) {
-			pgFailoverOnce(t, bindir, syncStandby, d)
+			pgFailoverOnce(t, bindir, topology, d)
 		})
 		if t.Failed() || !time.Now().Before(end) {
 			return
@@ -134,7 +146,10 @@ func runPGFailover(t *testing.T, syncStandby bool) {
 	}
 }
 
-func lagText(d pgDrill) string {
+func lagText(d pgDrill, standby bool) string {
+	if !standby {
+		return "none (no standby)"
+	}
 	if d.lagMode == faults.Blackhole {
 		return "stalled"
 	}
@@ -227,11 +242,8 @@ func (c *pgCluster) stop() {
 	}
 }
 
-func pgFailoverOnce(t *testing.T, bindir string, syncStandby bool, d pgDrill) {
-	topology := "async standby"
-	if syncStandby {
-		topology = "sync standby"
-	}
+func pgFailoverOnce(t *testing.T, bindir string, topology pgbackend.Topology, d pgDrill) {
+	syncStandby, single := topology == pgbackend.TopologySync, topology == pgbackend.TopologySingle
 	// The servers' user must enter the directory: not t.TempDir (0700).
 	dir, err := os.MkdirTemp("", "anarchon-pgfailover-")
 	if err != nil {
@@ -285,6 +297,19 @@ func pgFailoverOnce(t *testing.T, bindir string, syncStandby bool, d pgDrill) {
 	t.Cleanup(primary.stop)
 	primaryAddr := fmt.Sprintf("127.0.0.1:%d", primary.port)
 
+	urlOf := func(hosts ...string) string {
+		return "postgres://anarchon@" + strings.Join(hosts, ",") + "/postgres?sslmode=disable&connect_timeout=2&target_session_attrs=read-write"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if single {
+		f := pgDrillRun(t, dir, d, topology, primary, nil, nil, urlOf(primaryAddr))
+		if f.DupSameAttempt != 0 || f.DupNextAttempt != 0 || f.Overlaps != 0 || f.Late != 0 || f.LostBefore != 0 {
+			t.Errorf("single server, crash and restart: %s", f)
+		}
+		return
+	}
+
 	// The standby streams through a proxy, which delays its bytes to make
 	// it lag.
 	repl, err := faults.NewProxy(primaryAddr)
@@ -305,15 +330,10 @@ func pgFailoverOnce(t *testing.T, bindir string, syncStandby bool, d pgDrill) {
 	t.Cleanup(standby.stop)
 	standbyAddr := fmt.Sprintf("127.0.0.1:%d", standby.port)
 
-	urlOf := func(hosts ...string) string {
-		return "postgres://anarchon@" + strings.Join(hosts, ",") + "/postgres?sslmode=disable&connect_timeout=2&target_session_attrs=read-write"
-	}
 	storeURL := urlOf(primaryAddr, standbyAddr)
 
 	// pgbackend's report on the pair, once the standby streams: the
 	// topology, and Init refusing the standby on its own.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	var rep pgbackend.Replication
 	wantSync := map[bool]string{true: "sync", false: "async"}[syncStandby]
 	for {
@@ -337,7 +357,7 @@ func pgFailoverOnce(t *testing.T, bindir string, syncStandby bool, d pgDrill) {
 		}
 	}
 	t.Logf("replication before the drill: %s", rep)
-	if string(rep.Topology) != topology || rep.Standbys[0].SyncState != wantSync || rep.Safe != syncStandby ||
+	if rep.Topology != topology || rep.Standbys[0].SyncState != wantSync || rep.Safe != syncStandby ||
 		(len(rep.Warnings) > 0) == syncStandby {
 		t.Errorf("pgbackend reported %s (warnings %q), want %s with the standby %s", rep, rep.Warnings, topology, wantSync)
 	}
@@ -349,7 +369,26 @@ func pgFailoverOnce(t *testing.T, bindir string, syncStandby bool, d pgDrill) {
 		t.Errorf("Init on the standby: %v, want ErrStandby, not permanent", err)
 	}
 	sb.Close(ctx)
+	f := pgDrillRun(t, dir, d, topology, primary, standby, repl, storeURL)
+	f.ReplicationBefore = rep.String()
+	if syncStandby {
+		// The safe topology: nothing acknowledged is lost, so nothing
+		// runs twice and nothing runs late.
+		if f.DupSameAttempt != 0 || f.DupNextAttempt != 0 || f.Overlaps != 0 || f.Late != 0 {
+			t.Errorf("synchronous standby: %s", f)
+		}
+		if f.LostBefore != 0 {
+			t.Errorf("slots lost before the failover: %s", f)
+		}
+	}
+}
 
+// pgDrillRun starts three instances on storeURL, lets them run, makes the
+// standby lag (through repl), SIGKILLs the primary, promotes the standby
+// (or, without one, starts the primary again), lets them run again, stops
+// them and counts what the ledger shows.
+func pgDrillRun(t *testing.T, dir string, d pgDrill, topology pgbackend.Topology, primary, standby *pgCluster, repl *faults.Proxy, storeURL string) pgFigures {
+	ctx := context.Background()
 	// Three instances on the multi-host URL.
 	ledger := filepath.Join(dir, "ledger.jsonl")
 	logf, err := os.Create(filepath.Join(dir, "instances.log"))
@@ -377,9 +416,11 @@ func pgFailoverOnce(t *testing.T, bindir string, syncStandby bool, d pgDrill) {
 
 	time.Sleep(d.before) // the drill's own pacing: the servers run in other processes
 	lagAt := time.Now()
-	if d.lagMode == faults.Blackhole {
+	switch {
+	case repl == nil:
+	case d.lagMode == faults.Blackhole:
 		repl.Set(faults.Blackhole, 0)
-	} else {
+	default:
 		repl.Set(faults.Delay, d.lagDelay)
 	}
 	time.Sleep(d.lag)
@@ -389,11 +430,21 @@ func pgFailoverOnce(t *testing.T, bindir string, syncStandby bool, d pgDrill) {
 	}
 	t.Logf("primary SIGKILLed at %s", killAt.Format("15:04:05.000"))
 	time.Sleep(d.promote)
-	if err := asPG(bindir, "pg_ctl", "-D", standby.pgdata, "-w", "-t", "60", "promote"); err != nil {
-		t.Fatal(err)
+	survivor := primary
+	if standby != nil {
+		if err := asPG(standby.bindir, "pg_ctl", "-D", standby.pgdata, "-w", "-t", "60", "promote"); err != nil {
+			t.Fatal(err)
+		}
+		survivor = standby
+		t.Logf("standby promoted at %s", time.Now().Format("15:04:05.000"))
+	} else {
+		primary.dead = false
+		if err := primary.start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("primary started again at %s", time.Now().Format("15:04:05.000"))
 	}
 	promoted := time.Now()
-	t.Logf("standby promoted at %s", promoted.Format("15:04:05.000"))
 	time.Sleep(d.after)
 
 	stopAt := time.Now()
@@ -418,7 +469,7 @@ func pgFailoverOnce(t *testing.T, bindir string, syncStandby bool, d pgDrill) {
 		t.Fatal(err)
 	}
 	history := map[string]map[int64]anarchon.Status{}
-	if hb, err := pgbackend.Open(ctx, urlOf(standbyAddr), nil); err != nil {
+	if hb, err := pgbackend.Open(ctx, fmt.Sprintf("postgres://anarchon@127.0.0.1:%d/postgres?sslmode=disable", survivor.port), nil); err != nil {
 		t.Error(err)
 	} else {
 		hctx, hcancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -442,9 +493,9 @@ func pgFailoverOnce(t *testing.T, bindir string, syncStandby bool, d pgDrill) {
 	// to a few seconds before the stop (a slot due then may still be
 	// claimed when SIGTERM comes).
 	f := countPGFailover(entries, history, started.Add(3*time.Second), stopAt.Add(-3*time.Second), lagAt, killAt, d.lease)
-	f.Topology, f.Promotion, f.ReplicationBefore = topology, promoted.Sub(killAt), rep.String()
+	f.Topology, f.Promotion = string(topology), promoted.Sub(killAt)
 	t.Logf("%s (kill to promote %v; before the kill, replication %s for %v)\n  lost (due relative to the kill): %v\n  started more than once: %v",
-		f, d.promote, lagText(d), d.lag, f.Lost, f.Twice)
+		f, d.promote, lagText(d, standby != nil), d.lag, f.Lost, f.Twice)
 	if out := os.Getenv("ANARCHON_FAULTS_REPORT"); out != "" {
 		_ = os.MkdirAll(out, 0o755)
 		if fl, err := os.OpenFile(filepath.Join(out, "postgres-failover.txt"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644); err == nil {
@@ -453,7 +504,7 @@ func pgFailoverOnce(t *testing.T, bindir string, syncStandby bool, d pgDrill) {
 		}
 	}
 	if keep := os.Getenv("ANARCHON_FAULTS_KEEP"); keep != "" {
-		dst := filepath.Join(keep, "postgres-failover-"+strings.ReplaceAll(topology, " ", "-")+"-"+time.Now().Format("150405"))
+		dst := filepath.Join(keep, "postgres-failover-"+strings.ReplaceAll(string(topology), " ", "-")+"-"+time.Now().Format("150405"))
 		_ = os.MkdirAll(dst, 0o755)
 		for _, name := range []string{"ledger.jsonl", "instances.log", "primary/server.log", "standby/server.log"} {
 			if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil {
@@ -464,16 +515,7 @@ func pgFailoverOnce(t *testing.T, bindir string, syncStandby bool, d pgDrill) {
 	if f.Recovery == 0 {
 		t.Errorf("no run started after the kill: the instances did not follow the promotion")
 	}
-	if syncStandby {
-		// The safe topology: nothing acknowledged is lost, so nothing
-		// runs twice and nothing runs late.
-		if f.DupSameAttempt != 0 || f.DupNextAttempt != 0 || f.Overlaps != 0 || f.Late != 0 {
-			t.Errorf("synchronous standby: %s", f)
-		}
-		if f.LostBefore != 0 {
-			t.Errorf("slots lost before the failover: %s", f)
-		}
-	}
+	return f
 }
 
 // countPGFailover counts what the ledger shows for the slots of both jobs
