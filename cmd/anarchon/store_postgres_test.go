@@ -65,8 +65,8 @@ func itoa(n int) string {
 // password goes, every host stays.
 func TestRedactPostgresMultiHost(t *testing.T) {
 	for in, want := range map[string]string{
-		"postgres://app:s3cr3t@h1:5432,h2:5432/db?target_session_attrs=read-write":      "postgres://app:xxxxx@h1:5432,h2:5432/db?target_session_attrs=read-write",
-		"postgresql://app:p@ss:w@rd@h1,h2,h3/db?target_session_attrs=read-write":        "postgresql://app:xxxxx@h1,h2,h3/db?target_session_attrs=read-write",
+		"postgres://app:s3cr3t@h1:5432,h2:5432/db?target_session_attrs=read-write":        "postgres://app:xxxxx@h1:5432,h2:5432/db?target_session_attrs=read-write",
+		"postgresql://app:p@ss:w@rd@h1,h2,h3/db?target_session_attrs=read-write":          "postgresql://app:xxxxx@h1,h2,h3/db?target_session_attrs=read-write",
 		"postgres://h1:5432,h2:5432/db?user=app&password=s3cr3t&target_session_attrs=any": "postgres://h1:5432,h2:5432/db?user=app&password=xxxxx&target_session_attrs=any",
 		"postgres://[::1]:5432,[::1]:5433/db?target_session_attrs=read-write":             "postgres://[::1]:5432,[::1]:5433/db?target_session_attrs=read-write",
 	} {
