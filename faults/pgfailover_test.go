@@ -120,7 +120,7 @@ func runPGFailover(t *testing.T, topology pgbackend.Topology) {
 	d := pgDrill{
 		before: 12 * time.Second, lag: 3 * time.Second, lagDelay: 200 * time.Millisecond,
 		promote: 2 * time.Second, after: 15 * time.Second,
-		work: 500 * time.Millisecond, lease: 2 * time.Second, plain: 100 * time.Millisecond,
+		work: 2500 * time.Millisecond, lease: 2 * time.Second, plain: 100 * time.Millisecond,
 	}
 	soak := time.Duration(0)
 	if v := os.Getenv("ANARCHON_SOAK"); v != "" {
