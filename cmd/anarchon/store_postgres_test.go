@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,11 +30,11 @@ func TestOpenStorePostgresMultiHost(t *testing.T) {
 		t.Errorf("schema %q prefix %q", pb.Schema(), pb.Prefix())
 	}
 	cc := pb.Pool().Config().ConnConfig
-	hosts := []string{net.JoinHostPort(cc.Host, itoa(int(cc.Port)))}
+	hosts := []string{net.JoinHostPort(cc.Host, strconv.Itoa(int(cc.Port)))}
 	for _, f := range cc.Fallbacks {
 		// sslmode=prefer (the default) gives each host a TLS and a
 		// plain fallback, in a row.
-		if h := net.JoinHostPort(f.Host, itoa(int(f.Port))); h != hosts[len(hosts)-1] {
+		if h := net.JoinHostPort(f.Host, strconv.Itoa(int(f.Port))); h != hosts[len(hosts)-1] {
 			hosts = append(hosts, h)
 		}
 	}
@@ -48,17 +49,6 @@ func TestOpenStorePostgresMultiHost(t *testing.T) {
 			t.Errorf("parameter %q would be sent to the server", k)
 		}
 	}
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var b []byte
-	for ; n > 0; n /= 10 {
-		b = append([]byte{byte('0' + n%10)}, b...)
-	}
-	return string(b)
 }
 
 // Multi-host URLs are redacted and scrubbed like single-host ones: the
