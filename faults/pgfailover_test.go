@@ -97,7 +97,7 @@ type pgFigures struct {
 	Late              int           // runs started more than MaxLate (1 min) after their slot
 	MaxLateness       time.Duration // the latest start after its slot
 	Promotion         time.Duration // kill to promotion done
-	Recovery          time.Duration // kill to the first handler start after it
+	Recovery          time.Duration // kill to the first handler start of a slot due after it
 	ReplicationBefore string        // pgbackend's report on the primary before the drill
 	Lost              []string      // the lost slots: job and due time relative to the kill
 	Twice             []string      // the slots started more than once: job, due time relative to the kill, attempts
@@ -549,7 +549,10 @@ func countPGFailover(entries []faults.Entry, history map[string]map[int64]anarch
 			if time.Duration(e.T-e.Slot*1000)*time.Microsecond > maxLate {
 				f.Late++
 			}
-			if e.T > kill.UnixMicro() && (recovery == 0 || e.T < recovery) {
+			// A run of a slot due before the kill may start just after it
+			// (its claim's answer was on its way): recovery is the first
+			// run of a slot due after the kill.
+			if e.Slot > kill.UnixMilli() && (recovery == 0 || e.T < recovery) {
 				recovery = e.T
 			}
 		case faults.EvEnd:
