@@ -39,6 +39,18 @@
 //     as the change, so a watcher hears of it only once it is committed.
 //     [Backend.WatchRuns] listens on a dedicated connection
 //     (anarchon.Watcher); its channel closes when the connection fails.
+//   - Replication: Init reads pg_is_in_recovery(), synchronous_commit,
+//     synchronous_standby_names and the physical standbys of
+//     pg_stat_replication in one statement, and reports them
+//     ([Backend.Replication], [Replication]): the [Topology] (single,
+//     async standby, sync standby), whether it is safe, and a WARN on
+//     Options.Logger naming each risk ("async standby: a failover can
+//     lose acknowledged claims …"; synchronous_commit off, local or
+//     remote_write). Safe is a synchronous standby
+//     (synchronous_standby_names set) with synchronous_commit on or
+//     remote_apply, or a single server with synchronous_commit not off.
+//     Init on a standby fails with [ErrStandby]. What a failover does in
+//     each topology is in the table below.
 //   - Errors from pgx are wrapped with %w, so errors.As reaches
 //     *pgconn.PgError; [IsAlreadyCreated] and [IsPermanent] read SQLSTATE
 //     codes through the error's SQLState method only. Errors a retry
@@ -46,6 +58,29 @@
 //     credentials: [IsPermanent]) are marked anarchon.Permanent; lost
 //     connections, serialization failures, deadlocks and shutdowns are
 //     retried. No error or log line contains the connection's password.
+//
+// # Failover
+//
+// What the drill in the faults module measured: three instances on a
+// multi-host URL with target_session_attrs=read-write, a plain job and a
+// leased job (lease 2 s, 2.5 s of work) every second, the primary
+// SIGKILLed (every process of it) and, 2 s later, the standby promoted
+// with pg_ctl promote (the single server: started again on its data).
+// Lost slots are slots of both jobs that never started nor were settled;
+// duplicates count a slot started again with the same attempt, or with
+// the next one although the earlier attempt completed; delay is from the
+// kill to the first run after it.
+//
+//	FAILOVER_TABLE
+//
+// Lost slots are those whose claims were in flight or due during the
+// outage: a claim that fails is not retried past its slot (fail closed).
+// On the synchronous standby the leased run in progress at the kill was
+// taken over after the promotion as Attempt 2, once its holder had
+// stopped on its lost lease (at least once, fenced by Attempt). Only a
+// promotion of a standby that lacked acknowledged claims can run a slot
+// twice as the same Attempt, which no fencing token of this store can
+// prevent: run a synchronous standby.
 //
 // # Server requirements
 //
@@ -68,6 +103,12 @@
 //	if err != nil { … }
 //	defer b.Close(ctx) // closes the pool Open made
 //	s := anarchon.New(b, nil)
+//
+// With a standby, list every server (each with its port) and ask for the
+// one that takes writes; pgx tries them in order, so after a failover the
+// pool's new connections reach the promoted standby:
+//
+//	postgres://app:secret@db1:5432,db2:5432/app?sslmode=verify-full&target_session_attrs=read-write
 //
 // TLS (sslmode, sslrootcert, sslcert, sslkey) and authentication
 // (password, passfile, PGPASSWORD and the other PG* environment variables)

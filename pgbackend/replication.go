@@ -163,19 +163,13 @@ func readReplication(ctx context.Context, c sqlbackend.Conn) (Replication, bool,
 // standbys.
 func judge(r *Replication) {
 	sc := strings.ToLower(r.SynchronousCommit)
-	var sync, async, unknown []string
+	var sync, unknown int // standbys whose commits the primary waits for; whose state is hidden
 	for _, s := range r.Standbys {
-		name := s.Name
-		if name == "" {
-			name = "(unnamed)"
-		}
 		switch s.SyncState {
 		case "sync", "quorum":
-			sync = append(sync, name)
+			sync++
 		case "":
-			unknown = append(unknown, name)
-		default: // async, potential
-			async = append(async, name)
+			unknown++
 		}
 	}
 	warn := func(format string, args ...any) { r.Warnings = append(r.Warnings, fmt.Sprintf(format, args...)) }
@@ -192,7 +186,7 @@ func judge(r *Replication) {
 		default:
 			warn("synchronous_commit=%q is not one anarchon knows; replication not judged safe", r.SynchronousCommit)
 		}
-		if len(sync) == 0 && len(unknown) == 0 {
+		if sync == 0 && unknown == 0 {
 			warn("synchronous_standby_names is set but no synchronous standby is connected: every claim waits until one is")
 		}
 	case len(r.Standbys) > 0:
