@@ -91,7 +91,7 @@ type pgFigures struct {
 	LostAfter         int           // slots never started nor settled, due after that
 	DupSameAttempt    int           // extra starts of a slot with an attempt number already started
 	DupNextAttempt    int           // starts with a higher attempt of a slot whose earlier attempt completed long before the kill, or was not stopped first
-	Unconfirmed       int           // takeovers (attempt+1) of a slot whose earlier attempt completed within a lease before the kill: its Finish never reached a server that survived (at-least-once, fenced by Attempt)
+	Unconfirmed       int           // takeovers (attempt+1) of a slot whose earlier attempt completed but whose holder logged its Finish as failed: to the store it was a holder that died (at least once, fenced by Attempt)
 	Overlaps          int           // starts while another run of the same slot was still going
 	RerunsAfterStop   int           // takeovers (attempt+1) after the earlier attempt stopped on a lost lease
 	Late              int           // runs started more than MaxLate (1 min) after their slot
@@ -492,7 +492,11 @@ func pgDrillRun(t *testing.T, dir string, d pgDrill, topology pgbackend.Topology
 	// Slots from when every instance has started and measured its clock,
 	// to a few seconds before the stop (a slot due then may still be
 	// claimed when SIGTERM comes).
-	f := countPGFailover(entries, history, started.Add(3*time.Second), stopAt.Add(-3*time.Second), lagAt, killAt, d.lease)
+	failed, err := failedFinishes(filepath.Join(dir, "instances.log"))
+	if err != nil {
+		t.Error(err)
+	}
+	f := countPGFailover(entries, history, failed, started.Add(3*time.Second), stopAt.Add(-3*time.Second), lagAt, killAt)
 	f.Topology, f.Promotion = string(topology), promoted.Sub(killAt)
 	t.Logf("%s (kill to promote %v; before the kill, replication %s for %v)\n  lost (due relative to the kill): %v\n  started more than once: %v",
 		f, d.promote, lagText(d, standby != nil), d.lag, f.Lost, f.Twice)
@@ -518,13 +522,51 @@ func pgDrillRun(t *testing.T, dir string, d pgDrill, topology pgbackend.Topology
 	return f
 }
 
+func finishKey(inst, job string, slotMs int64) string {
+	return inst + " " + job + " " + strconv.FormatInt(slotMs, 10)
+}
+
+// failedFinishes reads the instances' log for the Finish and FinishResult
+// calls that failed ("store call failed" op=Finish…), by finishKey.
+func failedFinishes(path string) (map[string]bool, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for line := range strings.Lines(string(b)) {
+		if !strings.Contains(line, `msg="store call failed"`) || !strings.Contains(line, " op=Finish") {
+			continue
+		}
+		var inst, job string
+		var slot time.Time
+		for _, f := range strings.Fields(line) {
+			k, v, _ := strings.Cut(f, "=")
+			switch k {
+			case "instance":
+				inst = v
+			case "job":
+				job = v
+			case "slot":
+				slot, _ = time.Parse(time.RFC3339Nano, v)
+			}
+		}
+		if inst != "" && job != "" && !slot.IsZero() {
+			out[finishKey(inst, job, slot.UnixMilli())] = true
+		}
+	}
+	return out, nil
+}
+
 // countPGFailover counts what the ledger shows for the slots of both jobs
 // due in [from, to], with the replication lagging from lagAt and the
 // primary killed at kill; history (the
 // promoted server's records, by job and slot) says what became of a slot
-// that never started.
-func countPGFailover(entries []faults.Entry, history map[string]map[int64]anarchon.Status, from, to, lagAt, kill time.Time, lease time.Duration) pgFigures {
+// that never started, and failedFinish (finishKey) which holders could not
+// record their run's end.
+func countPGFailover(entries []faults.Entry, history map[string]map[int64]anarchon.Status, failedFinish map[string]bool, from, to, lagAt, kill time.Time) pgFigures {
 	type run struct {
+		inst       string
 		attempt    int
 		start, end int64 // µs; end 0 if none
 		stopped    bool
@@ -537,7 +579,7 @@ func countPGFailover(entries []faults.Entry, history map[string]map[int64]anarch
 	for _, e := range entries {
 		switch e.Ev {
 		case faults.EvStart:
-			r := &run{attempt: e.Attempt, start: e.T}
+			r := &run{inst: e.Inst, attempt: e.Attempt, start: e.T}
 			byToken[e.Token] = r
 			if m, ok := slots[e.Job]; ok {
 				m[e.Slot] = append(m[e.Slot], r)
@@ -615,7 +657,7 @@ func countPGFailover(entries []faults.Entry, history map[string]map[int64]anarch
 					switch {
 					case prev.stopped && prev.end != 0 && prev.end <= r.start:
 						f.RerunsAfterStop++
-					case !prev.stopped && prev.end != 0 && prev.end <= r.start && prev.end >= kill.Add(-lease).UnixMicro():
+					case !prev.stopped && prev.end != 0 && prev.end <= r.start && failedFinish[finishKey(prev.inst, job, slot.UnixMilli())]:
 						f.Unconfirmed++
 					default:
 						f.DupNextAttempt++
