@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -559,7 +560,7 @@ func failedFinishes(path string) (map[string]bool, error) {
 }
 
 // countPGFailover counts what the ledger shows for the slots of both jobs
-// due in [from, to], with the replication lagging from lagAt and the
+// due in (from, to], with the replication lagging from lagAt and the
 // primary killed at kill; history (the
 // promoted server's records, by job and slot) says what became of a slot
 // that never started, and failedFinish (finishKey) which holders could not
@@ -667,4 +668,69 @@ func countPGFailover(entries []faults.Entry, history map[string]map[int64]anarch
 		}
 	}
 	return f
+}
+
+// TestCountPGFailover checks the drill's counting on a made-up ledger:
+// each kind of outcome once.
+func TestCountPGFailover(t *testing.T) {
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	kill := base.Add(10*time.Second + 500*time.Millisecond)
+	lagAt := kill.Add(-3 * time.Second)
+	us := func(d time.Duration) int64 { return base.Add(d).UnixMicro() }
+	var entries []faults.Entry
+	n := 0
+	add := func(inst, job string, slot time.Duration, attempt int, start, end time.Duration, result string) {
+		n++
+		tok := fmt.Sprintf("t%d", n)
+		ms := base.Add(slot).UnixMilli()
+		entries = append(entries, faults.Entry{Ev: faults.EvStart, Inst: inst, Job: job, Slot: ms, Attempt: attempt, Token: tok, T: us(start)})
+		if end > 0 {
+			entries = append(entries, faults.Entry{Ev: faults.EvEnd, Inst: inst, Job: job, Slot: ms, Attempt: attempt, Token: tok, T: us(end), Result: result})
+		}
+	}
+	s := time.Second
+	for i := time.Duration(1); i <= 20; i++ {
+		switch i {
+		case 2: // lost long before the failover
+		case 4: // the same attempt twice, one after the other
+			add("i1", "plain", i*s, 1, i*s+10e6, i*s+20e6, faults.ResultCompleted)
+			add("i2", "plain", i*s, 1, i*s+30e6, i*s+40e6, faults.ResultCompleted)
+		case 11, 12: // lost in the outage
+		default:
+			add("i1", "plain", i*s, 1, i*s+10e6, i*s+20e6, faults.ResultCompleted)
+		}
+		switch i {
+		case 3: // skipped (history), not lost
+		case 5: // a takeover after a stop: a rerun
+			add("i1", "leased", i*s, 1, i*s+10e6, i*s+500e6, faults.ResultStopped)
+			add("i2", "leased", i*s, 2, i*s+600e6, i*s+700e6, faults.ResultCompleted)
+		case 6: // a takeover after a completed attempt whose Finish failed: a rerun
+			add("i1", "leased", i*s, 1, i*s+10e6, i*s+500e6, faults.ResultCompleted)
+			add("i2", "leased", i*s, 2, i*s+600e6, i*s+700e6, faults.ResultCompleted)
+		case 7: // a takeover after a completed, recorded attempt: a duplicate
+			add("i1", "leased", i*s, 1, i*s+10e6, i*s+500e6, faults.ResultCompleted)
+			add("i2", "leased", i*s, 2, i*s+600e6, i*s+700e6, faults.ResultCompleted)
+		case 8: // a backup starting while the holder runs: an overlap and a duplicate
+			add("i1", "leased", i*s, 1, i*s+10e6, i*s+900e6, faults.ResultCompleted)
+			add("i2", "leased", i*s, 2, i*s+600e6, i*s+700e6, faults.ResultCompleted)
+		case 9: // started 2 min late
+			add("i1", "leased", i*s, 1, i*s+2*time.Minute, i*s+2*time.Minute+1e6, faults.ResultCompleted)
+		case 11, 12:
+		default:
+			add("i1", "leased", i*s, 1, i*s+10e6, i*s+20e6, faults.ResultCompleted)
+		}
+	}
+	history := map[string]map[int64]anarchon.Status{"leased": {base.Add(3 * s).UnixMilli(): anarchon.StatusSkipped}}
+	failed := map[string]bool{finishKey("i1", "leased", base.Add(6*s).UnixMilli()): true}
+	f := countPGFailover(entries, history, failed, base.Add(s), base.Add(20*s), lagAt, kill)
+	want := pgFigures{Slots: 38, Settled: 1, LostBefore: 1, LostOutage: 4, DupSameAttempt: 1, DupNextAttempt: 2, Overlaps: 1,
+		RerunsAfterStop: 1, Unconfirmed: 1, Late: 1, Recovery: 13*s + 10e6 - 10*s - 500e6}
+	got := f
+	got.Runs, got.MaxLateness, got.Lost, got.Twice = 0, 0, nil, nil
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got  %+v\nwant %+v", got, want)
+	}
+	if len(f.Lost) != 5 || len(f.Twice) != 5 {
+		t.Errorf("lost %v, twice %v", f.Lost, f.Twice)
+	}
 }
