@@ -59,28 +59,32 @@
 //     connections, serialization failures, deadlocks and shutdowns are
 //     retried. No error or log line contains the connection's password.
 //
-// # Failover
+// What a failover did, as the drill in the faults module measured it
+// (faults/pgfailover_test.go; RELIABILITY.md has every run): three
+// instances on a multi-host URL with target_session_attrs=read-write, a
+// plain job and a leased job (lease 2 s, 2.5 s of work) every second, the
+// standby made to lag, then every process of the primary SIGKILLed and,
+// 2 s later, the standby promoted with pg_ctl promote (the single server:
+// started again on its data). Lost slots never started: their claims
+// failed or went unanswered during the outage, and a failed claim is not
+// retried past its slot (fail closed). Duplicates are slots started twice
+// with the same Attempt, or with the next one although the first attempt
+// had completed and recorded it. Delay is from the kill to the first run
+// of a later slot.
 //
-// What the drill in the faults module measured: three instances on a
-// multi-host URL with target_session_attrs=read-write, a plain job and a
-// leased job (lease 2 s, 2.5 s of work) every second, the primary
-// SIGKILLed (every process of it) and, 2 s later, the standby promoted
-// with pg_ctl promote (the single server: started again on its data).
-// Lost slots are slots of both jobs that never started nor were settled;
-// duplicates count a slot started again with the same attempt, or with
-// the next one although the earlier attempt completed; delay is from the
-// kill to the first run after it.
+//	| Topology | Fault | Lost slots | Duplicates | Delay | Measured by |
+//	|---|---|---|---|---|---|
+//	| single | SIGKILL, started again on its data 2 s later | 6, 8 | 0 | first run 3.5, 4.9 s after the kill | TestPostgresCrashSingle, soak, 2 drills |
+//	| async standby | replication stalled 5 s, primary SIGKILL, promote | 5–10 per drill | 6 slots ran twice as Attempt 1 in 10 drills (0 or 1 per drill); 0 as Attempt 2 | 2.3–3.3 s | TestPostgresFailoverAsync, soak, 10 drills |
+//	| sync standby | replication delayed 200–500 ms, primary SIGKILL, promote | 5–13 per drill | 0 (1–2 takeovers as Attempt 2 per drill, after the holder stopped or could not record its end) | 2.2–3.7 s | TestPostgresFailoverSync, CI and soak, 7 drills |
 //
-//	FAILOVER_TABLE
-//
-// Lost slots are those whose claims were in flight or due during the
-// outage: a claim that fails is not retried past its slot (fail closed).
 // On the synchronous standby the leased run in progress at the kill was
-// taken over after the promotion as Attempt 2, once its holder had
-// stopped on its lost lease (at least once, fenced by Attempt). Only a
-// promotion of a standby that lacked acknowledged claims can run a slot
-// twice as the same Attempt, which no fencing token of this store can
-// prevent: run a synchronous standby.
+// taken over as Attempt 2 after the promotion, once its holder had stopped
+// on its lost lease: at least once, fenced by Attempt. On the asynchronous
+// standby that run's claim, acknowledged by the old primary, never reached
+// the standby: a backup claimed the slot afresh and ran it again as
+// Attempt 1, which Attempt cannot fence (SPEC §6, "Stores that forget").
+// Run a synchronous standby; Init warns when there is none.
 //
 // # Server requirements
 //
