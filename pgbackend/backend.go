@@ -78,8 +78,9 @@ type Options struct {
 	NoNotify bool
 	// Logger receives what Init finds of the server's replication: an
 	// INFO line describing it when there are standbys, and a WARN per
-	// risk (an asynchronous standby, synchronous_commit off or local; see
-	// [Replication]). Defaults to slog.Default().
+	// risk (an asynchronous standby, synchronous_commit off, local or
+	// remote_write; see [Replication]), or when the role may not read the
+	// settings. Defaults to slog.Default().
 	Logger *slog.Logger
 }
 
@@ -267,16 +268,22 @@ func (b *Backend) check(ctx context.Context, c sqlbackend.Conn) error {
 		return anarchon.Permanent(fmt.Errorf("PostgreSQL server version %d is older than %d", v, MinServerVersion))
 	}
 	repl, recovery, err := readReplication(ctx, c)
-	if err != nil {
+	switch {
+	case err != nil && IsPermanent(err):
+		// A role that may not read the views (a hardened server): the
+		// report is lost, not the backend.
+		b.log.LogAttrs(ctx, slog.LevelWarn, "postgres: cannot read the server's replication settings; a failover's risks are not judged",
+			slog.String("error", redact(err, b.secret).Error()))
+	case err != nil:
 		return redact(err, b.secret)
-	}
-	if recovery {
+	case recovery:
 		return ErrStandby
+	default:
+		b.replMu.Lock()
+		b.repl = repl
+		b.replMu.Unlock()
+		logReplication(ctx, b.log, repl)
 	}
-	b.replMu.Lock()
-	b.repl = repl
-	b.replMu.Unlock()
-	logReplication(ctx, b.log, repl)
 	if schema := b.Schema(); schema != "" {
 		q := `CREATE SCHEMA IF NOT EXISTS "` + schema + `"`
 		for try := 0; ; try++ {
@@ -314,8 +321,9 @@ func prefixOr(p string) string {
 
 // Replication returns what Init read of the server's replication: the
 // topology, the settings, the standbys connected and the risks logged.
-// Before a successful Init its Topology is "". It is read once, at Init: a
-// standby that connects or leaves later is not seen.
+// Before a successful Init, or when the role may not read the settings
+// (Init then logs a WARN and goes on), its Topology is "". It is read
+// once, at Init: a standby that connects or leaves later is not seen.
 func (b *Backend) Replication() Replication {
 	b.replMu.Lock()
 	defer b.replMu.Unlock()

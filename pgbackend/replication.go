@@ -81,7 +81,7 @@ type Standby struct {
 // the settings and the standbys by name and sync state.
 func (r Replication) String() string {
 	if r.Topology == "" {
-		return "not read (Init has not run)"
+		return "not read"
 	}
 	var b strings.Builder
 	b.WriteString(string(r.Topology))

@@ -67,7 +67,7 @@ func TestJudge(t *testing.T) {
 			}
 		})
 	}
-	if s := (Replication{}).String(); !strings.Contains(s, "not read") {
+	if s := (Replication{}).String(); s != "not read" {
 		t.Errorf("zero Replication's String() = %q", s)
 	}
 }

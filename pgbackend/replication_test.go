@@ -8,8 +8,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/anarchon/anarchon"
 	"github.com/anarchon/anarchon/pgbackend"
+	"github.com/anarchon/anarchon/sqlbackend"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
@@ -99,5 +103,48 @@ func TestReplicationSingle(t *testing.T) {
 				t.Errorf("synchronous_commit=%s: warnings %q, log %q", r.SynchronousCommit, r.Warnings, logs.String())
 			}
 		})
+	}
+}
+
+// refusingConn is the backend's own pool as a sqlbackend.Conn, except that
+// the replication query fails as it does for a role without SELECT on
+// pg_stat_replication or pg_replication_slots (SQLSTATE 42501).
+type refusingConn struct{ sqlbackend.Conn }
+
+func (c refusingConn) All(ctx context.Context, q string, args ...any) ([][]any, error) {
+	if strings.Contains(q, "pg_stat_replication") {
+		return nil, sqlState("42501")
+	}
+	return c.Conn.All(ctx, q, args...)
+}
+
+// A role that may not read the replication views still gets a backend:
+// Init logs a WARN and goes on, and Replication reports nothing.
+func TestReplicationNotReadable(t *testing.T) {
+	u := serverURL(t)
+	schema := freshSchema(t)
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	var logs syncBuffer
+	b, err := pgbackend.NewFromConn(refusingConn{pgbackend.Pool(pool)}, &pgbackend.Options{Schema: schema, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(ctx)
+	if err := b.Init(ctx); err != nil {
+		t.Fatalf("Init: %v", err)
+	}
+	if r := b.Replication(); r.Topology != "" || r.String() != "not read" {
+		t.Errorf("Replication() = %+v", r)
+	}
+	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "cannot read the server's replication settings") {
+		t.Errorf("log: %q", logs.String())
+	}
+	if won, err := b.Claim(ctx, anarchon.ClaimInput{Job: "j", Slot: time.Now().UnixMilli(), Token: "t1"}); err != nil || !won {
+		t.Errorf("Claim after Init: %v, %v", won, err)
 	}
 }
