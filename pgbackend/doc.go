@@ -76,7 +76,7 @@
 //	|---|---|---|---|---|---|
 //	| single | SIGKILL, started again on its data 2 s later | 6, 8 | 0 | first run 3.5, 4.9 s after the kill | TestPostgresCrashSingle, soak, 2 drills |
 //	| async standby | replication stalled 5 s, primary SIGKILL, promote | 5–10 per drill | 6 slots ran twice as Attempt 1 in 10 drills (0 or 1 per drill); 0 as Attempt 2 | 2.3–3.3 s | TestPostgresFailoverAsync, soak, 10 drills |
-//	| sync standby | replication delayed 200–500 ms, primary SIGKILL, promote | 5–13 per drill | 0 (1–2 takeovers as Attempt 2 per drill, after the holder stopped or could not record its end) | 2.2–3.7 s | TestPostgresFailoverSync, CI and soak, 7 drills |
+//	| sync standby | replication delayed 200–500 ms, primary SIGKILL, promote | 5–13 per drill | 0 (1–2 takeovers as Attempt 2 per drill, after the holder stopped or could not record its end) | 2.2–3.7 s | TestPostgresFailoverSync, CI and soak, 8 drills |
 //
 // On the synchronous standby the leased run in progress at the kill was
 // taken over as Attempt 2 after the promotion, once its holder had stopped
