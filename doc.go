@@ -68,7 +68,9 @@
 // out or is released. A lost lease cancels the handler's context with cause
 // [ErrLeaseLost]. [OverlapSkip] skips slots while another run of the job is
 // live; [CatchUp] recovers slots missed while every instance was down; Stop
-// hands running jobs over to a backup. [Run.Attempt] is a fencing number.
+// hands running jobs over to a backup. [Run.Attempt] is a fencing number
+// as long as the store keeps what it acknowledged (not across a failover
+// that lost claims: SPEC §6, "Stores that forget").
 // With a [Watcher] backups wake as soon as a lease is released, and ask
 // again only when the lease they were told of ends; otherwise (or while the
 // watch is broken) they poll every [Options.PollInterval]. Jobs use leases by default on such

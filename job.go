@@ -28,10 +28,12 @@ type Run struct {
 	// Attempt fences only as long as the store keeps what it acknowledged.
 	// A store that lost its data (Redis flushed or restarted without
 	// persistence, a NATS bucket deleted or its disk lost, a SQLite file
-	// replaced, a PostgreSQL restored from an older backup) numbers the
-	// slot's next holder 1 again, the same number the holder from before
-	// the loss may still be using: Attempt cannot tell them apart (SPEC §6,
-	// "Stores that forget").
+	// replaced, a PostgreSQL restored from an older backup, or failed over
+	// to an asynchronous standby that had not received the claims the old
+	// primary acknowledged) numbers the slot's next holder 1 again, the
+	// same number the holder from before the loss may still be using:
+	// Attempt cannot tell them apart (SPEC §6, "Stores that forget").
+	// pgbackend warns at Init when its server has such a standby.
 	Attempt int
 	Manual  bool // started by RunNow or Trigger
 	// TriggerKey and TriggeredBy are set on a run started by Trigger: the

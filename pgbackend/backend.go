@@ -5,9 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/anarchon/anarchon"
 	"github.com/anarchon/anarchon/sqlbackend"
@@ -74,6 +76,12 @@ type Options struct {
 	// default every release, finish or abandonment sends a NOTIFY in the
 	// same transaction, so watching instances wake at once.
 	NoNotify bool
+	// Logger receives what Init finds of the server's replication: an
+	// INFO line describing it when there are standbys, and a WARN per
+	// risk (an asynchronous standby, synchronous_commit off, local or
+	// remote_write; see [Replication]), or when the role may not read the
+	// settings. Defaults to slog.Default().
+	Logger *slog.Logger
 }
 
 // Backend is the PostgreSQL backend: the SQL base ([sqlbackend.SQLBackend])
@@ -87,6 +95,10 @@ type Backend struct {
 	channel  string
 	noNotify bool
 	secret   string // a password to keep out of error texts
+	log      *slog.Logger
+
+	replMu sync.Mutex
+	repl   Replication // what the last server check read
 }
 
 var (
@@ -166,7 +178,10 @@ func newBackend(conn sqlbackend.Conn, pool *pgxpool.Pool, db *sql.DB, opts *Opti
 	if opts != nil {
 		o = *opts
 	}
-	b := &Backend{pool: pool, db: db, noNotify: o.NoNotify, secret: secret}
+	b := &Backend{pool: pool, db: db, noNotify: o.NoNotify, secret: secret, log: o.Logger}
+	if b.log == nil {
+		b.log = slog.Default()
+	}
 	cfg := sqlbackend.Config{
 		Name:    "postgres",
 		Dialect: Dialect,
@@ -231,7 +246,8 @@ func collect(rows pgx.Rows, err error) ([][]any, error) {
 func (b *Backend) Pool() *pgxpool.Pool { return b.pool }
 
 // check is the server check run by Init: the server is PostgreSQL 10 or
-// newer, and the schema exists.
+// newer and not a standby, and the schema exists. It reads the
+// replication settings and logs them (Options.Logger).
 func (b *Backend) check(ctx context.Context, c sqlbackend.Conn) error {
 	rows, err := c.All(ctx, "SELECT current_setting('server_version_num')")
 	if err != nil {
@@ -250,6 +266,23 @@ func (b *Backend) check(ctx context.Context, c sqlbackend.Conn) error {
 	}
 	if v < MinServerVersion {
 		return anarchon.Permanent(fmt.Errorf("PostgreSQL server version %d is older than %d", v, MinServerVersion))
+	}
+	repl, recovery, err := readReplication(ctx, c)
+	switch {
+	case err != nil && IsPermanent(err):
+		// A role that may not read the views (a hardened server): the
+		// report is lost, not the backend.
+		b.log.LogAttrs(ctx, slog.LevelWarn, "postgres: cannot read the server's replication settings; a failover's risks are not judged",
+			slog.String("error", redact(err, b.secret).Error()))
+	case err != nil:
+		return redact(err, b.secret)
+	case recovery:
+		return ErrStandby
+	default:
+		b.replMu.Lock()
+		b.repl = repl
+		b.replMu.Unlock()
+		logReplication(ctx, b.log, repl)
 	}
 	if schema := b.Schema(); schema != "" {
 		q := `CREATE SCHEMA IF NOT EXISTS "` + schema + `"`
@@ -284,6 +317,20 @@ func prefixOr(p string) string {
 		return sqlbackend.DefaultPrefix
 	}
 	return p
+}
+
+// Replication returns what Init read of the server's replication: the
+// topology, the settings, the standbys connected and the risks logged.
+// Before a successful Init, or when the role may not read the settings
+// (Init then logs a WARN and goes on), its Topology is "". It is read
+// once, at Init: a standby that connects or leaves later is not seen.
+func (b *Backend) Replication() Replication {
+	b.replMu.Lock()
+	defer b.replMu.Unlock()
+	r := b.repl
+	r.Standbys = append([]Standby(nil), r.Standbys...)
+	r.Warnings = append([]string(nil), r.Warnings...)
+	return r
 }
 
 // Channel returns the LISTEN/NOTIFY channel the backend notifies on.

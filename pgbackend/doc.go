@@ -48,6 +48,18 @@
 //     as the change, so a watcher hears of it only once it is committed.
 //     [Backend.WatchRuns] listens on a dedicated connection
 //     (anarchon.Watcher); its channel closes when the connection fails.
+//   - Replication: Init reads pg_is_in_recovery(), synchronous_commit,
+//     synchronous_standby_names and the physical standbys of
+//     pg_stat_replication in one statement, and reports them
+//     ([Backend.Replication], [Replication]): the [Topology] (single,
+//     async standby, sync standby), whether it is safe, and a WARN on
+//     Options.Logger naming each risk ("async standby: a failover can
+//     lose acknowledged claims …"; synchronous_commit off, local or
+//     remote_write). Safe is a synchronous standby
+//     (synchronous_standby_names set) with synchronous_commit on or
+//     remote_apply, or a single server with synchronous_commit not off.
+//     Init on a standby fails with [ErrStandby]. What a failover does in
+//     each topology is in the table below.
 //   - Errors from pgx are wrapped with %w, so errors.As reaches
 //     *pgconn.PgError; [IsAlreadyCreated] and [IsPermanent] read SQLSTATE
 //     codes through the error's SQLState method only. Errors a retry
@@ -55,6 +67,33 @@
 //     credentials: [IsPermanent]) are marked anarchon.Permanent; lost
 //     connections, serialization failures, deadlocks and shutdowns are
 //     retried. No error or log line contains the connection's password.
+//
+// What a failover did, as the drill in the faults module measured it
+// (faults/pgfailover_test.go; RELIABILITY.md has every run): three
+// instances on a multi-host URL with target_session_attrs=read-write, a
+// plain job and a leased job (lease 2 s, 2.5 s of work) every second, the
+// standby made to lag, then every process of the primary SIGKILLed and,
+// 2 s later, the standby promoted with pg_ctl promote (the single server:
+// started again on its data). Lost slots never started: their claims
+// failed or went unanswered during the outage, and a failed claim is not
+// retried past its slot (fail closed). Duplicates are slots started twice
+// with the same Attempt, or with the next one although the first attempt
+// had completed and recorded it. Delay is from the kill to the first run
+// of a later slot.
+//
+//	| Topology | Fault | Lost slots | Duplicates | Delay | Measured by |
+//	|---|---|---|---|---|---|
+//	| single | SIGKILL, started again on its data 2 s later | 6, 8 | 0 | first run 3.5, 4.9 s after the kill | TestPostgresCrashSingle, soak, 2 drills |
+//	| async standby | replication stalled 5 s, primary SIGKILL, promote | 5–10 per drill | 6 slots ran twice as Attempt 1 in 10 drills (0 or 1 per drill); 0 as Attempt 2 | 2.3–3.3 s | TestPostgresFailoverAsync, soak, 10 drills |
+//	| sync standby | replication delayed 200–500 ms, primary SIGKILL, promote | 5–13 per drill | 0 (1–2 takeovers as Attempt 2 per drill, after the holder stopped or could not record its end) | 2.2–3.7 s | TestPostgresFailoverSync, CI and soak, 8 drills |
+//
+// On the synchronous standby the leased run in progress at the kill was
+// taken over as Attempt 2 after the promotion, once its holder had stopped
+// on its lost lease: at least once, fenced by Attempt. On the asynchronous
+// standby that run's claim, acknowledged by the old primary, never reached
+// the standby: a backup claimed the slot afresh and ran it again as
+// Attempt 1, which Attempt cannot fence (SPEC §6, "Stores that forget").
+// Run a synchronous standby; Init warns when there is none.
 //
 // # Server requirements
 //
@@ -77,6 +116,12 @@
 //	if err != nil { … }
 //	defer b.Close(ctx) // closes the pool Open made
 //	s := anarchon.New(b, nil)
+//
+// With a standby, list every server (each with its port) and ask for the
+// one that takes writes; pgx tries them in order, so after a failover the
+// pool's new connections reach the promoted standby:
+//
+//	postgres://app:secret@db1:5432,db2:5432/app?sslmode=verify-full&target_session_attrs=read-write
 //
 // TLS (sslmode, sslrootcert, sslcert, sslkey) and authentication
 // (password, passfile, PGPASSWORD and the other PG* environment variables)

@@ -427,6 +427,9 @@ func (d *daemon) stop(timeout time.Duration) {
 func (d *daemon) summary(w io.Writer, srv *server) {
 	fmt.Fprintf(w, "anarchon %s\n", version())
 	fmt.Fprintf(w, "store:    %s (%s)\n", d.store, d.backend.Name())
+	if r := storeReplication(d.backend); r != "" {
+		fmt.Fprintf(w, "replication: %s\n", r)
+	}
 	fmt.Fprintf(w, "instance: %s\n", d.instance)
 	if srv != nil {
 		fmt.Fprintf(w, "http:     http://%s\n", srv.ln.Addr())
@@ -464,6 +467,9 @@ func (d *daemon) logSummary(srv *server) {
 	}
 	attrs := []any{slog.String("version", version()), slog.String("store", d.store), slog.String("backend", d.backend.Name()),
 		slog.String("instance", d.instance)}
+	if r := storeReplication(d.backend); r != "" {
+		attrs = append(attrs, slog.String("replication", r))
+	}
 	if srv != nil {
 		attrs = append(attrs, slog.String("http", "http://"+srv.ln.Addr().String()))
 	}
@@ -492,11 +498,16 @@ func formatIn(ts []time.Time, zone string) []string {
 
 // statusReport is what "anarchon status --json" and /status return.
 type statusReport struct {
-	Store    string      `json:"store"`
-	Backend  string      `json:"backend"`
-	Instance string      `json:"instance,omitempty"`
-	Time     string      `json:"time"`
-	Jobs     []jobStatus `json:"jobs"`
+	Store    string `json:"store"`
+	Backend  string `json:"backend"`
+	Instance string `json:"instance,omitempty"`
+	Time     string `json:"time"`
+	// Replication describes the store's replication as the backend found
+	// it at Init (PostgreSQL: topology, synchronous_commit, standbys,
+	// "unsafe" when a failover can lose claims); "" when the store does
+	// not report it.
+	Replication string      `json:"replication,omitempty"`
+	Jobs        []jobStatus `json:"jobs"`
 	// Replicas are the instances of the store's registry, live, dead and
 	// stopped; DifferingJobs names the jobs whose definitions differ
 	// between live replicas. ReplicasError says why the registry could
@@ -539,7 +550,7 @@ type activeJSON struct {
 // result.
 func (d *daemon) status(ctx context.Context) statusReport {
 	rep := statusReport{Store: d.store, Backend: d.backend.Name(), Instance: d.instance, Time: time.Now().UTC().Format(time.RFC3339Nano),
-		Replicas: []replicaJSON{}, DifferingJobs: []string{}, Jobs: []jobStatus{}}
+		Replication: storeReplication(d.backend), Replicas: []replicaJSON{}, DifferingJobs: []string{}, Jobs: []jobStatus{}}
 	replicas := addReplicas(ctx, d.sched, &rep)
 	rep.Paused = []stateJSON{}
 	if jc, ok := anarchon.As[anarchon.JobControl](d.backend); ok {

@@ -31,7 +31,10 @@
 // (the bucket name on NATS). Each scheme is opened by one small file
 // (store_<name>.go) that registers itself; a scheme whose backend is not in
 // the build is refused with the code backend_unavailable. Errors never show
-// a password.
+// a password. PostgreSQL takes several hosts with
+// target_session_attrs=read-write (postgres://u:p@db1:5432,db2:5432/db?
+// target_session_attrs=read-write) to follow a failover; the start-up
+// summary and /status show the replication pgbackend found.
 //
 // # Jobs
 //

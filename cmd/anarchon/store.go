@@ -64,6 +64,22 @@ var storeParams = map[string][]string{
 	"memory": {},
 }
 
+// replicationOf describe a store's replication as its backend found it at
+// Init, for the start-up summary and /status; each returns "" for a
+// backend it does not know. Store files add to it.
+var replicationOf []func(anarchon.Backend) string
+
+// storeReplication describes b's replication, "" when b does not report
+// it.
+func storeReplication(b anarchon.Backend) string {
+	for _, f := range replicationOf {
+		if s := f(b); s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
 // plannedSchemes are schemes of stores anarchon knows of whose backend is not
 // in this build; they get StoreUnavailable instead of StoreUnknownScheme.
 var plannedSchemes = map[string]string{
@@ -98,7 +114,13 @@ func openStore(raw string) (anarchon.Backend, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return nil, bad(StoreBadURL, nil, "does not parse: %s", scrub(err.Error(), raw))
+		hint := ""
+		if multiHost(raw) {
+			// Go's URL parser, which pgx uses too, reads what follows the
+			// last ':' of the host list as the port.
+			hint = " (in a URL with several hosts, give each its port: h1:5432,h2:5432)"
+		}
+		return nil, bad(StoreBadURL, nil, "does not parse: %s%s", scrub(err.Error(), raw), hint)
 	}
 	open, ok := openers[scheme]
 	if !ok {
@@ -139,6 +161,20 @@ func openStore(raw string) (anarchon.Backend, error) {
 		return nil, bad(StoreOpenFailed, err, "%s", scrub(err.Error(), raw))
 	}
 	return b, nil
+}
+
+// multiHost reports whether the authority of raw lists several hosts
+// (h1:5432,h2:5432).
+func multiHost(raw string) bool {
+	_, rest, ok := strings.Cut(raw, "//")
+	if !ok {
+		return false
+	}
+	rest = rest[strings.LastIndexByte(rest, '@')+1:]
+	if end := strings.IndexAny(rest, "/?#"); end >= 0 {
+		rest = rest[:end]
+	}
+	return strings.Contains(rest, ",")
 }
 
 // quoteAll quotes each name, for a message.

@@ -11,12 +11,23 @@ import (
 func init() {
 	openers["postgres"] = openPostgres
 	openers["postgresql"] = openPostgres
+	replicationOf = append(replicationOf, func(b anarchon.Backend) string {
+		if pb, ok := b.(*pgbackend.Backend); ok && pb.Replication().Topology != "" {
+			return pb.Replication().String()
+		}
+		return ""
+	})
 }
 
 // openPostgres opens "postgres://user:password@host:5432/db?sslmode=…" with
 // pgbackend.Open (a pgx pool the backend owns); "prefix" sets the table
 // prefix and "schema" the schema the tables live in (created if absent).
-// Other query parameters are pgx's.
+// Other query parameters are pgx's, and so are several hosts,
+// "postgres://u:p@h1:5432,h2:5432/db?target_session_attrs=read-write":
+// pgx tries them in turn and keeps the first that takes writes, so that
+// after a failover the replicas reconnect to the promoted standby. Init
+// logs the server's replication (a WARN for an asynchronous standby or
+// synchronous_commit off) to the daemon's log.
 func openPostgres(u *url.URL, raw, prefix string) (anarchon.Backend, error) {
 	q := u.Query()
 	schema := q.Get("schema")
@@ -25,5 +36,5 @@ func openPostgres(u *url.URL, raw, prefix string) (anarchon.Backend, error) {
 		u.RawQuery = q.Encode()
 		raw = u.String()
 	}
-	return pgbackend.Open(context.Background(), raw, &pgbackend.Options{Prefix: prefix, Schema: schema})
+	return pgbackend.Open(context.Background(), raw, &pgbackend.Options{Prefix: prefix, Schema: schema, Logger: clientLog.Load()})
 }
