@@ -95,6 +95,7 @@ func (h host) ClaimLease(ctx context.Context, a *runner.Leased[slotRun]) (runner
 		Lease:        a.Lease,
 		MaxLate:      a.MaxLate,
 		AllowOverlap: a.AllowOverlap,
+		Limit:        a.Limit,
 		MaxAttempts:  a.Job.job.opt.MaxAttempts + a.Job.job.opt.Retry.MaxRetries,
 	})
 	cs.End(ClaimEnd{Outcome: outcomeName(out, err), Attempt: out.Attempt, Err: err})

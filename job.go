@@ -74,9 +74,18 @@ const (
 	// like any run; it starts within Options.PollInterval of the end of
 	// the run it waits for. See SPEC §6, overlap.
 	OverlapBufferOne
+	// OverlapLimit runs a slot while fewer than JobOptions.OverlapLimit
+	// other runs of the job hold live leases, across the cluster, and
+	// skips it (recorded skipped) otherwise. The count is made by the
+	// store in the same atomic step as the claim, so two instances
+	// claiming different slots at once never both pass the limit.
+	// OverlapLimit with a limit of 1 is OverlapSkip. Kubernetes has no
+	// equivalent (parallelism is per Job, not per CronJob); Temporal's
+	// schedules neither. See SPEC §6, overlap.
+	OverlapLimit
 )
 
-// String returns "default", "skip", "allow" or "buffer_one".
+// String returns "default", "skip", "allow", "buffer_one" or "limit".
 func (p OverlapPolicy) String() string {
 	switch p {
 	case OverlapDefault:
@@ -87,6 +96,8 @@ func (p OverlapPolicy) String() string {
 		return "allow"
 	case OverlapBufferOne:
 		return "buffer_one"
+	case OverlapLimit:
+		return "limit"
 	}
 	return "unknown"
 }
@@ -108,6 +119,9 @@ const (
 	MaxHistorySize = 100_000
 	MaxAttempts    = 1_000
 	MaxCatchUp     = 10_000
+	// MaxOverlapLimit bounds JobOptions.OverlapLimit: a store counts
+	// the job's live runs in every claim.
+	MaxOverlapLimit = 1_000
 )
 
 // Default job option values, used where a JobOptions field is zero.
@@ -177,6 +191,11 @@ type JobOptions struct {
 	NoLease bool
 	// Overlap is the overlap policy. Defaults to OverlapDefault.
 	Overlap OverlapPolicy
+	// OverlapLimit is how many runs of the job may hold live leases at
+	// once, across the cluster, under OverlapLimit; it must be at least
+	// 1 there, and 0 with every other policy (CodeBadOption). Defaults
+	// to 0.
+	OverlapLimit int
 	// CatchUp recovers slots missed while every instance was down. Defaults
 	// to none.
 	CatchUp CatchUp

@@ -96,3 +96,89 @@ func TestOverlapBufferOne(t *testing.T) {
 		}
 	})
 }
+
+// OverlapLimit 2 on three schedulers sharing a store, a 10 s job whose
+// runs each take 25 s. Timeline (seconds after the first slot, T):
+//
+//	T+0   slot 0 runs until T+25
+//	T+10  slot 10 runs until T+35 (one other run)
+//	T+20  slot 20: slots 0 and 10 run: skipped
+//	T+30  slot 30 runs until T+55 (slot 0 ended; slot 10 runs)
+//	T+40  slot 40 runs until T+65 (slot 10 ended; slot 30 runs)
+//	T+50  slot 50: slots 30 and 40 run: skipped
+//	T+60  slot 60 runs for 1 s (slot 30 ended; slot 40 runs); Stop at T+66
+//
+// Each slot runs at most once, on time, and never more than 2 at once.
+func TestOverlapLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := membackend.New(nil)
+		type span struct {
+			slot       time.Time
+			start, end time.Time
+		}
+		var mu sync.Mutex
+		var spans []span
+		live, most := 0, 0
+		t0 := time.Now().Truncate(10 * time.Second).Add(10 * time.Second).UTC()
+		h := func(ctx context.Context, run *anarchon.Run) error {
+			start := time.Now()
+			mu.Lock()
+			live++
+			most = max(most, live)
+			mu.Unlock()
+			d := 25 * time.Second
+			if run.Slot.Sub(t0) >= 60*time.Second {
+				d = time.Second // so that nothing runs at Stop
+			}
+			time.Sleep(d)
+			mu.Lock()
+			live--
+			spans = append(spans, span{run.Slot, start, time.Now()})
+			mu.Unlock()
+			return nil
+		}
+		var ss []*anarchon.Scheduler
+		for i := range 3 {
+			s := newSched(t, store, fmt.Sprintf("i%d", i), nil)
+			opts := &anarchon.JobOptions{Overlap: anarchon.OverlapLimit, OverlapLimit: 2, Lease: 3 * time.Second}
+			if err := s.Every("lim", 10*time.Second, h, opts); err != nil {
+				t.Fatal(err)
+			}
+			mustStart(t, s)
+			ss = append(ss, s)
+		}
+		time.Sleep(time.Until(t0.Add(66 * time.Second)))
+		stopAll(t, ss...)
+
+		mu.Lock()
+		defer mu.Unlock()
+		at := func(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
+		ran := map[time.Time]span{}
+		for _, sp := range spans {
+			if _, dup := ran[sp.slot]; dup {
+				t.Errorf("slot %v ran twice", sp.slot.Sub(t0))
+			}
+			ran[sp.slot] = sp
+			if !sp.start.Equal(sp.slot) {
+				t.Errorf("slot %v started at %v, want on time", sp.slot.Sub(t0), sp.start.Sub(t0))
+			}
+		}
+		for _, sec := range []int{0, 10, 30, 40, 60} {
+			if _, ok := ran[at(sec)]; !ok {
+				t.Errorf("slot %d did not run; runs %+v", sec, spans)
+			}
+		}
+		hist := historyBySlot(t, ss[0], "lim")
+		for _, sec := range []int{20, 50} {
+			if sp, ok := ran[at(sec)]; ok {
+				t.Errorf("slot %d ran (%v to %v); want it skipped while two others ran", sec, sp.start.Sub(t0), sp.end.Sub(t0))
+			}
+			if recs := hist[at(sec).UnixMilli()]; len(recs) != 1 || recs[0].Status != anarchon.StatusSkipped {
+				t.Errorf("slot %d's history %+v, want one skipped record", sec, recs)
+			}
+		}
+		if most != 2 {
+			t.Errorf("at most %d runs at once, want 2", most)
+		}
+	})
+}

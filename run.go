@@ -33,6 +33,9 @@ func (s *Scheduler) lease(j *job, slot time.Time, maxLate time.Duration) *runner
 	// BufferOne claims with overlap allowed and decides after the win
 	// (bufferOne).
 	a.AllowOverlap = j.opt.Overlap == OverlapAllow || j.opt.Overlap == OverlapBufferOne
+	if j.opt.Overlap == OverlapLimit {
+		a.Limit = j.opt.OverlapLimit
+	}
 	return a
 }
 

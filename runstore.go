@@ -53,8 +53,15 @@ type RunClaim struct {
 	ClaimInput
 	Lease        time.Duration // the lease to grant on a win (store clock); must be > 0
 	MaxLate      time.Duration // an absent slot whose store time is past Slot+MaxLate is missed; 0 = no limit
-	AllowOverlap bool          // false: refuse (skip) while another slot of the job is running with a live lease
-	MaxAttempts  int           // attempts a slot may use before it is abandoned; <= 0 means 1
+	AllowOverlap bool          // false: refuse (skip) while Limit other slots of the job are running with live leases
+	// Limit is, with AllowOverlap false, how many other slots of the job
+	// may hold live leases for the claim of an absent slot to win: the
+	// store refuses it (OutcomeOverlap, state skipped) while Limit or
+	// more do. It is counted in the claim's atomic step, so concurrent
+	// claims of different slots never exceed it. 0 and 1 both mean one:
+	// refuse while any other slot runs. Ignored with AllowOverlap.
+	Limit       int
+	MaxAttempts int // attempts a slot may use before it is abandoned; <= 0 means 1
 }
 
 // RunState is the stored state of a run under leases (SPEC §6).

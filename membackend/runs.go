@@ -56,8 +56,8 @@ func (b *Backend) Runs() anarchon.RunStore { return &RunStore{b: b} }
 //     won with attempt+1, c.Token, c.InstanceID and a new lease;
 //   - the same with the attempts used up: done, status abandoned;
 //   - absent and c.MaxLate > 0 and now > slot+c.MaxLate: late (state missed);
-//   - absent, !c.AllowOverlap, and another slot of the job running with a
-//     live lease: overlap (state skipped);
+//   - absent, !c.AllowOverlap, and max(c.Limit, 1) other slots of the job
+//     running with live leases: overlap (state skipped);
 //   - absent: won, attempt 1.
 //
 // See the package doc for the history records each row writes. Claim fails
@@ -150,10 +150,13 @@ func (b *Backend) claimAbsent(j *jobState, c anarchon.RunClaim, now time.Time) a
 		return anarchon.ClaimOutcome{Kind: anarchon.OutcomeLate}
 	}
 	if !c.AllowOverlap {
+		limit, live := max(c.Limit, 1), 0
 		for slot := range j.active {
 			if o := j.runs[slot]; slot != c.Slot && o.live(now) {
-				settle(anarchon.RunStateSkipped, anarchon.StatusSkipped)
-				return anarchon.ClaimOutcome{Kind: anarchon.OutcomeOverlap, Attempt: o.attempt, Holder: o.holder, LeaseUntil: o.leaseUntil}
+				if live++; live >= limit {
+					settle(anarchon.RunStateSkipped, anarchon.StatusSkipped)
+					return anarchon.ClaimOutcome{Kind: anarchon.OutcomeOverlap, Attempt: o.attempt, Holder: o.holder, LeaseUntil: o.leaseUntil}
+				}
 			}
 		}
 	}

@@ -6,7 +6,7 @@
 // # Guarantees
 //
 //   - Job control and triggers: those of sqlbackend; the claim function
-//     (anarchon_claim_v4) reads the control row after the job lock, and a
+//     (anarchon_claim_v5) reads the control row after the job lock, and a
 //     trigger request is announced with NOTIFY. The Control and Trigger
 //     subtests pass against a real server (every conformance variant).
 //   - Plain claims: one INSERT … ON CONFLICT (job, slot) DO NOTHING
@@ -23,8 +23,8 @@
 //     Heartbeat and Active are one statement. The same clock judges them
 //     all, so instances with skewed clocks agree; [Backend.ServerTime]
 //     exposes it (anarchon.ServerClock).
-//   - The functions (anarchon_lock_job_v4, anarchon_claim_v4,
-//     anarchon_finish_v4, anarchon_release_v4, anarchon_finish_result_v4,
+//   - The functions (anarchon_lock_job_v5, anarchon_claim_v5,
+//     anarchon_finish_v5, anarchon_release_v5, anarchon_finish_result_v5,
 //     named with the table prefix and in the tables' schema) are created
 //     by Init, each only if absent, in the migration transaction under an
 //     advisory lock, so instances starting at once do not race and a role

@@ -51,7 +51,7 @@ func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.Cla
 		append(k.finishKeys(), k.ctl),
 		slotArg(c.Slot), c.Token, c.InstanceID,
 		c.Lease.Milliseconds(), c.MaxLate.Milliseconds(), overlap, max(c.MaxAttempts, 1),
-		b.channel, c.Job, anarchon.EarlyTolerance.Milliseconds(), size, ttl)
+		b.channel, c.Job, anarchon.EarlyTolerance.Milliseconds(), size, ttl, max(c.Limit, 1))
 	if err != nil {
 		return anarchon.ClaimOutcome{}, b.wrap(fmt.Sprintf("lease claim %q slot %d", c.Job, c.Slot), err)
 	}

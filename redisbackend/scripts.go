@@ -100,7 +100,8 @@ var scriptManual = newScript(lua("manual"))
 // KEYS: run, claims, hist, results, age, active, ctl.
 // ARGV: slot, token, instance, lease ms, max-late ms (0 = none),
 // allow overlap ('1'/'0'), max attempts, channel, job, early tolerance ms,
-// history size, history TTL ms (for a paused slot's record).
+// history size, history TTL ms (for a paused slot's record), overlap
+// limit (>= 1: with overlap refused, the other live runs that refuse it).
 // Returns {kind, attempt, holder, lease until ms (string), status}; kind as
 // anarchon.OutcomeKind: 1 won, 2 running, 3 done, 4 overlap, 5 none, 6 late,
 // 7 paused (the slot is settled and its history record saved); -1 (early)

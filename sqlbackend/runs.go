@@ -109,11 +109,12 @@ func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.Cla
 				out.Kind = anarchon.OutcomeLate
 				return b.insertRun(ctx, tx, c, anarchon.RunStateMissed, anarchon.StatusMissed, nil, now)
 			case !c.AllowOverlap:
-				rows, err := b.all(ctx, tx, b.q.liveOtherRun, c.Job, c.Slot, now)
+				limit := max(c.Limit, 1)
+				rows, err := b.all(ctx, tx, b.q.liveOtherRun, c.Job, c.Slot, now, limit)
 				if err != nil {
 					return err
 				}
-				if len(rows) > 0 {
+				if len(rows) >= limit {
 					out.Kind = anarchon.OutcomeOverlap
 					return b.insertRun(ctx, tx, c, anarchon.RunStateSkipped, anarchon.StatusSkipped, nil, now)
 				}
@@ -178,7 +179,7 @@ func (b *SQLBackend) claimRoutine(ctx context.Context, c anarchon.RunClaim, leas
 	if c.MaxLate > 0 {
 		maxLate = c.MaxLate.Milliseconds()
 	}
-	rows, err := b.all(ctx, b.cfg.Conn, b.rt.Claim, c.Job, c.Slot, c.Token, c.InstanceID, leaseMs, maxLate, c.AllowOverlap, maxAttempts)
+	rows, err := b.all(ctx, b.cfg.Conn, b.rt.Claim, c.Job, c.Slot, c.Token, c.InstanceID, leaseMs, maxLate, c.AllowOverlap, int64(max(c.Limit, 1)), maxAttempts)
 	if err != nil {
 		return anarchon.ClaimOutcome{}, err
 	}

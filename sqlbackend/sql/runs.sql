@@ -34,8 +34,10 @@ INSERT INTO {results} (job, token, slot, instance, attempt, status, claimed_at, 
 VALUES (?, ?, ?, ?, ?, ?, ?, NULL, NULL, '', '', 0, {now}) {ignore job, token}
 
 -- name: liveOtherRun
+-- Up to the overlap limit's number of other live runs: the claim is refused
+-- when it finds that many.
 SELECT slot FROM {runs} WHERE job = ? AND slot <> ? AND state = 'running'
-AND lease_until IS NOT NULL AND lease_until > ? LIMIT 1
+AND lease_until IS NOT NULL AND lease_until > ? LIMIT ?
 
 -- The statements that return the rows they change (heartbeat, finish,
 -- release) each have a *Read twin: a locking SELECT of the same WHERE,
