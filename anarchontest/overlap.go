@@ -66,7 +66,7 @@ func testOverlapLimit(t *testing.T, h Harness) {
 // and Active lists exactly Limit live runs.
 func testOverlapLimitRace(t *testing.T, h Harness) {
 	s := open(t, h, h.Handles)
-	rounds := max(h.Rounds/8, 3)
+	rounds := max(h.Rounds/40, 3)
 	limit := max(h.Racers/3, 2)
 	slot0 := baseSlot()
 	for r := range rounds {
