@@ -6,7 +6,8 @@ import (
 )
 
 // Handler is a job's work. ctx is cancelled when the job's Timeout elapses
-// (cause [ErrTimeout]), when its lease is lost (cause [ErrLeaseLost]) or when
+// (cause [ErrTimeout]), when its lease is lost (cause [ErrLeaseLost]), when
+// a later slot replaces it (OverlapReplace, cause [ErrReplaced]) or when
 // the scheduler's Stop deadline passes (cause [ErrStopped]); read the cause
 // with [context.Cause]. A returned error is recorded as the run's error; a
 // panic is recovered and recorded the same way. With JobOptions.Retry, an
@@ -83,9 +84,26 @@ const (
 	// equivalent (parallelism is per Job, not per CronJob); Temporal's
 	// schedules neither. See SPEC §6, overlap.
 	OverlapLimit
+	// OverlapReplace makes a slot that comes due while earlier runs of
+	// the job hold leases replace them, on whichever instances hold them:
+	// the slot's holder asks the store to settle every earlier running
+	// (or released) run of the job as replaced ([Replacer], in one atomic
+	// step), each holder cancels its handler's context with cause
+	// [ErrReplaced] at its next heartbeat (at once with a store that has
+	// a [Watcher]) and records the run with StatusReplaced, and the new
+	// slot starts once every replaced holder has recorded its end, or
+	// when the last of their leases would have run out (at most Lease
+	// after the request), whichever comes first. A handler that ignores
+	// its cancelled context may therefore still run when the new slot
+	// starts, as after a lost lease. Replaced runs are not retried and
+	// no backup takes them over. It needs a RunStore with [Replacer]
+	// (CodeNeedsRunStore otherwise). Kubernetes: Replace; Temporal:
+	// CancelOther. See SPEC §6, overlap.
+	OverlapReplace
 )
 
-// String returns "default", "skip", "allow", "buffer_one" or "limit".
+// String returns "default", "skip", "allow", "buffer_one", "limit" or
+// "replace".
 func (p OverlapPolicy) String() string {
 	switch p {
 	case OverlapDefault:
@@ -98,6 +116,8 @@ func (p OverlapPolicy) String() string {
 		return "buffer_one"
 	case OverlapLimit:
 		return "limit"
+	case OverlapReplace:
+		return "replace"
 	}
 	return "unknown"
 }

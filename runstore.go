@@ -171,6 +171,35 @@ type ResultFinisher interface {
 	FinishResult(ctx context.Context, in SaveResultInput) (bool, error)
 }
 
+// Replacer is an optional interface of a RunStore: it settles the earlier
+// runs of a job so that a later slot replaces them (OverlapReplace, SPEC
+// §6). Without it, a job with OverlapReplace is refused with
+// [CodeNeedsRunStore].
+type Replacer interface {
+	// Replace does nothing and returns false unless in.Token holds the
+	// running run (in.Job, in.Slot). Otherwise, in one atomic step for
+	// each run it settles, it settles every run of in.Job on a slot
+	// before in.Slot that is running (live or not) or released: state
+	// done, status replaced, the run's token kept, so that its holder's
+	// Heartbeat answers false from then on, no claim takes it over (a
+	// claim answers done with StatusReplaced) and Active no longer lists
+	// it. It records each in history under the run's token, holder and
+	// attempt with StatusReplaced unless a result is stored for that
+	// token already, wakes watchers (RunFinished), and returns the runs
+	// it settled as they were (State and LeaseUntil before the change,
+	// Live by the store's clock then), oldest slot first, and true.
+	Replace(ctx context.Context, in ReplaceInput) ([]ActiveRun, bool, error)
+}
+
+// ReplaceInput is what [Replacer.Replace] is given.
+// New fields may be added; a backend may ignore fields it does not know.
+type ReplaceInput struct {
+	Job        string // job name
+	Slot       int64  // Unix ms: the replacing slot; earlier slots are replaced
+	Token      string // the token that holds the replacing slot's run
+	InstanceID string // the replacing slot's holder
+}
+
 // AbandonedToken is the token under which an abandoned slot (Unix ms) is
 // recorded in history: "abandoned-<slot>". Every backup that sees a slot
 // abandoned saves its record under it, and so may the store, so that

@@ -103,6 +103,7 @@ type Scheduler struct {
 	recorder ClaimRecorder  // nil if Claim records history itself
 	checker  JobChecker     // nil if the backend checks no job
 	finisher ResultFinisher // nil without leases or without the one-call finish
+	replacer Replacer       // nil without leases or without Replace (OverlapReplace)
 	control  JobControl     // nil without job control
 	opts     Options
 	clock    Clock
@@ -182,6 +183,7 @@ func (s *Scheduler) findAbilities() {
 	s.watcher, _ = As[Watcher](b)
 	if s.runs != nil {
 		s.finisher, _ = As[ResultFinisher](b)
+		s.replacer, _ = As[Replacer](b)
 	}
 }
 
@@ -392,7 +394,7 @@ func (s *Scheduler) checkInput(j Job, bad badFunc) (*JobOptions, error) {
 	if o.CatchUp.Max > 0 && o.CatchUp.Window == 0 {
 		return nil, bad("CatchUp.Max", CodeBadOption, "CatchUp.Max without a CatchUp.Window does nothing", nil)
 	}
-	if o.Overlap < OverlapDefault || o.Overlap > OverlapLimit {
+	if o.Overlap < OverlapDefault || o.Overlap > OverlapReplace {
 		return nil, bad("Overlap", CodeBadOption, fmt.Sprintf("unknown overlap policy %d", int(o.Overlap)), nil)
 	}
 	switch {
@@ -466,15 +468,19 @@ func (s *Scheduler) compileSchedule(j Job, o *JobOptions, bad badFunc) (*job, er
 // resolveOptions decides whether the job runs under leases and applies the
 // defaults.
 func (s *Scheduler) resolveOptions(jb *job, o *JobOptions, bad badFunc) error {
-	wantsLeases := o.Lease > 0 || o.Overlap == OverlapSkip || o.Overlap == OverlapBufferOne || o.Overlap == OverlapLimit || o.CatchUp.Window > 0 || o.MaxAttempts > 0 || o.Retry.MaxRetries > 0
+	wantsLeases := o.Lease > 0 || o.Overlap == OverlapSkip || o.Overlap == OverlapBufferOne || o.Overlap == OverlapLimit || o.Overlap == OverlapReplace || o.CatchUp.Window > 0 || o.MaxAttempts > 0 || o.Retry.MaxRetries > 0
 	if o.NoLease && wantsLeases {
-		return bad("NoLease", CodeBadOption, "NoLease conflicts with Lease, Overlap skip, buffer_one or limit, CatchUp, MaxAttempts or Retry", nil)
+		return bad("NoLease", CodeBadOption, "NoLease conflicts with Lease, Overlap skip, buffer_one, limit or replace, CatchUp, MaxAttempts or Retry", nil)
 	}
 	if s.runs == nil && wantsLeases {
 		return bad("Lease", CodeNeedsRunStore,
-			fmt.Sprintf("leases, overlap skip, buffer_one and limit, catch-up, attempts and retries need a backend with a RunStore; %q has none", s.backend.Name()), nil)
+			fmt.Sprintf("leases, overlap skip, buffer_one, limit and replace, catch-up, attempts and retries need a backend with a RunStore; %q has none", s.backend.Name()), nil)
 	}
 	jb.leased = s.runs != nil && !o.NoLease
+	if o.Overlap == OverlapReplace && s.replacer == nil {
+		return bad("Overlap", CodeNeedsRunStore,
+			fmt.Sprintf("overlap replace needs a RunStore that can replace runs (anarchon.Replacer); %q has none", s.backend.Name()), nil)
+	}
 
 	if o.MaxLate == 0 {
 		o.MaxLate = DefaultMaxLate

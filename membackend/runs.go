@@ -411,3 +411,42 @@ func (b *Backend) emit(ev anarchon.RunEvent) {
 		}
 	}
 }
+
+// Replace implements [anarchon.Replacer]: if in.Token holds the running
+// run of (in.Job, in.Slot), every earlier run of the job that is running
+// or released is settled done with StatusReplaced (its token kept) and
+// recorded in history under its token unless a result is stored for it
+// already; watchers get RunFinished for each. It returns the settled runs
+// as they were, oldest first, and true; nil and false if in.Token does not
+// hold the slot. It fails after Close.
+func (s *RunStore) Replace(ctx context.Context, in anarchon.ReplaceInput) ([]anarchon.ActiveRun, bool, error) {
+	b := s.b
+	if err := b.op("Replace"); err != nil {
+		return nil, false, err
+	}
+	defer b.mu.Unlock()
+	j, r := b.heldRun(in.Job, in.Slot, in.Token)
+	if r == nil || r.state != anarchon.RunStateRunning {
+		return nil, false, nil
+	}
+	now := b.now()
+	out := []anarchon.ActiveRun{}
+	for slot := range j.active {
+		o := j.runs[slot]
+		if slot >= in.Slot || (o.state != anarchon.RunStateRunning && o.state != anarchon.RunStateReleased) {
+			continue
+		}
+		out = append(out, anarchon.ActiveRun{
+			Slot: slot, Token: o.token, InstanceID: o.holder, Attempt: o.attempt,
+			State: o.state, LeaseUntil: o.leaseUntil, Live: o.live(now),
+		})
+		o.state, o.status, o.changed = anarchon.RunStateDone, anarchon.StatusReplaced, now
+		delete(j.active, slot)
+		j.hist.addResultIfNone(anarchon.StoredResult{
+			Slot: slot, Token: o.token, InstanceID: o.holder, Attempt: o.attempt, Status: anarchon.StatusReplaced,
+		}, now)
+		b.emit(anarchon.RunEvent{Job: in.Job, Slot: slot, Kind: anarchon.RunFinished})
+	}
+	slices.SortFunc(out, func(a, b anarchon.ActiveRun) int { return cmp.Compare(a.Slot, b.Slot) })
+	return out, true, nil
+}
