@@ -18,7 +18,7 @@ import (
 // first. A store error is retried every PollInterval; it returns early,
 // to run, when ctx ends (the handler then sees its context cancelled).
 func (s *Scheduler) replaceEarlier(ctx context.Context, j *job, a *attempt) {
-	in := ReplaceInput{Job: j.name, Slot: a.Slot, Token: a.Token, InstanceID: s.opts.InstanceID}
+	in := ReplaceInput{ClaimInput: host{s}.claimInput(a)}
 	var runs []ActiveRun
 	for {
 		rs, held, err := s.replacer.Replace(ctx, in)

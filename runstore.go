@@ -191,13 +191,12 @@ type Replacer interface {
 	Replace(ctx context.Context, in ReplaceInput) ([]ActiveRun, bool, error)
 }
 
-// ReplaceInput is what [Replacer.Replace] is given.
+// ReplaceInput is what [Replacer.Replace] is given: the replacing slot
+// (ClaimInput.Slot), the token that holds its run and its holder, and the
+// history limits the records Replace stores are kept under.
 // New fields may be added; a backend may ignore fields it does not know.
 type ReplaceInput struct {
-	Job        string // job name
-	Slot       int64  // Unix ms: the replacing slot; earlier slots are replaced
-	Token      string // the token that holds the replacing slot's run
-	InstanceID string // the replacing slot's holder
+	ClaimInput
 }
 
 // AbandonedToken is the token under which an abandoned slot (Unix ms) is

@@ -15,7 +15,7 @@ func (s *store) replacer(i int) anarchon.Replacer {
 
 func (s *store) replace(i int, job string, slot int64, tok string) ([]anarchon.ActiveRun, bool) {
 	s.t.Helper()
-	runs, held, err := s.replacer(i).Replace(s.ctx, anarchon.ReplaceInput{Job: job, Slot: slot, Token: tok, InstanceID: "replacer"})
+	runs, held, err := s.replacer(i).Replace(s.ctx, anarchon.ReplaceInput{ClaimInput: input(job, slot, tok, "replacer")})
 	if err != nil {
 		s.t.Fatalf("handle %d: Replace(%q, slot %d): %v", i, job, slot, err)
 	}

@@ -193,8 +193,18 @@ var scriptFinishResult = newScript(luaFinish + luaUnindexed + luaSave + lua("fin
 // claims (read from the run hash) are merged in by slot.
 var scriptHistory = newScript(luaUnindexed + lua("history"))
 
+// scriptReplace is RunStore.Replace: if the token holds the running run
+// of the slot, it settles every earlier running or released run of the
+// job as done with status replaced (token kept), saves a replaced result
+// for each unless one is stored, and publishes a finished event for each.
+// KEYS: run, claims, hist, results, age, active.
+// ARGV: slot, token, channel, job, history size, history TTL ms.
+// Returns {0} if the token does not hold the slot, else {1, now ms, slot1,
+// run1 (JSON before the change), slot2, run2, ...}.
+var scriptReplace = newScript(luaUnindexed + luaSave + lua("replace"))
+
 var allScripts = []*script{
 	scriptClaim, scriptClaimPaused, scriptManual, scriptLeaseClaim, scriptHeartbeat,
 	scriptFinish, scriptRelease, scriptActive, scriptSave, scriptHistory,
-	scriptFinishResult,
+	scriptFinishResult, scriptReplace,
 }

@@ -505,7 +505,7 @@ func (s *RunStore) Replace(ctx context.Context, in anarchon.ReplaceInput) ([]ana
 	if err := b.ready(ctx, "replace"); err != nil {
 		return nil, false, err
 	}
-	if err := checkClaim(anarchon.ClaimInput{Job: in.Job, Slot: in.Slot, Token: in.Token, InstanceID: in.InstanceID}); err != nil {
+	if err := checkClaim(in.ClaimInput); err != nil {
 		return nil, false, b.errorf("replace", err)
 	}
 	var out []anarchon.ActiveRun
