@@ -67,7 +67,8 @@
 // stand by as backups and take the slot over (Attempt+1) if the lease runs
 // out or is released. A lost lease cancels the handler's context with cause
 // [ErrLeaseLost]. [OverlapSkip] skips slots while another run of the job is
-// live; [CatchUp] recovers slots missed while every instance was down; Stop
+// live, [OverlapLimit] while N are, and [OverlapReplace] cancels the
+// running one (cause [ErrReplaced]) before the new slot runs; [CatchUp] recovers slots missed while every instance was down; Stop
 // hands running jobs over to a backup. [Run.Attempt] is a fencing number.
 // With a [Watcher] backups wake as soon as a lease is released; otherwise
 // they poll every [Options.PollInterval]. Jobs use leases by default on such

@@ -196,10 +196,29 @@ func TestOverlapLimit(t *testing.T) {
 //	      starts when slot 30's lease would have run out (at most 3 s)
 //	T+50  slot 50 runs (slot 40 ended)
 //
-// Each slot runs once; replaced runs are recorded replaced.
+// Each slot runs once; replaced runs are recorded replaced. Without a
+// watch, the replaced holder learns it at its next heartbeat (Lease/3).
 func TestOverlapReplace(t *testing.T) {
+	t.Run("Watch", func(t *testing.T) { testOverlapReplace(t, func() anarchon.Backend { return membackend.New(nil) }) })
+	t.Run("Poll", func(t *testing.T) { testOverlapReplace(t, func() anarchon.Backend { return replaceNoWatch{membackend.New(nil)} }) })
+}
+
+// replaceNoWatch hides the Watcher of a membackend but keeps its
+// Replacer.
+type replaceNoWatch struct{ *membackend.Backend }
+
+func (n replaceNoWatch) Runs() anarchon.RunStore {
+	rs := n.Backend.Runs()
+	return struct {
+		anarchon.RunStore
+		anarchon.Replacer
+	}{rs, rs.(anarchon.Replacer)}
+}
+func (replaceNoWatch) WatchRuns() {}
+
+func testOverlapReplace(t *testing.T, newStore func() anarchon.Backend) {
 	synctest.Test(t, func(t *testing.T) {
-		store := membackend.New(nil)
+		store := newStore()
 		type span struct {
 			slot       time.Time
 			start, end time.Time
@@ -270,7 +289,7 @@ func TestOverlapReplace(t *testing.T) {
 				continue // ignores its cancellation: see below
 			}
 			if old.end.Before(at(c.by)) || old.end.After(at(c.by).Add(time.Second)) {
-				t.Errorf("slot %d ended at %v, want within 1 s after slot %d came due (the watch wakes its holder)", c.replaced, old.end.Sub(t0), c.by)
+				t.Errorf("slot %d ended at %v, want within 1 s (Lease/3) after slot %d came due", c.replaced, old.end.Sub(t0), c.by)
 			}
 			if nu.start.Before(old.end) || nu.start.After(old.end.Add(time.Second)) {
 				t.Errorf("slot %d started at %v, want within PollInterval (1 s) after slot %d ended at %v", c.by, nu.start.Sub(t0), c.replaced, old.end.Sub(t0))

@@ -215,6 +215,8 @@ func TestValidation(t *testing.T) {
 		{"negative limit", nil, anarchon.Job{Name: "j", Schedule: anarchon.Interval(time.Second), Handler: h, Options: &anarchon.JobOptions{Overlap: anarchon.OverlapLimit, OverlapLimit: -2}}, anarchon.CodeBadOption},
 		{"huge limit", nil, anarchon.Job{Name: "j", Schedule: anarchon.Interval(time.Second), Handler: h, Options: &anarchon.JobOptions{Overlap: anarchon.OverlapLimit, OverlapLimit: anarchon.MaxOverlapLimit + 1}}, anarchon.CodeBadOption},
 		{"limit count without the policy", nil, anarchon.Job{Name: "j", Schedule: anarchon.Interval(time.Second), Handler: h, Options: &anarchon.JobOptions{Overlap: anarchon.OverlapSkip, OverlapLimit: 2}}, anarchon.CodeBadOption},
+		{"replace without run store", plain, anarchon.Job{Name: "j", Schedule: anarchon.Interval(time.Second), Handler: h, Options: &anarchon.JobOptions{Overlap: anarchon.OverlapReplace}}, anarchon.CodeNeedsRunStore},
+		{"replace without Replacer", noWatch{membackend.New(nil)}, anarchon.Job{Name: "j", Schedule: anarchon.Interval(time.Second), Handler: h, Options: &anarchon.JobOptions{Overlap: anarchon.OverlapReplace}}, anarchon.CodeNeedsRunStore},
 		{"limit without run store", plain, anarchon.Job{Name: "j", Schedule: anarchon.Interval(time.Second), Handler: h, Options: &anarchon.JobOptions{Overlap: anarchon.OverlapLimit, OverlapLimit: 2}}, anarchon.CodeNeedsRunStore},
 		{"limit with NoLease", nil, anarchon.Job{Name: "j", Schedule: anarchon.Interval(time.Second), Handler: h, Options: &anarchon.JobOptions{NoLease: true, Overlap: anarchon.OverlapLimit, OverlapLimit: 2}}, anarchon.CodeBadOption},
 		{"dedupe window", short, anarchon.Job{Name: "j", Schedule: anarchon.Interval(time.Second), Handler: h}, anarchon.CodeDedupeWindow},

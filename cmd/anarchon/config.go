@@ -312,8 +312,9 @@ func decodeJob(file string, n *yaml.Node) (*jobSpec, []error) {
 	return j, errs
 }
 
-// decodeOverlap reads an overlap policy: skip, allow, buffer_one, or
-// "limit N" (at most N runs at once across the cluster, N >= 1). A count
+// decodeOverlap reads an overlap policy: skip, allow, buffer_one,
+// replace, or "limit N" (at most N runs at once across the cluster,
+// N >= 1). A count
 // below 1 is left to the scheduler's check, which refuses it with
 // anarchon.CodeBadOption at this line.
 func decodeOverlap(j *jobSpec, line int, s string, fail func(int, string, ...any)) {
@@ -325,6 +326,8 @@ func decodeOverlap(j *jobSpec, line int, s string, fail func(int, string, ...any
 		j.Options.Overlap = anarchon.OverlapAllow
 	case len(f) == 1 && f[0] == "buffer_one":
 		j.Options.Overlap = anarchon.OverlapBufferOne
+	case len(f) == 1 && f[0] == "replace":
+		j.Options.Overlap = anarchon.OverlapReplace
 	case len(f) >= 1 && f[0] == "limit":
 		if len(f) != 2 {
 			fail(line, "overlap: %q: limit takes one count, like \"limit 2\"", s)
@@ -337,6 +340,6 @@ func decodeOverlap(j *jobSpec, line int, s string, fail func(int, string, ...any
 		}
 		j.Options.Overlap, j.Options.OverlapLimit = anarchon.OverlapLimit, n
 	default:
-		fail(line, "overlap: %q is not skip, allow, buffer_one or limit N", s)
+		fail(line, "overlap: %q is not skip, allow, buffer_one, replace or limit N", s)
 	}
 }

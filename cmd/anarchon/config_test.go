@@ -71,6 +71,15 @@ func TestParseConfig(t *testing.T) {
 		t.Errorf("limit 3: registration: %v", errs)
 	}
 
+	// overlap: replace.
+	jobs, errs = parseConfig("o.yaml", []byte("- name: x\n  schedule: '@hourly'\n  shell: date\n  overlap: replace\n"))
+	if len(errs) > 0 || len(jobs) != 1 || jobs[0].Options.Overlap != anarchon.OverlapReplace {
+		t.Fatalf("replace: %v %v", jobs, errs)
+	}
+	if errs := checkJobs(jobs); len(errs) > 0 {
+		t.Errorf("replace: registration: %v", errs)
+	}
+
 	// A bare list works too.
 	jobs, errs = parseConfig("b.yaml", []byte("- name: x\n  schedule: '@hourly'\n  shell: date\n"))
 	if len(errs) > 0 || len(jobs) != 1 || jobs[0].Line != 1 {
@@ -100,7 +109,9 @@ func TestParseConfigErrors(t *testing.T) {
 		{"repeated key", "- name: a\n  name: b\n  schedule: '@daily'\n  shell: date\n",
 			[]string{`c.yaml:2: key "name" repeated (first at line 1)`}},
 		{"overlap", "- name: a\n  schedule: '@daily'\n  shell: date\n  overlap: queue\n",
-			[]string{`c.yaml:4: overlap: "queue" is not skip, allow, buffer_one or limit N`}},
+			[]string{`c.yaml:4: overlap: "queue" is not skip, allow, buffer_one, replace or limit N`}},
+		{"overlap replace with a count", "- name: a\n  schedule: '@daily'\n  shell: date\n  overlap: replace 2\n",
+			[]string{`c.yaml:4: overlap: "replace 2" is not skip, allow, buffer_one, replace or limit N`}},
 		{"overlap limit without a count", "- name: a\n  schedule: '@daily'\n  shell: date\n  overlap: limit\n",
 			[]string{`c.yaml:4: overlap: "limit": limit takes one count, like "limit 2"`}},
 		{"overlap limit with two counts", "- name: a\n  schedule: '@daily'\n  shell: date\n  overlap: limit 2 3\n",
