@@ -200,7 +200,9 @@ func TestOverlapLimit(t *testing.T) {
 // watch, the replaced holder learns it at its next heartbeat (Lease/3).
 func TestOverlapReplace(t *testing.T) {
 	t.Run("Watch", func(t *testing.T) { testOverlapReplace(t, func() anarchon.Backend { return membackend.New(nil) }) })
-	t.Run("Poll", func(t *testing.T) { testOverlapReplace(t, func() anarchon.Backend { return replaceNoWatch{membackend.New(nil)} }) })
+	t.Run("Poll", func(t *testing.T) {
+		testOverlapReplace(t, func() anarchon.Backend { return replaceNoWatch{membackend.New(nil)} })
+	})
 }
 
 // replaceNoWatch hides the Watcher of a membackend but keeps its
