@@ -26,6 +26,15 @@
 // by a revision compare-and-set, so one token wins. The Control and
 // Trigger subtests pass against a real server.
 //
+// Overlap limit and replace (SPEC §6): the overlap check of a claim
+// counts the job's live runs (RunClaim.Limit) in the compare-and-set of
+// the job key, so of two claims listed at once the second counts the
+// first; [RunStore.Replace] ([anarchon.Replacer]) settles each earlier run
+// by its own compare-and-set (a run is replaced once), but checks that
+// the caller holds its slot in a separate read. The Overlap/Limit
+// (racing claims of different slots) and Replace subtests pass against a
+// real server.
+//
 // The one rule (one winner per slot) holds as long as JetStream keeps
 // acknowledged writes. What that means depends on the server:
 //
