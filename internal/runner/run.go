@@ -271,7 +271,7 @@ func (b *beat[J]) take(ans beatAnswer) time.Duration {
 		ctx, cancel := context.WithDeadline(b.ctx, b.safeEnd())
 		cause := b.r.host.LostCause(ctx, b.a)
 		cancel()
-		if cause == nil || !errors.Is(cause, b.r.cfg.ErrReplaced) || b.r.cfg.ErrReplaced == nil {
+		if b.r.cfg.ErrReplaced == nil || !errors.Is(cause, b.r.cfg.ErrReplaced) {
 			cause = b.r.cfg.ErrLeaseLost
 			b.r.cfg.Log.LogAttrs(b.ctx, slog.LevelWarn, "lease lost", slog.String("job", b.a.Name), slog.Time("slot", b.a.SlotTime()))
 		} else {
