@@ -112,12 +112,13 @@ const (
 	StatusAbandoned   Status = "abandoned"   // takeovers used up MaxAttempts
 	StatusMissed      Status = "missed"      // the slot was more than MaxLate past due (or outside catch-up)
 	StatusSkipped     Status = "skipped"     // another run of the job was still running (overlap policy skip)
+	StatusReplaced    Status = "replaced"    // a later slot of the job replaced the run (overlap policy replace)
 )
 
 // Final reports whether s settles a slot: no further attempt will run it.
 func (s Status) Final() bool {
 	switch s {
-	case StatusSuccess, StatusError, StatusAbandoned, StatusMissed, StatusSkipped, StatusPaused:
+	case StatusSuccess, StatusError, StatusAbandoned, StatusMissed, StatusSkipped, StatusPaused, StatusReplaced:
 		return true
 	}
 	return false

@@ -67,13 +67,15 @@
 // stand by as backups and take the slot over (Attempt+1) if the lease runs
 // out or is released. A lost lease cancels the handler's context with cause
 // [ErrLeaseLost]. [OverlapSkip] skips slots while another run of the job is
-// live; [CatchUp] recovers slots missed while every instance was down; Stop
-// hands running jobs over to a backup. [Run.Attempt] is a fencing number
-// as long as the store keeps what it acknowledged (not across a failover
-// that lost claims: SPEC §6, "Stores that forget").
-// With a [Watcher] backups wake as soon as a lease is released, and ask
-// again only when the lease they were told of ends; otherwise (or while the
-// watch is broken) they poll every [Options.PollInterval]. Jobs use leases by default on such
+// live, [OverlapLimit] while N are, and [OverlapReplace] cancels the
+// running one (cause [ErrReplaced]) before the new slot runs; [CatchUp]
+// recovers slots missed while every instance was down; Stop hands running
+// jobs over to a backup. [Run.Attempt] is a fencing number as long as the
+// store keeps what it acknowledged (not across a failover that lost
+// claims: SPEC §6, "Stores that forget"). With a [Watcher] backups wake as
+// soon as a lease is released, and ask again only when the lease they were
+// told of ends; otherwise (or while the watch is broken) they poll every
+// [Options.PollInterval]. Jobs use leases by default on such
 // a backend; [JobOptions.NoLease] opts out.
 //
 // Leases also carry what a run can be beyond one attempt per slot:

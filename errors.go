@@ -29,6 +29,12 @@ var (
 	// ErrStarted is returned when Start is called on a scheduler that has
 	// already been started.
 	ErrStarted = errors.New("anarchon: scheduler already started")
+	// ErrReplaced is the cause of a handler's context when a later slot
+	// of its job replaced its run (OverlapReplace, SPEC §6): the store
+	// settled the run as replaced, and its holder learns it at its next
+	// heartbeat (at once with a store that has a Watcher). The run is
+	// recorded with StatusReplaced; it is not retried.
+	ErrReplaced = errors.New("anarchon: run replaced by a later slot")
 	// ErrRemoved is the cause of a handler's context when Remove cancelled
 	// its run (RemoveOptions.Cancel without a Cause).
 	ErrRemoved = errors.New("anarchon: job removed")

@@ -80,3 +80,29 @@ func ExampleScheduler_At() {
 	fmt.Println(next)
 	// Output: [2031-01-01 00:00:00 +0000 UTC]
 }
+
+// Two overlap policies that need the store's help: at most three scans
+// at once across every instance, and a feed whose new slot stops the run
+// still going (its context's cause is ErrReplaced).
+func ExampleOverlapPolicy() {
+	s := anarchon.New(membackend.New(nil), &anarchon.Options{Logger: slog.New(slog.DiscardHandler)})
+	scan := func(ctx context.Context, run *anarchon.Run) error { return nil }
+	feed := func(ctx context.Context, run *anarchon.Run) error {
+		<-ctx.Done() // a long pull, cut short when the next slot comes
+		if errors.Is(context.Cause(ctx), anarchon.ErrReplaced) {
+			return nil // recorded as replaced
+		}
+		return ctx.Err()
+	}
+	fmt.Println(s.Every("scan", time.Minute, scan, &anarchon.JobOptions{Overlap: anarchon.OverlapLimit, OverlapLimit: 3}))
+	fmt.Println(s.Every("feed", time.Minute, feed, &anarchon.JobOptions{Overlap: anarchon.OverlapReplace}))
+
+	// A limit below one is refused with a code.
+	err := s.Every("bad", time.Minute, scan, &anarchon.JobOptions{Overlap: anarchon.OverlapLimit})
+	var ve *anarchon.ValidationError
+	fmt.Println(errors.As(err, &ve), ve.Field, ve.Code)
+	// Output:
+	// <nil>
+	// <nil>
+	// true OverlapLimit bad_option
+}

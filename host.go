@@ -26,7 +26,7 @@ func (s *Scheduler) newRunner(runCtx context.Context) *runner.Runner[slotRun] {
 	return runner.New[slotRun](host{s}, runCtx, runner.Config{
 		Log: s.log, PollInterval: s.opts.PollInterval, Watch: s.watcher != nil,
 		BatchSize: s.batchSize(s.batcher != nil), LeaseBatchSize: s.batchSize(s.runBatcher != nil),
-		ErrLeaseLost: ErrLeaseLost, ErrStopped: ErrStopped, ErrClosed: ErrClosed, ErrPermanent: ErrPermanent,
+		ErrLeaseLost: ErrLeaseLost, ErrStopped: ErrStopped, ErrClosed: ErrClosed, ErrPermanent: ErrPermanent, ErrReplaced: ErrReplaced,
 	})
 }
 
@@ -147,6 +147,7 @@ func (h host) runClaim(a *runner.Leased[slotRun]) RunClaim {
 		Lease:        a.Lease,
 		MaxLate:      a.MaxLate,
 		AllowOverlap: a.AllowOverlap,
+		Limit:        a.Limit,
 		MaxAttempts:  a.Job.job.opt.MaxAttempts + a.Job.job.opt.Retry.MaxRetries,
 	}
 }
@@ -195,6 +196,10 @@ func (h host) ClaimLeaseBatch(ctx context.Context, as []*runner.Leased[slotRun])
 
 func (h host) LeaseAnswered(ctx context.Context, a *runner.Leased[slotRun], out runner.Outcome) {
 	h.s.emit(Event{Kind: EventClaim, Job: a.Name, Slot: a.SlotTime(), Attempt: out.Attempt, Outcome: OutcomeKind(out.Kind).String(), Lateness: h.s.now().Sub(a.SlotTime())})
+}
+
+func (h host) LostCause(ctx context.Context, a *runner.Leased[slotRun]) error {
+	return h.s.lostCause(ctx, a.Job.job, &a.Attempt)
 }
 
 func (h host) Heartbeat(ctx context.Context, a *runner.Leased[slotRun], lease time.Duration) (bool, error) {
@@ -260,6 +265,9 @@ func (h host) Execute(ctx context.Context, a *attempt) runner.Result {
 			h.Settled(ctx, a, runner.StatusSkipped)
 			return runner.Result{Token: a.Token, Attempt: a.Number, Status: runner.StatusSkipped}
 		}
+	}
+	if j := a.Job.job; j.opt.Overlap == OverlapReplace && a.Leased && !a.Job.backfill {
+		h.s.replaceEarlier(ctx, j, a)
 	}
 	res, err := h.s.execute(ctx, a.Job.job, run, a.Job.claim) // the won claim's span: every claim sets it
 	out := runner.Result{

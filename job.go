@@ -6,7 +6,8 @@ import (
 )
 
 // Handler is a job's work. ctx is cancelled when the job's Timeout elapses
-// (cause [ErrTimeout]), when its lease is lost (cause [ErrLeaseLost]) or when
+// (cause [ErrTimeout]), when its lease is lost (cause [ErrLeaseLost]), when
+// a later slot replaces it (OverlapReplace, cause [ErrReplaced]) or when
 // the scheduler's Stop deadline passes (cause [ErrStopped]); read the cause
 // with [context.Cause]. A returned error is recorded as the run's error; a
 // panic is recovered and recorded the same way. With JobOptions.Retry, an
@@ -76,9 +77,35 @@ const (
 	// like any run; it starts within Options.PollInterval of the end of
 	// the run it waits for. See SPEC §6, overlap.
 	OverlapBufferOne
+	// OverlapLimit runs a slot while fewer than JobOptions.OverlapLimit
+	// other runs of the job hold live leases, across the cluster, and
+	// skips it (recorded skipped) otherwise. The count is made by the
+	// store in the same atomic step as the claim, so two instances
+	// claiming different slots at once never both pass the limit.
+	// OverlapLimit with a limit of 1 is OverlapSkip. Kubernetes has no
+	// equivalent (parallelism is per Job, not per CronJob); Temporal's
+	// schedules neither. See SPEC §6, overlap.
+	OverlapLimit
+	// OverlapReplace makes a slot that comes due while earlier runs of
+	// the job hold leases replace them, on whichever instances hold them:
+	// the slot's holder asks the store to settle every earlier running
+	// (or released) run of the job as replaced ([Replacer], in one atomic
+	// step), each holder cancels its handler's context with cause
+	// [ErrReplaced] at its next heartbeat (at once with a store that has
+	// a [Watcher]) and records the run with StatusReplaced, and the new
+	// slot starts once every replaced holder has recorded its end, or
+	// when the last of their leases would have run out (at most Lease
+	// after the request), whichever comes first. A handler that ignores
+	// its cancelled context may therefore still run when the new slot
+	// starts, as after a lost lease. Replaced runs are not retried and
+	// no backup takes them over. It needs a RunStore with [Replacer]
+	// (CodeNeedsRunStore otherwise). Kubernetes: Replace; Temporal:
+	// CancelOther. See SPEC §6, overlap.
+	OverlapReplace
 )
 
-// String returns "default", "skip", "allow" or "buffer_one".
+// String returns "default", "skip", "allow", "buffer_one", "limit" or
+// "replace".
 func (p OverlapPolicy) String() string {
 	switch p {
 	case OverlapDefault:
@@ -89,6 +116,10 @@ func (p OverlapPolicy) String() string {
 		return "allow"
 	case OverlapBufferOne:
 		return "buffer_one"
+	case OverlapLimit:
+		return "limit"
+	case OverlapReplace:
+		return "replace"
 	}
 	return "unknown"
 }
@@ -110,6 +141,9 @@ const (
 	MaxHistorySize = 100_000
 	MaxAttempts    = 1_000
 	MaxCatchUp     = 10_000
+	// MaxOverlapLimit bounds JobOptions.OverlapLimit: a store counts
+	// the job's live runs in every claim.
+	MaxOverlapLimit = 1_000
 )
 
 // Default job option values, used where a JobOptions field is zero.
@@ -181,6 +215,11 @@ type JobOptions struct {
 	NoLease bool
 	// Overlap is the overlap policy. Defaults to OverlapDefault.
 	Overlap OverlapPolicy
+	// OverlapLimit is how many runs of the job may hold live leases at
+	// once, across the cluster, under OverlapLimit; it must be at least
+	// 1 there, and 0 with every other policy (CodeBadOption). Defaults
+	// to 0.
+	OverlapLimit int
 	// CatchUp recovers slots missed while every instance was down. Defaults
 	// to none.
 	CatchUp CatchUp

@@ -132,7 +132,7 @@ const fingerprintLen = 16
 // from what decides which slots run and how they are claimed: the name,
 // the schedule (cron fields compared as written, runs of blanks folded),
 // the zone, and after defaults the options Offset, MaxLate, NoLease (as the
-// leased flag), Lease, Overlap, MaxAttempts, CatchUp, Retry (when MaxRetries > 0) and Fingerprint.
+// leased flag), Lease, Overlap (with OverlapLimit under OverlapLimit), MaxAttempts, CatchUp, Retry (when MaxRetries > 0) and Fingerprint.
 // Jitter, Timeout and the history options are left out: instances that
 // differ in them still run each slot once. Two instances whose jobs of one
 // name have different fingerprints run them differently, for example a
@@ -156,7 +156,11 @@ func FingerprintJob(j JobInfo) string {
 	field(strconv.FormatBool(j.Leased))
 	if j.Leased {
 		dur(o.Lease)
-		field(o.Overlap.String())
+		if o.Overlap == OverlapLimit {
+			field(o.Overlap.String() + " " + strconv.Itoa(o.OverlapLimit))
+		} else {
+			field(o.Overlap.String())
+		}
 		field(strconv.Itoa(o.MaxAttempts))
 		dur(o.CatchUp.Window)
 		field(strconv.Itoa(o.CatchUp.Max))

@@ -66,7 +66,12 @@ func (s *Scheduler) lease(j *job, slot time.Time, maxLate time.Duration) *runner
 	a := s.run.Lease(slotRun{job: j}, j.name, slot, j.opt.Lease, maxLate)
 	// BufferOne claims with overlap allowed and decides after the win
 	// (bufferOne).
-	a.AllowOverlap = j.opt.Overlap == OverlapAllow || j.opt.Overlap == OverlapBufferOne
+	// Replace claims with overlap allowed and settles the earlier runs
+	// after the win (replaceEarlier).
+	a.AllowOverlap = j.opt.Overlap == OverlapAllow || j.opt.Overlap == OverlapBufferOne || j.opt.Overlap == OverlapReplace
+	if j.opt.Overlap == OverlapLimit {
+		a.Limit = j.opt.OverlapLimit
+	}
 	return a
 }
 

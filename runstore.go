@@ -53,8 +53,15 @@ type RunClaim struct {
 	ClaimInput
 	Lease        time.Duration // the lease to grant on a win (store clock); must be > 0
 	MaxLate      time.Duration // an absent slot whose store time is past Slot+MaxLate is missed; 0 = no limit
-	AllowOverlap bool          // false: refuse (skip) while another slot of the job is running with a live lease
-	MaxAttempts  int           // attempts a slot may use before it is abandoned; <= 0 means 1
+	AllowOverlap bool          // false: refuse (skip) while Limit other slots of the job are running with live leases
+	// Limit is, with AllowOverlap false, how many other slots of the job
+	// may hold live leases for the claim of an absent slot to win: the
+	// store refuses it (OutcomeOverlap, state skipped) while Limit or
+	// more do. It is counted in the claim's atomic step, so concurrent
+	// claims of different slots never exceed it. 0 and 1 both mean one:
+	// refuse while any other slot runs. Ignored with AllowOverlap.
+	Limit       int
+	MaxAttempts int // attempts a slot may use before it is abandoned; <= 0 means 1
 }
 
 // RunState is the stored state of a run under leases (SPEC §6).
@@ -162,6 +169,34 @@ type ReleaseInput struct {
 // Without it the scheduler calls Finish, then SaveResult.
 type ResultFinisher interface {
 	FinishResult(ctx context.Context, in SaveResultInput) (bool, error)
+}
+
+// Replacer is an optional interface of a RunStore: it settles the earlier
+// runs of a job so that a later slot replaces them (OverlapReplace, SPEC
+// §6). Without it, a job with OverlapReplace is refused with
+// [CodeNeedsRunStore].
+type Replacer interface {
+	// Replace does nothing and returns false unless in.Token holds the
+	// running run (in.Job, in.Slot). Otherwise, in one atomic step for
+	// each run it settles, it settles every run of in.Job on a slot
+	// before in.Slot that is running (live or not) or released: state
+	// done, status replaced, the run's token kept, so that its holder's
+	// Heartbeat answers false from then on, no claim takes it over (a
+	// claim answers done with StatusReplaced) and Active no longer lists
+	// it. It records each in history under the run's token, holder and
+	// attempt with StatusReplaced unless a result is stored for that
+	// token already, wakes watchers (RunFinished), and returns the runs
+	// it settled as they were (State and LeaseUntil before the change,
+	// Live by the store's clock then), oldest slot first, and true.
+	Replace(ctx context.Context, in ReplaceInput) ([]ActiveRun, bool, error)
+}
+
+// ReplaceInput is what [Replacer.Replace] is given: the replacing slot
+// (ClaimInput.Slot), the token that holds its run and its holder, and the
+// history limits the records Replace stores are kept under.
+// New fields may be added; a backend may ignore fields it does not know.
+type ReplaceInput struct {
+	ClaimInput
 }
 
 // AbandonedToken is the token under which an abandoned slot (Unix ms) is

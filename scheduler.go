@@ -123,6 +123,7 @@ type Scheduler struct {
 	recorder   ClaimRecorder   // nil if Claim records history itself
 	checker    JobChecker      // nil if the backend checks no job
 	finisher   ResultFinisher  // nil without leases or without the one-call finish
+	replacer   Replacer        // nil without leases or without Replace (OverlapReplace)
 	batcher    BatchClaimer    // nil without plain claims in batches
 	runBatcher RunBatchClaimer // nil without lease claims in batches
 	control    JobControl      // nil without job control
@@ -208,6 +209,7 @@ func (s *Scheduler) findAbilities() {
 	}
 	if s.runs != nil {
 		s.finisher, _ = As[ResultFinisher](b)
+		s.replacer, _ = As[Replacer](b)
 	}
 }
 
@@ -418,8 +420,16 @@ func (s *Scheduler) checkInput(j Job, bad badFunc) (*JobOptions, error) {
 	if o.CatchUp.Max > 0 && o.CatchUp.Window == 0 {
 		return nil, bad("CatchUp.Max", CodeBadOption, "CatchUp.Max without a CatchUp.Window does nothing", nil)
 	}
-	if o.Overlap < OverlapDefault || o.Overlap > OverlapBufferOne {
+	if o.Overlap < OverlapDefault || o.Overlap > OverlapReplace {
 		return nil, bad("Overlap", CodeBadOption, fmt.Sprintf("unknown overlap policy %d", int(o.Overlap)), nil)
+	}
+	switch {
+	case o.Overlap == OverlapLimit && o.OverlapLimit < 1:
+		return nil, bad("OverlapLimit", CodeBadOption, fmt.Sprintf("overlap policy limit needs an OverlapLimit of at least 1, got %d", o.OverlapLimit), nil)
+	case o.Overlap != OverlapLimit && o.OverlapLimit != 0:
+		return nil, bad("OverlapLimit", CodeBadOption, fmt.Sprintf("OverlapLimit %d is only read by overlap policy limit, not %s", o.OverlapLimit, o.Overlap), nil)
+	case o.OverlapLimit > MaxOverlapLimit:
+		return nil, bad("OverlapLimit", CodeBadOption, fmt.Sprintf("%d is above the limit %d", o.OverlapLimit, MaxOverlapLimit), nil)
 	}
 	if err := checkRetry(&o.Retry, bad); err != nil {
 		return nil, err
@@ -484,15 +494,19 @@ func (s *Scheduler) compileSchedule(j Job, o *JobOptions, bad badFunc) (*job, er
 // resolveOptions decides whether the job runs under leases and applies the
 // defaults.
 func (s *Scheduler) resolveOptions(jb *job, o *JobOptions, bad badFunc) error {
-	wantsLeases := o.Lease > 0 || o.Overlap == OverlapSkip || o.Overlap == OverlapBufferOne || o.CatchUp.Window > 0 || o.MaxAttempts > 0 || o.Retry.MaxRetries > 0
+	wantsLeases := o.Lease > 0 || o.Overlap == OverlapSkip || o.Overlap == OverlapBufferOne || o.Overlap == OverlapLimit || o.Overlap == OverlapReplace || o.CatchUp.Window > 0 || o.MaxAttempts > 0 || o.Retry.MaxRetries > 0
 	if o.NoLease && wantsLeases {
-		return bad("NoLease", CodeBadOption, "NoLease conflicts with Lease, Overlap skip, CatchUp, MaxAttempts or Retry", nil)
+		return bad("NoLease", CodeBadOption, "NoLease conflicts with Lease, Overlap skip, buffer_one, limit or replace, CatchUp, MaxAttempts or Retry", nil)
 	}
 	if s.runs == nil && wantsLeases {
 		return bad("Lease", CodeNeedsRunStore,
-			fmt.Sprintf("leases, overlap skip, catch-up, attempts and retries need a backend with a RunStore; %q has none", s.backend.Name()), nil)
+			fmt.Sprintf("leases, overlap skip, buffer_one, limit and replace, catch-up, attempts and retries need a backend with a RunStore; %q has none", s.backend.Name()), nil)
 	}
 	jb.leased = s.runs != nil && !o.NoLease
+	if o.Overlap == OverlapReplace && s.replacer == nil {
+		return bad("Overlap", CodeNeedsRunStore,
+			fmt.Sprintf("overlap replace needs a RunStore that can replace runs (anarchon.Replacer); %q has none", s.backend.Name()), nil)
+	}
 
 	if o.MaxLate == 0 {
 		o.MaxLate = DefaultMaxLate

@@ -57,11 +57,23 @@
 //     [anarchon.ClaimRecorder], the suite calls RecordClaim after each won
 //     claim, as the scheduler does.
 //   - Close: methods fail with an error wrapping [anarchon.ErrClosed].
+//   - Replace, for a RunStore with [anarchon.Replacer] (skipped without
+//     one): the holder of a slot settles every earlier running, expired
+//     or released run of the job as replaced, each once ("Replace/Earlier":
+//     the replaced holder's Heartbeat answers false, its history record
+//     says replaced, a claim answers done with StatusReplaced instead of
+//     a takeover, Active lists only the later runs, a Watcher announces
+//     each, a repeat replaces nothing); a caller that does not hold its
+//     slot changes nothing ("Replace/NotHeld"); a result the replaced run
+//     stored is kept ("Replace/KeepsResult").
 //   - RunStore, for a [anarchon.LeaseBackend]: one subtest per row of the
 //     claim table of SPEC §6 ("RunStore/Claim/Absent", ".../RunningSameToken",
 //     ".../Done", ".../RunningOtherTokenLive", ".../ExpiredTakeover",
 //     ".../ReleasedTakeover", ".../AttemptsUsedUp/...", ".../Late",
-//     ".../Overlap"), token checks of Heartbeat, Finish and Release, lease
+//     ".../Overlap"; ".../Overlap/Limit", ".../Overlap/LimitExpired" and
+//     ".../Overlap/LimitRace" for RunClaim.Limit: exactly Limit of many
+//     racing claims of different slots over several handles win), token
+//     checks of Heartbeat, Finish and Release, lease
 //     extension by Heartbeat, Active, a race of lease claims, and the
 //     history of lease runs: a won claim is a record with its attempt; a
 //     result saved for the same token merges with it; a holder whose

@@ -624,6 +624,7 @@ func testRunClaimTable(t *testing.T, h Harness) {
 		c.AllowOverlap = false
 		want(t, "claim of slot 2 after slot 1's lease expired", s.lclaim(1, c), anarchon.OutcomeWon)
 	})
+	testOverlapLimit(t, h)
 }
 
 // testRunRace: h.Racers goroutines over h.Handles handles claim the same

@@ -154,6 +154,7 @@ func Run(t *testing.T, h Harness) {
 		t.Run("RunStore", func(t *testing.T) { testRunStore(t, h) })
 		t.Run("Retry", func(t *testing.T) { testRetries(t, h) })
 		t.Run("Backfill", func(t *testing.T) { testBackfill(t, h) })
+		t.Run("Replace", func(t *testing.T) { testReplace(t, h) })
 	} else {
 		t.Log("anarchontest: backend has no RunStore (anarchon.LeaseBackend); lease tests not run")
 	}

@@ -35,6 +35,10 @@
 // Leases (SPEC §6): [Backend.Runs] returns a [RunStore] over the same state
 // that decides each claim by the table of SPEC §6, first match wins. Lease
 // runs and plain claims are kept apart: a job uses one or the other.
+// The overlap limit (RunClaim.Limit) counts the job's live runs under the
+// same mutex, and [RunStore.Replace] ([anarchon.Replacer]) settles the
+// earlier runs in one step: the anarchontest Overlap/Limit (many racing
+// claims of different slots) and Replace subtests pass.
 //
 // Instance registry (SPEC §10): [Backend.RegisterInstance],
 // [Backend.DeregisterInstance] and [Backend.Instances] keep one record per

@@ -56,8 +56,8 @@ func (b *Backend) Runs() anarchon.RunStore { return &RunStore{b: b} }
 //     won with attempt+1, c.Token, c.InstanceID and a new lease;
 //   - the same with the attempts used up: done, status abandoned;
 //   - absent and c.MaxLate > 0 and now > slot+c.MaxLate: late (state missed);
-//   - absent, !c.AllowOverlap, and another slot of the job running with a
-//     live lease: overlap (state skipped);
+//   - absent, !c.AllowOverlap, and max(c.Limit, 1) other slots of the job
+//     running with live leases: overlap (state skipped);
 //   - absent: won, attempt 1.
 //
 // See the package doc for the history records each row writes. Claim fails
@@ -157,10 +157,13 @@ func (b *Backend) claimAbsent(j *jobState, c anarchon.RunClaim, now time.Time) a
 		return anarchon.ClaimOutcome{Kind: anarchon.OutcomeLate}
 	}
 	if !c.AllowOverlap {
+		limit, live := max(c.Limit, 1), 0
 		for slot := range j.active {
 			if o := j.runs[slot]; slot != c.Slot && o.live(now) {
-				settle(anarchon.RunStateSkipped, anarchon.StatusSkipped)
-				return anarchon.ClaimOutcome{Kind: anarchon.OutcomeOverlap, Attempt: o.attempt, Holder: o.holder, LeaseUntil: o.leaseUntil}
+				if live++; live >= limit {
+					settle(anarchon.RunStateSkipped, anarchon.StatusSkipped)
+					return anarchon.ClaimOutcome{Kind: anarchon.OutcomeOverlap, Attempt: o.attempt, Holder: o.holder, LeaseUntil: o.leaseUntil}
+				}
 			}
 		}
 	}
@@ -414,4 +417,43 @@ func (b *Backend) emit(ev anarchon.RunEvent) {
 		default:
 		}
 	}
+}
+
+// Replace implements [anarchon.Replacer]: if in.Token holds the running
+// run of (in.Job, in.Slot), every earlier run of the job that is running
+// or released is settled done with StatusReplaced (its token kept) and
+// recorded in history under its token unless a result is stored for it
+// already; watchers get RunFinished for each. It returns the settled runs
+// as they were, oldest first, and true; nil and false if in.Token does not
+// hold the slot. It fails after Close.
+func (s *RunStore) Replace(ctx context.Context, in anarchon.ReplaceInput) ([]anarchon.ActiveRun, bool, error) {
+	b := s.b
+	if err := b.op("Replace"); err != nil {
+		return nil, false, err
+	}
+	defer b.mu.Unlock()
+	j, r := b.heldRun(in.Job, in.Slot, in.Token)
+	if r == nil || r.state != anarchon.RunStateRunning {
+		return nil, false, nil
+	}
+	now := b.now()
+	out := []anarchon.ActiveRun{}
+	for slot := range j.active {
+		o := j.runs[slot]
+		if slot >= in.Slot || (o.state != anarchon.RunStateRunning && o.state != anarchon.RunStateReleased) {
+			continue
+		}
+		out = append(out, anarchon.ActiveRun{
+			Slot: slot, Token: o.token, InstanceID: o.holder, Attempt: o.attempt,
+			State: o.state, LeaseUntil: o.leaseUntil, Live: o.live(now),
+		})
+		o.state, o.status, o.changed = anarchon.RunStateDone, anarchon.StatusReplaced, now
+		delete(j.active, slot)
+		j.hist.addResultIfNone(anarchon.StoredResult{
+			Slot: slot, Token: o.token, InstanceID: o.holder, Attempt: o.attempt, Status: anarchon.StatusReplaced,
+		}, now)
+		b.emit(anarchon.RunEvent{Job: in.Job, Slot: slot, Kind: anarchon.RunFinished})
+	}
+	slices.SortFunc(out, func(a, b anarchon.ActiveRun) int { return cmp.Compare(a.Slot, b.Slot) })
+	return out, true, nil
 }

@@ -26,6 +26,15 @@
 // by a revision compare-and-set, so one token wins. The Control and
 // Trigger subtests pass against a real server.
 //
+// Overlap limit and replace (SPEC §6): the overlap check of a claim
+// counts the job's live runs (RunClaim.Limit) in the compare-and-set of
+// the job key, so of two claims listed at once the second counts the
+// first; [RunStore.Replace] ([anarchon.Replacer]) settles each earlier run
+// by its own compare-and-set (a run is replaced once), but checks that
+// the caller holds its slot in a separate read. The Overlap/Limit
+// (racing claims of different slots) and Replace subtests pass against a
+// real server.
+//
 // The one rule (one winner per slot) holds as long as JetStream keeps
 // acknowledged writes. What that means depends on the server:
 //
@@ -358,14 +367,16 @@
 //
 // The overlap check uses "j.<job>". A new run is created as running first;
 // then the slot is added to the job key by compare-and-set, and the same
-// step checks that no other listed slot holds a live lease. That step also
+// step checks that fewer than RunClaim.Limit other listed slots (one
+// unless a Limit is given) hold live leases. That step also
 // drops slots no longer running or released: with overlap refused it reads
 // every listed slot; with overlap allowed it probes two listed slots at
 // random, so a claim's cost does not grow with the list, and as each claim
 // adds one slot and drops the settled slots it probes, the list stays
 // within a small multiple of the job's unfinished runs. Of two
 // instances starting different slots of a job at once, one commits first;
-// the other sees it, turns its new run into skipped and returns overlap. A
+// the other sees it, counts it, and if that reaches the limit turns its
+// new run into skipped and returns overlap. A
 // crash between the two writes leaves a running run that is not listed:
 // nobody runs its handler, its lease expires and the next claim of that
 // slot takes it over and lists it. The job key ages out of the bucket like

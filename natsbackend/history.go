@@ -126,10 +126,11 @@ func (b *Backend) History(ctx context.Context, job string, limit int) ([]anarcho
 		_ = h.hist.DeleteConsumer(dctx, cons.CachedInfo().Name) // else it expires by itself
 	}()
 	var claims []anarchon.ClaimRecord
-	var results []anarchon.StoredResult
-	seen := map[string]int{} // claim token -> index, to fold repeats
-	var read uint64          // messages taken, at most total
-	var seq uint64           // highest stream sequence taken
+	var results, settled []anarchon.StoredResult
+	saved := map[string]bool{} // tokens with a result
+	seen := map[string]int{}   // claim token -> index, to fold repeats
+	var read uint64            // messages taken, at most total
+	var seq uint64             // highest stream sequence taken
 	done := false
 	for !done && read < total {
 		if err := ctxErr(ctx, "read history"); err != nil {
@@ -192,6 +193,13 @@ func (b *Backend) History(ctx context.Context, job string, limit int) ([]anarcho
 				results = append(results, anarchon.StoredResult{Slot: r.Slot, Token: r.Token,
 					InstanceID: r.Instance, Attempt: r.Attempt, Status: anarchon.Status(r.Status),
 					StartedAt: r.Started, FinishedAt: r.Finished, Error: r.Error, Output: r.Output, Manual: r.Manual})
+				saved[r.Token] = true
+			case "s":
+				// The store's own record of a settled run (Replace): it
+				// stands only where no result of the token is stored,
+				// whichever came first.
+				settled = append(settled, anarchon.StoredResult{Slot: r.Slot, Token: r.Token,
+					InstanceID: r.Instance, Attempt: r.Attempt, Status: anarchon.Status(r.Status)})
 			}
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
@@ -199,6 +207,11 @@ func (b *Backend) History(ctx context.Context, job string, limit int) ([]anarcho
 		}
 		if n == 0 || read == before {
 			break // purged while reading, or nothing new delivered
+		}
+	}
+	for _, r := range settled {
+		if !saved[r.Token] {
+			results = append(results, r)
 		}
 	}
 	return anarchon.BuildHistory(job, claims, results, limit), nil

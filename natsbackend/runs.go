@@ -228,7 +228,7 @@ func (b *Backend) claimRun(ctx context.Context, c anarchon.RunClaim) (anarchon.C
 			}
 			return anarchon.ClaimOutcome{}, b.wrap("take over run", err)
 		}
-		until, _, err := b.settleWin(ctx, h, job, key, rev, lo, c, nv.Attempt, false)
+		until, _, err := b.settleWin(ctx, h, job, key, rev, lo, c, nv.Attempt, 0)
 		if err != nil {
 			return anarchon.ClaimOutcome{}, err
 		}
@@ -312,12 +312,16 @@ func newRun(c anarchon.RunClaim) runValue {
 // time before the create. retry is true when the run changed meanwhile
 // and the caller must decide again.
 func (b *Backend) claimCreated(ctx context.Context, h handles, job, key string, rev uint64, lo time.Time, c anarchon.RunClaim) (out anarchon.ClaimOutcome, retry bool, err error) {
-	until, ok, err := b.settleWin(ctx, h, job, key, rev, lo, c, 1, !c.AllowOverlap)
+	limit := 0 // no overlap check
+	if !c.AllowOverlap {
+		limit = max(c.Limit, 1)
+	}
+	until, ok, err := b.settleWin(ctx, h, job, key, rev, lo, c, 1, limit)
 	if err != nil {
 		return out, false, err
 	}
 	if !ok {
-		// Another slot committed a live run first: this one is skipped.
+		// Enough other slots committed live runs first: this one is skipped.
 		if _, err := h.kv.Update(ctx, key, encodeRun(runValue{State: anarchon.RunStateSkipped}), rev); err != nil {
 			if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 				return out, true, nil
@@ -331,24 +335,24 @@ func (b *Backend) claimCreated(ctx context.Context, h handles, job, key string, 
 
 // settleWin completes a claim whose write of revision rev of key made the
 // caller the holder: it lists the slot in the job key (refusing, ok false,
-// when check finds another live run), publishes the claim record to
+// when limit > 0 and limit other runs are live), publishes the claim record to
 // history, and reads the lease end back from the revision. The read-back
-// runs beside the job key update, and so does the publish when check is
-// off (the update cannot refuse then), so a won claim waits for one round
+// runs beside the job key update, and so does the publish when limit is
+// 0 (the update cannot refuse then), so a won claim waits for one round
 // trip of the three instead of three. The lease end is the server
 // timestamp of revision rev plus the lease, exactly what another
 // instance's claim reports as running; if the revision cannot be read it
 // is lo, a lower bound of the server time before the write, plus the
 // lease.
-func (b *Backend) settleWin(ctx context.Context, h handles, job, key string, rev uint64, lo time.Time, c anarchon.RunClaim, attempt int, check bool) (until time.Time, ok bool, err error) {
+func (b *Backend) settleWin(ctx context.Context, h handles, job, key string, rev uint64, lo time.Time, c anarchon.RunClaim, attempt int, limit int) (until time.Time, ok bool, err error) {
 	ends := make(chan time.Time, 1)
 	go func() { ends <- b.leaseEnd(ctx, h, key, rev, lo, c.Lease) }()
 	var pub chan error
-	if !check {
+	if limit == 0 {
 		pub = make(chan error, 1)
 		go func() { pub <- b.publishClaim(ctx, job, c.ClaimInput, attempt, false) }()
 	}
-	ok, err = b.commitJob(ctx, h, job, c.Slot, check)
+	ok, err = b.commitJob(ctx, h, job, c.Slot, limit)
 	if pub != nil {
 		if perr := <-pub; err == nil {
 			err = perr
@@ -392,11 +396,13 @@ func (b *Backend) readJob(ctx context.Context, h handles, job string) (jobValue,
 // job's unfinished runs.
 const pruneProbes = 2
 
-// commitJob adds slot to the per-job key by compare-and-set. With check,
-// it reads every other listed slot, drops those no longer running or
-// released, and refuses (false) if one holds a live lease by the server's
-// clock. Without check it probes at most pruneProbes listed slots.
-func (b *Backend) commitJob(ctx context.Context, h handles, job string, slot int64, check bool) (bool, error) {
+// commitJob adds slot to the per-job key by compare-and-set. With limit >
+// 0 (the overlap check), it reads every other listed slot, drops those no
+// longer running or released, and refuses (false) if limit of them hold
+// live leases by the server's clock; the compare-and-set makes the count
+// and the listing one step, so two slots committed at once are counted by
+// one of them. With limit 0 it probes at most pruneProbes listed slots.
+func (b *Backend) commitJob(ctx context.Context, h handles, job string, slot int64, limit int) (bool, error) {
 	for range casRetries {
 		if err := ctxErr(ctx, "update job"); err != nil {
 			return false, err
@@ -407,13 +413,14 @@ func (b *Backend) commitJob(ctx context.Context, h handles, job string, slot int
 		}
 		others := slices.DeleteFunc(slices.Clone(jv.Slots), func(s int64) bool { return s == slot })
 		probe := others
-		if !check && len(others) > pruneProbes {
+		if limit == 0 && len(others) > pruneProbes {
 			probe = make([]int64, 0, pruneProbes)
 			for _, i := range rand.Perm(len(others))[:pruneProbes] {
 				probe = append(probe, others[i])
 			}
 		}
 		drop := map[int64]bool{}
+		live := 0
 		for _, s := range probe {
 			e, v, err := b.readRun(ctx, h, runKey(job, s))
 			if err != nil {
@@ -423,12 +430,12 @@ func (b *Backend) commitJob(ctx context.Context, h handles, job string, slot int
 				drop[s] = true
 				continue
 			}
-			if check && v.State == anarchon.RunStateRunning {
+			if limit > 0 && v.State == anarchon.RunStateRunning {
 				expired, err := b.serverAfter(ctx, h, v.until(e).Add(-time.Nanosecond))
 				if err != nil {
 					return false, err
 				}
-				if !expired {
+				if live += btoi(!expired); live >= limit {
 					return false, nil
 				}
 			}
@@ -731,4 +738,12 @@ func (r *RunStore) WatchRuns(ctx context.Context) (<-chan anarchon.RunEvent, err
 // ServerTime is [Backend.ServerTime].
 func (r *RunStore) ServerTime(ctx context.Context) (time.Time, error) {
 	return r.b.ServerTime(ctx)
+}
+
+// btoi is 1 for true, 0 for false.
+func btoi(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
 }

@@ -17,6 +17,12 @@
 // are a per-job hash claimed by a script. The Control and Trigger
 // subtests pass against a real server.
 //
+// Overlap limit and replace (SPEC §6): the lease claim script counts the
+// job's live runs itself (RunClaim.Limit), and [RunStore.Replace]
+// ([anarchon.Replacer]) is one script, so both are atomic; the
+// Overlap/Limit (racing claims of different slots) and Replace subtests
+// pass against a real server.
+//
 // Each operation (plain claim, lease claim, heartbeat, finish, release,
 // active, save-result with trimming, finish-and-save
 // ([RunStore.FinishResult]), manual run, history) is one Lua script,

@@ -68,7 +68,7 @@ func (b *Backend) leaseClaimArgs(c anarchon.RunClaim) (keys []string, args []any
 	return append(k.finishKeys(), k.ctl), []any{
 		slotArg(c.Slot), c.Token, c.InstanceID,
 		c.Lease.Milliseconds(), c.MaxLate.Milliseconds(), overlap, max(c.MaxAttempts, 1),
-		b.channel, c.Job, anarchon.EarlyTolerance.Milliseconds(), size, ttl}
+		b.channel, c.Job, anarchon.EarlyTolerance.Milliseconds(), size, ttl, max(c.Limit, 1)}
 }
 
 // leaseClaimAnswer is Claim's answer for a reply of scriptLeaseClaim.
@@ -253,6 +253,57 @@ func (s *RunStore) Active(ctx context.Context, job string) ([]anarchon.ActiveRun
 		})
 	}
 	return out, nil
+}
+
+// Replace implements [anarchon.Replacer] in one script: if in.Token holds
+// the running run of (in.Job, in.Slot), every earlier run of the job that
+// is running or released is settled done with status replaced (its token
+// kept), a replaced result is saved for it unless one is stored (history
+// trimmed to in.HistorySize and in.HistoryTTL as by SaveResult), and a
+// finished event is published for it. It returns those runs as they were,
+// oldest first, and true; nil and false if in.Token does not hold the slot.
+func (s *RunStore) Replace(ctx context.Context, in anarchon.ReplaceInput) ([]anarchon.ActiveRun, bool, error) {
+	b := s.b
+	if err := b.checkRun(in.Job, in.Slot, in.Token); err != nil {
+		return nil, false, err
+	}
+	k := b.keys(in.Job)
+	size, ttl := historyArgs(in.ClaimInput)
+	res, err := scriptReplace.Run(ctx, b.client, k.finishKeys(),
+		slotArg(in.Slot), in.Token, b.channel, in.Job, size, ttl).Result()
+	if err != nil {
+		return nil, false, b.wrap(fmt.Sprintf("replace %q slot %d", in.Job, in.Slot), err)
+	}
+	arr, ok := res.([]any)
+	if !ok || len(arr) == 0 {
+		return nil, false, b.unexpected("replace", res)
+	}
+	if held, _ := arr[0].(int64); held != 1 {
+		return nil, false, nil
+	}
+	if len(arr)%2 != 0 {
+		return nil, false, b.unexpected("replace", res)
+	}
+	nowStr, _ := arr[1].(string)
+	now, _ := strconv.ParseInt(nowStr, 10, 64)
+	out := []anarchon.ActiveRun{}
+	for i := 2; i < len(arr); i += 2 {
+		slotStr, _ := arr[i].(string)
+		data, _ := arr[i+1].(string)
+		var w wireRun
+		if err := json.Unmarshal([]byte(data), &w); err != nil {
+			return nil, false, fmt.Errorf("%w: replace %q: run record: %w", ErrUnexpectedReply, in.Job, err)
+		}
+		state := anarchon.RunState(w.State)
+		slot, _ := strconv.ParseInt(slotStr, 10, 64)
+		lu, _ := strconv.ParseInt(w.LeaseUntil, 10, 64)
+		att, _ := strconv.Atoi(w.Attempt)
+		out = append(out, anarchon.ActiveRun{
+			Slot: slot, Token: w.Token, InstanceID: w.Instance, Attempt: att, State: state,
+			LeaseUntil: time.UnixMilli(lu).UTC(), Live: state == anarchon.RunStateRunning && lu > now,
+		})
+	}
+	return out, true, nil
 }
 
 // WatchRuns is [Backend.WatchRuns].

@@ -100,7 +100,8 @@ var scriptManual = newScript(lua("manual"))
 // KEYS: run, claims, hist, results, age, active, ctl.
 // ARGV: slot, token, instance, lease ms, max-late ms (0 = none),
 // allow overlap ('1'/'0'), max attempts, channel, job, early tolerance ms,
-// history size, history TTL ms (for a paused slot's record).
+// history size, history TTL ms (for a paused slot's record), overlap
+// limit (>= 1: with overlap refused, the other live runs that refuse it).
 // Returns {kind, attempt, holder, lease until ms (string), status}; kind as
 // anarchon.OutcomeKind: 1 won, 2 running, 3 done, 4 overlap, 5 none, 6 late,
 // 7 paused (the slot is settled and its history record saved); -1 (early)
@@ -192,8 +193,18 @@ var scriptFinishResult = newScript(luaFinish + luaUnindexed + luaSave + lua("fin
 // claims (read from the run hash) are merged in by slot.
 var scriptHistory = newScript(luaUnindexed + lua("history"))
 
+// scriptReplace is RunStore.Replace: if the token holds the running run
+// of the slot, it settles every earlier running or released run of the
+// job as done with status replaced (token kept), saves a replaced result
+// for each unless one is stored, and publishes a finished event for each.
+// KEYS: run, claims, hist, results, age, active.
+// ARGV: slot, token, channel, job, history size, history TTL ms.
+// Returns {0} if the token does not hold the slot, else {1, now ms, slot1,
+// run1 (JSON before the change), slot2, run2, ...}.
+var scriptReplace = newScript(luaUnindexed + luaSave + lua("replace"))
+
 var allScripts = []*script{
 	scriptClaim, scriptClaimPaused, scriptManual, scriptLeaseClaim, scriptHeartbeat,
 	scriptFinish, scriptRelease, scriptActive, scriptSave, scriptHistory,
-	scriptFinishResult,
+	scriptFinishResult, scriptReplace,
 }

@@ -182,6 +182,7 @@ type batchClaim struct {
 	Lease       int64  `json:"l"`
 	MaxLate     *int64 `json:"m"`
 	Overlap     bool   `json:"o"`
+	Limit       int64  `json:"n"` // the overlap limit, >= 1 (RunClaim.Limit)
 	MaxAttempts int64  `json:"a"`
 }
 
@@ -236,7 +237,7 @@ func (b *SQLBackend) claimRunsRoutine(ctx context.Context, in []anarchon.RunClai
 		c := in[i]
 		arg[k] = batchClaim{
 			Job: c.Job, Slot: c.Slot, Token: c.Token, Instance: c.InstanceID,
-			Lease: max(c.Lease.Milliseconds(), 1), Overlap: c.AllowOverlap, MaxAttempts: int64(max(c.MaxAttempts, 1)),
+			Lease: max(c.Lease.Milliseconds(), 1), Overlap: c.AllowOverlap, Limit: int64(max(c.Limit, 1)), MaxAttempts: int64(max(c.MaxAttempts, 1)),
 		}
 		if c.MaxLate > 0 {
 			ml := c.MaxLate.Milliseconds()

@@ -37,6 +37,7 @@ type queries struct {
 	selectRun, insertRun, renewRun, takeOverRun, abandonRun string
 	insertStoreResult                                       string
 	liveOtherRun                                            string
+	earlierRuns, replaceRun                                 string
 	heartbeat, finish, release, active                      string
 
 	// Locking reads of what heartbeat, finish, release and trimRuns
@@ -159,6 +160,7 @@ func buildQueries(qualify, quote func(string) string, d SQLDialect) queries {
 		selectRun: q("selectRun"), insertRun: q("insertRun"), renewRun: q("renewRun"),
 		takeOverRun: q("takeOverRun"), abandonRun: q("abandonRun"),
 		insertStoreResult: q("insertStoreResult"), liveOtherRun: q("liveOtherRun"),
+		earlierRuns: q("earlierRuns"), replaceRun: q("replaceRun"),
 		heartbeat: q("heartbeat"), finish: q("finish"), release: q("release"), active: q("active"),
 
 		heartbeatRead: q("heartbeatRead"), finishRead: q("finishRead"),

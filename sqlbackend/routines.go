@@ -22,7 +22,9 @@ type Routines struct {
 
 	// Claim decides a lease claim (SPEC §6). Arguments: job (text), slot
 	// (ms), token, instance, lease (ms, > 0), max-late (ms, or NULL for no
-	// limit), allow overlap (boolean), max attempts (>= 1). It returns one
+	// limit), allow overlap (boolean), overlap limit (>= 1: with overlap
+	// refused, the other live runs that refuse the claim), max attempts
+	// (>= 1). It returns one
 	// row: kind ("won", "running", "done", "overlap", "none", "late"),
 	// attempt, holder, lease_until (ms or NULL), status.
 	Claim string

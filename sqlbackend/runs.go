@@ -132,11 +132,12 @@ func (b *SQLBackend) claimRun(ctx context.Context, tx Querier, c anarchon.RunCla
 				out.Kind = anarchon.OutcomeLate
 				return b.insertRun(ctx, tx, c, anarchon.RunStateMissed, anarchon.StatusMissed, nil, now)
 			case !c.AllowOverlap:
-				rows, err := b.all(ctx, tx, b.q.liveOtherRun, c.Job, c.Slot, now)
+				limit := max(c.Limit, 1)
+				rows, err := b.all(ctx, tx, b.q.liveOtherRun, c.Job, c.Slot, now, limit)
 				if err != nil {
 					return err
 				}
-				if len(rows) > 0 {
+				if len(rows) >= limit {
 					out.Kind = anarchon.OutcomeOverlap
 					return b.insertRun(ctx, tx, c, anarchon.RunStateSkipped, anarchon.StatusSkipped, nil, now)
 				}
@@ -204,7 +205,7 @@ func (b *SQLBackend) claimRoutine(ctx context.Context, q Querier, c anarchon.Run
 	if c.MaxLate > 0 {
 		maxLate = c.MaxLate.Milliseconds()
 	}
-	rows, err := b.all(ctx, q, b.rt.Claim, c.Job, c.Slot, c.Token, c.InstanceID, leaseMs, maxLate, c.AllowOverlap, maxAttempts)
+	rows, err := b.all(ctx, q, b.rt.Claim, c.Job, c.Slot, c.Token, c.InstanceID, leaseMs, maxLate, c.AllowOverlap, int64(max(c.Limit, 1)), maxAttempts)
 	if err != nil {
 		return anarchon.ClaimOutcome{}, err
 	}
@@ -521,4 +522,72 @@ func (b *SQLBackend) changed(ctx context.Context, tx Querier, write, read string
 		return nil, err
 	}
 	return rows, nil
+}
+
+// Replace implements [anarchon.Replacer] in one transaction that holds the
+// job's lock (as every claim does, PostgreSQL's claim routine too): if
+// in.Token holds the running run of (in.Job, in.Slot), every earlier run
+// of the job that is running or released is settled done with status
+// replaced (its token kept), its history record stored under its token
+// unless one is (status replaced, its claim time), and RunFinished sent
+// for it (Config.Notify). It returns those runs as they were, oldest
+// first, and true; nil and false if in.Token does not hold the slot.
+func (s *RunStore) Replace(ctx context.Context, in anarchon.ReplaceInput) ([]anarchon.ActiveRun, bool, error) {
+	b := s.b()
+	if err := b.ready(ctx, "replace"); err != nil {
+		return nil, false, err
+	}
+	if err := checkClaim(in.ClaimInput); err != nil {
+		return nil, false, b.errorf("replace", err)
+	}
+	var out []anarchon.ActiveRun
+	var held bool
+	err := b.cfg.Conn.Transaction(ctx, func(tx Querier) error {
+		out, held = nil, false
+		_, _, now, err := b.lockJobWatermark(ctx, tx, in.Job)
+		if err != nil {
+			return err
+		}
+		row, found, err := b.readRun(ctx, tx, in.Job, in.Slot)
+		if err != nil || !found || row.state != anarchon.RunStateRunning || row.token != in.Token {
+			return err
+		}
+		held = true
+		rows, err := b.all(ctx, tx, b.q.earlierRuns, in.Job, in.Slot)
+		if err != nil {
+			return err
+		}
+		out = make([]anarchon.ActiveRun, 0, len(rows))
+		for _, r := range rows {
+			rd := reader(r)
+			slot, tok, inst, att, state, until := rd.int64(), rd.string(), rd.string(), rd.int64(), rd.string(), rd.int64()
+			claimed, hasClaimed := rd.nullInt64()
+			if err := rd.Err(); err != nil {
+				return err
+			}
+			st := anarchon.RunState(state)
+			out = append(out, anarchon.ActiveRun{
+				Slot: slot, Token: tok, InstanceID: inst, Attempt: int(att), State: st,
+				LeaseUntil: time.UnixMilli(until).UTC(), Live: st == anarchon.RunStateRunning && until > now,
+			})
+			if _, err := b.all(ctx, tx, b.q.replaceRun, in.Job, slot); err != nil {
+				return err
+			}
+			var c any
+			if hasClaimed {
+				c = claimed
+			}
+			if _, err := b.all(ctx, tx, b.q.insertStoreResult, in.Job, tok, slot, inst, att, string(anarchon.StatusReplaced), c); err != nil {
+				return err
+			}
+			if err := b.notify(ctx, tx, in.Job, slot, anarchon.RunFinished); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false, b.errorf("replace", err)
+	}
+	return out, held, nil
 }

@@ -244,16 +244,7 @@ func decodeJob(file string, n *yaml.Node) (*jobSpec, []error) {
 			if !ok {
 				continue
 			}
-			switch s {
-			case "skip":
-				j.Options.Overlap = anarchon.OverlapSkip
-			case "allow":
-				j.Options.Overlap = anarchon.OverlapAllow
-			case "buffer_one":
-				j.Options.Overlap = anarchon.OverlapBufferOne
-			default:
-				fail(v.Line, "overlap: %q is not skip, allow or buffer_one", s)
-			}
+			decodeOverlap(j, v.Line, s, fail)
 		case "retry":
 			decodeRetry(j, v, fail)
 		case "catch_up":
@@ -319,4 +310,36 @@ func decodeJob(file string, n *yaml.Node) (*jobSpec, []error) {
 		return nil, errs
 	}
 	return j, errs
+}
+
+// decodeOverlap reads an overlap policy: skip, allow, buffer_one,
+// replace, or "limit N" (at most N runs at once across the cluster,
+// N >= 1). A count
+// below 1 is left to the scheduler's check, which refuses it with
+// anarchon.CodeBadOption at this line.
+func decodeOverlap(j *jobSpec, line int, s string, fail func(int, string, ...any)) {
+	f := strings.Fields(s)
+	switch {
+	case len(f) == 1 && f[0] == "skip":
+		j.Options.Overlap = anarchon.OverlapSkip
+	case len(f) == 1 && f[0] == "allow":
+		j.Options.Overlap = anarchon.OverlapAllow
+	case len(f) == 1 && f[0] == "buffer_one":
+		j.Options.Overlap = anarchon.OverlapBufferOne
+	case len(f) == 1 && f[0] == "replace":
+		j.Options.Overlap = anarchon.OverlapReplace
+	case len(f) >= 1 && f[0] == "limit":
+		if len(f) != 2 {
+			fail(line, "overlap: %q: limit takes one count, like \"limit 2\"", s)
+			return
+		}
+		n, err := strconv.Atoi(f[1])
+		if err != nil {
+			fail(line, "overlap: %q: %q is not a whole number", s, f[1])
+			return
+		}
+		j.Options.Overlap, j.Options.OverlapLimit = anarchon.OverlapLimit, n
+	default:
+		fail(line, "overlap: %q is not skip, allow, buffer_one, replace or limit N", s)
+	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -61,6 +62,24 @@ func TestParseConfig(t *testing.T) {
 		t.Fatalf("buffer_one: %v %v", jobs, errs)
 	}
 
+	// overlap: limit N.
+	jobs, errs = parseConfig("o.yaml", []byte("- name: x\n  schedule: '@hourly'\n  shell: date\n  overlap: limit 3\n"))
+	if len(errs) > 0 || len(jobs) != 1 || jobs[0].Options.Overlap != anarchon.OverlapLimit || jobs[0].Options.OverlapLimit != 3 {
+		t.Fatalf("limit 3: %v %v", jobs, errs)
+	}
+	if errs := checkJobs(jobs); len(errs) > 0 {
+		t.Errorf("limit 3: registration: %v", errs)
+	}
+
+	// overlap: replace.
+	jobs, errs = parseConfig("o.yaml", []byte("- name: x\n  schedule: '@hourly'\n  shell: date\n  overlap: replace\n"))
+	if len(errs) > 0 || len(jobs) != 1 || jobs[0].Options.Overlap != anarchon.OverlapReplace {
+		t.Fatalf("replace: %v %v", jobs, errs)
+	}
+	if errs := checkJobs(jobs); len(errs) > 0 {
+		t.Errorf("replace: registration: %v", errs)
+	}
+
 	// A bare list works too.
 	jobs, errs = parseConfig("b.yaml", []byte("- name: x\n  schedule: '@hourly'\n  shell: date\n"))
 	if len(errs) > 0 || len(jobs) != 1 || jobs[0].Line != 1 {
@@ -90,7 +109,15 @@ func TestParseConfigErrors(t *testing.T) {
 		{"repeated key", "- name: a\n  name: b\n  schedule: '@daily'\n  shell: date\n",
 			[]string{`c.yaml:2: key "name" repeated (first at line 1)`}},
 		{"overlap", "- name: a\n  schedule: '@daily'\n  shell: date\n  overlap: queue\n",
-			[]string{`c.yaml:4: overlap: "queue" is not skip, allow or buffer_one`}},
+			[]string{`c.yaml:4: overlap: "queue" is not skip, allow, buffer_one, replace or limit N`}},
+		{"overlap replace with a count", "- name: a\n  schedule: '@daily'\n  shell: date\n  overlap: replace 2\n",
+			[]string{`c.yaml:4: overlap: "replace 2" is not skip, allow, buffer_one, replace or limit N`}},
+		{"overlap limit without a count", "- name: a\n  schedule: '@daily'\n  shell: date\n  overlap: limit\n",
+			[]string{`c.yaml:4: overlap: "limit": limit takes one count, like "limit 2"`}},
+		{"overlap limit with two counts", "- name: a\n  schedule: '@daily'\n  shell: date\n  overlap: limit 2 3\n",
+			[]string{`c.yaml:4: overlap: "limit 2 3": limit takes one count`}},
+		{"overlap limit not a number", "- name: a\n  schedule: '@daily'\n  shell: date\n  overlap: limit two\n",
+			[]string{`c.yaml:4: overlap: "limit two": "two" is not a whole number`}},
 		{"catch_up", "- name: a\n  schedule: '@daily'\n  shell: date\n  catch_up: {window: 1h, max: x, size: 1}\n",
 			[]string{`c.yaml:4: catch_up.max: "x"`, `c.yaml:4: catch_up: unknown key "size"`}},
 		{"top level", "jobz: []\n", []string{`c.yaml:1: unknown key "jobz"`}},
@@ -112,11 +139,34 @@ func TestParseConfigErrors(t *testing.T) {
 	}
 }
 
+// An overlap limit below 1 parses, and is refused at registration with
+// anarchon.CodeBadOption at the overlap line.
+func TestOverlapLimitRefused(t *testing.T) {
+	for _, n := range []string{"0", "-1"} {
+		jobs, errs := parseConfig("c.yaml", []byte("- name: a\n  schedule: '@daily'\n  shell: date\n  overlap: limit "+n+"\n"))
+		if len(errs) > 0 || len(jobs) != 1 {
+			t.Fatalf("limit %s: parse: %v", n, errs)
+		}
+		errs = checkJobs(jobs)
+		if len(errs) != 1 {
+			t.Fatalf("limit %s: %d errors %v, want 1", n, len(errs), errs)
+		}
+		var ve *anarchon.ValidationError
+		if !errors.As(errs[0], &ve) || ve.Code != anarchon.CodeBadOption || ve.Field != "OverlapLimit" {
+			t.Errorf("limit %s: %v, want a ValidationError with code %s on OverlapLimit", n, errs[0], anarchon.CodeBadOption)
+		}
+		if !strings.HasPrefix(errs[0].Error(), "c.yaml:4: ") {
+			t.Errorf("limit %s: %q, want it at the overlap line c.yaml:4", n, errs[0])
+		}
+	}
+}
+
 func FuzzParseConfig(f *testing.F) {
 	f.Add("jobs:\n  - name: a\n    schedule: '@daily'\n    shell: date\n    timeout: 1s\n")
 	f.Add("- {name: a, schedule: '* * * * * *', command: [x], catch_up: {window: 1h}}\n")
 	f.Add("- {name: a, schedule: '@hourly', shell: x, retry: {max_retries: 2, initial_backoff: 1s, multiplier: 1.5, permanent_exit_codes: [2]}}\n")
 	f.Add("- {name: a, at: '2030-01-01T00:00:00+02:00', shell: x, overlap: buffer_one}\n")
+	f.Add("- {name: a, schedule: '@hourly', shell: x, overlap: limit 2}\n")
 	f.Fuzz(func(t *testing.T, s string) {
 		jobs, _ := parseConfig("f", []byte(s))
 		_ = checkJobs(jobs)

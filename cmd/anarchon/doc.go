@@ -65,7 +65,7 @@
 // when the file is loaded is reported as a warning and not scheduled),
 // zone, command (an argv list) or shell (a string
 // for sh -c), env, workdir, timeout, jitter, max_late, overlap (skip,
-// allow or buffer_one), catch_up {window, max}, lease, max_attempts, history_size and
+// allow, buffer_one, replace or "limit N"), catch_up {window, max}, lease, max_attempts, history_size and
 // retry {max_retries, initial_backoff, max_backoff, multiplier, jitter,
 // permanent_exit_codes}. Durations are Go durations ("30s"). Unknown keys
 // are errors.

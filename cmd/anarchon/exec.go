@@ -97,7 +97,8 @@ type outputOptions struct {
 // Each line of its stdout and stderr is logged with the job, slot and
 // attempt; the last outputTail bytes of both go into the run's history
 // record. A non-zero exit is an error "exit status N". When the run's
-// context ends (timeout, lease lost, stop deadline) the whole process group
+// context ends (timeout, lease lost, replaced by a later slot, stop
+// deadline) the whole process group
 // gets SIGTERM, then SIGKILL after the grace period.
 func (e *executor) handler(j *jobSpec) anarchon.Handler {
 	return func(ctx context.Context, run *anarchon.Run) error {

@@ -72,7 +72,9 @@ func skipReason(e anarchon.Event) string {
 	case anarchon.StatusMissed:
 		return "too late to start: " + e.Lateness.Round(time.Millisecond).String() + " after the slot, past max_late"
 	case anarchon.StatusSkipped:
-		return "the previous run was still going (overlap: skip)"
+		return "earlier runs were still going (overlap: skip, buffer_one or limit)"
+	case anarchon.StatusReplaced:
+		return "a later slot replaced the run (overlap: replace)"
 	case anarchon.StatusAbandoned:
 		return "every attempt lost its lease (max_attempts reached)"
 	}

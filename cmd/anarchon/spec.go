@@ -104,6 +104,7 @@ var yamlKeys = map[string]string{
 	"HistorySize":    "history_size",
 	"Lease":          "lease",
 	"Overlap":        "overlap",
+	"OverlapLimit":   "overlap",
 	"CatchUp.Window": "catch_up",
 	"CatchUp.Max":    "catch_up",
 	"MaxAttempts":    "max_attempts",

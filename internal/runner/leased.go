@@ -18,7 +18,8 @@ const maxLateWins = 3
 type Leased[J any] struct {
 	Attempt[J]
 	Lease        time.Duration // the lease to ask for
-	AllowOverlap bool          // false: the store skips the slot while another of the job runs
+	AllowOverlap bool          // false: the store skips the slot while Limit others of the job run
+	Limit        int           // with AllowOverlap false: how many other runs may hold live leases; 0 means 1
 
 	sent     time.Time     // when the last claim was sent (monotonic)
 	standing bool          // the attempt has stood by: another instance held the slot

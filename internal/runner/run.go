@@ -37,6 +37,16 @@ func (a *Leased[J]) runWon(ctx context.Context) bool {
 		a.save(res)
 		return false
 	}
+	if r.cfg.ErrReplaced != nil && errors.Is(cause, r.cfg.ErrReplaced) {
+		// The store settled the slot replaced; the record keeps how the
+		// handler ended.
+		res.Status, res.Retry = StatusReplaced, false
+		if res.Error == "" {
+			res.Error = r.cfg.ErrReplaced.Error()
+		}
+		a.save(res)
+		return false
+	}
 	if res.Retry && ctx.Err() == nil {
 		return a.retryLater(ctx, res)
 	}
@@ -162,6 +172,16 @@ func (a *Leased[J]) heartbeat(ctx context.Context, stop <-chan struct{}) {
 	defer next.Stop()
 	safeEnd := time.NewTimer(time.Until(hb.safeEnd()))
 	defer safeEnd.Stop()
+	// With a watch, a store event on the run's own slot (a later slot
+	// replaced it, SPEC §6) renews at once, so the holder learns of it
+	// without waiting for the next beat.
+	var wake chan struct{}
+	if r.cfg.Watch {
+		wake = make(chan struct{}, 1)
+		k := slotKey{a.Name, a.Slot}
+		r.waiters.add(k, wake)
+		defer r.waiters.remove(k, wake)
+	}
 	for {
 		select {
 		case <-stop:
@@ -171,6 +191,8 @@ func (a *Leased[J]) heartbeat(ctx context.Context, stop <-chan struct{}) {
 		case <-safeEnd.C:
 			hb.expired()
 			return
+		case <-wake:
+			hb.send()
 		case <-next.C:
 			hb.send()
 		case ans := <-hb.answers:
@@ -245,8 +267,17 @@ func (b *beat[J]) take(ans beatAnswer) time.Duration {
 		b.lastOK = b.sent
 		return 0
 	case ans.err == nil:
-		b.r.cfg.Log.LogAttrs(b.ctx, slog.LevelWarn, "lease lost", slog.String("job", b.a.Name), slog.Time("slot", b.a.SlotTime()))
-		b.a.cancel(b.r.cfg.ErrLeaseLost)
+		// Ask why, within what is left of the lease.
+		ctx, cancel := context.WithDeadline(b.ctx, b.safeEnd())
+		cause := b.r.host.LostCause(ctx, b.a)
+		cancel()
+		if b.r.cfg.ErrReplaced == nil || !errors.Is(cause, b.r.cfg.ErrReplaced) {
+			cause = b.r.cfg.ErrLeaseLost
+			b.r.cfg.Log.LogAttrs(b.ctx, slog.LevelWarn, "lease lost", slog.String("job", b.a.Name), slog.Time("slot", b.a.SlotTime()))
+		} else {
+			b.r.cfg.Log.LogAttrs(b.ctx, slog.LevelInfo, "run replaced by a later slot; cancelling it", slog.String("job", b.a.Name), slog.Time("slot", b.a.SlotTime()))
+		}
+		b.a.cancel(cause)
 		return -1
 	case b.ctx.Err() != nil:
 		return -1

@@ -22,6 +22,7 @@ const (
 	StatusMissed      Status = "missed"
 	StatusSkipped     Status = "skipped"
 	StatusPaused      Status = "paused"
+	StatusReplaced    Status = "replaced"
 )
 
 // Kind is the kind of a lease claim's answer; the values are
@@ -79,6 +80,7 @@ type Host[J any] interface {
 	ClaimLease(ctx context.Context, a *Leased[J]) (Outcome, error)                  // a lease claim
 	LeaseAnswered(ctx context.Context, a *Leased[J], out Outcome)                   // emits a lease claim's event
 	Heartbeat(ctx context.Context, a *Leased[J], lease time.Duration) (bool, error) // make a's lease end lease from the store's now
+	LostCause(ctx context.Context, a *Leased[J]) error                              // why a heartbeat answered false: ErrReplaced or ErrLeaseLost
 	Release(ctx context.Context, a *Attempt[J]) error                               // hand the lease over
 	Finish(ctx context.Context, a *Attempt[J], st Status) (bool, error)             // RunStore.Finish
 	CanFinishResult() bool                                                          // FinishResult exists
@@ -106,6 +108,10 @@ type Config struct {
 	BatchSize, LeaseBatchSize int
 	// The scheduler's sentinels, used as context causes and to stop retries.
 	ErrLeaseLost, ErrStopped, ErrClosed, ErrPermanent error
+	// ErrReplaced is the cause of a run that a later slot replaced; its
+	// result is stored with StatusReplaced and the slot is not finished
+	// again (the store settled it).
+	ErrReplaced error
 }
 
 // Runner runs attempts for one scheduler and tracks the running ones, so

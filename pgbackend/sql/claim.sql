@@ -5,7 +5,7 @@
 --
 -- claim decides SPEC §6's table, first match wins.
 CREATE OR REPLACE FUNCTION {claim}(p_job text, p_slot bigint, p_token text, p_instance text,
-	p_lease bigint, p_max_late bigint, p_overlap boolean, p_max_attempts bigint, p_channel text,
+	p_lease bigint, p_max_late bigint, p_overlap boolean, p_limit bigint, p_max_attempts bigint, p_channel text,
 	OUT o_kind text, OUT o_attempt bigint, OUT o_holder text, OUT o_until bigint, OUT o_status text)
 LANGUAGE plpgsql VOLATILE AS $anarchon$
 DECLARE
@@ -40,8 +40,9 @@ BEGIN
 			INSERT INTO {runs} (job, slot, token, instance, attempt, state, status, lease_until, claimed_at)
 				VALUES (p_job, p_slot, p_token, p_instance, 1, 'missed', 'missed', NULL, v_now);
 			o_kind := 'late';
-		ELSIF NOT p_overlap AND EXISTS (SELECT 1 FROM {runs} WHERE job = p_job AND slot <> p_slot
-				AND state = 'running' AND lease_until IS NOT NULL AND lease_until > v_now) THEN
+		ELSIF NOT p_overlap AND (SELECT count(*) FROM (SELECT 1 FROM {runs} WHERE job = p_job AND slot <> p_slot
+				AND state = 'running' AND lease_until IS NOT NULL AND lease_until > v_now LIMIT p_limit) AS o) >= p_limit THEN
+			-- p_limit (>= 1) other live runs refuse the slot (the overlap limit)
 			INSERT INTO {runs} (job, slot, token, instance, attempt, state, status, lease_until, claimed_at)
 				VALUES (p_job, p_slot, p_token, p_instance, 1, 'skipped', 'skipped', NULL, v_now);
 			o_kind := 'overlap';

@@ -5,7 +5,7 @@
 -- claim_runs decides a batch of lease claims (SPEC §6) in one call:
 -- p_claims is a JSON array of {"j": job, "s": slot, "t": token, "i":
 -- instance, "l": lease ms, "m": max-late ms or null, "o": allow overlap,
--- "a": max attempts}, in the order to decide them, and each is decided by
+-- "n": the overlap limit, "a": max attempts}, in the order to decide them, and each is decided by
 -- the lease claim function itself, so a claim in a batch answers as one
 -- alone. One row per claim: its 1-based index and the claim function's
 -- row.
@@ -19,7 +19,7 @@ BEGIN
 	FOR i IN 0 .. coalesce(jsonb_array_length(p_claims), 0) - 1 LOOP
 		v_c := p_claims -> i;
 		SELECT * INTO v FROM {claim}(v_c ->> 'j', (v_c ->> 's')::bigint, v_c ->> 't', v_c ->> 'i',
-			(v_c ->> 'l')::bigint, (v_c ->> 'm')::bigint, (v_c ->> 'o')::boolean, (v_c ->> 'a')::bigint, p_channel);
+			(v_c ->> 'l')::bigint, (v_c ->> 'm')::bigint, (v_c ->> 'o')::boolean, (v_c ->> 'n')::bigint, (v_c ->> 'a')::bigint, p_channel);
 		o_idx := i + 1;
 		o_kind := v.o_kind;
 		o_attempt := v.o_attempt;

@@ -4,6 +4,7 @@
 local slot, tok, inst = ARGV[1], ARGV[2], ARGV[3]
 local lease, maxlate = tonumber(ARGV[4]), tonumber(ARGV[5])
 local overlap, maxatt = ARGV[6] == '1', tonumber(ARGV[7])
+local limit = math.max(tonumber(ARGV[13]) or 1, 1)
 local now = now_ms()
 local function win(att, prev)
   local lu = fmt(now + lease)
@@ -65,6 +66,8 @@ if maxlate > 0 and now > tonumber(slot) + maxlate then
   return {6, 0, '', '0', 'missed'}
 end
 if not overlap then
+  -- refused once limit other runs hold live leases (the overlap limit)
+  local live = 0
   for _, s in ipairs(redis.call('ZRANGE', KEYS[6], 0, -1)) do
     if s ~= slot then
       local o = redis.call('HGET', KEYS[1], s)
@@ -72,9 +75,12 @@ if not overlap then
       if not o or (o.st ~= 'running' and o.st ~= 'released') then
         redis.call('ZREM', KEYS[6], s)
       elseif o.st == 'running' and (tonumber(o.lu) or 0) > now then
-        redis.call('HSET', KEYS[1], slot, cjson.encode({tok='', inst=inst, att='0', st='skipped', lu='0', at=fmt(now)}))
-        redis.call('ZADD', KEYS[3], slot, slot .. '/')
-        return {4, tonumber(o.att) or 1, o.inst, o.lu, 'skipped'}
+        live = live + 1
+        if live >= limit then
+          redis.call('HSET', KEYS[1], slot, cjson.encode({tok='', inst=inst, att='0', st='skipped', lu='0', at=fmt(now)}))
+          redis.call('ZADD', KEYS[3], slot, slot .. '/')
+          return {4, tonumber(o.att) or 1, o.inst, o.lu, 'skipped'}
+        end
       end
     end
   end

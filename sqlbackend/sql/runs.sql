@@ -33,9 +33,20 @@ UPDATE {runs} SET token = ?, instance = ?, state = 'done', status = 'abandoned',
 INSERT INTO {results} (job, token, slot, instance, attempt, status, claimed_at, started_at, finished_at, error, output, manual, saved_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, NULL, NULL, '', '', 0, {now}) {ignore job, token}
 
+-- name: earlierRuns
+-- The runs an overlap replace settles: running or released, on a slot
+-- before the replacing one.
+SELECT slot, token, instance, attempt, state, lease_until, claimed_at FROM {runs}
+WHERE job = ? AND slot < ? AND state IN ('running', 'released') AND lease_until IS NOT NULL ORDER BY slot{fu}
+
+-- name: replaceRun
+UPDATE {runs} SET state = 'done', status = 'replaced', lease_until = NULL WHERE job = ? AND slot = ?
+
 -- name: liveOtherRun
+-- Up to the overlap limit's number of other live runs: the claim is refused
+-- when it finds that many.
 SELECT slot FROM {runs} WHERE job = ? AND slot <> ? AND state = 'running'
-AND lease_until IS NOT NULL AND lease_until > ? LIMIT 1
+AND lease_until IS NOT NULL AND lease_until > ? LIMIT ?
 
 -- The statements that return the rows they change (heartbeat, finish,
 -- release) each have a *Read twin: a locking SELECT of the same WHERE,

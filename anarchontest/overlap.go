@@ -1,0 +1,120 @@
+package anarchontest
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/anarchon/anarchon"
+)
+
+// testOverlapLimit checks RunClaim.Limit (SPEC §6, overlap): with overlap
+// refused, a claim of an absent slot wins while fewer than Limit other
+// slots of the job hold live leases, and is refused (overlap, the slot
+// skipped) once Limit do; expired, released and finished runs do not
+// count, Limit is ignored with AllowOverlap, and a race of claims of
+// different slots never lets more than Limit win.
+func testOverlapLimit(t *testing.T, h Harness) {
+	leaseTest(t, h, "Overlap/Limit", func(t *testing.T, s *store, job string, slot int64) {
+		limited := func(slot int64, inst string, limit int) anarchon.RunClaim {
+			c := rclaim(job, slot, token(), inst, longLease)
+			c.AllowOverlap, c.Limit = false, limit
+			return c
+		}
+		first := limited(slot, "a", 2)
+		want(t, "claim of slot 1 with Limit 2", s.lclaim(0, first), anarchon.OutcomeWon)
+		want(t, "claim of slot 2 with Limit 1 while slot 1 runs", s.lclaim(1, limited(slot+1000, "b", 1)), anarchon.OutcomeOverlap)
+		second := limited(slot+2000, "c", 2)
+		want(t, "claim of slot 3 with Limit 2 while slot 1 runs", s.lclaim(1, second), anarchon.OutcomeWon)
+		want(t, "claim of slot 4 with Limit 2 while slots 1 and 3 run", s.lclaim(0, limited(slot+3000, "d", 2)), anarchon.OutcomeOverlap)
+		want(t, "claim of skipped slot 4", s.lclaim(1, limited(slot+3000, "e", 5)), anarchon.OutcomeNone)
+		want(t, "claim of slot 5 with Limit 3 while slots 1 and 3 run", s.lclaim(0, limited(slot+4000, "f", 3)), anarchon.OutcomeWon)
+		allowed := rclaim(job, slot+5000, token(), "g", longLease)
+		allowed.Limit = 1 // ignored: AllowOverlap
+		want(t, "claim of slot 6 with AllowOverlap and Limit 1", s.lclaim(1, allowed), anarchon.OutcomeWon)
+		want(t, "claim of slot 7 with Limit 4 while slots 1, 3, 5 and 6 run", s.lclaim(0, limited(slot+6000, "h", 4)), anarchon.OutcomeOverlap)
+		if !s.finish(0, job, slot, first.Token, anarchon.StatusSuccess) {
+			t.Fatal("Finish of slot 1 returned false")
+		}
+		want(t, "claim of slot 8 with Limit 4 after slot 1 finished", s.lclaim(1, limited(slot+7000, "i", 4)), anarchon.OutcomeWon)
+		if !s.release(1, job, slot+2000, second.Token) {
+			t.Fatal("Release of slot 3 returned false")
+		}
+		want(t, "claim of slot 9 with Limit 4 after slot 3 was released", s.lclaim(0, limited(slot+8000, "j", 4)), anarchon.OutcomeWon)
+		want(t, "claim of slot 10 with Limit 4 while slots 5, 6, 8 and 9 run", s.lclaim(1, limited(slot+9000, "k", 4)), anarchon.OutcomeOverlap)
+	})
+	leaseTest(t, h, "Overlap/LimitExpired", func(t *testing.T, s *store, job string, slot int64) {
+		for i := range 2 {
+			c := rclaim(job, slot+int64(i)*1000, token(), "a", h.Lease)
+			c.AllowOverlap, c.Limit = false, 2
+			want(t, fmt.Sprintf("claim of slot %d", i+1), s.lclaim(i, c), anarchon.OutcomeWon)
+		}
+		h.Sleep(h.expiry())
+		c := rclaim(job, slot+2000, token(), "b", longLease)
+		c.AllowOverlap, c.Limit = false, 2
+		want(t, "claim of slot 3 after the leases of slots 1 and 2 expired", s.lclaim(1, c), anarchon.OutcomeWon)
+	})
+	t.Run("Overlap/LimitRace", func(t *testing.T) {
+		t.Parallel()
+		testOverlapLimitRace(t, h)
+	})
+}
+
+// testOverlapLimitRace: round after round, h.Racers goroutines over
+// h.Handles handles each claim a slot of their own of a fresh job with a
+// Limit below h.Racers: exactly Limit win, every other answer is overlap,
+// and Active lists exactly Limit live runs.
+func testOverlapLimitRace(t *testing.T, h Harness) {
+	s := open(t, h, h.Handles)
+	rounds := max(h.Rounds/40, 3)
+	limit := max(h.Racers/3, 2)
+	slot0 := baseSlot()
+	for r := range rounds {
+		job := jobName("lease-limit")
+		s.prepare(job, 10)
+		var mu sync.Mutex
+		won, refused := 0, 0
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for g := range h.Racers {
+			wg.Go(func() {
+				rs := s.rs(g)
+				c := rclaim(job, slot0+int64(g)*1000, token(), fmt.Sprintf("racer-%d", g), longLease)
+				c.AllowOverlap, c.Limit = false, limit
+				<-start
+				out, err := rs.Claim(s.ctx, c)
+				if err != nil {
+					t.Errorf("round %d, racer %d: RunStore.Claim: %v", r, g, err)
+					return
+				}
+				if out.Kind == anarchon.OutcomeWon {
+					s.recordClaim(g, c.ClaimInput)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				switch out.Kind {
+				case anarchon.OutcomeWon:
+					won++
+				case anarchon.OutcomeOverlap:
+					refused++
+				default:
+					t.Errorf("round %d, racer %d: outcome %v, want won or overlap", r, g, out.Kind)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		if won != min(limit, h.Racers) || won+refused != h.Racers {
+			t.Errorf("round %d: %d of %d racers won and %d were refused, with Limit %d: want exactly %d won", r, won, h.Racers, refused, limit, min(limit, h.Racers))
+		}
+		live := 0
+		for _, a := range s.active(r, job) {
+			if a.Live {
+				live++
+			}
+		}
+		if live != won {
+			t.Errorf("round %d: Active lists %d live runs, want the %d won", r, live, won)
+		}
+	}
+}
