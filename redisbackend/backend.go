@@ -38,8 +38,10 @@ type Options struct {
 	Prefix string
 	// Replicas, when > 0, makes every winning claim (plain and lease) wait
 	// with WAIT until this many replicas have acknowledged it. A claim that
-	// falls short returns an error wrapping ErrNotReplicated and must not be
-	// run. Defaults to 0: a claim counts once the primary answers.
+	// falls short returns an error wrapping ErrNotReplicated, must not be
+	// run, and is withdrawn from the primary. Defaults to 0: a claim counts
+	// once the primary answers, and a failover can lose it (see the package
+	// doc, "Replication and failover", for the topology to pair it with).
 	Replicas int
 	// ReplicaTimeout bounds the WAIT. It must be below the client's
 	// ReadTimeout (5 s by default in go-redis v9.22), which bounds the

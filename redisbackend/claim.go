@@ -2,8 +2,11 @@ package redisbackend
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
+	"time"
 
 	"github.com/anarchon/anarchon"
 	"github.com/redis/go-redis/v9"
@@ -30,8 +33,9 @@ func (b *Backend) PrepareJob(ctx context.Context, in anarchon.PrepareJobInput) e
 // in.Token (repeat safety), false if another token holds it or the slot is
 // at or below the job's trim watermark. A new slot of a paused job takes
 // a second script, which settles it and saves its history record in one
-// step (SPEC §12). With Options.Replicas it fails with
-// ErrNotReplicated when the WAIT falls short.
+// step (SPEC §12). With Options.Replicas a won claim whose WAIT falls
+// short is withdrawn (the slot is unclaimed again) and Claim fails with
+// ErrNotReplicated.
 func (b *Backend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, error) {
 	if err := b.checkRun(in.Job, in.Slot, in.Token); err != nil {
 		return false, err
@@ -48,7 +52,7 @@ func (b *Backend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, erro
 			append(args, size, ttl)...)
 	}
 	if err != nil {
-		return false, b.wrap(fmt.Sprintf("claim %q slot %d", in.Job, in.Slot), err)
+		return false, b.wrap(fmt.Sprintf("claim %q slot %d", in.Job, in.Slot), b.withdraw(ctx, in.Job, in.Slot, in.Token, err))
 	}
 	if arr, ok := res.([]any); ok && len(arr) == 2 { // {-1, now}: early
 		now, _ := arr[1].(string)
@@ -140,6 +144,34 @@ func (b *Backend) runWrite(ctx context.Context, s *script, keys []string, args .
 		return nil, fmt.Errorf("%w: %d of %d replicas within %v", ErrNotReplicated, acked, b.replicas, b.waitFor)
 	}
 	return val, nil
+}
+
+// withdraw takes back a won claim whose WAIT fell short (err wraps
+// ErrNotReplicated; other errors are returned as they are), so that the
+// store does not keep a claim its caller was told not to run: left in
+// place, a later claim with the same token would win it again once a
+// replica is back, long after the slot's MaxLate. A first claim is
+// deleted, so the slot is absent again (a claim after its MaxLate is then
+// answered late); a lease takeover is released, so the next claim is the
+// next attempt. The withdrawal is not waited for: if it is lost with the
+// primary, the claim it took back is lost with it, or, if a replica had it
+// after all, that run's lease runs out and the slot is taken over as for a
+// holder that died. When the withdrawal itself fails, the claim stays
+// until its lease runs out (lease claims) and the error says so.
+func (b *Backend) withdraw(ctx context.Context, job string, slot int64, token string, err error) error {
+	if !errors.Is(err, ErrNotReplicated) {
+		return err
+	}
+	k := b.keys(job)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(b.waitFor, time.Second))
+	defer cancel()
+	if werr := scriptWithdraw.Run(wctx, b.client, []string{k.run, k.hist, k.active},
+		slotArg(slot), token, b.channel, job).Err(); werr != nil {
+		b.log.LogAttrs(ctx, slog.LevelWarn, "redis: a claim that failed WAIT could not be withdrawn; it stays on the primary",
+			slog.String("job", job), slog.Int64("slot", slot), slog.String("error", werr.Error()))
+		return fmt.Errorf("%w; withdrawing it failed: %w", err, werr)
+	}
+	return fmt.Errorf("%w (withdrawn)", err)
 }
 
 // won reports whether a claim script's reply is a win: 1 for the plain

@@ -62,8 +62,12 @@
 // timeout) until that many replicas acknowledged it; if fewer do within
 // [Options.ReplicaTimeout] the claim returns an error wrapping
 // [ErrNotReplicated] and the scheduler does not run the slot (fail closed).
-// The claim stays written on the primary, so a retry with the same token
-// wins as soon as it is replicated. WAIT narrows the window but is not
+// The backend then withdraws the claim from the primary: a first claim is
+// deleted, so the slot is free again and a claim after its MaxLate is
+// answered late; a lease takeover is released, so the next claim is the
+// next attempt. (Left in place, a retry with the same token won the claim
+// again as soon as a replica was back: leased slots started tens of
+// seconds after their MaxLate; TestWaitShortfallWithdrawn.) WAIT narrows the window but is not
 // consensus: Redis can still promote a replica that missed the write when
 // several nodes fail. WAIT runs in one pipeline with the script, on the
 // connection of the job's primary, so it costs no extra round trip.

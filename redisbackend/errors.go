@@ -67,8 +67,10 @@ var (
 	ErrInvalidInput = anarchon.Permanent(errors.New("redisbackend: invalid input"))
 	// ErrNotReplicated is returned by a winning claim when Options.Replicas
 	// is set and fewer replicas acknowledged it within ReplicaTimeout. The
-	// claim is written on the primary but the caller must not run the slot
-	// (fail closed): a failover could still forget it.
+	// caller must not run the slot (fail closed): a failover could still
+	// forget the claim. The backend withdraws the claim from the primary
+	// (see Backend.Claim and RunStore.Claim), so a repeat is judged as a
+	// new claim.
 	ErrNotReplicated = errors.New("redisbackend: claim not acknowledged by enough replicas")
 	// ErrUnexpectedReply is returned when Redis answers a script with a
 	// reply of the wrong shape (a server that is not Redis-compatible, or

@@ -22,8 +22,12 @@ type RunStore struct {
 // Claim decides a lease claim per the table of SPEC §6, first match wins,
 // in one script. Repeating a won claim with the same token answers won
 // again and renews the lease. A slot at or below the job's trim watermark
-// answers done (status unknown). With Options.Replicas a won claim fails
-// with ErrNotReplicated when the WAIT falls short.
+// answers done (status unknown). With Options.Replicas a won claim whose
+// WAIT falls short fails with ErrNotReplicated and is withdrawn: a first
+// attempt is deleted (the slot is absent again, so a claim past its
+// MaxLate is answered late), a takeover released (the next claim is the
+// next attempt). So a repeat of the claim is judged as a new claim, never
+// won back as the one the caller was told not to run.
 //
 // c.Lease must be at least 1 ms; c.MaxLate must not be negative;
 // c.MaxAttempts <= 0 means 1.
@@ -53,7 +57,7 @@ func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.Cla
 		c.Lease.Milliseconds(), c.MaxLate.Milliseconds(), overlap, max(c.MaxAttempts, 1),
 		b.channel, c.Job, anarchon.EarlyTolerance.Milliseconds(), size, ttl)
 	if err != nil {
-		return anarchon.ClaimOutcome{}, b.wrap(fmt.Sprintf("lease claim %q slot %d", c.Job, c.Slot), err)
+		return anarchon.ClaimOutcome{}, b.wrap(fmt.Sprintf("lease claim %q slot %d", c.Job, c.Slot), b.withdraw(ctx, c.Job, c.Slot, c.Token, err))
 	}
 	arr, ok := res.([]any)
 	if !ok || len(arr) != 5 {
