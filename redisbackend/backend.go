@@ -232,8 +232,13 @@ func (b *Backend) Client() redis.UniversalClient { return b.client }
 func (b *Backend) Runs() anarchon.RunStore { return b.runs }
 
 // Init checks that the server answers and is Redis 5 or later, and loads the
-// scripts into its script cache (every master of a cluster). It is safe to
-// call more than once and concurrently.
+// scripts into its script cache (every master of a cluster). It logs the
+// replication topology (replicas connected, min-replicas-to-write, the
+// WAIT setting) at INFO, and a WARN naming the risk when a failover can
+// lose acknowledged claims (replicas or Sentinel/Cluster without
+// Options.Replicas) or one lost node stops every claim (see the package
+// doc, "Replication and failover"). It is safe to call more than once and
+// concurrently.
 func (b *Backend) Init(ctx context.Context) error {
 	if err := b.check(); err != nil {
 		return err
@@ -256,9 +261,11 @@ func (b *Backend) Init(ctx context.Context) error {
 			return b.wrap("init: script load", err)
 		}
 	}
-	if err := b.checkDurability(ctx); err != nil {
+	persistence, err := b.checkDurability(ctx)
+	if err != nil {
 		return err
 	}
+	b.checkTopology(ctx, persistence)
 	return b.epoch.init(ctx, b)
 }
 

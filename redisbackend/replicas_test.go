@@ -2,6 +2,7 @@ package redisbackend_test
 
 import (
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -243,5 +244,54 @@ func TestWaitShortfallWithdrawn(t *testing.T) {
 	out, err = nb.Runs().Claim(ctx, third)
 	if err != nil || out.Kind != anarchon.OutcomeWon || out.Attempt != 3 {
 		t.Errorf("claim after the withdrawn takeover: %+v, %v; want won, attempt 3", out, err)
+	}
+}
+
+// TestInitTopology: Init reports the replicas, min-replicas-to-write and
+// persistence it finds, and warns, naming the risk, when replicas run
+// without WAIT (a failover can lose acknowledged claims) and when WAIT
+// asks for every connected replica (one lost node stops every claim); a
+// WAIT for a minority of the replicas gets no warning.
+func TestInitTopology(t *testing.T) {
+	primary := startServer(t)
+	admin := newClient(t, primary, nil)
+	setConfig(t, admin, "min-replicas-to-write", "1")
+	replicaOf := strings.Replace(primary, ":", " ", 1)
+	r1 := startServer(t, "--replicaof", replicaOf)
+	waitInfo(t, r1, "replication", "master_link_status", "up")
+	waitInfo(t, primary, "replication", "connected_slaves", "1")
+	initLog := func(o redisbackend.Options) string {
+		var buf syncBuffer
+		o.Prefix = freshPrefix(t, primary)
+		o.Logger = slog.New(slog.NewTextHandler(&buf, nil))
+		b, err := redisbackend.New(newClient(t, primary, nil), &o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Init(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		return buf.String()
+	}
+	out := initLog(redisbackend.Options{})
+	for _, want := range []string{"replicas_connected=1", "min_replicas_to_write=1", "persistence=off", "level=WARN msg=\"redis: no WAIT: a failover can lose acknowledged claims"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no WAIT, one replica: log lacks %q:\n%s", want, out)
+		}
+	}
+	out = initLog(redisbackend.Options{Replicas: 1})
+	if !strings.Contains(out, "losing any one node stops all claims") {
+		t.Errorf("WAIT 1, one replica: no warning that one lost node stops claims:\n%s", out)
+	}
+	out = initLog(redisbackend.Options{Replicas: 2})
+	if !strings.Contains(out, "WAIT needs more replicas than are connected") {
+		t.Errorf("WAIT 2, one replica: no warning:\n%s", out)
+	}
+	r2 := startServer(t, "--replicaof", replicaOf)
+	waitInfo(t, r2, "replication", "master_link_status", "up")
+	waitInfo(t, primary, "replication", "connected_slaves", "2")
+	out = initLog(redisbackend.Options{Replicas: 1})
+	if !strings.Contains(out, "replicas_connected=2") || strings.Contains(out, "level=WARN msg=\"redis: WAIT") || strings.Contains(out, "no WAIT") {
+		t.Errorf("WAIT 1 of 2 replicas: want the topology and no WAIT warning:\n%s", out)
 	}
 }
