@@ -2,10 +2,8 @@ package redisbackend
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -174,46 +172,54 @@ func New(client redis.UniversalClient, opts *Options) (*Backend, error) {
 	return b, nil
 }
 
-// Open creates a client from a redis:// or rediss:// (TLS) URL, as
-// [redis.ParseURL] reads it (user, password, database number, query options
-// such as dial_timeout), and returns a backend that owns it: Close closes it.
-// Errors never contain the password: the URL is shown redacted.
+// Open creates a client from a URL and returns a backend that owns it:
+// Close closes it. The forms:
+//
+//	redis://[user:password@]host[:port][/db][?options]            one server (rediss:// for TLS)
+//	redis+sentinel://[user:password@]s1[:port],s2,s3[/db]?master=NAME  Sentinel (rediss+sentinel:// for TLS)
+//	redis://[user:password@]h1[:port],h2,h3?cluster=true              Redis Cluster (the hosts are seeds)
+//
+// Ports default to 6379 (26379 for Sentinels). The user and password are
+// those of the Redis servers; with Sentinel, sentinel_username= and
+// sentinel_password= give the Sentinels' own. The backend's parameters,
+// which take precedence over opts: wait=N (Options.Replicas),
+// wait_timeout=DURATION (Options.ReplicaTimeout, a Go duration such as
+// 500ms), prefix=P (Options.Prefix). go-redis reads the rest as its client
+// options (dial_timeout=, read_timeout=, pool_size=, …; see
+// [redis.ParseURL], [redis.ParseFailoverURL], [redis.ParseClusterURL]) and
+// refuses one it does not know.
+//
+// A URL it cannot use gives an error wrapping ErrInvalidInput: an unknown
+// scheme, an empty or malformed host, a host list without cluster=true or
+// Sentinel, a Sentinel URL without master=, a bad wait= or wait_timeout=,
+// an unknown parameter. Errors never contain the password: the URL is shown
+// redacted.
 func Open(rawURL string, opts *Options) (*Backend, error) {
-	u, err := url.Parse(rawURL)
+	p, err := parseURL(rawURL)
 	if err != nil {
-		// url.Error repeats the whole URL, password included: keep only its cause.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return nil, fmt.Errorf("%w: unparsable redis URL: %w", ErrInvalidInput, err)
+		return nil, err
 	}
-	if u.Scheme != "redis" && u.Scheme != "rediss" {
-		return nil, fmt.Errorf("%w: redis URL %s: scheme must be redis or rediss", ErrInvalidInput, u.Redacted())
+	var o Options
+	if opts != nil {
+		o = *opts
 	}
-	ro, err := redis.ParseURL(rawURL)
-	if err != nil {
-		return nil, fmt.Errorf("%w: redis URL %s: %s", ErrInvalidInput, u.Redacted(), scrub(err.Error(), u))
+	if p.replicas != nil {
+		o.Replicas = *p.replicas
 	}
-	client := redis.NewClient(ro)
-	b, err := New(client, opts)
+	if p.timeout != nil {
+		o.ReplicaTimeout = *p.timeout
+	}
+	if p.prefix != nil {
+		o.Prefix = *p.prefix
+	}
+	client := p.client()
+	b, err := New(client, &o)
 	if err != nil {
 		_ = client.Close()
 		return nil, err
 	}
 	b.owned = true
 	return b, nil
-}
-
-// scrub removes the URL's password from a message, in case a parser
-// repeated it.
-func scrub(msg string, u *url.URL) string {
-	if u.User != nil {
-		if pw, ok := u.User.Password(); ok && pw != "" {
-			msg = strings.ReplaceAll(msg, pw, "xxxxx")
-		}
-	}
-	return msg
 }
 
 // Name returns "redis".
