@@ -1,0 +1,358 @@
+package redisbackend_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/redisbackend"
+	"github.com/redis/go-redis/v9"
+)
+
+// The failover drill: a primary, two replicas and three Sentinels on
+// loopback, three schedulers on Sentinel (failover) clients, a 1 s plain
+// job and a 1 s leased job, every handler start in a ledger; the primary
+// is SIGKILLed mid-run. The drill counts lost slots, duplicates (two
+// starts of a slot with the same attempt, or with the next one), starts
+// after MaxLate, and the recovery time (from the kill to the first start
+// of a slot due after it), and fails on any duplicate or late start.
+//
+// In CI it runs one kill (about a minute). ANARCHON_REDIS_FAILOVER_SOAK=D
+// (a Go duration) runs kills for D: each round kills the current primary,
+// waits for the failover and starts the killed node again as a replica.
+// ANARCHON_REDIS_FAILOVER_WAIT=0 runs the drill without WAIT (the unsafe
+// topology: acknowledged claims can be lost), to measure what it does;
+// duplicates are then reported, not failed on.
+
+const (
+	drillMaster  = "anarchon"
+	drillMaxLate = 5 * time.Second
+	drillWork    = 300 * time.Millisecond // each handler's run
+)
+
+// drillStart is one handler start of the ledger.
+type drillStart struct {
+	job      string
+	slot     time.Time
+	attempt  int
+	instance string
+	at       time.Time
+}
+
+type drillLedger struct {
+	mu     sync.Mutex
+	starts []drillStart
+}
+
+func (l *drillLedger) add(s drillStart) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.starts = append(l.starts, s)
+}
+
+func (l *drillLedger) snapshot() []drillStart {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]drillStart(nil), l.starts...)
+}
+
+// sentinelConf writes a Sentinel config file watching primary, tuned to
+// notice a dead primary in a second and fail over at once.
+func sentinelConf(t *testing.T, primary string) string {
+	host, port, _ := strings.Cut(primary, ":")
+	dir := t.TempDir()
+	path := filepath.Join(dir, "sentinel.conf")
+	conf := fmt.Sprintf(`sentinel monitor %[1]s %[2]s %[3]s 2
+sentinel down-after-milliseconds %[1]s 1000
+sentinel failover-timeout %[1]s 4000
+sentinel parallel-syncs %[1]s 2
+`, drillMaster, host, port)
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// waitFor polls cond every 100 ms until it holds, or fails the test after
+// limit. The servers' replication and Sentinel discovery have no event to
+// wait on.
+func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %s", limit, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// sentinelView is what a Sentinel reports of the master: its address and
+// how many replicas and other Sentinels it knows.
+func sentinelView(ctx context.Context, addr string) (master string, replicas, sentinels int) {
+	c := redis.NewSentinelClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 300 * time.Millisecond})
+	defer c.Close()
+	if m, err := c.GetMasterAddrByName(ctx, drillMaster).Result(); err == nil && len(m) == 2 {
+		master = m[0] + ":" + m[1]
+	}
+	if r, err := c.Replicas(ctx, drillMaster).Result(); err == nil {
+		for _, rep := range r {
+			if !strings.Contains(rep["flags"], "down") && !strings.Contains(rep["flags"], "disconnected") {
+				replicas++
+			}
+		}
+	}
+	if s, err := c.Sentinels(ctx, drillMaster).Result(); err == nil {
+		sentinels = len(s)
+	}
+	return master, replicas, sentinels
+}
+
+func infoValue(info, field string) (string, bool) {
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+func TestSentinelFailoverDrill(t *testing.T) {
+	redisAddr(t)
+	soak := time.Duration(0)
+	if v := os.Getenv("ANARCHON_REDIS_FAILOVER_SOAK"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("ANARCHON_REDIS_FAILOVER_SOAK=%q: %v", v, err)
+		}
+		soak = d
+	}
+	wait := 1
+	if v := os.Getenv("ANARCHON_REDIS_FAILOVER_WAIT"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			t.Fatalf("ANARCHON_REDIS_FAILOVER_WAIT=%q: %v", v, err)
+		}
+		wait = n
+	}
+	ctx := t.Context()
+
+	// The servers: a primary, two replicas, three Sentinels.
+	nodes := make(map[string]*server)
+	primary, p := startServerProc(t, "", "--min-replicas-to-write", strconv.Itoa(wait), "--min-replicas-max-lag", "5")
+	nodes[primary] = p
+	replicaOf := strings.Replace(primary, ":", " ", 1)
+	for range 2 {
+		addr, s := startServerProc(t, "", "--replicaof", replicaOf, "--min-replicas-to-write", strconv.Itoa(wait), "--min-replicas-max-lag", "5")
+		nodes[addr] = s
+	}
+	waitInfo(t, primary, "replication", "connected_slaves", "2")
+	if wait > 0 {
+		waitInfo(t, primary, "replication", "min_slaves_good_slaves", "2")
+	}
+	var sentinels []string
+	for range 3 {
+		addr, _ := startServerProc(t, sentinelConf(t, primary), "--sentinel")
+		sentinels = append(sentinels, addr)
+	}
+	waitFor(t, 30*time.Second, "the Sentinels never saw 2 replicas and each other", func() bool {
+		for _, s := range sentinels {
+			if m, r, o := sentinelView(ctx, s); m != primary || r != 2 || o != 2 {
+				return false
+			}
+		}
+		return true
+	})
+
+	// Three schedulers, each on a client of its own.
+	prefix := freshPrefix(t, primary)
+	var ledger drillLedger
+	handler := func(ctx context.Context, run *anarchon.Run) error {
+		ledger.add(drillStart{job: run.Job, slot: run.Slot, attempt: run.Attempt, instance: run.InstanceID, at: time.Now()})
+		select {
+		case <-time.After(drillWork):
+		case <-ctx.Done():
+		}
+		return nil
+	}
+	logs := io.Discard
+	if testing.Verbose() {
+		logs = os.Stderr
+	}
+	var scheds []*anarchon.Scheduler
+	for i := range 3 {
+		client := redis.NewFailoverClient(&redis.FailoverOptions{
+			MasterName: drillMaster, SentinelAddrs: sentinels,
+			DialTimeout: 500 * time.Millisecond, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second,
+			MaxRetries: 1,
+		})
+		t.Cleanup(func() { _ = client.Close() })
+		log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})).With("instance", i)
+		b, err := redisbackend.New(client, &redisbackend.Options{Prefix: prefix, Replicas: wait, ReplicaTimeout: 500 * time.Millisecond, Logger: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := anarchon.New(b, &anarchon.Options{InstanceID: "i" + strconv.Itoa(i), Logger: log, PollInterval: 250 * time.Millisecond})
+		if err := s.Every("plain", time.Second, handler, &anarchon.JobOptions{NoLease: true, MaxLate: drillMaxLate}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Every("leased", time.Second, handler, &anarchon.JobOptions{Lease: 3 * time.Second, MaxLate: drillMaxLate}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		scheds = append(scheds, s)
+	}
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for _, s := range scheds {
+			_ = s.Stop(sctx)
+		}
+	}
+	t.Cleanup(stop)
+
+	// The rounds: settle, kill the primary, wait for the failover, start
+	// the killed node again as a replica of the new primary.
+	start := time.Now()
+	time.Sleep(8 * time.Second) // steady state before the first fault
+	type round struct {
+		killed     string
+		kill       time.Time
+		promoted   time.Time // a Sentinel named the new primary
+		newPrimary string
+	}
+	var rounds []round
+	current := primary
+	for {
+		r := round{killed: current, kill: time.Now()}
+		nodes[current].kill()
+		waitFor(t, 30*time.Second, "no Sentinel named a new primary", func() bool {
+			m, _, _ := sentinelView(ctx, sentinels[0])
+			if m != "" && m != r.killed {
+				r.newPrimary = m
+				return true
+			}
+			return false
+		})
+		r.promoted = time.Now()
+		rounds = append(rounds, r)
+		time.Sleep(15 * time.Second) // runs on the new primary, without the killed node
+		nodes[r.killed].restart("--replicaof", strings.Replace(r.newPrimary, ":", " ", 1),
+			"--min-replicas-to-write", strconv.Itoa(wait), "--min-replicas-max-lag", "5")
+		waitFor(t, 30*time.Second, "no primary with 2 good replicas after the restart", func() bool {
+			for addr := range nodes {
+				c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+				info, _ := c.Info(ctx, "replication").Result()
+				_ = c.Close()
+				role, _ := infoValue(info, "role")
+				good, _ := infoValue(info, "min_slaves_good_slaves")
+				if role == "master" && (good == "2" || wait == 0) {
+					if addr != r.newPrimary {
+						t.Logf("round %d: the Sentinel named %s, but %s is the primary now", len(rounds), r.newPrimary, addr)
+					}
+					current = addr
+					return true
+				}
+			}
+			return false
+		})
+		if time.Since(start) > soak {
+			break
+		}
+		time.Sleep(5 * time.Second)
+	}
+	time.Sleep(5 * time.Second)
+	end := time.Now()
+	stop()
+
+	// The figures.
+	starts := ledger.snapshot()
+	type key struct {
+		job  string
+		slot time.Time
+	}
+	bySlot := map[key][]drillStart{}
+	for _, s := range starts {
+		k := key{s.job, s.slot}
+		bySlot[k] = append(bySlot[k], s)
+	}
+	first := start.Truncate(time.Second).Add(2 * time.Second)
+	last := end.Add(-drillMaxLate - 2*time.Second).Truncate(time.Second)
+	var report strings.Builder
+	failed := false
+	for _, job := range []string{"plain", "leased"} {
+		var lost []string
+		sameAttempt, nextAttempt, late := 0, 0, 0
+		for slot := first; !slot.After(last); slot = slot.Add(time.Second) {
+			ss := bySlot[key{job, slot.UTC()}]
+			if len(ss) == 0 {
+				lost = append(lost, slot.UTC().Format("15:04:05"))
+			}
+		}
+		for k, ss := range bySlot {
+			if k.job != job {
+				continue
+			}
+			seen := map[int]int{}
+			for _, s := range ss {
+				seen[s.attempt]++
+				if s.at.Sub(s.slot) > drillMaxLate {
+					late++
+					t.Logf("%s slot %s: attempt %d on %s started %v after its slot, beyond MaxLate %v", job, k.slot.Format("15:04:05"), s.attempt, s.instance, s.at.Sub(s.slot).Round(time.Millisecond), drillMaxLate)
+				}
+			}
+			for att, n := range seen {
+				if n > 1 {
+					sameAttempt += n - 1
+					t.Logf("%s slot %s: attempt %d started %d times", job, k.slot.Format("15:04:05"), att, n)
+				}
+				if seen[att+1] > 0 {
+					nextAttempt++
+					t.Logf("%s slot %s: attempts %d and %d both started", job, k.slot.Format("15:04:05"), att, att+1)
+				}
+			}
+		}
+		var recovery []string
+		for _, r := range rounds {
+			firstAfter := time.Time{}
+			for _, s := range starts {
+				if s.job == job && s.slot.After(r.kill) && (firstAfter.IsZero() || s.at.Before(firstAfter)) {
+					firstAfter = s.at
+				}
+			}
+			if firstAfter.IsZero() {
+				recovery = append(recovery, "never")
+				failed = true
+				continue
+			}
+			recovery = append(recovery, fmt.Sprintf("%v (promotion %v)", firstAfter.Sub(r.kill).Round(100*time.Millisecond), r.promoted.Sub(r.kill).Round(100*time.Millisecond)))
+		}
+		sort.Strings(lost)
+		fmt.Fprintf(&report, "%s: slots %d, lost %d %v, duplicates same attempt %d, attempt+1 %d, started after MaxLate %d, recovery after each kill: %s\n",
+			job, int(last.Sub(first)/time.Second)+1, len(lost), lost, sameAttempt, nextAttempt, late, strings.Join(recovery, ", "))
+		if wait > 0 && (sameAttempt > 0 || nextAttempt > 0 || late > 0) {
+			failed = true
+		}
+	}
+	t.Logf("Sentinel failover drill, WAIT %d, %d kill(s) of the primary in %v:\n%s", wait, len(rounds), end.Sub(start).Round(time.Second), report.String())
+	if failed {
+		t.Errorf("duplicates, starts after MaxLate, or no recovery with WAIT %d (see above)", wait)
+	}
+}
