@@ -91,9 +91,14 @@ func (b *Backend) RecordManualRun(ctx context.Context, in anarchon.ClaimInput) (
 	return in.Slot, nil
 }
 
-// runWrite runs a script that may win a claim. With Options.Replicas the
-// script and a WAIT go in one pipeline on the connection of the key's
-// master, so the WAIT covers exactly this write.
+// runWrite runs a script that may win a claim, renew a lease or finish a
+// run. With Options.Replicas the script and a WAIT go in one pipeline on
+// the connection of the key's master, so the WAIT covers exactly this
+// write, and a success (a won claim, a renewal, a finish: won) that fewer
+// replicas acknowledged is ErrNotReplicated. A renewal or finish a
+// failover lost would let a backup take the run over while its holder
+// still runs, or after it finished (a rerun); failing them makes the
+// holder stop at its lease's safe end, and retry the finish, instead.
 func (b *Backend) runWrite(ctx context.Context, s *script, keys []string, args ...any) (any, error) {
 	if b.replicas == 0 {
 		return s.Run(ctx, b.client, keys, args...).Result()
@@ -174,8 +179,9 @@ func (b *Backend) withdraw(ctx context.Context, job string, slot int64, token st
 	return fmt.Errorf("%w (withdrawn)", err)
 }
 
-// won reports whether a claim script's reply is a win: 1 for the plain
-// claim, {1, ...} for the lease claim.
+// won reports whether a script's reply is a success that must be
+// replicated: 1 for the plain claim and finish, {1, ...} for the lease
+// claim and heartbeat.
 func won(v any) bool {
 	switch v := v.(type) {
 	case int64:

@@ -245,6 +245,20 @@ func TestWaitShortfallWithdrawn(t *testing.T) {
 	if err != nil || out.Kind != anarchon.OutcomeWon || out.Attempt != 3 {
 		t.Errorf("claim after the withdrawn takeover: %+v, %v; want won, attempt 3", out, err)
 	}
+
+	// A renewal or finish that no replica has is not confirmed either: a
+	// failover could lose it, and a backup then takes the run over while
+	// (or after) its holder runs. Both are safe to repeat.
+	if ok, err := wb.Runs().Heartbeat(ctx, anarchon.HeartbeatInput{Job: "takeover", Slot: slot, Token: third.Token, Lease: time.Minute}); ok || !errors.Is(err, redisbackend.ErrNotReplicated) {
+		t.Errorf("heartbeat without replicas: %v, %v; want ErrNotReplicated", ok, err)
+	}
+	fin := anarchon.FinishInput{Job: "takeover", Slot: slot, Token: third.Token, Status: anarchon.StatusSuccess}
+	if ok, err := wb.Runs().Finish(ctx, fin); ok || !errors.Is(err, redisbackend.ErrNotReplicated) {
+		t.Errorf("finish without replicas: %v, %v; want ErrNotReplicated", ok, err)
+	}
+	if ok, err := nb.Runs().Finish(ctx, fin); !ok || err != nil {
+		t.Errorf("repeat of the finish: %v, %v; want true (the finish stands on the primary)", ok, err)
+	}
 }
 
 // TestInitTopology: Init reports the replicas, min-replicas-to-write and
