@@ -87,7 +87,7 @@ type Backend struct {
 	allowEviction bool
 	log           *slog.Logger
 	lastReload    atomic.Int64 // Unix ns of the last cluster slot-map reload (errors.go)
-	epoch         epochGuard // the data-loss sentinel (durability.go)
+	epoch         epochGuard   // the data-loss sentinel (durability.go)
 }
 
 var (
