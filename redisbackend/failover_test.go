@@ -47,6 +47,7 @@ type drillStart struct {
 	attempt  int
 	instance string
 	at       time.Time
+	end      time.Time // when the handler returned; zero if it did not
 }
 
 type drillLedger struct {
@@ -54,10 +55,17 @@ type drillLedger struct {
 	starts []drillStart
 }
 
-func (l *drillLedger) add(s drillStart) {
+func (l *drillLedger) add(s drillStart) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.starts = append(l.starts, s)
+	return len(l.starts) - 1
+}
+
+func (l *drillLedger) end(i int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.starts[i].end = time.Now()
 }
 
 func (l *drillLedger) snapshot() []drillStart {
@@ -178,7 +186,8 @@ func TestSentinelFailoverDrill(t *testing.T) {
 	prefix := freshPrefix(t, primary)
 	var ledger drillLedger
 	handler := func(ctx context.Context, run *anarchon.Run) error {
-		ledger.add(drillStart{job: run.Job, slot: run.Slot, attempt: run.Attempt, instance: run.InstanceID, at: time.Now()})
+		i := ledger.add(drillStart{job: run.Job, slot: run.Slot, attempt: run.Attempt, instance: run.InstanceID, at: time.Now()})
+		defer ledger.end(i)
 		select {
 		case <-time.After(drillWork):
 		case <-ctx.Done():
@@ -339,7 +348,21 @@ func drillFigures(t *testing.T, starts []drillStart, start, end time.Time, round
 				}
 				if seen[att+1] > 0 {
 					nextAttempt++
-					t.Logf("%s slot %s: attempts %d and %d both started", job, k.slot.Format("15:04:05"), att, att+1)
+					var a, b drillStart
+					for _, s := range ss {
+						switch s.attempt {
+						case att:
+							a = s
+						case att + 1:
+							b = s
+						}
+					}
+					how := "after the first had returned (a rerun)"
+					if a.end.IsZero() || b.at.Before(a.end) {
+						how = "while the first still ran (an overlap)"
+					}
+					t.Logf("%s slot %s: attempt %d on %s at %s, attempt %d on %s at %s, %s", job, k.slot.Format("15:04:05"),
+						att, a.instance, a.at.Format("15:04:05.000"), att+1, b.instance, b.at.Format("15:04:05.000"), how)
 				}
 			}
 		}
@@ -467,7 +490,8 @@ func TestClusterFailoverDrill(t *testing.T) {
 	}
 	var ledger drillLedger
 	handler := func(ctx context.Context, run *anarchon.Run) error {
-		ledger.add(drillStart{job: run.Job, slot: run.Slot, attempt: run.Attempt, instance: run.InstanceID, at: time.Now()})
+		i := ledger.add(drillStart{job: run.Job, slot: run.Slot, attempt: run.Attempt, instance: run.InstanceID, at: time.Now()})
+		defer ledger.end(i)
 		select {
 		case <-time.After(drillWork):
 		case <-ctx.Done():
