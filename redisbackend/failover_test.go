@@ -392,17 +392,24 @@ func drillFigures(t *testing.T, starts []drillStart, start, end time.Time, round
 }
 
 // clusterMasterOf is the master of a hash slot as the node at addr sees
-// it (CLUSTER SLOTS).
-func clusterMasterOf(ctx context.Context, addr string, slot int) string {
+// it (CLUSTER SHARDS).
+func clusterMasterOf(ctx context.Context, addr string, slot int64) string {
 	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 300 * time.Millisecond})
 	defer c.Close()
-	slots, err := c.ClusterSlots(ctx).Result()
+	shards, err := c.ClusterShards(ctx).Result()
 	if err != nil {
 		return ""
 	}
-	for _, s := range slots {
-		if slot >= s.Start && slot <= s.End && len(s.Nodes) > 0 {
-			return s.Nodes[0].Addr
+	for _, sh := range shards {
+		for _, r := range sh.Slots {
+			if slot < r.Start || slot > r.End {
+				continue
+			}
+			for _, n := range sh.Nodes {
+				if n.Role == "master" && n.Health == "online" {
+					return n.IP + ":" + strconv.FormatInt(n.Port, 10)
+				}
+			}
 		}
 	}
 	return ""
@@ -543,7 +550,7 @@ func TestClusterFailoverDrill(t *testing.T) {
 
 	start := time.Now()
 	time.Sleep(8 * time.Second) // steady state before the fault
-	victim := clusterMasterOf(ctx, addrs[0], int(keySlot))
+	victim := clusterMasterOf(ctx, addrs[0], keySlot)
 	if nodes[victim] == nil {
 		t.Fatalf("the leased job's slot %d is on %q, not a node of the test", keySlot, victim)
 	}
@@ -557,7 +564,7 @@ func TestClusterFailoverDrill(t *testing.T) {
 	r := drillRound{killed: victim, kill: time.Now()}
 	nodes[victim].kill()
 	waitFor(t, 30*time.Second, "the cluster never promoted a replica", func() bool {
-		m := clusterMasterOf(ctx, witness, int(keySlot))
+		m := clusterMasterOf(ctx, witness, keySlot)
 		if m != "" && m != victim {
 			r.newPrimary = m
 			return true
