@@ -189,8 +189,10 @@
 //
 // [New] takes any [redis.UniversalClient]: a *redis.Client (standalone, or
 // Sentinel through redis.NewFailoverClient) or a *redis.ClusterClient. The
-// backend never closes a client passed to New. [Open] parses redis:// and
-// rediss:// URLs with [redis.ParseURL] and closes its own client in Close.
+// backend never closes a client passed to New. [Open] reads redis:// and
+// rediss:// URLs, Sentinel URLs (redis+sentinel://s1,s2,s3/?master=NAME)
+// and Cluster URLs (redis://a,b,c?cluster=true), with wait= and
+// wait_timeout= for [Options.Replicas], and closes its own client in Close.
 // AUTH (user and password), TLS, timeouts and pool sizes are the client's
 // options; no password ever appears in an error of this package (URLs are
 // shown redacted).
