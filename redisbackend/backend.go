@@ -34,10 +34,11 @@ type Options struct {
 	// (which ends the prefix in every key, so that prefixes differing by a
 	// ':' cannot share keys). Defaults to DefaultPrefix ("anarchon").
 	Prefix string
-	// Replicas, when > 0, makes every winning claim (plain and lease) wait
-	// with WAIT until this many replicas have acknowledged it. A claim that
-	// falls short returns an error wrapping ErrNotReplicated, must not be
-	// run, and is withdrawn from the primary. Defaults to 0: a claim counts
+	// Replicas, when > 0, makes every winning claim (plain and lease),
+	// lease renewal and finish wait with WAIT until this many replicas have
+	// acknowledged it. A call that falls short returns an error wrapping
+	// ErrNotReplicated; a claim that does must not be run, and is withdrawn
+	// from the primary. Defaults to 0: a claim counts
 	// once the primary answers, and a failover can lose it (see the package
 	// doc, "Replication and failover", for the topology to pair it with).
 	Replicas int
