@@ -71,12 +71,13 @@ var (
 	// talking to Redis: an empty job name or token, a slot beyond ±MaxSlot, a
 	// non-positive lease, a negative duration or history size.
 	ErrInvalidInput = anarchon.Permanent(errors.New("redisbackend: invalid input"))
-	// ErrNotReplicated is returned by a winning claim when Options.Replicas
-	// is set and fewer replicas acknowledged it within ReplicaTimeout. The
-	// caller must not run the slot (fail closed): a failover could still
-	// forget the claim. The backend withdraws the claim from the primary
-	// (see Backend.Claim and RunStore.Claim), so a repeat is judged as a
-	// new claim.
+	// ErrNotReplicated is returned by a winning claim, a lease renewal or a
+	// finish when Options.Replicas is set and fewer replicas acknowledged
+	// it within ReplicaTimeout. The caller must not run the slot (fail
+	// closed), nor count on the renewal: a failover could still forget it.
+	// The backend withdraws such a claim from the primary (see
+	// Backend.Claim and RunStore.Claim), so a repeat is judged as a new
+	// claim; a finish is safe to repeat.
 	ErrNotReplicated = errors.New("redisbackend: claim not acknowledged by enough replicas")
 	// ErrUnexpectedReply is returned when Redis answers a script with a
 	// reply of the wrong shape (a server that is not Redis-compatible, or
