@@ -117,7 +117,7 @@
 //	  finishes waited                                                      2 reran)
 //	Sentinel without WAIT           SIGKILL of the primary,    0–2         0            0              2.2–2.3 s (2.3 s)
 //	                                  replicas caught up
-//	Cluster: 3 masters, 3 replicas, SIGKILL of the leased      0–3         0            0              2.6–3.7 s (2.4–2.7 s)
+//	Cluster: 3 masters, 3 replicas, SIGKILL of the leased      0–3         0            0              2.6–3.7 s (2.3–2.7 s)
 //	  no WAIT                         job's master
 //	the same without the slot-map   the same                   every slot  0            0              none within 20 s (3 s)
 //	  reload                                                   after it

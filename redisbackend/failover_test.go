@@ -20,7 +20,8 @@ import (
 )
 
 // The failover drill: a primary, two replicas and three Sentinels on
-// loopback, three schedulers on Sentinel (failover) clients, a 1 s plain
+// loopback, three schedulers on Sentinel (failover) clients (the first
+// opened from a redis+sentinel:// URL, as the daemon does), a 1 s plain
 // job and a 1 s leased job, every handler start in a ledger; the primary
 // is SIGKILLed mid-run. The drill counts lost slots, duplicates (two
 // starts of a slot with the same attempt, or with the next one), starts
@@ -200,17 +201,26 @@ func TestSentinelFailoverDrill(t *testing.T) {
 	}
 	var scheds []*anarchon.Scheduler
 	for i := range 3 {
-		client := redis.NewFailoverClient(&redis.FailoverOptions{
-			MasterName: drillMaster, SentinelAddrs: sentinels,
-			DialTimeout: 500 * time.Millisecond, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second,
-			MaxRetries: 1,
-		})
-		t.Cleanup(func() { _ = client.Close() })
 		log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})).With("instance", i)
-		b, err := redisbackend.New(client, &redisbackend.Options{Prefix: prefix, Replicas: wait, ReplicaTimeout: 500 * time.Millisecond, Logger: log})
+		var b *redisbackend.Backend
+		var err error
+		if i == 0 { // the first through the URL form the daemon takes
+			b, err = redisbackend.Open("redis+sentinel://"+strings.Join(sentinels, ",")+"/?master="+drillMaster+
+				"&wait="+strconv.Itoa(wait)+"&wait_timeout=500ms&prefix="+prefix+
+				"&dial_timeout=500ms&read_timeout=2s&write_timeout=2s&max_retries=1", &redisbackend.Options{Logger: log})
+		} else {
+			client := redis.NewFailoverClient(&redis.FailoverOptions{
+				MasterName: drillMaster, SentinelAddrs: sentinels,
+				DialTimeout: 500 * time.Millisecond, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second,
+				MaxRetries: 1,
+			})
+			t.Cleanup(func() { _ = client.Close() })
+			b, err = redisbackend.New(client, &redisbackend.Options{Prefix: prefix, Replicas: wait, ReplicaTimeout: 500 * time.Millisecond, Logger: log})
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { _ = b.Close(context.Background()) })
 		s := anarchon.New(b, &anarchon.Options{InstanceID: "i" + strconv.Itoa(i), Logger: log, PollInterval: 250 * time.Millisecond})
 		if err := s.Every("plain", time.Second, handler, &anarchon.JobOptions{NoLease: true, MaxLate: drillMaxLate}); err != nil {
 			t.Fatal(err)
@@ -388,6 +398,11 @@ func drillFigures(t *testing.T, starts []drillStart, start, end time.Time, round
 			failed = true
 		}
 	}
+	per := map[string]int{}
+	for _, s := range starts {
+		per[s.instance]++
+	}
+	fmt.Fprintf(&report, "handler starts per instance: %v\n", per)
 	return report.String(), failed
 }
 
@@ -416,7 +431,8 @@ func clusterMasterOf(ctx context.Context, addr string, slot int64) string {
 }
 
 // The Cluster drill: three masters and three replicas, three schedulers
-// on cluster clients, the same two jobs and ledger as the Sentinel drill;
+// on cluster clients (the first opened from a redis://a,b,…?cluster=true
+// URL), the same two jobs and ledger as the Sentinel drill;
 // the master holding the leased job's keys is SIGKILLed. The recovery of
 // the leased job is compared with the cluster's own promotion time (the
 // kill until a surviving node names the replica as the slot's master):
@@ -511,17 +527,25 @@ func TestClusterFailoverDrill(t *testing.T) {
 	}
 	var scheds []*anarchon.Scheduler
 	for i := range 3 {
-		client := redis.NewClusterClient(&redis.ClusterOptions{
-			Addrs:       addrs,
-			DialTimeout: 500 * time.Millisecond, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second,
-			MaxRetries: 1,
-		})
-		t.Cleanup(func() { _ = client.Close() })
 		log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})).With("instance", i)
-		b, err := redisbackend.New(client, &redisbackend.Options{Prefix: prefix, Logger: log})
+		var b *redisbackend.Backend
+		var err error
+		if i == 0 { // the first through the URL form the daemon takes
+			b, err = redisbackend.Open("redis://"+strings.Join(addrs, ",")+"?cluster=true&prefix="+prefix+
+				"&dial_timeout=500ms&read_timeout=2s&write_timeout=2s&max_retries=1", &redisbackend.Options{Logger: log})
+		} else {
+			client := redis.NewClusterClient(&redis.ClusterOptions{
+				Addrs:       addrs,
+				DialTimeout: 500 * time.Millisecond, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second,
+				MaxRetries: 1,
+			})
+			t.Cleanup(func() { _ = client.Close() })
+			b, err = redisbackend.New(client, &redisbackend.Options{Prefix: prefix, Logger: log})
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { _ = b.Close(context.Background()) })
 		s := anarchon.New(b, &anarchon.Options{InstanceID: "i" + strconv.Itoa(i), Logger: log, PollInterval: 250 * time.Millisecond})
 		if err := s.Every("plain", time.Second, handler, &anarchon.JobOptions{NoLease: true, MaxLate: drillMaxLate}); err != nil {
 			t.Fatal(err)
