@@ -2,10 +2,8 @@ package redisbackend
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,10 +34,13 @@ type Options struct {
 	// (which ends the prefix in every key, so that prefixes differing by a
 	// ':' cannot share keys). Defaults to DefaultPrefix ("anarchon").
 	Prefix string
-	// Replicas, when > 0, makes every winning claim (plain and lease) wait
-	// with WAIT until this many replicas have acknowledged it. A claim that
-	// falls short returns an error wrapping ErrNotReplicated and must not be
-	// run. Defaults to 0: a claim counts once the primary answers.
+	// Replicas, when > 0, makes every winning claim (plain and lease),
+	// lease renewal and finish wait with WAIT until this many replicas have
+	// acknowledged it. A call that falls short returns an error wrapping
+	// ErrNotReplicated; a claim that does must not be run, and is withdrawn
+	// from the primary. Defaults to 0: a claim counts
+	// once the primary answers, and a failover can lose it (see the package
+	// doc, "Replication and failover", for the topology to pair it with).
 	Replicas int
 	// ReplicaTimeout bounds the WAIT. It must be below the client's
 	// ReadTimeout (5 s by default in go-redis v9.22), which bounds the
@@ -86,7 +87,8 @@ type Backend struct {
 
 	allowEviction bool
 	log           *slog.Logger
-	epoch         epochGuard // the data-loss sentinel (durability.go)
+	lastReload    atomic.Int64 // Unix ns of the last cluster slot-map reload (errors.go)
+	epoch         epochGuard   // the data-loss sentinel (durability.go)
 }
 
 var (
@@ -172,46 +174,54 @@ func New(client redis.UniversalClient, opts *Options) (*Backend, error) {
 	return b, nil
 }
 
-// Open creates a client from a redis:// or rediss:// (TLS) URL, as
-// [redis.ParseURL] reads it (user, password, database number, query options
-// such as dial_timeout), and returns a backend that owns it: Close closes it.
-// Errors never contain the password: the URL is shown redacted.
+// Open creates a client from a URL and returns a backend that owns it:
+// Close closes it. The forms:
+//
+//	redis://[user:password@]host[:port][/db][?options]            one server (rediss:// for TLS)
+//	redis+sentinel://[user:password@]s1[:port],s2,s3[/db]?master=NAME  Sentinel (rediss+sentinel:// for TLS)
+//	redis://[user:password@]h1[:port],h2,h3?cluster=true              Redis Cluster (the hosts are seeds)
+//
+// Ports default to 6379 (26379 for Sentinels). The user and password are
+// those of the Redis servers; with Sentinel, sentinel_username= and
+// sentinel_password= give the Sentinels' own. The backend's parameters,
+// which take precedence over opts: wait=N (Options.Replicas),
+// wait_timeout=DURATION (Options.ReplicaTimeout, a Go duration such as
+// 500ms), prefix=P (Options.Prefix). go-redis reads the rest as its client
+// options (dial_timeout=, read_timeout=, pool_size=, …; see
+// [redis.ParseURL], [redis.ParseFailoverURL], [redis.ParseClusterURL]) and
+// refuses one it does not know.
+//
+// A URL it cannot use gives an error wrapping ErrInvalidInput: an unknown
+// scheme, an empty or malformed host, a host list without cluster=true or
+// Sentinel, a Sentinel URL without master=, a bad wait= or wait_timeout=,
+// an unknown parameter. Errors never contain the password: the URL is shown
+// redacted.
 func Open(rawURL string, opts *Options) (*Backend, error) {
-	u, err := url.Parse(rawURL)
+	p, err := parseURL(rawURL)
 	if err != nil {
-		// url.Error repeats the whole URL, password included: keep only its cause.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return nil, fmt.Errorf("%w: unparsable redis URL: %w", ErrInvalidInput, err)
+		return nil, err
 	}
-	if u.Scheme != "redis" && u.Scheme != "rediss" {
-		return nil, fmt.Errorf("%w: redis URL %s: scheme must be redis or rediss", ErrInvalidInput, u.Redacted())
+	var o Options
+	if opts != nil {
+		o = *opts
 	}
-	ro, err := redis.ParseURL(rawURL)
-	if err != nil {
-		return nil, fmt.Errorf("%w: redis URL %s: %s", ErrInvalidInput, u.Redacted(), scrub(err.Error(), u))
+	if p.replicas != nil {
+		o.Replicas = *p.replicas
 	}
-	client := redis.NewClient(ro)
-	b, err := New(client, opts)
+	if p.timeout != nil {
+		o.ReplicaTimeout = *p.timeout
+	}
+	if p.prefix != nil {
+		o.Prefix = *p.prefix
+	}
+	client := p.client()
+	b, err := New(client, &o)
 	if err != nil {
 		_ = client.Close()
 		return nil, err
 	}
 	b.owned = true
 	return b, nil
-}
-
-// scrub removes the URL's password from a message, in case a parser
-// repeated it.
-func scrub(msg string, u *url.URL) string {
-	if u.User != nil {
-		if pw, ok := u.User.Password(); ok && pw != "" {
-			msg = strings.ReplaceAll(msg, pw, "xxxxx")
-		}
-	}
-	return msg
 }
 
 // Name returns "redis".
@@ -230,8 +240,13 @@ func (b *Backend) Client() redis.UniversalClient { return b.client }
 func (b *Backend) Runs() anarchon.RunStore { return b.runs }
 
 // Init checks that the server answers and is Redis 5 or later, and loads the
-// scripts into its script cache (every master of a cluster). It is safe to
-// call more than once and concurrently.
+// scripts into its script cache (every master of a cluster). It logs the
+// replication topology (replicas connected, min-replicas-to-write, the
+// WAIT setting) at INFO, and a WARN naming the risk when a failover can
+// lose acknowledged claims (replicas or Sentinel/Cluster without
+// Options.Replicas) or one lost node stops every claim (see the package
+// doc, "Replication and failover"). It is safe to call more than once and
+// concurrently.
 func (b *Backend) Init(ctx context.Context) error {
 	if err := b.check(); err != nil {
 		return err
@@ -254,9 +269,11 @@ func (b *Backend) Init(ctx context.Context) error {
 			return b.wrap("init: script load", err)
 		}
 	}
-	if err := b.checkDurability(ctx); err != nil {
+	persistence, err := b.checkDurability(ctx)
+	if err != nil {
 		return err
 	}
+	b.checkTopology(ctx, persistence)
 	return b.epoch.init(ctx, b)
 }
 

@@ -70,7 +70,7 @@ func (b *Backend) ClaimBatch(ctx context.Context, in []anarchon.ClaimInput) ([]a
 	for j, c := range calls {
 		i := idx[j]
 		if c.err != nil {
-			out[i].Err = b.wrap(fmt.Sprintf("claim %q slot %d", in[i].Job, in[i].Slot), c.err)
+			out[i].Err = b.wrap(fmt.Sprintf("claim %q slot %d", in[i].Job, in[i].Slot), b.withdraw(ctx, in[i].Job, in[i].Slot, in[i].Token, c.err))
 			continue
 		}
 		out[i].Won, out[i].Err = b.claimAnswer(in[i], c.res)
@@ -113,7 +113,7 @@ func (s *RunStore) ClaimRuns(ctx context.Context, in []anarchon.RunClaim) ([]ana
 	for j, c := range calls {
 		i := idx[j]
 		if c.err != nil {
-			out[i].Err = b.wrap(fmt.Sprintf("lease claim %q slot %d", in[i].Job, in[i].Slot), c.err)
+			out[i].Err = b.wrap(fmt.Sprintf("lease claim %q slot %d", in[i].Job, in[i].Slot), b.withdraw(ctx, in[i].Job, in[i].Slot, in[i].Token, c.err))
 			continue
 		}
 		out[i].Outcome, out[i].Err = b.leaseClaimAnswer(in[i], c.res)
@@ -166,7 +166,8 @@ type pipeliner interface {
 // With Options.Replicas the calls are grouped by master, and each
 // master's pipeline ends with one WAIT on the connection that carried its
 // scripts, so the WAIT covers all of them, as runWrite's WAIT covers one
-// claim: a won claim whose WAIT fell short gets ErrNotReplicated.
+// claim: a won claim whose WAIT fell short gets ErrNotReplicated, and
+// the batch's callers withdraw it as a single claim does (Backend.withdraw).
 func (b *Backend) runCalls(ctx context.Context, calls []*evalCall) {
 	if b.replicas == 0 {
 		b.pipeline(ctx, b.client, calls, false)

@@ -2,8 +2,11 @@ package redisbackend
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
+	"time"
 
 	"github.com/anarchon/anarchon"
 	"github.com/redis/go-redis/v9"
@@ -30,8 +33,9 @@ func (b *Backend) PrepareJob(ctx context.Context, in anarchon.PrepareJobInput) e
 // in.Token (repeat safety), false if another token holds it or the slot is
 // at or below the job's trim watermark. A new slot of a paused job takes
 // a second script, which settles it and saves its history record in one
-// step (SPEC §12). With Options.Replicas it fails with
-// ErrNotReplicated when the WAIT falls short.
+// step (SPEC §12). With Options.Replicas a won claim whose WAIT falls
+// short is withdrawn (the slot is unclaimed again) and Claim fails with
+// ErrNotReplicated.
 func (b *Backend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, error) {
 	if err := b.checkRun(in.Job, in.Slot, in.Token); err != nil {
 		return false, err
@@ -46,7 +50,7 @@ func (b *Backend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, erro
 		res, err = b.runWrite(ctx, scriptClaimPaused, b.pausedClaimKeys(in.Job), append(args, size, ttl)...)
 	}
 	if err != nil {
-		return false, b.wrap(fmt.Sprintf("claim %q slot %d", in.Job, in.Slot), err)
+		return false, b.wrap(fmt.Sprintf("claim %q slot %d", in.Job, in.Slot), b.withdraw(ctx, in.Job, in.Slot, in.Token, err))
 	}
 	return b.claimAnswer(in, res)
 }
@@ -109,9 +113,14 @@ func (b *Backend) RecordManualRun(ctx context.Context, in anarchon.ClaimInput) (
 	return in.Slot, nil
 }
 
-// runWrite runs a script that may win a claim. With Options.Replicas the
-// script and a WAIT go in one pipeline on the connection of the key's
-// master, so the WAIT covers exactly this write.
+// runWrite runs a script that may win a claim, renew a lease or finish a
+// run. With Options.Replicas the script and a WAIT go in one pipeline on
+// the connection of the key's master, so the WAIT covers exactly this
+// write, and a success (a won claim, a renewal, a finish: won) that fewer
+// replicas acknowledged is ErrNotReplicated. A renewal or finish a
+// failover lost would let a backup take the run over while its holder
+// still runs, or after it finished (a rerun); failing them makes the
+// holder stop at its lease's safe end, and retry the finish, instead.
 func (b *Backend) runWrite(ctx context.Context, s *script, keys []string, args ...any) (any, error) {
 	if b.replicas == 0 {
 		return s.Run(ctx, b.client, keys, args...).Result()
@@ -164,8 +173,37 @@ func (b *Backend) runWrite(ctx context.Context, s *script, keys []string, args .
 	return val, nil
 }
 
-// won reports whether a claim script's reply is a win: 1 for the plain
-// claim, {1, ...} for the lease claim.
+// withdraw takes back a won claim whose WAIT fell short (err wraps
+// ErrNotReplicated; other errors are returned as they are), so that the
+// store does not keep a claim its caller was told not to run: left in
+// place, a later claim with the same token would win it again once a
+// replica is back, long after the slot's MaxLate. A first claim is
+// deleted, so the slot is absent again (a claim after its MaxLate is then
+// answered late); a lease takeover is released, so the next claim is the
+// next attempt. The withdrawal is not waited for: if it is lost with the
+// primary, the claim it took back is lost with it, or, if a replica had it
+// after all, that run's lease runs out and the slot is taken over as for a
+// holder that died. When the withdrawal itself fails, the claim stays
+// until its lease runs out (lease claims) and the error says so.
+func (b *Backend) withdraw(ctx context.Context, job string, slot int64, token string, err error) error {
+	if !errors.Is(err, ErrNotReplicated) {
+		return err
+	}
+	k := b.keys(job)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(b.waitFor, time.Second))
+	defer cancel()
+	if werr := scriptWithdraw.Run(wctx, b.client, []string{k.run, k.hist, k.active},
+		slotArg(slot), token, b.channel, job).Err(); werr != nil {
+		b.log.LogAttrs(ctx, slog.LevelWarn, "redis: a claim that failed WAIT could not be withdrawn; it stays on the primary",
+			slog.String("job", job), slog.Int64("slot", slot), slog.String("error", werr.Error()))
+		return fmt.Errorf("%w; withdrawing it failed: %w", err, werr)
+	}
+	return fmt.Errorf("%w (withdrawn)", err)
+}
+
+// won reports whether a script's reply is a success that must be
+// replicated: 1 for the plain claim and finish, {1, ...} for the lease
+// claim and heartbeat.
 func won(v any) bool {
 	switch v := v.(type) {
 	case int64:

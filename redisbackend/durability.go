@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -18,10 +19,11 @@ import (
 // disabled or renamed) and its persistence (CONFIG GET save/appendonly,
 // or INFO persistence without CONFIG). A policy that may evict keys is
 // refused unless Options.AllowEviction; persistence off is a warning.
-func (b *Backend) checkDurability(ctx context.Context) error {
+// It returns the persistence it found, for the topology report.
+func (b *Backend) checkDurability(ctx context.Context) (persistence string, err error) {
 	mem, err := b.client.Info(ctx, "memory").Result()
 	if err != nil {
-		return b.wrap("init: info memory", err)
+		return "", b.wrap("init: info memory", err)
 	}
 	policy, ok := infoField(mem, "maxmemory_policy")
 	switch {
@@ -29,7 +31,7 @@ func (b *Backend) checkDurability(ctx context.Context) error {
 		b.log.LogAttrs(ctx, slog.LevelWarn, "redis: the server does not report its maxmemory_policy; an evicting policy would let slots run twice")
 	case strings.HasPrefix(policy, "allkeys-") || strings.HasPrefix(policy, "volatile-"):
 		if !b.allowEviction {
-			return fmt.Errorf("%w: maxmemory-policy is %s; set it to noeviction, or allow it with Options.AllowEviction", ErrEvictionPolicy, policy)
+			return "", fmt.Errorf("%w: maxmemory-policy is %s; set it to noeviction, or allow it with Options.AllowEviction", ErrEvictionPolicy, policy)
 		}
 		b.log.LogAttrs(ctx, slog.LevelWarn, "redis: maxmemory-policy may evict claims (allowed by AllowEviction): an evicted claim lets its slot run twice",
 			slog.String("maxmemory_policy", policy))
@@ -42,17 +44,112 @@ func (b *Backend) checkDurability(ctx context.Context) error {
 		}
 	}
 	if !known { // CONFIG disabled: AOF is in INFO, the RDB schedule is not
+		persistence = "unknown"
 		if p, err := b.client.Info(ctx, "persistence").Result(); err == nil {
 			if v, ok := infoField(p, "aof_enabled"); ok && v == "0" {
+				persistence = "aof off, rdb unknown"
 				b.log.LogAttrs(ctx, slog.LevelWarn, "redis: AOF is off and CONFIG is unavailable to read the RDB schedule; a restart may lose claims")
 			}
 		}
+		return persistence, nil
+	}
+	rdb := strings.TrimSpace(save) != ""
+	switch {
+	case !rdb && aof == "no":
+		persistence = "off"
+		b.log.LogAttrs(ctx, slog.LevelWarn, `redis: persistence is off (save "" and appendonly no): a restart loses every claim, and slots running then may run twice`)
+	case aof != "no":
+		persistence = "aof"
+	default:
+		persistence = "rdb"
+	}
+	return persistence, nil
+}
+
+// topology is what Init learns of the servers' replication.
+type topology struct {
+	mode        string // "standalone", "sentinel" or "cluster"
+	masters     int    // 1, or the cluster's masters
+	replicas    int    // connected replicas (the fewest of any master)
+	minReplicas int    // min-replicas-to-write (the lowest of any master); -1: unknown
+}
+
+// readTopology asks each master (the one master, or every master of a
+// cluster) for its connected replicas (INFO replication) and its
+// min-replicas-to-write (CONFIG GET; unknown where CONFIG is disabled).
+func (b *Backend) readTopology(ctx context.Context) (topology, error) {
+	t := topology{mode: "standalone", replicas: -1, minReplicas: -2}
+	var mu sync.Mutex // ForEachMaster calls one concurrently
+	one := func(ctx context.Context, c redis.Cmdable) error {
+		info, err := c.Info(ctx, "replication").Result()
+		if err != nil {
+			return err
+		}
+		n := 0
+		if v, ok := infoField(info, "connected_slaves"); ok {
+			n, _ = strconv.Atoi(v)
+		}
+		m := -1
+		if cfg, err := c.ConfigGet(ctx, "min-replicas-to-write").Result(); err == nil {
+			if v, ok := cfg["min-replicas-to-write"]; ok {
+				m, _ = strconv.Atoi(v)
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		t.masters++
+		if t.replicas < 0 || n < t.replicas {
+			t.replicas = n
+		}
+		if t.minReplicas == -2 || m < t.minReplicas {
+			t.minReplicas = m
+		}
 		return nil
 	}
-	if strings.TrimSpace(save) == "" && aof == "no" {
-		b.log.LogAttrs(ctx, slog.LevelWarn, `redis: persistence is off (save "" and appendonly no): a restart loses every claim, and slots running then may run twice`)
+	var err error
+	switch c := b.client.(type) {
+	case *redis.ClusterClient:
+		t.mode = "cluster"
+		err = c.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return one(ctx, c) })
+	case *redis.Client:
+		if c.Options().Addr == "FailoverClient" { // go-redis's mark of a Sentinel client
+			t.mode = "sentinel"
+		}
+		err = one(ctx, c)
+	default:
+		err = one(ctx, b.client)
 	}
-	return nil
+	return t, err
+}
+
+// checkTopology logs what Init found of replication at INFO, and a WARN
+// naming the risk of a setup that can lose acknowledged claims in a
+// failover (replicas without WAIT) or that stops claiming when one node
+// fails (WAIT for every replica there is, or for more than are
+// connected). It never fails Init: replicas come and go.
+func (b *Backend) checkTopology(ctx context.Context, persistence string) {
+	t, err := b.readTopology(ctx)
+	if err != nil {
+		b.log.LogAttrs(ctx, slog.LevelWarn, "redis: could not read the replication topology (INFO replication)", slog.String("error", err.Error()))
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String("mode", t.mode), slog.Int("masters", t.masters), slog.Int("replicas_connected", t.replicas),
+		slog.Int("wait_replicas", b.replicas), slog.Duration("wait_timeout", b.waitFor),
+		slog.String("persistence", persistence),
+	}
+	if t.minReplicas >= 0 {
+		attrs = append(attrs, slog.Int("min_replicas_to_write", t.minReplicas))
+	}
+	b.log.LogAttrs(ctx, slog.LevelInfo, "redis: topology", attrs...)
+	switch {
+	case b.replicas == 0 && (t.replicas > 0 || t.mode != "standalone"):
+		b.log.LogAttrs(ctx, slog.LevelWarn, "redis: no WAIT: a failover can lose acknowledged claims, and their slots then run twice; set Options.Replicas (URL wait=1) to a majority of the replicas", attrs...)
+	case b.replicas > 0 && t.replicas < b.replicas:
+		b.log.LogAttrs(ctx, slog.LevelWarn, "redis: WAIT needs more replicas than are connected: every claim fails (ErrNotReplicated) until enough are", attrs...)
+	case b.replicas > 0 && t.replicas == b.replicas:
+		b.log.LogAttrs(ctx, slog.LevelWarn, "redis: WAIT needs every connected replica: losing any one node stops all claims until it is back; run more replicas than Options.Replicas", attrs...)
+	}
 }
 
 // epochCheckEvery is how often a claim path reads the sentinel key.

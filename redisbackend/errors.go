@@ -1,9 +1,14 @@
 package redisbackend
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/anarchon/anarchon"
 	"github.com/redis/go-redis/v9"
@@ -46,6 +51,7 @@ func (b *Backend) wrap(op string, err error) error {
 	if b.closed.Load() && errors.Is(err, redis.ErrClosed) {
 		return anarchon.Permanent(fmt.Errorf("redisbackend: %s: %w: %w", op, anarchon.ErrClosed, err))
 	}
+	b.reloadCluster(err)
 	e := fmt.Errorf("redisbackend: %s: %w", op, err)
 	if IsPermanent(err) {
 		return anarchon.Permanent(e)
@@ -65,10 +71,13 @@ var (
 	// talking to Redis: an empty job name or token, a slot beyond ±MaxSlot, a
 	// non-positive lease, a negative duration or history size.
 	ErrInvalidInput = anarchon.Permanent(errors.New("redisbackend: invalid input"))
-	// ErrNotReplicated is returned by a winning claim when Options.Replicas
-	// is set and fewer replicas acknowledged it within ReplicaTimeout. The
-	// claim is written on the primary but the caller must not run the slot
-	// (fail closed): a failover could still forget it.
+	// ErrNotReplicated is returned by a winning claim, a lease renewal or a
+	// finish when Options.Replicas is set and fewer replicas acknowledged
+	// it within ReplicaTimeout. The caller must not run the slot (fail
+	// closed), nor count on the renewal: a failover could still forget it.
+	// The backend withdraws such a claim from the primary (see
+	// Backend.Claim and RunStore.Claim), so a repeat is judged as a new
+	// claim; a finish is safe to repeat.
 	ErrNotReplicated = errors.New("redisbackend: claim not acknowledged by enough replicas")
 	// ErrUnexpectedReply is returned when Redis answers a script with a
 	// reply of the wrong shape (a server that is not Redis-compatible, or
@@ -87,3 +96,50 @@ var (
 	// transient: claims succeed again after the hold.
 	ErrDataLost = errors.New("redisbackend: the server lost its data; claims fail closed for a while")
 )
+
+// clusterReloadOff turns reloadCluster off, for a test that measures
+// go-redis without it.
+var clusterReloadOff bool
+
+// clusterReloadEvery bounds how often a failing call reloads a cluster's
+// slot map.
+const clusterReloadEvery = 250 * time.Millisecond
+
+// reloadCluster asks a cluster client to reload its slot map after an
+// error that a failover causes: the network (a dead master refuses or
+// times out), CLUSTERDOWN, TRYAGAIN, MASTERDOWN. go-redis reloads the map
+// on MOVED and ASK, and otherwise only every ClusterStateReloadInterval
+// (60 s by default): a client whose master died kept dialling it, and
+// claims stopped for 24–40 s although the cluster had promoted a replica
+// in 3–4.5 s (redis/go-redis#3979). The reload runs in the background,
+// at most once per clusterReloadEvery.
+func (b *Backend) reloadCluster(err error) {
+	cc, ok := b.client.(*redis.ClusterClient)
+	if !ok || clusterReloadOff || !failoverError(err) {
+		return
+	}
+	now := time.Now().UnixNano()
+	last := b.lastReload.Load()
+	if now-last < int64(clusterReloadEvery) || !b.lastReload.CompareAndSwap(last, now) {
+		return
+	}
+	cc.ReloadState(context.Background())
+}
+
+// failoverError reports whether err is what a call meets while a master
+// is dead or being replaced.
+func failoverError(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) {
+		return true
+	}
+	var re redis.Error
+	if errors.As(err, &re) {
+		kind, _, _ := strings.Cut(re.Error(), " ")
+		switch kind {
+		case "CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN", "READONLY":
+			return true
+		}
+	}
+	return false
+}

@@ -2,6 +2,7 @@ package redisbackend_test
 
 import (
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +14,8 @@ import (
 
 // TestWaitReplicasShortfall: with Options.Replicas on a primary that has
 // fewer replicas, a winning claim fails with ErrNotReplicated (fail
-// closed); a losing claim is still just false.
+// closed) and the claim is withdrawn, so another token's claim wins the
+// slot anew (and falls short too).
 func TestWaitReplicasShortfall(t *testing.T) {
 	addr := startServer(t) // a primary of its own: no replicas
 	prefix := freshPrefix(t, addr)
@@ -31,8 +33,8 @@ func TestWaitReplicasShortfall(t *testing.T) {
 	}
 	other := in
 	other.Token = randToken()
-	if ok, err := b.Claim(t.Context(), other); ok || err != nil {
-		t.Errorf("losing claim: %v, %v; want false, nil", ok, err)
+	if ok, err := b.Claim(t.Context(), other); ok || !errors.Is(err, redisbackend.ErrNotReplicated) {
+		t.Errorf("claim after the withdrawal: %v, %v; want false, ErrNotReplicated", ok, err)
 	}
 	out, err := b.Runs().Claim(t.Context(), anarchon.RunClaim{
 		ClaimInput: anarchon.ClaimInput{Job: "wait-lease", Slot: slot, Token: tok, InstanceID: "a"},
@@ -178,5 +180,132 @@ func TestCluster(t *testing.T) {
 	}
 	if ok, err := wb.Claim(ctx, anarchon.ClaimInput{Job: "wait", Slot: slot, Token: randToken(), InstanceID: "a"}); !errors.Is(err, redisbackend.ErrNotReplicated) {
 		t.Errorf("cluster claim with Replicas 1 and no replica: %v, %v; want ErrNotReplicated", ok, err)
+	}
+}
+
+// TestWaitShortfallWithdrawn: a won claim whose WAIT falls short is taken
+// back, so that no later claim wins what the caller was told not to run.
+// A repeat of a first lease claim with the same token past the slot's
+// MaxLate is answered late (left in place, it would win again as soon as
+// a replica acknowledged it: leased slots started tens of seconds late
+// after a failover); a plain claim leaves the slot free; a takeover leaves
+// the run released, so the next claim is the next attempt.
+func TestWaitShortfallWithdrawn(t *testing.T) {
+	addr := startServer(t) // a primary of its own: no replicas
+	prefix := freshPrefix(t, addr)
+	wb := newBackend(t, addr, prefix, &redisbackend.Options{Replicas: 1, ReplicaTimeout: 50 * time.Millisecond})
+	nb := newBackend(t, addr, prefix, nil) // no WAIT: sees what the primary kept
+	ctx := t.Context()
+	slot := time.Now().Truncate(time.Minute).Add(-time.Hour).UnixMilli()
+
+	tok := randToken()
+	lease := anarchon.RunClaim{
+		ClaimInput: anarchon.ClaimInput{Job: "lease", Slot: slot, Token: tok, InstanceID: "a"},
+		Lease:      time.Minute, MaxLate: 0, MaxAttempts: 3,
+	}
+	if out, err := wb.Runs().Claim(ctx, lease); !errors.Is(err, redisbackend.ErrNotReplicated) {
+		t.Fatalf("lease claim without replicas: %+v, %v; want ErrNotReplicated", out, err)
+	}
+	lease.MaxLate = time.Minute // the slot is an hour old
+	out, err := nb.Runs().Claim(ctx, lease)
+	if err != nil || out.Kind != anarchon.OutcomeLate {
+		t.Errorf("repeat of the withdrawn claim past MaxLate: %+v, %v; want late", out, err)
+	}
+	if runs, err := nb.Runs().Active(ctx, "lease"); err != nil || len(runs) != 0 {
+		t.Errorf("active after withdrawal: %+v, %v; want none", runs, err)
+	}
+
+	plain := anarchon.ClaimInput{Job: "plain", Slot: slot, Token: randToken(), InstanceID: "a"}
+	if ok, err := wb.Claim(ctx, plain); !errors.Is(err, redisbackend.ErrNotReplicated) || ok {
+		t.Fatalf("plain claim without replicas: %v, %v; want ErrNotReplicated", ok, err)
+	}
+	plain.Token = randToken()
+	if ok, err := nb.Claim(ctx, plain); err != nil || !ok {
+		t.Errorf("another token after the withdrawal: %v, %v; want won", ok, err)
+	}
+
+	first := anarchon.RunClaim{
+		ClaimInput: anarchon.ClaimInput{Job: "takeover", Slot: slot, Token: randToken(), InstanceID: "a"},
+		Lease:      time.Minute, MaxAttempts: 5,
+	}
+	if out, err := nb.Runs().Claim(ctx, first); err != nil || out.Kind != anarchon.OutcomeWon {
+		t.Fatalf("first holder: %+v, %v", out, err)
+	}
+	if ok, err := nb.Runs().Release(ctx, anarchon.ReleaseInput{Job: "takeover", Slot: slot, Token: first.Token}); err != nil || !ok {
+		t.Fatalf("release: %v, %v", ok, err)
+	}
+	second := first
+	second.Token, second.InstanceID = randToken(), "b"
+	if out, err := wb.Runs().Claim(ctx, second); !errors.Is(err, redisbackend.ErrNotReplicated) {
+		t.Fatalf("takeover without replicas: %+v, %v; want ErrNotReplicated", out, err)
+	}
+	third := first
+	third.Token, third.InstanceID = randToken(), "c"
+	out, err = nb.Runs().Claim(ctx, third)
+	if err != nil || out.Kind != anarchon.OutcomeWon || out.Attempt != 3 {
+		t.Errorf("claim after the withdrawn takeover: %+v, %v; want won, attempt 3", out, err)
+	}
+
+	// A renewal or finish that no replica has is not confirmed either: a
+	// failover could lose it, and a backup then takes the run over while
+	// (or after) its holder runs. Both are safe to repeat.
+	if ok, err := wb.Runs().Heartbeat(ctx, anarchon.HeartbeatInput{Job: "takeover", Slot: slot, Token: third.Token, Lease: time.Minute}); ok || !errors.Is(err, redisbackend.ErrNotReplicated) {
+		t.Errorf("heartbeat without replicas: %v, %v; want ErrNotReplicated", ok, err)
+	}
+	fin := anarchon.FinishInput{Job: "takeover", Slot: slot, Token: third.Token, Status: anarchon.StatusSuccess}
+	if ok, err := wb.Runs().Finish(ctx, fin); ok || !errors.Is(err, redisbackend.ErrNotReplicated) {
+		t.Errorf("finish without replicas: %v, %v; want ErrNotReplicated", ok, err)
+	}
+	if ok, err := nb.Runs().Finish(ctx, fin); !ok || err != nil {
+		t.Errorf("repeat of the finish: %v, %v; want true (the finish stands on the primary)", ok, err)
+	}
+}
+
+// TestInitTopology: Init reports the replicas, min-replicas-to-write and
+// persistence it finds, and warns, naming the risk, when replicas run
+// without WAIT (a failover can lose acknowledged claims) and when WAIT
+// asks for every connected replica (one lost node stops every claim); a
+// WAIT for a minority of the replicas gets no warning.
+func TestInitTopology(t *testing.T) {
+	primary := startServer(t)
+	admin := newClient(t, primary, nil)
+	setConfig(t, admin, "min-replicas-to-write", "1")
+	replicaOf := strings.Replace(primary, ":", " ", 1)
+	r1 := startServer(t, "--replicaof", replicaOf)
+	waitInfo(t, r1, "replication", "master_link_status", "up")
+	waitInfo(t, primary, "replication", "connected_slaves", "1")
+	initLog := func(o redisbackend.Options) string {
+		var buf syncBuffer
+		o.Prefix = freshPrefix(t, primary)
+		o.Logger = slog.New(slog.NewTextHandler(&buf, nil))
+		b, err := redisbackend.New(newClient(t, primary, nil), &o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Init(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		return buf.String()
+	}
+	out := initLog(redisbackend.Options{})
+	for _, want := range []string{"replicas_connected=1", "min_replicas_to_write=1", "persistence=off", "level=WARN msg=\"redis: no WAIT: a failover can lose acknowledged claims"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no WAIT, one replica: log lacks %q:\n%s", want, out)
+		}
+	}
+	out = initLog(redisbackend.Options{Replicas: 1})
+	if !strings.Contains(out, "losing any one node stops all claims") {
+		t.Errorf("WAIT 1, one replica: no warning that one lost node stops claims:\n%s", out)
+	}
+	out = initLog(redisbackend.Options{Replicas: 2})
+	if !strings.Contains(out, "WAIT needs more replicas than are connected") {
+		t.Errorf("WAIT 2, one replica: no warning:\n%s", out)
+	}
+	r2 := startServer(t, "--replicaof", replicaOf)
+	waitInfo(t, r2, "replication", "master_link_status", "up")
+	waitInfo(t, primary, "replication", "connected_slaves", "2")
+	out = initLog(redisbackend.Options{Replicas: 1})
+	if !strings.Contains(out, "replicas_connected=2") || strings.Contains(out, "level=WARN msg=\"redis: WAIT") || strings.Contains(out, "no WAIT") {
+		t.Errorf("WAIT 1 of 2 replicas: want the topology and no WAIT warning:\n%s", out)
 	}
 }

@@ -22,8 +22,12 @@ type RunStore struct {
 // Claim decides a lease claim per the table of SPEC §6, first match wins,
 // in one script. Repeating a won claim with the same token answers won
 // again and renews the lease. A slot at or below the job's trim watermark
-// answers done (status unknown). With Options.Replicas a won claim fails
-// with ErrNotReplicated when the WAIT falls short.
+// answers done (status unknown). With Options.Replicas a won claim whose
+// WAIT falls short fails with ErrNotReplicated and is withdrawn: a first
+// attempt is deleted (the slot is absent again, so a claim past its
+// MaxLate is answered late), a takeover released (the next claim is the
+// next attempt). So a repeat of the claim is judged as a new claim, never
+// won back as the one the caller was told not to run.
 //
 // c.Lease must be at least 1 ms; c.MaxLate must not be negative;
 // c.MaxAttempts <= 0 means 1.
@@ -38,7 +42,7 @@ func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.Cla
 	keys, args := b.leaseClaimArgs(c)
 	res, err := b.runWrite(ctx, scriptLeaseClaim, keys, args...)
 	if err != nil {
-		return anarchon.ClaimOutcome{}, b.wrap(fmt.Sprintf("lease claim %q slot %d", c.Job, c.Slot), err)
+		return anarchon.ClaimOutcome{}, b.wrap(fmt.Sprintf("lease claim %q slot %d", c.Job, c.Slot), b.withdraw(ctx, c.Job, c.Slot, c.Token, err))
 	}
 	return b.leaseClaimAnswer(c, res)
 }
@@ -100,7 +104,9 @@ func (b *Backend) leaseClaimAnswer(c anarchon.RunClaim, res any) (anarchon.Claim
 
 // Heartbeat extends the lease to server-now + lease if token holds the run
 // and it is running (even if the lease ran out while nobody took over).
-// false means the lease is lost.
+// false means the lease is lost. With Options.Replicas a renewal fewer
+// replicas acknowledged fails with ErrNotReplicated (it stands on the
+// primary; the holder must not count on it).
 func (s *RunStore) Heartbeat(ctx context.Context, in anarchon.HeartbeatInput) (bool, error) {
 	job, slot, token, lease := in.Job, in.Slot, in.Token, in.Lease
 	b := s.b
@@ -111,7 +117,7 @@ func (s *RunStore) Heartbeat(ctx context.Context, in anarchon.HeartbeatInput) (b
 		return false, fmt.Errorf("%w: job %q: lease %v is below 1ms", ErrInvalidInput, job, lease)
 	}
 	k := b.keys(job)
-	res, err := scriptHeartbeat.Run(ctx, b.client, []string{k.run}, slotArg(slot), token, lease.Milliseconds()).Result()
+	res, err := b.runWrite(ctx, scriptHeartbeat, []string{k.run}, slotArg(slot), token, lease.Milliseconds())
 	if err != nil {
 		return false, b.wrap(fmt.Sprintf("heartbeat %q slot %d", job, slot), err)
 	}
@@ -126,7 +132,9 @@ func (s *RunStore) Heartbeat(ctx context.Context, in anarchon.HeartbeatInput) (b
 // Finish marks the run done with status if token holds it (running, or
 // released by the same token), and publishes a finished event. Repeating a
 // successful Finish answers true again and keeps the first status. false if
-// another token holds the slot or it is not claimed.
+// another token holds the slot or it is not claimed. With Options.Replicas
+// a finish fewer replicas acknowledged fails with ErrNotReplicated (the
+// scheduler repeats it until a replica has it). FinishResult does the same.
 func (s *RunStore) Finish(ctx context.Context, in anarchon.FinishInput) (bool, error) {
 	job, slot, token, status := in.Job, in.Slot, in.Token, in.Status
 	b := s.b
@@ -137,8 +145,8 @@ func (s *RunStore) Finish(ctx context.Context, in anarchon.FinishInput) (bool, e
 		return false, fmt.Errorf("%w: job %q: empty status", ErrInvalidInput, job)
 	}
 	k := b.keys(job)
-	res, err := scriptFinish.Run(ctx, b.client, k.finishKeys(),
-		slotArg(slot), token, string(status), b.channel, job).Result()
+	res, err := b.runWrite(ctx, scriptFinish, k.finishKeys(),
+		slotArg(slot), token, string(status), b.channel, job)
 	return s.flag("finish", job, slot, res, err)
 }
 
@@ -174,9 +182,9 @@ func (s *RunStore) FinishResult(ctx context.Context, in anarchon.SaveResultInput
 		return false, fmt.Errorf("redisbackend: finish result %q: %w", job, err)
 	}
 	k := b.keys(job)
-	res, err := scriptFinishResult.Run(ctx, b.client, k.finishKeys(),
+	res, err := b.runWrite(ctx, scriptFinishResult, k.finishKeys(),
 		slotArg(r.Slot), r.Token, string(r.Status), b.channel, job,
-		string(won), string(lost), historySize, historyTTL.Milliseconds()).Result()
+		string(won), string(lost), historySize, historyTTL.Milliseconds())
 	return s.flag("finish result", job, r.Slot, res, err)
 }
 

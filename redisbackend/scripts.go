@@ -203,8 +203,18 @@ var scriptHistory = newScript(luaUnindexed + lua("history"))
 // run1 (JSON before the change), slot2, run2, ...}.
 var scriptReplace = newScript(luaUnindexed + luaSave + lua("replace"))
 
+// scriptWithdraw takes back a won claim whose WAIT fell short (see
+// Backend.withdraw): a plain claim's run state is deleted; a lease claim
+// of attempt 1 is deleted with its history and active entries, so the
+// slot is absent again; a takeover (attempt 2 or more) is released, so
+// the next claim is the next attempt. It touches the run only if token
+// holds it (claimed, or running).
+// KEYS: run, hist, active. ARGV: slot, token, channel, job. Returns 1 if
+// it took the claim back, 0 if token did not hold it.
+var scriptWithdraw = newScript(lua("withdraw"))
+
 var allScripts = []*script{
 	scriptClaim, scriptClaimPaused, scriptManual, scriptLeaseClaim, scriptHeartbeat,
 	scriptFinish, scriptRelease, scriptActive, scriptSave, scriptHistory,
-	scriptFinishResult, scriptReplace,
+	scriptFinishResult, scriptReplace, scriptWithdraw,
 }

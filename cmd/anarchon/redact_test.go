@@ -23,6 +23,9 @@ func TestRedactForms(t *testing.T) {
 		"memory:?token=abc123":                       "memory:?token=xxxxx",
 		"file:/x.db?key=k#frag":                      "file:/x.db?key=xxxxx#frag",
 		"user:pw@host:5432":                          "user:xxxxx@host:5432",
+		"redis+sentinel://u:pw@s1,s2:26380,s3/?master=m&sentinel_password=spw": "redis+sentinel://u:xxxxx@s1,s2:26380,s3/?master=m&sentinel_password=xxxxx",
+		"rediss+sentinel://:pw@[::1]:26379,s2?master=m":                        "rediss+sentinel://xxxxx@[::1]:26379,s2?master=m",
+		"redis://:pw@a:1,b:2,c?cluster=true&wait=1&wait_timeout=1s":            "redis://xxxxx@a:1,b:2,c?cluster=true&wait=1&wait_timeout=1s",
 	} {
 		if got := redact(in); got != want {
 			t.Errorf("redact(%q) = %q, want %q", in, got, want)

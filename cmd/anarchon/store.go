@@ -83,13 +83,15 @@ func storeReplication(b anarchon.Backend) string {
 // plannedSchemes are schemes of stores anarchon knows of whose backend is not
 // in this build; they get StoreUnavailable instead of StoreUnknownScheme.
 var plannedSchemes = map[string]string{
-	"postgres":   "PostgreSQL",
-	"postgresql": "PostgreSQL",
-	"redis":      "Redis",
-	"rediss":     "Redis",
-	"nats":       "NATS",
-	"sqlite":     "SQLite",
-	"memory":     "memory",
+	"postgres":        "PostgreSQL",
+	"postgresql":      "PostgreSQL",
+	"redis":           "Redis",
+	"rediss":          "Redis",
+	"redis+sentinel":  "Redis",
+	"rediss+sentinel": "Redis",
+	"nats":            "NATS",
+	"sqlite":          "SQLite",
+	"memory":          "memory",
 }
 
 // openStore opens the backend a --store URL names. Errors are
@@ -107,6 +109,11 @@ func openStore(raw string) (anarchon.Backend, error) {
 		return nil, bad(StoreBadURL, nil, "no scheme: want sqlite:PATH, postgres://…, redis://…, nats://… or memory:")
 	}
 	scheme := strings.ToLower(raw[:i])
+	if rawSchemes[scheme] {
+		if open, ok := openers[scheme]; ok {
+			return openRaw(open, raw, bad)
+		}
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		// url.Error repeats the whole URL, password included: keep its cause.
@@ -175,6 +182,26 @@ func multiHost(raw string) bool {
 		rest = rest[:end]
 	}
 	return strings.Contains(rest, ",")
+}
+
+// rawSchemes are the schemes whose opener reads the whole URL itself,
+// query parameters and "prefix" included, because their URLs need not
+// parse as one URL (a Redis host list "redis://a,b,c?cluster=true"). Their
+// opener gets a nil URL and an empty prefix.
+var rawSchemes = map[string]bool{}
+
+// openRaw calls the opener of a rawSchemes scheme, coding its errors as
+// openStore does.
+func openRaw(open opener, raw string, bad func(StoreErrorCode, error, string, ...any) error) (anarchon.Backend, error) {
+	b, err := open(nil, raw, "")
+	if err != nil {
+		var se *StoreURLError
+		if errors.As(err, &se) {
+			return nil, err
+		}
+		return nil, bad(StoreOpenFailed, err, "%s", scrub(err.Error(), raw))
+	}
+	return b, nil
 }
 
 // quoteAll quotes each name, for a message.

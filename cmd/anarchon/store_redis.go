@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"net/url"
+	"strings"
 
 	"github.com/anarchon/anarchon"
 	"github.com/anarchon/anarchon/redisbackend"
@@ -9,13 +11,28 @@ import (
 )
 
 func init() {
-	openers["redis"] = openRedis
-	openers["rediss"] = openRedis
+	for _, s := range []string{"redis", "rediss", "redis+sentinel", "rediss+sentinel"} {
+		openers[s] = openRedis
+		rawSchemes[s] = true // a host list ("a,b,c") does not parse as a URL
+	}
 }
 
-// openRedis opens "redis://[user:password@]host:port[/db]" (rediss:// for
-// TLS) with redisbackend.Open; "prefix" sets the key prefix.
+// openRedis opens a Redis store URL with redisbackend.Open, which reads
+// all of it: "redis://[user:password@]host:port[/db]" (rediss:// for
+// TLS), "redis+sentinel://[user:password@]s1,s2,s3[/db]?master=NAME"
+// (Sentinel), "redis://h1,h2,h3?cluster=true" (Redis Cluster); "wait=N"
+// and "wait_timeout=D" make each claim wait for N replicas, "prefix" sets
+// the key prefix. A URL it refuses is bad_url, a parameter go-redis does
+// not know unknown_parameter.
 func openRedis(_ *url.URL, raw, prefix string) (anarchon.Backend, error) {
 	redis.SetLogger(clientLogger{client: "redis"}) // go-redis logs to stderr by default
-	return redisbackend.Open(raw, &redisbackend.Options{Prefix: prefix})
+	b, err := redisbackend.Open(raw, &redisbackend.Options{Prefix: prefix})
+	if errors.Is(err, redisbackend.ErrInvalidInput) {
+		code := StoreBadURL
+		if strings.Contains(err.Error(), "unexpected option") { // go-redis's word for a parameter it does not know
+			code = StoreUnknownParam
+		}
+		return nil, &StoreURLError{URL: redact(raw), Code: code, Reason: scrub(err.Error(), raw), Err: err}
+	}
+	return b, err
 }

@@ -19,7 +19,18 @@ func TestOpenStoreErrors(t *testing.T) {
 		{"sqlite:", StoreBadURL, "no file path"},
 		{"sqlite:/nonexistent-dir/sub/x.db", StoreOpenFailed, "nonexistent-dir"},
 		{"memory:/x", StoreBadURL, "takes no path"},
-		{"redis://user:s3cr3t@127.0.0.1:1/0?bogus=1", StoreOpenFailed, "xxxxx"},
+		{"redis://user:s3cr3t@127.0.0.1:1/0?bogus=1", StoreUnknownParam, "xxxxx"},
+		{"rediss+sentinel://user:s3cr3t@s1,s2?master=m&bogus=1", StoreUnknownParam, "bogus"},
+		{"redis+sentinel://user:s3cr3t@s1,s2,s3/", StoreBadURL, "needs master=NAME"},
+		{"redis+sentinel://user:s3cr3t@s1?master=m&cluster=true", StoreBadURL, "does not go with Sentinel"},
+		{"redis://user:s3cr3t@a,b,c", StoreBadURL, "needs cluster=true"},
+		{"redis://user:s3cr3t@a,,c?cluster=true", StoreBadURL, "empty host"},
+		{"redis://user:s3cr3t@a:99999,b?cluster=true", StoreBadURL, "bad port"},
+		{"redis://user:s3cr3t@h?wait=x", StoreBadURL, `wait="x"`},
+		{"redis://user:s3cr3t@h?wait_timeout=5", StoreBadURL, `wait_timeout="5"`},
+		{"redis://user:s3cr3t@h?master=m", StoreBadURL, "are for redis+sentinel"},
+		{"redis://user:s3cr3t@h?wait=1&wait_timeout=10s", StoreBadURL, "ReadTimeout"},
+		{"redis+sentinel://user:s3cr3t@s1?master=m&sentinel_password=s3cr3t&x=%zz", StoreBadURL, "bad query"},
 		{"postgres://user:s3cr3t@host:5432/db%zz", StoreBadURL, "does not parse"},
 		{"nats://user:s3cr3t@127.0.0.1:1", StoreOpenFailed, "127.0.0.1:1"},
 		{"sqlite:/tmp/t.db?prefx=y_", StoreUnknownParam, `unknown query parameter "prefx" (sqlite: takes prefix)`},
@@ -68,6 +79,30 @@ func TestRedact(t *testing.T) {
 	} {
 		if got := redact(in); got != want {
 			t.Errorf("redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// The HA forms of a Redis URL open without a server (the clients dial on
+// first use), and the summary shows them redacted.
+func TestOpenStoreRedisForms(t *testing.T) {
+	for _, u := range []string{
+		"redis+sentinel://app:s3cr3t@127.0.0.1:1,127.0.0.1:2,127.0.0.1:3/0?master=mymaster&wait=1&wait_timeout=500ms&sentinel_password=s3cr3t",
+		"rediss+sentinel://127.0.0.1:1?master=m",
+		"redis://:s3cr3t@127.0.0.1:1,127.0.0.1:2,127.0.0.1:3?cluster=true&wait=1&prefix=app",
+		"redis://app:s3cr3t@127.0.0.1:1/0?wait=1&wait_timeout=1s",
+	} {
+		b, err := openStore(u)
+		if err != nil {
+			t.Errorf("%s: %v", redact(u), err)
+			continue
+		}
+		if b.Name() != "redis" {
+			t.Errorf("%s: name %q", redact(u), b.Name())
+		}
+		_ = b.Close(context.Background())
+		if strings.Contains(redact(u), "s3cr3t") {
+			t.Errorf("redact(%q) = %q", u, redact(u))
 		}
 	}
 }
