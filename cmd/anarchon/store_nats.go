@@ -13,11 +13,11 @@ func init() { openers["nats"] = openNATS }
 
 // openNATS opens "nats://[user:password@]host:port" with natsbackend.Open;
 // "prefix" names the KV bucket (default "anarchon").
-func openNATS(_ *url.URL, raw, prefix string) (anarchon.Backend, error) {
+func openNATS(_ *url.URL, raw, prefix string, mustExist bool) (anarchon.Backend, error) {
 	// nats.go prints asynchronous errors to stderr unless given a
 	// handler: log them, and connection changes, through slog.
 	l := clientLogger{client: "nats"}
-	return natsbackend.Open(raw, &natsbackend.Options{Bucket: prefix},
+	return natsbackend.Open(raw, &natsbackend.Options{Bucket: prefix, MustExist: mustExist},
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
 			subject := ""
 			if sub != nil {

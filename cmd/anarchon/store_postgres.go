@@ -17,7 +17,7 @@ func init() {
 // pgbackend.Open (a pgx pool the backend owns); "prefix" sets the table
 // prefix and "schema" the schema the tables live in (created if absent).
 // Other query parameters are pgx's.
-func openPostgres(u *url.URL, raw, prefix string) (anarchon.Backend, error) {
+func openPostgres(u *url.URL, raw, prefix string, _ bool) (anarchon.Backend, error) {
 	q := u.Query()
 	schema := q.Get("schema")
 	if q.Has("schema") {

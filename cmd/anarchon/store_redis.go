@@ -15,7 +15,7 @@ func init() {
 
 // openRedis opens "redis://[user:password@]host:port[/db]" (rediss:// for
 // TLS) with redisbackend.Open; "prefix" sets the key prefix.
-func openRedis(_ *url.URL, raw, prefix string) (anarchon.Backend, error) {
+func openRedis(_ *url.URL, raw, prefix string, mustExist bool) (anarchon.Backend, error) {
 	redis.SetLogger(clientLogger{client: "redis"}) // go-redis logs to stderr by default
-	return redisbackend.Open(raw, &redisbackend.Options{Prefix: prefix})
+	return redisbackend.Open(raw, &redisbackend.Options{Prefix: prefix, MustExist: mustExist})
 }
