@@ -67,6 +67,7 @@ type config struct {
 	work          time.Duration // leased job's work
 	lease         time.Duration
 	plainInterval time.Duration
+	clockSync     time.Duration // the instances' ClockSyncInterval: a stepped clock is measured right again within it
 	gapMin        time.Duration // quiet time between faults
 	gapMax        time.Duration
 	soak          bool
@@ -79,6 +80,9 @@ func loadConfig(t *testing.T) config {
 		duration: 45 * time.Second, instances: 3,
 		interval: 3 * time.Second, work: 2 * time.Second, lease: 1200 * time.Millisecond,
 		plainInterval: time.Second, gapMin: 2 * time.Second, gapMax: 3 * time.Second,
+		// Below the 3 s a clock step is held, so that a stepped instance
+		// not measured right again within one sync is seen in the hold.
+		clockSync: 2 * time.Second,
 	}
 	if v := os.Getenv("ANARCHON_SOAK"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -228,7 +232,7 @@ func (h *harness) launch(p *proc) error {
 		"-store", h.st.url(addr), "-id", p.id, "-ledger", h.ledger, "-offset", off.String(),
 		"-offset-file", p.offsetFile,
 		"-interval", h.cfg.interval.String(), "-work", h.cfg.work.String(), "-lease", h.cfg.lease.String(),
-		"-plain-interval", h.cfg.plainInterval.String())
+		"-plain-interval", h.cfg.plainInterval.String(), "-clock-sync", h.cfg.clockSync.String())
 	cmd.Stdout = h.logf
 	cmd.Stderr = h.logf
 	if err := cmd.Start(); err != nil {
@@ -647,6 +651,7 @@ func (h *harness) run() faults.Report {
 		LeasedJob: "leased", PlainJob: "plain",
 		LeasedInterval: c.interval, PlainInterval: c.plainInterval, Lease: c.lease, Work: c.work,
 		From: from, To: stopAt.Add(-2 * c.interval),
+		ClockSync: c.clockSync,
 	}
 	h.mu.Lock()
 	fs := append([]faults.Fault(nil), h.faults...)
