@@ -187,6 +187,7 @@ func TestCheckClockStep(t *testing.T) {
 		{"right after a sync", cat(runs, []faults.Entry{step, stale, wrong, right(2500 * ms), end}), "more than one clock sync", 1200 * ms},
 		{"never right", cat(runs, []faults.Entry{step, stale, wrong, end}), "never measured the store's clock right again", 1200 * ms},
 		{"no ClockSync", cat(runs, []faults.Entry{step, right(1100 * ms), end}), "Spec.ClockSync is not set", 0},
+		{"unjudged: the ledger ends within a sync", cat(runs, []faults.Entry{step, stale, wrong, end}), "", 10 * time.Second},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -199,6 +200,9 @@ func TestCheckClockStep(t *testing.T) {
 			}
 			if tc.sync > 0 && r.Steps != 1 {
 				t.Errorf("Steps %d, want 1", r.Steps)
+			}
+			if unjudged := strings.HasPrefix(tc.name, "unjudged"); unjudged != (r.StepsUnjudged == 1) {
+				t.Errorf("StepsUnjudged %d", r.StepsUnjudged)
 			}
 			if tc.name == "right within a sync" && r.SlowestStepSync != 1200*ms {
 				t.Errorf("SlowestStepSync %v, want 1.2s", r.SlowestStepSync)

@@ -80,9 +80,10 @@ func loadConfig(t *testing.T) config {
 		duration: 45 * time.Second, instances: 3,
 		interval: 3 * time.Second, work: 2 * time.Second, lease: 1200 * time.Millisecond,
 		plainInterval: time.Second, gapMin: 2 * time.Second, gapMax: 3 * time.Second,
-		// Below the 3 s a clock step is held, so that a stepped instance
-		// not measured right again within one sync is seen in the hold.
-		clockSync: 2 * time.Second,
+		// A clock step is held for a second longer (4 s), so that a
+		// stepped instance not measured right again within one sync is
+		// seen while the step lasts.
+		clockSync: 3 * time.Second,
 	}
 	if v := os.Getenv("ANARCHON_SOAK"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -483,7 +484,9 @@ func (h *harness) inject(kind faults.FaultKind, tail *ledgerTail) {
 		h.record(faults.Fault{Kind: kind, Start: start, End: end})
 	case faults.FaultClockStep:
 		// One instance's clock steps by +30 s, −30 s, +1 h and −1 h in
-		// turn, each held for an interval of the leased job and stepped
+		// turn, each held for an interval of the leased job (at least one
+		// clock sync and a second, so that Check can judge whether the
+		// instance was measured right again within one sync) and stepped
 		// back for a second before the next, so the bounded CI mode sees
 		// all four. Only an instance up for a few seconds is stepped: the
 		// signal would kill one that has not set up its handler yet.
@@ -504,7 +507,7 @@ func (h *harness) inject(kind faults.FaultKind, tail *ledgerTail) {
 			if !h.stepClock(p, step) {
 				return
 			}
-			ok := h.pause(c.interval)
+			ok := h.pause(max(c.interval, c.clockSync+time.Second))
 			end := time.Now()
 			h.stepClock(p, 0)
 			p.mu.Lock()
