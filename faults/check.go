@@ -91,6 +91,15 @@ type Spec struct {
 	// starts more than MaxLate + Tolerance after its slot is a late start.
 	// 0: not checked.
 	MaxLate time.Duration
+	// ClockSync is the instances' Options.ClockSyncInterval. A clock_step
+	// fault's instance must measure its offset right again (within
+	// StepSettle) within ClockSync of each step (the step and the step
+	// back); zero skips that check, and a violation says so.
+	ClockSync time.Duration
+	// StepSettle is how far the stepped instance's estimate of the store's
+	// clock may be from the true one and count as measured right again
+	// (the steps are 30 s and 1 h). Defaults to 100 ms.
+	StepSettle time.Duration
 }
 
 // Report is what the checker found. Violations lists every broken
@@ -119,6 +128,16 @@ type Report struct {
 	LateStarts      int           // first attempts and plain runs started more than Spec.MaxLate after their slot
 	PlainLost       int           // plain slots in [From, To] that no instance ran (claims fail closed)
 	FailoverLosses  int           // leased slots never settled, due during a node fault (counted, not violations)
+	// Clock steps (clock_step faults; each fault is a step and a step
+	// back): Steps checked, the longest time from a step to the stepped
+	// instance's first offset measured right (within Spec.StepSettle),
+	// and the longest from a step to its next run that started on time
+	// (a figure only: another instance may win the slots in between).
+	Steps           int
+	SlowestStepSync time.Duration
+	SlowestStepRun  time.Duration
+	StepsWithoutRun int // steps after which the stepped instance started no run before its next step, kill or the end
+	StepsUnjudged   int // steps not measured right again within a window shorter than Spec.ClockSync (the next step came first)
 	Violations      []string
 }
 
@@ -145,6 +164,10 @@ func (r Report) String() string {
 		r.MinLead, r.MaxOffsetError, r.LongestRecovery)
 	fmt.Fprintf(&b, "  same-attempt starts %d, starts past MaxLate %d, plain slots lost %d, leased slots lost in node faults %d\n",
 		r.SameAttempt, r.LateStarts, r.PlainLost, r.FailoverLosses)
+	if r.Steps > 0 {
+		fmt.Fprintf(&b, "  clock steps %d: offset measured right again within %v at worst (%d unjudged: stepped again first); next on-time run within %v at worst (%d steps without a run before the next)\n",
+			r.Steps, r.SlowestStepSync, r.StepsUnjudged, r.SlowestStepRun, r.StepsWithoutRun)
+	}
 	for _, v := range r.Violations {
 		fmt.Fprintf(&b, "  VIOLATION: %s\n", v)
 	}
@@ -191,6 +214,9 @@ func Check(spec Spec, entries []Entry, history map[string][]anarchon.RunRecord, 
 	}
 	if spec.Reconnect == 0 {
 		spec.Reconnect = 2 * time.Second
+	}
+	if spec.StepSettle == 0 {
+		spec.StepSettle = 100 * time.Millisecond
 	}
 	r := Report{Faults: map[FaultKind]int{}, Statuses: map[anarchon.Status]int{}, MinLead: time.Duration(1<<63 - 1)}
 	bad := func(format string, args ...any) { r.Violations = append(r.Violations, fmt.Sprintf(format, args...)) }
@@ -490,6 +516,7 @@ func Check(spec Spec, entries []Entry, history map[string][]anarchon.RunRecord, 
 			bad("the first run after the %s fault at %s started %v later (bound %v)", f.Kind, f.Start.Format(tsFormat), rec, spec.RecoveryBound)
 		}
 	}
+	checkSteps(spec, &r, entries, order, killedAt, bad)
 	return r
 }
 
@@ -510,6 +537,82 @@ func inNodeFault(slot time.Time, spec Spec, faults []Fault) bool {
 		}
 	}
 	return false
+}
+
+// checkSteps checks that an instance whose clock stepped is back to
+// normal within one clock sync. Each step (the instance's EvStep line, at
+// a clock_step fault's start and back at its end) opens a window that
+// ends at the instance's next step, its kill or the end of the ledger;
+// in it, the first later line of the instance (in file order, so written
+// after the step) that was read under the new offset and whose estimate
+// of the store's clock is within Spec.StepSettle of the truth must come
+// within Spec.ClockSync. A window shorter than ClockSync without such a
+// line is left unjudged. It also measures the time to the instance's next
+// on-time run start.
+func checkSteps(spec Spec, r *Report, entries []Entry, order []*ledgerRun, killedAt map[string]int64, bad func(string, ...any)) {
+	var steps []int
+	var last int64
+	for i, e := range entries {
+		last = max(last, e.T)
+		if e.Ev == EvStep {
+			steps = append(steps, i)
+		}
+	}
+	if len(steps) == 0 {
+		return
+	}
+	if spec.ClockSync <= 0 {
+		bad("clock steps in the ledger but Spec.ClockSync is not set: recovery after the steps not checked")
+		return
+	}
+	skew := func(e Entry) time.Duration { return time.Duration(e.Local-e.T) * time.Microsecond }
+	for _, si := range steps {
+		s := entries[si]
+		until := last
+		if k, ok := killedAt[s.Inst]; ok && k > s.T {
+			until = min(until, k)
+		}
+		r.Steps++
+		var right int64
+		for _, e := range entries[si+1:] {
+			if e.Inst != s.Inst {
+				continue
+			}
+			if e.Ev == EvStep {
+				until = min(until, e.T)
+				break
+			}
+			est := time.Duration(e.OffsetMs)*time.Millisecond + skew(e)
+			if e.T <= until && absDur(skew(e)-skew(s)) <= spec.StepSettle && absDur(est) <= spec.StepSettle {
+				right = e.T
+				break
+			}
+		}
+		switch d := time.Duration(right-s.T) * time.Microsecond; {
+		case right != 0:
+			r.SlowestStepSync = max(r.SlowestStepSync, d)
+			if d > spec.ClockSync {
+				bad("%s measured the store's clock right again %v after its clock stepped to %v at %s: more than one clock sync (%v)",
+					s.Inst, d, skew(s).Round(time.Millisecond), fmtUs(s.T), spec.ClockSync)
+			}
+		case time.Duration(until-s.T)*time.Microsecond < spec.ClockSync:
+			r.StepsUnjudged++
+		default:
+			bad("%s never measured the store's clock right again (within %v) in the %v after its clock stepped to %v at %s (one clock sync is %v)",
+				s.Inst, spec.StepSettle, time.Duration(until-s.T)*time.Microsecond, skew(s).Round(time.Millisecond), fmtUs(s.T), spec.ClockSync)
+		}
+		var run int64
+		for _, lr := range order {
+			if lr.inst == s.Inst && lr.start >= s.T && lr.start <= until && lr.start-lr.slot*1000 >= -spec.Tolerance.Microseconds() && (run == 0 || lr.start < run) {
+				run = lr.start
+			}
+		}
+		if run == 0 {
+			r.StepsWithoutRun++
+		} else {
+			r.SlowestStepRun = max(r.SlowestStepRun, time.Duration(run-s.T)*time.Microsecond)
+		}
+	}
 }
 
 // unconfirmedFinish reports whether a completed run's Finish may not have

@@ -167,3 +167,60 @@ func TestOpenBadURL(t *testing.T) {
 		}
 	}
 }
+
+// A stepped instance must measure the store's clock right again within
+// one clock sync of each step; a line written after the step but read
+// before it (its Local not under the new offset) does not count.
+func TestCheckClockStep(t *testing.T) {
+	const ms = time.Millisecond
+	hist := map[string][]anarchon.RunRecord{
+		"leased": {rec("leased", "a", 0, anarchon.StatusSuccess), rec("leased", "b", 3*time.Second, anarchon.StatusSuccess)},
+		"plain":  {rec("plain", "p", 0, anarchon.StatusSuccess)},
+	}
+	runs := cat(
+		run("i1.1", "leased", "a", 0, 1, 5*ms, 2005*ms, faults.ResultCompleted),
+		run("i1.1", "leased", "b", 3*time.Second, 1, 3005*ms, 5005*ms, faults.ResultCompleted),
+		run("i2.1", "plain", "p", 0, 1, 2*ms, 102*ms, faults.ResultCompleted),
+	)
+	// i2.1's clock steps +1 h at 1 s; offset lines: stale (read before the
+	// step), wrong (old estimate under the new clock), right.
+	step := faults.Entry{Ev: faults.EvStep, Inst: "i2.1", T: at(time.Second), Local: at(time.Second + time.Hour)}
+	stale := faults.Entry{Ev: faults.EvOffset, Inst: "i2.1", T: at(1001 * ms), Local: at(1000 * ms)}
+	wrong := faults.Entry{Ev: faults.EvOffset, Inst: "i2.1", T: at(1500 * ms), Local: at(1500*ms + time.Hour)}
+	right := func(d time.Duration) faults.Entry {
+		return faults.Entry{Ev: faults.EvOffset, Inst: "i2.1", T: at(d), Local: at(d + time.Hour), OffsetMs: -time.Hour.Milliseconds()}
+	}
+	end := faults.Entry{Ev: faults.EvStop, Inst: "i1.1", T: at(6 * time.Second), Local: at(6 * time.Second)}
+	tests := []struct {
+		name    string
+		entries []faults.Entry
+		want    string // a violation's text; "" for none
+		sync    time.Duration
+	}{
+		{"right within a sync", cat(runs, []faults.Entry{step, stale, wrong, right(2200 * ms), end}), "", 1200 * ms},
+		{"right after a sync", cat(runs, []faults.Entry{step, stale, wrong, right(2500 * ms), end}), "more than one clock sync", 1200 * ms},
+		{"never right", cat(runs, []faults.Entry{step, stale, wrong, end}), "never measured the store's clock right again", 1200 * ms},
+		{"no ClockSync", cat(runs, []faults.Entry{step, right(1100 * ms), end}), "Spec.ClockSync is not set", 0},
+		{"unjudged: the ledger ends within a sync", cat(runs, []faults.Entry{step, stale, wrong, end}), "", 10 * time.Second},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sp := spec()
+			sp.ClockSync = tc.sync
+			r := faults.Check(sp, tc.entries, hist, nil)
+			got := strings.Join(r.Violations, "\n")
+			if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+				t.Fatalf("violations %q, want %q", got, tc.want)
+			}
+			if tc.sync > 0 && r.Steps != 1 {
+				t.Errorf("Steps %d, want 1", r.Steps)
+			}
+			if unjudged := strings.HasPrefix(tc.name, "unjudged"); unjudged != (r.StepsUnjudged == 1) {
+				t.Errorf("StepsUnjudged %d", r.StepsUnjudged)
+			}
+			if tc.name == "right within a sync" && r.SlowestStepSync != 1200*ms {
+				t.Errorf("SlowestStepSync %v, want 1.2s", r.SlowestStepSync)
+			}
+		})
+	}
+}

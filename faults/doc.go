@@ -40,7 +40,10 @@
 //     [Spec.Tolerance];
 //   - a run starts on an instance while its store is unreachable (fail
 //     closed), or no run starts within [Spec.RecoveryBound] after a
-//     store-wide outage.
+//     store-wide outage;
+//   - an instance whose clock stepped (clock_step) does not estimate the
+//     store's clock right again (within [Spec.StepSettle]) within one
+//     clock sync ([Spec.ClockSync]) of the step, or of the step back.
 //
 // A [Report] gives the figures: slots, runs, faults by kind, duplicates,
 // losses, overlaps, reruns, the longest recovery.

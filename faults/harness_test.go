@@ -67,6 +67,7 @@ type config struct {
 	work          time.Duration // leased job's work
 	lease         time.Duration
 	plainInterval time.Duration
+	clockSync     time.Duration // the instances' ClockSyncInterval: a stepped clock is measured right again within it
 	gapMin        time.Duration // quiet time between faults
 	gapMax        time.Duration
 	maxLate       time.Duration // both jobs' MaxLate; 0: anarchon's default
@@ -80,6 +81,10 @@ func loadConfig(t *testing.T) config {
 		duration: 45 * time.Second, instances: 3,
 		interval: 3 * time.Second, work: 2 * time.Second, lease: 1200 * time.Millisecond,
 		plainInterval: time.Second, gapMin: 2 * time.Second, gapMax: 3 * time.Second,
+		// A clock step is held for a second longer (4 s), so that a
+		// stepped instance not measured right again within one sync is
+		// seen while the step lasts.
+		clockSync: 3 * time.Second,
 	}
 	if v := os.Getenv("ANARCHON_SOAK"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -229,7 +234,7 @@ func (h *harness) launch(p *proc) error {
 		"-store", h.st.url(addr), "-id", p.id, "-ledger", h.ledger, "-offset", off.String(),
 		"-offset-file", p.offsetFile,
 		"-interval", h.cfg.interval.String(), "-work", h.cfg.work.String(), "-lease", h.cfg.lease.String(),
-		"-plain-interval", h.cfg.plainInterval.String())
+		"-plain-interval", h.cfg.plainInterval.String(), "-clock-sync", h.cfg.clockSync.String())
 	if h.cfg.maxLate > 0 {
 		cmd.Args = append(cmd.Args, "-max-late", h.cfg.maxLate.String())
 	}
@@ -483,7 +488,9 @@ func (h *harness) inject(kind faults.FaultKind, tail *ledgerTail) {
 		h.record(faults.Fault{Kind: kind, Start: start, End: end})
 	case faults.FaultClockStep:
 		// One instance's clock steps by +30 s, −30 s, +1 h and −1 h in
-		// turn, each held for an interval of the leased job and stepped
+		// turn, each held for an interval of the leased job (at least one
+		// clock sync and a second, so that Check can judge whether the
+		// instance was measured right again within one sync) and stepped
 		// back for a second before the next, so the bounded CI mode sees
 		// all four. Only an instance up for a few seconds is stepped: the
 		// signal would kill one that has not set up its handler yet.
@@ -504,7 +511,7 @@ func (h *harness) inject(kind faults.FaultKind, tail *ledgerTail) {
 			if !h.stepClock(p, step) {
 				return
 			}
-			ok := h.pause(c.interval)
+			ok := h.pause(max(c.interval, c.clockSync+time.Second))
 			end := time.Now()
 			h.stepClock(p, 0)
 			p.mu.Lock()
@@ -651,6 +658,7 @@ func (h *harness) run() faults.Report {
 		LeasedJob: "leased", PlainJob: "plain",
 		LeasedInterval: c.interval, PlainInterval: c.plainInterval, Lease: c.lease, Work: c.work,
 		From: from, To: stopAt.Add(-2 * c.interval),
+		ClockSync: c.clockSync,
 	}
 	h.mu.Lock()
 	fs := append([]faults.Fault(nil), h.faults...)

@@ -18,6 +18,8 @@ const (
 	EvStart    = "start"     // a handler started
 	EvEnd      = "end"       // a handler returned
 	EvStop     = "stop"      // the process stopped its scheduler on SIGTERM
+	EvOffset   = "offset"    // the scheduler measured its offset to the store's clock (OffsetMs; Cause: why, as in anarchon.EventClockOffset)
+	EvStep     = "step"      // the instance's clock was stepped (clock_step); Local is read under the new offset, OffsetMs is not set
 )
 
 // Handler results, the Result field of an EvEnd [Entry].
@@ -41,7 +43,7 @@ type Entry struct {
 	Local    int64  `json:"local"`             // the instance's clock, Unix µs
 	OffsetMs int64  `json:"offset_ms"`         // the scheduler's estimate of store clock minus its clock, ms
 	Result   string `json:"result,omitempty"`  // end: ResultCompleted or ResultStopped
-	Cause    string `json:"cause,omitempty"`   // end (stopped), boot_fail: why
+	Cause    string `json:"cause,omitempty"`   // end (stopped), boot_fail, offset: why
 }
 
 // Time returns e.T as a time.Time.

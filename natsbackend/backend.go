@@ -79,6 +79,14 @@ type Options struct {
 	// Logger receives the ERROR logged when the bucket or the stream was
 	// found gone and created again. Defaults to slog.Default().
 	Logger *slog.Logger
+	// MustExist makes the backend a reader of an existing store, for
+	// tools that only read (the daemon's history and status): it never
+	// creates the bucket or the stream, and Init (like every other call)
+	// fails with ErrNoData when either is missing, that is when no
+	// instance ever initialised this bucket on this server (a mistyped
+	// address or bucket) or the server lost it. Writes into an existing
+	// bucket are not refused. Defaults to false.
+	MustExist bool
 }
 
 func (o *Options) withDefaults() (Options, error) {
@@ -318,6 +326,9 @@ func (b *Backend) storage() jetstream.StorageType {
 
 func (b *Backend) bindBucket(ctx context.Context) (kv jetstream.KeyValue, made bool, err error) {
 	kv, err = b.js.KeyValue(ctx, b.opts.Bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) && b.opts.MustExist {
+		return nil, false, fmt.Errorf("%w: bucket %s does not exist", ErrNoData, b.opts.Bucket)
+	}
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		made = true
 		ttl := b.opts.ClaimTTL
@@ -352,6 +363,9 @@ func (b *Backend) bindBucket(ctx context.Context) (kv jetstream.KeyValue, made b
 
 func (b *Backend) bindHistory(ctx context.Context) (s jetstream.Stream, made bool, err error) {
 	s, err = b.js.Stream(ctx, b.opts.HistoryStream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) && b.opts.MustExist {
+		return nil, false, fmt.Errorf("%w: stream %s does not exist", ErrNoData, b.opts.HistoryStream)
+	}
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		made = true
 		s, err = b.js.CreateStream(ctx, jetstream.StreamConfig{

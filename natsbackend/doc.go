@@ -252,6 +252,10 @@
 // are forgotten, a slot running then may run again, and Run.Attempt
 // cannot fence that (SPEC §6, "Stores that forget").
 //
+// With [Options.MustExist] (for tools that only read) the backend never
+// creates the bucket or the stream: a call that finds one missing fails
+// with [ErrNoData].
+//
 // # Claims
 //
 // [Backend.Claim] is a KV Create of "c.<job>.<slot>": JetStream accepts the

@@ -66,6 +66,11 @@ var ErrInvalid = anarchon.Permanent(errors.New("natsbackend: invalid input"))
 // sooner than [Backend.DedupeWindow] promises.
 var ErrBucketMismatch = anarchon.Permanent(errors.New("natsbackend: existing bucket forgets claims sooner than ClaimTTL"))
 
+// ErrNoData is returned, with Options.MustExist, by Init and every other
+// call when the KV bucket or the history stream does not exist: the
+// backend created nothing.
+var ErrNoData = anarchon.Permanent(errors.New("natsbackend: no anarchon data (bucket or stream missing)"))
+
 // wrap translates a driver error at the boundary: it keeps the native
 // error reachable, adds anarchon.ErrClosed when the connection is gone,
 // and marks what a retry cannot fix (IsPermanent) anarchon.Permanent.

@@ -63,6 +63,16 @@ type Options struct {
 	// persistence off) and its errors (data lost). Defaults to
 	// slog.Default().
 	Logger *slog.Logger
+	// MustExist makes the backend a reader of an existing store, for
+	// tools that only read (the daemon's history and status): Init
+	// writes nothing (it neither loads its scripts nor creates the
+	// sentinel key) and fails with ErrNoData when the sentinel key
+	// "{<prefix>:}:epoch" is missing, that is when no instance ever
+	// initialised this prefix on this server (a mistyped address,
+	// database or prefix) or the server lost its data. A found loss is
+	// then reported without writing the key again. Claims and other
+	// writes are not refused. Defaults to false.
+	MustExist bool
 }
 
 // DefaultLossHold is the default Options.LossHold.
@@ -86,6 +96,7 @@ type Backend struct {
 	subs   map[*redis.PubSub]struct{}
 
 	allowEviction bool
+	mustExist     bool // Options.MustExist
 	log           *slog.Logger
 	lastReload    atomic.Int64 // Unix ns of the last cluster slot-map reload (errors.go)
 	epoch         epochGuard   // the data-loss sentinel (durability.go)
@@ -158,6 +169,7 @@ func New(client redis.UniversalClient, opts *Options) (*Backend, error) {
 		subs:     make(map[*redis.PubSub]struct{}),
 
 		allowEviction: o.AllowEviction,
+		mustExist:     o.MustExist,
 		log:           o.Logger,
 	}
 	if b.log == nil {
@@ -264,9 +276,11 @@ func (b *Backend) Init(ctx context.Context) error {
 			return fmt.Errorf("%w: server reports redis_version %s", ErrServerTooOld, v)
 		}
 	}
-	for _, s := range allScripts {
-		if err := s.Load(ctx, b.client).Err(); err != nil {
-			return b.wrap("init: script load", err)
+	if !b.mustExist {
+		for _, s := range allScripts {
+			if err := s.Load(ctx, b.client).Err(); err != nil {
+				return b.wrap("init: script load", err)
+			}
 		}
 	}
 	persistence, err := b.checkDurability(ctx)

@@ -177,7 +177,9 @@
 // it again, and fails claims closed with [ErrDataLost] for
 // [Options.LossHold] (30 s), so that runs claimed before the loss see
 // their heartbeats fail and stop before their slots can be claimed anew.
-// A loss in the second before a check is not seen until it.
+// A loss in the second before a check is not seen until it. With
+// [Options.MustExist] (for tools that only read) Init writes neither the
+// sentinel nor its scripts, and a missing sentinel is [ErrNoData].
 //
 // # Server requirements
 //

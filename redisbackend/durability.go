@@ -172,8 +172,16 @@ type epochGuard struct {
 
 func (b *Backend) epochKey() string { return "{" + b.prefix + ":}:epoch" }
 
-// adopt makes sure the sentinel exists and returns its value.
+// adopt makes sure the sentinel exists and returns its value. With
+// Options.MustExist it only reads it: a missing key is ErrNoData.
 func (g *epochGuard) adopt(ctx context.Context, b *Backend) (string, error) {
+	if b.mustExist {
+		v, err := b.client.Get(ctx, b.epochKey()).Result()
+		if errors.Is(err, redis.Nil) {
+			return "", fmt.Errorf("%w: sentinel key %s does not exist", ErrNoData, b.epochKey())
+		}
+		return v, err
+	}
 	if err := b.client.SetNX(ctx, b.epochKey(), rand.Text(), 0).Err(); err != nil {
 		return "", err
 	}
@@ -182,6 +190,9 @@ func (g *epochGuard) adopt(ctx context.Context, b *Backend) (string, error) {
 
 func (g *epochGuard) init(ctx context.Context, b *Backend) error {
 	v, err := g.adopt(ctx, b)
+	if errors.Is(err, ErrNoData) {
+		return err
+	}
 	if err != nil {
 		return b.wrap("init: sentinel", err)
 	}

@@ -95,6 +95,10 @@ var (
 	// gone: FLUSHALL, FLUSHDB, a restart without persistence). It is
 	// transient: claims succeed again after the hold.
 	ErrDataLost = errors.New("redisbackend: the server lost its data; claims fail closed for a while")
+	// ErrNoData is returned by Init with Options.MustExist when the
+	// server holds no anarchon data under the prefix (its sentinel key
+	// is missing): Init then wrote nothing.
+	ErrNoData = anarchon.Permanent(errors.New("redisbackend: no anarchon data under this prefix"))
 )
 
 // clusterReloadOff turns reloadCluster off, for a test that measures

@@ -83,6 +83,8 @@ type globalFlags struct {
 	passthrough bool
 
 	output outputOptions // where commands' output goes, set by logger
+
+	mustExist bool // set by openForRead: the store is opened to create nothing
 }
 
 func (g *globalFlags) sources() sources {
@@ -347,8 +349,9 @@ func runCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
 
 // openForRead opens the store with a scheduler that knows the jobs of the
 // given files (if any), for the read-only commands. With mustExist an
-// SQLite store's file, and an SQL store's tables, must already exist:
-// reading never creates them.
+// SQLite store's file, an SQL store's tables, a Redis store's sentinel key
+// and a NATS store's bucket and stream must already exist: reading never
+// creates them (the Redis and NATS backends are opened with MustExist).
 func openForRead(g *globalFlags, stderr io.Writer, needJobs, mustExist bool) (*daemon, error) {
 	log, err := g.logger(stderr)
 	if err != nil {
@@ -358,6 +361,7 @@ func openForRead(g *globalFlags, stderr io.Writer, needJobs, mustExist bool) (*d
 		if err := sqliteExists(storeOrDefault(g.store)); err != nil {
 			return nil, err
 		}
+		g.mustExist = true
 	}
 	var d *daemon
 	if needJobs || !g.sources().empty() {
@@ -365,7 +369,7 @@ func openForRead(g *globalFlags, stderr io.Writer, needJobs, mustExist bool) (*d
 			return nil, err
 		}
 	} else {
-		b, err := openStore(g.store)
+		b, err := openStoreMode(g.store, mustExist)
 		if err != nil {
 			return nil, err
 		}

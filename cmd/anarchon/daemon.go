@@ -131,7 +131,7 @@ func openDaemon(g *globalFlags, log *slog.Logger, clock anarchon.Clock, poll, gr
 	if len(jobs) == 0 {
 		return nil, errors.New("no jobs in the given files")
 	}
-	backend, err := openStore(g.store)
+	backend, err := openStoreMode(g.store, g.mustExist)
 	if err != nil {
 		return nil, err
 	}

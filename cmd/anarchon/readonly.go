@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/natsbackend"
+	"github.com/anarchon/anarchon/redisbackend"
 	"github.com/anarchon/anarchon/sqlbackend"
 	"github.com/go-sql-driver/mysql"
 )
@@ -21,18 +23,27 @@ type sqlStore interface {
 // anarchon's tables, so that the read-only commands, whose first call
 // (Init) creates them, never make a second, empty store of a mistyped
 // schema, database or prefix. A failed look for another reason is left to
-// the read that follows, which reports it; stores without tables are not
-// checked.
+// the read that follows, which reports it. Redis and NATS stores are
+// initialised here (opened with MustExist, Init writes nothing) and found
+// empty by their ErrNoData.
 func storeInitialised(ctx context.Context, b anarchon.Backend, raw string) error {
 	st, ok := b.(sqlStore)
 	if !ok {
+		// Redis and NATS, opened with MustExist, create nothing in Init
+		// and say there when the store holds no anarchon data.
+		err := b.Init(ctx)
+		if errors.Is(err, redisbackend.ErrNoData) || errors.Is(err, natsbackend.ErrNoData) {
+			return &StoreURLError{URL: redact(raw), Code: StoreNoData,
+				Reason: "no anarchon data there (" + scrub(err.Error(), raw) + "): history and status never create it; \"run\" and \"run-now\" do",
+				Err:    err}
+		}
 		return nil
 	}
 	_, err := st.Conn().All(ctx, "SELECT 1 FROM "+st.Qualify("runs")+" WHERE 1 = 0")
 	if err == nil || !missingTable(err) {
 		return nil
 	}
-	return &StoreURLError{URL: redact(raw), Code: StoreOpenFailed,
+	return &StoreURLError{URL: redact(raw), Code: StoreNoData,
 		Reason: "no anarchon tables there (" + st.Qualify("runs") + " does not exist): history and status never create them; \"run\" and \"run-now\" do",
 		Err:    err}
 }

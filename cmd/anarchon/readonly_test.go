@@ -9,13 +9,18 @@ import (
 	"testing"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	goredis "github.com/redis/go-redis/v9"
 )
 
-// history and status on an SQL store without anarchon's tables (a
-// mistyped schema, database or prefix, an empty SQLite file) fail with an
-// error that says so, and leave the store as it was: asked again, they
-// fail the same way. run-now then creates the tables, and history reads
-// them. SQLite always runs; PostgreSQL and MySQL with their variables.
+// history and status on a store without anarchon's data (a mistyped
+// schema, database, prefix or bucket, an empty SQLite file) fail with an
+// error that says so (code no_anarchon_data), and leave the store as it
+// was: asked again, they fail the same way, and on Redis no key of the
+// prefix and on NATS neither the bucket nor a new stream exists. run-now
+// then creates the store, and history reads it. SQLite always runs;
+// PostgreSQL, MySQL, Redis and NATS with their variables.
 func TestReadOnlyCreatesNoTables(t *testing.T) {
 	dir := t.TempDir()
 	empty := filepath.Join(dir, "empty.db")
@@ -41,22 +46,97 @@ func TestReadOnlyCreatesNoTables(t *testing.T) {
 	} else {
 		stores["mysql"] = ""
 	}
+	// Redis and NATS: what a read may not create, listed after each
+	// round of reads.
+	created := map[string]func(t *testing.T) []string{}
+	if addr := os.Getenv("ANARCHON_TEST_REDIS_ADDR"); addr != "" {
+		p := "ro" + randSuffix()
+		stores["redis"] = "redis://" + addr + "/0?prefix=" + p
+		rc := goredis.NewClient(&goredis.Options{Addr: addr})
+		created["redis"] = func(t *testing.T) []string {
+			keys, err := rc.Keys(context.Background(), "*"+p+"*").Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return keys
+		}
+		t.Cleanup(func() {
+			if keys, err := rc.Keys(context.Background(), "*"+p+"*").Result(); err == nil && len(keys) > 0 {
+				rc.Del(context.Background(), keys...)
+			}
+			rc.Close()
+		})
+	} else {
+		stores["redis"] = ""
+	}
+	if u := os.Getenv("ANARCHON_TEST_NATS_URL"); u != "" {
+		bucket := "ro" + randSuffix()
+		stores["nats"] = u + "?prefix=" + bucket
+		nc, err := nats.Connect(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		js, err := jetstream.New(nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		streams := func(t *testing.T) map[string]bool {
+			have := map[string]bool{}
+			l := js.StreamNames(context.Background())
+			for n := range l.Name() {
+				have[n] = true
+			}
+			if l.Err() != nil {
+				t.Fatal(l.Err())
+			}
+			return have
+		}
+		before := streams(t)
+		created["nats"] = func(t *testing.T) []string {
+			var made []string
+			for n := range streams(t) {
+				if !before[n] {
+					made = append(made, "stream "+n)
+				}
+			}
+			return made
+		}
+		t.Cleanup(func() {
+			_ = js.DeleteKeyValue(context.Background(), bucket)
+			nc.Close()
+		})
+	} else {
+		stores["nats"] = ""
+	}
 	ct := writeFile(t, dir, "crontab", "# name: ro\n@daily echo hi\n")
 	for name, store := range stores {
 		t.Run(name, func(t *testing.T) {
 			if store == "" {
-				env := map[string]string{"postgres": "ANARCHON_TEST_POSTGRES_URL", "mysql": "ANARCHON_TEST_MYSQL_DSN"}[name]
+				env := map[string]string{"postgres": "ANARCHON_TEST_POSTGRES_URL", "mysql": "ANARCHON_TEST_MYSQL_DSN",
+					"redis": "ANARCHON_TEST_REDIS_ADDR", "nats": "ANARCHON_TEST_NATS_URL"}[name]
 				msg := env + " is not set: start a server with scripts/services/" + name + ".sh and export its output"
 				if os.Getenv("CI") == "true" {
 					t.Fatal(msg)
 				}
 				t.Skip(msg)
 			}
+			want := "no anarchon tables there"
+			if created[name] != nil {
+				want = "no anarchon data there"
+			}
 			for range 2 {
-				for _, args := range [][]string{{"history", "ro", "--store", store}, {"status", "--store", store}} {
+				for _, args := range [][]string{
+					{"history", "ro", "--store", store}, {"status", "--store", store},
+					{"status", "--crontab", ct, "--store", store}, {"history", "ro", "--crontab", ct, "--store", store},
+				} {
 					code, _, errOut := cli(t, args...)
-					if code != 1 || !strings.Contains(errOut, "no anarchon tables there") {
-						t.Fatalf("%s on a store without tables: exit %d %q", args[0], code, errOut)
+					if code != 1 || !strings.Contains(errOut, want) || !strings.Contains(errOut, string(StoreNoData)) {
+						t.Fatalf("%s on a store without anarchon data: exit %d %q", strings.Join(args[:len(args)-1], " "), code, errOut)
+					}
+				}
+				if created[name] != nil {
+					if made := created[name](t); len(made) > 0 {
+						t.Fatalf("read-only commands created %q", made)
 					}
 				}
 			}

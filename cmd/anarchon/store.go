@@ -25,6 +25,7 @@ const (
 	StoreUnavailable   StoreErrorCode = "backend_unavailable" // the scheme is known but this build has no backend for it
 	StoreOpenFailed    StoreErrorCode = "open_failed"         // the backend's constructor refused the URL
 	StoreUnknownParam  StoreErrorCode = "unknown_parameter"   // a query parameter the store does not take
+	StoreNoData        StoreErrorCode = "no_anarchon_data"    // a read-only command found no anarchon data there, and created none
 )
 
 // StoreURLError reports a --store URL that cannot be used. URL is redacted:
@@ -47,7 +48,9 @@ func (e *StoreURLError) Unwrap() error { return e.Err }
 // opener opens the backend of one URL scheme. u is the parsed URL, raw the
 // text as given (some clients parse it themselves) and prefix the value of
 // the "prefix" query parameter, already removed from u and raw.
-type opener func(u *url.URL, raw, prefix string) (anarchon.Backend, error)
+// With mustExist the backend must create nothing (no bucket, stream or
+// key) where no anarchon data is: the read-only commands open it so.
+type opener func(u *url.URL, raw, prefix string, mustExist bool) (anarchon.Backend, error)
 
 // openers maps a URL scheme to its backend; each store's file registers
 // itself in an init function.
@@ -97,7 +100,11 @@ var plannedSchemes = map[string]string{
 // openStore opens the backend a --store URL names. Errors are
 // *StoreURLError (the backend's own error wrapped) and never contain a
 // password.
-func openStore(raw string) (anarchon.Backend, error) {
+func openStore(raw string) (anarchon.Backend, error) { return openStoreMode(raw, false) }
+
+// openStoreMode is openStore; with mustExist the backend creates nothing
+// where no anarchon data is (for the read-only commands).
+func openStoreMode(raw string, mustExist bool) (anarchon.Backend, error) {
 	if raw == "" {
 		raw = defaultStore
 	}
@@ -111,7 +118,7 @@ func openStore(raw string) (anarchon.Backend, error) {
 	scheme := strings.ToLower(raw[:i])
 	if rawSchemes[scheme] {
 		if open, ok := openers[scheme]; ok {
-			return openRaw(open, raw, bad)
+			return openRaw(open, raw, mustExist, bad)
 		}
 	}
 	u, err := url.Parse(raw)
@@ -159,7 +166,7 @@ func openStore(raw string) (anarchon.Backend, error) {
 		u.RawQuery = q.Encode()
 		raw = u.String()
 	}
-	b, err := open(u, raw, prefix)
+	b, err := open(u, raw, prefix, mustExist)
 	if err != nil {
 		var se *StoreURLError
 		if errors.As(err, &se) {
@@ -192,8 +199,8 @@ var rawSchemes = map[string]bool{}
 
 // openRaw calls the opener of a rawSchemes scheme, coding its errors as
 // openStore does.
-func openRaw(open opener, raw string, bad func(StoreErrorCode, error, string, ...any) error) (anarchon.Backend, error) {
-	b, err := open(nil, raw, "")
+func openRaw(open opener, raw string, mustExist bool, bad func(StoreErrorCode, error, string, ...any) error) (anarchon.Backend, error) {
+	b, err := open(nil, raw, "", mustExist)
 	if err != nil {
 		var se *StoreURLError
 		if errors.As(err, &se) {

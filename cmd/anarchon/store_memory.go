@@ -11,7 +11,7 @@ func init() { openers["memory"] = openMemory }
 
 // openMemory opens "memory:", a store private to this process: useful to
 // try a crontab out, useless for replicas.
-func openMemory(u *url.URL, raw, _ string) (anarchon.Backend, error) {
+func openMemory(u *url.URL, raw, _ string, _ bool) (anarchon.Backend, error) {
 	if u.Opaque != "" || u.Host != "" || u.Path != "" {
 		return nil, &StoreURLError{URL: redact(raw), Code: StoreBadURL, Reason: "memory: takes no path or host"}
 	}

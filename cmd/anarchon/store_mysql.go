@@ -17,7 +17,7 @@ func init() { openers["mysql"] = openMySQL }
 // MariaDB 10.11+) with mysqlbackend.Open, which owns the pool. The port
 // defaults to 3306; the database is required. Query parameters other than
 // "prefix" are go-sql-driver/mysql's DSN parameters (tls, timeout, …).
-func openMySQL(u *url.URL, _, prefix string) (anarchon.Backend, error) {
+func openMySQL(u *url.URL, _, prefix string, _ bool) (anarchon.Backend, error) {
 	db := strings.TrimPrefix(u.Path, "/")
 	if db == "" || strings.Contains(db, "/") {
 		return nil, errors.New("the URL needs one database name as its path: mysql://user:password@host:3306/db")

@@ -27,7 +27,7 @@ const natsPing = 2 * time.Second
 // to 5, or by default natsbackend.AutoReplicas (3 on a cluster of three or
 // more servers, else 1). An existing bucket keeps its replicas; the
 // backend logs what it found, with a WARN for one replica on a cluster.
-func openNATS(u *url.URL, raw, prefix string) (anarchon.Backend, error) {
+func openNATS(u *url.URL, raw, prefix string, mustExist bool) (anarchon.Backend, error) {
 	replicas := natsbackend.AutoReplicas
 	if q := u.Query(); q.Has("replicas") {
 		n, err := strconv.Atoi(q.Get("replicas"))
@@ -43,7 +43,7 @@ func openNATS(u *url.URL, raw, prefix string) (anarchon.Backend, error) {
 	// nats.go prints asynchronous errors to stderr unless given a
 	// handler: log them, and connection changes, through slog.
 	l := clientLogger{client: "nats"}
-	return natsbackend.Open(raw, &natsbackend.Options{Bucket: prefix, Replicas: replicas},
+	return natsbackend.Open(raw, &natsbackend.Options{Bucket: prefix, Replicas: replicas, MustExist: mustExist},
 		// A daemon keeps reconnecting for as long as it runs: with
 		// nats.go's default (60 tries) a store down for two minutes
 		// would close the connection for good.

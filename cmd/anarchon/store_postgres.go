@@ -28,7 +28,7 @@ func init() {
 // after a failover the replicas reconnect to the promoted standby. Init
 // logs the server's replication (a WARN for an asynchronous standby or
 // synchronous_commit off) to the daemon's log.
-func openPostgres(u *url.URL, raw, prefix string) (anarchon.Backend, error) {
+func openPostgres(u *url.URL, raw, prefix string, _ bool) (anarchon.Backend, error) {
 	q := u.Query()
 	schema := q.Get("schema")
 	if q.Has("schema") {

@@ -24,9 +24,9 @@ func init() {
 // and "wait_timeout=D" make each claim wait for N replicas, "prefix" sets
 // the key prefix. A URL it refuses is bad_url, a parameter go-redis does
 // not know unknown_parameter.
-func openRedis(_ *url.URL, raw, prefix string) (anarchon.Backend, error) {
+func openRedis(_ *url.URL, raw, prefix string, mustExist bool) (anarchon.Backend, error) {
 	redis.SetLogger(clientLogger{client: "redis"}) // go-redis logs to stderr by default
-	b, err := redisbackend.Open(raw, &redisbackend.Options{Prefix: prefix})
+	b, err := redisbackend.Open(raw, &redisbackend.Options{Prefix: prefix, MustExist: mustExist})
 	if errors.Is(err, redisbackend.ErrInvalidInput) {
 		code := StoreBadURL
 		if strings.Contains(err.Error(), "unexpected option") { // go-redis's word for a parameter it does not know

@@ -16,7 +16,7 @@ func init() { openers["sqlite"] = openSQLite }
 // openSQLite opens "sqlite:PATH" (also "sqlite://PATH" and
 // "sqlite:///abs/path") with the pure-Go driver; "prefix" sets the table
 // prefix. The file is created if absent; its directory must exist.
-func openSQLite(u *url.URL, raw, prefix string) (anarchon.Backend, error) {
+func openSQLite(u *url.URL, raw, prefix string, _ bool) (anarchon.Backend, error) {
 	path := sqlitePath(raw)
 	if path == "" {
 		return nil, &StoreURLError{URL: raw, Code: StoreBadURL, Reason: "no file path: want sqlite:PATH, e.g. sqlite:./anarchon.db"}
@@ -40,7 +40,7 @@ func sqliteExists(raw string) error {
 		return nil // openSQLite reports it
 	}
 	if _, err := os.Stat(path); err != nil {
-		return &StoreURLError{URL: redact(raw), Code: StoreOpenFailed, Reason: fmt.Sprintf("no store at %s: %v (history and status never create one; \"run\" and \"run-now\" do)", path, err), Err: err}
+		return &StoreURLError{URL: redact(raw), Code: StoreNoData, Reason: fmt.Sprintf("no store at %s: %v (history and status never create one; \"run\" and \"run-now\" do)", path, err), Err: err}
 	}
 	return nil
 }

@@ -92,7 +92,12 @@ func run() error {
 					var d time.Duration
 					if d, err = time.ParseDuration(strings.TrimSpace(string(data))); err == nil {
 						clock.off.Store(int64(d))
-						continue
+						// The step's line, its Local read under the new
+						// offset: the checker times recovery from it.
+						now := time.Now()
+						if err = ledger.Append(faults.Entry{Ev: faults.EvStep, Inst: *id, T: now.UnixMicro(), Local: clock.Now().UnixMicro()}); err == nil {
+							continue
+						}
 					}
 				}
 				fmt.Fprintln(os.Stderr, "instance: clock step:", err)
@@ -132,6 +137,15 @@ func run() error {
 	s = anarchon.New(backend, &anarchon.Options{
 		InstanceID: *id, Logger: logger, Clock: clock,
 		PollInterval: *poll, ClockSyncInterval: *clockSync,
+		OnEvent: func(ev anarchon.Event) {
+			// Every measure of the offset, so that the checker sees how
+			// soon a stepped clock is measured right again.
+			if ev.Kind == anarchon.EventClockOffset {
+				e := entry(faults.EvOffset, nil)
+				e.OffsetMs, e.Cause = ev.Offset.Milliseconds(), ev.Op
+				appendOrDie(e)
+			}
+		},
 	})
 	leased := func(ctx context.Context, run *anarchon.Run) error {
 		appendOrDie(entry(faults.EvStart, run))
