@@ -82,7 +82,15 @@ func (b *SQLBackend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, e
 			return false, err
 		}
 	}
-	return b.claim(ctx, b.cfg.Conn, in)
+	if !b.d.ClaimInTransaction {
+		return b.claim(ctx, b.cfg.Conn, in)
+	}
+	var won bool
+	err := b.cfg.Conn.Transaction(ctx, func(tx Querier) (err error) {
+		won, err = b.claim(ctx, tx, in)
+		return err
+	})
+	return won, err
 }
 
 // claim is Claim's statements, run through q: the connection for Claim,
