@@ -82,15 +82,7 @@ func (b *SQLBackend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, e
 			return false, err
 		}
 	}
-	if !b.d.ClaimInTransaction {
-		return b.claim(ctx, b.cfg.Conn, in)
-	}
-	var won bool
-	err := b.cfg.Conn.Transaction(ctx, func(tx Querier) (err error) {
-		won, err = b.claim(ctx, tx, in)
-		return err
-	})
-	return won, err
+	return b.claim(ctx, b.cfg.Conn, in)
 }
 
 // claim is Claim's statements, run through q: the connection for Claim,

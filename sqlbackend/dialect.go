@@ -54,14 +54,6 @@ type SQLDialect struct {
 	// already run one at a time, like SQLite's BEGIN IMMEDIATE, which takes
 	// the database's write lock.
 	Serialize string
-	// ClaimInTransaction runs every plain claim in a transaction of its
-	// own (Conn.Transaction) instead of as autocommit statements: SQLite's
-	// BEGIN IMMEDIATE takes the write lock before the claim reads, while
-	// an autocommit INSERT … SELECT waiting for the lock was measured to
-	// starve behind other connections' transactions (batches, lease
-	// claims) until the busy timeout. It costs a BEGIN and a COMMIT,
-	// in-process. Defaults to false.
-	ClaimInTransaction bool
 
 	// IsAlreadyCreated reports whether err, returned by a CREATE statement,
 	// only says the object already exists: two instances migrated an empty

@@ -99,7 +99,7 @@
 //
 // Statements are built once per backend, placeholders rewritten once
 // ([SQLDialect.Placeholders]). A plain claim is one statement when it wins
-// (in a transaction of its own with [SQLDialect.ClaimInTransaction]) and two otherwise (the stored token and the clock are read back; always
+// and two otherwise (the stored token and the clock are read back; always
 // two without RETURNING), as sqlbackendtest.ClaimRoundTrips counts on
 // every SQL backend; a lease claim one transaction of
 // a few statements (lock the job, read the run row, write it), or one

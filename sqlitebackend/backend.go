@@ -35,9 +35,6 @@ var Dialect = sqlbackend.SQLDialect{
 	NowMs:     "(CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER))",
 	ForUpdate: "",
 	Serialize: "",
-	// Plain claims in BEGIN IMMEDIATE: under contention with batches an
-	// autocommit claim starved past the busy timeout (Batch/Race).
-	ClaimInTransaction: true,
 	IsAlreadyCreated: func(err error) bool {
 		return err != nil && strings.Contains(err.Error(), "already exists")
 	},

@@ -22,13 +22,12 @@
 // "Batches") are one BEGIN IMMEDIATE transaction each, one hold of the
 // write lock, in which every claim runs the statements it runs alone
 // (sqlitefile's TestBatchRoundTrips: n+2 statements for n won plain
-// claims, 4n+2 for n won lease claims). A single plain claim runs in a
-// BEGIN IMMEDIATE transaction too (sqlbackend.SQLDialect.ClaimInTransaction):
-// as an autocommit statement it starved behind the batches' transactions
-// in the Batch/Race conformance subtest (16 goroutines over 4 handles, half
-// claiming in batches; 2 CPUs at a load average near 30) and failed with
-// SQLITE_BUSY after the 10 s busy timeout, where inside BEGIN IMMEDIATE it
-// passed.
+// claims, 4n+2 for n won lease claims). Under heavy contention a batch
+// holds the lock longer than one claim does: in the Batch/Race
+// conformance subtest (16 goroutines over 4 handles claiming 200 slots in
+// a tight loop, half in batches) on a 2-CPU host with a load average near
+// 30, claims waited past the 10 s busy timeout and failed with
+// SQLITE_BUSY; RunBatch/Race passed.
 //
 // # Server requirements
 //
@@ -66,7 +65,5 @@
 // one claimer and about 105–114 µs with 4–16 (a bare INSERT: 44–50 µs),
 // a lease claim at 94–117 µs p50, and about 2,400–4,000 claims/s in all.
 // Every claimer waits for the lock: the p99 grows with their number (35 ms
-// with 4, 126 ms with 16). Those figures predate plain claims in BEGIN
-// IMMEDIATE (sqlbackend.SQLDialect.ClaimInTransaction), which adds a BEGIN
-// and a COMMIT to each and has not been benchmarked since.
+// with 4, 126 ms with 16).
 package sqlitebackend
