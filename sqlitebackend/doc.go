@@ -27,8 +27,9 @@
 // conformance subtest (16 goroutines over 4 handles claiming 200 slots in
 // a tight loop, half in batches) on a 2-CPU host with a load average of
 // 20–40, claims (single and batched) waited past the 10 s busy timeout
-// and failed with SQLITE_BUSY in every run; RunBatch/Race passed in two
-// runs of three. Every slot still had exactly one winner.
+// and failed with SQLITE_BUSY in each of the three runs made;
+// RunBatch/Race passed in those three. Every slot still had exactly one
+// winner.
 //
 // # Server requirements
 //
