@@ -20,7 +20,23 @@ type Options struct {
 	// Database, if set, qualifies every table name (`db`.`table`);
 	// default the connection's database. Creating it is the caller's job.
 	Database string
+	// MaxConns bounds the connections of the pool Open makes
+	// (SetMaxOpenConns), all of which it keeps open when idle
+	// (SetMaxIdleConns): a claim that finds them all busy waits for one,
+	// for as long as its context allows. Zero means DefaultMaxConns; it
+	// must not be negative. NewFromDB and New leave the caller's pool as
+	// it is.
+	MaxConns int
 }
+
+// DefaultMaxConns is the size of the pool Open makes when
+// Options.MaxConns is zero. database/sql's own default is no bound: a
+// burst of claims (the scheduler keeps up to 64 claim calls in flight)
+// would open a connection per call, and a few processes bursting at once
+// would pass MySQL's default max_connections (151), which refuses the
+// rest with "Too many connections". Keep processes × MaxConns, plus the
+// server's other clients, below max_connections.
+const DefaultMaxConns = 16
 
 // Backend is the MySQL and MariaDB backend: the SQL base with [Dialect],
 // a connection and a server check. It implements anarchon.Backend,
@@ -28,6 +44,7 @@ type Options struct {
 // anarchon.ServerClock, and anarchon.InstanceRegistry through the base.
 type Backend struct {
 	*sqlbackend.SQLBackend
+	db *sql.DB
 }
 
 var (
@@ -43,6 +60,13 @@ var (
 // DSN sets it, interpolateParams=true; it keeps other parameters. The backend closes the pool it opened. Open does no I/O:
 // Init connects and checks the server.
 func Open(dsn string, opts *Options) (*Backend, error) {
+	maxConns := DefaultMaxConns
+	if opts != nil && opts.MaxConns != 0 {
+		if opts.MaxConns < 0 {
+			return nil, fmt.Errorf("mysqlbackend: negative MaxConns %d", opts.MaxConns)
+		}
+		maxConns = opts.MaxConns
+	}
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("mysqlbackend: parse DSN: %w", err)
@@ -62,17 +86,37 @@ func Open(dsn string, opts *Options) (*Backend, error) {
 		return nil, fmt.Errorf("mysqlbackend: %w", err)
 	}
 	db := sql.OpenDB(conn)
-	return newBackend(Conn(db), opts, func(context.Context) error { return db.Close() })
+	db.SetMaxOpenConns(maxConns)
+	db.SetMaxIdleConns(maxConns)
+	b, err := newBackend(Conn(db), opts, func(context.Context) error { return db.Close() })
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	b.db = db
+	return b, nil
 }
 
 // NewFromDB returns a backend on db, a pool of go-sql-driver/mysql or any
-// driver for MySQL or MariaDB. The backend never closes db.
+// driver for MySQL or MariaDB. The backend never closes db, and leaves its
+// size to the caller: bound it (SetMaxOpenConns; Open uses
+// DefaultMaxConns), or a burst of claims opens a connection per claim in
+// flight.
 func NewFromDB(db *sql.DB, opts *Options) (*Backend, error) {
 	if db == nil {
 		return nil, errors.New("mysqlbackend: db is nil")
 	}
-	return newBackend(Conn(db), opts, nil)
+	b, err := newBackend(Conn(db), opts, nil)
+	if err != nil {
+		return nil, err
+	}
+	b.db = db
+	return b, nil
 }
+
+// DB returns the pool the backend uses: Open's or NewFromDB's, nil for a
+// backend made by New.
+func (b *Backend) DB() *sql.DB { return b.db }
 
 // New returns a backend on a caller's own client through the two-function
 // adapter (SPEC §7). Its transactions must run at READ COMMITTED (see

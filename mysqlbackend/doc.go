@@ -88,7 +88,12 @@
 // DSN), and [New] any client through sqlbackend.Conn; neither is closed
 // by Close. Tables are named anarchon_jobs, anarchon_runs,
 // anarchon_results, anarchon_instances, anarchon_control and
-// anarchon_triggers; Options.Prefix and Options.Database change that. scripts/services/mysql.sh starts a test
+// anarchon_triggers; Options.Prefix and Options.Database change that.
+// Open's pool holds at most Options.MaxConns connections
+// ([DefaultMaxConns], 16), all kept open when idle; a claim that finds
+// them busy waits for one (TestPoolBound). Every process adds its pool to
+// the server's count, which MySQL bounds with max_connections (151 by
+// default). scripts/services/mysql.sh starts a test
 // server.
 //
 // # Performance

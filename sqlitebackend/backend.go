@@ -146,12 +146,16 @@ func NewFromConn(conn sqlbackend.Conn, opts *Options) (*Backend, error) {
 }
 
 func newBackend(conn sqlbackend.Conn, db *sql.DB, o Options, closeFn func(context.Context) error) (*Backend, error) {
+	qc := &queuedConn{conn: conn}
 	cfg := sqlbackend.Config{
 		Name:    "sqlite",
 		Dialect: Dialect,
-		Conn:    conn,
+		Conn:    qc,
 		Prefix:  o.Prefix,
 		Check: func(ctx context.Context, c sqlbackend.Conn) error {
+			if err := qc.lockFile(ctx); err != nil {
+				return err
+			}
 			return check(ctx, c, !o.KeepJournalMode)
 		},
 		Close: closeFn,

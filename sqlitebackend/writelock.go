@@ -1,0 +1,138 @@
+package sqlitebackend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/anarchon/anarchon/sqlbackend"
+)
+
+// writeLocks holds one writer queue per database file of the process,
+// keyed by the file's full path as SQLite reports it (PRAGMA
+// database_list). Entries are never removed: one small channel per file
+// opened in the life of the process.
+var writeLocks struct {
+	mu sync.Mutex
+	m  map[string]chan struct{}
+}
+
+// writeLockFor returns the writer queue of the file at path.
+func writeLockFor(path string) chan struct{} {
+	writeLocks.mu.Lock()
+	defer writeLocks.mu.Unlock()
+	if writeLocks.m == nil {
+		writeLocks.m = make(map[string]chan struct{})
+	}
+	q, ok := writeLocks.m[path]
+	if !ok {
+		q = make(chan struct{}, 1)
+		writeLocks.m[path] = q
+	}
+	return q
+}
+
+// queuedConn is the backend's Conn: it makes the writers of one process
+// take turns on a Go queue per database file before they ask SQLite for
+// the file's write lock, so that SQLite's busy handler only arbitrates
+// between processes. See the package doc, "Writers in one process".
+//
+// Every transaction, and every statement that does not start with SELECT,
+// waits in the queue (in arrival order, for as long as its context
+// allows); SELECTs run beside them, as WAL lets readers do. Until Init
+// has found the file (lockFile), nothing waits.
+type queuedConn struct {
+	conn  sqlbackend.Conn
+	queue atomic.Pointer[chan struct{}]
+}
+
+// lockFile finds the main database's file and joins its queue. A
+// database without a file (":memory:", a temporary database) is private
+// to its connection: it gets no queue.
+func (c *queuedConn) lockFile(ctx context.Context) error {
+	if c.queue.Load() != nil {
+		return nil
+	}
+	rows, err := c.conn.All(ctx, "PRAGMA database_list")
+	if err != nil {
+		return fmt.Errorf("reading the database file's name: %w", err)
+	}
+	for _, row := range rows {
+		if len(row) < 3 || text(row[1]) != "main" {
+			continue
+		}
+		if path := text(row[2]); path != "" {
+			q := writeLockFor(path)
+			c.queue.Store(&q)
+		}
+		return nil
+	}
+	return errors.New("PRAGMA database_list has no main database")
+}
+
+func text(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case []byte:
+		return string(x)
+	}
+	return ""
+}
+
+// wait takes the turn of the file's writers; release gives it back.
+func (c *queuedConn) wait(ctx context.Context) (release func(), err error) {
+	q := c.queue.Load()
+	if q == nil {
+		return func() {}, nil
+	}
+	select {
+	case *q <- struct{}{}:
+		return func() { <-*q }, nil
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
+// All runs a SELECT at once and any other statement in the writers'
+// queue.
+func (c *queuedConn) All(ctx context.Context, query string, args ...any) ([][]any, error) {
+	if isSelect(query) {
+		return c.conn.All(ctx, query, args...)
+	}
+	release, err := c.wait(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	return c.conn.All(ctx, query, args...)
+}
+
+// Transaction runs fn in a transaction of the underlying Conn, in the
+// writers' queue: every transaction the backend opens writes.
+func (c *queuedConn) Transaction(ctx context.Context, fn func(tx sqlbackend.Querier) error) error {
+	release, err := c.wait(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	return c.conn.Transaction(ctx, fn)
+}
+
+// isSelect reports whether query starts with the keyword SELECT, after
+// white space: such a statement only reads (SQLite has no SELECT … FOR
+// UPDATE, and the backend's SELECTs call no writing function).
+func isSelect(query string) bool {
+	q := strings.TrimLeft(query, " \t\r\n")
+	if len(q) < 6 || !strings.EqualFold(q[:6], "SELECT") {
+		return false
+	}
+	return len(q) == 6 || !isWordByte(q[6])
+}
+
+func isWordByte(b byte) bool {
+	return b == '_' || '0' <= b && b <= '9' || 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z'
+}
