@@ -22,6 +22,10 @@ type instance struct {
 	failFinish atomic.Bool   // Finish fails as if the store were unreachable
 	hangHB     atomic.Bool   // heartbeats do not return, whatever their context says,
 	unhang     chan struct{} // until this is closed
+	// hangOnWin sets hangHB when a first attempt's claim is won, before
+	// the answer returns: the holder's renewals never get through, not
+	// even one sent as its handler starts.
+	hangOnWin atomic.Bool
 	// slowWin delays the first answer to each won first attempt by this
 	// long (ns) after the store recorded it: a reply held up on the way
 	// back. lateToken is the token whose last won answer was so delayed
@@ -56,6 +60,9 @@ func (r *instanceRuns) Claim(ctx context.Context, rc anarchon.RunClaim) (anarcho
 	out, err := r.RunStore.Claim(ctx, rc)
 	if err == nil && out.Kind == anarchon.OutcomeWon {
 		r.inst.wins.Add(1)
+		if out.Attempt == 1 && r.inst.hangOnWin.Load() {
+			r.inst.hangHB.Store(true)
+		}
 	}
 	if d := r.inst.slowWin.Load(); d > 0 && err == nil && out.Kind == anarchon.OutcomeWon && r.inst.slowEvery.Load() {
 		time.Sleep(time.Duration(d))
@@ -586,7 +593,7 @@ func startHourly(t *testing.T, store *membackend.Backend, insts map[string]*inst
 
 // hungHolderRun runs one hourly slot on three instances sharing a
 // membackend, with a 6 s lease: the first holder's heartbeats hang from its
-// handler's start, and its won claim is answered slowWin late (0: at once).
+// won claim on, and its won claim is answered slowWin late (0: at once).
 // It returns when the holder's handler ended, when the backup's handler
 // started, and the cause the holder's context ended with. Call it inside a
 // synctest bubble.
@@ -612,6 +619,12 @@ func hungHolderRun(t *testing.T, slowWin time.Duration) (holderEnd, backupStart 
 		return nil
 	}
 	ss := startHourly(t, store, insts, 3, slowWin, unhang, h)
+	for _, in := range insts {
+		// Hang from the won claim on, not from the handler's start: a
+		// renewal sent as the run starts, before the handler sets
+		// hangHB, would otherwise get through and move the safe end.
+		in.hangOnWin.Store(true)
+	}
 	time.Sleep(time.Hour + time.Minute)
 	for _, s := range ss {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
