@@ -686,13 +686,32 @@ func (h *harness) history() map[string][]anarchon.RunRecord {
 	defer cancel()
 	go func() {
 		defer b.Close(context.Background())
-		if err := b.Init(ctx); err != nil {
+		// A replicated store may still be electing a leader after the
+		// last fault (NATS answers "no responders" meanwhile): each read
+		// is asked again until it succeeds or the deadline passes.
+		retry := func(f func() error) error {
+			for {
+				err := f()
+				if err == nil || ctx.Err() != nil {
+					return err
+				}
+				select {
+				case <-ctx.Done():
+				case <-time.After(500 * time.Millisecond):
+				}
+			}
+		}
+		if err := retry(func() error { return b.Init(ctx) }); err != nil {
 			ch <- answer{err: err}
 			return
 		}
 		out := map[string][]anarchon.RunRecord{}
 		for _, job := range []string{"leased", "plain"} {
-			recs, err := b.History(ctx, job, 0)
+			var recs []anarchon.RunRecord
+			err := retry(func() (err error) {
+				recs, err = b.History(ctx, job, 0)
+				return err
+			})
 			if err != nil {
 				ch <- answer{err: fmt.Errorf("history of %s: %w", job, err)}
 				return
