@@ -306,7 +306,10 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 
 	sig, err := startScheduler(d.sched, sigs)
 	if err != nil {
-		return err
+		if missingDatabase(err) {
+			return storeErrorFor(err, storeOrDefault(g.store), false)
+		}
+		return scrubbedError{msg: scrub(err.Error(), storeOrDefault(g.store)), err: err}
 	}
 	if sig != nil {
 		// The signal came as the start ended: stop as below, without
@@ -367,6 +370,16 @@ func (d *daemon) exitOnSignal(sigs <-chan os.Signal) {
 	d.exec.killAll()
 	os.Exit(128 + int(s.(syscall.Signal)))
 }
+
+// scrubbedError is err with its text scrubbed of the store URL's
+// credentials; errors.Is and errors.As still see err.
+type scrubbedError struct {
+	msg string
+	err error
+}
+
+func (e scrubbedError) Error() string { return e.msg }
+func (e scrubbedError) Unwrap() error { return e.err }
 
 // starter is the part of *anarchon.Scheduler that startScheduler uses.
 type starter interface {
