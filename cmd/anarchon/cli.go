@@ -410,7 +410,7 @@ names it: then it has simply not run yet.`,
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			if err := d.backend.Init(ctx); err != nil {
-				return err
+				return storeError(err, storeOrDefault(g.store))
 			}
 			recs, err := d.backend.History(ctx, args[0], n)
 			if err != nil {
@@ -552,7 +552,7 @@ result.`,
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			if err := d.backend.Init(ctx); err != nil {
-				return err
+				return storeError(err, storeOrDefault(g.store))
 			}
 			rep := d.status(ctx)
 			if asJSON {

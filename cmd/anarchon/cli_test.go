@@ -215,8 +215,37 @@ func TestBadFlags(t *testing.T) {
 			t.Errorf("%q: exit %d, stderr %q", args, code, errOut)
 		}
 	}
-	if code, _, errOut := cli(t, "run", "--registry-ttl", "0s", "--crontab", "x"); code != 2 || !strings.Contains(errOut, "--registry-ttl") {
-		t.Errorf("--registry-ttl 0s: exit %d, stderr %q", code, errOut)
+	// A duration or size run cannot mean is a usage error (exit 2) that
+	// names the flag, checked before the job files are read ("x" does not
+	// exist: reaching it would exit 1).
+	for _, c := range []struct{ flag, value string }{
+		{"--registry-ttl", "0s"},
+		{"--registry-ttl", "-1s"},
+		{"--kill-grace", "-1s"},
+		{"--stop-timeout", "-1s"},
+		{"--poll", "-1s"},
+		{"--poll", "0s"},
+		{"--watch", "-1s"},
+		{"--max-log-bytes", "-5"},
+		{"--http", "99999"},
+		{"--http", "127.0.0.1:70000"},
+		{"--http", "-1"},
+	} {
+		if code, _, errOut := cli(t, "run", c.flag+"="+c.value, "--crontab", "x"); code != 2 || !strings.Contains(errOut, c.flag) {
+			t.Errorf("%s=%s: exit %d, stderr %q", c.flag, c.value, code, errOut)
+		}
+	}
+	// Zero where the README gives it a meaning is accepted: the run gets
+	// past the flags to the missing job file (exit 1).
+	for _, c := range []struct{ flag, value string }{
+		{"--kill-grace", "0s"},
+		{"--stop-timeout", "0s"},
+		{"--watch", "0s"},
+		{"--max-log-bytes", "0"},
+	} {
+		if code, _, errOut := cli(t, "run", c.flag+"="+c.value, "--crontab", "/nonexistent"); code != 1 || strings.Contains(errOut, c.flag) {
+			t.Errorf("%s=%s: exit %d, stderr %q", c.flag, c.value, code, errOut)
+		}
 	}
 	if code, out, _ := cli(t, "version"); code != 0 || !strings.HasPrefix(out, "anarchon ") {
 		t.Errorf("version: %d %q", code, out)

@@ -208,11 +208,42 @@ type listError struct {
 func (e *listError) Error() string   { return e.msg }
 func (e *listError) Unwrap() []error { return e.errs }
 
+// checkRunFlags refuses, as a usage error (exit 2) naming the flag, a
+// duration or size "run" cannot mean: a negative one, and a zero one
+// where 0 has no meaning (--poll, --registry-ttl). A zero --stop-timeout
+// hands running jobs over at once, a zero --kill-grace sends SIGKILL
+// with SIGTERM, a zero --watch reloads only on SIGHUP and a zero
+// --max-log-bytes logs all output, as the README says.
+func checkRunFlags(g *globalFlags, rf *runFlags) error {
+	for _, d := range []struct {
+		name     string
+		v        time.Duration
+		positive bool
+	}{
+		{"--stop-timeout", rf.stopTimeout, false},
+		{"--kill-grace", rf.killGrace, false},
+		{"--poll", rf.poll, true},
+		{"--registry-ttl", rf.registryTTL, true},
+		{"--watch", rf.watch, false},
+	} {
+		switch {
+		case d.positive && d.v <= 0:
+			return usageError{fmt.Errorf("%s %v: must be positive", d.name, d.v)}
+		case d.v < 0:
+			return usageError{fmt.Errorf("%s %v: must not be negative", d.name, d.v)}
+		}
+	}
+	if g.maxLogBytes < 0 {
+		return usageError{fmt.Errorf("--max-log-bytes %d: must not be negative (0: no bound)", g.maxLogBytes)}
+	}
+	return nil
+}
+
 // run is "anarchon run": start, print the summary, serve HTTP, and stop
 // gracefully on SIGTERM or SIGINT (a second signal exits at once).
 func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error {
-	if rf.stopTimeout < 0 || rf.killGrace < 0 {
-		return errors.New("--stop-timeout and --kill-grace must not be negative")
+	if err := checkRunFlags(g, rf); err != nil {
+		return err
 	}
 	var clock anarchon.Clock = anarchon.SystemClock{}
 	if offset := rf.clockOffset; offset != "" { // --clock-offset or ANARCHON_CLOCK_OFFSET (applyEnv)
@@ -231,7 +262,7 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 	if rf.http != "" {
 		a, err := httpAddr(rf.http)
 		if err != nil {
-			return err
+			return usageError{err}
 		}
 		addr = a
 		if hc, err = httpConfigFrom(rf, addr); err != nil {
@@ -250,9 +281,6 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 	signal.Notify(hups, syscall.SIGHUP) // reload the job files
 	defer signal.Stop(hups)
 
-	if rf.registryTTL <= 0 {
-		return usageError{errors.New("--registry-ttl must be positive")}
-	}
 	d, err := openDaemon(g, log, clock, rf.poll, rf.killGrace, rf.registryTTL)
 	if err != nil {
 		return err
@@ -278,7 +306,10 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 
 	sig, err := startScheduler(d.sched, sigs)
 	if err != nil {
-		return err
+		if missingDatabase(err) {
+			return storeErrorFor(err, storeOrDefault(g.store), false)
+		}
+		return scrubbedError{msg: scrub(err.Error(), storeOrDefault(g.store)), err: err}
 	}
 	if sig != nil {
 		// The signal came as the start ended: stop as below, without
@@ -339,6 +370,16 @@ func (d *daemon) exitOnSignal(sigs <-chan os.Signal) {
 	d.exec.killAll()
 	os.Exit(128 + int(s.(syscall.Signal)))
 }
+
+// scrubbedError is err with its text scrubbed of the store URL's
+// credentials; errors.Is and errors.As still see err.
+type scrubbedError struct {
+	msg string
+	err error
+}
+
+func (e scrubbedError) Error() string { return e.msg }
+func (e scrubbedError) Unwrap() error { return e.err }
 
 // starter is the part of *anarchon.Scheduler that startScheduler uses.
 type starter interface {

@@ -289,12 +289,26 @@ func (m *metrics) observe(e anarchon.Event) {
 // binds loopback only, ":9090" every interface, "host:port" that host.
 func httpAddr(v string) (string, error) {
 	if _, err := strconv.Atoi(v); err == nil {
+		if !validPort(v) {
+			return "", fmt.Errorf("--http %s: a port is 0 to 65535", v)
+		}
 		return net.JoinHostPort("127.0.0.1", v), nil
 	}
-	if _, _, err := net.SplitHostPort(v); err != nil {
+	_, port, err := net.SplitHostPort(v)
+	if err != nil {
 		return "", errors.New("--http: want PORT, :PORT or HOST:PORT")
 	}
+	if port != "" && !validPort(port) { // "" takes any free port, as net.Listen does
+		return "", fmt.Errorf("--http %s: a port is 0 to 65535", v)
+	}
 	return v, nil
+}
+
+// validPort reports whether p is a decimal port number, 0 to 65535 (0:
+// any free port).
+func validPort(p string) bool {
+	n, err := strconv.ParseUint(p, 10, 16)
+	return err == nil && n <= 65535
 }
 
 // server is the daemon's HTTP endpoint: /healthz, /readyz, /metrics and

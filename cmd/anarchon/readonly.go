@@ -40,12 +40,53 @@ func storeInitialised(ctx context.Context, b anarchon.Backend, raw string) error
 		return nil
 	}
 	_, err := st.Conn().All(ctx, "SELECT 1 FROM "+st.Qualify("runs")+" WHERE 1 = 0")
+	if missingDatabase(err) {
+		return &StoreURLError{URL: redact(raw), Code: StoreNoData,
+			Reason: "no such database there (" + scrub(err.Error(), raw) + "): history and status never create it",
+			Err:    err}
+	}
 	if err == nil || !missingTable(err) {
 		return nil
 	}
 	return &StoreURLError{URL: redact(raw), Code: StoreNoData,
 		Reason: "no anarchon tables there (" + st.Qualify("runs") + " does not exist): history and status never create them; \"run\" and \"run-now\" do",
 		Err:    err}
+}
+
+// missingDatabase reports whether err says the database named in the URL
+// does not exist: PostgreSQL's SQLSTATE 3D000 (invalid_catalog_name),
+// which the server sends when the connection is made.
+func missingDatabase(err error) bool {
+	var st interface{ SQLState() string }
+	return err != nil && errors.As(err, &st) && st.SQLState() == "3D000"
+}
+
+// storeError is a store's failure to start (its Init, a connection it
+// makes): a StoreURLError with the URL redacted and the driver's text
+// scrubbed of the password, coded no_anarchon_data for a database that
+// does not exist and open_failed otherwise. The text of a driver's error
+// may repeat the URL's credentials, even pieces of them where a parser
+// cut a password at an '@'.
+func storeError(err error, raw string) error {
+	return storeErrorFor(err, raw, true)
+}
+
+// storeErrorFor is storeError for a read-only command (readOnly) or for
+// "run", which reports a database that does not exist as open_failed:
+// it creates tables, not databases.
+func storeErrorFor(err error, raw string, readOnly bool) error {
+	if err == nil {
+		return nil
+	}
+	var se *StoreURLError
+	if errors.As(err, &se) {
+		return err
+	}
+	code := StoreOpenFailed
+	if missingDatabase(err) && readOnly {
+		code = StoreNoData
+	}
+	return &StoreURLError{URL: redact(raw), Code: code, Reason: scrub(err.Error(), raw), Err: err}
 }
 
 // missingTable reports whether err says a table (or its schema) does not

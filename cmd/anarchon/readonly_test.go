@@ -186,3 +186,39 @@ func dropAll(t *testing.T, raw, stmt string) {
 		t.Errorf("cleanup: %s: %v", stmt, err)
 	}
 }
+
+// A mistyped PostgreSQL database (SQLSTATE 3D000 at connect) is
+// no_anarchon_data for the read-only commands, which create nothing, and
+// a coded open error for "run", which creates tables, not databases; the
+// password is in neither.
+func TestPostgresMissingDatabase(t *testing.T) {
+	base := os.Getenv("ANARCHON_TEST_POSTGRES_URL")
+	if base == "" {
+		msg := "ANARCHON_TEST_POSTGRES_URL is not set: start a server with `bash scripts/services/postgres.sh DIR` and export its output"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatalf("ANARCHON_TEST_POSTGRES_URL: %v", err)
+	}
+	u.Path = "/anarchon_no_such_db_3d000"
+	store := u.String()
+	pw, _ := u.User.Password()
+	for _, args := range [][]string{{"history", "x", "--store", store}, {"status", "--store", store}} {
+		code, _, errOut := cli(t, args...)
+		if code != 1 || !strings.Contains(errOut, string(StoreNoData)) || !strings.Contains(errOut, "no such database") {
+			t.Errorf("%s: exit %d %q", args[0], code, errOut)
+		}
+		if pw != "" && strings.Contains(errOut, ":"+pw+"@") {
+			t.Errorf("%s: the password in %q", args[0], errOut)
+		}
+	}
+	ct := writeFile(t, t.TempDir(), "crontab", "# name: x\n@daily echo hi\n")
+	code, _, errOut := cli(t, "run", "--crontab", ct, "--store", store)
+	if code != 1 || !strings.Contains(errOut, string(StoreOpenFailed)) || !strings.Contains(errOut, "3D000") {
+		t.Errorf("run: exit %d %q", code, errOut)
+	}
+}

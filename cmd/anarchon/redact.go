@@ -124,9 +124,19 @@ func secrets(raw string) []string {
 		add(info)
 		if _, pw, has := strings.Cut(info, ":"); has {
 			add(pw)
-			for i := range len(pw) { // a parser may end it at any '@', or take '/', '?' or '#' for the end of the host
+			// A parser may end the password at any '@' (taking the rest
+			// for the host: "lookup S3cret@127.0.0.1"), or take '/', '?'
+			// or '#' for the end of the host: every piece before, after
+			// and between these separators may reach an error text.
+			for i := range len(pw) {
 				if strings.IndexByte("@/?#", pw[i]) >= 0 {
 					add(pw[:i])
+					add(pw[i+1:])
+					for j := i + 1; j < len(pw); j++ {
+						if strings.IndexByte("@/?#", pw[j]) >= 0 {
+							add(pw[i+1 : j])
+						}
+					}
 				}
 			}
 		} else if !userSchemes[strings.ToLower(scheme)] {
@@ -214,7 +224,7 @@ func replaceInPlace(msg, s string) string {
 // '=', up to the end of the text, a separator or a quote).
 func inCredentialPlace(msg string, start, end int) bool {
 	if start == 0 {
-		return false
+		return end < len(msg) && msg[end] == '@'
 	}
 	before := msg[start-1]
 	after := byte(0) // the end of msg
@@ -222,7 +232,9 @@ func inCredentialPlace(msg string, start, end int) bool {
 		after = msg[end]
 	}
 	switch before {
-	case ':', '/':
+	case ':', '/', ' ', '\t', '"', '\'', '(', '@', '?', '#':
+		// userinfo, or a password's piece a parser took for the start of
+		// a host ("lookup pw@127.0.0.1")
 		return after == '@'
 	case '=':
 		return after == 0 || strings.IndexByte("&#; \t\r\n\"',)", after) >= 0

@@ -9,20 +9,22 @@ import (
 
 func TestRedactForms(t *testing.T) {
 	for in, want := range map[string]string{
-		"redis://u:pw@h:1/0":                         "redis://u:xxxxx@h:1/0",
-		"redis://:pw@h:1":                            "redis://xxxxx@h:1",
-		"nats://s3cr3ttoken@h:4222":                  "nats://xxxxx@h:4222",
-		"nats://user:pass@h:4222,nats://h2":          "nats://xxxxx@h:4222,nats://h2",
-		"postgres://u:p/a@s?s#w@h:5432/db":           "postgres://u:xxxxx@h:5432/db",
-		"postgres://h/db?user=u&password=s3cr3t&x=1": "postgres://h/db?user=u&password=xxxxx&x=1",
-		"postgres://h/db?sslpassword=s3cr3t":         "postgres://h/db?sslpassword=xxxxx",
-		"nats://h?token=abc123":                      "nats://h?token=xxxxx",
-		"sqlite:/tmp/a@b.db":                         "sqlite:/tmp/a@b.db",
-		"sqlite:/tmp/a.db?password=s3cr3t&prefix=x_": "sqlite:/tmp/a.db?password=xxxxx&prefix=x_",
-		"sqlite:/tmp/a@b.db?_auth_pass=pw":           "sqlite:/tmp/a@b.db?_auth_pass=xxxxx",
-		"memory:?token=abc123":                       "memory:?token=xxxxx",
-		"file:/x.db?key=k#frag":                      "file:/x.db?key=xxxxx#frag",
-		"user:pw@host:5432":                          "user:xxxxx@host:5432",
+		"redis://u:pw@h:1/0":                                                   "redis://u:xxxxx@h:1/0",
+		"postgres://bob:Sup3r@S3cret@127.0.0.1:1/db":                           "postgres://bob:xxxxx@127.0.0.1:1/db",
+		"postgres://bob:pa@ssw0rd123@127.0.0.1:1/db":                           "postgres://bob:xxxxx@127.0.0.1:1/db",
+		"redis://:pw@h:1":                                                      "redis://xxxxx@h:1",
+		"nats://s3cr3ttoken@h:4222":                                            "nats://xxxxx@h:4222",
+		"nats://user:pass@h:4222,nats://h2":                                    "nats://xxxxx@h:4222,nats://h2",
+		"postgres://u:p/a@s?s#w@h:5432/db":                                     "postgres://u:xxxxx@h:5432/db",
+		"postgres://h/db?user=u&password=s3cr3t&x=1":                           "postgres://h/db?user=u&password=xxxxx&x=1",
+		"postgres://h/db?sslpassword=s3cr3t":                                   "postgres://h/db?sslpassword=xxxxx",
+		"nats://h?token=abc123":                                                "nats://h?token=xxxxx",
+		"sqlite:/tmp/a@b.db":                                                   "sqlite:/tmp/a@b.db",
+		"sqlite:/tmp/a.db?password=s3cr3t&prefix=x_":                           "sqlite:/tmp/a.db?password=xxxxx&prefix=x_",
+		"sqlite:/tmp/a@b.db?_auth_pass=pw":                                     "sqlite:/tmp/a@b.db?_auth_pass=xxxxx",
+		"memory:?token=abc123":                                                 "memory:?token=xxxxx",
+		"file:/x.db?key=k#frag":                                                "file:/x.db?key=xxxxx#frag",
+		"user:pw@host:5432":                                                    "user:xxxxx@host:5432",
 		"redis+sentinel://u:pw@s1,s2:26380,s3/?master=m&sentinel_password=spw": "redis+sentinel://u:xxxxx@s1,s2:26380,s3/?master=m&sentinel_password=xxxxx",
 		"rediss+sentinel://:pw@[::1]:26379,s2?master=m":                        "rediss+sentinel://xxxxx@[::1]:26379,s2?master=m",
 		"redis://:pw@a:1,b:2,c?cluster=true&wait=1&wait_timeout=1s":            "redis://xxxxx@a:1,b:2,c?cluster=true&wait=1&wait_timeout=1s",
@@ -96,11 +98,34 @@ func errString(err error) string {
 	return err.Error()
 }
 
+// A parser that ends the userinfo at the first '@' takes the rest of the
+// password for the host, and a resolver error repeats it: every piece of
+// the password after an '@' is scrubbed, short ones where they stand
+// before the '@' of the host.
+func TestScrubPasswordAfterAt(t *testing.T) {
+	for _, c := range []struct{ raw, msg, leak string }{
+		{"postgres://bob:Sup3r@S3cret@127.0.0.1:1/db", "hostname resolving error: lookup S3cret@127.0.0.1: no such host", "S3cret"},
+		{"postgres://bob:pa@ssw0rd123@127.0.0.1:1/db", "hostname resolving error: lookup ssw0rd123@127.0.0.1: no such host", "ssw0rd123"},
+		{"postgres://bob:a@b@c@d1@h:1/db", "lookup b@c@d1@h: no such host", "b@c@d1"},
+		{"postgres://bob:Sup3r@ok@h:1/db", "hostname resolving error: lookup ok@h: no such host", "ok@"},
+		{"postgres://bob:x@y/z@h:1/db", "dial y/z@h: refused", "y/z"},
+	} {
+		got := scrub(c.msg, c.raw)
+		if strings.Contains(got, c.leak) {
+			t.Errorf("scrub(%q, %q) = %q: reveals %q", c.msg, c.raw, got, c.leak)
+		}
+		if got := redact(c.raw); strings.Contains(got, c.leak) {
+			t.Errorf("redact(%q) = %q", c.raw, got)
+		}
+	}
+}
+
 // FuzzRedact: no store URL, whatever its password, user, host, path and
 // query, reveals the password through redact, nor through scrub of a
 // message that repeats the URL; a password of minBare (4) or more
 // characters is not revealed either by scrub of a message that repeats it
-// alone. A shorter one is left where it is not a credential (scrub does
+// alone, nor is any piece of a password after one of its '@' by scrub
+// of a resolver's error that took it for the host. A shorter one is left where it is not a credential (scrub does
 // not replace it as bare text: see minBare), so such a message is left
 // unchanged. The corpus is kept in testdata/fuzz/FuzzRedact.
 func FuzzRedact(f *testing.F) {
@@ -113,6 +138,10 @@ func FuzzRedact(f *testing.F) {
 	f.Add(1, "", "p", "h:6379", "/0")
 	f.Add(0, "u", "pw4x", "h", "?sslmode=disable")
 	f.Add(2, "ab", "", "h:4222", "")
+	f.Add(0, "bob", "Sup3r@S3cret", "127.0.0.1:1", "/db")
+	f.Add(0, "bob", "pa@ssw0rd123", "127.0.0.1:1", "/db")
+	f.Add(1, "", "a@bc@defg", "h:6379", "/0")
+	f.Add(0, "bob", "long3r@ab", "h", "/db")
 	schemes := []string{"postgres", "redis", "nats", "tls", "rediss", "weird+scheme"}
 	f.Fuzz(func(t *testing.T, si int, user, pw, host, rest string) {
 		scheme := schemes[(si%len(schemes)+len(schemes))%len(schemes)]
@@ -139,6 +168,23 @@ func FuzzRedact(f *testing.F) {
 		}
 		if got := scrub("dial "+raw+": refused", raw); strings.Contains(got, secret) {
 			t.Fatalf("scrub of the URL %q = %q reveals %q", raw, got, secret)
+		}
+		// A parser that ends the userinfo at an '@' of the password takes
+		// the rest for the host, and a resolver repeats it before the
+		// host's '@': that piece is scrubbed whatever its length.
+		for i := range len(pw) {
+			if pw[i] != '@' {
+				continue
+			}
+			tail := pw[i+1:]
+			frame := "lookup @" + host + ": no such host " + mask
+			if tail == "" || strings.Contains(frame, tail) {
+				continue
+			}
+			msg := "lookup " + tail + "@" + host + ": no such host"
+			if got := scrub(msg, raw); strings.Contains(got, tail) {
+				t.Fatalf("scrub(%q, %q) = %q reveals %q", msg, raw, got, tail)
+			}
 		}
 		if len(secret) < minBare {
 			// Only where it stands as a credential: a plain message that

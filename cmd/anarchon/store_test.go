@@ -141,7 +141,7 @@ func TestHTTPAddr(t *testing.T) {
 			t.Errorf("httpAddr(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"", "host", "http://x:1"} {
+	for _, bad := range []string{"", "host", "http://x:1", "99999", "-1", ":65536", "h:-1"} {
 		if _, err := httpAddr(bad); err == nil {
 			t.Errorf("httpAddr(%q): no error", bad)
 		}
