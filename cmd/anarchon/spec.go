@@ -61,6 +61,10 @@ type posError struct {
 	Err  error // the underlying error, if any (a *anarchon.ValidationError)
 
 	Warning bool // a warning: reported, but the file is still used
+
+	// unscheduled is the job a warning left out of the schedule (a
+	// one-off whose time has passed), for the daemon to drop it.
+	unscheduled *jobSpec
 }
 
 // Error returns "FILE:LINE: message" ("FILE:LINE: warning: message" for a
@@ -196,7 +200,7 @@ func register(s, reboot *anarchon.Scheduler, jobs []*jobSpec, handler func(*jobS
 			// it ran, most likely. Not an error, or the file could never
 			// be loaded again.
 			file, line := j.pos("at")
-			errs = append(errs, &posError{File: file, Line: line, Warning: true, Err: err,
+			errs = append(errs, &posError{File: file, Line: line, Warning: true, Err: err, unscheduled: j,
 				Msg: fmt.Sprintf("job %q: at: %s; the job is not scheduled", j.Name, ve.Reason)})
 			continue
 		}
@@ -211,6 +215,28 @@ func register(s, reboot *anarchon.Scheduler, jobs []*jobSpec, handler func(*jobS
 		errs = append(errs, &posError{File: file, Line: line, Msg: msg, Err: err})
 	}
 	return errs
+}
+
+// withoutUnscheduled returns jobs less those that a warning of register
+// left out of the schedule.
+func withoutUnscheduled(jobs []*jobSpec, warns []error) []*jobSpec {
+	drop := map[*jobSpec]bool{}
+	for _, w := range warns {
+		var pe *posError
+		if errors.As(w, &pe) && pe.unscheduled != nil {
+			drop[pe.unscheduled] = true
+		}
+	}
+	if len(drop) == 0 {
+		return jobs
+	}
+	out := make([]*jobSpec, 0, len(jobs))
+	for _, j := range jobs {
+		if !drop[j] {
+			out = append(out, j)
+		}
+	}
+	return out
 }
 
 // checkJobs registers jobs on a scratch scheduler over an in-memory store
