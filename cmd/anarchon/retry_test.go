@@ -42,7 +42,9 @@ func TestParseRetry(t *testing.T) {
 	}
 
 	for _, tc := range []struct{ name, retry, want string }{
-		{"negative backoff", "{max_retries: 1, initial_backoff: -1s}", `r.yaml:4: job "a": retry: -1s is negative`},
+		{"negative backoff", "{max_retries: 1, initial_backoff: -1s}", `r.yaml:4: job "a": retry.initial_backoff: -1s is negative`},
+		{"negative max backoff", "{max_retries: 1, max_backoff: -5s}", `r.yaml:4: job "a": retry.max_backoff: -5s is negative`},
+		{"negative retries", "{max_retries: -1}", `r.yaml:4: job "a": retry.max_retries: -1 is negative`},
 		{"not a mapping", "3", `r.yaml:4: retry: want a mapping`},
 		{"bad code", "{max_retries: 1, permanent_exit_codes: [0]}", `retry.permanent_exit_codes: "0"`},
 		{"unknown key", "{max_retry: 1}", `retry: unknown key "max_retry"`},

@@ -120,6 +120,16 @@ var yamlKeys = map[string]string{
 	"Retry.Jitter":         "retry",
 }
 
+// yamlSubKeys names the key inside a mapping that sets a Field, for the
+// message (yamlKeys gives the line: the mapping's).
+var yamlSubKeys = map[string]string{
+	"Retry.MaxRetries":     "retry.max_retries",
+	"Retry.InitialBackoff": "retry.initial_backoff",
+	"Retry.MaxBackoff":     "retry.max_backoff",
+	"Retry.Multiplier":     "retry.multiplier",
+	"Retry.Jitter":         "retry.jitter",
+}
+
 // sortByPosition orders errors by line within each file, files in the
 // order they first appear, so a report reads from the top of each file
 // down; errors without a position keep their order, last.
@@ -205,7 +215,17 @@ func register(s, reboot *anarchon.Scheduler, jobs []*jobSpec, handler func(*jobS
 			continue
 		}
 		file, line := j.pos(key)
-		msg := fmt.Sprintf("job %q: %s: %s", j.Name, key, ve.Reason)
+		// The message names the key inside the mapping (retry.max_backoff)
+		// where the line is the mapping's.
+		name, reason := key, ve.Reason
+		if n := yamlSubKeys[ve.Field]; n != "" {
+			name = n
+		}
+		if ve.Field == "OverlapLimit" {
+			name = fmt.Sprintf("overlap: limit %d", j.Options.OverlapLimit)
+			reason = "the limit must be at least 1"
+		}
+		msg := fmt.Sprintf("job %q: %s: %s", j.Name, name, reason)
 		if ve.Code == anarchon.CodeDuplicateName {
 			if f := first[j.Name]; f != nil {
 				msg = fmt.Sprintf("job %q: duplicate name (first defined at %s:%d)", j.Name, f.File, f.Line)
