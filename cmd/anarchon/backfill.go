@@ -63,11 +63,17 @@ exits 0 when every slot it ran succeeded, 1 otherwise.`,
 				Concurrency: concurrency, MaxSlots: maxSlots, Confirm: yes,
 				OnProgress: p.progress,
 			})
-			p.done(res)
 			var ve *anarchon.ValidationError
-			if errors.As(err, &ve) && ve.Code == anarchon.CodeTooManySlots {
-				return usageError{fmt.Errorf("%v: pass --yes to run them all, or --max-slots", err)}
+			if errors.As(err, &ve) {
+				// Refused before any slot ran: no summary, and the
+				// reason in the words of the flags.
+				ce := &backfillInputError{ve: ve}
+				if ve.Code == anarchon.CodeTooManySlots {
+					return usageError{ce}
+				}
+				return ce
 			}
+			p.done(res)
 			if err != nil {
 				return err
 			}
@@ -86,6 +92,33 @@ exits 0 when every slot it ran succeeded, 1 otherwise.`,
 	f.BoolVar(&asJSON, "json", false, "print JSON lines even on a terminal")
 	return c
 }
+
+// backfillInputError is a backfill the scheduler refused before running
+// any slot, told in the command's terms (--from, --to, --concurrency …)
+// rather than BackfillOptions' field names; its code is kept.
+type backfillInputError struct{ ve *anarchon.ValidationError }
+
+func (e *backfillInputError) Error() string {
+	r := e.ve.Reason
+	switch e.ve.Code {
+	case anarchon.CodeBadOption:
+		if e.ve.Field == "Concurrency" {
+			r = "--concurrency and --max-slots must not be negative"
+		}
+	case anarchon.CodeBadRange, anarchon.CodeDedupeWindow:
+		// The reasons begin "from T …" or "to T …" and may name the other.
+		r = strings.Replace(r, " is not before to ", " is not before --to ", 1)
+		if strings.HasPrefix(r, "from ") || strings.HasPrefix(r, "to ") {
+			r = "--" + r
+		}
+		r = strings.Replace(r, "the backend's dedupe window", "the store's dedupe window", 1)
+	case anarchon.CodeTooManySlots:
+		r = strings.Replace(r, "; confirm to run them all", ": pass --yes to run them all, or raise --max-slots", 1)
+	}
+	return fmt.Sprintf("job %q: %s (%s)", e.ve.Job, r, e.ve.Code)
+}
+
+func (e *backfillInputError) Unwrap() error { return e.ve }
 
 // backfillPrinter shows a backfill's progress: a bar redrawn in place on a
 // terminal, JSON lines otherwise.

@@ -55,15 +55,26 @@ func TestBackfillCommand(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"empty range", []string{"--from", to.Format(time.RFC3339), "--to", to.Format(time.RFC3339)}, "bad_range"},
+		{"empty range", []string{"--from", to.Format(time.RFC3339), "--to", to.Format(time.RFC3339)},
+			`anarchon: job "m": --from ` + to.Format(time.RFC3339) + ` is not before --to ` + to.Format(time.RFC3339) + " (bad_range)\n"},
+		{"future", []string{"--from", from.Format(time.RFC3339), "--to", to.Add(time.Hour).Format(time.RFC3339)}, `anarchon: job "m": --to `},
+		{"negative", []string{"--from", from.Format(time.RFC3339), "--to", to.Format(time.RFC3339), "--concurrency", "-1"},
+			`anarchon: job "m": --concurrency and --max-slots must not be negative (bad_option)`},
 		{"bad time", []string{"--from", "yesterday", "--to", to.Format(time.RFC3339)}, "RFC 3339"},
-		{"too many", []string{"--from", to.Add(-2 * time.Hour).Format(time.RFC3339), "--to", to.Format(time.RFC3339), "--max-slots", "100"}, "--yes"},
+		{"too many", []string{"--from", to.Add(-2 * time.Hour).Format(time.RFC3339), "--to", to.Format(time.RFC3339), "--max-slots", "100"}, "pass --yes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := append([]string{"backfill", "m", "--config", cfg, "--store", store, "--log-level", "error"}, tc.args...)
-			code, _, errOut := cli(t, a...)
+			code, out, errOut := cli(t, a...)
 			if code == 0 || !strings.Contains(errOut, tc.want) {
 				t.Fatalf("exit %d, stderr %q, want an error containing %q", code, errOut, tc.want)
+			}
+			// Refused before any slot: no summary, one prefix, no Go field names.
+			if out != "" {
+				t.Errorf("stdout %q, want nothing from a backfill that did not run", out)
+			}
+			if strings.Count(errOut, "anarchon:") > 1 || strings.Contains(errOut, "From:") || strings.Contains(errOut, "Concurrency") {
+				t.Errorf("stderr %q: a doubled prefix or a Go field name", errOut)
 			}
 		})
 	}

@@ -155,8 +155,8 @@ func TestOverlapLimitRefused(t *testing.T) {
 		if !errors.As(errs[0], &ve) || ve.Code != anarchon.CodeBadOption || ve.Field != "OverlapLimit" {
 			t.Errorf("limit %s: %v, want a ValidationError with code %s on OverlapLimit", n, errs[0], anarchon.CodeBadOption)
 		}
-		if !strings.HasPrefix(errs[0].Error(), "c.yaml:4: ") {
-			t.Errorf("limit %s: %q, want it at the overlap line c.yaml:4", n, errs[0])
+		if want := `c.yaml:4: job "a": overlap: limit ` + n + ": "; !strings.HasPrefix(errs[0].Error(), want) || strings.Contains(errs[0].Error(), "OverlapLimit") {
+			t.Errorf("limit %s: %q, want it at the overlap line, starting %q, without the Go field name", n, errs[0], want)
 		}
 	}
 }

@@ -146,7 +146,6 @@ func openDaemon(g *globalFlags, log *slog.Logger, clock anarchon.Clock, poll, gr
 	d := &daemon{
 		log:      log,
 		backend:  backend,
-		jobs:     jobs,
 		metrics:  newMetrics(),
 		store:    redact(storeOrDefault(g.store)),
 		rawStore: g.store,
@@ -155,7 +154,6 @@ func openDaemon(g *globalFlags, log *slog.Logger, clock anarchon.Clock, poll, gr
 	d.exec = &executor{log: log, instance: instance, grace: grace, out: g.output, passSecrets: g.passSecrets, maxLogBytes: g.maxLogBytes}
 	d.outcomes = newOutcomes(log, instance, d.exec)
 	d.exec.running = func(job string, delta float64) { d.metrics.running.WithLabelValues(job).Add(delta) }
-	d.metrics.initJobs(jobs)
 	opts := &anarchon.Options{
 		InstanceID:   instance,
 		Logger:       log,
@@ -167,10 +165,18 @@ func openDaemon(g *globalFlags, log *slog.Logger, clock anarchon.Clock, poll, gr
 	}
 	d.sched = anarchon.New(backend, opts)
 	d.reboot = anarchon.New(backend, opts)
-	if errs := register(d.sched, d.reboot, jobs, d.exec.handler); len(errs) > 0 {
+	// A warning (a one-off job whose time has passed) leaves its job out
+	// and the others run: the file stays loadable, as validate says.
+	errs, warns = splitWarnings(register(d.sched, d.reboot, jobs, d.exec.handler))
+	if len(errs) > 0 {
 		_ = backend.Close(context.Background())
 		return nil, joinErrors(errs)
 	}
+	for _, w := range warns {
+		log.Warn(w.Error())
+	}
+	d.jobs = withoutUnscheduled(jobs, warns)
+	d.metrics.initJobs(d.jobs)
 	return d, nil
 }
 

@@ -45,9 +45,14 @@ func (d *daemon) reloadFrom(src sources) (reloadResult, error) {
 	quiet := slog.New(slog.DiscardHandler)
 	vs := anarchon.New(d.backend, &anarchon.Options{InstanceID: d.instance, Logger: quiet, RegistryTTL: -1})
 	vr := anarchon.New(d.backend, &anarchon.Options{InstanceID: d.instance, Logger: quiet, RegistryTTL: -1})
-	if errs := register(vs, vr, jobs, d.exec.handler); len(errs) > 0 {
+	errs, late := splitWarnings(register(vs, vr, jobs, d.exec.handler))
+	if len(errs) > 0 {
 		return reloadResult{}, joinErrors(errs)
 	}
+	// A one-off job whose time has passed is a warning and is left out;
+	// the other jobs are applied.
+	warns = append(warns, late...)
+	jobs = withoutUnscheduled(jobs, late)
 	for _, w := range warns {
 		d.log.Warn(w.Error())
 	}

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -40,7 +42,9 @@ func TestParseRetry(t *testing.T) {
 	}
 
 	for _, tc := range []struct{ name, retry, want string }{
-		{"negative backoff", "{max_retries: 1, initial_backoff: -1s}", `r.yaml:4: job "a": retry: -1s is negative`},
+		{"negative backoff", "{max_retries: 1, initial_backoff: -1s}", `r.yaml:4: job "a": retry.initial_backoff: -1s is negative`},
+		{"negative max backoff", "{max_retries: 1, max_backoff: -5s}", `r.yaml:4: job "a": retry.max_backoff: -5s is negative`},
+		{"negative retries", "{max_retries: -1}", `r.yaml:4: job "a": retry.max_retries: -1 is negative`},
 		{"not a mapping", "3", `r.yaml:4: retry: want a mapping`},
 		{"bad code", "{max_retries: 1, permanent_exit_codes: [0]}", `retry.permanent_exit_codes: "0"`},
 		{"unknown key", "{max_retry: 1}", `retry: unknown key "max_retry"`},
@@ -108,5 +112,53 @@ func TestParseAt(t *testing.T) {
 				t.Fatalf("errors %v, want %q", errs, tc.want)
 			}
 		})
+	}
+}
+
+// A one-off job whose time has passed does not stop the daemon: run and
+// reload log it as a WARN with its file:line and schedule the other jobs.
+func TestRunWithPastAt(t *testing.T) {
+	dir := t.TempDir()
+	past := time.Now().Add(-24 * time.Hour).UTC().Format(time.RFC3339)
+	cfg := writeFile(t, dir, "jobs.yaml", "- name: minute\n  schedule: '* * * * *'\n  shell: date\n- name: once\n  at: "+past+"\n  shell: date\n")
+	g := &globalFlags{store: "sqlite:" + filepath.Join(dir, "a.db"), configs: []string{cfg}, format: formatAuto, instance: "b3"}
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	d, err := openDaemon(g, log, nil, 0, 5*time.Second, 0)
+	if err != nil {
+		t.Fatalf("openDaemon: %v", err)
+	}
+	defer d.close()
+	names := func() (spec, sched []string) {
+		for _, j := range d.jobList() {
+			spec = append(spec, j.Name)
+		}
+		for _, j := range d.sched.Jobs() {
+			sched = append(sched, j.Name)
+		}
+		return spec, sched
+	}
+	if spec, sched := names(); !slices.Equal(spec, []string{"minute"}) || !slices.Equal(sched, []string{"minute"}) {
+		t.Fatalf("jobs %v, scheduled %v, want only minute", spec, sched)
+	}
+	warn := `jobs.yaml:5: warning: job \"once\": at:`
+	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), warn) {
+		t.Fatalf("log does not warn about once at line 5:\n%s", logs.String())
+	}
+
+	logs.Reset()
+	writeFile(t, dir, "jobs.yaml", "- name: minute\n  schedule: '* * * * *'\n  shell: date\n- name: hourly\n  schedule: '@hourly'\n  shell: date\n- name: once\n  at: "+past+"\n  shell: date\n")
+	res, err := d.reloadFrom(g.sources())
+	if err != nil {
+		t.Fatalf("reload: %v", err)
+	}
+	if !slices.Equal(res.Added, []string{"hourly"}) || len(res.Removed)+len(res.Changed) != 0 {
+		t.Fatalf("reload %+v, want hourly added only", res)
+	}
+	if spec, sched := names(); !slices.Equal(spec, []string{"minute", "hourly"}) || !slices.Equal(sched, []string{"minute", "hourly"}) {
+		t.Fatalf("after reload: jobs %v, scheduled %v, want minute and hourly", spec, sched)
+	}
+	if !strings.Contains(logs.String(), `jobs.yaml:8: warning: job \"once\": at:`) {
+		t.Fatalf("reload log does not warn about once at line 8:\n%s", logs.String())
 	}
 }

@@ -61,6 +61,10 @@ type posError struct {
 	Err  error // the underlying error, if any (a *anarchon.ValidationError)
 
 	Warning bool // a warning: reported, but the file is still used
+
+	// unscheduled is the job a warning left out of the schedule (a
+	// one-off whose time has passed), for the daemon to drop it.
+	unscheduled *jobSpec
 }
 
 // Error returns "FILE:LINE: message" ("FILE:LINE: warning: message" for a
@@ -114,6 +118,16 @@ var yamlKeys = map[string]string{
 	"Retry.MaxBackoff":     "retry",
 	"Retry.Multiplier":     "retry",
 	"Retry.Jitter":         "retry",
+}
+
+// yamlSubKeys names the key inside a mapping that sets a Field, for the
+// message (yamlKeys gives the line: the mapping's).
+var yamlSubKeys = map[string]string{
+	"Retry.MaxRetries":     "retry.max_retries",
+	"Retry.InitialBackoff": "retry.initial_backoff",
+	"Retry.MaxBackoff":     "retry.max_backoff",
+	"Retry.Multiplier":     "retry.multiplier",
+	"Retry.Jitter":         "retry.jitter",
 }
 
 // sortByPosition orders errors by line within each file, files in the
@@ -196,12 +210,22 @@ func register(s, reboot *anarchon.Scheduler, jobs []*jobSpec, handler func(*jobS
 			// it ran, most likely. Not an error, or the file could never
 			// be loaded again.
 			file, line := j.pos("at")
-			errs = append(errs, &posError{File: file, Line: line, Warning: true, Err: err,
+			errs = append(errs, &posError{File: file, Line: line, Warning: true, Err: err, unscheduled: j,
 				Msg: fmt.Sprintf("job %q: at: %s; the job is not scheduled", j.Name, ve.Reason)})
 			continue
 		}
 		file, line := j.pos(key)
-		msg := fmt.Sprintf("job %q: %s: %s", j.Name, key, ve.Reason)
+		// The message names the key inside the mapping (retry.max_backoff)
+		// where the line is the mapping's.
+		name, reason := key, ve.Reason
+		if n := yamlSubKeys[ve.Field]; n != "" {
+			name = n
+		}
+		if ve.Field == "OverlapLimit" {
+			name = fmt.Sprintf("overlap: limit %d", j.Options.OverlapLimit)
+			reason = "the limit must be at least 1"
+		}
+		msg := fmt.Sprintf("job %q: %s: %s", j.Name, name, reason)
 		if ve.Code == anarchon.CodeDuplicateName {
 			if f := first[j.Name]; f != nil {
 				msg = fmt.Sprintf("job %q: duplicate name (first defined at %s:%d)", j.Name, f.File, f.Line)
@@ -211,6 +235,28 @@ func register(s, reboot *anarchon.Scheduler, jobs []*jobSpec, handler func(*jobS
 		errs = append(errs, &posError{File: file, Line: line, Msg: msg, Err: err})
 	}
 	return errs
+}
+
+// withoutUnscheduled returns jobs less those that a warning of register
+// left out of the schedule.
+func withoutUnscheduled(jobs []*jobSpec, warns []error) []*jobSpec {
+	drop := map[*jobSpec]bool{}
+	for _, w := range warns {
+		var pe *posError
+		if errors.As(w, &pe) && pe.unscheduled != nil {
+			drop[pe.unscheduled] = true
+		}
+	}
+	if len(drop) == 0 {
+		return jobs
+	}
+	out := make([]*jobSpec, 0, len(jobs))
+	for _, j := range jobs {
+		if !drop[j] {
+			out = append(out, j)
+		}
+	}
+	return out
 }
 
 // checkJobs registers jobs on a scratch scheduler over an in-memory store
