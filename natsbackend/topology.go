@@ -89,7 +89,7 @@ func (b *Backend) reportTopology(ctx context.Context, t Topology) {
 	}
 	l.LogAttrs(ctx, slog.LevelInfo, "nats store bound", attrs...)
 	if want := b.opts.Replicas; want != AutoReplicas && t.BucketReplicas != 0 && t.BucketReplicas != want {
-		l.LogAttrs(ctx, slog.LevelWarn, "nats: the bucket exists with another replica count than Options.Replicas asks; it is used as it is (change it with \"nats stream edit KV_<bucket> --replicas N\")",
+		l.LogAttrs(ctx, slog.LevelWarn, "nats: the bucket exists with another replica count than Options.Replicas (replicas= in a daemon URL) asks; it is used as it is (change it with \"nats stream edit KV_<bucket> --replicas N\")",
 			append(attrs, slog.Int("replicas_wanted", want))...)
 	}
 	if t.Cluster != "" && (t.BucketReplicas == 1 || t.StreamReplicas == 1) {

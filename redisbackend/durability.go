@@ -144,11 +144,11 @@ func (b *Backend) checkTopology(ctx context.Context, persistence string) {
 	b.log.LogAttrs(ctx, slog.LevelInfo, "redis: topology", attrs...)
 	switch {
 	case b.replicas == 0 && (t.replicas > 0 || t.mode != "standalone"):
-		b.log.LogAttrs(ctx, slog.LevelWarn, "redis: no WAIT: a failover can lose acknowledged claims, and their slots then run twice; set Options.Replicas (URL wait=1) to a majority of the replicas", attrs...)
+		b.log.LogAttrs(ctx, slog.LevelWarn, "redis: no WAIT: a failover can lose acknowledged claims, and their slots then run twice; set Options.Replicas (wait= in a daemon URL, e.g. wait=1) to a majority of the replicas", attrs...)
 	case b.replicas > 0 && t.replicas < b.replicas:
 		b.log.LogAttrs(ctx, slog.LevelWarn, "redis: WAIT needs more replicas than are connected: every claim fails (ErrNotReplicated) until enough are", attrs...)
 	case b.replicas > 0 && t.replicas == b.replicas:
-		b.log.LogAttrs(ctx, slog.LevelWarn, "redis: WAIT needs every connected replica: losing any one node stops all claims until it is back; run more replicas than Options.Replicas", attrs...)
+		b.log.LogAttrs(ctx, slog.LevelWarn, "redis: WAIT needs every connected replica: losing any one node stops all claims until it is back; run more replicas than Options.Replicas (wait= in a daemon URL) asks", attrs...)
 	}
 }
 

@@ -44,6 +44,46 @@ func Open(path string, opts *sqlitebackend.Options) (*sqlitebackend.Backend, err
 	if err := checkPath(path); err != nil {
 		return nil, err
 	}
+	if opts != nil && opts.BusyTimeout < 0 {
+		return nil, fmt.Errorf("sqlitefile: negative BusyTimeout %v", opts.BusyTimeout)
+	}
+	// Create the file ourselves, readable by its owner only (claims,
+	// history and job output are in it); SQLite gives its -wal and -shm
+	// files the database file's mode. An existing file keeps its mode.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitefile: %w", err)
+	}
+	f.Close()
+	return open(path, opts, DSN)
+}
+
+// OpenExisting is Open for a reader that must change nothing in the file:
+// the file must already exist (an error wrapping fs.ErrNotExist
+// otherwise), and the connection sets busy_timeout only, so the file
+// keeps its journal mode (Open's journal_mode=WAL rewrites the header of
+// a database in another mode, and of an empty file makes a database).
+// Writes through the backend still work, in the file's own journal mode;
+// the caller is the one that does not write (a read-only command checks
+// the tables exist before Init, which then creates nothing).
+func OpenExisting(path string, opts *sqlitebackend.Options) (*sqlitebackend.Backend, error) {
+	if path == "" {
+		return nil, errors.New("sqlitefile: empty path")
+	}
+	if path == ":memory:" {
+		return nil, errors.New("sqlitefile: \":memory:\" is not a file; use sqlitebackend.New with a single-connection *sql.DB")
+	}
+	if err := checkPath(path); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("sqlitefile: %w", err)
+	}
+	return open(path, opts, existingDSN)
+}
+
+// open opens the file at path, which exists, with the DSN dsn makes.
+func open(path string, opts *sqlitebackend.Options, dsn func(string, int64) string) (*sqlitebackend.Backend, error) {
 	var o sqlitebackend.Options
 	if opts != nil {
 		o = *opts
@@ -55,18 +95,10 @@ func Open(path string, opts *sqlitebackend.Options) (*sqlitebackend.Backend, err
 		o.BusyTimeout = sqlitebackend.DefaultBusyTimeout
 	}
 	o.CloseDB = true
-	// Create the file ourselves, readable by its owner only (claims,
-	// history and job output are in it); SQLite gives its -wal and -shm
-	// files the database file's mode. An existing file keeps its mode.
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("sqlitefile: %w", err)
-	}
-	f.Close()
 	if o.File == "" {
 		o.File = path // the check for a file replaced under the process
 	}
-	db, err := sql.Open(DriverName, DSN(path, o.BusyTimeout.Milliseconds()))
+	db, err := sql.Open(DriverName, dsn(path, o.BusyTimeout.Milliseconds()))
 	if err != nil {
 		return nil, fmt.Errorf("sqlitefile: %w", err)
 	}
@@ -116,6 +148,16 @@ func DSN(path string, busyMs int64) string {
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyMs))
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Set("_txlock", "immediate")
+	u := url.URL{Scheme: "file", Opaque: (&url.URL{Path: path}).EscapedPath(), RawQuery: q.Encode()}
+	return u.String()
+}
+
+// existingDSN is DSN without the PRAGMAs that write to the file
+// (journal_mode), for OpenExisting.
+func existingDSN(path string, busyMs int64) string {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyMs))
 	q.Set("_txlock", "immediate")
 	u := url.URL{Scheme: "file", Opaque: (&url.URL{Path: path}).EscapedPath(), RawQuery: q.Encode()}
 	return u.String()

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"database/sql"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/anarchon/anarchon/sqlitefile"
 	"github.com/go-sql-driver/mysql"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -19,7 +22,9 @@ import (
 // error that says so (code no_anarchon_data), and leave the store as it
 // was: asked again, they fail the same way, and on Redis no key of the
 // prefix and on NATS neither the bucket nor a new stream exists. run-now
-// then creates the store, and history reads it. SQLite always runs;
+// then creates the store, and history reads it. An SQLite file (empty, or
+// another program's database) stays byte for byte as it was, its journal
+// mode included. SQLite always runs;
 // PostgreSQL, MySQL, Redis and NATS with their variables.
 func TestReadOnlyCreatesNoTables(t *testing.T) {
 	dir := t.TempDir()
@@ -27,7 +32,19 @@ func TestReadOnlyCreatesNoTables(t *testing.T) {
 	if err := os.WriteFile(empty, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	stores := map[string]string{"sqlite": "sqlite:" + empty}
+	// Another program's database, in SQLite's default journal mode
+	// (DELETE), with one table.
+	foreign := filepath.Join(dir, "foreign.db")
+	db, err := sql.Open(sqlitefile.DriverName, "file:"+foreign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('keep')"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	stores := map[string]string{"sqlite": "sqlite:" + empty, "sqlite-foreign": "sqlite:" + foreign}
+	files := map[string]string{"sqlite": empty, "sqlite-foreign": foreign}
 	prefix := "ro" + randSuffix() + "_"
 	if u := os.Getenv("ANARCHON_TEST_POSTGRES_URL"); u != "" {
 		schema := "anarchon_ro_" + randSuffix()
@@ -124,6 +141,12 @@ func TestReadOnlyCreatesNoTables(t *testing.T) {
 			if created[name] != nil {
 				want = "no anarchon data there"
 			}
+			var before []byte
+			if files[name] != "" {
+				if before, err = os.ReadFile(files[name]); err != nil {
+					t.Fatal(err)
+				}
+			}
 			for range 2 {
 				for _, args := range [][]string{
 					{"history", "ro", "--store", store}, {"status", "--store", store},
@@ -137,6 +160,20 @@ func TestReadOnlyCreatesNoTables(t *testing.T) {
 				if created[name] != nil {
 					if made := created[name](t); len(made) > 0 {
 						t.Fatalf("read-only commands created %q", made)
+					}
+				}
+				if files[name] != "" {
+					after, err := os.ReadFile(files[name])
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !bytes.Equal(after, before) {
+						t.Fatalf("read-only commands changed %s: %d bytes before, %d after", files[name], len(before), len(after))
+					}
+					for _, side := range []string{"-wal", "-shm", "-journal"} {
+						if _, err := os.Stat(files[name] + side); err == nil {
+							t.Fatalf("read-only commands created %s%s", files[name], side)
+						}
 					}
 				}
 			}

@@ -43,7 +43,7 @@ func openNATS(u *url.URL, raw, prefix string, mustExist bool) (anarchon.Backend,
 	// nats.go prints asynchronous errors to stderr unless given a
 	// handler: log them, and connection changes, through slog.
 	l := clientLogger{client: "nats"}
-	return natsbackend.Open(raw, &natsbackend.Options{Bucket: prefix, Replicas: replicas, MustExist: mustExist},
+	return natsbackend.Open(raw, &natsbackend.Options{Bucket: prefix, Replicas: replicas, MustExist: mustExist, Logger: clientLog.Load()},
 		// A daemon keeps reconnecting for as long as it runs: with
 		// nats.go's default (60 tries) a store down for two minutes
 		// would close the connection for good.

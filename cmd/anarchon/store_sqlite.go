@@ -15,13 +15,19 @@ func init() { openers["sqlite"] = openSQLite }
 
 // openSQLite opens "sqlite:PATH" (also "sqlite://PATH" and
 // "sqlite:///abs/path") with the pure-Go driver; "prefix" sets the table
-// prefix. The file is created if absent; its directory must exist.
-func openSQLite(u *url.URL, raw, prefix string, _ bool) (anarchon.Backend, error) {
+// prefix. The file is created if absent; its directory must exist. With
+// mustExist (history, status) the file is opened as it is, changing
+// nothing in it: not even its journal mode.
+func openSQLite(u *url.URL, raw, prefix string, mustExist bool) (anarchon.Backend, error) {
 	path := sqlitePath(raw)
 	if path == "" {
 		return nil, &StoreURLError{URL: raw, Code: StoreBadURL, Reason: "no file path: want sqlite:PATH, e.g. sqlite:./anarchon.db"}
 	}
-	b, err := sqlitefile.Open(path, &sqlitebackend.Options{Prefix: prefix})
+	open := sqlitefile.Open
+	if mustExist {
+		open = sqlitefile.OpenExisting
+	}
+	b, err := open(path, &sqlitebackend.Options{Prefix: prefix})
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
