@@ -596,7 +596,7 @@ func testRunBatchOutcomes(t *testing.T, h Harness) {
 // testRunBatchOrder: the claims of one batch are decided in turn: a
 // batch of two new slots of one job, overlap not allowed, wins the first
 // and finds the second overlapping it, as two single claims in a row
-// would.
+// would; with an overlap limit of 2 the third of three overlaps.
 func testRunBatchOrder(t *testing.T, h Harness) {
 	s := open(t, h, 2)
 	job := jobName("rbatch-order")
@@ -608,6 +608,21 @@ func testRunBatchOrder(t *testing.T, h Harness) {
 	got := s.claimRuns(0, []anarchon.RunClaim{first, second})
 	if got[0].Kind != anarchon.OutcomeWon || got[1].Kind != anarchon.OutcomeOverlap {
 		t.Errorf("batch of two new slots of one job without overlap = [%v %v], want [won overlap]", got[0].Kind, got[1].Kind)
+	}
+	// The overlap limit (RunClaim.Limit) reaches the store through a
+	// batch as through a single claim: with Limit 2, three new slots of
+	// one job answer won, won, overlap.
+	job = jobName("rbatch-limit")
+	s.prepare(job, 100)
+	var in []anarchon.RunClaim
+	for k := range 3 {
+		c := rclaim(job, slot+int64(k)*1000, token(), "a", longLease)
+		c.AllowOverlap, c.Limit = false, 2
+		in = append(in, c)
+	}
+	got = s.claimRuns(1, in)
+	if got[0].Kind != anarchon.OutcomeWon || got[1].Kind != anarchon.OutcomeWon || got[2].Kind != anarchon.OutcomeOverlap {
+		t.Errorf("batch of three new slots of one job with Limit 2 = [%v %v %v], want [won won overlap]", got[0].Kind, got[1].Kind, got[2].Kind)
 	}
 }
 
