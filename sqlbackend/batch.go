@@ -34,24 +34,12 @@ func (b *SQLBackend) ClaimBatch(ctx context.Context, in []anarchon.ClaimInput) (
 	if len(in) == 0 {
 		return out, nil
 	}
-	if err := b.ready(ctx, "claim batch"); err != nil {
+	todo, err := batchTodo(ctx, b, "claim batch", in, checkClaim, func(i int, err error) { out[i].Err = b.errorf("claim", err) })
+	if err != nil {
 		return nil, err
 	}
-	var todo []int
-	for i, c := range in {
-		if err := checkClaim(c); err != nil {
-			out[i].Err = b.errorf("claim", err)
-			continue
-		}
-		todo = append(todo, i)
-	}
-	if len(todo) == 0 {
+	if todo == nil { // every claim refused
 		return out, nil
-	}
-	if g := b.cfg.Guard; g != nil {
-		if err := g(ctx); err != nil {
-			return nil, err
-		}
 	}
 	slices.SortStableFunc(todo, func(i, k int) int {
 		return cmp.Or(cmp.Compare(in[i].Job, in[k].Job), cmp.Compare(in[i].Slot, in[k].Slot))
@@ -62,7 +50,7 @@ func (b *SQLBackend) ClaimBatch(ctx context.Context, in []anarchon.ClaimInput) (
 		}
 		return out, nil
 	}
-	err := b.cfg.Conn.Transaction(ctx, func(tx Querier) error {
+	err = b.cfg.Conn.Transaction(ctx, func(tx Querier) error {
 		for _, i := range todo {
 			out[i] = anarchon.ClaimAnswer{}
 			won, err := b.claim(ctx, tx, in[i])
@@ -99,24 +87,12 @@ func (s *RunStore) ClaimRuns(ctx context.Context, in []anarchon.RunClaim) ([]ana
 	if len(in) == 0 {
 		return out, nil
 	}
-	if err := b.ready(ctx, "lease claim batch"); err != nil {
+	todo, err := batchTodo(ctx, b, "lease claim batch", in, checkRunClaim, func(i int, err error) { out[i].Err = b.errorf("lease claim", err) })
+	if err != nil {
 		return nil, err
 	}
-	var todo []int
-	for i, c := range in {
-		if err := checkRunClaim(c); err != nil {
-			out[i].Err = b.errorf("lease claim", err)
-			continue
-		}
-		todo = append(todo, i)
-	}
-	if len(todo) == 0 {
+	if todo == nil { // every claim refused
 		return out, nil
-	}
-	if g := b.cfg.Guard; g != nil {
-		if err := g(ctx); err != nil {
-			return nil, err
-		}
 	}
 	slices.SortStableFunc(todo, func(i, k int) int { return cmp.Compare(in[i].Job, in[k].Job) })
 	if b.rt.ClaimRuns != "" && jsonSafe(in, todo, func(c anarchon.RunClaim) anarchon.ClaimInput { return c.ClaimInput }) {
@@ -125,7 +101,7 @@ func (s *RunStore) ClaimRuns(ctx context.Context, in []anarchon.RunClaim) ([]ana
 		}
 		return out, nil
 	}
-	err := b.cfg.Conn.Transaction(ctx, func(tx Querier) error {
+	err = b.cfg.Conn.Transaction(ctx, func(tx Querier) error {
 		for _, i := range todo {
 			out[i] = anarchon.RunClaimAnswer{}
 			var o anarchon.ClaimOutcome
@@ -150,6 +126,33 @@ func (s *RunStore) ClaimRuns(ctx context.Context, in []anarchon.RunClaim) ([]ana
 		return nil, b.errorf("lease claim batch", err)
 	}
 	return out, nil
+}
+
+// batchTodo readies the backend for a batch (op names it in errors),
+// checks each claim of in, records a refused claim's error with fail, and
+// returns the indexes of the claims to decide, after the backend's Guard
+// passed. ClaimBatch and ClaimRuns share it.
+func batchTodo[C any](ctx context.Context, b *SQLBackend, op string, in []C, check func(C) error, fail func(i int, err error)) ([]int, error) {
+	if err := b.ready(ctx, op); err != nil {
+		return nil, err
+	}
+	var todo []int
+	for i, c := range in {
+		if err := check(c); err != nil {
+			fail(i, err)
+			continue
+		}
+		todo = append(todo, i)
+	}
+	if len(todo) == 0 {
+		return nil, nil
+	}
+	if g := b.cfg.Guard; g != nil {
+		if err := g(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return todo, nil
 }
 
 func isEarly(err error) bool {
