@@ -26,7 +26,7 @@ type codedError struct {
 	err  error
 }
 
-func (e codedError) Error() string { return fmt.Sprintf("%v [%s]", e.err, e.code) }
+func (e codedError) Error() string { return fmt.Sprintf("%v (%s)", e.err, e.code) }
 func (e codedError) Unwrap() error { return e.err }
 
 // classify gives err its code.

@@ -90,8 +90,8 @@ func jobControl(t *testing.T, store string) {
 	if code != 3 || !strings.Contains(o, "fail ran on r") {
 		t.Errorf("trigger fail: exit %d, want 3 and where it ran\n%s%s", code, o, e)
 	}
-	if _, e, code := anarchonCmd(t, dir, append([]string{"pause", "nope"}, cli...)...); code != 1 || !strings.Contains(e, "[unknown_job]") {
-		t.Errorf("pause nope: exit %d, stderr %q; want 1 and [unknown_job]", code, e)
+	if _, e, code := anarchonCmd(t, dir, append([]string{"pause", "nope"}, cli...)...); code != 1 || !strings.Contains(e, "(unknown_job)") {
+		t.Errorf("pause nope: exit %d, stderr %q; want 1 and (unknown_job)", code, e)
 	}
 
 	// A broken file is rejected; then a good edit applies.
