@@ -116,6 +116,17 @@ func openStoreMode(raw string, mustExist bool) (anarchon.Backend, error) {
 		return nil, bad(StoreBadURL, nil, "no scheme: want sqlite:PATH, postgres://…, redis://…, nats://… or memory:")
 	}
 	scheme := strings.ToLower(raw[:i])
+	if rest, ok := strings.CutPrefix(raw[i+1:], "//"); ok {
+		// An "@" left unescaped in the user or password makes the
+		// drivers read part of the password as the host (pgx looked up
+		// "S3cret@host"): refuse it rather than try the wrong server.
+		if end := strings.IndexAny(rest, "/?#"); end >= 0 {
+			rest = rest[:end]
+		}
+		if strings.Count(rest, "@") > 1 {
+			return nil, bad(StoreBadURL, nil, `the user name or password contains "@": write it as %%40`)
+		}
+	}
 	if rawSchemes[scheme] {
 		if open, ok := openers[scheme]; ok {
 			return openRaw(open, raw, mustExist, bad)

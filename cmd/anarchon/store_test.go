@@ -32,6 +32,8 @@ func TestOpenStoreErrors(t *testing.T) {
 		{"redis://user:s3cr3t@h?wait=1&wait_timeout=10s", StoreBadURL, "ReadTimeout"},
 		{"redis+sentinel://user:s3cr3t@s1?master=m&sentinel_password=s3cr3t&x=%zz", StoreBadURL, "bad query"},
 		{"postgres://user:s3cr3t@host:5432/db%zz", StoreBadURL, "does not parse"},
+		{"postgres://user:s3cr3t@x@127.0.0.1:1/db", StoreBadURL, `contains "@": write it as %40`},
+		{"redis://user:s3cr3t@x@127.0.0.1:1/0", StoreBadURL, `contains "@": write it as %40`},
 		{"nats://user:s3cr3t@127.0.0.1:1", StoreOpenFailed, "127.0.0.1:1"},
 		{"sqlite:/tmp/t.db?prefx=y_", StoreUnknownParam, `unknown query parameter "prefx" (sqlite: takes prefix)`},
 		{"sqlite:/tmp/t.db?prefix=y_&journal=wal&Prefix=z", StoreUnknownParam, `"Prefix", "journal"`},
