@@ -160,7 +160,7 @@ func (h host) leaseClaimed(a *runner.Leased[slotRun], out ClaimOutcome, err erro
 	}
 	// A kind this version does not know passes through: the run path
 	// handles it like done (SPEC §9), and the event names it.
-	return runner.Outcome{Kind: runner.Kind(out.Kind), Attempt: out.Attempt, LeaseUntil: out.LeaseUntil, Abandoned: out.Status == StatusAbandoned}, nil
+	return runner.Outcome{Kind: runner.Kind(out.Kind), Attempt: out.Attempt, LeaseUntil: out.LeaseUntil, Abandoned: out.Status == StatusAbandoned, Fence: out.Fence}, nil
 }
 
 // ClaimLeaseBatch is ClaimBatch for lease claims, with one
@@ -250,7 +250,7 @@ func (h host) stored(ctx context.Context, a *attempt, r *runner.Result, err erro
 func (h host) Execute(ctx context.Context, a *attempt) runner.Result {
 	// The Run lives in the attempt: one allocation for both.
 	run := &a.Job.run
-	*run = Run{Job: a.Name, Slot: a.SlotTime(), InstanceID: h.s.opts.InstanceID, Token: a.Token, Attempt: a.Number}
+	*run = Run{Job: a.Name, Slot: a.SlotTime(), InstanceID: h.s.opts.InstanceID, Token: a.Token, Attempt: a.Number, Fence: a.Fence}
 	if late, ok := h.wonLate(a); ok {
 		h.Missed(ctx, a, late)
 		return runner.Result{Token: a.Token, Attempt: a.Number, Status: runner.StatusMissed,

@@ -36,7 +36,23 @@ type Run struct {
 	// Attempt cannot tell them apart (SPEC §6, "Stores that forget").
 	// pgbackend warns at Init when its server has such a standby.
 	Attempt int
-	Manual  bool // started by RunNow or Trigger
+	// Fence is the fencing token of a leased run: a number the store
+	// took from its own counter when it granted this attempt's claim,
+	// larger than that of every earlier holder of any slot of the job
+	// the store acknowledged (SPEC §6, "Fencing"). Unlike Attempt it
+	// also orders holders of different slots, and retries and
+	// takeovers alike: a downstream system that keeps the largest
+	// Fence it has accepted per job and refuses smaller ones never
+	// takes a write from a holder that a later claim superseded.
+	//
+	// It holds exactly as far as the store keeps what it acknowledged:
+	// on a store that loses acknowledged claims (see Attempt) the next
+	// holder can be given a fence an earlier holder still carries. Each
+	// backend's "# Guarantees" says which topologies keep it. 0 for
+	// plain runs (a plain claim has one holder and no lease to lose)
+	// and on stores that give no fences.
+	Fence  uint64
+	Manual bool // started by RunNow or Trigger
 	// TriggerKey and TriggeredBy are set on a run started by Trigger: the
 	// request's key and who asked.
 	TriggerKey, TriggeredBy string

@@ -162,6 +162,9 @@ func TestBackupTakesOverStalledWinner(t *testing.T) {
 		if attempts[0].InstanceID == attempts[1].InstanceID {
 			t.Fatalf("the stalled instance took its own slot back")
 		}
+		if attempts[0].Fence == 0 || attempts[1].Fence <= attempts[0].Fence {
+			t.Fatalf("fences %d then %d, want the backup's above the stalled holder's (SPEC §6, Fencing)", attempts[0].Fence, attempts[1].Fence)
+		}
 		if len(causes) != 1 || !errors.Is(causes[0], anarchon.ErrLeaseLost) {
 			t.Fatalf("causes %v, want [ErrLeaseLost]", causes)
 		}

@@ -45,6 +45,16 @@ type ClaimOutcome struct {
 	Holder     string    // running: the instance holding the lease; overlap: optional, the running slot's holder
 	LeaseUntil time.Time // won/running: lease expiry by the store's clock; overlap: optional
 	Status     Status    // done: the settled status if the store knows it
+	// Fence is, on a win, the fencing token the store gave this claim
+	// (Run.Fence): every later won claim of the same job that the store
+	// acknowledges gets a larger one, whichever instance and slot it is
+	// for, so a downstream system that keeps the largest fence it has
+	// seen per job can refuse a write from a holder that has since lost
+	// its lease. 0 when the store gives no fences (a store whose
+	// conformance Harness sets NoFence). Each win gets a new fence, a
+	// renewal by the same token's claim included; other outcomes leave
+	// it 0. SPEC §6, "Fencing".
+	Fence uint64
 }
 
 // RunClaim is a lease claim: a ClaimInput plus the lease rules of SPEC §6.

@@ -70,6 +70,12 @@ type Harness struct {
 	// and trigger requests survive. nil (a store that keeps nothing
 	// after Close) skips that test.
 	Reopen func(t *testing.T, old anarchon.Backend) anarchon.Backend
+	// NoFence says the store gives no fencing tokens: every
+	// ClaimOutcome.Fence it returns is 0. The "RunStore/Fence" tests
+	// then check that it is 0; without NoFence they check that every
+	// win's fence is above all earlier wins of the job (SPEC §6,
+	// "Fencing"). Every built-in store gives fences.
+	NoFence bool
 }
 
 // longLease is the lease of runs that must stay live during a test. It
@@ -152,6 +158,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Close", func(t *testing.T) { testClose(t, h, hasLeases) })
 	if hasLeases {
 		t.Run("RunStore", func(t *testing.T) { testRunStore(t, h) })
+		t.Run("RunStore/Fence", func(t *testing.T) { testFence(t, h, has.runBatch) })
 		t.Run("Retry", func(t *testing.T) { testRetries(t, h) })
 		t.Run("Backfill", func(t *testing.T) { testBackfill(t, h) })
 		t.Run("Replace", func(t *testing.T) { testReplace(t, h) })

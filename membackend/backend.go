@@ -118,6 +118,9 @@ type jobState struct {
 	historyTTL  time.Duration
 	// swept is the store time of the last sweep of forgotten claims.
 	swept time.Time
+	// fence is the last fencing token given to a won lease claim of the
+	// job (ClaimOutcome.Fence); the next win takes fence+1.
+	fence uint64
 }
 
 // op starts an operation: the fault hook, then the lock and the closed

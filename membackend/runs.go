@@ -103,7 +103,7 @@ func (s *RunStore) claim(c anarchon.RunClaim) (anarchon.ClaimOutcome, error) {
 	case r.state == anarchon.RunStateRunning && r.token == c.Token:
 		r.leaseUntil = now.Add(c.Lease)
 		r.changed = now
-		return anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: r.attempt, Holder: r.holder, LeaseUntil: r.leaseUntil}, nil
+		return j.won(r), nil
 	case r.state == anarchon.RunStateDone:
 		return anarchon.ClaimOutcome{Kind: anarchon.OutcomeDone, Attempt: r.attempt, Status: r.status}, nil
 	case r.state == anarchon.RunStateMissed || r.state == anarchon.RunStateSkipped || r.state == anarchon.RunStatePaused:
@@ -136,7 +136,14 @@ func (s *RunStore) claim(c anarchon.RunClaim) (anarchon.ClaimOutcome, error) {
 	j.hist.addClaim(anarchon.ClaimRecord{
 		Slot: c.Slot, Token: c.Token, InstanceID: c.InstanceID, ClaimedAt: now, Attempt: r.attempt,
 	}, now)
-	return anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: r.attempt, Holder: r.holder, LeaseUntil: r.leaseUntil}, nil
+	return j.won(r), nil
+}
+
+// won is the answer to a won claim of r: it takes the job's next fence.
+// Caller holds b.mu.
+func (j *jobState) won(r *run) anarchon.ClaimOutcome {
+	j.fence++
+	return anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: r.attempt, Holder: r.holder, LeaseUntil: r.leaseUntil, Fence: j.fence}
 }
 
 // claimAbsent handles the last three rows of the table. Caller holds b.mu.
@@ -176,7 +183,7 @@ func (b *Backend) claimAbsent(j *jobState, c anarchon.RunClaim, now time.Time) a
 	j.hist.addClaim(anarchon.ClaimRecord{
 		Slot: c.Slot, Token: c.Token, InstanceID: c.InstanceID, ClaimedAt: now, Attempt: 1,
 	}, now)
-	return anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: 1, Holder: c.InstanceID, LeaseUntil: r.leaseUntil}
+	return j.won(r)
 }
 
 // heldRun returns the run of (job, slot) if token holds it. Caller holds

@@ -54,6 +54,7 @@ func TestConformanceMixed(t *testing.T) {
 		t.Skip("the pool run covers the routines in -short mode")
 	}
 	anarchontest.Run(t, anarchontest.Harness{
+		NoFence: true, // the store gives no fences yet (ClaimOutcome.Fence)
 		New: func(t *testing.T, n int) []anarchon.Backend {
 			schema := freshSchema(t)
 			routines := open(t, n/2, 4, schema)

@@ -46,6 +46,7 @@ func openPath(t testing.TB, path string, n int) []*sqlitebackend.Backend {
 
 func TestConformance(t *testing.T) {
 	anarchontest.Run(t, anarchontest.Harness{
+		NoFence: true, // the store gives no fences yet (ClaimOutcome.Fence)
 		New: func(t *testing.T, n int) []anarchon.Backend {
 			var out []anarchon.Backend
 			for _, b := range open(t, n) {

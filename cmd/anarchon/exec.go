@@ -93,7 +93,9 @@ type outputOptions struct {
 //
 // The child runs in its own process group with the daemon's environment,
 // then the job's Env, then ANARCHON_JOB, ANARCHON_SLOT (RFC 3339, UTC),
-// ANARCHON_ATTEMPT, ANARCHON_INSTANCE and ANARCHON_MANUAL ("1" for run-now).
+// ANARCHON_ATTEMPT, ANARCHON_FENCE (the claim's fencing token, "0" for a
+// run without a lease), ANARCHON_INSTANCE and ANARCHON_MANUAL ("1" for
+// run-now).
 // Each line of its stdout and stderr is logged with the job, slot and
 // attempt; the last outputTail bytes of both go into the run's history
 // record. A non-zero exit is an error "exit status N". When the run's
@@ -125,6 +127,7 @@ func (e *executor) handler(j *jobSpec) anarchon.Handler {
 				"ANARCHON_JOB="+run.Job,
 				"ANARCHON_SLOT="+slot,
 				"ANARCHON_ATTEMPT="+strconv.Itoa(run.Attempt),
+				"ANARCHON_FENCE="+strconv.FormatUint(run.Fence, 10),
 				"ANARCHON_INSTANCE="+run.InstanceID,
 				"ANARCHON_MANUAL="+boolEnv(run.Manual),
 			)

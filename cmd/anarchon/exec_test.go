@@ -37,13 +37,13 @@ func TestHandlerEnvAndExitStatus(t *testing.T) {
 	dir := t.TempDir()
 	rec := runOnce(t, &jobSpec{
 		Name: "env", Schedule: "@daily", Workdir: dir, Env: []string{"X=1"},
-		Argv: []string{"/bin/sh", "-c", `pwd; echo "$ANARCHON_JOB|$ANARCHON_ATTEMPT|$ANARCHON_INSTANCE|$ANARCHON_MANUAL|$X"; echo "$ANARCHON_SLOT"; exit 3`},
+		Argv: []string{"/bin/sh", "-c", `pwd; echo "$ANARCHON_JOB|$ANARCHON_ATTEMPT|$ANARCHON_FENCE|$ANARCHON_INSTANCE|$ANARCHON_MANUAL|$X"; echo "$ANARCHON_SLOT"; exit 3`},
 	}, time.Second)
 	if rec.Status != anarchon.StatusError || rec.Error != "exit status 3" {
 		t.Fatalf("status %s error %q", rec.Status, rec.Error)
 	}
 	lines := strings.Split(strings.TrimSpace(rec.Output), "\n")
-	if len(lines) != 3 || lines[1] != "env|1|test-1|1|1" {
+	if len(lines) != 3 || lines[1] != "env|1|0|test-1|1|1" {
 		t.Fatalf("output %q", rec.Output)
 	}
 	if real, _ := filepath.EvalSymlinks(dir); lines[0] != dir && lines[0] != real {

@@ -15,6 +15,7 @@ type Attempt[J any] struct {
 	Slot    int64         // Unix ms
 	Token   string        // the claim's token; a leased attempt may draw a new one
 	Number  int           // attempt number: 1 for plain claims, the store's for leases
+	Fence   uint64        // the store's fencing token of the won lease claim; 0 for plain claims
 	MaxLate time.Duration // how late the claim may be; 0: no limit (leased only)
 	Started time.Time     // when the handler started (store clock)
 	Leased  bool          // the attempt holds a lease: Stop releases it

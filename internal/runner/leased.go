@@ -150,7 +150,7 @@ func AbandonedToken(slot int64) string { return "abandoned-" + strconv.FormatInt
 // renewed for ever.
 func (a *Leased[J]) won(ctx context.Context, out Outcome) bool {
 	r := a.r
-	a.Number = out.Attempt
+	a.Number, a.Fence = out.Attempt, out.Fence
 	if a.wonInTime(ctx) {
 		return true
 	}

@@ -47,6 +47,7 @@ type Outcome struct {
 	Attempt    int       // won: ours; running: the holder's; done: the last attempt's
 	LeaseUntil time.Time // running: the holder's lease expiry, store clock
 	Abandoned  bool      // done: the slot was abandoned
+	Fence      uint64    // won: the store's fencing token for this claim, 0 if none
 }
 
 // Result is how a run ended, for the store. The Host adds the slot and the
