@@ -21,8 +21,19 @@ func init() { openers["nats"] = openNATS }
 // default of several minutes.
 const natsPing = 2 * time.Second
 
+// historyNames are the history stream and subject of a deployment with
+// bucket prefix: "<prefix>_HISTORY" and "<prefix>.history". The default
+// bucket keeps natsbackend's defaults (ANARCHON_HISTORY,
+// anarchon.history), where older daemons wrote the history of every
+// prefix (cmd/anarchon/README.md, "NATS cluster", says what that means
+// for an upgrade).
+func historyNames(prefix string) (stream, subject string) {
+	return prefix + "_HISTORY", prefix + ".history"
+}
+
 // openNATS opens "nats://[user:password@]host:port[,host:port…]" with
 // natsbackend.Open; "prefix" names the KV bucket (default "anarchon") and
+// the history stream (historyNames), and
 // "replicas" the replica count the bucket and stream are created with: 1
 // to 5, or by default natsbackend.AutoReplicas (3 on a cluster of three or
 // more servers, else 1). An existing bucket keeps its replicas; the
@@ -43,7 +54,13 @@ func openNATS(u *url.URL, raw, prefix string, mustExist bool) (anarchon.Backend,
 	// nats.go prints asynchronous errors to stderr unless given a
 	// handler: log them, and connection changes, through slog.
 	l := clientLogger{client: "nats"}
-	return natsbackend.Open(raw, &natsbackend.Options{Bucket: prefix, Replicas: replicas, MustExist: mustExist, Logger: clientLog.Load()},
+	opts := &natsbackend.Options{Bucket: prefix, Replicas: replicas, MustExist: mustExist, Logger: clientLog.Load()}
+	if prefix != "" && prefix != natsbackend.DefaultBucket {
+		// A prefix separates history too: deployments sharing a server
+		// must not read each other's runs of a job with the same name.
+		opts.HistoryStream, opts.HistorySubject = historyNames(prefix)
+	}
+	return natsbackend.Open(raw, opts,
 		// A daemon keeps reconnecting for as long as it runs: with
 		// nats.go's default (60 tries) a store down for two minutes
 		// would close the connection for good.

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anarchon/anarchon"
 	"github.com/anarchon/anarchon/natsbackend"
 )
 
@@ -58,6 +59,51 @@ func TestOpenNATSSingleServer(t *testing.T) {
 			t.Errorf("%q: topology %+v, want one replica and no cluster", q, topo)
 		}
 		b.Close(context.Background())
+	}
+}
+
+// Two deployments on one server with different prefixes keep apart both
+// their claims and their history: a job of the same name in each shows
+// only its own runs.
+func TestOpenNATSPrefixSeparatesHistory(t *testing.T) {
+	url := os.Getenv("ANARCHON_TEST_NATS_URL")
+	if url == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("ANARCHON_TEST_NATS_URL is not set")
+		}
+		t.Skip("ANARCHON_TEST_NATS_URL is not set: start a server with `bash scripts/services/nats.sh <dir>` and export what it prints")
+	}
+	ctx := context.Background()
+	slot := time.Now().Truncate(time.Minute).Add(-time.Hour).UnixMilli()
+	suffix := randSuffix()
+	for i, prefix := range []string{"billing" + suffix, "reports" + suffix} {
+		b, err := openStore(url + "?prefix=" + prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close(ctx)
+		if err := b.Init(ctx); err != nil {
+			t.Fatalf("%s: Init: %v", prefix, err)
+		}
+		in := anarchon.ClaimInput{Job: "nightly", Slot: slot, Token: "t" + strconv.Itoa(i), InstanceID: prefix}
+		if err := b.PrepareJob(ctx, anarchon.PrepareJobInput{Job: "nightly", HistorySize: 10}); err != nil {
+			t.Fatal(err)
+		}
+		if won, err := b.Claim(ctx, in); err != nil || !won {
+			t.Fatalf("%s: claim of a slot the other prefix also claimed: %v, %v; want won", prefix, won, err)
+		}
+		if err := b.SaveResult(ctx, anarchon.SaveResultInput{Job: "nightly", HistorySize: 10, Result: anarchon.StoredResult{
+			Slot: slot, Token: in.Token, InstanceID: prefix, Attempt: 1, Status: anarchon.StatusSuccess,
+		}}); err != nil {
+			t.Fatal(err)
+		}
+		recs, err := b.History(ctx, "nightly", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) != 1 || recs[0].InstanceID != prefix {
+			t.Errorf("%s: history %+v, want its own one run", prefix, recs)
+		}
 	}
 }
 
