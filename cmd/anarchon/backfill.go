@@ -44,11 +44,21 @@ exits 0 when every slot it ran succeeded, 1 otherwise.`,
 			if err := errors.Join(err1, err2); err != nil || from == "" || to == "" {
 				return usageError{fmt.Errorf("--from and --to must be RFC 3339 times (like 2026-11-30T00:00:00Z): %v", err)}
 			}
+			// A backfill refused before it ran anything leaves no new
+			// SQLite file behind (one the command created just to refuse).
+			undo := sqliteUndo(storeOrDefault(g.store))
 			d, err := openForRead(g, stderr, true, false)
 			if err != nil {
+				undo()
 				return err
 			}
-			defer d.close()
+			refused := true
+			defer func() {
+				d.close()
+				if refused {
+					undo()
+				}
+			}()
 			known := false
 			for _, j := range d.jobs {
 				known = known || j.Name == name
@@ -73,6 +83,7 @@ exits 0 when every slot it ran succeeded, 1 otherwise.`,
 				}
 				return ce
 			}
+			refused = false
 			p.done(res)
 			if err != nil {
 				return err

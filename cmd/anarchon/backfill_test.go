@@ -76,6 +76,16 @@ func TestBackfillCommand(t *testing.T) {
 			if strings.Count(errOut, "anarchon:") > 1 || strings.Contains(errOut, "From:") || strings.Contains(errOut, "Concurrency") {
 				t.Errorf("stderr %q: a doubled prefix or a Go field name", errOut)
 			}
+			// The same refusal on a store that does not exist yet
+			// leaves no file behind.
+			fresh := filepath.Join(t.TempDir(), "new.db")
+			a = append([]string{"backfill", "m", "--config", cfg, "--store", "sqlite:" + fresh, "--log-level", "error"}, tc.args...)
+			if code, _, errOut := cli(t, a...); code == 0 || !strings.Contains(errOut, tc.want) {
+				t.Fatalf("on a new store: exit %d, stderr %q", code, errOut)
+			}
+			if left, _ := filepath.Glob(fresh + "*"); len(left) > 0 {
+				t.Errorf("a refused backfill left %v", left)
+			}
 		})
 	}
 }

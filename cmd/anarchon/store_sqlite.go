@@ -1,10 +1,14 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/anarchon/anarchon"
 	"github.com/anarchon/anarchon/sqlitebackend"
@@ -49,6 +53,40 @@ func sqliteExists(raw string) error {
 		return &StoreURLError{URL: redact(raw), Code: StoreNoData, Reason: fmt.Sprintf("no store at %s: %v (history and status never create one; \"run\" and \"run-now\" do)", path, err), Err: err}
 	}
 	return nil
+}
+
+// sqliteUndo returns, for an "sqlite:" store whose file does not exist
+// yet, a function that removes the file (and SQLite's -wal, -shm and
+// -journal files) again, for a command that opened the store and then
+// refused to do anything with it; for any other store, or a file that
+// exists, a function that does nothing. Call it after the store is
+// closed. The file is kept if it holds anarchon's tables by then: another
+// process (a daemon started at the same moment) initialised it.
+func sqliteUndo(raw string) func() {
+	if !strings.HasPrefix(strings.ToLower(raw), "sqlite:") {
+		return func() {}
+	}
+	path := sqlitePath(raw)
+	if _, err := os.Lstat(path); path == "" || !errors.Is(err, fs.ErrNotExist) {
+		return func() {}
+	}
+	return func() {
+		b, err := openStoreMode(raw, true)
+		if err != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		err = storeInitialised(ctx, b, raw)
+		_ = b.Close(ctx)
+		var se *StoreURLError
+		if !errors.As(err, &se) || se.Code != StoreNoData {
+			return
+		}
+		for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+			_ = os.Remove(path + suffix)
+		}
+	}
 }
 
 // sqlitePath is the file path of an "sqlite:" URL: after "sqlite:" (and
