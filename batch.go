@@ -52,3 +52,26 @@ type RunClaimAnswer struct {
 	Outcome ClaimOutcome
 	Err     error
 }
+
+// HeartbeatBatcher is an optional [RunStore] ability: many heartbeats in
+// one call, so that the runs of a burst, whose renewals come due together,
+// cost one round trip per batch instead of one per run. Heartbeats
+// answers in[i] with out[i] exactly as RunStore.Heartbeat(ctx, in[i])
+// would have answered alone (SPEC §6): independent answers, len(out) ==
+// len(in), and a non-nil error only when no answer is known.
+//
+// The scheduler gathers the heartbeats that come due within
+// [BatchWindow] of each other, at most [Options.BatchSize] per call, and
+// sends them with the earliest safe end among them as the call's
+// deadline; a heartbeat due alone goes in a batch of one.
+type HeartbeatBatcher interface {
+	Heartbeats(ctx context.Context, in []HeartbeatInput) (out []HeldAnswer, err error)
+}
+
+// HeldAnswer is one run's answer in [HeartbeatBatcher.Heartbeats]: Held
+// and Err are what the single call would have returned (true: the token
+// still holds the run).
+type HeldAnswer struct {
+	Held bool
+	Err  error
+}

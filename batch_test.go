@@ -20,6 +20,8 @@ type countStore struct {
 	*membackend.Backend
 	claims, batches       atomic.Int64 // Claim, ClaimBatch
 	runClaims, runBatches atomic.Int64 // RunStore.Claim, ClaimRuns
+	beats, beatBatches    atomic.Int64 // Heartbeat, Heartbeats
+	beatsBatched          atomic.Int64 // heartbeats sent in Heartbeats
 	sizes                 sync.Map     // batch size -> count, of both kinds
 }
 
@@ -59,6 +61,17 @@ func (r countRuns) ClaimRuns(ctx context.Context, in []anarchon.RunClaim) ([]ana
 	r.c.runBatches.Add(1)
 	r.c.size(len(in))
 	return r.RunStore.ClaimRuns(ctx, in)
+}
+
+func (r countRuns) Heartbeat(ctx context.Context, in anarchon.HeartbeatInput) (bool, error) {
+	r.c.beats.Add(1)
+	return r.RunStore.Heartbeat(ctx, in)
+}
+
+func (r countRuns) Heartbeats(ctx context.Context, in []anarchon.HeartbeatInput) ([]anarchon.HeldAnswer, error) {
+	r.c.beatBatches.Add(1)
+	r.c.beatsBatched.Add(int64(len(in)))
+	return r.RunStore.Heartbeats(ctx, in)
 }
 
 // K jobs on one schedule, no jitter: the K slots due at one instant reach
@@ -172,4 +185,67 @@ func TestBurstBatchSizeOne(t *testing.T) {
 			t.Errorf("%d batches and %d single claims, want 0 and 20", b, n)
 		}
 	})
+}
+
+// The heartbeats of the runs of a burst come due together and go to the
+// store in batches: each scheduler renews all the leases it holds in one
+// Heartbeats call per round (every Lease/3), never one call per run, and
+// with BatchSize 1 one call per run as before.
+func TestBurstHeartbeatsInBatches(t *testing.T) {
+	for _, size := range []int{0, 1} {
+		t.Run(fmt.Sprintf("size%d", size), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				const k, lease, work = 120, 3 * time.Second, 10 * time.Second
+				store := membackend.New(nil)
+				var ran atomic.Int32
+				h := func(ctx context.Context, _ *anarchon.Run) error {
+					ran.Add(1)
+					select {
+					case <-time.After(work):
+						return nil
+					case <-ctx.Done():
+						return context.Cause(ctx)
+					}
+				}
+				var handles []*countStore
+				var ss []*anarchon.Scheduler
+				for i := range 3 {
+					c := &countStore{Backend: store}
+					s := newSched(t, c, fmt.Sprintf("s%d", i), &anarchon.Options{BatchSize: size})
+					for j := range k {
+						if err := s.Every(fmt.Sprintf("job-%03d", j), time.Minute, h, &anarchon.JobOptions{Lease: lease}); err != nil {
+							t.Fatal(err)
+						}
+					}
+					handles, ss = append(handles, c), append(ss, s)
+				}
+				for _, s := range ss {
+					mustStart(t, s)
+				}
+				time.Sleep(time.Until(time.Now().Truncate(time.Minute).Add(time.Minute + 30*time.Second)))
+				stopAll(t, ss...)
+				if n := ran.Load(); n != k {
+					t.Fatalf("%d runs, want %d", n, k)
+				}
+				// A run of 10 s renews every second: 9 or 10 rounds.
+				var total int64
+				for i, c := range handles {
+					singles, batches, batched := c.beats.Load(), c.beatBatches.Load(), c.beatsBatched.Load()
+					total += singles + batched
+					if size == 1 {
+						if batches != 0 {
+							t.Errorf("scheduler %d: %d Heartbeats calls with BatchSize 1", i, batches)
+						}
+						continue
+					}
+					if singles != 0 || batches > 11 {
+						t.Errorf("scheduler %d: %d single heartbeats and %d batches of %d; want none single and one batch per round (at most 11)", i, singles, batches, batched)
+					}
+				}
+				if total < 9*k || total > 11*k {
+					t.Errorf("%d heartbeats in all for %d runs of 10 s renewed every second, want 9 to 11 each", total, k)
+				}
+			})
+		})
+	}
 }

@@ -206,6 +206,19 @@ func (h host) Heartbeat(ctx context.Context, a *runner.Leased[slotRun], lease ti
 	return h.s.runs.Heartbeat(ctx, HeartbeatInput{Job: a.Name, Slot: a.Slot, Token: a.Token, Lease: lease})
 }
 
+// Renew sends a's periodic heartbeat, in a HeartbeatBatcher call with the
+// others due within BatchWindow where the store has one.
+func (h host) Renew(ctx context.Context, a *runner.Leased[slotRun]) (bool, error) {
+	if h.s.beats == nil {
+		return h.Heartbeat(ctx, a, a.Lease)
+	}
+	ans, err := h.s.beats.Do(ctx, HeartbeatInput{Job: a.Name, Slot: a.Slot, Token: a.Token, Lease: a.Lease})
+	if err != nil {
+		return false, err
+	}
+	return ans.Held, ans.Err
+}
+
 func (h host) Release(ctx context.Context, a *attempt) error {
 	_, err := h.s.runs.Release(ctx, ReleaseInput{Job: a.Name, Slot: a.Slot, Token: a.Token})
 	return err

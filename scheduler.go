@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/anarchon/anarchon/internal/coalesce"
 	"github.com/anarchon/anarchon/internal/cron"
 	"github.com/anarchon/anarchon/internal/runner"
 )
@@ -67,8 +68,10 @@ type Options struct {
 	// answered as a single claim (SPEC §4, batches). A group larger than
 	// BatchSize is cut into the fewest batches, as even as possible. 1
 	// sends every claim alone. Without those abilities the scheduler
-	// claims one slot per call whatever BatchSize is. Defaults to
-	// DefaultBatchSize (256).
+	// claims one slot per call whatever BatchSize is. It bounds the
+	// heartbeats sent in one HeartbeatBatcher call the same way (those due
+	// within BatchWindow of each other go together; 1 sends each alone).
+	// Defaults to DefaultBatchSize (256).
 	BatchSize int
 }
 
@@ -126,12 +129,15 @@ type Scheduler struct {
 	replacer   Replacer        // nil without leases or without Replace (OverlapReplace)
 	batcher    BatchClaimer    // nil without plain claims in batches
 	runBatcher RunBatchClaimer // nil without lease claims in batches
-	control    JobControl      // nil without job control
-	opts       Options
-	clock      Clock
-	log        *slog.Logger
-	offset     atomic.Int64 // store clock minus local clock, ns
-	syncMu     sync.Mutex   // held while the offset is measured
+	// beats gathers heartbeats into HeartbeatBatcher calls; nil without
+	// that ability or with BatchSize 1.
+	beats   *coalesce.Batcher[HeartbeatInput, HeldAnswer]
+	control JobControl // nil without job control
+	opts    Options
+	clock   Clock
+	log     *slog.Logger
+	offset  atomic.Int64 // store clock minus local clock, ns
+	syncMu  sync.Mutex   // held while the offset is measured
 
 	cmu    sync.Mutex // serialises Start and the job-set changes (Add, Remove, Update) that do I/O
 	mu     sync.Mutex
@@ -206,6 +212,9 @@ func (s *Scheduler) findAbilities() {
 	s.batcher, _ = As[BatchClaimer](b)
 	if s.runs != nil {
 		s.runBatcher, _ = As[RunBatchClaimer](b)
+		if hb, ok := As[HeartbeatBatcher](b); ok && s.opts.BatchSize > 1 {
+			s.beats = &coalesce.Batcher[HeartbeatInput, HeldAnswer]{Send: hb.Heartbeats, Window: BatchWindow, Max: s.opts.BatchSize}
+		}
 	}
 	if s.runs != nil {
 		s.finisher, _ = As[ResultFinisher](b)

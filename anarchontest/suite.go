@@ -149,6 +149,7 @@ func Run(t *testing.T, h Harness) {
 		watcher:  hasAbility[anarchon.Watcher](probe[0]),
 		batch:    hasAbility[anarchon.BatchClaimer](probe[0]),
 		runBatch: hasAbility[anarchon.RunBatchClaimer](probe[0]),
+		beats:    hasAbility[anarchon.HeartbeatBatcher](probe[0]),
 	}
 	_ = probe[0].Close(t.Context())
 
@@ -183,6 +184,12 @@ func Run(t *testing.T, h Harness) {
 		}
 		testRunBatch(t, h, has.control)
 	})
+	t.Run("HeartbeatBatch", func(t *testing.T) {
+		if !hasLeases || !has.beats {
+			t.Skip("backend has no anarchon.HeartbeatBatcher")
+		}
+		testHeartbeatBatch(t, h)
+	})
 	t.Run("Registry", func(t *testing.T) {
 		if !has.registry {
 			t.Skip("backend has no anarchon.InstanceRegistry")
@@ -207,7 +214,7 @@ func Run(t *testing.T, h Harness) {
 // once per Run.
 type abilities struct {
 	registry, control, triggers, watcher bool
-	batch, runBatch                      bool
+	batch, runBatch, beats               bool
 }
 
 // hasAbility reports whether b has ability T, found with anarchon.As.

@@ -7,8 +7,9 @@ import (
 )
 
 var (
-	_ anarchon.BatchClaimer    = (*Backend)(nil)
-	_ anarchon.RunBatchClaimer = (*RunStore)(nil)
+	_ anarchon.BatchClaimer     = (*Backend)(nil)
+	_ anarchon.RunBatchClaimer  = (*RunStore)(nil)
+	_ anarchon.HeartbeatBatcher = (*RunStore)(nil)
 )
 
 // ClaimBatch implements [anarchon.BatchClaimer]: it answers each claim of
@@ -51,6 +52,27 @@ func (s *RunStore) ClaimRuns(ctx context.Context, in []anarchon.RunClaim) ([]ana
 	for i := range in {
 		if out[i].Err == nil {
 			out[i].Outcome, out[i].Err = s.claim(in[i])
+		}
+	}
+	return out, nil
+}
+
+// Heartbeats implements [anarchon.HeartbeatBatcher]: it renews each lease
+// of in as [RunStore.Heartbeat] would, in order, under one hold of the
+// store's mutex. The fault hook is called once per heartbeat as
+// "Heartbeat" (its error is that run's Err), then once as "Heartbeats"
+// (its error fails the batch). A non-positive lease is that run's Err.
+func (s *RunStore) Heartbeats(ctx context.Context, in []anarchon.HeartbeatInput) ([]anarchon.HeldAnswer, error) {
+	b := s.b
+	out := make([]anarchon.HeldAnswer, len(in))
+	b.faults("Heartbeat", len(in), func(i int, err error) { out[i].Err = err })
+	if err := b.op("Heartbeats"); err != nil {
+		return nil, err
+	}
+	defer b.mu.Unlock()
+	for i := range in {
+		if out[i].Err == nil {
+			out[i].Held, out[i].Err = b.heartbeat(in[i])
 		}
 	}
 	return out, nil

@@ -205,21 +205,25 @@ func (b *Backend) heldRun(job string, slot int64, token string) (*jobState, *run
 // no backup has taken over yet). false means the lease is lost. It fails
 // on a lease <= 0 and after Close.
 func (s *RunStore) Heartbeat(ctx context.Context, in anarchon.HeartbeatInput) (bool, error) {
-	job, slot, token, lease := in.Job, in.Slot, in.Token, in.Lease
 	b := s.b
 	if err := b.op("Heartbeat"); err != nil {
 		return false, err
 	}
 	defer b.mu.Unlock()
-	if lease <= 0 {
-		return false, permanentf("membackend: Heartbeat: job %q: lease must be positive, got %v", job, lease)
+	return b.heartbeat(in)
+}
+
+// heartbeat renews in.Token's lease. Caller holds b.mu.
+func (b *Backend) heartbeat(in anarchon.HeartbeatInput) (bool, error) {
+	if in.Lease <= 0 {
+		return false, permanentf("membackend: Heartbeat: job %q: lease must be positive, got %v", in.Job, in.Lease)
 	}
-	_, r := b.heldRun(job, slot, token)
+	_, r := b.heldRun(in.Job, in.Slot, in.Token)
 	if r == nil || r.state != anarchon.RunStateRunning {
 		return false, nil
 	}
 	now := b.now()
-	r.leaseUntil = now.Add(lease)
+	r.leaseUntil = now.Add(in.Lease)
 	r.changed = now
 	return true, nil
 }

@@ -252,7 +252,7 @@ func (b *beat[J]) send() {
 	callCtx, cancel := context.WithDeadline(b.ctx, b.safeEnd())
 	go func() {
 		defer cancel()
-		ok, err := b.r.host.Heartbeat(callCtx, b.a, b.a.Lease)
+		ok, err := b.r.host.Renew(callCtx, b.a)
 		b.answers <- beatAnswer{ok, err}
 	}()
 }

@@ -80,7 +80,8 @@ type Host[J any] interface {
 	RecordClaim(ctx context.Context, a *Attempt[J]) error                           // after a won plain claim; nil without a ClaimRecorder
 	ClaimLease(ctx context.Context, a *Leased[J]) (Outcome, error)                  // a lease claim
 	LeaseAnswered(ctx context.Context, a *Leased[J], out Outcome)                   // emits a lease claim's event
-	Heartbeat(ctx context.Context, a *Leased[J], lease time.Duration) (bool, error) // make a's lease end lease from the store's now
+	Heartbeat(ctx context.Context, a *Leased[J], lease time.Duration) (bool, error) // make a's lease end lease from the store's now, at once
+	Renew(ctx context.Context, a *Leased[J]) (bool, error)                          // a periodic heartbeat of a.Lease; may wait BatchWindow to go with others
 	LostCause(ctx context.Context, a *Leased[J]) error                              // why a heartbeat answered false: ErrReplaced or ErrLeaseLost
 	Release(ctx context.Context, a *Attempt[J]) error                               // hand the lease over
 	Finish(ctx context.Context, a *Attempt[J], st Status) (bool, error)             // RunStore.Finish
