@@ -89,6 +89,15 @@ func As[T any](b Backend) (T, bool) {
 // chain. A wrapper whose RunStore wraps the inner RunStore follows the same
 // rule for [ResultFinisher] and [Watcher]. Unwrap must not return the
 // wrapper itself.
+//
+// A wrapper that embeds the concrete backend or RunStore it wraps (a
+// struct field of type *membackend.Backend, say) inherits its batch
+// methods — ClaimBatch, ClaimRuns, Heartbeats, SaveResults,
+// FinishResults — and the scheduler calls those for claims, heartbeats
+// and results of runs due or ending together. A wrapper that overrides a
+// single call (SaveResult, Heartbeat …) to see or change it must override
+// its batch too; embedding the interface (anarchon.Backend,
+// anarchon.RunStore) instead inherits no batch method.
 type Wrapper interface {
 	Unwrap() Backend
 }

@@ -118,6 +118,13 @@ func (r countedRuns) FinishResult(ctx context.Context, in anarchon.SaveResultInp
 	return r.RunStore.FinishResult(ctx, in)
 }
 
+// FinishResults counts each run it finishes as a FinishResult: the
+// batch is the same ability, called for runs that end together.
+func (r countedRuns) FinishResults(ctx context.Context, in []anarchon.SaveResultInput) ([]anarchon.HeldAnswer, error) {
+	r.c.finishResult.Add(int32(len(in)))
+	return r.RunStore.FinishResults(ctx, in)
+}
+
 func (r countedRuns) WatchRuns(ctx context.Context) (<-chan anarchon.RunEvent, error) {
 	r.c.watch.Add(1)
 	return r.RunStore.WatchRuns(ctx)

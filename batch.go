@@ -68,10 +68,37 @@ type HeartbeatBatcher interface {
 	Heartbeats(ctx context.Context, in []HeartbeatInput) (out []HeldAnswer, err error)
 }
 
-// HeldAnswer is one run's answer in [HeartbeatBatcher.Heartbeats]: Held
-// and Err are what the single call would have returned (true: the token
-// still holds the run).
+// HeldAnswer is one run's answer in [HeartbeatBatcher.Heartbeats] and
+// [FinishBatcher.FinishResults]: Held and Err are what the single call
+// would have returned (true: the token still held the run).
 type HeldAnswer struct {
 	Held bool
 	Err  error
+}
+
+// ResultBatcher is an optional Backend ability: many results in one call,
+// so that the runs of a burst, which end together, cost one round trip
+// per batch to record. SaveResults stores in[i] exactly as
+// SaveResult(ctx, in[i]) would have alone and answers its error in
+// errs[i]: independent entries, len(errs) == len(in), and a non-nil err
+// only when nothing is known of any entry (the caller then retries them
+// as failed single calls; SaveResult is idempotent per token).
+//
+// The scheduler sends through it the results of plain runs as their
+// handlers end, gathered within [BatchWindow], at most
+// [Options.BatchSize] a call; other records (settled slots, retries,
+// hand-overs) go alone through SaveResult.
+type ResultBatcher interface {
+	SaveResults(ctx context.Context, in []SaveResultInput) (errs []error, err error)
+}
+
+// FinishBatcher is an optional [RunStore] ability, next to
+// [ResultFinisher]: many FinishResult calls in one. FinishResults answers
+// in[i] with out[i] exactly as FinishResult(ctx, in[i]) would have
+// answered alone (Held: the token still held the run), with the rules of
+// [ResultBatcher]. The scheduler sends through it the finishes of leased
+// runs whose handlers end within [BatchWindow] of each other; it uses it
+// only when the RunStore is a ResultFinisher too.
+type FinishBatcher interface {
+	FinishResults(ctx context.Context, in []SaveResultInput) (out []HeldAnswer, err error)
 }

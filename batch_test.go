@@ -22,6 +22,8 @@ type countStore struct {
 	runClaims, runBatches atomic.Int64 // RunStore.Claim, ClaimRuns
 	beats, beatBatches    atomic.Int64 // Heartbeat, Heartbeats
 	beatsBatched          atomic.Int64 // heartbeats sent in Heartbeats
+	saves, saveBatches    atomic.Int64 // SaveResult, SaveResults
+	finishes, finBatches  atomic.Int64 // FinishResult, FinishResults
 	sizes                 sync.Map     // batch size -> count, of both kinds
 }
 
@@ -61,6 +63,26 @@ func (r countRuns) ClaimRuns(ctx context.Context, in []anarchon.RunClaim) ([]ana
 	r.c.runBatches.Add(1)
 	r.c.size(len(in))
 	return r.RunStore.ClaimRuns(ctx, in)
+}
+
+func (c *countStore) SaveResult(ctx context.Context, in anarchon.SaveResultInput) error {
+	c.saves.Add(1)
+	return c.Backend.SaveResult(ctx, in)
+}
+
+func (c *countStore) SaveResults(ctx context.Context, in []anarchon.SaveResultInput) ([]error, error) {
+	c.saveBatches.Add(1)
+	return c.Backend.SaveResults(ctx, in)
+}
+
+func (r countRuns) FinishResult(ctx context.Context, in anarchon.SaveResultInput) (bool, error) {
+	r.c.finishes.Add(1)
+	return r.RunStore.FinishResult(ctx, in)
+}
+
+func (r countRuns) FinishResults(ctx context.Context, in []anarchon.SaveResultInput) ([]anarchon.HeldAnswer, error) {
+	r.c.finBatches.Add(1)
+	return r.RunStore.FinishResults(ctx, in)
 }
 
 func (r countRuns) Heartbeat(ctx context.Context, in anarchon.HeartbeatInput) (bool, error) {
@@ -146,6 +168,15 @@ func TestBurstClaimsInBatches(t *testing.T) {
 					}
 					if batches != tc.wantBatch || firsts != 0 {
 						t.Errorf("scheduler %d: %d batches and %d single claims for %d slots due at once, want %d and 0", i, batches, firsts, tc.k, tc.wantBatch)
+					}
+					// The no-op handlers end together: their results go
+					// in batches too, never one call per run.
+					singles, batched := c.saves.Load(), c.saveBatches.Load()
+					if tc.leased {
+						singles, batched = c.finishes.Load(), c.finBatches.Load()
+					}
+					if singles != 0 || batched > 2*tc.wantBatch {
+						t.Errorf("scheduler %d: results in %d single calls and %d batches, want none single and at most %d batches", i, singles, batched, 2*tc.wantBatch)
 					}
 					c.sizes.Range(func(k, v any) bool {
 						size := tc.size

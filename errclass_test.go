@@ -27,6 +27,17 @@ func (f failingResults) SaveResult(context.Context, anarchon.SaveResultInput) er
 	return f.err
 }
 
+// SaveResults fails each result as SaveResult does (the wrapper must
+// override the batch too, or the embedded store's would save them).
+func (f failingResults) SaveResults(_ context.Context, in []anarchon.SaveResultInput) ([]error, error) {
+	errs := make([]error, len(in))
+	for i := range in {
+		f.calls.Add(1)
+		errs[i] = f.err
+	}
+	return errs, nil
+}
+
 func (f failingResults) Runs() anarchon.RunStore {
 	return failingFinish{f.Backend.Runs().(*membackend.RunStore), f}
 }
@@ -39,6 +50,15 @@ type failingFinish struct {
 func (r failingFinish) FinishResult(context.Context, anarchon.SaveResultInput) (bool, error) {
 	r.f.calls.Add(1)
 	return false, r.f.err
+}
+
+func (r failingFinish) FinishResults(_ context.Context, in []anarchon.SaveResultInput) ([]anarchon.HeldAnswer, error) {
+	out := make([]anarchon.HeldAnswer, len(in))
+	for i := range in {
+		r.f.calls.Add(1)
+		out[i].Err = r.f.err
+	}
+	return out, nil
 }
 
 // A result the store refuses for good is not retried, and Stop does not

@@ -239,14 +239,40 @@ func (h host) result(a *attempt, r *runner.Result) SaveResultInput {
 	}
 }
 
+// FinishResult finishes a leased run at its handler's end, in a
+// FinishBatcher call with the others ending within BatchWindow where the
+// store has one.
 func (h host) FinishResult(ctx context.Context, a *attempt, r *runner.Result) error {
-	_, err := h.s.finisher.FinishResult(ctx, h.result(a, r))
+	var err error
+	if h.s.finishes == nil {
+		_, err = h.s.finisher.FinishResult(ctx, h.result(a, r))
+	} else {
+		var ans HeldAnswer
+		if ans, err = h.s.finishes.Do(ctx, h.result(a, r)); err == nil {
+			err = ans.Err
+		}
+	}
 	h.stored(ctx, a, r, err)
 	return err
 }
 
 func (h host) SaveResult(ctx context.Context, a *attempt, r *runner.Result) error {
 	err := h.s.backend.SaveResult(ctx, h.result(a, r))
+	h.stored(ctx, a, r, err)
+	return err
+}
+
+// SaveEnd saves a plain run's result at its handler's end, in a
+// ResultBatcher call with the others ending within BatchWindow where the
+// store has one.
+func (h host) SaveEnd(ctx context.Context, a *attempt, r *runner.Result) error {
+	if h.s.results == nil {
+		return h.SaveResult(ctx, a, r)
+	}
+	saveErr, err := h.s.results.Do(ctx, h.result(a, r))
+	if err == nil {
+		err = saveErr
+	}
 	h.stored(ctx, a, r, err)
 	return err
 }

@@ -131,13 +131,17 @@ type Scheduler struct {
 	runBatcher RunBatchClaimer // nil without lease claims in batches
 	// beats gathers heartbeats into HeartbeatBatcher calls; nil without
 	// that ability or with BatchSize 1.
-	beats   *coalesce.Batcher[HeartbeatInput, HeldAnswer]
-	control JobControl // nil without job control
-	opts    Options
-	clock   Clock
-	log     *slog.Logger
-	offset  atomic.Int64 // store clock minus local clock, ns
-	syncMu  sync.Mutex   // held while the offset is measured
+	beats *coalesce.Batcher[HeartbeatInput, HeldAnswer]
+	// results and finishes gather the results of runs ending together
+	// into ResultBatcher and FinishBatcher calls; nil as beats is.
+	results  *coalesce.Batcher[SaveResultInput, error]
+	finishes *coalesce.Batcher[SaveResultInput, HeldAnswer]
+	control  JobControl // nil without job control
+	opts     Options
+	clock    Clock
+	log      *slog.Logger
+	offset   atomic.Int64 // store clock minus local clock, ns
+	syncMu   sync.Mutex   // held while the offset is measured
 
 	cmu    sync.Mutex // serialises Start and the job-set changes (Add, Remove, Update) that do I/O
 	mu     sync.Mutex
@@ -204,6 +208,9 @@ func (s *Scheduler) findAbilities() {
 	if lb, ok := As[LeaseBackend](b); ok {
 		s.runs = lb.Runs()
 	}
+	if rb, ok := As[ResultBatcher](b); ok && s.opts.BatchSize > 1 {
+		s.results = &coalesce.Batcher[SaveResultInput, error]{Send: rb.SaveResults, Window: BatchWindow, Max: s.opts.BatchSize}
+	}
 	if s.runs == nil && s.tstore == nil {
 		return
 	}
@@ -219,6 +226,9 @@ func (s *Scheduler) findAbilities() {
 	if s.runs != nil {
 		s.finisher, _ = As[ResultFinisher](b)
 		s.replacer, _ = As[Replacer](b)
+		if fb, ok := As[FinishBatcher](b); ok && s.finisher != nil && s.opts.BatchSize > 1 {
+			s.finishes = &coalesce.Batcher[SaveResultInput, HeldAnswer]{Send: fb.FinishResults, Window: BatchWindow, Max: s.opts.BatchSize}
+		}
 	}
 }
 

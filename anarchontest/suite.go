@@ -150,6 +150,8 @@ func Run(t *testing.T, h Harness) {
 		batch:    hasAbility[anarchon.BatchClaimer](probe[0]),
 		runBatch: hasAbility[anarchon.RunBatchClaimer](probe[0]),
 		beats:    hasAbility[anarchon.HeartbeatBatcher](probe[0]),
+		results:  hasAbility[anarchon.ResultBatcher](probe[0]),
+		finishes: hasAbility[anarchon.FinishBatcher](probe[0]),
 	}
 	_ = probe[0].Close(t.Context())
 
@@ -190,6 +192,18 @@ func Run(t *testing.T, h Harness) {
 		}
 		testHeartbeatBatch(t, h)
 	})
+	t.Run("ResultBatch", func(t *testing.T) {
+		if !has.results {
+			t.Skip("backend has no anarchon.ResultBatcher")
+		}
+		testResultBatch(t, h)
+	})
+	t.Run("FinishBatch", func(t *testing.T) {
+		if !hasLeases || !has.finishes {
+			t.Skip("backend has no anarchon.FinishBatcher")
+		}
+		testFinishBatch(t, h)
+	})
 	t.Run("Registry", func(t *testing.T) {
 		if !has.registry {
 			t.Skip("backend has no anarchon.InstanceRegistry")
@@ -215,6 +229,7 @@ func Run(t *testing.T, h Harness) {
 type abilities struct {
 	registry, control, triggers, watcher bool
 	batch, runBatch, beats               bool
+	results, finishes                    bool
 }
 
 // hasAbility reports whether b has ability T, found with anarchon.As.

@@ -10,6 +10,8 @@ var (
 	_ anarchon.BatchClaimer     = (*Backend)(nil)
 	_ anarchon.RunBatchClaimer  = (*RunStore)(nil)
 	_ anarchon.HeartbeatBatcher = (*RunStore)(nil)
+	_ anarchon.ResultBatcher    = (*Backend)(nil)
+	_ anarchon.FinishBatcher    = (*RunStore)(nil)
 )
 
 // ClaimBatch implements [anarchon.BatchClaimer]: it answers each claim of
@@ -73,6 +75,47 @@ func (s *RunStore) Heartbeats(ctx context.Context, in []anarchon.HeartbeatInput)
 	for i := range in {
 		if out[i].Err == nil {
 			out[i].Held, out[i].Err = b.heartbeat(in[i])
+		}
+	}
+	return out, nil
+}
+
+// SaveResults implements [anarchon.ResultBatcher]: it stores each result
+// of in as [Backend.SaveResult] would, in order, under one hold of the
+// store's mutex. The fault hook is called once per result as
+// "SaveResult" (its error is that result's), then once as "SaveResults"
+// (its error fails the batch).
+func (b *Backend) SaveResults(ctx context.Context, in []anarchon.SaveResultInput) ([]error, error) {
+	out := make([]error, len(in))
+	b.faults("SaveResult", len(in), func(i int, err error) { out[i] = err })
+	if err := b.op("SaveResults"); err != nil {
+		return nil, err
+	}
+	defer b.mu.Unlock()
+	for i := range in {
+		if out[i] == nil {
+			out[i] = b.saveResult(in[i])
+		}
+	}
+	return out, nil
+}
+
+// FinishResults implements [anarchon.FinishBatcher]: it finishes each run
+// of in as [RunStore.FinishResult] would, in order, under one hold of the
+// store's mutex. The fault hook is called once per run as "FinishResult"
+// (its error is that run's Err), then once as "FinishResults" (its error
+// fails the batch).
+func (s *RunStore) FinishResults(ctx context.Context, in []anarchon.SaveResultInput) ([]anarchon.HeldAnswer, error) {
+	b := s.b
+	out := make([]anarchon.HeldAnswer, len(in))
+	b.faults("FinishResult", len(in), func(i int, err error) { out[i].Err = err })
+	if err := b.op("FinishResults"); err != nil {
+		return nil, err
+	}
+	defer b.mu.Unlock()
+	for i := range in {
+		if out[i].Err == nil {
+			out[i].Held, out[i].Err = b.finishResult(in[i])
 		}
 	}
 	return out, nil

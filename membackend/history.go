@@ -170,11 +170,16 @@ func tokenOf(e *entry) string {
 // doc). It fails on an empty job name or a negative historyTTL, and after
 // Close.
 func (b *Backend) SaveResult(ctx context.Context, in anarchon.SaveResultInput) error {
-	job, r, historySize, historyTTL := in.Job, in.Result, in.HistorySize, in.HistoryTTL
 	if err := b.op("SaveResult"); err != nil {
 		return err
 	}
 	defer b.mu.Unlock()
+	return b.saveResult(in)
+}
+
+// saveResult stores one result. Caller holds b.mu.
+func (b *Backend) saveResult(in anarchon.SaveResultInput) error {
+	job, r, historySize, historyTTL := in.Job, in.Result, in.HistorySize, in.HistoryTTL
 	if job == "" {
 		return permanentf("%w (SaveResult)", errEmptyJob)
 	}

@@ -277,12 +277,17 @@ func (b *Backend) finishLocked(job string, slot int64, token string, status anar
 // It fails on an empty job, token or status, a negative history TTL, and
 // after Close.
 func (s *RunStore) FinishResult(ctx context.Context, in anarchon.SaveResultInput) (bool, error) {
-	job, r, historySize, historyTTL := in.Job, in.Result, in.HistorySize, in.HistoryTTL
 	b := s.b
 	if err := b.op("FinishResult"); err != nil {
 		return false, err
 	}
 	defer b.mu.Unlock()
+	return b.finishResult(in)
+}
+
+// finishResult finishes one run and stores its result. Caller holds b.mu.
+func (b *Backend) finishResult(in anarchon.SaveResultInput) (bool, error) {
+	job, r, historySize, historyTTL := in.Job, in.Result, in.HistorySize, in.HistoryTTL
 	switch {
 	case job == "":
 		return false, permanentf("%w (FinishResult)", errEmptyJob)

@@ -97,7 +97,7 @@ func (a *Attempt[J]) Run(ctx context.Context) {
 	if !a.end() {
 		return // Stop recorded the run when it interrupted it
 	}
-	a.save(&a.result)
+	a.saveEnd(&a.result)
 }
 
 // claimPlain claims a's slot and, on a win, records the claim. It reports

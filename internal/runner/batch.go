@@ -127,7 +127,7 @@ func (a *Attempt[J]) runClaimed(ctx context.Context) {
 	if !a.end() {
 		return // Stop recorded the run when it interrupted it
 	}
-	a.save(&a.result)
+	a.saveEnd(&a.result)
 }
 
 // FireLeased is FirePlain for leased attempts: their first claims go in

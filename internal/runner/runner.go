@@ -88,6 +88,7 @@ type Host[J any] interface {
 	CanFinishResult() bool                                                          // FinishResult exists
 	FinishResult(ctx context.Context, a *Attempt[J], r *Result) error               // RunStore's one-call finish
 	SaveResult(ctx context.Context, a *Attempt[J], r *Result) error                 // Backend.SaveResult of slot a.Slot
+	SaveEnd(ctx context.Context, a *Attempt[J], r *Result) error                    // SaveResult at a plain run's end; may wait BatchWindow to go with others
 
 	Execute(ctx context.Context, a *Attempt[J]) Result                   // run the handler; emits its event
 	Missed(ctx context.Context, a *Attempt[J], late time.Duration)       // a plain slot too late to claim
@@ -211,11 +212,16 @@ func (r *Runner[J]) permanent(err error) bool {
 }
 
 // save stores res for a's slot, retrying.
-func (a *Attempt[J]) save(res *Result) {
-	r := a.r
-	ctx, cancel := r.storeCtx()
+func (a *Attempt[J]) save(res *Result) { a.store(res, a.r.host.SaveResult) }
+
+// saveEnd is save for the result of a plain run at its handler's end,
+// which the host may send with the results of other runs ending together.
+func (a *Attempt[J]) saveEnd(res *Result) { a.store(res, a.r.host.SaveEnd) }
+
+func (a *Attempt[J]) store(res *Result, save func(context.Context, *Attempt[J], *Result) error) {
+	ctx, cancel := a.r.storeCtx()
 	defer cancel()
-	a.retry(ctx, "SaveResult", func() error { return r.host.SaveResult(ctx, a, res) })
+	a.retry(ctx, "SaveResult", func() error { return save(ctx, a, res) })
 }
 
 // sleepCtx waits d or until ctx ends; it reports whether d passed.
