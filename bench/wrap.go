@@ -22,12 +22,18 @@ const (
 	OpFinish
 	OpFinishResult
 	OpRelease
+	OpClaimBatch    // one BatchClaimer call, of any size
+	OpClaimRuns     // one RunBatchClaimer call
+	OpHeartbeats    // one HeartbeatBatcher call
+	OpSaveResults   // one ResultBatcher call
+	OpFinishResults // one FinishBatcher call
 	OpServerTime
 	OpOther
 	numOps
 )
 
-var opNames = [numOps]string{"Claim", "RecordClaim", "SaveResult", "RunStore.Claim", "Heartbeat", "Finish", "FinishResult", "Release", "ServerTime", "other"}
+var opNames = [numOps]string{"Claim", "RecordClaim", "SaveResult", "RunStore.Claim", "Heartbeat", "Finish", "FinishResult", "Release",
+	"ClaimBatch", "ClaimRuns", "Heartbeats", "SaveResults", "FinishResults", "ServerTime", "other"}
 
 // String returns the method name, e.g. "RunStore.Claim".
 func (o Op) String() string {
@@ -49,6 +55,12 @@ var ErrCrashed = errors.New("bench: instance crashed")
 // JobChecker, LeaseBackend, ServerClock, the RunStore's ResultFinisher)
 // and, unless hidden, Watcher: hiding the Watcher makes the scheduler
 // poll, as with a store that cannot push events. Unwrap exposes the rest.
+//
+// It also implements every batch ability (ClaimBatch, ClaimRuns,
+// Heartbeats, SaveResults, FinishResults), so that a crash stops batched
+// calls too and each batch is counted as one call: to the wrapped store's
+// batch where it has one, else as the single calls one after the other
+// (counted as singles).
 type Wrapped struct {
 	inner   anarchon.Backend
 	runs    anarchon.RunStore // the wrapped run store, nil without leases
@@ -306,4 +318,105 @@ func (r finishingRuns) FinishResult(ctx context.Context, in anarchon.SaveResultI
 		return false, err
 	}
 	return r.f.FinishResult(ctx, in)
+}
+
+// ClaimBatch forwards to the inner BatchClaimer and counts OpClaimBatch;
+// without one it claims each slot with Claim.
+func (w *Wrapped) ClaimBatch(ctx context.Context, in []anarchon.ClaimInput) ([]anarchon.ClaimAnswer, error) {
+	bc, ok := anarchon.As[anarchon.BatchClaimer](w.inner)
+	if !ok {
+		out := make([]anarchon.ClaimAnswer, len(in))
+		for i := range in {
+			out[i].Won, out[i].Err = w.Claim(ctx, in[i])
+		}
+		return out, nil
+	}
+	if err := w.count(OpClaimBatch); err != nil {
+		return nil, err
+	}
+	return bc.ClaimBatch(ctx, in)
+}
+
+// SaveResults forwards to the inner ResultBatcher and counts
+// OpSaveResults; without one it saves each result with SaveResult.
+func (w *Wrapped) SaveResults(ctx context.Context, in []anarchon.SaveResultInput) ([]error, error) {
+	rb, ok := anarchon.As[anarchon.ResultBatcher](w.inner)
+	if !ok {
+		errs := make([]error, len(in))
+		for i := range in {
+			errs[i] = w.SaveResult(ctx, in[i])
+		}
+		return errs, nil
+	}
+	if err := w.count(OpSaveResults); err != nil {
+		return nil, err
+	}
+	return rb.SaveResults(ctx, in)
+}
+
+// ClaimRuns forwards to the inner RunBatchClaimer and counts
+// OpClaimRuns; without one it claims each slot with Claim.
+func (r *countingRuns) ClaimRuns(ctx context.Context, in []anarchon.RunClaim) ([]anarchon.RunClaimAnswer, error) {
+	bc, ok := r.inner.(anarchon.RunBatchClaimer)
+	if !ok {
+		out := make([]anarchon.RunClaimAnswer, len(in))
+		for i := range in {
+			out[i].Outcome, out[i].Err = r.Claim(ctx, in[i])
+		}
+		return out, nil
+	}
+	if err := r.w.count(OpClaimRuns); err != nil {
+		return nil, err
+	}
+	out, err := bc.ClaimRuns(ctx, in)
+	for _, a := range out {
+		if a.Err == nil && a.Outcome.Kind == anarchon.OutcomeRunning {
+			r.w.standing.Add(1)
+		}
+	}
+	return out, err
+}
+
+// Heartbeats forwards to the inner HeartbeatBatcher and counts
+// OpHeartbeats; without one it renews each lease with Heartbeat.
+func (r *countingRuns) Heartbeats(ctx context.Context, in []anarchon.HeartbeatInput) ([]anarchon.HeldAnswer, error) {
+	hb, ok := r.inner.(anarchon.HeartbeatBatcher)
+	if !ok {
+		out := make([]anarchon.HeldAnswer, len(in))
+		for i := range in {
+			out[i].Held, out[i].Err = r.Heartbeat(ctx, in[i])
+		}
+		return out, nil
+	}
+	if err := r.w.count(OpHeartbeats); err != nil {
+		return nil, err
+	}
+	sent := time.Now()
+	out, err := hb.Heartbeats(ctx, in)
+	for _, a := range out {
+		if a.Held && a.Err == nil {
+			r.w.lastBeat.Store(sent.UnixNano())
+			break
+		}
+	}
+	return out, err
+}
+
+// FinishResults forwards to the inner FinishBatcher and counts
+// OpFinishResults. The scheduler calls it only on a ResultFinisher
+// (finishingRuns); without the batch it finishes each run with
+// FinishResult.
+func (r finishingRuns) FinishResults(ctx context.Context, in []anarchon.SaveResultInput) ([]anarchon.HeldAnswer, error) {
+	fb, ok := r.inner.(anarchon.FinishBatcher)
+	if !ok {
+		out := make([]anarchon.HeldAnswer, len(in))
+		for i := range in {
+			out[i].Held, out[i].Err = r.FinishResult(ctx, in[i])
+		}
+		return out, nil
+	}
+	if err := r.w.count(OpFinishResults); err != nil {
+		return nil, err
+	}
+	return fb.FinishResults(ctx, in)
 }
