@@ -70,9 +70,11 @@
 // live, [OverlapLimit] while N are, and [OverlapReplace] cancels the
 // running one (cause [ErrReplaced]) before the new slot runs; [CatchUp]
 // recovers slots missed while every instance was down; Stop hands running
-// jobs over to a backup. [Run.Attempt] is a fencing number as long as the
-// store keeps what it acknowledged (not across a failover that lost
-// claims: SPEC §6, "Stores that forget"). With a [Watcher] backups wake as
+// jobs over to a backup. [Run.Attempt] is a fencing number per slot, and
+// [Run.Fence] one per job (larger for every later holder of any slot),
+// as long as the store keeps what it acknowledged (not across a failover
+// that lost claims: SPEC §6, "Fencing" and "Stores that forget"). With a
+// [Watcher] backups wake as
 // soon as a lease is released, and ask again only when the lease they were
 // told of ends; otherwise (or while the watch is broken) they poll every
 // [Options.PollInterval]. Jobs use leases by default on such
@@ -84,6 +86,16 @@
 // an error not worth retrying with [Permanent]); [Scheduler.Backfill] runs
 // the unrun slots of a past range once across the cluster. A one-off job
 // ([Scheduler.At]) runs once at its time, on any backend.
+//
+// # Bursts
+//
+// Jobs that share an instant (every "0 * * * *" job fires at the top of
+// the hour) are claimed together: the scheduler gathers the slots due
+// within [BatchWindow] and sends their claims, and later their heartbeats
+// and results, in batches of up to [Options.BatchSize] to a store that
+// takes batches ([BatchClaimer], [RunBatchClaimer], [HeartbeatBatcher],
+// [ResultBatcher], [FinishBatcher]). A batch changes the cost, never an
+// answer (SPEC §4, "Batches"); BENCHMARKS.md measures what it saves.
 //
 // # Clocks
 //
