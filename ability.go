@@ -49,12 +49,18 @@ type ServerClock interface {
 // backend b wraps (Unwrap() Backend, see [Wrapper]), and so on down the chain. It
 // returns the first match and true, or the zero T and false.
 //
-// The scheduler finds every optional ability through As and nothing else,
-// so a wrapping backend (metrics, tracing) does not hide what the wrapped
-// one can do. A wrapper that must see the calls of an ability implements
-// it itself; an ability it does not implement is found on the wrapped
-// backend and called there directly, as [net/http.ResponseController]
-// does with response writers.
+// The scheduler finds every optional ability through As, so a wrapping
+// backend (metrics, tracing) does not hide what the wrapped one can do. A
+// wrapper that must see the calls of an ability implements it itself; an
+// ability it does not implement is found on the wrapped backend and
+// called there directly, as [net/http.ResponseController] does with
+// response writers. The batch abilities ([BatchClaimer],
+// [RunBatchClaimer], [HeartbeatBatcher], [ResultBatcher],
+// [FinishBatcher]) are the exception: the scheduler uses one only on the
+// value it sends the single calls to (the backend it was given, the
+// RunStore of the first [LeaseBackend] As finds, the [ResultFinisher]),
+// never through Unwrap, so that a batch of the wrapped store does not
+// bypass a wrapper's Claim, Heartbeat or SaveResult.
 func As[T any](b Backend) (T, bool) {
 	for b != nil {
 		if lb, ok := b.(LeaseBackend); ok {
@@ -90,14 +96,15 @@ func As[T any](b Backend) (T, bool) {
 // rule for [ResultFinisher] and [Watcher]. Unwrap must not return the
 // wrapper itself.
 //
-// A wrapper that embeds the concrete backend or RunStore it wraps (a
-// struct field of type *membackend.Backend, say) inherits its batch
-// methods — ClaimBatch, ClaimRuns, Heartbeats, SaveResults,
-// FinishResults — and the scheduler calls those for claims, heartbeats
-// and results of runs due or ending together. A wrapper that overrides a
-// single call (SaveResult, Heartbeat …) to see or change it must override
-// its batch too; embedding the interface (anarchon.Backend,
-// anarchon.RunStore) instead inherits no batch method.
+// Batches are not found through Unwrap (see [As]): a wrapper gets them
+// only by implementing them. One that embeds the concrete backend or
+// RunStore it wraps (a struct field of type *membackend.Backend, say)
+// does implement them — ClaimBatch, ClaimRuns, Heartbeats, SaveResults,
+// FinishResults are promoted — and the scheduler calls those for claims,
+// heartbeats and results of runs due or ending together: such a wrapper
+// that overrides a single call (SaveResult, Heartbeat …) to see or change
+// it must override its batch too. Embedding the interface
+// (anarchon.Backend, anarchon.RunStore) inherits no batch method.
 type Wrapper interface {
 	Unwrap() Backend
 }

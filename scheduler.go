@@ -197,7 +197,11 @@ func New(backend Backend, opts *Options) *Scheduler {
 
 // findAbilities looks up the backend's optional interfaces once, through
 // As, so that wrappers expose what they wrap and the run path pays no
-// lookup per slot.
+// lookup per slot. A batch ability is the exception: it is used only on
+// the very value that takes the single calls it batches (the backend, its
+// RunStore, the ResultFinisher), never found through Unwrap, so that a
+// wrapper that sees or changes the single calls (Claim, Heartbeat,
+// SaveResult …) is not bypassed by a batch of the store it wraps.
 func (s *Scheduler) findAbilities() {
 	b := s.backend
 	s.recorder, _ = As[ClaimRecorder](b)
@@ -208,7 +212,9 @@ func (s *Scheduler) findAbilities() {
 	if lb, ok := As[LeaseBackend](b); ok {
 		s.runs = lb.Runs()
 	}
-	if rb, ok := As[ResultBatcher](b); ok && s.opts.BatchSize > 1 {
+	batches := s.opts.BatchSize > 1
+	s.batcher, _ = b.(BatchClaimer)
+	if rb, ok := b.(ResultBatcher); ok && batches {
 		s.results = &coalesce.Batcher[SaveResultInput, error]{Send: rb.SaveResults, Window: BatchWindow, Max: s.opts.BatchSize}
 	}
 	if s.runs == nil && s.tstore == nil {
@@ -216,19 +222,17 @@ func (s *Scheduler) findAbilities() {
 	}
 	// The watch wakes backups (leases) and trigger requests.
 	s.watcher, _ = As[Watcher](b)
-	s.batcher, _ = As[BatchClaimer](b)
-	if s.runs != nil {
-		s.runBatcher, _ = As[RunBatchClaimer](b)
-		if hb, ok := As[HeartbeatBatcher](b); ok && s.opts.BatchSize > 1 {
-			s.beats = &coalesce.Batcher[HeartbeatInput, HeldAnswer]{Send: hb.Heartbeats, Window: BatchWindow, Max: s.opts.BatchSize}
-		}
+	if s.runs == nil {
+		return
 	}
-	if s.runs != nil {
-		s.finisher, _ = As[ResultFinisher](b)
-		s.replacer, _ = As[Replacer](b)
-		if fb, ok := As[FinishBatcher](b); ok && s.finisher != nil && s.opts.BatchSize > 1 {
-			s.finishes = &coalesce.Batcher[SaveResultInput, HeldAnswer]{Send: fb.FinishResults, Window: BatchWindow, Max: s.opts.BatchSize}
-		}
+	s.runBatcher, _ = s.runs.(RunBatchClaimer)
+	if hb, ok := s.runs.(HeartbeatBatcher); ok && batches {
+		s.beats = &coalesce.Batcher[HeartbeatInput, HeldAnswer]{Send: hb.Heartbeats, Window: BatchWindow, Max: s.opts.BatchSize}
+	}
+	s.finisher, _ = As[ResultFinisher](b)
+	s.replacer, _ = As[Replacer](b)
+	if fb, ok := s.finisher.(FinishBatcher); ok && batches {
+		s.finishes = &coalesce.Batcher[SaveResultInput, HeldAnswer]{Send: fb.FinishResults, Window: BatchWindow, Max: s.opts.BatchSize}
 	}
 }
 

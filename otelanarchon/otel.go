@@ -14,6 +14,7 @@
 //	anarchon.slot          the slot, RFC 3339 with milliseconds, UTC
 //	anarchon.instance      the instance that claimed or ran
 //	anarchon.attempt       the attempt (claim: the one the answer names)
+//	anarchon.fence         run of a lease: its fencing token (Run.Fence), when the store gives one
 //	anarchon.outcome       claim: won, lost, running, done, overlap, none, late, manual;
 //	                       run: success or error
 //	anarchon.lateness_s    claim: store clock at the send minus the slot;
@@ -62,6 +63,7 @@ const (
 	KeySlot     = attribute.Key("anarchon.slot")
 	KeyInstance = attribute.Key("anarchon.instance")
 	KeyAttempt  = attribute.Key("anarchon.attempt")
+	KeyFence    = attribute.Key("anarchon.fence")
 	KeyOutcome  = attribute.Key("anarchon.outcome")
 	KeyLateness = attribute.Key("anarchon.lateness_s")
 	KeyLeased   = attribute.Key("anarchon.leased")
@@ -220,6 +222,10 @@ func (c *claimSpan) StartRun(ctx context.Context, run *anarchon.Run) (context.Co
 		KeyJob.String(run.Job), slotAttr(run.Slot), KeyInstance.String(run.InstanceID),
 		KeyAttempt.Int(run.Attempt), KeyManual.Bool(run.Manual),
 	))
+	if run.Fence > 0 {
+		// An int64 attribute: a store's counter stays far below 2^63.
+		span.SetAttributes(KeyFence.Int64(int64(run.Fence)))
+	}
 	return ctx, runSpan{span}
 }
 

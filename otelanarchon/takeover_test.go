@@ -76,11 +76,13 @@ func TestTakeoverSpans(t *testing.T) {
 		}
 		want := slot.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 		var runs []string
+		var fences []int64
 		for _, s := range sr.Ended() {
 			a := attrs(s)
 			if s.Name() != "run job" || a[otelanarchon.KeySlot].AsString() != want {
 				continue
 			}
+			fences = append(fences, a[otelanarchon.KeyFence].AsInt64())
 			c := attrs(byID[s.Parent().SpanID()])
 			runs = append(runs, fmt.Sprintf("attempt %d on %s: %s, under claim %s attempt %d by %s",
 				a[otelanarchon.KeyAttempt].AsInt64(), a[otelanarchon.KeyInstance].AsString(), a[otelanarchon.KeyOutcome].AsString(),
@@ -88,6 +90,9 @@ func TestTakeoverSpans(t *testing.T) {
 		}
 		if len(runs) != 2 {
 			t.Fatalf("runs of slot %s: %q, want the holder's and one backup's", want, runs)
+		}
+		if fences[0] <= 0 || fences[1] <= fences[0] {
+			t.Errorf("fences of the two runs %v, want the backup's above the holder's", fences)
 		}
 		if runs[0] != "attempt 1 on holder: error, under claim won attempt 1 by holder" {
 			t.Errorf("first run: %s", runs[0])
