@@ -88,6 +88,8 @@ func testFenceSequence(t *testing.T, h Harness, s *store, job string, slot int64
 // winner per slot, and the winners' fences are all different and, in
 // each goroutine, larger than every fence that goroutine saw before
 // (its later claims started after its earlier ones were answered).
+// The slots go back from baseSlot, 1 s apart, so that however many
+// rounds a harness asks for none is ahead of the store's clock.
 func testFenceRace(t *testing.T, h Harness, runBatch bool) {
 	s := open(t, h, h.Handles)
 	job := jobName("fence-race")
@@ -113,7 +115,7 @@ func testFenceRace(t *testing.T, h Harness, runBatch bool) {
 				}
 				in := make([]anarchon.RunClaim, n)
 				for k := range in {
-					in[k] = rclaim(job, base+int64(r+k)*1000, token(), "r", longLease)
+					in[k] = rclaim(job, base-int64(r+k)*1000, token(), "r", longLease)
 				}
 				outs := make([]anarchon.ClaimOutcome, n)
 				if batcher != nil {
