@@ -90,7 +90,8 @@
 // "Stores that forget"). A claim that failed after its write was stored
 // (a timeout) answers an error and its fence is never handed out; the
 // next win's fence is larger anyway. The RunStore/Fence subtests of the
-// conformance suite pass against a real server.
+// conformance suite pass against a real server, and TestFenceIsRevision
+// checks that each kind of win answers the revision it wrote.
 //
 // Failover, as measured. What a server's failure costs was measured by
 // the failover drill (faults.TestNATSCluster): three nats-server v2.14.10
