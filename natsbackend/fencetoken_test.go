@@ -1,16 +1,18 @@
 package natsbackend_test
 
 import (
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/natsbackend"
 )
 
 // TestFenceIsRevision: the fence of each kind of win — a create, a
 // renewal by the same token, a takeover after a release, a create in a
-// ClaimRuns batch — is the revision of the run key the win wrote, as
+// ClaimRuns batch, on the fast path and through the KV API — is the revision of the run key the win wrote, as
 // the package doc says (SPEC §6, "Fencing"); nothing else writes the
 // bucket meanwhile, so the key's latest revision is that write.
 func TestFenceIsRevision(t *testing.T) {
@@ -55,9 +57,16 @@ func TestFenceIsRevision(t *testing.T) {
 	}
 	out, err = rs.Claim(ctx, claim(slot, "b"))
 	check("takeover", slot, out, err)
-	answers, err := rs.(anarchon.RunBatchClaimer).ClaimRuns(ctx, []anarchon.RunClaim{claim(slot+1000, "c")})
-	if err != nil || len(answers) != 1 {
-		t.Fatalf("ClaimRuns: %+v, %v", answers, err)
+	for i, kvAPI := range []bool{false, true} {
+		// The fast path's creates are stream publishes answered with
+		// their sequence; the other path's are KV updates.
+		restore := natsbackend.SetNoFastPath(kvAPI)
+		s := slot + int64(i+1)*1000
+		answers, err := rs.(anarchon.RunBatchClaimer).ClaimRuns(ctx, []anarchon.RunClaim{claim(s, "c"+strconv.Itoa(i))})
+		restore()
+		if err != nil || len(answers) != 1 {
+			t.Fatalf("ClaimRuns: %+v, %v", answers, err)
+		}
+		check(fmt.Sprintf("create in a batch (KV API %v)", kvAPI), s, answers[0].Outcome, answers[0].Err)
 	}
-	check("create in a batch", slot+1000, answers[0].Outcome, answers[0].Err)
 }
