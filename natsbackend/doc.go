@@ -71,6 +71,28 @@
 //     leader change compares times from two machines; keep the cluster's
 //     clocks synchronized (NTP) and leases well above their skew.
 //
+// Fencing (SPEC §6, "Fencing"): the fence of a won lease claim
+// ([anarchon.ClaimOutcome].Fence, Run.Fence) is the revision of the KV
+// write that won it — the Create of an absent run, or the compare-and-set
+// Update of a takeover or of a renewal by the same token. A revision is
+// the sequence number the bucket's stream gave that write, and every win
+// of every job of the bucket is a write to that one stream, so a win's
+// fence is larger than that of every win the stream stored before it (of
+// any job, so the fences of one job have gaps). It needs no write of its
+// own and is stored and replicated with the claim itself: it holds
+// exactly where the claims do. With R3 a write is acknowledged once a
+// majority has it and a new leader continues the stream's sequence, so
+// the fence keeps its order through the loss or freeze of one node. With
+// R1 a lost disk, a lost JetStream
+// directory, a deleted and recreated bucket, or an OS crash inside the
+// sync interval, take the stream's sequence back with the claims, and a
+// later holder can get a fence an earlier holder still carries (SPEC §6,
+// "Stores that forget"). A claim that failed after its write was stored
+// (a timeout) answers an error and its fence is never handed out; the
+// next win's fence is larger anyway. The RunStore/Fence subtests of the
+// conformance suite pass against a real server, and TestFenceIsRevision
+// checks that each kind of win answers the revision it wrote.
+//
 // Failover, as measured. What a server's failure costs was measured by
 // the failover drill (faults.TestNATSCluster): three nats-server v2.14.10
 // processes clustered on loopback, three instance processes, each with

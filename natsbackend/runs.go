@@ -139,7 +139,9 @@ func (b *Backend) runArgs(ctx context.Context, job string, token string) (handle
 // server's clock, answered from the cached sample when the decision is
 // clear outside its error bound and read from the server otherwise (see
 // serverAfter). The LeaseUntil of a won claim is read back from the
-// revision it wrote (see settleWin).
+// revision it wrote (see settleWin), and its Fence is that revision: a
+// sequence number of the bucket's stream, which every later win of any
+// job writes to after it (SPEC §6, "Fencing").
 //
 // The overlap check uses the per-job key "j.<job>", the list of slots
 // that may be running. A new run is created first, then added to the list
@@ -188,7 +190,9 @@ func (b *Backend) claimRun(ctx context.Context, c anarchon.RunClaim) (anarchon.C
 					}
 					return anarchon.ClaimOutcome{}, b.wrap("renew lease", err)
 				}
-				return anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: v.Attempt, Holder: v.Holder, LeaseUntil: b.leaseEnd(ctx, h, key, rev, lo, c.Lease)}, nil
+				// The renewal's write is a win too and takes its revision
+				// as the fence (SPEC §6, "Fencing").
+				return anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: v.Attempt, Holder: v.Holder, LeaseUntil: b.leaseEnd(ctx, h, key, rev, lo, c.Lease), Fence: rev}, nil
 			}
 			until := v.until(e)
 			expired, err := b.serverAfter(ctx, h, until.Add(-time.Nanosecond)) // now >= until
@@ -232,7 +236,7 @@ func (b *Backend) claimRun(ctx context.Context, c anarchon.RunClaim) (anarchon.C
 		if err != nil {
 			return anarchon.ClaimOutcome{}, err
 		}
-		return anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: nv.Attempt, Holder: c.InstanceID, LeaseUntil: until}, nil
+		return anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: nv.Attempt, Holder: c.InstanceID, LeaseUntil: until, Fence: rev}, nil
 	}
 	return anarchon.ClaimOutcome{}, fmt.Errorf("natsbackend: claim %s: %w", key, ErrContention)
 }
@@ -330,7 +334,7 @@ func (b *Backend) claimCreated(ctx context.Context, h handles, job, key string, 
 		}
 		return anarchon.ClaimOutcome{Kind: anarchon.OutcomeOverlap}, false, nil
 	}
-	return anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: 1, Holder: c.InstanceID, LeaseUntil: until}, false, nil
+	return anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: 1, Holder: c.InstanceID, LeaseUntil: until, Fence: rev}, false, nil
 }
 
 // settleWin completes a claim whose write of revision rev of key made the

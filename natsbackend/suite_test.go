@@ -35,7 +35,6 @@ func TestConformance(t *testing.T) {
 	url := natsURL(t)
 	var options sync.Map // *natsbackend.Backend -> its Options
 	anarchontest.Run(t, anarchontest.Harness{
-		NoFence: true, // the store gives no fences yet (ClaimOutcome.Fence)
 		New: func(t *testing.T, n int) []anarchon.Backend {
 			o := freshOptions(t, url)
 			out := make([]anarchon.Backend, n)

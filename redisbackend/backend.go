@@ -375,6 +375,7 @@ type jobKeys struct {
 	age     string // ZSET history members with a result, scored by the server time it was saved (ms)
 	ctl     string // STRING the job's control state (JSON, control.go), read by the claim scripts
 	trig    string // HASH trigger key -> trigger record (JSON, control.go)
+	fence   string // STRING the last fencing token a won lease claim took (INCR)
 }
 
 func (b *Backend) keys(job string) jobKeys {
@@ -388,6 +389,7 @@ func (b *Backend) keys(job string) jobKeys {
 		age:     tag + ":age",
 		ctl:     tag + ":ctl",
 		trig:    tag + ":trig",
+		fence:   tag + ":fence",
 	}
 }
 

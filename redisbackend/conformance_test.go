@@ -17,7 +17,6 @@ func TestConformance(t *testing.T) {
 	addr := redisAddr(t)
 	var prefixes sync.Map // *redisbackend.Backend -> its key prefix
 	anarchontest.Run(t, anarchontest.Harness{
-		NoFence: true, // the store gives no fences yet (ClaimOutcome.Fence)
 		New: func(t *testing.T, n int) []anarchon.Backend {
 			prefix := freshPrefix(t, addr)
 			bs := make([]anarchon.Backend, n)

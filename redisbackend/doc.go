@@ -86,6 +86,33 @@
 // several nodes fail. WAIT runs in one pipeline with the script, on the
 // connection of the job's primary, so it costs no extra round trip.
 //
+// Fencing (SPEC §6, "Fencing"): every won lease claim — a new run, a
+// takeover, a renewal by the same token, single or in a batch — INCRs
+// the job's counter "{prefix:job}:fence" in the lease claim script and
+// answers the new value as its fence ([anarchon.ClaimOutcome].Fence,
+// Run.Fence). The counter shares the job's hash tag, so it lives on the
+// job's primary (or Cluster master) with its claims, and the script is
+// atomic, so of two wins of a job the later one reads the larger value.
+// The INCR is part of the script's effects, replicated with the claim as
+// one MULTI/EXEC, so a WAIT that covers the claim covers its fence. Where
+// it holds is where the claims hold: on one server with AOF
+// (appendfsync always), and with [Options.Replicas] through the failover
+// of one node in the topology below. The failover drills check that every
+// leased start carries a fence, that a later holder of a slot has a
+// larger one and that no two starts share one: in one CI run each on
+// 2026-12-01, the Sentinel drill (WAIT 1, one kill) gave fences 1–34 to
+// its 34 leased starts and the Cluster drill (no WAIT, replicas caught
+// up) 1–28 to its 28, no fault. A claim that falls short of WAIT answers an error and is
+// withdrawn, so its fence is never handed to a handler; the counter is
+// not taken back, and the next win's fence is larger anyway. Without
+// WAIT a promoted replica that missed a claim missed its INCR too, and
+// with no persistence, or after FLUSHALL or eviction, the counter goes
+// back with the claims: a later holder can be given a fence an earlier
+// holder still carries, and a downstream system that kept the earlier,
+// larger fences refuses the new holders' writes until the counter passes
+// them (see "Stores that forget", where claims fail closed for LossHold
+// after such a loss).
+//
 // # Replication and failover
 //
 // The topology that keeps exactly-once through the loss of any one node:
@@ -281,6 +308,7 @@
 //	{prefix:job}:hist     ZSET  history members "slot/token" scored by slot (a plain claim's with its result)
 //	{prefix:job}:age      ZSET  the same members scored by the server time they were written
 //	{prefix:job}:active   ZSET  slots running or released
+//	{prefix:job}:fence    STRING the job's last fencing token (INCR by each won lease claim)
 //	{prefix:}:inst        HASH  instance ID -> instance registry record (SPEC §10)
 //	{prefix:}:inst:exp    ZSET  instance IDs scored by the server time their record expires
 //

@@ -228,22 +228,26 @@ func TestWaitShortfallWithdrawn(t *testing.T) {
 		ClaimInput: anarchon.ClaimInput{Job: "takeover", Slot: slot, Token: randToken(), InstanceID: "a"},
 		Lease:      time.Minute, MaxAttempts: 5,
 	}
-	if out, err := nb.Runs().Claim(ctx, first); err != nil || out.Kind != anarchon.OutcomeWon {
-		t.Fatalf("first holder: %+v, %v", out, err)
+	firstOut, err := nb.Runs().Claim(ctx, first)
+	if err != nil || firstOut.Kind != anarchon.OutcomeWon {
+		t.Fatalf("first holder: %+v, %v", firstOut, err)
 	}
 	if ok, err := nb.Runs().Release(ctx, anarchon.ReleaseInput{Job: "takeover", Slot: slot, Token: first.Token}); err != nil || !ok {
 		t.Fatalf("release: %v, %v", ok, err)
 	}
 	second := first
 	second.Token, second.InstanceID = randToken(), "b"
-	if out, err := wb.Runs().Claim(ctx, second); !errors.Is(err, redisbackend.ErrNotReplicated) {
-		t.Fatalf("takeover without replicas: %+v, %v; want ErrNotReplicated", out, err)
+	// The withdrawn takeover's fence is not handed out (no outcome), and
+	// the next win's is larger than the first holder's (SPEC §6,
+	// "Fencing").
+	if out, err := wb.Runs().Claim(ctx, second); !errors.Is(err, redisbackend.ErrNotReplicated) || out.Fence != 0 {
+		t.Fatalf("takeover without replicas: %+v, %v; want ErrNotReplicated and no fence", out, err)
 	}
 	third := first
 	third.Token, third.InstanceID = randToken(), "c"
 	out, err = nb.Runs().Claim(ctx, third)
-	if err != nil || out.Kind != anarchon.OutcomeWon || out.Attempt != 3 {
-		t.Errorf("claim after the withdrawn takeover: %+v, %v; want won, attempt 3", out, err)
+	if err != nil || out.Kind != anarchon.OutcomeWon || out.Attempt != 3 || out.Fence <= firstOut.Fence {
+		t.Errorf("claim after the withdrawn takeover: %+v, %v; want won, attempt 3, a fence above the first holder's %d", out, err, firstOut.Fence)
 	}
 
 	// A renewal or finish that no replica has is not confirmed either: a

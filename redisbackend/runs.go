@@ -69,7 +69,7 @@ func (b *Backend) leaseClaimArgs(c anarchon.RunClaim) (keys []string, args []any
 	}
 	k := b.keys(c.Job)
 	size, ttl := historyArgs(c.ClaimInput)
-	return append(k.finishKeys(), k.ctl), []any{
+	return append(k.finishKeys(), k.ctl, k.fence), []any{
 		slotArg(c.Slot), c.Token, c.InstanceID,
 		c.Lease.Milliseconds(), c.MaxLate.Milliseconds(), overlap, max(c.MaxAttempts, 1),
 		b.channel, c.Job, anarchon.EarlyTolerance.Milliseconds(), size, ttl, max(c.Limit, 1)}
@@ -78,7 +78,7 @@ func (b *Backend) leaseClaimArgs(c anarchon.RunClaim) (keys []string, args []any
 // leaseClaimAnswer is Claim's answer for a reply of scriptLeaseClaim.
 func (b *Backend) leaseClaimAnswer(c anarchon.RunClaim, res any) (anarchon.ClaimOutcome, error) {
 	arr, ok := res.([]any)
-	if !ok || len(arr) != 5 {
+	if !ok || len(arr) < 5 {
 		return anarchon.ClaimOutcome{}, b.unexpected("lease claim", res)
 	}
 	kind, _ := arr[0].(int64)
@@ -92,7 +92,19 @@ func (b *Backend) leaseClaimAnswer(c anarchon.RunClaim, res any) (anarchon.Claim
 	}
 	out := anarchon.ClaimOutcome{Kind: anarchon.OutcomeKind(kind), Attempt: int(att), Holder: holder}
 	switch out.Kind {
-	case anarchon.OutcomeWon, anarchon.OutcomeRunning:
+	case anarchon.OutcomeWon:
+		out.LeaseUntil = msTime(lu)
+		// A win answers its fence, the job's counter after the script's
+		// INCR, as a sixth element.
+		var fence int64
+		if len(arr) == 6 {
+			fence, _ = arr[5].(int64)
+		}
+		if fence <= 0 {
+			return anarchon.ClaimOutcome{}, b.unexpected("lease claim", res)
+		}
+		out.Fence = uint64(fence)
+	case anarchon.OutcomeRunning:
 		out.LeaseUntil = msTime(lu)
 	case anarchon.OutcomeDone:
 		out.Status = anarchon.Status(status)

@@ -97,12 +97,15 @@ var scriptManual = newScript(lua("manual"))
 
 // scriptLeaseClaim decides a lease claim per the table of SPEC §6, first
 // match wins.
-// KEYS: run, claims, hist, results, age, active, ctl.
+// KEYS: run, claims, hist, results, age, active, ctl, fence.
 // ARGV: slot, token, instance, lease ms, max-late ms (0 = none),
 // allow overlap ('1'/'0'), max attempts, channel, job, early tolerance ms,
 // history size, history TTL ms (for a paused slot's record), overlap
 // limit (>= 1: with overlap refused, the other live runs that refuse it).
-// Returns {kind, attempt, holder, lease until ms (string), status}; kind as
+// Returns {kind, attempt, holder, lease until ms (string), status}, and
+// for a win (a new run, a takeover, a renewal by the same token) a sixth
+// element, the fence: the job's counter in the key fence after the INCR
+// that the win does in the same script (SPEC §6, "Fencing"); kind as
 // anarchon.OutcomeKind: 1 won, 2 running, 3 done, 4 overlap, 5 none, 6 late,
 // 7 paused (the slot is settled and its history record saved); -1 (early)
 // with the server's now in place of the lease end for a new slot later

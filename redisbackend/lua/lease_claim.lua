@@ -6,6 +6,11 @@ local lease, maxlate = tonumber(ARGV[4]), tonumber(ARGV[5])
 local overlap, maxatt = ARGV[6] == '1', tonumber(ARGV[7])
 local limit = math.max(tonumber(ARGV[13]) or 1, 1)
 local now = now_ms()
+-- every win of the job takes the next value of its fence counter (KEYS[8]),
+-- written with the claim: SPEC §6, "Fencing"
+local function fence()
+  return redis.call('INCR', KEYS[8])
+end
 local function win(att, prev)
   local lu = fmt(now + lease)
   if prev then
@@ -14,7 +19,7 @@ local function win(att, prev)
   redis.call('HSET', KEYS[1], slot, cjson.encode({tok=tok, inst=inst, att=fmt(att), st='running', lu=lu, at=fmt(now)}))
   redis.call('ZADD', KEYS[3], slot, slot .. '/' .. tok)
   redis.call('ZADD', KEYS[6], slot, slot)
-  return {1, att, inst, lu, ''}
+  return {1, att, inst, lu, '', fence()}
 end
 local cur = redis.call('HGET', KEYS[1], slot)
 if cur then
@@ -23,7 +28,7 @@ if cur then
   if r.st == 'running' and r.tok == tok then
     r.lu = fmt(now + lease)
     redis.call('HSET', KEYS[1], slot, cjson.encode(r))
-    return {1, att, r.inst, r.lu, ''}
+    return {1, att, r.inst, r.lu, '', fence()}
   end
   if r.st == 'missed' or r.st == 'skipped' or r.st == 'paused' then
     return {5, 0, '', '0', r.st}
