@@ -25,7 +25,9 @@ func testResultBatch(t *testing.T, h Harness) {
 	for i := range 6 {
 		job := jobs[i%2]
 		tok := token()
-		s.recordClaim(1, input(job, slot+int64(i)*1000, tok, "a"))
+		if !s.claim(1, input(job, slot+int64(i)*1000, tok, "a")) {
+			t.Fatalf("claim of a new slot of %s lost", job)
+		}
 		in = append(in, anarchon.SaveResultInput{Job: job, HistorySize: 100,
 			Result: result(slot+int64(i)*1000, tok, "a", 1, anarchon.StatusSuccess)})
 	}

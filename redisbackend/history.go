@@ -15,32 +15,46 @@ import (
 // historyTTL ago by the server's clock. A run still running or released is never trimmed. Trimming
 // a slot's last record forgets its claim and raises the job's watermark.
 func (b *Backend) SaveResult(ctx context.Context, in anarchon.SaveResultInput) error {
-	job, r, historySize, historyTTL := in.Job, in.Result, in.HistorySize, in.HistoryTTL
 	if err := b.check(); err != nil {
 		return err
 	}
-	if job == "" {
-		return fmt.Errorf("%w: empty job name", ErrInvalidInput)
-	}
-	if err := checkSlot(r.Slot); err != nil {
+	keys, args, err := b.saveArgs(in)
+	if err != nil {
 		return err
 	}
+	_, err = scriptSave.Run(ctx, b.client, keys, args...).Result()
+	return b.saveAnswer(in, err)
+}
+
+// saveArgs refuses a result's bad input before any I/O, and returns the
+// KEYS and ARGV of scriptSave for it.
+func (b *Backend) saveArgs(in anarchon.SaveResultInput) (keys []string, args []any, err error) {
+	job, r, historySize, historyTTL := in.Job, in.Result, in.HistorySize, in.HistoryTTL
+	if job == "" {
+		return nil, nil, fmt.Errorf("%w: empty job name", ErrInvalidInput)
+	}
+	if err := checkSlot(r.Slot); err != nil {
+		return nil, nil, err
+	}
 	if historyTTL < 0 {
-		return fmt.Errorf("%w: negative history TTL", ErrInvalidInput)
+		return nil, nil, fmt.Errorf("%w: negative history TTL", ErrInvalidInput)
 	}
 	if historySize <= 0 {
 		historySize = anarchon.DefaultHistorySize
 	}
 	data, err := json.Marshal(encodeResult(r))
 	if err != nil {
-		return fmt.Errorf("redisbackend: save result %q: %w", job, err)
+		return nil, nil, fmt.Errorf("redisbackend: save result %q: %w", job, err)
 	}
 	k := b.keys(job)
-	_, err = scriptSave.Run(ctx, b.client,
-		[]string{k.run, k.claims, k.hist, k.results, k.age},
-		slotArg(r.Slot), r.Token, string(data), historySize, historyTTL.Milliseconds()).Result()
+	return []string{k.run, k.claims, k.hist, k.results, k.age},
+		[]any{slotArg(r.Slot), r.Token, string(data), historySize, historyTTL.Milliseconds()}, nil
+}
+
+// saveAnswer is SaveResult's answer for the error of scriptSave.
+func (b *Backend) saveAnswer(in anarchon.SaveResultInput, err error) error {
 	if err != nil {
-		return b.wrap(fmt.Sprintf("save result %q slot %d", job, r.Slot), err)
+		return b.wrap(fmt.Sprintf("save result %q slot %d", in.Job, in.Result.Slot), err)
 	}
 	return nil
 }

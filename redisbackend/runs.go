@@ -120,18 +120,32 @@ func (b *Backend) leaseClaimAnswer(c anarchon.RunClaim, res any) (anarchon.Claim
 // replicas acknowledged fails with ErrNotReplicated (it stands on the
 // primary; the holder must not count on it).
 func (s *RunStore) Heartbeat(ctx context.Context, in anarchon.HeartbeatInput) (bool, error) {
-	job, slot, token, lease := in.Job, in.Slot, in.Token, in.Lease
 	b := s.b
-	if err := b.checkRun(job, slot, token); err != nil {
+	keys, args, err := b.heartbeatArgs(in)
+	if err != nil {
 		return false, err
 	}
-	if lease < time.Millisecond {
-		return false, fmt.Errorf("%w: job %q: lease %v is below 1ms", ErrInvalidInput, job, lease)
+	res, err := b.runWrite(ctx, scriptHeartbeat, keys, args...)
+	return b.heartbeatAnswer(in, res, err)
+}
+
+// heartbeatArgs refuses a heartbeat's bad input before any I/O, and
+// returns the KEYS and ARGV of scriptHeartbeat for it.
+func (b *Backend) heartbeatArgs(in anarchon.HeartbeatInput) (keys []string, args []any, err error) {
+	if err := b.checkRun(in.Job, in.Slot, in.Token); err != nil {
+		return nil, nil, err
 	}
-	k := b.keys(job)
-	res, err := b.runWrite(ctx, scriptHeartbeat, []string{k.run}, slotArg(slot), token, lease.Milliseconds())
+	if in.Lease < time.Millisecond {
+		return nil, nil, fmt.Errorf("%w: job %q: lease %v is below 1ms", ErrInvalidInput, in.Job, in.Lease)
+	}
+	return []string{b.keys(in.Job).run}, []any{slotArg(in.Slot), in.Token, in.Lease.Milliseconds()}, nil
+}
+
+// heartbeatAnswer is Heartbeat's answer for a reply (or error) of
+// scriptHeartbeat.
+func (b *Backend) heartbeatAnswer(in anarchon.HeartbeatInput, res any, err error) (bool, error) {
 	if err != nil {
-		return false, b.wrap(fmt.Sprintf("heartbeat %q slot %d", job, slot), err)
+		return false, b.wrap(fmt.Sprintf("heartbeat %q slot %d", in.Job, in.Slot), err)
 	}
 	arr, ok := res.([]any)
 	if !ok || len(arr) != 2 {
@@ -169,35 +183,44 @@ func (s *RunStore) Finish(ctx context.Context, in anarchon.FinishInput) (bool, e
 // longer holds the run it stores r with Status StatusLeaseLost and returns
 // false. A repeat after a lost reply answers as the first call did.
 func (s *RunStore) FinishResult(ctx context.Context, in anarchon.SaveResultInput) (bool, error) {
-	job, r, historySize, historyTTL := in.Job, in.Result, in.HistorySize, in.HistoryTTL
 	b := s.b
-	if err := b.checkRun(job, r.Slot, r.Token); err != nil {
+	keys, args, err := b.finishResultArgs(in)
+	if err != nil {
 		return false, err
 	}
+	res, err := b.runWrite(ctx, scriptFinishResult, keys, args...)
+	return s.flag("finish result", in.Job, in.Result.Slot, res, err)
+}
+
+// finishResultArgs refuses a FinishResult's bad input before any I/O, and
+// returns the KEYS and ARGV of scriptFinishResult for it.
+func (b *Backend) finishResultArgs(in anarchon.SaveResultInput) (keys []string, args []any, err error) {
+	job, r, historySize, historyTTL := in.Job, in.Result, in.HistorySize, in.HistoryTTL
+	if err := b.checkRun(job, r.Slot, r.Token); err != nil {
+		return nil, nil, err
+	}
 	if r.Status == "" {
-		return false, fmt.Errorf("%w: job %q: empty status", ErrInvalidInput, job)
+		return nil, nil, fmt.Errorf("%w: job %q: empty status", ErrInvalidInput, job)
 	}
 	if historyTTL < 0 {
-		return false, fmt.Errorf("%w: negative history TTL", ErrInvalidInput)
+		return nil, nil, fmt.Errorf("%w: negative history TTL", ErrInvalidInput)
 	}
 	if historySize <= 0 {
 		historySize = anarchon.DefaultHistorySize
 	}
 	won, err := json.Marshal(encodeResult(r))
 	if err != nil {
-		return false, fmt.Errorf("redisbackend: finish result %q: %w", job, err)
+		return nil, nil, fmt.Errorf("redisbackend: finish result %q: %w", job, err)
 	}
 	lostR := r
 	lostR.Status = anarchon.StatusLeaseLost
 	lost, err := json.Marshal(encodeResult(lostR))
 	if err != nil {
-		return false, fmt.Errorf("redisbackend: finish result %q: %w", job, err)
+		return nil, nil, fmt.Errorf("redisbackend: finish result %q: %w", job, err)
 	}
-	k := b.keys(job)
-	res, err := b.runWrite(ctx, scriptFinishResult, k.finishKeys(),
+	return b.keys(job).finishKeys(), []any{
 		slotArg(r.Slot), r.Token, string(r.Status), b.channel, job,
-		string(won), string(lost), historySize, historyTTL.Milliseconds())
-	return s.flag("finish result", job, r.Slot, res, err)
+		string(won), string(lost), historySize, historyTTL.Milliseconds()}, nil
 }
 
 // Release ends token's running lease at once (state released) so a backup
