@@ -35,13 +35,12 @@ type histRec struct {
 // History hides records older than it by the server's clock. Claims live
 // in the KV bucket, so trimming history never reopens a slot.
 func (b *Backend) SaveResult(ctx context.Context, in anarchon.SaveResultInput) error {
-	job, r, historySize, historyTTL := in.Job, in.Result, in.HistorySize, in.HistoryTTL
-	enc, err := encodeJob(job)
+	enc, err := encodeJob(in.Job)
 	if err != nil {
 		return err
 	}
-	if historySize < 0 || historyTTL < 0 {
-		return fmt.Errorf("%w: negative history size or TTL", ErrInvalid)
+	if err := checkHistory(in); err != nil {
+		return err
 	}
 	h, err := b.ready(ctx)
 	if err != nil {
@@ -49,24 +48,44 @@ func (b *Backend) SaveResult(ctx context.Context, in anarchon.SaveResultInput) e
 	}
 	ctx, cancel := b.bound(ctx)
 	defer cancel()
+	if _, err := b.js.PublishMsg(ctx, b.resultMsg(enc, in), jetstream.WithExpectStream(b.opts.HistoryStream)); err != nil {
+		return b.wrap("save result", err)
+	}
+	return b.trim(ctx, h, enc, in.HistorySize)
+}
+
+// checkHistory refuses a negative history size or TTL.
+func checkHistory(in anarchon.SaveResultInput) error {
+	if in.HistorySize < 0 || in.HistoryTTL < 0 {
+		return fmt.Errorf("%w: negative history size or TTL", ErrInvalid)
+	}
+	return nil
+}
+
+// resultMsg is the history record of a result, on the subject of job
+// (encoded).
+func (b *Backend) resultMsg(job string, in anarchon.SaveResultInput) *nats.Msg {
+	r := in.Result
 	rec, _ := json.Marshal(histRec{
 		Kind: "r", Slot: r.Slot, Token: r.Token, Instance: r.InstanceID, Attempt: r.Attempt,
 		Manual: r.Manual, Status: string(r.Status), Started: r.StartedAt, Finished: r.FinishedAt,
-		Error: anarchon.EscapeText(r.Error), Output: anarchon.EscapeText(r.Output), TTLms: historyTTL.Milliseconds(), // JSON keeps valid UTF-8 only
+		Error: anarchon.EscapeText(r.Error), Output: anarchon.EscapeText(r.Output), TTLms: in.HistoryTTL.Milliseconds(), // JSON keeps valid UTF-8 only
 	})
-	if _, err := b.js.PublishMsg(ctx, &nats.Msg{Subject: b.subject(enc), Data: rec},
-		jetstream.WithExpectStream(b.opts.HistoryStream)); err != nil {
-		return b.wrap("save result", err)
-	}
-	return b.trim(ctx, h, enc, historySize)
+	return &nats.Msg{Subject: b.subject(job), Data: rec}
 }
 
 func (b *Backend) trim(ctx context.Context, h handles, job string, historySize int) error {
+	err := h.hist.Purge(ctx, jetstream.WithPurgeSubject(b.subject(job)), jetstream.WithPurgeKeep(keepFor(historySize)))
+	return b.wrap("trim history", err)
+}
+
+// keepFor is how many messages of a job's subject a trim keeps: a claim
+// and a result per run of historySize (<= 0: anarchon.DefaultHistorySize).
+func keepFor(historySize int) uint64 {
 	if historySize <= 0 {
 		historySize = anarchon.DefaultHistorySize
 	}
-	err := h.hist.Purge(ctx, jetstream.WithPurgeSubject(b.subject(job)), jetstream.WithPurgeKeep(uint64(2*historySize)))
-	return b.wrap("trim history", err)
+	return uint64(2 * historySize)
 }
 
 // History reads the job's subject of the history stream with an ordered

@@ -504,16 +504,30 @@ func (b *Backend) heartbeat(ctx context.Context, job string, slot int64, token s
 		return false, err
 	}
 	defer cancel()
-	if lease <= 0 {
-		return false, fmt.Errorf("%w: lease %v is not positive", ErrInvalid, lease)
+	if err := checkBeat(lease); err != nil {
+		return false, err
 	}
 	return b.change(ctx, h, runKey(enc, slot), func(v runValue) (runValue, bool) {
-		if v.State != anarchon.RunStateRunning || v.Token != token {
-			return v, false
-		}
-		v.LeaseMs = lease.Milliseconds()
-		return v, true
+		return renew(v, token, lease)
 	})
+}
+
+// checkBeat refuses a heartbeat's lease that is not positive.
+func checkBeat(lease time.Duration) error {
+	if lease <= 0 {
+		return fmt.Errorf("%w: lease %v is not positive", ErrInvalid, lease)
+	}
+	return nil
+}
+
+// renew is a heartbeat's decision on a run's state: the value to write
+// and true if token holds the run and it is running.
+func renew(v runValue, token string, lease time.Duration) (runValue, bool) {
+	if v.State != anarchon.RunStateRunning || v.Token != token {
+		return v, false
+	}
+	v.LeaseMs = lease.Milliseconds()
+	return v, true
 }
 
 // finish marks the run done with status if token holds it (running, or
@@ -526,19 +540,29 @@ func (b *Backend) finish(ctx context.Context, job string, slot int64, token stri
 	defer cancel()
 	repeat := false
 	ok, err := b.change(ctx, h, runKey(enc, slot), func(v runValue) (runValue, bool) {
-		if v.Token != token {
-			return v, false
-		}
-		switch v.State {
-		case anarchon.RunStateRunning, anarchon.RunStateReleased:
-			v.State, v.Status, v.LeaseMs = anarchon.RunStateDone, status, 0
-			return v, true
-		case anarchon.RunStateDone:
-			repeat = v.Status == status
-		}
-		return v, false
+		nv, write, again := settleDone(v, token, status)
+		repeat = again
+		return nv, write
 	})
 	return ok || repeat, err
+}
+
+// settleDone is a finish's decision on a run's state: the value to write
+// and write true if token holds the run (running, or released by the
+// same token); repeat true if the run is already done by token with the
+// same status (a repeat of the same finish, which answers true).
+func settleDone(v runValue, token string, status anarchon.Status) (nv runValue, write, repeat bool) {
+	if v.Token != token {
+		return v, false, false
+	}
+	switch v.State {
+	case anarchon.RunStateRunning, anarchon.RunStateReleased:
+		v.State, v.Status, v.LeaseMs = anarchon.RunStateDone, status, 0
+		return v, true, false
+	case anarchon.RunStateDone:
+		return v, false, v.Status == status
+	}
+	return v, false, false
 }
 
 // release ends token's lease at once (state released) so that a backup's
@@ -689,13 +713,16 @@ func runEvent(e jetstream.KeyValueEntry) (anarchon.RunEvent, bool) {
 
 // RunStore is the backend's anarchon.RunStore, returned by
 // [Backend.Runs]: the lease side of the backend (SPEC §6). It also
-// implements anarchon.Watcher and anarchon.ServerClock.
+// implements anarchon.Watcher, anarchon.ServerClock and
+// anarchon.ResultFinisher, and the batches anarchon.RunBatchClaimer,
+// anarchon.HeartbeatBatcher and anarchon.FinishBatcher.
 type RunStore struct{ b *Backend }
 
 var (
-	_ anarchon.RunStore    = (*RunStore)(nil)
-	_ anarchon.Watcher     = (*RunStore)(nil)
-	_ anarchon.ServerClock = (*RunStore)(nil)
+	_ anarchon.RunStore       = (*RunStore)(nil)
+	_ anarchon.Watcher        = (*RunStore)(nil)
+	_ anarchon.ServerClock    = (*RunStore)(nil)
+	_ anarchon.ResultFinisher = (*RunStore)(nil)
 )
 
 // Claim decides a lease claim by SPEC §6's table, first match wins, with
@@ -719,6 +746,52 @@ func (r *RunStore) Heartbeat(ctx context.Context, in anarchon.HeartbeatInput) (b
 func (r *RunStore) Finish(ctx context.Context, in anarchon.FinishInput) (bool, error) {
 	job, slot, token, status := in.Job, in.Slot, in.Token, in.Status
 	return r.b.finish(ctx, job, slot, token, status)
+}
+
+// FinishResult is Finish and [Backend.SaveResult] in one call
+// (anarchon.ResultFinisher): it marks the run (in.Job, in.Result.Slot)
+// done with in.Result.Status if in.Result.Token holds it, as Finish
+// does, then appends in.Result to the job's history and trims it, as
+// SaveResult does; if the token no longer holds the run, it appends the
+// result with Status StatusLeaseLost and returns false. It takes the
+// steps of both calls in turn (four requests: the run's read and
+// compare-and-set, the record's publish, the trim); a repeat after a lost
+// reply answers as the first call did. Errors: ErrInvalid for an empty
+// job, token or status or a negative history size or TTL; those of
+// Finish and SaveResult otherwise (no result is stored when the finish
+// failed).
+func (r *RunStore) FinishResult(ctx context.Context, in anarchon.SaveResultInput) (bool, error) {
+	if err := checkFinishResult(in); err != nil {
+		return false, err
+	}
+	held, err := r.b.finish(ctx, in.Job, in.Result.Slot, in.Result.Token, in.Result.Status)
+	if err != nil {
+		return false, err
+	}
+	return held, r.b.SaveResult(ctx, heldResult(in, held))
+}
+
+// checkFinishResult refuses a FinishResult's bad input before any I/O.
+func checkFinishResult(in anarchon.SaveResultInput) error {
+	if _, err := encodeJob(in.Job); err != nil {
+		return err
+	}
+	if err := checkToken(in.Result.Token); err != nil {
+		return err
+	}
+	if in.Result.Status == "" {
+		return fmt.Errorf("%w: job %q: empty status", ErrInvalid, in.Job)
+	}
+	return checkHistory(in)
+}
+
+// heldResult is the result FinishResult stores: in's, with Status
+// StatusLeaseLost when the token no longer held the run.
+func heldResult(in anarchon.SaveResultInput, held bool) anarchon.SaveResultInput {
+	if !held {
+		in.Result.Status = anarchon.StatusLeaseLost
+	}
+	return in
 }
 
 // Release ends token's live lease at once (state released) so that a
