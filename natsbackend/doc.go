@@ -161,7 +161,16 @@
 // against a real server, and TestClaimBatchRace races batches and single
 // claims from 8 connections for 200 slots each of plain and lease claims
 // with exactly one winner per slot. A batch's pause-state read is as far
-// from its creates as a single claim's: one round trip.
+// from its creates as a single claim's: one round trip. The batches of
+// what follows a burst's claims ([RunStore.Heartbeats],
+// [Backend.SaveResults], [RunStore.FinishResults]) take the single
+// call's steps the same way, and a run whose compare-and-set lost to
+// another writer takes the single path: the anarchontest HeartbeatBatch,
+// ResultBatch and FinishBatch subtests pass against a real server, and
+// TestRunBatchAnswersAsSingle finds the same answers and history after
+// batches as after single calls (held, lost, released, finished and
+// unknown runs, a run named twice in one batch, repeats, bad input), on
+// the direct-get path and on the KV API.
 //
 // Errors a retry cannot fix are marked anarchon.Permanent ([IsPermanent]):
 // bad input, a closed connection, a missing bucket or stream, refused
@@ -240,6 +249,22 @@
 // any acknowledgement is awaited (1.39×); lease claims at 353 ms against
 // 608 ms (2.1×). Loopback, nats-server v2.14.10, a 2-core machine at load
 // average 33.
+//
+// A batch of heartbeats ([RunStore.Heartbeats]) reads every run in one
+// direct get request and publishes the compare-and-set updates of the
+// runs its tokens hold before it awaits any acknowledgement: about two
+// round trips, as one Heartbeat, and one request per run plus one (101
+// for 100 runs, where single heartbeats send 200). A batch of results
+// ([Backend.SaveResults]) publishes every record the same way, then sends
+// one purge request per job, each with its own reply subject, before it
+// awaits any answer: two round trips, as one SaveResult, and one request
+// per result plus one per job. A batch of finishes
+// ([RunStore.FinishResults], the one-call finish
+// [RunStore.FinishResult] for many runs) takes the heartbeat batch's two
+// steps to finish the runs, then the result batch's two: about four
+// round trips, as one FinishResult (its four requests in a row), and
+// 3n+1 requests for n runs of n jobs, 2n+2 for n runs of one job
+// (TestRunBatchRequests counts them all).
 //
 // # Storage
 //
@@ -323,7 +348,9 @@
 // instance wrote in between, the write fails with a revision mismatch and
 // the claim decides again on the new state (at most 64 times, then
 // [ErrContention]). Heartbeat, Finish and Release are the same
-// read-compare-update loop.
+// read-compare-update loop. [RunStore.FinishResult] is Finish, then
+// SaveResult of the result (as lease_lost when the token no longer held
+// the run).
 //
 // Times are the server's. A lease is not stored as an instant: the value
 // holds its length, and it ends that long after the server timestamp of

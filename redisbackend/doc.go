@@ -38,7 +38,14 @@
 // anarchontest Batch and RunBatch subtests pass against a real server,
 // and TestClaimBatchRace races batches and single claims from 8 handles
 // for 400 slots each of plain and lease claims with exactly one winner
-// per slot.
+// per slot. The batches of what follows a burst's claims
+// ([RunStore.Heartbeats], [Backend.SaveResults],
+// [RunStore.FinishResults]) run the single call's script for each entry
+// the same way: the anarchontest HeartbeatBatch, ResultBatch and
+// FinishBatch subtests pass against a real server, and
+// TestRunBatchAnswersAsSingle finds the same answers and history after
+// batches as after single calls, for held, lost, released, finished and
+// unknown runs, repeats and bad input.
 //
 // A plain claim is one EVALSHA that reads two fields of the job's run hash
 // and the server's TIME, and writes one hash field: one round trip, like
@@ -133,7 +140,10 @@
 // over while its holder still runs, a lost finish would let a backup run
 // a finished slot again (attempt 2). Such a call that falls short fails
 // with [ErrNotReplicated]; the holder then stops at its lease's safe end,
-// or repeats the finish, as after any store error.
+// or repeats the finish, as after any store error. A batch of renewals or
+// finishes waits once per master, and each entry the WAIT fell short for
+// fails the same way (TestRunBatchReplicas, with and without a replica,
+// and on a cluster).
 //
 // A Cluster client ([redis.ClusterClient]) is told to reload its slot map
 // (ClusterClient.ReloadState, at most every 250 ms) when a call meets an
@@ -271,6 +281,17 @@
 // at load average 32–35, where the server's command statistics gave
 // 34 µs per plain claim script, 142 µs per lease claim script and 6–8 µs
 // per SET.
+//
+// Heartbeats, results and finishes of many runs
+// ([RunStore.Heartbeats], [Backend.SaveResults], [RunStore.FinishResults]:
+// the anarchon.HeartbeatBatcher, ResultBatcher and FinishBatcher
+// abilities) are batched the same way: one EVALSHA of the single call's
+// script per entry, all in one pipeline, one round trip per batch (one
+// more after NOSCRIPT; per master on a cluster). With [Options.Replicas]
+// a batch of renewals or finishes ends each master's pipeline with one
+// WAIT; results, like SaveResult, wait for none. An entry refused for
+// its input sends nothing (TestRunBatchRoundTrips counts one pipeline of
+// 100 scripts for 100 entries, of 100 jobs or one).
 //
 // # Dedupe window and memory
 //
