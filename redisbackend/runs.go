@@ -14,7 +14,8 @@ import (
 // RunStore is the lease store of a [Backend] (SPEC §6), returned by
 // [Backend.Runs]. Each method is one Lua script, judged by the server's
 // TIME. It also implements [anarchon.ResultFinisher], [anarchon.Watcher]
-// and [anarchon.ServerClock].
+// and [anarchon.ServerClock], and the batches [anarchon.RunBatchClaimer],
+// [anarchon.HeartbeatBatcher] and [anarchon.FinishBatcher].
 type RunStore struct {
 	b *Backend
 }
