@@ -6,7 +6,7 @@
 // # Guarantees
 //
 //   - Job control and triggers: those of sqlbackend; the claim function
-//     (anarchon_claim_v5) reads the control row after the job lock, and a
+//     (anarchon_claim_v6) reads the control row after the job lock, and a
 //     trigger request is announced with NOTIFY. The Control and Trigger
 //     subtests pass against a real server (every conformance variant).
 //   - Plain claims: one INSERT … ON CONFLICT (job, slot) DO NOTHING
@@ -24,16 +24,16 @@
 //     all, so instances with skewed clocks agree; [Backend.ServerTime]
 //     exposes it (anarchon.ServerClock).
 //   - Batches (anarchon.BatchClaimer, anarchon.RunBatchClaimer, SPEC §4
-//     "Batches"): one call of anarchon_claim_batch_v5 decides a batch of
+//     "Batches"): one call of anarchon_claim_batch_v6 decides a batch of
 //     plain claims with the plain claim's statements per slot, and one
-//     call of anarchon_claim_runs_v5 a batch of lease claims by calling
-//     anarchon_claim_v5 per slot; the claims go as one JSON argument, so
+//     call of anarchon_claim_runs_v6 a batch of lease claims by calling
+//     anarchon_claim_v6 per slot; the claims go as one JSON argument, so
 //     any driver can send them. TestBatchRoundTrips counts one statement
 //     per batch of 1, 10 and 100; the Batch and RunBatch conformance
 //     subtests pass against a real server.
-//   - The functions (anarchon_lock_job_v5, anarchon_claim_v5,
-//     anarchon_finish_v5, anarchon_release_v5, anarchon_finish_result_v5,
-//     anarchon_claim_batch_v5, anarchon_claim_runs_v5,
+//   - The functions (anarchon_lock_job_v6, anarchon_claim_v6,
+//     anarchon_finish_v6, anarchon_release_v6, anarchon_finish_result_v6,
+//     anarchon_claim_batch_v6, anarchon_claim_runs_v6,
 //     named with the table prefix and in the tables' schema) are created
 //     by Init, each only if absent, in the migration transaction under an
 //     advisory lock, so instances starting at once do not race and a role
