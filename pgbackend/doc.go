@@ -42,6 +42,24 @@
 //     database each call their own; they decide
 //     exactly as the SQL base's plain transactions, which they serialise
 //     with (both lock the job row first).
+//   - Fencing tokens (SPEC §6, "Fencing"): the job row's fence column,
+//     raised by one in each won branch of anarchon_claim_v6 (a new slot,
+//     a renewal by the same token, a takeover) after lock_job locked the
+//     row, in the call's own transaction, and returned as o_fence;
+//     claim_runs passes it on per slot, and the SQL base's plain
+//     transaction raises the same column under the same lock, so the two
+//     paths share one counter. The RunStore/Fence subtests pass on every
+//     conformance variant (the routines, plain transactions, both mixed on
+//     one schema, database/sql). A fence is kept exactly as the claim it
+//     came with: on a single server or a synchronous standby it is as
+//     durable as any commit; a failover to an asynchronous standby that
+//     was behind loses the newest claims and their fences together, and
+//     the promoted server gives a later holder a fence the holder from
+//     before the failover still carries (the failover section of
+//     RELIABILITY.md; the drills there check the fences). Init adds the
+//     column to a schema made by an older version (TestOldSchema); an
+//     instance still running claim_v5 in a rolling deploy wins without
+//     raising it, and its runs carry no fence (0).
 //   - DedupeWindow is anarchon.Forever; history trimming keeps a per-job
 //     watermark so that a trimmed slot is never claimed again.
 //   - Release, Finish and abandonment send NOTIFY in the same transaction
