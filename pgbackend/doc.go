@@ -113,6 +113,13 @@
 // Attempt 1, which Attempt cannot fence (SPEC §6, "Stores that forget").
 // Run a synchronous standby; Init warns when there is none.
 //
+// Fences through a failover (one drill each, RELIABILITY.md): on the
+// synchronous standby every leased start carried a fence and the
+// takeover's was above its holder's; on the asynchronous standby the
+// slot run twice as Attempt 1 ran the second time with a smaller fence
+// (8 after 9), and two fences were each carried by two starts, since the
+// promoted standby's counter had lost the claims with them.
+//
 // # Server requirements
 //
 // PostgreSQL 10 or newer ([MinServerVersion], checked by Init). The role
