@@ -36,8 +36,8 @@ type runRow struct {
 // one transaction that holds the job's lock and reads the server's clock
 // after taking it. A win takes the job's next fencing token
 // (ClaimOutcome.Fence, SPEC §6 "Fencing"): the jobs row's counter, raised
-// by one in the same transaction. c.Lease must be positive; c.MaxAttempts <= 0 means 1;
-// c.MaxLate == 0 means no lateness limit. An absent slot at or below the
+// by one in the same transaction. c.Lease must be positive;
+// c.MaxAttempts <= 0 means 1; c.MaxLate == 0 means no lateness limit. An absent slot at or below the
 // job's trimming watermark is answered OutcomeDone: it was settled and
 // trimmed. OutcomeDone carries the settled run's attempt (for an
 // abandoned slot, the last holder's). A takeover or an abandonment also
