@@ -100,6 +100,10 @@ type Spec struct {
 	// clock may be from the true one and count as measured right again
 	// (the steps are 30 s and 1 h). Defaults to 100 ms.
 	StepSettle time.Duration
+	// Fence says the store gives fencing tokens (anarchon.Run.Fence): a
+	// start of LeasedJob without one is a violation. The order of the
+	// fences that runs carry is checked either way ([CheckFences]).
+	Fence bool
 }
 
 // Report is what the checker found. Violations lists every broken
@@ -136,8 +140,9 @@ type Report struct {
 	Steps           int
 	SlowestStepSync time.Duration
 	SlowestStepRun  time.Duration
-	StepsWithoutRun int // steps after which the stepped instance started no run before its next step, kill or the end
-	StepsUnjudged   int // steps not measured right again within a window shorter than Spec.ClockSync (the next step came first)
+	StepsWithoutRun int         // steps after which the stepped instance started no run before its next step, kill or the end
+	StepsUnjudged   int         // steps not measured right again within a window shorter than Spec.ClockSync (the next step came first)
+	Fences          FenceReport // the fencing tokens of the leased job's starts; its violations are in Violations too
 	Violations      []string
 }
 
@@ -164,6 +169,9 @@ func (r Report) String() string {
 		r.MinLead, r.MaxOffsetError, r.LongestRecovery)
 	fmt.Fprintf(&b, "  same-attempt starts %d, starts past MaxLate %d, plain slots lost %d, leased slots lost in node faults %d\n",
 		r.SameAttempt, r.LateStarts, r.PlainLost, r.FailoverLosses)
+	if f := r.Fences; f.Fenced > 0 || f.Unfenced > 0 && f.Required {
+		fmt.Fprintf(&b, "  %s\n", f)
+	}
 	if r.Steps > 0 {
 		fmt.Fprintf(&b, "  clock steps %d: offset measured right again within %v at worst (%d unjudged: stepped again first); next on-time run within %v at worst (%d steps without a run before the next)\n",
 			r.Steps, r.SlowestStepSync, r.StepsUnjudged, r.SlowestStepRun, r.StepsWithoutRun)
@@ -198,7 +206,10 @@ type ledgerRun struct {
 //     every store runs on this host);
 //   - fail closed: no run starts on an instance while its store is
 //     unreachable, and a run starts within Spec.RecoveryBound after a
-//     store-wide outage ends.
+//     store-wide outage ends;
+//   - fencing tokens ([CheckFences] on the leased job): a later holder of
+//     a slot carries a larger fence than the earlier ones, no two starts
+//     carry the same one, and with Spec.Fence every start carries one.
 //
 // A nil history (the store could not be read) skips the checks that need
 // it, and a violation says so.
@@ -517,7 +528,94 @@ func Check(spec Spec, entries []Entry, history map[string][]anarchon.RunRecord, 
 		}
 	}
 	checkSteps(spec, &r, entries, order, killedAt, bad)
+	r.Fences = CheckFences(entries, spec.LeasedJob, spec.Fence)
+	r.Violations = append(r.Violations, r.Fences.Violations...)
 	return r
+}
+
+// FenceReport is what [CheckFences] found of one job's fencing tokens.
+type FenceReport struct {
+	Job        string
+	Required   bool     // every start had to carry a fence
+	Fenced     int      // starts that carried a fence
+	Unfenced   int      // starts with Fence 0 (a violation when Required)
+	Takeovers  int      // later holders of a slot whose fence was compared with the earlier holders'
+	Backward   int      // later holders of a slot whose fence was not above every earlier holder's
+	Reused     int      // starts whose fence an earlier start of the job carried too
+	Violations []string // one per Backward, Reused and (when Required) Unfenced start
+}
+
+// String formats the report as one line.
+func (f FenceReport) String() string {
+	return fmt.Sprintf("fences of %s: %d starts fenced, %d without a fence; %d later holders of a slot compared, %d not above an earlier holder's; %d fences carried twice",
+		f.Job, f.Fenced, f.Unfenced, f.Takeovers, f.Backward, f.Reused)
+}
+
+// CheckFences checks the fencing tokens (SPEC §6, "Fencing") that the
+// starts of job carry in the ledger: every later holder of a slot — a
+// takeover, attempt n+1, or a second holder with the same attempt after
+// a store forgot a claim — must carry a fence above every earlier
+// holder's, and no two starts of the job may carry the same non-zero
+// fence (each won claim takes a new one, and each start is a win of its
+// own). Holders of a slot are ordered by attempt, then by start time.
+// Starts without a fence (0) are left out of both checks, and with
+// required each is a violation: the store gives fences, and a run
+// started without one.
+func CheckFences(entries []Entry, job string, required bool) FenceReport {
+	f := FenceReport{Job: job, Required: required}
+	bad := func(format string, args ...any) { f.Violations = append(f.Violations, fmt.Sprintf(format, args...)) }
+	type start struct {
+		inst    string
+		attempt int
+		t       int64
+		fence   uint64
+	}
+	slots := map[int64][]start{}
+	var slotOrder []int64
+	byFence := map[uint64]Entry{}
+	seen := map[string]bool{} // tokens: Check reports a token started twice
+	for _, e := range entries {
+		if e.Ev != EvStart || e.Job != job || seen[e.Token] {
+			continue
+		}
+		seen[e.Token] = true
+		if e.Fence == 0 {
+			f.Unfenced++
+			if required {
+				bad("%s slot %s attempt %d started on %s without a fence", job, fmtMs(e.Slot), e.Attempt, e.Inst)
+			}
+			continue
+		}
+		f.Fenced++
+		if prev, dup := byFence[e.Fence]; dup {
+			f.Reused++
+			bad("%s: fence %d carried by two starts: slot %s attempt %d on %s, and slot %s attempt %d on %s",
+				job, e.Fence, fmtMs(prev.Slot), prev.Attempt, prev.Inst, fmtMs(e.Slot), e.Attempt, e.Inst)
+		} else {
+			byFence[e.Fence] = e
+		}
+		if _, ok := slots[e.Slot]; !ok {
+			slotOrder = append(slotOrder, e.Slot)
+		}
+		slots[e.Slot] = append(slots[e.Slot], start{inst: e.Inst, attempt: e.Attempt, t: e.T, fence: e.Fence})
+	}
+	for _, slot := range slotOrder {
+		rs := slots[slot]
+		slices.SortStableFunc(rs, func(a, b start) int { return cmp.Or(cmp.Compare(a.attempt, b.attempt), cmp.Compare(a.t, b.t)) })
+		top := 0 // the holder with the largest fence so far
+		for i := 1; i < len(rs); i++ {
+			f.Takeovers++
+			if b, a := rs[i], rs[top]; b.fence <= a.fence {
+				f.Backward++
+				bad("%s slot %s: attempt %d on %s carries fence %d, not above fence %d of attempt %d on %s before it",
+					job, fmtMs(slot), b.attempt, b.inst, b.fence, a.fence, a.attempt, a.inst)
+			}
+			if rs[i].fence > rs[top].fence {
+				top = i
+			}
+		}
+	}
+	return f
 }
 
 // inNodeFault reports whether a slot was due while a node fault could

@@ -25,6 +25,16 @@ func run(inst, job, token string, slot time.Duration, attempt int, start, end ti
 	return []faults.Entry{s, e}
 }
 
+// fenced returns the lines of a run (run's) carrying fence.
+func fenced(fence uint64, lines []faults.Entry) []faults.Entry {
+	out := make([]faults.Entry, len(lines))
+	for i, e := range lines {
+		e.Fence = fence
+		out[i] = e
+	}
+	return out
+}
+
 func rec(job, token string, slot time.Duration, st anarchon.Status) anarchon.RunRecord {
 	return anarchon.RunRecord{Job: job, Token: token, Slot: base.Add(slot), Status: st}
 }
@@ -107,6 +117,25 @@ func TestCheck(t *testing.T) {
 			goodHistory, nil, ""},
 		{"lost during a node fault", good[:2], map[string][]anarchon.RunRecord{"leased": goodHistory["leased"][:1]},
 			[]faults.Fault{{Kind: faults.FaultNodeKill, Targets: []string{"n1"}, Start: base.Add(2500 * ms), End: base.Add(4 * time.Second)}}, ""},
+		// Fencing tokens: a takeover above the holder it replaced, each
+		// start with a fence of its own.
+		{"fenced takeover", cat(
+			fenced(7, run("i1.1", "leased", "a", 0, 1, 5*ms, 1005*ms, faults.ResultStopped)),
+			fenced(9, run("i2.1", "leased", "a2", 0, 2, 1500*ms, 2000*ms, faults.ResultCompleted)),
+			fenced(10, good[2:4]), good[4:]), goodHistory, nil, ""},
+		{"takeover with a smaller fence", cat(
+			fenced(7, run("i1.1", "leased", "a", 0, 1, 5*ms, 1005*ms, faults.ResultStopped)),
+			fenced(6, run("i2.1", "leased", "a2", 0, 2, 1500*ms, 2000*ms, faults.ResultCompleted)),
+			fenced(10, good[2:4]), good[4:]), goodHistory, nil, "carries fence 6, not above fence 7 of attempt 1"},
+		{"takeover with the same fence", cat(
+			fenced(7, run("i1.1", "leased", "a", 0, 1, 5*ms, 1005*ms, faults.ResultStopped)),
+			fenced(7, run("i2.1", "leased", "a2", 0, 2, 1500*ms, 2000*ms, faults.ResultCompleted)),
+			fenced(10, good[2:4]), good[4:]), goodHistory, nil, "not above fence 7"},
+		{"one fence on two slots", cat(fenced(7, good[:2]), fenced(7, good[2:4]), good[4:]), goodHistory, nil,
+			"fence 7 carried by two starts"},
+		{"Fence required, a start without one", cat(fenced(7, good[:2]), good[2:]), goodHistory, nil,
+			"started on i2.1 without a fence"},
+		{"Fence required, every start fenced", cat(fenced(7, good[:2]), fenced(8, good[2:4]), good[4:]), goodHistory, nil, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -114,6 +143,7 @@ func TestCheck(t *testing.T) {
 			if strings.Contains(tc.name, "MaxLate") {
 				sp.MaxLate = 2 * time.Second
 			}
+			sp.Fence = strings.HasPrefix(tc.name, "Fence required")
 			r := faults.Check(sp, tc.entries, tc.history, tc.faults)
 			all := strings.Join(r.Violations, "\n")
 			if tc.want == "" && len(r.Violations) > 0 {

@@ -39,6 +39,7 @@ type Entry struct {
 	Slot     int64  `json:"slot,omitempty"`    // start, end: Unix ms
 	Attempt  int    `json:"attempt,omitempty"` // start, end
 	Token    string `json:"token,omitempty"`   // start, end: the claim's token
+	Fence    uint64 `json:"fence,omitempty"`   // start, end: the run's fencing token (anarchon.Run.Fence); 0 for none
 	T        int64  `json:"t"`                 // host clock, Unix µs
 	Local    int64  `json:"local"`             // the instance's clock, Unix µs
 	OffsetMs int64  `json:"offset_ms"`         // the scheduler's estimate of store clock minus its clock, ms

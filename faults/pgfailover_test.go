@@ -97,20 +97,35 @@ type pgFigures struct {
 	RerunsAfterStop   int           // takeovers (attempt+1) after the earlier attempt stopped on a lost lease
 	Late              int           // runs started more than MaxLate (1 min) after their slot
 	MaxLateness       time.Duration // the latest start after its slot
+	Fenced            int           // starts of the leased job with a fencing token (Run.Fence)
+	Unfenced          int           // starts of the leased job without one
+	FenceTakeovers    int           // later holders of a leased slot whose fence was compared with the earlier holders'
+	FenceBackward     int           // later holders of a leased slot whose fence was not above an earlier holder's
+	FenceReused       int           // leased starts whose fence another start carried too
 	Promotion         time.Duration // kill to promotion done
 	Recovery          time.Duration // kill to the first handler start of a slot due after it
 	ReplicationBefore string        // pgbackend's report on the primary before the drill
 	Lost              []string      // the lost slots: job and due time relative to the kill
 	Twice             []string      // the slots started more than once: job, due time relative to the kill, attempts
+	FenceViolations   []string      // faults.CheckFences' findings
 }
 
 func (f pgFigures) String() string {
 	return fmt.Sprintf("%s: %d slots, %d runs, %d settled without a run; lost %d (before the failover %d, during it %d, after %d); "+
 		"duplicates: same attempt %d, attempt+1 %d; overlaps %d; reruns after a stop %d, after an unconfirmed finish %d; "+
-		"started after MaxLate %d (latest start %v after its slot); promotion %v, recovery %v after the kill",
+		"started after MaxLate %d (latest start %v after its slot); fences: %d leased starts fenced, %d without, %d later holders compared, %d not above an earlier holder's, %d carried twice; "+
+		"promotion %v, recovery %v after the kill",
 		f.Topology, f.Slots, f.Runs, f.Settled, f.LostBefore+f.LostOutage+f.LostAfter, f.LostBefore, f.LostOutage, f.LostAfter,
 		f.DupSameAttempt, f.DupNextAttempt, f.Overlaps, f.RerunsAfterStop, f.Unconfirmed, f.Late, f.MaxLateness.Round(time.Millisecond),
+		f.Fenced, f.Unfenced, f.FenceTakeovers, f.FenceBackward, f.FenceReused,
 		f.Promotion.Round(time.Millisecond), f.Recovery.Round(time.Millisecond))
+}
+
+// fenceBroken reports whether the drill's fences broke their promise: a
+// leased start without one, a later holder of a slot not above an
+// earlier one, or a fence on two starts.
+func (f pgFigures) fenceBroken() bool {
+	return f.Unfenced != 0 || f.FenceBackward != 0 || f.FenceReused != 0
 }
 
 func runPGFailover(t *testing.T, topology pgbackend.Topology) {
@@ -305,8 +320,8 @@ func pgFailoverOnce(t *testing.T, bindir string, topology pgbackend.Topology, d 
 	defer cancel()
 	if single {
 		f := pgDrillRun(t, dir, d, topology, primary, nil, nil, urlOf(primaryAddr))
-		if f.DupSameAttempt != 0 || f.DupNextAttempt != 0 || f.Overlaps != 0 || f.Late != 0 || f.LostBefore != 0 {
-			t.Errorf("single server, crash and restart: %s", f)
+		if f.DupSameAttempt != 0 || f.DupNextAttempt != 0 || f.Overlaps != 0 || f.Late != 0 || f.LostBefore != 0 || f.fenceBroken() {
+			t.Errorf("single server, crash and restart: %s; fences: %q", f, f.FenceViolations)
 		}
 		return
 	}
@@ -374,9 +389,10 @@ func pgFailoverOnce(t *testing.T, bindir string, topology pgbackend.Topology, d 
 	f.ReplicationBefore = rep.String()
 	if syncStandby {
 		// The safe topology: nothing acknowledged is lost, so nothing
-		// runs twice and nothing runs late.
-		if f.DupSameAttempt != 0 || f.DupNextAttempt != 0 || f.Overlaps != 0 || f.Late != 0 {
-			t.Errorf("synchronous standby: %s", f)
+		// runs twice, nothing runs late, and every holder's fence is above
+		// those of the holders before it.
+		if f.DupSameAttempt != 0 || f.DupNextAttempt != 0 || f.Overlaps != 0 || f.Late != 0 || f.fenceBroken() {
+			t.Errorf("synchronous standby: %s; fences: %q", f, f.FenceViolations)
 		}
 		if f.LostBefore != 0 {
 			t.Errorf("slots lost before the failover: %s", f)
@@ -499,8 +515,8 @@ func pgDrillRun(t *testing.T, dir string, d pgDrill, topology pgbackend.Topology
 	}
 	f := countPGFailover(entries, history, failed, started.Add(3*time.Second), stopAt.Add(-3*time.Second), lagAt, killAt)
 	f.Topology, f.Promotion = string(topology), promoted.Sub(killAt)
-	t.Logf("%s (kill to promote %v; before the kill, replication %s for %v)\n  lost (due relative to the kill): %v\n  started more than once: %v",
-		f, d.promote, lagText(d, standby != nil), d.lag, f.Lost, f.Twice)
+	t.Logf("%s (kill to promote %v; before the kill, replication %s for %v)\n  lost (due relative to the kill): %v\n  started more than once: %v\n  fence violations: %q",
+		f, d.promote, lagText(d, standby != nil), d.lag, f.Lost, f.Twice, f.FenceViolations)
 	if out := os.Getenv("ANARCHON_FAULTS_REPORT"); out != "" {
 		_ = os.MkdirAll(out, 0o755)
 		if fl, err := os.OpenFile(filepath.Join(out, "postgres-failover.txt"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644); err == nil {
@@ -607,6 +623,11 @@ func countPGFailover(entries []faults.Entry, history map[string]map[int64]anarch
 	if recovery > 0 {
 		f.Recovery = time.Duration(recovery-kill.UnixMicro()) * time.Microsecond
 	}
+	// Fences over the whole ledger: a holder from before the window may be
+	// taken over inside it.
+	fr := faults.CheckFences(entries, "leased", true)
+	f.Fenced, f.Unfenced, f.FenceTakeovers, f.FenceBackward, f.FenceReused, f.FenceViolations =
+		fr.Fenced, fr.Unfenced, fr.Takeovers, fr.Backward, fr.Reused, fr.Violations
 	for _, job := range []string{"plain", "leased"} {
 		m := slots[job]
 		for slot := from.Truncate(time.Second).Add(time.Second); !slot.After(to); slot = slot.Add(time.Second) {
@@ -683,7 +704,14 @@ func TestCountPGFailover(t *testing.T) {
 		n++
 		tok := fmt.Sprintf("t%d", n)
 		ms := base.Add(slot).UnixMilli()
-		entries = append(entries, faults.Entry{Ev: faults.EvStart, Inst: inst, Job: job, Slot: ms, Attempt: attempt, Token: tok, T: us(start)})
+		var fence uint64 // leased runs: one above the last, but slot 8's backup reuses slot 7's backup's, below its holder's
+		switch {
+		case job == "leased" && slot == 8*time.Second && attempt == 2:
+			fence = uint64(n) - 3
+		case job == "leased":
+			fence = uint64(n)
+		}
+		entries = append(entries, faults.Entry{Ev: faults.EvStart, Inst: inst, Job: job, Slot: ms, Attempt: attempt, Token: tok, T: us(start), Fence: fence})
 		if end > 0 {
 			entries = append(entries, faults.Entry{Ev: faults.EvEnd, Inst: inst, Job: job, Slot: ms, Attempt: attempt, Token: tok, T: us(end), Result: result})
 		}
@@ -724,13 +752,14 @@ func TestCountPGFailover(t *testing.T) {
 	failed := map[string]bool{finishKey("i1", "leased", base.Add(6*s).UnixMilli()): true}
 	f := countPGFailover(entries, history, failed, base.Add(s), base.Add(20*s), lagAt, kill)
 	want := pgFigures{Slots: 38, Settled: 1, LostBefore: 1, LostOutage: 4, DupSameAttempt: 1, DupNextAttempt: 2, Overlaps: 1,
-		RerunsAfterStop: 1, Unconfirmed: 1, Late: 1, Recovery: 13*s + 10e6 - 10*s - 500e6}
+		RerunsAfterStop: 1, Unconfirmed: 1, Late: 1, Recovery: 13*s + 10e6 - 10*s - 500e6,
+		Fenced: 21, FenceTakeovers: 4, FenceBackward: 1, FenceReused: 1}
 	got := f
-	got.Runs, got.MaxLateness, got.Lost, got.Twice = 0, 0, nil, nil
+	got.Runs, got.MaxLateness, got.Lost, got.Twice, got.FenceViolations = 0, 0, nil, nil, nil
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got  %+v\nwant %+v", got, want)
 	}
-	if len(f.Lost) != 5 || len(f.Twice) != 5 {
-		t.Errorf("lost %v, twice %v", f.Lost, f.Twice)
+	if len(f.Lost) != 5 || len(f.Twice) != 5 || len(f.FenceViolations) != 2 {
+		t.Errorf("lost %v, twice %v, fence violations %q", f.Lost, f.Twice, f.FenceViolations)
 	}
 }

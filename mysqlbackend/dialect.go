@@ -39,14 +39,22 @@ var Dialect = sqlbackend.SQLDialect{
 	InlineIndexes:    true,
 	IsAlreadyCreated: IsAlreadyCreated,
 	IsPermanent:      IsPermanent,
+	HasColumn: func(schema, table, column string) (string, []any) {
+		if schema == "" {
+			return "SELECT 1 FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = ?",
+				[]any{table, column}
+		}
+		return "SELECT 1 FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND COLUMN_NAME = ?",
+			[]any{schema, table, column}
+	},
 }
 
-// IsAlreadyCreated reports whether err says a table or index being created
-// already exists (1050 ER_TABLE_EXISTS_ERROR, 1061 ER_DUP_KEYNAME): two
-// instances migrated at once.
+// IsAlreadyCreated reports whether err says a table, index or column
+// being created already exists (1050 ER_TABLE_EXISTS_ERROR, 1061
+// ER_DUP_KEYNAME, 1060 ER_DUP_FIELDNAME): two instances migrated at once.
 func IsAlreadyCreated(err error) bool {
 	n := errNumber(err)
-	return n == 1050 || n == 1061
+	return n == 1050 || n == 1061 || n == 1060
 }
 
 // IsPermanent reports whether err is a server error a retry cannot fix: a

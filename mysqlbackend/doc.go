@@ -19,7 +19,16 @@
 //     (lease claims: of job) so that batches never deadlock; the Batch and
 //     RunBatch conformance subtests pass against a real server, and
 //     TestBatchRoundTrips counts 2n+2 statements for a batch of n plain
-//     claims, 4n+2 for n won lease claims.
+//     claims, 5n+2 for n won lease claims.
+//   - Fencing tokens (SPEC §6, "Fencing"): the base's per-job counter in
+//     the jobs row, raised by every won lease claim under the job row's
+//     lock in the claim's transaction (one UPDATE more per win); the
+//     RunStore/Fence conformance subtests pass, the race included. It is
+//     as durable as the claim it came with (Failover, below): a failover
+//     to an asynchronous replica that had not received the newest commits
+//     loses their fences with their claims, and a new holder can be given
+//     a fence an older one still carries. Init adds the column to tables
+//     made by an older version (TestOldSchema, with racing instances).
 //   - Plain claims: one INSERT … SELECT … ON DUPLICATE KEY UPDATE job = job
 //     on the runs table's (job, slot) primary key, which lets exactly one
 //     insert win; MySQL has no RETURNING, so the claim then reads the

@@ -86,7 +86,6 @@ func raceRounds() int {
 func TestConformance(t *testing.T) {
 	serverDSN(t)
 	anarchontest.Run(t, anarchontest.Harness{
-		NoFence: true, // the store gives no fences yet (ClaimOutcome.Fence)
 		New: func(t *testing.T, n int) []anarchon.Backend {
 			return sqlbackendtest.Backends(open(t, n, freshPrefix(t)))
 		},
@@ -115,6 +114,15 @@ func dropTables(t *testing.T, b anarchon.Backend, job string) {
 func TestConcurrentMigration(t *testing.T) {
 	serverDSN(t)
 	sqlbackendtest.ConcurrentMigration(t, func(t testing.TB, n int) []anarchon.Backend {
+		return sqlbackendtest.Backends(open(t, n, freshPrefix(t)))
+	})
+}
+
+// TestOldSchema checks that Init adds the fence column to a database made
+// before it, with racing instances.
+func TestOldSchema(t *testing.T) {
+	serverDSN(t)
+	sqlbackendtest.OldSchema(t, func(t testing.TB, n int) []anarchon.Backend {
 		return sqlbackendtest.Backends(open(t, n, freshPrefix(t)))
 	})
 }

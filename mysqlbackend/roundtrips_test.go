@@ -29,8 +29,9 @@ func TestClaimRoundTrips(t *testing.T) {
 	sqlbackendtest.ClaimRoundTrips(t, b, c, sqlbackendtest.ClaimStatements{
 		Won: 2, Lost: 2, Early: 2, Trimmed: 2, PausedLoser: 2,
 		// BEGIN, lock (read) the job row, read the run row, read the
-		// control row, insert, COMMIT; BEGIN, job, run, COMMIT.
-		LeaseWon: 6, LeaseRunning: 4,
+		// control row, insert, take the fence, COMMIT; BEGIN, job, run,
+		// COMMIT.
+		LeaseWon: 7, LeaseRunning: 4,
 	})
 }
 
@@ -52,6 +53,6 @@ func TestBatchRoundTrips(t *testing.T) {
 	}
 	per := func(k int64) func(int) int64 { return func(n int) int64 { return 2 + k*int64(n) } }
 	sqlbackendtest.BatchRoundTrips(t, b, c, sqlbackendtest.BatchStatements{
-		Won: per(2), Lost: per(2), LeaseWon: per(4), LeaseRunning: per(2),
+		Won: per(2), Lost: per(2), LeaseWon: per(5), LeaseRunning: per(2),
 	})
 }

@@ -50,14 +50,15 @@ type sqlStater interface{ SQLState() string }
 // sessions creating the same object at once: 42P07 duplicate_table, 42P06
 // duplicate_schema, 42710 duplicate_object, or 23505 unique_violation (on
 // the pg_type or pg_namespace catalog, which CREATE … IF NOT EXISTS can
-// hit when racing). The error is matched through its SQLState method.
+// hit when racing), or 42701 duplicate_column (a column Init adds to an
+// older schema). The error is matched through its SQLState method.
 func IsAlreadyCreated(err error) bool {
 	var s sqlStater
 	if !errors.As(err, &s) {
 		return false
 	}
 	switch s.SQLState() {
-	case "42P07", "42P06", "42710", "23505":
+	case "42P07", "42P06", "42710", "23505", "42701":
 		return true
 	}
 	return false

@@ -6,7 +6,7 @@
 // # Guarantees
 //
 //   - Job control and triggers: those of sqlbackend; the claim function
-//     (anarchon_claim_v5) reads the control row after the job lock, and a
+//     (anarchon_claim_v6) reads the control row after the job lock, and a
 //     trigger request is announced with NOTIFY. The Control and Trigger
 //     subtests pass against a real server (every conformance variant).
 //   - Plain claims: one INSERT … ON CONFLICT (job, slot) DO NOTHING
@@ -24,16 +24,16 @@
 //     all, so instances with skewed clocks agree; [Backend.ServerTime]
 //     exposes it (anarchon.ServerClock).
 //   - Batches (anarchon.BatchClaimer, anarchon.RunBatchClaimer, SPEC §4
-//     "Batches"): one call of anarchon_claim_batch_v5 decides a batch of
+//     "Batches"): one call of anarchon_claim_batch_v6 decides a batch of
 //     plain claims with the plain claim's statements per slot, and one
-//     call of anarchon_claim_runs_v5 a batch of lease claims by calling
-//     anarchon_claim_v5 per slot; the claims go as one JSON argument, so
+//     call of anarchon_claim_runs_v6 a batch of lease claims by calling
+//     anarchon_claim_v6 per slot; the claims go as one JSON argument, so
 //     any driver can send them. TestBatchRoundTrips counts one statement
 //     per batch of 1, 10 and 100; the Batch and RunBatch conformance
 //     subtests pass against a real server.
-//   - The functions (anarchon_lock_job_v5, anarchon_claim_v5,
-//     anarchon_finish_v5, anarchon_release_v5, anarchon_finish_result_v5,
-//     anarchon_claim_batch_v5, anarchon_claim_runs_v5,
+//   - The functions (anarchon_lock_job_v6, anarchon_claim_v6,
+//     anarchon_finish_v6, anarchon_release_v6, anarchon_finish_result_v6,
+//     anarchon_claim_batch_v6, anarchon_claim_runs_v6,
 //     named with the table prefix and in the tables' schema) are created
 //     by Init, each only if absent, in the migration transaction under an
 //     advisory lock, so instances starting at once do not race and a role
@@ -42,6 +42,24 @@
 //     database each call their own; they decide
 //     exactly as the SQL base's plain transactions, which they serialise
 //     with (both lock the job row first).
+//   - Fencing tokens (SPEC §6, "Fencing"): the job row's fence column,
+//     raised by one in each won branch of anarchon_claim_v6 (a new slot,
+//     a renewal by the same token, a takeover) after lock_job locked the
+//     row, in the call's own transaction, and returned as o_fence;
+//     claim_runs passes it on per slot, and the SQL base's plain
+//     transaction raises the same column under the same lock, so the two
+//     paths share one counter. The RunStore/Fence subtests pass on every
+//     conformance variant (the routines, plain transactions, both mixed on
+//     one schema, database/sql). A fence is kept exactly as the claim it
+//     came with: on a single server or a synchronous standby it is as
+//     durable as any commit; a failover to an asynchronous standby that
+//     was behind loses the newest claims and their fences together, and
+//     the promoted server gives a later holder a fence the holder from
+//     before the failover still carries (the failover section of
+//     RELIABILITY.md; the drills there check the fences). Init adds the
+//     column to a schema made by an older version (TestOldSchema); an
+//     instance still running claim_v5 in a rolling deploy wins without
+//     raising it, and its runs carry no fence (0).
 //   - DedupeWindow is anarchon.Forever; history trimming keeps a per-job
 //     watermark so that a trimmed slot is never claimed again.
 //   - Release, Finish and abandonment send NOTIFY in the same transaction
@@ -95,6 +113,13 @@
 // Attempt 1, which Attempt cannot fence (SPEC §6, "Stores that forget").
 // Run a synchronous standby; Init warns when there is none.
 //
+// Fences through a failover (one drill each, RELIABILITY.md): on the
+// synchronous standby every leased start carried a fence and the
+// takeover's was above its holder's; on the asynchronous standby the
+// slot run twice as Attempt 1 ran the second time with a smaller fence
+// (8 after 9), and two fences were each carried by two starts, since the
+// promoted standby's counter had lost the claims with them.
+//
 // # Server requirements
 //
 // PostgreSQL 10 or newer ([MinServerVersion], checked by Init). The role
@@ -140,7 +165,12 @@
 // loopback (-benchtime 3000x, two runs), the plain claim cost 1.11–1.17×
 // the bare insert (one statement too; the extra is the watermark check),
 // and the lease claim 1.33–1.36× (one call of the claim function; it was
-// 3.1–4.0× as a transaction of six round trips). BenchmarkFinishResult
+// 3.1–4.0× as a transaction of six round trips). The fencing token
+// costs a won claim one UPDATE of the job row inside the function: with
+// the test binaries of claim_v5 and claim_v6 run in turn five times
+// (-benchtime 3000x, a busier machine), the lease claim cost 2.03–2.27×
+// the bare insert before and 2.37–2.52× after; the plain claim, which
+// takes no fence, 1.56–1.60× and 1.52–1.57×. BenchmarkFinishResult
 // times FinishResult (about 0.7 ms, including history trimming) against
 // Finish followed by SaveResult (about 1.6 ms): 0.42–0.43 of the time. A
 // won lease slot thus costs the claim, one heartbeat per Lease/3, and one

@@ -17,7 +17,6 @@ func TestConformancePlain(t *testing.T) {
 		t.Skip("the pool run covers the same statements in -short mode")
 	}
 	anarchontest.Run(t, anarchontest.Harness{
-		NoFence: true, // the store gives no fences yet (ClaimOutcome.Fence)
 		New: func(t *testing.T, n int) []anarchon.Backend {
 			schema := freshSchema(t)
 			out := make([]anarchon.Backend, n)

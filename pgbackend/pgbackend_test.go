@@ -104,7 +104,6 @@ var schemas sync.Map
 func TestConformance(t *testing.T) {
 	serverURL(t)
 	anarchontest.Run(t, anarchontest.Harness{
-		NoFence: true, // the store gives no fences yet (ClaimOutcome.Fence)
 		New: func(t *testing.T, n int) []anarchon.Backend {
 			schema := freshSchema(t)
 			var out []anarchon.Backend
@@ -148,7 +147,6 @@ func TestConformanceSQLDB(t *testing.T) {
 		t.Skip("the pool run covers the same in -short mode")
 	}
 	anarchontest.Run(t, anarchontest.Harness{
-		NoFence: true, // the store gives no fences yet (ClaimOutcome.Fence)
 		New: func(t *testing.T, n int) []anarchon.Backend {
 			schema := freshSchema(t)
 			var out []anarchon.Backend
@@ -183,6 +181,21 @@ func TestConcurrentMigration(t *testing.T) {
 func TestConcurrentMigrationPrefix(t *testing.T) {
 	sqlbackendtest.ConcurrentMigration(t, func(t testing.TB, n int) []anarchon.Backend {
 		return sqlbackendtest.Backends(openOptions(t, n, 2, pgbackend.Options{Prefix: freshPrefix(t)}))
+	})
+}
+
+// TestOldSchema checks that Init adds the fence column to a schema made
+// before it, with racing instances, in a schema and in the search path.
+func TestOldSchema(t *testing.T) {
+	t.Run("Schema", func(t *testing.T) {
+		sqlbackendtest.OldSchema(t, func(t testing.TB, n int) []anarchon.Backend {
+			return sqlbackendtest.Backends(open(t, n, 2, freshSchema(t)))
+		})
+	})
+	t.Run("Prefix", func(t *testing.T) {
+		sqlbackendtest.OldSchema(t, func(t testing.TB, n int) []anarchon.Backend {
+			return sqlbackendtest.Backends(openOptions(t, n, 2, pgbackend.Options{Prefix: freshPrefix(t)}))
+		})
 	})
 }
 
@@ -375,7 +388,6 @@ func TestConformanceConn(t *testing.T) {
 		t.Skip("the pool run covers the same in -short mode")
 	}
 	anarchontest.Run(t, anarchontest.Harness{
-		NoFence: true, // the store gives no fences yet (ClaimOutcome.Fence)
 		New: func(t *testing.T, n int) []anarchon.Backend {
 			schema := freshSchema(t)
 			var out []anarchon.Backend

@@ -12,7 +12,7 @@ import (
 // routineVersion ends the name of every stored function, so that two
 // versions of anarchon sharing a database in a rolling deploy each call
 // the body they were built with. A change of any body takes a new version.
-const routineVersion = "_v5"
+const routineVersion = "_v6"
 
 // The bodies of the stored functions, one CREATE per file, after a
 // comment header that is dropped.
@@ -91,12 +91,12 @@ func routines(channel string) func(qualify func(string) string) sqlbackend.Routi
 		}
 		return sqlbackend.Routines{
 			DDL:          ddl,
-			Claim:        q(`SELECT o_kind, o_attempt, o_holder, o_until, o_status FROM {claim}(?, ?, ?, ?, ?, ?, ?, ?, ?, ` + ch + `)`),
+			Claim:        q(`SELECT o_kind, o_attempt, o_holder, o_until, o_status, o_fence FROM {claim}(?, ?, ?, ?, ?, ?, ?, ?, ?, ` + ch + `)`),
 			Finish:       q(`SELECT o_ok FROM {finish}(?, ?, ?, ?, ` + ch + `)`),
 			Release:      q(`SELECT o_ok FROM {release}(?, ?, ?, ` + ch + `)`),
 			FinishResult: q(`SELECT o_ok FROM {finish_result}(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ` + ch + `)`),
 			ClaimBatch:   q(`SELECT o_idx, o_kind, o_now FROM {claim_batch}(CAST(? AS jsonb))`),
-			ClaimRuns:    q(`SELECT o_idx, o_kind, o_attempt, o_holder, o_until, o_status FROM {claim_runs}(CAST(? AS jsonb), ` + ch + `)`),
+			ClaimRuns:    q(`SELECT o_idx, o_kind, o_attempt, o_holder, o_until, o_status, o_fence FROM {claim_runs}(CAST(? AS jsonb), ` + ch + `)`),
 		}
 	}
 }

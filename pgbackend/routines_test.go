@@ -54,7 +54,6 @@ func TestConformanceMixed(t *testing.T) {
 		t.Skip("the pool run covers the routines in -short mode")
 	}
 	anarchontest.Run(t, anarchontest.Harness{
-		NoFence: true, // the store gives no fences yet (ClaimOutcome.Fence)
 		New: func(t *testing.T, n int) []anarchon.Backend {
 			schema := freshSchema(t)
 			routines := open(t, n/2, 4, schema)
@@ -86,7 +85,7 @@ func TestRoutinesCreated(t *testing.T) {
 	}
 	var n int
 	err := bs[0].Pool().QueryRow(ctx, `SELECT count(*) FROM pg_proc p JOIN pg_namespace s ON s.oid = p.pronamespace
-WHERE s.nspname = $1 AND p.proname LIKE 'anarchon\_%\_v5'`, schema).Scan(&n)
+WHERE s.nspname = $1 AND p.proname LIKE 'anarchon\_%\_v6'`, schema).Scan(&n)
 	if err != nil {
 		t.Fatal(err)
 	}

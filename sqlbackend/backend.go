@@ -273,13 +273,36 @@ func (b *SQLBackend) migrate(ctx context.Context) error {
 				return err
 			}
 		}
-		for _, s := range b.ddl {
+		for i, s := range b.ddl {
 			if _, err := b.all(ctx, tx, s); err != nil {
 				return err
+			}
+			if i == len(b.q.ddl)-1 { // the base's tables are there
+				if err := b.addColumns(ctx, tx); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
 	})
+}
+
+// addColumns adds to the base's tables the columns that a database made
+// by an older version lacks (SPEC §9: columns are only ever added), each
+// after SQLDialect.HasColumn found it absent: jobs.fence.
+func (b *SQLBackend) addColumns(ctx context.Context, tx Querier) error {
+	query, args := b.d.hasColumn(b.cfg.Schema, b.cfg.Prefix+"jobs", "fence")
+	rows, err := b.all(ctx, tx, placeholders(b.d)(query), args...)
+	if err != nil {
+		return fmt.Errorf("look for column jobs.fence: %w", err)
+	}
+	if len(rows) > 0 {
+		return nil
+	}
+	if _, err := b.all(ctx, tx, b.q.addJobsFence); err != nil {
+		return fmt.Errorf("add column jobs.fence: %w", err)
+	}
+	return nil
 }
 
 func (b *SQLBackend) ready(ctx context.Context, op string) error {

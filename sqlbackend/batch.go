@@ -259,7 +259,7 @@ func (b *SQLBackend) claimRunsRoutine(ctx context.Context, in []anarchon.RunClai
 		return fmt.Errorf("lease claim batch routine returned %d rows for %d claims", len(rows), len(todo))
 	}
 	for _, row := range rows {
-		if len(row) != 6 {
+		if len(row) != 6 && len(row) != 7 {
 			return fmt.Errorf("lease claim batch routine returned %d columns", len(row))
 		}
 		rd := reader(row[:1])

@@ -180,21 +180,28 @@ func (b *SQLBackend) RecordManualRun(ctx context.Context, in anarchon.ClaimInput
 }
 
 // lockJob makes sure the job's row exists and locks it for the rest of the
-// transaction (Serialize, then SELECT … ForUpdate). It returns the
-// watermark.
+// transaction (Serialize, then SELECT … ForUpdate).
 func (b *SQLBackend) lockJob(ctx context.Context, tx Querier, job string) error {
-	_, _, _, err := b.lockJobWatermark(ctx, tx, job)
+	_, err := b.lockJobRow(ctx, tx, job)
 	return err
 }
 
-// lockJobWatermark locks the job (see lockJob) and returns its watermark
-// and the server's clock, read after the lock was taken.
+// jobRow is what lockJobRow reads of the locked job row.
+type jobRow struct {
+	watermark int64 // the trimming watermark, if hasWM
+	hasWM     bool
+	fence     int64 // the last fencing token a won lease claim took; 0 for none
+	now       int64 // the server's clock, read after the lock was taken (Unix ms)
+}
+
+// lockJobRow locks the job (see lockJob) and returns its row and the
+// server's clock, read after the lock was taken.
 //
 // With row locks (ForUpdate set) the job row's lock is what serialises
 // claims of the job, and Serialize only guards the creation of a missing
 // row; without row locks Serialize (or the exclusive transaction) runs
 // first, every time.
-func (b *SQLBackend) lockJobWatermark(ctx context.Context, tx Querier, job string) (wm int64, has bool, now int64, err error) {
+func (b *SQLBackend) lockJobRow(ctx context.Context, tx Querier, job string) (jobRow, error) {
 	rowLocks := b.d.ForUpdate != ""
 	serialize := func() error {
 		if b.q.serialize == "" {
@@ -205,30 +212,47 @@ func (b *SQLBackend) lockJobWatermark(ctx context.Context, tx Querier, job strin
 	}
 	if !rowLocks {
 		if err := serialize(); err != nil {
-			return 0, false, 0, err
+			return jobRow{}, err
 		}
 	}
 	for i := range 2 {
 		rows, err := b.all(ctx, tx, b.q.selectJob, job)
 		if err != nil {
-			return 0, false, 0, err
+			return jobRow{}, err
 		}
 		if len(rows) > 0 {
 			rd := reader(rows[0])
-			wm, has := rd.nullInt64()
-			now := rd.int64()
-			return wm, has, now, rd.Err()
+			var j jobRow
+			j.watermark, j.hasWM = rd.nullInt64()
+			j.fence = rd.int64()
+			j.now = rd.int64()
+			return j, rd.Err()
 		}
 		if i == 0 && rowLocks {
 			if err := serialize(); err != nil {
-				return 0, false, 0, err
+				return jobRow{}, err
 			}
 		}
 		if _, err := b.all(ctx, tx, b.q.insertJob, job); err != nil {
-			return 0, false, 0, err
+			return jobRow{}, err
 		}
 	}
-	return 0, false, 0, errors.New("job row vanished")
+	return jobRow{}, errors.New("job row vanished")
+}
+
+// takeFence gives a won lease claim of job the job's next fencing token:
+// one above the last (j, read under the job's lock), written back to the
+// locked row in the claim's transaction, so that every later win of the
+// job, whichever path and handle, reads it and goes above it.
+func (b *SQLBackend) takeFence(ctx context.Context, tx Querier, job string, j *jobRow) (uint64, error) {
+	if j.fence < 0 {
+		return 0, fmt.Errorf("job %s: stored fence %d is negative", quoteJob(job), j.fence)
+	}
+	j.fence++
+	if _, err := b.all(ctx, tx, b.q.setFence, j.fence, job); err != nil {
+		return 0, err
+	}
+	return uint64(j.fence), nil
 }
 
 // CheckJob implements anarchon.JobChecker: it refuses a job name the

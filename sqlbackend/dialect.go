@@ -133,10 +133,36 @@ type SQLDialect struct {
 	// ForUpdate must be set with it.
 	NoReturning bool
 
+	// HasColumn returns a query (in `?` syntax) and its arguments that
+	// returns at least one row if table, a bare table name with its
+	// prefix ("anarchon_jobs"), has column. schema is Config.Schema, ""
+	// for the connection's default, where CREATE TABLE put the table.
+	// Init runs it, inside the migration transaction, before adding a
+	// column a newer version of the schema has (ALTER TABLE … ADD
+	// COLUMN), so that a database made by an older version gets it. Nil
+	// means information_schema.columns, in current_schema() when schema is
+	// "" (PostgreSQL); SQLite lists pragma_table_info, MySQL reads
+	// information_schema in DATABASE().
+	HasColumn func(schema, table, column string) (query string, args []any)
+
 	// InlineIndexes is true when the secondary index on results (job,
 	// slot) must be declared inside CREATE TABLE, because the database has
 	// no CREATE INDEX IF NOT EXISTS (MySQL 8). False runs createResultsSlot.
 	InlineIndexes bool
+}
+
+// hasColumn returns d.HasColumn's query and arguments, or the standard
+// one.
+func (d SQLDialect) hasColumn(schema, table, column string) (string, []any) {
+	if d.HasColumn != nil {
+		return d.HasColumn(schema, table, column)
+	}
+	if schema == "" {
+		return "SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? AND column_name = ?",
+			[]any{table, column}
+	}
+	return "SELECT 1 FROM information_schema.columns WHERE table_schema = ? AND table_name = ? AND column_name = ?",
+		[]any{schema, table, column}
 }
 
 // Dollar rewrites `?` placeholders into PostgreSQL's numbered $1, $2, …,

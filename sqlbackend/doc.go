@@ -18,7 +18,7 @@
 //     [RunStore.Replace] ([anarchon.Replacer]) is one transaction under
 //     the same lock that settles the earlier runs, stores their records
 //     and notifies. The Overlap/Limit and Replace conformance subtests
-//     pass on SQLite, PostgreSQL (claim routine _v5) and MariaDB/MySQL.
+//     pass on SQLite, PostgreSQL (claim routine _v6) and MariaDB/MySQL.
 //   - Job control (SPEC §12): the plain claim reads the job's row of
 //     <prefix>control in its one INSERT … SELECT, and the lease claim in
 //     its transaction after the job lock, so a claim that reaches the
@@ -47,6 +47,22 @@
 //     (pgbackend does): one round trip instead of a transaction of
 //     several, deciding the same way and serialising with the
 //     transactions of an instance that has no routines.
+//   - Fencing tokens (SPEC §6, "Fencing"): the jobs row holds the job's
+//     last fence; a won lease claim (a new slot, a renewal by the same
+//     token, a takeover; alone or in ClaimRuns) raises it by one under the
+//     job's lock, in the claim's own transaction, and answers it as
+//     ClaimOutcome.Fence. Every win of the job, on any handle, path or
+//     routine that locks the job row, reads the last one committed, so
+//     fences go up in the order the store decided the wins. The
+//     RunStore/Fence subtests pass on SQLite, PostgreSQL (the claim
+//     routine, the plain transaction, and both mixed on one schema) and
+//     MariaDB. The fence is kept exactly as the claim is: a database that
+//     loses committed transactions (restored from a backup, a replaced
+//     SQLite file, a failover to an asynchronous replica) loses the fences
+//     with the claims, and a new holder can be given a fence an older one
+//     still carries. Init adds the column to a database made before it
+//     ([SQLDialect.HasColumn], then ALTER TABLE … ADD COLUMN, with racing
+//     instances retried; sqlbackendtest.OldSchema).
 //   - [RunStore.FinishResult] (anarchon.ResultFinisher) finishes a run
 //     and saves its result in one transaction: a won lease costs the
 //     claim, heartbeats, and one more round trip with routines.
@@ -124,9 +140,10 @@
 // Six tables, named prefix+name (default prefix "anarchon_"), optionally
 // in a schema ([Config]):
 //
-//   - jobs (job PRIMARY KEY, watermark, created_at): one row per job,
-//     created by PrepareJob (or the first lease claim); it carries the
-//     trimming watermark and is the row lease claims lock.
+//   - jobs (job PRIMARY KEY, watermark, created_at, fence): one row per
+//     job, created by PrepareJob (or the first lease claim); it carries
+//     the trimming watermark and the last fencing token, and is the row
+//     lease claims lock.
 //   - runs (job, slot PRIMARY KEY, token, instance, attempt, state, status,
 //     lease_until, claimed_at): one row per claimed slot. Plain claims are
 //     rows in state "running" with a NULL lease_until, and become "done"

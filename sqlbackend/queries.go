@@ -24,8 +24,11 @@ var statements = mustParseStatements(sqlFiles)
 // syntax (SQLDialect.Placeholders). Values are always bound.
 type queries struct {
 	ddl []string
+	// addJobsFence adds jobs.fence to a database made before it
+	// (migrate, when SQLDialect.HasColumn finds none).
+	addJobsFence string
 
-	insertJob, selectJob, raiseWatermark string
+	insertJob, selectJob, raiseWatermark, setFence string
 
 	plainClaim, selectToken, insertManual string
 	upsertResult, finishPlain             string
@@ -146,9 +149,10 @@ func buildQueries(qualify, quote func(string) string, d SQLDialect) queries {
 		ddl = slices.Delete(ddl, 3, 4)
 	}
 	return queries{
-		ddl: ddl,
+		ddl:          ddl,
+		addJobsFence: q("addJobsFence"),
 
-		insertJob: q("insertJob"), selectJob: q("selectJob"), raiseWatermark: q("raiseWatermark"),
+		insertJob: q("insertJob"), selectJob: q("selectJob"), raiseWatermark: q("raiseWatermark"), setFence: q("setFence"),
 
 		plainClaim: q("plainClaim"), selectToken: q("selectToken"), insertManual: q("insertManual"),
 		upsertResult: q("upsertResult"), finishPlain: q("finishPlain"),

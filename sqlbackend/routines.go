@@ -26,7 +26,12 @@ type Routines struct {
 	// refused, the other live runs that refuse the claim), max attempts
 	// (>= 1). It returns one
 	// row: kind ("won", "running", "done", "overlap", "none", "late"),
-	// attempt, holder, lease_until (ms or NULL), status.
+	// attempt, holder, lease_until (ms or NULL), status, and fence: on
+	// "won", the job's next fencing token, taken from the fence column of
+	// the job row it locked and written back in the same transaction, as
+	// the base's transaction does (SPEC §6, "Fencing"); 0 or NULL
+	// otherwise. A routine that returns the first five columns only gives
+	// no fences (ClaimOutcome.Fence 0).
 	Claim string
 
 	// Finish marks a run done. Arguments: job, slot, token, status. It

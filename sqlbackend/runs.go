@@ -34,8 +34,10 @@ type runRow struct {
 
 // Claim decides a lease claim per SPEC §6's table, first match wins, in
 // one transaction that holds the job's lock and reads the server's clock
-// after taking it. c.Lease must be positive; c.MaxAttempts <= 0 means 1;
-// c.MaxLate == 0 means no lateness limit. An absent slot at or below the
+// after taking it. A win takes the job's next fencing token
+// (ClaimOutcome.Fence, SPEC §6 "Fencing"): the jobs row's counter, raised
+// by one in the same transaction. c.Lease must be positive;
+// c.MaxAttempts <= 0 means 1; c.MaxLate == 0 means no lateness limit. An absent slot at or below the
 // job's trimming watermark is answered OutcomeDone: it was settled and
 // trimmed. OutcomeDone carries the settled run's attempt (for an
 // abandoned slot, the last holder's). A takeover or an abandonment also
@@ -96,10 +98,11 @@ func (b *SQLBackend) claimRun(ctx context.Context, tx Querier, c anarchon.RunCla
 	leaseMs := max(c.Lease.Milliseconds(), 1)
 	var out anarchon.ClaimOutcome
 	err := func() error {
-		wm, hasWM, now, err := b.lockJobWatermark(ctx, tx, c.Job)
+		j, err := b.lockJobRow(ctx, tx, c.Job)
 		if err != nil {
 			return err
 		}
+		now := j.now
 		row, found, err := b.readRun(ctx, tx, c.Job, c.Slot)
 		if err != nil {
 			return err
@@ -107,7 +110,7 @@ func (b *SQLBackend) claimRun(ctx context.Context, tx Querier, c anarchon.RunCla
 		until := now + leaseMs
 		if !found {
 			switch {
-			case hasWM && c.Slot <= wm:
+			case j.hasWM && c.Slot <= j.watermark:
 				out.Kind = anarchon.OutcomeDone
 				return nil
 			case anarchon.TooEarly(c.Slot, now): // never early
@@ -142,8 +145,12 @@ func (b *SQLBackend) claimRun(ctx context.Context, tx Querier, c anarchon.RunCla
 					return b.insertRun(ctx, tx, c, anarchon.RunStateSkipped, anarchon.StatusSkipped, nil, now)
 				}
 			}
+			if err := b.insertRun(ctx, tx, c, anarchon.RunStateRunning, "", until, now); err != nil {
+				return err
+			}
 			out = anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: 1, Holder: c.InstanceID, LeaseUntil: time.UnixMilli(until).UTC()}
-			return b.insertRun(ctx, tx, c, anarchon.RunStateRunning, "", until, now)
+			out.Fence, err = b.takeFence(ctx, tx, c.Job, &j)
+			return err
 		}
 		switch {
 		case row.state == anarchon.RunStateRunning && row.token == c.Token:
@@ -151,6 +158,8 @@ func (b *SQLBackend) claimRun(ctx context.Context, tx Querier, c anarchon.RunCla
 				return err
 			}
 			out = anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: int(row.attempt), Holder: row.instance, LeaseUntil: time.UnixMilli(until).UTC()}
+			out.Fence, err = b.takeFence(ctx, tx, c.Job, &j)
+			return err
 		case row.state == anarchon.RunStateDone:
 			out = anarchon.ClaimOutcome{Kind: anarchon.OutcomeDone, Attempt: int(row.attempt), Status: row.status}
 		case row.state == anarchon.RunStateMissed || row.state == anarchon.RunStateSkipped || row.state == anarchon.RunStatePaused:
@@ -184,6 +193,8 @@ func (b *SQLBackend) claimRun(ctx context.Context, tx Querier, c anarchon.RunCla
 				return err
 			}
 			out = anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: int(att), Holder: c.InstanceID, LeaseUntil: time.UnixMilli(until).UTC()}
+			out.Fence, err = b.takeFence(ctx, tx, c.Job, &j)
+			return err
 		default:
 			// A state written by a newer version: treat it as settled.
 			out = anarchon.ClaimOutcome{Kind: anarchon.OutcomeDone, Status: row.status}
@@ -209,14 +220,18 @@ func (b *SQLBackend) claimRoutine(ctx context.Context, q Querier, c anarchon.Run
 	if err != nil {
 		return anarchon.ClaimOutcome{}, err
 	}
-	if len(rows) != 1 || len(rows[0]) != 5 {
+	if len(rows) != 1 {
 		return anarchon.ClaimOutcome{}, fmt.Errorf("claim routine returned %d rows", len(rows))
+	}
+	if n := len(rows[0]); n != 5 && n != 6 {
+		return anarchon.ClaimOutcome{}, fmt.Errorf("claim routine returned %d columns", n)
 	}
 	return routineOutcome(c, rows[0])
 }
 
 // routineOutcome reads the claim routine's row (Routines.Claim) for c: an
-// early slot is its *anarchon.EarlyError.
+// early slot is its *anarchon.EarlyError. A row of five columns has no
+// fence (Fence 0).
 func routineOutcome(c anarchon.RunClaim, row []any) (anarchon.ClaimOutcome, error) {
 	rd := reader(row)
 	kind := rd.string()
@@ -224,10 +239,17 @@ func routineOutcome(c anarchon.RunClaim, row []any) (anarchon.ClaimOutcome, erro
 	holder := rd.string()
 	until, hasUntil := rd.nullInt64()
 	status := rd.string()
+	var fence int64
+	if len(row) > 5 {
+		fence, _ = rd.nullInt64()
+	}
 	if err := rd.Err(); err != nil {
 		return anarchon.ClaimOutcome{}, err
 	}
-	out := anarchon.ClaimOutcome{Attempt: int(att), Holder: holder, Status: anarchon.Status(status)}
+	if fence < 0 || fence > 0 && kind != "won" {
+		return anarchon.ClaimOutcome{}, fmt.Errorf("claim routine answered %s with fence %d", kind, fence)
+	}
+	out := anarchon.ClaimOutcome{Attempt: int(att), Holder: holder, Status: anarchon.Status(status), Fence: uint64(fence)}
 	if hasUntil {
 		out.LeaseUntil = time.UnixMilli(until).UTC()
 	}
@@ -544,10 +566,11 @@ func (s *RunStore) Replace(ctx context.Context, in anarchon.ReplaceInput) ([]ana
 	var held bool
 	err := b.cfg.Conn.Transaction(ctx, func(tx Querier) error {
 		out, held = nil, false
-		_, _, now, err := b.lockJobWatermark(ctx, tx, in.Job)
+		j, err := b.lockJobRow(ctx, tx, in.Job)
 		if err != nil {
 			return err
 		}
+		now := j.now
 		row, found, err := b.readRun(ctx, tx, in.Job, in.Slot)
 		if err != nil || !found || row.state != anarchon.RunStateRunning || row.token != in.Token {
 			return err

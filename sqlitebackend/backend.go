@@ -36,9 +36,17 @@ var Dialect = sqlbackend.SQLDialect{
 	ForUpdate: "",
 	Serialize: "",
 	IsAlreadyCreated: func(err error) bool {
-		return err != nil && strings.Contains(err.Error(), "already exists")
+		// "duplicate column name": a column Init adds to an older
+		// database was added by another instance first.
+		return err != nil && (strings.Contains(err.Error(), "already exists") || strings.Contains(err.Error(), "duplicate column name"))
 	},
 	IsPermanent: IsPermanent,
+	HasColumn: func(schema, table, column string) (string, []any) {
+		if schema == "" {
+			schema = "main"
+		}
+		return "SELECT 1 FROM pragma_table_info(?, ?) WHERE name = ?", []any{table, schema, column}
+	},
 }
 
 // Options configures a [Backend]. A nil *Options means all defaults.

@@ -22,7 +22,17 @@
 // "Batches") are one BEGIN IMMEDIATE transaction each, one hold of the
 // write lock, in which every claim runs the statements it runs alone
 // (sqlitefile's TestBatchRoundTrips: n+2 statements for n won plain
-// claims, 4n+2 for n won lease claims).
+// claims, 5n+2 for n won lease claims).
+//
+// Fencing tokens (SPEC §6, "Fencing"): the base's per-job counter, in the
+// jobs row of the database file, raised by every won lease claim in its
+// BEGIN IMMEDIATE transaction; the RunStore/Fence conformance subtests
+// pass. It holds for as long as the file does: a file deleted or replaced
+// under running processes, or restored from a copy, starts the counter
+// again with the claims it lost, and a new holder can be given a fence an
+// older one still carries. With Options.File set, a process fails its
+// claims closed once its file was replaced (ErrFileReplaced) instead of
+// claiming in the new one.
 //
 // # Writers in one process
 //

@@ -46,7 +46,6 @@ func openPath(t testing.TB, path string, n int) []*sqlitebackend.Backend {
 
 func TestConformance(t *testing.T) {
 	anarchontest.Run(t, anarchontest.Harness{
-		NoFence: true, // the store gives no fences yet (ClaimOutcome.Fence)
 		New: func(t *testing.T, n int) []anarchon.Backend {
 			var out []anarchon.Backend
 			for _, b := range open(t, n) {
@@ -160,6 +159,14 @@ func TestTrimNeverReopens(t *testing.T) {
 // Init and PrepareJob must succeed for all.
 func TestConcurrentMigration(t *testing.T) {
 	sqlbackendtest.ConcurrentMigration(t, func(t testing.TB, n int) []anarchon.Backend {
+		return sqlbackendtest.Backends(open(t, n))
+	})
+}
+
+// TestOldSchema checks that Init adds the fence column to a database made
+// before it, with racing instances.
+func TestOldSchema(t *testing.T) {
+	sqlbackendtest.OldSchema(t, func(t testing.TB, n int) []anarchon.Backend {
 		return sqlbackendtest.Backends(open(t, n))
 	})
 }

@@ -15,7 +15,6 @@ import (
 // backends, each with its own connection to one file.
 func TestConformance(t *testing.T) {
 	anarchontest.Run(t, anarchontest.Harness{
-		NoFence: true, // the store gives no fences yet (ClaimOutcome.Fence)
 		New: func(t *testing.T, n int) []anarchon.Backend {
 			path := filepath.Join(t.TempDir(), "anarchon.db")
 			var out []anarchon.Backend

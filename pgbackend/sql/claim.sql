@@ -3,10 +3,12 @@
 -- Unix ms, {lock_job}, {claim}, … the qualified, versioned function names.
 -- A change of the body below takes a new routineVersion.
 --
--- claim decides SPEC §6's table, first match wins.
+-- claim decides SPEC §6's table, first match wins. Each win takes the
+-- job's next fencing token (o_fence; SPEC §6, "Fencing") from the fence
+-- column of the job row {lock_job} locked; other answers give 0.
 CREATE OR REPLACE FUNCTION {claim}(p_job text, p_slot bigint, p_token text, p_instance text,
 	p_lease bigint, p_max_late bigint, p_overlap boolean, p_limit bigint, p_max_attempts bigint, p_channel text,
-	OUT o_kind text, OUT o_attempt bigint, OUT o_holder text, OUT o_until bigint, OUT o_status text)
+	OUT o_kind text, OUT o_attempt bigint, OUT o_holder text, OUT o_until bigint, OUT o_status text, OUT o_fence bigint)
 LANGUAGE plpgsql VOLATILE AS $anarchon$
 DECLARE
 	v_wm bigint;
@@ -17,6 +19,7 @@ BEGIN
 	v_now := {now};
 	o_holder := '';
 	o_status := '';
+	o_fence := 0;
 	SELECT token, instance, attempt, state, status, lease_until, claimed_at INTO v_run
 		FROM {runs} WHERE job = p_job AND slot = p_slot FOR UPDATE;
 	IF NOT FOUND THEN
@@ -53,6 +56,7 @@ BEGIN
 			o_attempt := 1;
 			o_holder := p_instance;
 			o_until := v_now + p_lease;
+			UPDATE {jobs} SET fence = fence + 1 WHERE job = p_job RETURNING fence INTO o_fence;
 		END IF;
 		RETURN;
 	END IF;
@@ -62,6 +66,7 @@ BEGIN
 		o_attempt := v_run.attempt;
 		o_holder := v_run.instance;
 		o_until := v_now + p_lease;
+		UPDATE {jobs} SET fence = fence + 1 WHERE job = p_job RETURNING fence INTO o_fence;
 	ELSIF v_run.state = 'done' THEN
 		o_kind := 'done';
 		o_attempt := v_run.attempt;
@@ -104,6 +109,7 @@ BEGIN
 			o_attempt := v_run.attempt + 1;
 			o_holder := p_instance;
 			o_until := v_now + p_lease;
+			UPDATE {jobs} SET fence = fence + 1 WHERE job = p_job RETURNING fence INTO o_fence;
 		END IF;
 	ELSE
 		-- a state written by a newer version: settled

@@ -10,7 +10,7 @@
 -- alone. One row per claim: its 1-based index and the claim function's
 -- row.
 CREATE OR REPLACE FUNCTION {claim_runs}(p_claims jsonb, p_channel text)
-RETURNS TABLE (o_idx integer, o_kind text, o_attempt bigint, o_holder text, o_until bigint, o_status text)
+RETURNS TABLE (o_idx integer, o_kind text, o_attempt bigint, o_holder text, o_until bigint, o_status text, o_fence bigint)
 LANGUAGE plpgsql VOLATILE AS $anarchon$
 DECLARE
 	v_c jsonb;
@@ -26,6 +26,7 @@ BEGIN
 		o_holder := v.o_holder;
 		o_until := v.o_until;
 		o_status := v.o_status;
+		o_fence := v.o_fence;
 		RETURN NEXT;
 	END LOOP;
 END

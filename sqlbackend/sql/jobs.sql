@@ -5,7 +5,8 @@
 -- the other {…} pieces come from the dialect too (queries.go). Values are
 -- always bound to `?` placeholders.
 
--- The jobs table: one row per job, holding its trimming watermark.
+-- The jobs table: one row per job, holding its trimming watermark and its
+-- last fencing token.
 
 -- name: insertJob
 INSERT INTO {jobs} (job, watermark, created_at) VALUES (?, NULL, {now}) {ignore job}
@@ -15,7 +16,12 @@ INSERT INTO {jobs} (job, watermark, created_at) VALUES (?, NULL, {now}) {ignore 
 -- SELECT's columns before FOR UPDATE waits for the row, and keeps them
 -- when the holder did not change it, so {now} read there could be older
 -- than the lock. Read from the locked row, it is the time after the wait.
-SELECT l.watermark, {now} FROM (SELECT watermark FROM {jobs} WHERE job = ?{fu}) AS l
+SELECT l.watermark, l.fence, {now} FROM (SELECT watermark, fence FROM {jobs} WHERE job = ?{fu}) AS l
+
+-- name: setFence
+-- A won lease claim's fencing token, written under the job's lock that
+-- selectJob took, in the claim's transaction.
+UPDATE {jobs} SET fence = ? WHERE job = ?
 
 -- name: raiseWatermark
 UPDATE {jobs} SET watermark = ? WHERE job = ? AND (watermark IS NULL OR watermark < ?)

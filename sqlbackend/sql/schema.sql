@@ -8,11 +8,20 @@
 -- The tables, created by Init in one migration transaction, in this order.
 
 -- name: createJobs
+-- fence is the last fencing token a won lease claim of the job took
+-- (ClaimOutcome.Fence); a database made before it had none gets it from
+-- addJobsFence.
 CREATE TABLE IF NOT EXISTS {jobs} (
 	job {key 1024} NOT NULL PRIMARY KEY,
 	watermark {big},
-	created_at {big} NOT NULL
+	created_at {big} NOT NULL,
+	fence {big} NOT NULL DEFAULT 0
 )
+
+-- name: addJobsFence
+-- Run by Init only when the jobs table has no fence column
+-- (SQLDialect.HasColumn): a database made by an older version.
+ALTER TABLE {jobs} ADD COLUMN fence {big} NOT NULL DEFAULT 0
 
 -- name: createRuns
 -- Stored states are anarchon.RunState values; plain claims are stored as

@@ -21,7 +21,8 @@
 //
 // # Sections
 //
-//   - Concurrent schema creation: [ConcurrentMigration].
+//   - Concurrent schema creation: [ConcurrentMigration]; a database made
+//     by an older version brought up to date: [OldSchema].
 //   - OS processes racing for the same slots: [MultiProcessRace], whose
 //     children run [RaceChild].
 //   - The test server's environment variable, skipped without it (failed

@@ -122,7 +122,7 @@ func run() error {
 			e.OffsetMs = s.ClockOffset().Milliseconds()
 		}
 		if run != nil {
-			e.Job, e.Slot, e.Attempt, e.Token = run.Job, run.Slot.UnixMilli(), run.Attempt, run.Token
+			e.Job, e.Slot, e.Attempt, e.Token, e.Fence = run.Job, run.Slot.UnixMilli(), run.Attempt, run.Token, run.Fence
 		}
 		return e
 	}
