@@ -149,9 +149,11 @@ type Backend struct {
 	// no responders: the next call binds again (creating what is gone)
 	// instead of failing forever on stale handles.
 	rebind   atomic.Bool
-	binding  bool     // a call is binding again (see ready); guarded by mu
-	wasBound bool     // bound once: creating the bucket or stream again means a loss
-	topo     Topology // what the first bind found; guarded by mu
+	binding  bool        // a call is binding again (see ready); guarded by mu
+	elect    elections   // leader elections of the bucket's and the history stream; see resend.go
+	elected  atomic.Bool // the bucket has more than one replica: a lost leader is replaced by an election
+	wasBound bool        // bound once: creating the bucket or stream again means a loss
+	topo     Topology    // what the first bind found; guarded by mu
 }
 
 var (
@@ -354,7 +356,9 @@ func (b *Backend) bind(ctx context.Context) (handles, error) {
 			slog.String("stream", b.opts.HistoryStream), slog.Bool("stream_created", madeHist))
 	}
 	if !b.wasBound {
+		b.elect.watch(b.js.Conn(), "KV_"+b.opts.Bucket, b.opts.HistoryStream)
 		b.topo = b.readTopology(ctx, kv, hist)
+		b.elected.Store(b.topo.BucketReplicas > 1)
 		b.reportTopology(ctx, b.topo)
 		b.wasBound = true
 	}
@@ -450,6 +454,7 @@ func (b *Backend) Close(ctx context.Context) error {
 		return nil
 	}
 	b.closed = true
+	b.elect.stop()
 	if b.own && b.nc != nil {
 		b.nc.Close()
 	}

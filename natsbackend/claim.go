@@ -46,16 +46,22 @@ func (b *Backend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, erro
 		val, _ = json.Marshal(claimValue{Token: anarchon.PausedToken(in.Slot), Instance: in.InstanceID})
 	}
 	for i := range claimRetries {
-		var err error
-		if i == 0 {
-			// An Update at revision 0 is the Create's put in one request:
-			// KeyValue.Create reads the key after a loss, to write over a
-			// delete marker, and the read below reads it anyway. A key
-			// found deleted is written by Create on the next turn.
-			_, err = h.kv.Update(ctx, key, val, 0)
-		} else {
-			_, err = h.kv.Create(ctx, key, val)
-		}
+		// Sent again if a leader is elected meanwhile (see resend): a
+		// second copy that loses to the first reads this claim's token
+		// below and wins, as a repeated claim does.
+		err := b.resend(ctx, func(ctx context.Context) (err error) {
+			if i == 0 {
+				// An Update at revision 0 is the Create's put in one
+				// request: KeyValue.Create reads the key after a loss, to
+				// write over a delete marker, and the read below reads it
+				// anyway. A key found deleted is written by Create on the
+				// next turn.
+				_, err = h.kv.Update(ctx, key, val, 0)
+			} else {
+				_, err = h.kv.Create(ctx, key, val)
+			}
+			return err
+		})
 		if err == nil {
 			if paused {
 				return false, b.savePaused(ctx, in, st)
