@@ -116,8 +116,16 @@ func (b *Backend) publishClaim(ctx context.Context, job string, in anarchon.Clai
 		Kind: "c", Slot: in.Slot, Token: in.Token, Instance: in.InstanceID,
 		Attempt: attempt, Manual: manual, TTLms: in.HistoryTTL.Milliseconds(),
 	})
-	_, err := b.js.PublishMsg(ctx, &nats.Msg{Subject: b.subject(job), Data: rec},
-		jetstream.WithMsgID("c."+in.Token), jetstream.WithExpectStream(b.opts.HistoryStream))
+	// Sent again if the history stream elects a leader meanwhile: the
+	// stream drops a second copy by its message ID. A frozen leader of
+	// the history stream otherwise holds the record, and the handler's
+	// start behind it, for Options.Timeout, although its successor could
+	// take it as soon as it is elected.
+	err := b.resendOnElection(ctx, func(ctx context.Context) error {
+		_, err := b.js.PublishMsg(ctx, &nats.Msg{Subject: b.subject(job), Data: rec},
+			jetstream.WithMsgID("c."+in.Token), jetstream.WithExpectStream(b.opts.HistoryStream))
+		return err
+	})
 	if err != nil {
 		return b.wrap("record claim", err)
 	}

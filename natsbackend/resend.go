@@ -28,8 +28,9 @@ import (
 // request, and after a short pause when nobody subscribed; always within
 // the call's deadline. Only requests that are safe to send twice are
 // sent again: reads (keys, and the server clock, a stream info request),
-// and a plain claim's Create, whose second copy loses to its first and
-// then reads the caller's own token (SPEC §4, repeat safety).
+// a plain claim's Create, whose second copy loses to its first and then
+// reads the caller's own token (SPEC §4, repeat safety), and a claim's
+// history record, whose second copy the stream drops (its message ID).
 
 // resendPoll is how long a request that found no server subscribed waits
 // before it is sent again when no election is announced sooner.
@@ -114,6 +115,19 @@ func noResponders(err error) bool {
 // answer, error or not, is returned as it is; so is f's last error when
 // ctx ends.
 func (b *Backend) resend(ctx context.Context, f func(context.Context) error) error {
+	return b.send(ctx, true, f)
+}
+
+// resendOnElection repeats f only when a leader is elected while f
+// waits; no responders is returned at once. It is for the history
+// record of a won claim, which the handler's start waits for: that
+// record is worth an election's wait only if it is still in flight
+// anyway (see publishClaim).
+func (b *Backend) resendOnElection(ctx context.Context, f func(context.Context) error) error {
+	return b.send(ctx, false, f)
+}
+
+func (b *Backend) send(ctx context.Context, poll bool, f func(context.Context) error) error {
 	var pause *time.Timer
 	defer func() {
 		if pause != nil {
@@ -134,7 +148,7 @@ func (b *Backend) resend(ctx context.Context, f func(context.Context) error) err
 		case gen.Err() != nil && (errors.Is(err, context.Canceled) || noResponders(err)):
 			// A leader was elected while f waited: its answer, if any,
 			// was dropped with the old leader. Send it again at once.
-		case noResponders(err) && b.elected.Load():
+		case poll && noResponders(err) && b.elected.Load():
 			// The stream may be gone rather than leaderless: let the
 			// next call bind again (ready), beside this one. A bucket of
 			// one replica has no election to wait for: its error is
