@@ -121,7 +121,10 @@
 // when the history stream's leader died with the KV stream's, that
 // publish meets no responders (nats.go tries it three times, 250 ms apart)
 // and the handler starts without it. A frozen history leader holds the
-// record until its stream's election, when it is sent again. So a
+// record, and the start, for up to Options.Timeout, or until its
+// stream's election if that comes sooner: the record is sent again then
+// (with the KV leader frozen too, the start came 6–190 ms after the
+// claim). So a
 // leader's loss costs up to 9 s plus about 0.5 s: the drill fails above
 // 10 s, with about 0.5 s left for a loaded machine in the worst draw of
 // the election timer, which no run came near. Before the re-sends, runs
