@@ -72,7 +72,10 @@ type Options struct {
 	// when that is earlier. A server that stops answering without closing
 	// the connection (a frozen node, a network partition) then fails the
 	// call after Timeout, so the scheduler fails closed instead of waiting
-	// for its own 30 s bound while the slot goes late. History reads are
+	// for its own 30 s bound while the slot goes late. Within Timeout, a
+	// claim's requests that nobody answered because a stream of the
+	// backend lost its leader are sent again when the server announces
+	// the new one (see "Guarantees", Timeouts). History reads are
 	// bounded by the caller's deadline if it has one, else by Timeout.
 	// Defaults to DefaultTimeout (10 s).
 	Timeout time.Duration
