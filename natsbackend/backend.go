@@ -72,7 +72,10 @@ type Options struct {
 	// when that is earlier. A server that stops answering without closing
 	// the connection (a frozen node, a network partition) then fails the
 	// call after Timeout, so the scheduler fails closed instead of waiting
-	// for its own 30 s bound while the slot goes late. History reads are
+	// for its own 30 s bound while the slot goes late. Within Timeout, a
+	// claim's requests that nobody answered because a stream of the
+	// backend lost its leader are sent again when the server announces
+	// the new one (see "Guarantees", Timeouts). History reads are
 	// bounded by the caller's deadline if it has one, else by Timeout.
 	// Defaults to DefaultTimeout (10 s).
 	Timeout time.Duration
@@ -149,8 +152,11 @@ type Backend struct {
 	// no responders: the next call binds again (creating what is gone)
 	// instead of failing forever on stale handles.
 	rebind   atomic.Bool
-	wasBound bool     // bound once: creating the bucket or stream again means a loss
-	topo     Topology // what the first bind found; guarded by mu
+	binding  bool        // a call is binding again (see ready); guarded by mu
+	elect    elections   // leader elections of the bucket's and the history stream; see resend.go
+	elected  atomic.Bool // the bucket has more than one replica: a lost leader is replaced by an election
+	wasBound bool        // bound once: creating the bucket or stream again means a loss
+	topo     Topology    // what the first bind found; guarded by mu
 }
 
 var (
@@ -279,19 +285,69 @@ func (b *Backend) ready(ctx context.Context) (handles, error) {
 	if b.closed {
 		return handles{}, anarchon.Permanent(fmt.Errorf("natsbackend: %w", anarchon.ErrClosed))
 	}
-	if b.kv != nil && !b.rebind.Swap(false) {
-		return handles{b.kv, b.hist}, nil
+	if b.kv == nil {
+		// The first bind: no call can go on without handles, so they wait
+		// for it under the lock.
+		return b.bindLocked(ctx)
 	}
-	ctx, cancel := b.bound(ctx)
-	defer cancel()
-	kv, made, err := b.bindBucket(ctx)
+	h := handles{b.kv, b.hist}
+	if b.binding || !b.rebind.Swap(false) {
+		return h, nil
+	}
+	// Bind again, without holding the lock: every other call goes on
+	// with the handles it has meanwhile. A stream whose leader is being
+	// elected answers no one (no responders, then requests time out until
+	// a follower calls the election, 4–9 s after the last heartbeat), so a
+	// bind that held the lock would queue every claim, heartbeat and
+	// finish of this backend behind its Options.Timeout, one after the
+	// other, well past the election. The handles stay valid while the
+	// bucket and stream exist; only a bucket or stream that is gone needs
+	// the new ones.
+	b.binding = true
+	b.mu.Unlock()
+	if rebindHook != nil {
+		rebindHook()
+	}
+	h, err := b.bind(ctx)
+	b.mu.Lock()
+	b.binding = false
 	if err != nil {
 		b.rebind.Store(true)
 		return handles{}, err
 	}
-	hist, madeHist, err := b.bindHistory(ctx)
+	if b.closed {
+		return handles{}, anarchon.Permanent(fmt.Errorf("natsbackend: %w", anarchon.ErrClosed))
+	}
+	b.kv, b.hist = h.kv, h.hist
+	return h, nil
+}
+
+// rebindHook, set by tests only, is called as a rebind begins.
+var rebindHook func()
+
+// bindLocked makes the first bind, with b.mu held.
+func (b *Backend) bindLocked(ctx context.Context) (handles, error) {
+	h, err := b.bind(ctx)
 	if err != nil {
 		b.rebind.Store(true)
+		return handles{}, err
+	}
+	b.kv, b.hist = h.kv, h.hist
+	return h, nil
+}
+
+// bind binds the bucket and the stream (creating what is missing) within
+// Options.Timeout. wasBound and topo are written by the first bind only,
+// with b.mu held; a rebind reads wasBound, which is true by then.
+func (b *Backend) bind(ctx context.Context) (handles, error) {
+	ctx, cancel := b.bound(ctx)
+	defer cancel()
+	kv, made, err := b.bindBucket(ctx)
+	if err != nil {
+		return handles{}, err
+	}
+	hist, madeHist, err := b.bindHistory(ctx)
+	if err != nil {
 		return handles{}, err
 	}
 	if b.wasBound && (made || madeHist) {
@@ -303,10 +359,12 @@ func (b *Backend) ready(ctx context.Context) (handles, error) {
 			slog.String("stream", b.opts.HistoryStream), slog.Bool("stream_created", madeHist))
 	}
 	if !b.wasBound {
+		b.elect.watch(b.js.Conn(), "KV_"+b.opts.Bucket, b.opts.HistoryStream)
 		b.topo = b.readTopology(ctx, kv, hist)
+		b.elected.Store(b.topo.BucketReplicas > 1)
 		b.reportTopology(ctx, b.topo)
+		b.wasBound = true
 	}
-	b.kv, b.hist, b.wasBound = kv, hist, true
 	return handles{kv, hist}, nil
 }
 
@@ -399,6 +457,7 @@ func (b *Backend) Close(ctx context.Context) error {
 		return nil
 	}
 	b.closed = true
+	b.elect.stop()
 	if b.own && b.nc != nil {
 		b.nc.Close()
 	}

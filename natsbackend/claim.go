@@ -46,16 +46,22 @@ func (b *Backend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, erro
 		val, _ = json.Marshal(claimValue{Token: anarchon.PausedToken(in.Slot), Instance: in.InstanceID})
 	}
 	for i := range claimRetries {
-		var err error
-		if i == 0 {
-			// An Update at revision 0 is the Create's put in one request:
-			// KeyValue.Create reads the key after a loss, to write over a
-			// delete marker, and the read below reads it anyway. A key
-			// found deleted is written by Create on the next turn.
-			_, err = h.kv.Update(ctx, key, val, 0)
-		} else {
-			_, err = h.kv.Create(ctx, key, val)
-		}
+		// Sent again if a leader is elected meanwhile (see resend): a
+		// second copy that loses to the first reads this claim's token
+		// below and wins, as a repeated claim does.
+		err := b.resend(ctx, func(ctx context.Context) (err error) {
+			if i == 0 {
+				// An Update at revision 0 is the Create's put in one
+				// request: KeyValue.Create reads the key after a loss, to
+				// write over a delete marker, and the read below reads it
+				// anyway. A key found deleted is written by Create on the
+				// next turn.
+				_, err = h.kv.Update(ctx, key, val, 0)
+			} else {
+				_, err = h.kv.Create(ctx, key, val)
+			}
+			return err
+		})
 		if err == nil {
 			if paused {
 				return false, b.savePaused(ctx, in, st)
@@ -110,8 +116,16 @@ func (b *Backend) publishClaim(ctx context.Context, job string, in anarchon.Clai
 		Kind: "c", Slot: in.Slot, Token: in.Token, Instance: in.InstanceID,
 		Attempt: attempt, Manual: manual, TTLms: in.HistoryTTL.Milliseconds(),
 	})
-	_, err := b.js.PublishMsg(ctx, &nats.Msg{Subject: b.subject(job), Data: rec},
-		jetstream.WithMsgID("c."+in.Token), jetstream.WithExpectStream(b.opts.HistoryStream))
+	// Sent again if the history stream elects a leader meanwhile: the
+	// stream drops a second copy by its message ID. A frozen leader of
+	// the history stream otherwise holds the record, and the handler's
+	// start behind it, for Options.Timeout, although its successor could
+	// take it as soon as it is elected.
+	err := b.resendOnElection(ctx, func(ctx context.Context) error {
+		_, err := b.js.PublishMsg(ctx, &nats.Msg{Subject: b.subject(job), Data: rec},
+			jetstream.WithMsgID("c."+in.Token), jetstream.WithExpectStream(b.opts.HistoryStream))
+		return err
+	})
 	if err != nil {
 		return b.wrap("record claim", err)
 	}

@@ -8,3 +8,15 @@ func SetNoFastPath(off bool) (restore func()) {
 	noFastPath = off
 	return func() { noFastPath = old }
 }
+
+// SetRebindHook makes every rebind call f as it begins (see ready); it
+// returns the restore.
+func SetRebindHook(f func()) (restore func()) {
+	old := rebindHook
+	rebindHook = f
+	return func() { rebindHook = old }
+}
+
+// MarkRebind makes the next call bind the bucket and the stream again, as
+// a call that met no responders does.
+func (b *Backend) MarkRebind() { b.rebind.Store(true) }

@@ -60,7 +60,11 @@ func (b *Backend) readRun(ctx context.Context, h handles, key string) (jetstream
 // getJSON reads key and decodes its value into v; what names the value in
 // errors. A missing or deleted key answers a nil entry and no error.
 func (b *Backend) getJSON(ctx context.Context, h handles, key, what string, v any) (jetstream.KeyValueEntry, error) {
-	e, err := h.kv.Get(ctx, key)
+	var e jetstream.KeyValueEntry
+	err := b.resend(ctx, func(ctx context.Context) (err error) {
+		e, err = h.kv.Get(ctx, key)
+		return err
+	})
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
 		return nil, nil
 	}
@@ -81,7 +85,11 @@ func (b *Backend) serverNow(ctx context.Context, h handles) (time.Time, error) {
 	// js.Stream answers with a fresh handle whose cached info is this
 	// response; Stream.Info on a shared handle would write its cache from
 	// several goroutines.
-	s, err := b.js.Stream(ctx, "KV_"+b.opts.Bucket)
+	var s jetstream.Stream
+	err := b.resend(ctx, func(ctx context.Context) (err error) {
+		s, err = b.js.Stream(ctx, "KV_"+b.opts.Bucket)
+		return err
+	})
 	if err != nil {
 		return time.Time{}, b.wrap("read server time", err)
 	}
@@ -296,6 +304,10 @@ func (b *Backend) claimAbsent(ctx context.Context, h handles, job, key string, c
 	if err != nil {
 		return out, false, err
 	}
+	// Not sent again (see resend): a copy that lost to an earlier one
+	// would find the run with this claim's token and renew it, but the
+	// earlier copy's settleWin (the job key's overlap check, the claim
+	// record) never ran.
 	rev, err := h.kv.Create(ctx, key, encodeRun(newRun(c)))
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		return out, true, nil

@@ -1,0 +1,172 @@
+package natsbackend
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// A clustered stream is served by its leader alone: only the leader
+// subscribes to the stream's subjects and answers its info requests.
+// When the leader dies or freezes, nothing answers until a follower's
+// election timer fires (nats-server: 4–9 s after the leader's last
+// heartbeat, not configurable) and the follower wins the vote. A request
+// sent meanwhile meets no responders (a dead leader) or no answer at all
+// (a frozen one, or followers that still believe in it), and a request
+// that was sent before the election is not answered by the new leader
+// either: it was dropped. So a claim that straddles the election fails
+// after Options.Timeout although the store could have answered it
+// shortly after the election, and its slot is lost.
+//
+// The backend therefore watches the server's advisories that a stream of
+// its own (the bucket's or the history stream) elected a leader, and
+// sends the requests of the claim paths again when one comes during the
+// request, and after a short pause when nobody subscribed; always within
+// the call's deadline. Only requests that are safe to send twice are
+// sent again: reads (keys, and the server clock, a stream info request),
+// a plain claim's Create, whose second copy loses to its first and then
+// reads the caller's own token (SPEC §4, repeat safety), and a claim's
+// history record, whose second copy the stream drops (its message ID).
+
+// resendPoll is how long a request that found no server subscribed waits
+// before it is sent again when no election is announced sooner.
+const resendPoll = 250 * time.Millisecond
+
+// leaderElectedPrefix is the subject prefix of nats-server's advisory that
+// a stream elected a leader; the stream's name follows.
+const leaderElectedPrefix = "$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED."
+
+// elections tells requests in flight that a stream of the backend has a
+// new leader: each advisory ends the current generation's context.
+type elections struct {
+	mu     sync.Mutex
+	gen    context.Context
+	end    context.CancelFunc
+	subs   []*nats.Subscription
+	closed bool
+}
+
+// current returns the context that the next election ends.
+func (e *elections) current() context.Context {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.gen == nil {
+		e.gen, e.end = context.WithCancel(context.Background())
+	}
+	return e.gen
+}
+
+// elected ends the current generation: requests in flight are sent again.
+func (e *elections) elected() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.end != nil {
+		e.end()
+	}
+	e.gen, e.end = context.WithCancel(context.Background())
+}
+
+// watch subscribes to the leader-elected advisories of streams on nc. A
+// connection without the permission to subscribe to them only loses the
+// early re-send on an election.
+func (e *elections) watch(nc *nats.Conn, streams ...string) {
+	if nc == nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed || len(e.subs) > 0 {
+		return
+	}
+	for _, s := range streams {
+		sub, err := nc.Subscribe(leaderElectedPrefix+s, func(*nats.Msg) { e.elected() })
+		if err == nil {
+			e.subs = append(e.subs, sub)
+		}
+	}
+}
+
+// stop unsubscribes.
+func (e *elections) stop() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.closed = true
+	for _, s := range e.subs {
+		_ = s.Unsubscribe()
+	}
+	e.subs = nil
+}
+
+// noResponders reports whether no server subscribed to a request's
+// subject: a stream without a leader (or a stream that is gone).
+func noResponders(err error) bool {
+	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse)
+}
+
+// resend makes the request f (one round trip, safe to repeat) until it
+// is answered or ctx ends: it cancels and repeats f when one of the
+// backend's streams elects a leader while f waits, and, when the bucket
+// has replicas to elect a leader from, repeats f after resendPoll (or at
+// the next election) when no server subscribed. Any
+// answer, error or not, is returned as it is; so is f's last error when
+// ctx ends.
+func (b *Backend) resend(ctx context.Context, f func(context.Context) error) error {
+	return b.send(ctx, true, f)
+}
+
+// resendOnElection repeats f only when a leader is elected while f
+// waits; no responders is returned at once. It is for the history
+// record of a won claim, which the handler's start waits for: that
+// record is worth an election's wait only if it is still in flight
+// anyway (see publishClaim).
+func (b *Backend) resendOnElection(ctx context.Context, f func(context.Context) error) error {
+	return b.send(ctx, false, f)
+}
+
+func (b *Backend) send(ctx context.Context, poll bool, f func(context.Context) error) error {
+	var pause *time.Timer
+	defer func() {
+		if pause != nil {
+			pause.Stop()
+		}
+	}()
+	for {
+		gen := b.elect.current()
+		try, cancel := context.WithCancel(ctx)
+		stop := context.AfterFunc(gen, cancel)
+		err := f(try)
+		stop()
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		switch {
+		case gen.Err() != nil && (errors.Is(err, context.Canceled) || noResponders(err)):
+			// A leader was elected while f waited: its answer, if any,
+			// was dropped with the old leader. Send it again at once.
+		case poll && noResponders(err) && b.elected.Load():
+			// The stream may be gone rather than leaderless: let the
+			// next call bind again (ready), beside this one. A bucket of
+			// one replica has no election to wait for: its error is
+			// returned at once, as the stream's loss is.
+			b.rebind.Store(true)
+			if pause == nil {
+				pause = time.NewTimer(resendPoll)
+			} else {
+				pause.Reset(resendPoll)
+			}
+			select {
+			case <-gen.Done():
+			case <-pause.C:
+			case <-ctx.Done():
+				return err
+			}
+		default:
+			return err
+		}
+	}
+}
