@@ -741,24 +741,54 @@ func runStore(t *testing.T, st store) {
 	t.Logf("%s mode, %v of faults, %d instances, leased every %v (lease %v, work %v), plain every %v\n%s",
 		map[bool]string{false: "CI", true: "soak"}[cfg.soak], cfg.duration, cfg.instances,
 		cfg.interval, cfg.lease, cfg.work, cfg.plainInterval, text)
-	if dir := os.Getenv("ANARCHON_FAULTS_REPORT"); dir != "" {
-		_ = os.MkdirAll(dir, 0o755)
-		line := fmt.Sprintf("%s %s mode %v\n%s\n", time.Now().UTC().Format(time.RFC3339),
-			map[bool]string{false: "CI", true: "soak"}[cfg.soak], cfg.duration, text)
-		f, err := os.OpenFile(filepath.Join(dir, st.name+".txt"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-		if err == nil {
-			_, _ = f.WriteString(line)
-			f.Close()
+	appendReport(st.name, fmt.Sprintf("%s mode %v\n%s\n", map[bool]string{false: "CI", true: "soak"}[cfg.soak], cfg.duration, text))
+	failViolations(t, rep)
+	if !strings.Contains(text, "backend") {
+		t.Fatal("empty report")
+	}
+}
+
+// appendReport appends a line with the time and text to
+// <ANARCHON_FAULTS_REPORT>/<name>.txt, when that variable is set.
+func appendReport(name, text string) {
+	dir := os.Getenv("ANARCHON_FAULTS_REPORT")
+	if dir == "" {
+		return
+	}
+	_ = os.MkdirAll(dir, 0o755)
+	f, err := os.OpenFile(filepath.Join(dir, name+".txt"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err == nil {
+		_, _ = fmt.Fprintf(f, "%s %s\n", time.Now().UTC().Format(time.RFC3339), strings.TrimRight(text, "\n"))
+		f.Close()
+	}
+}
+
+// keepFiles copies the named files of dir (paths under it; "/" becomes
+// "-") to a new directory <ANARCHON_FAULTS_KEEP>/<prefix>-<time>, when
+// that variable is set.
+func keepFiles(prefix, dir string, names ...string) {
+	keep := os.Getenv("ANARCHON_FAULTS_KEEP")
+	if keep == "" {
+		return
+	}
+	dst := filepath.Join(keep, prefix+"-"+time.Now().Format("150405"))
+	_ = os.MkdirAll(dst, 0o755)
+	for _, name := range names {
+		if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil {
+			_ = os.WriteFile(filepath.Join(dst, strings.ReplaceAll(name, "/", "-")), b, 0o644)
 		}
 	}
+}
+
+// failViolations fails the test with each of the report's violations (the
+// first 30, then their count).
+func failViolations(t *testing.T, rep faults.Report) {
+	t.Helper()
 	for i, v := range rep.Violations {
 		if i == 30 {
 			t.Errorf("… and %d more", len(rep.Violations)-i)
-			break
+			return
 		}
 		t.Error(v)
-	}
-	if !strings.Contains(text, "backend") {
-		t.Fatal("empty report")
 	}
 }

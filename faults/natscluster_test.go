@@ -490,20 +490,8 @@ func TestNATSCluster(t *testing.T) {
 	mode := map[bool]string{false: "CI", true: "soak"}[cfg.soak]
 	t.Logf("%s mode, %v of faults, 3 nodes (R%d), %d instances, leased and plain jobs every %v (lease %v, work %v, MaxLate %v)\n%s",
 		mode, stopAt.Sub(from).Round(time.Second), replicas, cfg.instances, cfg.interval, cfg.lease, cfg.work, cfg.maxLate, text)
-	if dir := os.Getenv("ANARCHON_FAULTS_REPORT"); dir != "" {
-		_ = os.MkdirAll(dir, 0o755)
-		if f, err := os.OpenFile(filepath.Join(dir, "nats-cluster.txt"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644); err == nil {
-			fmt.Fprintf(f, "%s %s mode %v R%d\n%s\n", time.Now().UTC().Format(time.RFC3339), mode, stopAt.Sub(from).Round(time.Second), replicas, text)
-			f.Close()
-		}
-	}
-	for i, v := range rep.Violations {
-		if i == 30 {
-			t.Errorf("… and %d more", len(rep.Violations)-i)
-			break
-		}
-		t.Error(v)
-	}
+	appendReport("nats-cluster", fmt.Sprintf("%s mode %v R%d\n%s", mode, stopAt.Sub(from).Round(time.Second), replicas, text))
+	failViolations(t, rep)
 	if rep.Reruns > 0 {
 		t.Errorf("%d leased slots completed twice (attempt and attempt+1): the drill wants none", rep.Reruns)
 	}

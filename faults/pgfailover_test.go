@@ -249,6 +249,12 @@ func (c *pgCluster) crash() error {
 	return nil
 }
 
+// promote makes a standby the primary (pg_ctl promote) and waits until
+// it takes writes.
+func (c *pgCluster) promote() error {
+	return asPG(c.bindir, "pg_ctl", "-D", c.pgdata, "-w", "-t", "60", "promote")
+}
+
 func (c *pgCluster) stop() {
 	if _, err := os.Stat(filepath.Join(c.pgdata, "postmaster.pid")); err != nil || c.dead {
 		return
@@ -258,7 +264,22 @@ func (c *pgCluster) stop() {
 	}
 }
 
-func pgFailoverOnce(t *testing.T, bindir string, topology pgbackend.Topology, d pgDrill) {
+// pgPair is a primary and, but for TopologySingle, a standby streaming
+// from it through a proxy (repl), which can make it lag.
+type pgPair struct {
+	dir              string // the servers' directories and the drill's files
+	primary, standby *pgCluster
+	repl             *faults.Proxy
+	storeURL         string                // every server, target_session_attrs=read-write
+	rep              pgbackend.Replication // pgbackend's report on the primary once the standby streams
+}
+
+// startPGPair starts a primary (and, but for TopologySingle, a standby
+// streaming from it, synchronous for TopologySync) on loopback, each with
+// its data directory under a new temporary directory, and waits until
+// pgbackend reports the standby streaming with the sync state the
+// topology wants. The servers are stopped when the test ends.
+func startPGPair(t *testing.T, bindir string, topology pgbackend.Topology) *pgPair {
 	syncStandby, single := topology == pgbackend.TopologySync, topology == pgbackend.TopologySingle
 	// The servers' user must enter the directory: not t.TempDir (0700).
 	dir, err := os.MkdirTemp("", "anarchon-pgfailover-")
@@ -302,6 +323,7 @@ func pgFailoverOnce(t *testing.T, bindir string, topology pgbackend.Topology, d 
 			"-c synchronous_commit=on -c synchronous_standby_names=%s -c max_connections=200 -c wal_receiver_status_interval=1s",
 			port, sockDir, names)
 	}
+	pair := &pgPair{dir: dir}
 	primary := &pgCluster{t: t, bindir: bindir, pgdata: filepath.Join(pgDir("primary"), "data"), port: freePort(t)}
 	primary.log, primary.opts = filepath.Join(filepath.Dir(primary.pgdata), "server.log"), serverOpts(primary.port, names)
 	if err := asPG(bindir, "initdb", "-D", primary.pgdata, "-U", "anarchon", "--auth=trust", "-E", "UTF8", "--locale=C"); err != nil {
@@ -311,19 +333,15 @@ func pgFailoverOnce(t *testing.T, bindir string, topology pgbackend.Topology, d 
 		t.Fatal(err)
 	}
 	t.Cleanup(primary.stop)
+	pair.primary = primary
 	primaryAddr := fmt.Sprintf("127.0.0.1:%d", primary.port)
 
 	urlOf := func(hosts ...string) string {
 		return "postgres://anarchon@" + strings.Join(hosts, ",") + "/postgres?sslmode=disable&connect_timeout=2&target_session_attrs=read-write"
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	if single {
-		f := pgDrillRun(t, dir, d, topology, primary, nil, nil, urlOf(primaryAddr))
-		if f.DupSameAttempt != 0 || f.DupNextAttempt != 0 || f.Overlaps != 0 || f.Late != 0 || f.LostBefore != 0 || f.fenceBroken() {
-			t.Errorf("single server, crash and restart: %s; fences: %q", f, f.FenceViolations)
-		}
-		return
+		pair.storeURL = urlOf(primaryAddr)
+		return pair
 	}
 
 	// The standby streams through a proxy, which delays its bytes to make
@@ -333,6 +351,7 @@ func pgFailoverOnce(t *testing.T, bindir string, topology pgbackend.Topology, d 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { repl.Close() })
+	pair.repl = repl
 	replHost, replPort, _ := strings.Cut(repl.Addr(), ":")
 	standby := &pgCluster{t: t, bindir: bindir, pgdata: filepath.Join(pgDir("standby"), "data"), port: freePort(t)}
 	standby.log, standby.opts = filepath.Join(filepath.Dir(standby.pgdata), "server.log"), serverOpts(standby.port, "''")
@@ -344,13 +363,12 @@ func pgFailoverOnce(t *testing.T, bindir string, topology pgbackend.Topology, d 
 		t.Fatal(err)
 	}
 	t.Cleanup(standby.stop)
-	standbyAddr := fmt.Sprintf("127.0.0.1:%d", standby.port)
+	pair.standby = standby
+	pair.storeURL = urlOf(primaryAddr, fmt.Sprintf("127.0.0.1:%d", standby.port))
 
-	storeURL := urlOf(primaryAddr, standbyAddr)
-
-	// pgbackend's report on the pair, once the standby streams: the
-	// topology, and Init refusing the standby on its own.
-	var rep pgbackend.Replication
+	// pgbackend's report on the pair, once the standby streams.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	wantSync := map[bool]string{true: "sync", false: "async"}[syncStandby]
 	for {
 		b, err := pgbackend.Open(ctx, "postgres://anarchon@"+primaryAddr+"/postgres?sslmode=disable", nil)
@@ -358,26 +376,42 @@ func pgFailoverOnce(t *testing.T, bindir string, topology pgbackend.Topology, d 
 			t.Fatal(err)
 		}
 		err = b.Init(ctx)
-		rep = b.Replication()
+		pair.rep = b.Replication()
 		b.Close(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(rep.Standbys) == 1 && rep.Standbys[0].State == "streaming" && rep.Standbys[0].SyncState == wantSync {
-			break
+		if len(pair.rep.Standbys) == 1 && pair.rep.Standbys[0].State == "streaming" && pair.rep.Standbys[0].SyncState == wantSync {
+			return pair
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("the standby does not stream: %s; the end of its log:\n%s", rep, tail(standby.log, 10))
+			t.Fatalf("the standby does not stream: %s; the end of its log:\n%s", pair.rep, tail(standby.log, 10))
 		case <-time.After(200 * time.Millisecond): // waiting for another process
 		}
 	}
-	t.Logf("replication before the drill: %s", rep)
-	if rep.Topology != topology || rep.Standbys[0].SyncState != wantSync || rep.Safe != syncStandby ||
-		(len(rep.Warnings) > 0) == syncStandby {
-		t.Errorf("pgbackend reported %s (warnings %q), want %s with the standby %s", rep, rep.Warnings, topology, wantSync)
+}
+
+func pgFailoverOnce(t *testing.T, bindir string, topology pgbackend.Topology, d pgDrill) {
+	syncStandby := topology == pgbackend.TopologySync
+	pair := startPGPair(t, bindir, topology)
+	if pair.standby == nil {
+		f := pgDrillRun(t, pair.dir, d, topology, pair.primary, nil, nil, pair.storeURL)
+		if f.DupSameAttempt != 0 || f.DupNextAttempt != 0 || f.Overlaps != 0 || f.Late != 0 || f.LostBefore != 0 || f.fenceBroken() {
+			t.Errorf("single server, crash and restart: %s; fences: %q", f, f.FenceViolations)
+		}
+		return
 	}
-	sb, err := pgbackend.Open(ctx, "postgres://anarchon@"+standbyAddr+"/postgres?sslmode=disable", nil)
+	// The topology pgbackend reported, and Init refusing the standby on
+	// its own.
+	rep := pair.rep
+	t.Logf("replication before the drill: %s", rep)
+	if rep.Topology != topology || rep.Safe != syncStandby || (len(rep.Warnings) > 0) == syncStandby {
+		t.Errorf("pgbackend reported %s (warnings %q), want %s", rep, rep.Warnings, topology)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sb, err := pgbackend.Open(ctx, fmt.Sprintf("postgres://anarchon@127.0.0.1:%d/postgres?sslmode=disable", pair.standby.port), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,7 +419,7 @@ func pgFailoverOnce(t *testing.T, bindir string, topology pgbackend.Topology, d 
 		t.Errorf("Init on the standby: %v, want ErrStandby, not permanent", err)
 	}
 	sb.Close(ctx)
-	f := pgDrillRun(t, dir, d, topology, primary, standby, repl, storeURL)
+	f := pgDrillRun(t, pair.dir, d, topology, pair.primary, pair.standby, pair.repl, pair.storeURL)
 	f.ReplicationBefore = rep.String()
 	if syncStandby {
 		// The safe topology: nothing acknowledged is lost, so nothing
@@ -449,7 +483,7 @@ func pgDrillRun(t *testing.T, dir string, d pgDrill, topology pgbackend.Topology
 	time.Sleep(d.promote)
 	survivor := primary
 	if standby != nil {
-		if err := asPG(standby.bindir, "pg_ctl", "-D", standby.pgdata, "-w", "-t", "60", "promote"); err != nil {
+		if err := standby.promote(); err != nil {
 			t.Fatal(err)
 		}
 		survivor = standby
@@ -517,22 +551,9 @@ func pgDrillRun(t *testing.T, dir string, d pgDrill, topology pgbackend.Topology
 	f.Topology, f.Promotion = string(topology), promoted.Sub(killAt)
 	t.Logf("%s (kill to promote %v; before the kill, replication %s for %v)\n  lost (due relative to the kill): %v\n  started more than once: %v\n  fence violations: %q",
 		f, d.promote, lagText(d, standby != nil), d.lag, f.Lost, f.Twice, f.FenceViolations)
-	if out := os.Getenv("ANARCHON_FAULTS_REPORT"); out != "" {
-		_ = os.MkdirAll(out, 0o755)
-		if fl, err := os.OpenFile(filepath.Join(out, "postgres-failover.txt"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644); err == nil {
-			fmt.Fprintf(fl, "%s %s\n", time.Now().UTC().Format(time.RFC3339), f)
-			fl.Close()
-		}
-	}
-	if keep := os.Getenv("ANARCHON_FAULTS_KEEP"); keep != "" {
-		dst := filepath.Join(keep, "postgres-failover-"+strings.ReplaceAll(string(topology), " ", "-")+"-"+time.Now().Format("150405"))
-		_ = os.MkdirAll(dst, 0o755)
-		for _, name := range []string{"ledger.jsonl", "instances.log", "primary/server.log", "standby/server.log"} {
-			if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil {
-				_ = os.WriteFile(filepath.Join(dst, strings.ReplaceAll(name, "/", "-")), b, 0o644)
-			}
-		}
-	}
+	appendReport("postgres-failover", f.String())
+	keepFiles("postgres-failover-"+strings.ReplaceAll(string(topology), " ", "-"), dir,
+		"ledger.jsonl", "instances.log", "primary/server.log", "standby/server.log")
 	if f.Recovery == 0 {
 		t.Errorf("no run started after the kill: the instances did not follow the promotion")
 	}

@@ -175,7 +175,8 @@
 //	WAIT for more replicas than     every claim                all         0            0              when a replica is back
 //	  answer
 //
-// Commands (servers from scripts/services/redis.sh, its variable exported):
+// Commands, in the faults module, where every store's failover drill
+// lives (servers from scripts/services/redis.sh, its variable exported):
 //
 //	go test -race -count=1 -v -run TestSentinelFailoverDrill .                                  # one kill, CI
 //	ANARCHON_REDIS_FAILOVER_SOAK=3m go test -race -count=1 -v -run TestSentinelFailoverDrill .  # a kill every ~27 s

@@ -101,10 +101,6 @@ var (
 	ErrNoData = anarchon.Permanent(errors.New("redisbackend: no anarchon data under this prefix"))
 )
 
-// clusterReloadOff turns reloadCluster off, for a test that measures
-// go-redis without it.
-var clusterReloadOff bool
-
 // clusterReloadEvery bounds how often a failing call reloads a cluster's
 // slot map.
 const clusterReloadEvery = 250 * time.Millisecond
@@ -119,7 +115,7 @@ const clusterReloadEvery = 250 * time.Millisecond
 // at most once per clusterReloadEvery.
 func (b *Backend) reloadCluster(err error) {
 	cc, ok := b.client.(*redis.ClusterClient)
-	if !ok || clusterReloadOff || !failoverError(err) {
+	if !ok || !failoverError(err) {
 		return
 	}
 	now := time.Now().UnixNano()

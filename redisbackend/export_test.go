@@ -9,11 +9,3 @@ func SetEpochCheckEvery(d time.Duration) (restore func()) {
 	epochCheckEvery = d
 	return func() { epochCheckEvery = old }
 }
-
-// SetClusterReload turns the slot-map reload after failover errors on or
-// off, for a test that measures go-redis without it; it returns the restore.
-func SetClusterReload(on bool) (restore func()) {
-	old := clusterReloadOff
-	clusterReloadOff = !on
-	return func() { clusterReloadOff = old }
-}
