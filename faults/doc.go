@@ -70,6 +70,24 @@
 // the unsafe topology (one replica on the cluster) for the record, and
 // ANARCHON_SOAK repeats its fault cycle for that long.
 //
+// TestPostgresFailoverSync is the drill for a PostgreSQL primary with a
+// synchronous standby (SIGKILL of the primary, pg_ctl promote), and
+// TestSentinelFailoverDrill and TestClusterFailoverDrill those for Redis
+// (a primary, two replicas and three Sentinels with WAIT 1; three
+// masters and three replicas): every store's failover drill and the
+// launchers of its servers live in this module.
+//
+// The daemon failover drills (TestDaemonFailoverNATS, …Sentinel,
+// …Cluster, …Postgres) start the same four topologies with the same
+// launchers, three `anarchon run` processes (cmd/anarchon, built once)
+// on the store URL form of each (nats://a,b,c?replicas=3,
+// redis+sentinel://…?master=…&wait=1, redis://a,b,c?cluster=true,
+// postgres://…@p,s/…?target_session_attrs=read-write), and a YAML job
+// file whose two jobs run every second and append to a ledger from the
+// shell; the leader or primary is SIGKILLed mid-run, and [Check] reads
+// the ledger and `anarchon history --json`. Where the daemon sets
+// ANARCHON_FENCE, each slot's later holders must carry a larger fence.
+//
 // # Running
 //
 // Plain `go test -race ./...` is the bounded CI mode: about a minute per
