@@ -152,6 +152,7 @@ func TestDaemonFailoverNATS(t *testing.T) {
 // again as its replica. Recovery within 10 s (the bound for
 // Sentinel; TestSentinelFailoverDrill measured 2.3–3.4 s).
 func TestDaemonFailoverSentinel(t *testing.T) {
+	need(t, "ANARCHON_TEST_REDIS_ADDR", "redis")
 	runDaemonDrill(t, daemonTopology{name: "redis-sentinel-wait1", lease: 3 * time.Second, maxLate: drillMaxLate,
 		start: func(t *testing.T) (string, func() daemonKill) {
 			set := startSentinelSet(t, 1)
@@ -175,6 +176,7 @@ func TestDaemonFailoverSentinel(t *testing.T) {
 // started again. The leased job must start again within twice the
 // cluster's own promotion time.
 func TestDaemonFailoverCluster(t *testing.T) {
+	need(t, "ANARCHON_TEST_REDIS_ADDR", "redis")
 	runDaemonDrill(t, daemonTopology{name: "redis-cluster", lease: 3 * time.Second, maxLate: drillMaxLate,
 		start: func(t *testing.T) (string, func() daemonKill) {
 			cl := startRedisCluster(t)
@@ -394,7 +396,10 @@ func daemonDrillOnce(t *testing.T, bin string, top daemonTopology) {
 			leasedNotRun++
 		}
 	}
-	fenceNote := checkFences(t, fences)
+	fenceNote, fenceBad := checkFences(fences)
+	for _, v := range fenceBad {
+		t.Error(v)
+	}
 	text := fmt.Sprintf("%s: store %s\n  killed %s at %s (SIGKILL); new leader after %v; recovery bound %v (%s)\n"+
 		"  first start after the kill: plain %v, leased %v; leased slots not run %d\n  %s\n%s",
 		top.name, storeURL, kill.target, kill.at.Format(tsFmt), kill.moved.Round(time.Millisecond), kill.bound.Round(time.Millisecond), kill.boundOf,
@@ -519,10 +524,12 @@ func daemonHistory(bin, storeURL, job string) ([]anarchon.RunRecord, error) {
 }
 
 // checkFences checks that each slot's later holders carry a strictly
-// larger ANARCHON_FENCE than its earlier ones, and returns what it
-// checked; with no fence in the ledger it says the check was skipped.
-func checkFences(t *testing.T, fences []daemonFence) string {
-	set, slots := 0, 0
+// larger ANARCHON_FENCE than its earlier ones (a pair in which one has
+// none is counted, not compared). It returns what it
+// checked (with no fence in the ledger: that the check was skipped) and
+// the violations.
+func checkFences(fences []daemonFence) (note string, bad []string) {
+	set, slots, unfenced := 0, 0, 0
 	bySlot := map[string][]daemonFence{}
 	for _, f := range fences {
 		if f.fence != "" {
@@ -532,7 +539,7 @@ func checkFences(t *testing.T, fences []daemonFence) string {
 		bySlot[k] = append(bySlot[k], f)
 	}
 	if set == 0 {
-		return fmt.Sprintf("fences: ANARCHON_FENCE was empty in all %d runs: the fence check was skipped", len(fences))
+		return fmt.Sprintf("fences: ANARCHON_FENCE was empty in all %d runs: the fence check was skipped", len(fences)), nil
 	}
 	for _, fs := range bySlot {
 		sort.Slice(fs, func(i, j int) bool { return fs[i].t < fs[j].t })
@@ -541,13 +548,88 @@ func checkFences(t *testing.T, fences []daemonFence) string {
 		}
 		for i := 1; i < len(fs); i++ {
 			a, b := fs[i-1], fs[i]
+			if a.fence == "" || b.fence == "" {
+				unfenced++
+				continue
+			}
 			x, errA := strconv.ParseUint(a.fence, 10, 64)
 			y, errB := strconv.ParseUint(b.fence, 10, 64)
 			if errA != nil || errB != nil || y <= x {
-				t.Errorf("%s slot %s: attempt %d on %s has fence %q, after attempt %d on %s with fence %q: want a larger number",
-					b.job, time.UnixMilli(b.slot).UTC().Format(tsFmt), b.attempt, b.inst, b.fence, a.attempt, a.inst, a.fence)
+				bad = append(bad, fmt.Sprintf("%s slot %s: attempt %d on %s has fence %q, after attempt %d on %s with fence %q: want a larger number",
+					b.job, time.UnixMilli(b.slot).UTC().Format(tsFmt), b.attempt, b.inst, b.fence, a.attempt, a.inst, a.fence))
 			}
 		}
 	}
-	return fmt.Sprintf("fences: set in %d of %d runs; %d slots with more than one holder checked", set, len(fences), slots)
+	sort.Strings(bad)
+	return fmt.Sprintf("fences: set in %d of %d runs; %d slots with more than one holder checked (%d pairs of holders not compared: one had no fence)",
+		set, len(fences), slots, unfenced), bad
+}
+
+// TestDaemonLedger checks the daemon drill's reading and checking on a
+// made-up ledger and history: a leased slot started twice as attempt 1
+// (with a fence that did not grow), one taken over as attempt 2 after a
+// stop (a larger fence), a plain slot run twice, and a start past
+// max_late.
+func TestDaemonLedger(t *testing.T) {
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var b strings.Builder
+	line := func(job string, slot, at time.Duration, attempt int, inst, fence, ev string) {
+		fmt.Fprintf(&b, "%s %s %d %s %s %s %d\n", job, base.Add(slot).Format(time.RFC3339), attempt, inst, fence, ev, base.Add(at).UnixMicro())
+	}
+	s, ms := time.Second, time.Millisecond
+	for i := time.Duration(1); i <= 5; i++ {
+		line("plain", i*s, i*s+10*ms, 1, "d1", "-", "start")
+		line("plain", i*s, i*s+310*ms, 1, "d1", "-", "end")
+	}
+	line("plain", 3*s, 3*s+400*ms, 1, "d2", "-", "start") // plain slot 3 twice
+	line("plain", 3*s, 3*s+700*ms, 1, "d2", "-", "end")
+	line("leased", 1*s, 1*s+10*ms, 1, "d1", "7", "start")
+	line("leased", 1*s, 1*s+310*ms, 1, "d1", "7", "end")
+	line("leased", 2*s, 2*s+10*ms, 1, "d1", "8", "start") // stopped, taken over: fenced
+	line("leased", 2*s, 2*s+200*ms, 1, "d1", "8", "stopped")
+	line("leased", 2*s, 2*s+900*ms, 2, "d2", "9", "start")
+	line("leased", 2*s, 3*s+200*ms, 2, "d2", "9", "end")
+	line("leased", 3*s, 3*s+10*ms, 1, "d1", "10", "start") // two holders with attempt 1, fence 10 both
+	line("leased", 3*s, 3*s+310*ms, 1, "d1", "10", "end")
+	line("leased", 3*s, 3*s+500*ms, 1, "d3", "10", "start")
+	line("leased", 3*s, 3*s+800*ms, 1, "d3", "10", "end")
+	line("leased", 4*s, 12*s, 1, "d1", "11", "start") // 8 s late
+	line("leased", 4*s, 12*s+300*ms, 1, "d1", "11", "end")
+	path := filepath.Join(t.TempDir(), "ledger.txt")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	entries, fences, err := readDaemonLedger(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 24 || len(fences) != 12 {
+		t.Fatalf("%d entries, %d fences; want 24, 12", len(entries), len(fences))
+	}
+	var history []anarchon.RunRecord
+	for _, e := range entries {
+		if e.Job == "leased" && e.Ev == faults.EvEnd {
+			st := anarchon.StatusSuccess
+			if e.Result == faults.ResultStopped {
+				st = anarchon.StatusLeaseLost
+			}
+			history = append(history, anarchon.RunRecord{Job: "leased", Slot: time.UnixMilli(e.Slot), Status: st, Token: e.Token})
+		}
+	}
+	rep := faults.Check(faults.Spec{LeasedJob: "leased", PlainJob: "plain", LeasedInterval: s, PlainInterval: s,
+		Lease: 3 * s, Work: 300 * ms, MaxLate: 5 * s}, entries, map[string][]anarchon.RunRecord{"leased": history}, nil)
+	if rep.SameAttempt != 1 || rep.Duplicates != 3 || rep.LateStarts != 1 || rep.Takeovers != 1 || rep.Overlaps != 0 {
+		t.Errorf("same attempt %d, duplicates %d, late %d, takeovers %d, overlaps %d; want 1, 3 (plain slot 3 run twice, leased slot 3 completed and settled twice), 1, 1, 0\n%s",
+			rep.SameAttempt, rep.Duplicates, rep.LateStarts, rep.Takeovers, rep.Overlaps, rep)
+	}
+	note, bad := checkFences(fences)
+	if len(bad) != 1 || !strings.Contains(bad[0], "leased slot 00:00:03.000: attempt 1 on d3 has fence \"10\"") {
+		t.Errorf("fence violations %q, want one for leased slot 3; %s", bad, note)
+	}
+	for i := range fences {
+		fences[i].fence = ""
+	}
+	if note, bad := checkFences(fences); len(bad) != 0 || !strings.Contains(note, "skipped") {
+		t.Errorf("without fences: %s, %q; want the check skipped", note, bad)
+	}
 }
