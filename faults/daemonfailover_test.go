@@ -2,6 +2,7 @@ package faults_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -112,8 +113,23 @@ func TestDaemonFailoverNATS(t *testing.T) {
 	runDaemonDrill(t, daemonTopology{name: "nats-r3", lease: 20 * time.Second, maxLate: 2 * time.Second,
 		start: func(t *testing.T) (string, func() daemonKill) {
 			cl := startNATSCluster(t, bin, 3)
-			waitFor(t, 60*time.Second, "the NATS cluster elected no meta leader", func() bool { return cl.metaLeader() != "" })
+			// The R3 bucket and stream exist before the daemons start, as
+			// in TestNATSCluster: three daemons creating them at once on a
+			// cluster that has just elected its meta leader can time out
+			// at start (a daemon did once, on a machine at a load of 18),
+			// and the daemon binds what exists as it is.
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			b, err := natsbackend.Open(cl.url(), &natsbackend.Options{Replicas: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := initRetrying(ctx, b); err != nil {
+				t.Fatalf("Init on the cluster: %v", err)
+			}
+			b.Close(ctx)
 			const kvStream = "KV_" + natsbackend.DefaultBucket
+			cl.healthy(kvStream)
 			return cl.url() + "?replicas=3", func() daemonKill {
 				leader := cl.healthy(kvStream)
 				nd := cl.node(leader)

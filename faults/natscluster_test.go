@@ -299,13 +299,7 @@ func TestNATSCluster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for {
-			if err = b.Init(ctx); err == nil || ctx.Err() != nil {
-				break
-			}
-			time.Sleep(200 * time.Millisecond) // JetStream elects its meta leader
-		}
-		if err != nil {
+		if err := initRetrying(ctx, b); err != nil {
 			t.Fatalf("Init on the cluster: %v", err)
 		}
 		topo := b.Topology()
@@ -624,6 +618,19 @@ func (c *natsCluster) elections(stream string) []time.Time {
 	}
 	slices.SortFunc(ts, time.Time.Compare)
 	return ts
+}
+
+// initRetrying calls b.Init every 200 ms until it succeeds or ctx ends:
+// on a cluster that has just started, JetStream first elects its meta
+// leader.
+func initRetrying(ctx context.Context, b *natsbackend.Backend) error {
+	for {
+		err := b.Init(ctx)
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(200 * time.Millisecond) // another process's election
+	}
 }
 
 type writerFunc func([]byte) (int, error)

@@ -18,48 +18,10 @@ import (
 // directory, and stops it when the test ends. It needs the redis-server
 // binary, which scripts/services/redis.sh installs, and runs, like every
 // integration test, only with ANARCHON_TEST_REDIS_ADDR set; without either
-// the test is skipped, or fails when CI=true.
+// the test is skipped, or fails when CI=true. (The failover drills, which
+// kill and restart servers, live in the faults module with their
+// launchers.)
 func startServer(t *testing.T, args ...string) string {
-	t.Helper()
-	addr, _ := startServerProc(t, "", args...)
-	return addr
-}
-
-// server is a redis-server a test started: kill it with kill (SIGKILL),
-// start it again, on the same port and directory, with restart.
-type server struct {
-	t    *testing.T
-	addr string
-	dir  string
-	args []string
-	cmd  *exec.Cmd
-	done chan struct{}
-}
-
-// kill sends SIGKILL and waits for the process to end.
-func (s *server) kill() {
-	_ = s.cmd.Process.Kill()
-	<-s.done
-}
-
-// restart starts the server again with args instead of its first ones
-// (nil: the same).
-func (s *server) restart(args ...string) {
-	if args == nil {
-		args = s.args
-	}
-	ns, ok := launch(s.t, s.dir, s.addr, args)
-	if !ok {
-		log, _ := os.ReadFile(s.dir + "/redis.log")
-		s.t.Fatalf("redis-server did not start again: %s", log)
-	}
-	*s = *ns
-}
-
-// startServerProc is startServer that returns the process too. With a
-// config file, the server reads it first (a Sentinel's, which Sentinel
-// rewrites).
-func startServerProc(t *testing.T, config string, args ...string) (string, *server) {
 	t.Helper()
 	redisAddr(t) // integration tests run only with ANARCHON_TEST_REDIS_ADDR
 	if _, err := exec.LookPath("redis-server"); err != nil {
@@ -70,36 +32,25 @@ func startServerProc(t *testing.T, config string, args ...string) (string, *serv
 		t.Skip(msg)
 	}
 	dir := t.TempDir()
-	var full []string
-	if config != "" {
-		full = append(full, config)
-	}
-	full = append(full, args...)
 	for range 5 {
 		addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
-		if s, ok := launch(t, dir, addr, full); ok {
-			return addr, s
+		if launch(t, dir, addr, args) {
+			return addr
 		}
 	}
 	log, _ := os.ReadFile(dir + "/redis.log")
 	t.Fatalf("redis-server did not start: %s", log)
-	return "", nil
+	return ""
 }
 
 // launch starts redis-server on addr and waits until it answers PING; it
 // kills it when the test ends.
-func launch(t *testing.T, dir, addr string, args []string) (*server, bool) {
+func launch(t *testing.T, dir, addr string, args []string) bool {
 	_, port, _ := strings.Cut(addr, ":")
-	var full []string
-	rest := args
-	if len(args) > 0 && !strings.HasPrefix(args[0], "--") { // a config file comes first
-		full, rest = append(full, args[0]), args[1:]
-	}
-	full = append(full,
+	full := append([]string{
 		"--bind", "127.0.0.1", "--port", port,
 		"--save", "", "--appendonly", "no", "--dir", dir,
-		"--logfile", dir+"/redis.log")
-	full = append(full, rest...)
+		"--logfile", dir + "/redis.log"}, args...)
 	cmd := exec.Command("redis-server", full...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -127,13 +78,13 @@ func launch(t *testing.T, dir, addr string, args []string) (*server, bool) {
 	if !up {
 		_ = cmd.Process.Kill()
 		<-done
-		return nil, false
+		return false
 	}
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		<-done
 	})
-	return &server{t: t, addr: addr, dir: dir, args: args, cmd: cmd, done: done}, true
+	return true
 }
 
 func freePort(t *testing.T) int {
