@@ -363,7 +363,17 @@ func daemonDrillOnce(t *testing.T, bin string, top daemonTopology) {
 	}
 	history := map[string][]anarchon.RunRecord{}
 	for _, job := range []string{"plain", "leased"} {
-		recs, err := daemonHistory(bin, storeURL, job)
+		// Right after a failover a read can still meet the store moving
+		// on (NATS answered "no responders" once, 12 s after the kill,
+		// with the killed node back 4 s before): a few tries.
+		var recs []anarchon.RunRecord
+		var err error
+		for try := 0; try < 10; try++ {
+			if recs, err = daemonHistory(bin, storeURL, job); err == nil {
+				break
+			}
+			time.Sleep(time.Second) // the store's own recovery
+		}
 		if err != nil {
 			t.Errorf("anarchon history %s: %v", job, err)
 			history = nil
