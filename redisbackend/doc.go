@@ -183,6 +183,9 @@
 //	ANARCHON_REDIS_FAILOVER_WAIT=0 go test -race -count=1 -v -run TestSentinelFailoverDrill .   # no WAIT
 //	go test -race -count=1 -v -run TestClusterFailoverDrill .                                   # Cluster, CI
 //	ANARCHON_REDIS_CLUSTER_NO_RELOAD=1 go test -race -count=1 -v -run TestClusterFailoverDrill .
+//
+// and in this module:
+//
 //	go test -race -count=1 -run 'TestWaitReplicasShortfall|TestWaitShortfallWithdrawn' .
 //
 // RELIABILITY.md has the runs. What the drills do not show: without WAIT,
