@@ -48,8 +48,9 @@ import (
 // the first start of either job after the kill, as TestNATSCluster
 // bounds it; on Redis Cluster the leased job's, whose keys the killed
 // master held).
-// Where the daemon sets ANARCHON_FENCE, each slot's later holders must
-// carry a strictly larger fence.
+// Where the daemon sets ANARCHON_FENCE (not empty, and not 0: its value
+// for a run without a fence), each slot's later holders must carry a
+// strictly larger fence.
 //
 // In CI each topology runs one kill, about 40 s each. ANARCHON_SOAK=D
 // repeats each topology's drill (fresh servers each time) for D.
@@ -456,7 +457,8 @@ func fmtRecovery(d time.Duration) string {
 	return d.Round(time.Millisecond).String()
 }
 
-// daemonFence is one start's ANARCHON_FENCE ("" when the daemon set none).
+// daemonFence is one start's ANARCHON_FENCE ("" when the daemon set none,
+// or "0").
 type daemonFence struct {
 	job     string
 	slot    int64
@@ -496,8 +498,11 @@ func readDaemonLedger(path string) ([]faults.Entry, []daemonFence, error) {
 		switch fields[5] {
 		case "start":
 			e.Ev = faults.EvStart
+			// "-": the variable was empty or unset; "0": the daemon's
+			// value for a run without a fence (no lease, or a store that
+			// gives none yet).
 			fence := fields[4]
-			if fence == "-" {
+			if fence == "-" || fence == "0" {
 				fence = ""
 			}
 			fences = append(fences, daemonFence{job: e.Job, slot: e.Slot, attempt: attempt, inst: e.Inst, t: us, fence: fence})
@@ -565,7 +570,7 @@ func checkFences(fences []daemonFence) (note string, bad []string) {
 		bySlot[k] = append(bySlot[k], f)
 	}
 	if set == 0 {
-		return fmt.Sprintf("fences: ANARCHON_FENCE was empty in all %d runs: the fence check was skipped", len(fences)), nil
+		return fmt.Sprintf("fences: ANARCHON_FENCE was empty or 0 in all %d runs: the fence check was skipped", len(fences)), nil
 	}
 	for _, fs := range bySlot {
 		sort.Slice(fs, func(i, j int) bool { return fs[i].t < fs[j].t })
@@ -607,7 +612,7 @@ func TestDaemonLedger(t *testing.T) {
 		line("plain", i*s, i*s+10*ms, 1, "d1", "-", "start")
 		line("plain", i*s, i*s+310*ms, 1, "d1", "-", "end")
 	}
-	line("plain", 3*s, 3*s+400*ms, 1, "d2", "-", "start") // plain slot 3 twice
+	line("plain", 3*s, 3*s+400*ms, 1, "d2", "0", "start") // plain slot 3 twice; fence 0: none
 	line("plain", 3*s, 3*s+700*ms, 1, "d2", "-", "end")
 	line("leased", 1*s, 1*s+10*ms, 1, "d1", "7", "start")
 	line("leased", 1*s, 1*s+310*ms, 1, "d1", "7", "end")

@@ -86,7 +86,8 @@
 // file whose two jobs run every second and append to a ledger from the
 // shell; the leader or primary is SIGKILLed mid-run, and [Check] reads
 // the ledger and `anarchon history --json`. Where the daemon sets
-// ANARCHON_FENCE, each slot's later holders must carry a larger fence.
+// ANARCHON_FENCE (not empty, not 0), each slot's later holders must carry
+// a larger fence.
 //
 // # Running
 //
