@@ -52,7 +52,7 @@ import (
 // master held).
 // Where the daemon sets ANARCHON_FENCE (not empty, and not 0: its value
 // for a run without a fence), each slot's later holders must carry a
-// strictly larger fence.
+// strictly larger fence, and no two starts of a job may share one.
 //
 // In CI each topology runs one kill, about 40 s each. ANARCHON_SOAK=D
 // repeats each topology's drill (fresh servers each time) for D.
@@ -567,15 +567,19 @@ func daemonHistory(bin, storeURL, job string) ([]anarchon.RunRecord, error) {
 
 // checkFences checks that each slot's later holders carry a strictly
 // larger ANARCHON_FENCE than its earlier ones (a pair in which one has
-// none is counted, not compared). It returns what it
+// none is counted, not compared), and that no two starts of a job share
+// a fence. It returns what it
 // checked (with no fence in the ledger: that the check was skipped) and
 // the violations.
 func checkFences(fences []daemonFence) (note string, bad []string) {
 	set, slots, unfenced := 0, 0, 0
 	bySlot := map[string][]daemonFence{}
+	byFence := map[string][]daemonFence{} // job and fence
 	for _, f := range fences {
 		if f.fence != "" {
 			set++
+			k := f.job + " " + f.fence
+			byFence[k] = append(byFence[k], f)
 		}
 		k := f.job + " " + strconv.FormatInt(f.slot, 10)
 		bySlot[k] = append(bySlot[k], f)
@@ -602,9 +606,22 @@ func checkFences(fences []daemonFence) (note string, bad []string) {
 			}
 		}
 	}
+	// Every won claim of a job gets a new fence: two starts with one
+	// fence are two holders the store could not tell apart.
+	shared := 0
+	for _, fs := range byFence {
+		if len(fs) > 1 {
+			shared += len(fs) - 1
+			var who []string
+			for _, f := range fs {
+				who = append(who, fmt.Sprintf("slot %s attempt %d on %s", time.UnixMilli(f.slot).UTC().Format(tsFmt), f.attempt, f.inst))
+			}
+			bad = append(bad, fmt.Sprintf("%s fence %s shared by %d starts: %s", fs[0].job, fs[0].fence, len(fs), strings.Join(who, "; ")))
+		}
+	}
 	sort.Strings(bad)
-	return fmt.Sprintf("fences: set in %d of %d runs; %d slots with more than one holder checked (%d pairs of holders not compared: one had no fence)",
-		set, len(fences), slots, unfenced), bad
+	return fmt.Sprintf("fences: set in %d of %d runs, none shared by two starts of a job (%d shared); %d slots with more than one holder checked (%d pairs of holders not compared: one had no fence)",
+		set, len(fences), shared, slots, unfenced), bad
 }
 
 // TestDaemonLedger checks the daemon drill's reading and checking on a
@@ -665,8 +682,9 @@ func TestDaemonLedger(t *testing.T) {
 			rep.SameAttempt, rep.Duplicates, rep.LateStarts, rep.Takeovers, rep.Overlaps, rep)
 	}
 	note, bad := checkFences(fences)
-	if len(bad) != 1 || !strings.Contains(bad[0], "leased slot 00:00:03.000: attempt 1 on d3 has fence \"10\"") {
-		t.Errorf("fence violations %q, want one for leased slot 3; %s", bad, note)
+	if len(bad) != 2 || !strings.Contains(bad[0], "leased fence 10 shared by 2 starts") ||
+		!strings.Contains(bad[1], "leased slot 00:00:03.000: attempt 1 on d3 has fence \"10\"") {
+		t.Errorf("fence violations %q, want two for leased slot 3 (a fence shared, not larger); %s", bad, note)
 	}
 	for i := range fences {
 		fences[i].fence = ""

@@ -87,7 +87,7 @@
 // shell; the leader or primary is SIGKILLed mid-run, and [Check] reads
 // the ledger and `anarchon history --json`. Where the daemon sets
 // ANARCHON_FENCE (not empty, not 0), each slot's later holders must carry
-// a larger fence.
+// a larger fence, and no two starts of a job may share one.
 //
 // # Running
 //
