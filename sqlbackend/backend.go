@@ -129,6 +129,8 @@ func New(cfg Config) (*SQLBackend, error) {
 			Claim: rewrite(rt.Claim), Finish: rewrite(rt.Finish),
 			Release: rewrite(rt.Release), FinishResult: rewrite(rt.FinishResult),
 			ClaimBatch: rewrite(rt.ClaimBatch), ClaimRuns: rewrite(rt.ClaimRuns),
+			SaveResult: rewrite(rt.SaveResult), Heartbeats: rewrite(rt.Heartbeats),
+			SaveResults: rewrite(rt.SaveResults), FinishResults: rewrite(rt.FinishResults),
 		}
 	}
 	b.ddl = slices.Clone(b.q.ddl)

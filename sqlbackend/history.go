@@ -24,36 +24,53 @@ func msOrNil(t time.Time) any {
 // it loses (SPEC §4). Leased runs still running or released are never
 // deleted. historySize <= 0 means anarchon.DefaultHistorySize; a negative
 // historyTTL is an error. An empty r.Status is stored as success, or as
-// error if r.Error is set.
+// error if r.Error is set. With Routines.SaveResult it is one statement.
 func (b *SQLBackend) SaveResult(ctx context.Context, in anarchon.SaveResultInput) error {
-	job, r, historySize, historyTTL := in.Job, in.Result, in.HistorySize, in.HistoryTTL
 	if err := b.ready(ctx, "save result"); err != nil {
 		return err
 	}
-	sr, err := newSaved(job, r, historySize, historyTTL)
+	sr, err := newSaved(in.Job, in.Result, in.HistorySize, in.HistoryTTL)
 	if err != nil {
 		return b.errorf("save result", err)
 	}
-	err = b.cfg.Conn.Transaction(ctx, func(tx Querier) error {
-		// The job's lock comes first, as in a lease claim (job row, then
-		// run row), so that the two never wait for each other in a cycle.
-		if err := b.lockJob(ctx, tx, job); err != nil {
-			return err
+	if b.rt.SaveResult != "" {
+		if _, err := b.all(ctx, b.cfg.Conn, b.rt.SaveResult, b.saveResultArgs(sr)...); err != nil {
+			return b.errorf("save result", err)
 		}
-		if err := b.upsertResult(ctx, tx, sr); err != nil {
-			return err
-		}
-		if r.Token != "" && !r.Manual {
-			if _, err := b.all(ctx, tx, b.q.finishPlain, string(sr.r.Status), job, r.Slot, r.Token); err != nil {
-				return err
-			}
-		}
-		return b.trim(ctx, tx, sr)
-	})
+		return nil
+	}
+	err = b.cfg.Conn.Transaction(ctx, func(tx Querier) error { return b.saveResult(ctx, tx, sr) })
 	if err != nil {
 		return b.errorf("save result", err)
 	}
 	return nil
+}
+
+// saveResult is SaveResult's transaction body, run in tx: its own
+// transaction, or SaveResults' one for the whole batch.
+func (b *SQLBackend) saveResult(ctx context.Context, tx Querier, sr saved) error {
+	// The job's lock comes first, as in a lease claim (job row, then run
+	// row), so that the two never wait for each other in a cycle.
+	if err := b.lockJob(ctx, tx, sr.job); err != nil {
+		return err
+	}
+	if err := b.upsertResult(ctx, tx, sr); err != nil {
+		return err
+	}
+	if sr.plain() {
+		if _, err := b.all(ctx, tx, b.q.finishPlain, string(sr.r.Status), sr.job, sr.r.Slot, sr.r.Token); err != nil {
+			return err
+		}
+	}
+	return b.trim(ctx, tx, sr)
+}
+
+// saveResultArgs are the arguments of Routines.SaveResult for sr.
+func (b *SQLBackend) saveResultArgs(sr saved) []any {
+	r := sr.r
+	return []any{sr.job, r.Token, r.Slot, r.InstanceID, int64(r.Attempt), string(r.Status),
+		sr.claimToken(), msOrNil(r.StartedAt), msOrNil(r.FinishedAt), anarchon.EscapeText(r.Error), anarchon.EscapeText(r.Output),
+		sr.manual(), sr.plain(), sr.size, sr.ttlMs}
 }
 
 // saved is a validated SaveResult (or FinishResult) call.
@@ -100,18 +117,26 @@ func (sr saved) manual() int64 {
 	return 0
 }
 
+// plain reports whether saving sr settles a plain claim's run row: a
+// result with a token that is not a manual run's.
+func (sr saved) plain() bool { return sr.r.Token != "" && !sr.r.Manual }
+
+// claimToken is the token whose run row holds sr's claim time. An
+// abandoned slot's row carries anarchon.AbandonedToken, but nobody
+// claimed the slot under it: its record has no claim time ("").
+func (sr saved) claimToken() string {
+	if sr.r.Token == anarchon.AbandonedToken(sr.r.Slot) {
+		return ""
+	}
+	return sr.r.Token
+}
+
 func (b *SQLBackend) upsertResult(ctx context.Context, tx Querier, sr saved) error {
 	r := sr.r
-	// The claim time comes from the run row the token holds. An abandoned
-	// slot's row carries anarchon.AbandonedToken, but nobody claimed the
-	// slot under it: its record has no claim time.
-	claimToken := r.Token
-	if claimToken == anarchon.AbandonedToken(r.Slot) {
-		claimToken = ""
-	}
+	// The claim time comes from the run row the token holds.
 	_, err := b.all(ctx, tx, b.q.upsertResult,
 		sr.job, r.Token, r.Slot, r.InstanceID, int64(r.Attempt), string(r.Status),
-		sr.job, r.Slot, claimToken,
+		sr.job, r.Slot, sr.claimToken(),
 		msOrNil(r.StartedAt), msOrNil(r.FinishedAt), anarchon.EscapeText(r.Error), anarchon.EscapeText(r.Output), sr.manual())
 	return err
 }

@@ -70,4 +70,40 @@ type Routines struct {
 	// Empty: ClaimRuns runs Claim (or its routine) for each claim in one
 	// transaction.
 	ClaimRuns string
+
+	// SaveResult saves a result as the base's SaveResult does: the job's
+	// lock, the result, a plain claim's run row marked done, and
+	// trimming. Arguments: job, token, slot, instance, attempt, status,
+	// claim token (whose run row gives the claim time; "" for none),
+	// started_at (ms or NULL), finished_at (ms or NULL), error, output,
+	// manual (0 or 1), plain (boolean: mark the run row of a plain claim
+	// done), history size (> 0), history TTL (ms, 0 for none). Its rows,
+	// if any, are ignored. Empty: the base's transaction.
+	SaveResult string
+
+	// Heartbeats renews a batch of leases in one statement, each as the
+	// base's heartbeat statement would. Argument: a JSON array of {"j":
+	// job, "s": slot, "t": token, "l": lease (ms, > 0)}, without two
+	// entries for one (job, slot, token). It returns one row per lease
+	// renewed: its job, slot and token. Empty: Heartbeats runs the
+	// heartbeat statement per entry in one transaction.
+	Heartbeats string
+
+	// SaveResults saves a batch of results in one statement, each as
+	// SaveResult would, in the array's order. Argument: a JSON array of
+	// {"j": job, "t": token, "s": slot, "i": instance, "a": attempt, "st":
+	// status, "c": claim token, "sa": started_at, "fa": finished_at (ms or
+	// null), "e": error, "o": output, "m": manual (0 or 1), "p": plain,
+	// "n": history size, "ttl": history TTL (ms)}. Its rows, if any, are
+	// ignored. Empty: SaveResult's transaction body per entry, all in one
+	// transaction.
+	SaveResults string
+
+	// FinishResults finishes a batch of runs in one statement, each as
+	// FinishResult would, in the array's order. Argument: the same JSON
+	// array as SaveResults (only "j", "t", "s", "i", "a", "st", "sa",
+	// "fa", "e", "o", "n" and "ttl" are read). It returns one row per
+	// entry: its 1-based index and FinishResult's boolean. Empty:
+	// FinishResult's transaction body per entry, all in one transaction.
+	FinishResults string
 }

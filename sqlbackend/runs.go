@@ -340,29 +340,44 @@ func (b *SQLBackend) notify(ctx context.Context, tx Querier, job string, slot in
 // holds the run and it is running (even if the lease ran out and nobody
 // took over yet). false means the lease is lost.
 func (s *RunStore) Heartbeat(ctx context.Context, in anarchon.HeartbeatInput) (bool, error) {
-	job, slot, token, lease := in.Job, in.Slot, in.Token, in.Lease
 	b := s.b()
 	if err := b.ready(ctx, "heartbeat"); err != nil {
 		return false, err
 	}
-	if lease <= 0 {
-		return false, b.errorf("heartbeat", invalid("lease %v is not positive", lease))
+	if err := checkHeartbeat(in); err != nil {
+		return false, b.errorf("heartbeat", err)
 	}
-	var rows [][]any
+	var held bool
 	var err error
-	args := []any{max(lease.Milliseconds(), 1), job, slot, token}
 	if b.d.NoReturning {
-		err = b.cfg.Conn.Transaction(ctx, func(tx Querier) error {
-			rows, err = b.changed(ctx, tx, b.q.heartbeat, b.q.heartbeatRead, 1, args...)
+		err = b.cfg.Conn.Transaction(ctx, func(tx Querier) (err error) {
+			held, err = b.heartbeat(ctx, tx, in)
 			return err
 		})
 	} else {
-		rows, err = b.all(ctx, b.cfg.Conn, b.q.heartbeat, args...)
+		held, err = b.heartbeat(ctx, b.cfg.Conn, in)
 	}
 	if err != nil {
 		return false, b.errorf("heartbeat", err)
 	}
-	return len(rows) > 0, nil
+	return held, nil
+}
+
+// checkHeartbeat checks a heartbeat's input.
+func checkHeartbeat(in anarchon.HeartbeatInput) error {
+	if in.Lease <= 0 {
+		return invalid("lease %v is not positive", in.Lease)
+	}
+	return nil
+}
+
+// heartbeat is Heartbeat's statement, run through q: the connection (a
+// transaction with SQLDialect.NoReturning) for Heartbeat, the batch's
+// transaction for Heartbeats, so that both answer alike. in.Lease is
+// positive.
+func (b *SQLBackend) heartbeat(ctx context.Context, q Querier, in anarchon.HeartbeatInput) (bool, error) {
+	rows, err := b.changed(ctx, q, b.q.heartbeat, b.q.heartbeatRead, 1, max(in.Lease.Milliseconds(), 1), in.Job, in.Slot, in.Token)
+	return len(rows) > 0, err
 }
 
 // Finish marks the run done with status if token holds it (running, or
@@ -412,59 +427,77 @@ func (s *RunStore) settleRoutine(ctx context.Context, op, query string, args ...
 // anarchon.StatusLeaseLost and returns false. Then it stores r and trims
 // the history exactly as SaveResult does. It fails on an empty token, a
 // manual result (RunNow runs have no lease: use SaveResult), and on what
-// SaveResult refuses.
+// SaveResult refuses, and on an empty status (the scheduler always sends
+// one, SPEC §6).
 func (s *RunStore) FinishResult(ctx context.Context, in anarchon.SaveResultInput) (bool, error) {
-	job, r, historySize, historyTTL := in.Job, in.Result, in.HistorySize, in.HistoryTTL
 	b := s.b()
 	const op = "finish result"
 	if err := b.ready(ctx, op); err != nil {
 		return false, err
 	}
-	sr, err := newSaved(job, r, historySize, historyTTL)
-	if err == nil && r.Token == "" {
-		err = invalid("empty token")
-	}
-	if err == nil && r.Manual {
-		err = invalid("a manual run has no lease to finish")
-	}
+	sr, err := checkFinishResult(in)
 	if err != nil {
 		return false, b.errorf(op, err)
 	}
 	if b.rt.FinishResult != "" {
-		ok, err := b.routineBool(ctx, b.rt.FinishResult, job, r.Slot, r.Token, r.InstanceID, int64(sr.r.Attempt),
-			string(sr.r.Status), msOrNil(r.StartedAt), msOrNil(r.FinishedAt), anarchon.EscapeText(r.Error), anarchon.EscapeText(r.Output), sr.size, sr.ttlMs)
+		ok, err := b.routineBool(ctx, b.rt.FinishResult, sr.job, sr.r.Slot, sr.r.Token, sr.r.InstanceID, int64(sr.r.Attempt),
+			string(sr.r.Status), msOrNil(sr.r.StartedAt), msOrNil(sr.r.FinishedAt), anarchon.EscapeText(sr.r.Error), anarchon.EscapeText(sr.r.Output), sr.size, sr.ttlMs)
 		if err != nil {
 			return false, b.errorf(op, err)
 		}
 		return ok, nil
 	}
 	var ok bool
-	err = b.cfg.Conn.Transaction(ctx, func(tx Querier) error {
-		if err := b.lockJob(ctx, tx, job); err != nil {
-			return err
-		}
-		rows, err := b.changed(ctx, tx, b.q.finish, b.q.finishRead, 1, string(sr.r.Status), job, r.Slot, r.Token, string(sr.r.Status))
-		if err != nil {
-			return err
-		}
-		ok = len(rows) > 0
-		rec := sr
-		if ok {
-			if err := b.notify(ctx, tx, job, r.Slot, anarchon.RunFinished); err != nil {
-				return err
-			}
-		} else {
-			rec.r.Status = anarchon.StatusLeaseLost
-		}
-		if err := b.upsertResult(ctx, tx, rec); err != nil {
-			return err
-		}
-		return b.trim(ctx, tx, rec)
+	err = b.cfg.Conn.Transaction(ctx, func(tx Querier) (err error) {
+		ok, err = b.finishResult(ctx, tx, sr)
+		return err
 	})
 	if err != nil {
 		return false, b.errorf(op, err)
 	}
 	return ok, nil
+}
+
+// checkFinishResult checks FinishResult's input as SaveResult does, and
+// refuses an empty token, an empty status (SPEC §6: the scheduler always
+// sends one) and a manual result.
+func checkFinishResult(in anarchon.SaveResultInput) (saved, error) {
+	r := in.Result
+	switch {
+	case r.Token == "":
+		return saved{}, invalid("empty token")
+	case r.Status == "":
+		return saved{}, invalid("empty status")
+	case r.Manual:
+		return saved{}, invalid("a manual run has no lease to finish")
+	}
+	return newSaved(in.Job, r, in.HistorySize, in.HistoryTTL)
+}
+
+// finishResult is FinishResult's transaction body, run in tx: its own
+// transaction, or FinishResults' one for the whole batch.
+func (b *SQLBackend) finishResult(ctx context.Context, tx Querier, sr saved) (bool, error) {
+	job, r := sr.job, sr.r
+	if err := b.lockJob(ctx, tx, job); err != nil {
+		return false, err
+	}
+	rows, err := b.changed(ctx, tx, b.q.finish, b.q.finishRead, 1, string(r.Status), job, r.Slot, r.Token, string(r.Status))
+	if err != nil {
+		return false, err
+	}
+	ok := len(rows) > 0
+	rec := sr
+	if ok {
+		if err := b.notify(ctx, tx, job, r.Slot, anarchon.RunFinished); err != nil {
+			return false, err
+		}
+	} else {
+		rec.r.Status = anarchon.StatusLeaseLost
+	}
+	if err := b.upsertResult(ctx, tx, rec); err != nil {
+		return false, err
+	}
+	return ok, b.trim(ctx, tx, rec)
 }
 
 func (s *RunStore) settle(ctx context.Context, op, job string, slot int64, kind anarchon.RunEventKind, update func(Querier) ([][]any, error)) (bool, error) {
