@@ -24,7 +24,7 @@ var sqlFiles embed.FS
 // lock_job first, which the others call.
 var routineFiles = func() []struct{ name, body string } {
 	var out []struct{ name, body string }
-	for _, name := range []string{"lock_job", "claim", "finish", "release", "finish_result", "claim_batch", "claim_runs"} {
+	for _, name := range []string{"lock_job", "claim", "finish", "release", "finish_result", "claim_batch", "claim_runs", "save_result", "save_results", "finish_results"} {
 		data, err := sqlFiles.ReadFile("sql/" + name + ".sql")
 		if err != nil {
 			panic("pgbackend: " + err.Error())
@@ -68,6 +68,9 @@ func routines(channel string) func(qualify func(string) string) sqlbackend.Routi
 		finishResult := qualify("finish_result" + routineVersion)
 		claimBatch := qualify("claim_batch" + routineVersion)
 		claimRuns := qualify("claim_runs" + routineVersion)
+		saveResult := qualify("save_result" + routineVersion)
+		saveResults := qualify("save_results" + routineVersion)
+		finishResults := qualify("finish_results" + routineVersion)
 		ch := "NULL::text"
 		if channel != "" {
 			// channel is made of the validated schema and prefix
@@ -81,6 +84,7 @@ func routines(channel string) func(qualify func(string) string) sqlbackend.Routi
 			"{lock_job}", lockJob, "{claim}", claim, "{finish}", finish,
 			"{release}", release, "{finish_result}", finishResult,
 			"{claim_batch}", claimBatch, "{claim_runs}", claimRuns,
+			"{save_result}", saveResult, "{save_results}", saveResults, "{finish_results}", finishResults,
 			"{released}", strconv.Itoa(int(anarchon.RunReleased)),
 			"{finished}", strconv.Itoa(int(anarchon.RunFinished)),
 		)
@@ -90,13 +94,37 @@ func routines(channel string) func(qualify func(string) string) sqlbackend.Routi
 			ddl[i] = ifAbsent(qualify(f.name+routineVersion), q(f.body))
 		}
 		return sqlbackend.Routines{
-			DDL:          ddl,
-			Claim:        q(`SELECT o_kind, o_attempt, o_holder, o_until, o_status, o_fence FROM {claim}(?, ?, ?, ?, ?, ?, ?, ?, ?, ` + ch + `)`),
-			Finish:       q(`SELECT o_ok FROM {finish}(?, ?, ?, ?, ` + ch + `)`),
-			Release:      q(`SELECT o_ok FROM {release}(?, ?, ?, ` + ch + `)`),
-			FinishResult: q(`SELECT o_ok FROM {finish_result}(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ` + ch + `)`),
-			ClaimBatch:   q(`SELECT o_idx, o_kind, o_now FROM {claim_batch}(CAST(? AS jsonb))`),
-			ClaimRuns:    q(`SELECT o_idx, o_kind, o_attempt, o_holder, o_until, o_status, o_fence FROM {claim_runs}(CAST(? AS jsonb), ` + ch + `)`),
+			DDL:           ddl,
+			Claim:         q(`SELECT o_kind, o_attempt, o_holder, o_until, o_status, o_fence FROM {claim}(?, ?, ?, ?, ?, ?, ?, ?, ?, ` + ch + `)`),
+			Finish:        q(`SELECT o_ok FROM {finish}(?, ?, ?, ?, ` + ch + `)`),
+			Release:       q(`SELECT o_ok FROM {release}(?, ?, ?, ` + ch + `)`),
+			FinishResult:  q(`SELECT o_ok FROM {finish_result}(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ` + ch + `)`),
+			ClaimBatch:    q(`SELECT o_idx, o_kind, o_now FROM {claim_batch}(CAST(? AS jsonb))`),
+			ClaimRuns:     q(`SELECT o_idx, o_kind, o_attempt, o_holder, o_until, o_status, o_fence FROM {claim_runs}(CAST(? AS jsonb), ` + ch + `)`),
+			SaveResult:    q(`SELECT o_ok FROM {save_result}(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+			Heartbeats:    q(heartbeats),
+			SaveResults:   q(`SELECT o_n FROM {save_results}(CAST(? AS jsonb))`),
+			FinishResults: q(`SELECT o_idx, o_ok FROM {finish_results}(CAST(? AS jsonb), ` + ch + `)`),
 		}
 	}
 }
+
+// heartbeats renews a batch of leases (sqlbackend.Routines.Heartbeats)
+// in one statement, as the base's heartbeat statement does for each: a
+// run the token holds, running with a lease, gets the server's now plus
+// its lease. The runs are locked first, in the order of (job, slot) (job
+// by bytes, as Go orders the claims of a batch), so that two batches
+// that share runs never wait for each other in a cycle; a run that
+// changed while the statement waited for its lock is judged again as it
+// is now, as a single UPDATE would.
+const heartbeats = `WITH i AS (
+	SELECT x.j, x.s, x.t, x.l FROM jsonb_to_recordset(CAST(? AS jsonb)) AS x(j text, s bigint, t text, l bigint)
+), k AS (
+	SELECT r.job, r.slot FROM {runs} r JOIN i ON r.job = i.j AND r.slot = i.s AND r.token = i.t
+	WHERE r.state = 'running' AND r.lease_until IS NOT NULL
+	ORDER BY r.job COLLATE "C", r.slot FOR UPDATE OF r
+)
+UPDATE {runs} r SET lease_until = {now} + i.l FROM i, k
+WHERE r.job = k.job AND r.slot = k.slot AND r.job = i.j AND r.slot = i.s AND r.token = i.t
+	AND r.state = 'running' AND r.lease_until IS NOT NULL
+RETURNING r.job, r.slot, r.token`

@@ -89,8 +89,8 @@ WHERE s.nspname = $1 AND p.proname LIKE 'anarchon\_%\_v6'`, schema).Scan(&n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n != 7 {
-		t.Errorf("%d anarchon functions in schema %s, want 7", n, schema)
+	if n != 10 {
+		t.Errorf("%d anarchon functions in schema %s, want 10", n, schema)
 	}
 }
 
