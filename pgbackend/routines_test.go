@@ -214,5 +214,8 @@ func TestBatchRoundTrips(t *testing.T) {
 		t.Fatal(err)
 	}
 	one := func(int) int64 { return 1 }
-	sqlbackendtest.BatchRoundTrips(t, b, c, sqlbackendtest.BatchStatements{Won: one, Lost: one, LeaseWon: one, LeaseRunning: one})
+	sqlbackendtest.BatchRoundTrips(t, b, c, sqlbackendtest.BatchStatements{
+		Won: one, Lost: one, LeaseWon: one, LeaseRunning: one,
+		Results: one, Heartbeats: one, Finishes: one,
+	})
 }

@@ -53,5 +53,6 @@ func TestBatchRoundTrips(t *testing.T) {
 	per := func(k int64) func(int) int64 { return func(n int) int64 { return 2 + k*int64(n) } }
 	sqlbackendtest.BatchRoundTrips(t, b, c, sqlbackendtest.BatchStatements{
 		Won: per(1), Lost: per(2), LeaseWon: per(5), LeaseRunning: per(2),
+		Results: per(5), Heartbeats: per(1), Finishes: per(5),
 	})
 }

@@ -161,7 +161,8 @@ func won(t *testing.T, b anarchon.Backend, in anarchon.ClaimInput) bool {
 }
 
 // BatchStatements is how many statements ([Counter]) one batch of n
-// claims runs, by the answer all its claims get, as a function of n.
+// entries runs, by its kind and the answer all its entries get, as a
+// function of n.
 type BatchStatements struct {
 	// Plain claims (anarchon.BatchClaimer): n new slots, won; the same n
 	// slots claimed again by other tokens, lost.
@@ -169,12 +170,19 @@ type BatchStatements struct {
 	// Lease claims (anarchon.RunBatchClaimer, overlap allowed): n new
 	// slots, won; the same claimed by other tokens, running.
 	LeaseWon, LeaseRunning func(n int) int64
+	// Results (anarchon.ResultBatcher): the results of the n won plain
+	// claims. Heartbeats (anarchon.HeartbeatBatcher): the n won leases,
+	// each held. Finishes (anarchon.FinishBatcher): the same n leases
+	// finished with their results, each held. Each is checked if b has
+	// the ability; then a nil function fails the test.
+	Results, Heartbeats, Finishes func(n int) int64
 }
 
 // BatchRoundTrips sends batches of 1, 10 and 100 claims of each kind of
-// [BatchStatements] through b, a backend built on c, across two jobs, and
-// fails t unless each batch ran the statements want says for its size and
-// every claim got the expected answer.
+// [BatchStatements] through b, a backend built on c, across two jobs,
+// followed by batches of the results, heartbeats and finishes of the
+// slots won, and fails t unless each batch ran the statements want says
+// for its size and every entry got the expected answer.
 func BatchRoundTrips(t *testing.T, b anarchon.Backend, c *Counter, want BatchStatements) {
 	ctx := t.Context()
 	sc, ok := b.(anarchon.ServerClock)
@@ -204,9 +212,13 @@ func BatchRoundTrips(t *testing.T, b anarchon.Backend, c *Counter, want BatchSta
 		}
 		return in
 	}
-	check := func(what string, n int, got, wantN int64) {
+	check := func(what string, n int, got int64, want func(int) int64) {
 		t.Helper()
-		if got != wantN {
+		if want == nil {
+			t.Errorf("%s: BatchStatements has no count for it", what)
+			return
+		}
+		if wantN := want(n); got != wantN {
 			t.Errorf("%s, batch of %d: %d statements, want %d", what, n, got, wantN)
 		}
 	}
@@ -214,7 +226,7 @@ func BatchRoundTrips(t *testing.T, b anarchon.Backend, c *Counter, want BatchSta
 		in := ins(n, "a")
 		before := c.N()
 		out, err := bc.ClaimBatch(ctx, in)
-		check("plain, won", n, c.N()-before, want.Won(n))
+		check("plain, won", n, c.N()-before, want.Won)
 		if err != nil || len(out) != n {
 			t.Fatalf("ClaimBatch(%d) = %d answers, %v", n, len(out), err)
 		}
@@ -226,13 +238,31 @@ func BatchRoundTrips(t *testing.T, b anarchon.Backend, c *Counter, want BatchSta
 		lost := ins(n, "b")
 		before = c.N()
 		out, err = bc.ClaimBatch(ctx, lost)
-		check("plain, lost", n, c.N()-before, want.Lost(n))
+		check("plain, lost", n, c.N()-before, want.Lost)
 		if err != nil || len(out) != n {
 			t.Fatalf("ClaimBatch(%d) = %d answers, %v", n, len(out), err)
 		}
 		for k, a := range out {
 			if a.Won || a.Err != nil {
 				t.Fatalf("ClaimBatch(%d): claim %d of a claimed slot by another token = %+v, want lost", n, k, a)
+			}
+		}
+		if rb, ok := anarchon.As[anarchon.ResultBatcher](b); ok {
+			res := make([]anarchon.SaveResultInput, n)
+			for k, c := range in {
+				res[k] = anarchon.SaveResultInput{Job: c.Job, HistorySize: 1000, Result: anarchon.StoredResult{
+					Slot: c.Slot, Token: c.Token, InstanceID: c.InstanceID, Attempt: 1, Status: anarchon.StatusSuccess}}
+			}
+			before = c.N()
+			errs, err := rb.SaveResults(ctx, res)
+			check("results", n, c.N()-before, want.Results)
+			if err != nil || len(errs) != n {
+				t.Fatalf("SaveResults(%d) = %d answers, %v", n, len(errs), err)
+			}
+			for k, e := range errs {
+				if e != nil {
+					t.Fatalf("SaveResults(%d): result %d: %v", n, k, e)
+				}
 			}
 		}
 		next += int64(n)
@@ -249,6 +279,7 @@ func BatchRoundTrips(t *testing.T, b anarchon.Backend, c *Counter, want BatchSta
 		return out
 	}
 	for _, n := range []int{1, 10, 100} {
+		won := ins(n, "la")
 		for _, tc := range []struct {
 			tok  string
 			kind anarchon.OutcomeKind
@@ -256,7 +287,7 @@ func BatchRoundTrips(t *testing.T, b anarchon.Backend, c *Counter, want BatchSta
 		}{{"la", anarchon.OutcomeWon, want.LeaseWon}, {"lb", anarchon.OutcomeRunning, want.LeaseRunning}} {
 			before := c.N()
 			out, err := rb.ClaimRuns(ctx, runs(ins(n, tc.tok)))
-			check("lease, "+tc.kind.String(), n, c.N()-before, tc.want(n))
+			check("lease, "+tc.kind.String(), n, c.N()-before, tc.want)
 			if err != nil || len(out) != n {
 				t.Fatalf("ClaimRuns(%d) = %d answers, %v", n, len(out), err)
 			}
@@ -266,6 +297,50 @@ func BatchRoundTrips(t *testing.T, b anarchon.Backend, c *Counter, want BatchSta
 				}
 			}
 		}
+		heldLeases(t, b, c, n, won, want, check)
 		next += int64(n)
+	}
+}
+
+// heldLeases sends the heartbeats, then the finishes, of the n leases
+// won (each held) through b's batches, if it has them, and checks their
+// statements (BatchRoundTrips).
+func heldLeases(t *testing.T, b anarchon.Backend, c *Counter, n int, won []anarchon.ClaimInput, want BatchStatements, check func(string, int, int64, func(int) int64)) {
+	t.Helper()
+	ctx := t.Context()
+	if hb, ok := anarchon.As[anarchon.HeartbeatBatcher](b); ok {
+		in := make([]anarchon.HeartbeatInput, n)
+		for k, w := range won {
+			in[k] = anarchon.HeartbeatInput{Job: w.Job, Slot: w.Slot, Token: w.Token, Lease: time.Hour}
+		}
+		before := c.N()
+		out, err := hb.Heartbeats(ctx, in)
+		check("heartbeats", n, c.N()-before, want.Heartbeats)
+		if err != nil || len(out) != n {
+			t.Fatalf("Heartbeats(%d) = %d answers, %v", n, len(out), err)
+		}
+		for k, a := range out {
+			if !a.Held || a.Err != nil {
+				t.Fatalf("Heartbeats(%d): lease %d = %+v, want held", n, k, a)
+			}
+		}
+	}
+	if fb, ok := anarchon.As[anarchon.FinishBatcher](b); ok {
+		in := make([]anarchon.SaveResultInput, n)
+		for k, w := range won {
+			in[k] = anarchon.SaveResultInput{Job: w.Job, HistorySize: 1000, Result: anarchon.StoredResult{
+				Slot: w.Slot, Token: w.Token, InstanceID: w.InstanceID, Attempt: 1, Status: anarchon.StatusSuccess}}
+		}
+		before := c.N()
+		out, err := fb.FinishResults(ctx, in)
+		check("finishes", n, c.N()-before, want.Finishes)
+		if err != nil || len(out) != n {
+			t.Fatalf("FinishResults(%d) = %d answers, %v", n, len(out), err)
+		}
+		for k, a := range out {
+			if !a.Held || a.Err != nil {
+				t.Fatalf("FinishResults(%d): run %d = %+v, want held", n, k, a)
+			}
+		}
 	}
 }
