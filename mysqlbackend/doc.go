@@ -29,6 +29,13 @@
 //     loses their fences with their claims, and a new holder can be given
 //     a fence an older one still carries. Init adds the column to tables
 //     made by an older version (TestOldSchema, with racing instances).
+//   - Result, heartbeat and finish batches (anarchon.ResultBatcher,
+//     anarchon.HeartbeatBatcher, anarchon.FinishBatcher) are one READ
+//     COMMITTED transaction each too, every entry running its single
+//     call's statements in the order of (job, slot); the HeartbeatBatch,
+//     ResultBatch and FinishBatch conformance subtests pass against a
+//     real server, and TestBatchRoundTrips counts 5n+2 statements for n
+//     results, 2n+2 for n held heartbeats and 6n+2 for n held finishes.
 //   - Plain claims: one INSERT … SELECT … ON DUPLICATE KEY UPDATE job = job
 //     on the runs table's (job, slot) primary key, which lets exactly one
 //     insert win; MySQL has no RETURNING, so the claim then reads the

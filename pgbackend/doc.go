@@ -31,9 +31,25 @@
 //     any driver can send them. TestBatchRoundTrips counts one statement
 //     per batch of 1, 10 and 100; the Batch and RunBatch conformance
 //     subtests pass against a real server.
+//   - Result, heartbeat and finish batches (anarchon.ResultBatcher,
+//     anarchon.HeartbeatBatcher, anarchon.FinishBatcher, SPEC §4
+//     "Batches"): one statement each. SaveResults calls the save_results
+//     function, which runs the save_result function per entry (the one
+//     a single SaveResult calls: the job's lock, the result, a plain
+//     claim's run row, trimming); FinishResults calls finish_results,
+//     which runs finish_result per entry; Heartbeats is one UPDATE … FROM
+//     jsonb_to_recordset(…) that locks the runs in (job, slot) order
+//     first. Entries go as one JSON argument, so any driver can send
+//     them. TestBatchRoundTrips counts one statement per batch of 1, 10
+//     and 100; the HeartbeatBatch, ResultBatch and FinishBatch
+//     conformance subtests pass against a real server, also with
+//     instances without the functions on the same tables
+//     (TestConformanceMixed).
 //   - The functions (anarchon_lock_job_v6, anarchon_claim_v6,
 //     anarchon_finish_v6, anarchon_release_v6, anarchon_finish_result_v6,
 //     anarchon_claim_batch_v6, anarchon_claim_runs_v6,
+//     anarchon_save_result_v6, anarchon_save_results_v6,
+//     anarchon_finish_results_v6,
 //     named with the table prefix and in the tables' schema) are created
 //     by Init, each only if absent, in the migration transaction under an
 //     advisory lock, so instances starting at once do not race and a role

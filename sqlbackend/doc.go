@@ -132,7 +132,11 @@
 // History two queries. A batch of claims (anarchon.BatchClaimer,
 // anarchon.RunBatchClaimer) is one transaction of the single claims'
 // statements, or one statement with Routines' ClaimBatch and ClaimRuns;
-// sqlbackendtest.BatchRoundTrips counts them. What each costs on a real server is in the
+// so is a batch of results, heartbeats or finishes
+// (anarchon.ResultBatcher, anarchon.HeartbeatBatcher,
+// anarchon.FinishBatcher: the single calls' statements per entry, or one
+// statement with Routines' SaveResults, Heartbeats and FinishResults).
+// sqlbackendtest.BatchRoundTrips counts them all. What each costs on a real server is in the
 // Performance sections of sqlitebackend and pgbackend.
 //
 // # Schema

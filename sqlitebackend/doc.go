@@ -22,7 +22,12 @@
 // "Batches") are one BEGIN IMMEDIATE transaction each, one hold of the
 // write lock, in which every claim runs the statements it runs alone
 // (sqlitefile's TestBatchRoundTrips: n+2 statements for n won plain
-// claims, 5n+2 for n won lease claims).
+// claims, 5n+2 for n won lease claims). So are batches of results,
+// heartbeats and finishes (anarchon.ResultBatcher,
+// anarchon.HeartbeatBatcher, anarchon.FinishBatcher): 5n+2 statements
+// for n results, n+2 for n heartbeats, 5n+2 for n finishes, each entry
+// as its single call; the HeartbeatBatch, ResultBatch and FinishBatch
+// conformance subtests pass on a file.
 //
 // Fencing tokens (SPEC §6, "Fencing"): the base's per-job counter, in the
 // jobs row of the database file, raised by every won lease claim in its
