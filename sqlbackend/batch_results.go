@@ -221,7 +221,7 @@ func textSafe(n int, strs func(k int) []string) bool {
 func savedSafe(srs []saved, todo []int) bool {
 	return textSafe(len(todo), func(k int) []string {
 		sr := srs[todo[k]]
-		return []string{sr.job, sr.r.Token, sr.r.InstanceID}
+		return []string{sr.job, sr.r.Token, sr.r.InstanceID, string(sr.r.Status)}
 	})
 }
 
