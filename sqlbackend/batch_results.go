@@ -28,7 +28,10 @@ var (
 // The leases are renewed in the order of (job, slot), so that two
 // batches that share runs lock them in the same order. Two entries for
 // one run and token are answered alike, and the lease is renewed to the
-// later entry's.
+// later entry's. With the routine, an entry whose job or token the
+// statement's JSON argument cannot carry (not UTF-8, or a NUL byte) goes
+// alone through Heartbeat after the statement, so that it is answered as
+// alone (PostgreSQL refuses it) without failing the others.
 func (s *RunStore) Heartbeats(ctx context.Context, in []anarchon.HeartbeatInput) ([]anarchon.HeldAnswer, error) {
 	b := s.b()
 	const op = "heartbeat"
@@ -51,9 +54,15 @@ func (s *RunStore) Heartbeats(ctx context.Context, in []anarchon.HeartbeatInput)
 	slices.SortStableFunc(todo, func(i, k int) int {
 		return cmp.Or(cmp.Compare(in[i].Job, in[k].Job), cmp.Compare(in[i].Slot, in[k].Slot))
 	})
-	if b.rt.Heartbeats != "" && textSafe(len(todo), func(k int) []string { i := todo[k]; return []string{in[i].Job, in[i].Token} }) {
-		if err := b.heartbeatsRoutine(ctx, in, todo, out); err != nil {
-			return nil, b.errorf("heartbeat batch", err)
+	if b.rt.Heartbeats != "" {
+		todo, alone := split(todo, func(i int) bool { return textSafe(in[i].Job, in[i].Token) })
+		if len(todo) > 0 {
+			if err := b.heartbeatsRoutine(ctx, in, todo, out); err != nil {
+				return nil, b.errorf("heartbeat batch", err)
+			}
+		}
+		for _, i := range alone {
+			out[i].Held, out[i].Err = s.Heartbeat(ctx, in[i])
 		}
 		return out, nil
 	}
@@ -83,7 +92,9 @@ func (s *RunStore) Heartbeats(ctx context.Context, in []anarchon.HeartbeatInput)
 //
 // The results are stored in the order of (job, slot), each job's lock
 // taken in that order, so that two batches never deadlock; two results of
-// one job keep their order.
+// one job keep their order. With the routine, a result whose job, token,
+// instance or status the JSON argument cannot carry goes alone through
+// SaveResult after the statement, as in Heartbeats.
 func (b *SQLBackend) SaveResults(ctx context.Context, in []anarchon.SaveResultInput) ([]error, error) {
 	const op = "save result"
 	errs := make([]error, len(in))
@@ -104,9 +115,15 @@ func (b *SQLBackend) SaveResults(ctx context.Context, in []anarchon.SaveResultIn
 		return errs, nil
 	}
 	sortSaved(srs, todo)
-	if b.rt.SaveResults != "" && savedSafe(srs, todo) {
-		if _, err := b.all(ctx, b.cfg.Conn, b.rt.SaveResults, savedJSON(srs, todo)); err != nil {
-			return nil, b.errorf("save result batch", err)
+	if b.rt.SaveResults != "" {
+		todo, alone := split(todo, func(i int) bool { return srs[i].textSafe() })
+		if len(todo) > 0 {
+			if _, err := b.all(ctx, b.cfg.Conn, b.rt.SaveResults, savedJSON(srs, todo)); err != nil {
+				return nil, b.errorf("save result batch", err)
+			}
+		}
+		for _, i := range alone {
+			errs[i] = b.SaveResult(ctx, in[i])
 		}
 		return errs, nil
 	}
@@ -131,7 +148,8 @@ func (b *SQLBackend) SaveResults(ctx context.Context, in []anarchon.SaveResultIn
 // An entry FinishResult would refuse (an empty token or status, a manual
 // result, what SaveResult refuses) is that entry's Err, and the others
 // are finished. Any other error rolls the whole batch back and is
-// returned for all of it. The order is SaveResults'.
+// returned for all of it. The order, and the entries that go alone, are
+// SaveResults'.
 func (s *RunStore) FinishResults(ctx context.Context, in []anarchon.SaveResultInput) ([]anarchon.HeldAnswer, error) {
 	b := s.b()
 	const op = "finish result"
@@ -153,9 +171,15 @@ func (s *RunStore) FinishResults(ctx context.Context, in []anarchon.SaveResultIn
 		return out, nil
 	}
 	sortSaved(srs, todo)
-	if b.rt.FinishResults != "" && savedSafe(srs, todo) {
-		if err := b.finishResultsRoutine(ctx, srs, todo, out); err != nil {
-			return nil, b.errorf("finish result batch", err)
+	if b.rt.FinishResults != "" {
+		todo, alone := split(todo, func(i int) bool { return srs[i].textSafe() })
+		if len(todo) > 0 {
+			if err := b.finishResultsRoutine(ctx, srs, todo, out); err != nil {
+				return nil, b.errorf("finish result batch", err)
+			}
+		}
+		for _, i := range alone {
+			out[i].Held, out[i].Err = s.FinishResult(ctx, in[i])
 		}
 		return out, nil
 	}
@@ -200,29 +224,40 @@ func sortSaved(srs []saved, todo []int) {
 	})
 }
 
-// textSafe reports whether the n entries' texts (strs(k) for the k-th)
-// survive a JSON encoding into jsonb unchanged: encoding/json replaces
-// bytes that are not UTF-8, which would name another run, and jsonb
-// refuses an escaped NUL. A batch with such a text takes the transaction
-// instead, where the database answers it as it answers the single call.
-func textSafe(n int, strs func(k int) []string) bool {
-	for k := range n {
-		for _, s := range strs(k) {
-			if !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0 {
-				return false
-			}
+// split parts todo into the entries that go in the batch's one statement
+// (safe) and those that go alone, each through its single call, keeping
+// todo's order in both.
+func split(todo []int, safe func(i int) bool) (batch, alone []int) {
+	batch = todo[:0:0]
+	for _, i := range todo {
+		if safe(i) {
+			batch = append(batch, i)
+		} else {
+			alone = append(alone, i)
+		}
+	}
+	return batch, alone
+}
+
+// textSafe reports whether texts survive a JSON encoding into jsonb
+// unchanged: encoding/json replaces bytes that are not UTF-8, which would
+// name another run, and jsonb refuses an escaped NUL. An entry with such
+// a text goes alone through its single call, so that the database
+// answers it as it answers that call (PostgreSQL refuses it), and the
+// other entries of the batch are not failed with it.
+func textSafe(texts ...string) bool {
+	for _, s := range texts {
+		if !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0 {
+			return false
 		}
 	}
 	return true
 }
 
-// savedSafe is textSafe for results; their error and output texts are
+// textSafe is the textSafe of a result's texts; its error and output are
 // sent through anarchon.EscapeText, which makes them safe.
-func savedSafe(srs []saved, todo []int) bool {
-	return textSafe(len(todo), func(k int) []string {
-		sr := srs[todo[k]]
-		return []string{sr.job, sr.r.Token, sr.r.InstanceID, string(sr.r.Status)}
-	})
+func (sr saved) textSafe() bool {
+	return textSafe(sr.job, sr.r.Token, sr.r.InstanceID, string(sr.r.Status))
 }
 
 type batchHeartbeat struct {
