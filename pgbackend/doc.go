@@ -18,8 +18,10 @@
 //     pg_advisory_xact_lock, guards the row's creation on a job's first
 //     claim), then the run's row, and decides SPEC §6's table by the
 //     server's clock (clock_timestamp(), read after the locks). Finish,
-//     Release and FinishResult (anarchon.ResultFinisher: finish and save
-//     the result, trimming history) are one function call each too;
+//     Release, FinishResult (anarchon.ResultFinisher: finish and save
+//     the result, trimming history) and SaveResult (the job's lock, the
+//     result, a plain claim's run row, trimming) are one function call
+//     each too;
 //     Heartbeat and Active are one statement. The same clock judges them
 //     all, so instances with skewed clocks agree; [Backend.ServerTime]
 //     exposes it (anarchon.ServerClock).
