@@ -337,10 +337,17 @@ func (b *Backend) bindLocked(ctx context.Context) (handles, error) {
 }
 
 // bind binds the bucket and the stream (creating what is missing) within
-// Options.Timeout. wasBound and topo are written by the first bind only,
-// with b.mu held; a rebind reads wasBound, which is true by then.
+// Options.Timeout, the first bind within DefaultTimeout at least: creating
+// a replicated bucket on a cluster that has just formed can take longer
+// than a claim may, and a process that fails its first bind does not
+// start. wasBound and topo are written by the first bind only, with b.mu
+// held; a rebind reads wasBound, which is true by then.
 func (b *Backend) bind(ctx context.Context) (handles, error) {
-	ctx, cancel := b.bound(ctx)
+	limit := b.opts.Timeout
+	if !b.wasBound {
+		limit = max(limit, DefaultTimeout)
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	kv, made, err := b.bindBucket(ctx)
 	if err != nil {

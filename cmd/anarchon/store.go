@@ -63,7 +63,7 @@ var openers = map[string]opener{}
 // an unknown one to the server, which refuses it; go-redis refuses it).
 var storeParams = map[string][]string{
 	"sqlite": {"prefix"},
-	"nats":   {"prefix", "replicas"},
+	"nats":   {"prefix", "replicas", "timeout"},
 	"memory": {},
 }
 

@@ -21,6 +21,15 @@ func init() { openers["nats"] = openNATS }
 // default of several minutes.
 const natsPing = 2 * time.Second
 
+// natsTimeout is the daemon's default bound on one call of the NATS
+// store (natsbackend.Options.Timeout; "timeout=" in the URL changes it).
+// It is shorter than the library's 10 s because a call sent just before
+// a stream's leader died waits it out: with 10 s the daemon failover
+// drill's replicas resumed 10.9–12 s after the leader was killed, with
+// 3 s in 3.7–7.7 s (RELIABILITY.md, "Store failover: the daemon"). A call
+// that takes longer fails closed.
+const natsTimeout = 3 * time.Second
+
 // historyNames are the history stream and subject of a deployment with
 // bucket prefix: "<prefix>_HISTORY" and "<prefix>.history". The default
 // bucket keeps natsbackend's defaults (ANARCHON_HISTORY,
@@ -33,14 +42,15 @@ func historyNames(prefix string) (stream, subject string) {
 
 // openNATS opens "nats://[user:password@]host:port[,host:port…]" with
 // natsbackend.Open; "prefix" names the KV bucket (default "anarchon") and
-// the history stream (historyNames), and
-// "replicas" the replica count the bucket and stream are created with: 1
+// the history stream (historyNames), "timeout" bounds each call
+// (natsTimeout), and "replicas" the replica count the bucket and stream are created with: 1
 // to 5, or by default natsbackend.AutoReplicas (3 on a cluster of three or
 // more servers, else 1). An existing bucket keeps its replicas; the
 // backend logs what it found, with a WARN for one replica on a cluster.
 func openNATS(u *url.URL, raw, prefix string, mustExist bool) (anarchon.Backend, error) {
-	replicas := natsbackend.AutoReplicas
-	if q := u.Query(); q.Has("replicas") {
+	replicas, timeout := natsbackend.AutoReplicas, natsTimeout
+	q := u.Query()
+	if q.Has("replicas") {
 		n, err := strconv.Atoi(q.Get("replicas"))
 		if err != nil || n < 1 || n > 5 {
 			return nil, &StoreURLError{URL: redact(raw), Code: StoreBadURL,
@@ -48,13 +58,22 @@ func openNATS(u *url.URL, raw, prefix string, mustExist bool) (anarchon.Backend,
 		}
 		replicas = n
 		q.Del("replicas")
-		u.RawQuery = q.Encode()
-		raw = u.String()
 	}
+	if q.Has("timeout") {
+		d, err := time.ParseDuration(q.Get("timeout"))
+		if err != nil || d < 500*time.Millisecond || d > time.Minute {
+			return nil, &StoreURLError{URL: redact(raw), Code: StoreBadURL,
+				Reason: fmt.Sprintf("timeout=%q: want a Go duration from 500ms to 1m, like 3s", q.Get("timeout"))}
+		}
+		timeout = d
+		q.Del("timeout")
+	}
+	u.RawQuery = q.Encode()
+	raw = u.String()
 	// nats.go prints asynchronous errors to stderr unless given a
 	// handler: log them, and connection changes, through slog.
 	l := clientLogger{client: "nats"}
-	opts := &natsbackend.Options{Bucket: prefix, Replicas: replicas, MustExist: mustExist, Logger: clientLog.Load()}
+	opts := &natsbackend.Options{Bucket: prefix, Replicas: replicas, Timeout: timeout, MustExist: mustExist, Logger: clientLog.Load()}
 	if prefix != "" && prefix != natsbackend.DefaultBucket {
 		// A prefix separates history too: deployments sharing a server
 		// must not read each other's runs of a job with the same name.

@@ -17,18 +17,19 @@ import (
 )
 
 func TestOpenNATSReplicasParam(t *testing.T) {
-	for _, q := range []string{"replicas=0", "replicas=6", "replicas=three", "replicas="} {
+	for _, q := range []string{"replicas=0", "replicas=6", "replicas=three", "replicas=", "timeout=100ms", "timeout=2m", "timeout=3", "timeout="} {
 		_, err := openStore("nats://user:s3cr3t@127.0.0.1:1,127.0.0.1:2?" + q)
 		var se *StoreURLError
-		if !errors.As(err, &se) || se.Code != StoreBadURL || !strings.Contains(err.Error(), "replicas") {
-			t.Errorf("%s: err = %v, want bad_url naming replicas", q, err)
+		name, _, _ := strings.Cut(q, "=")
+		if !errors.As(err, &se) || se.Code != StoreBadURL || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: err = %v, want bad_url naming %s", q, err, name)
 		}
 		if err != nil && strings.Contains(err.Error(), "s3cr3t") {
 			t.Errorf("password in %q", err)
 		}
 	}
 	// A good value gets to the connection, which fails on these ports.
-	_, err := openStore("nats://user:s3cr3t@127.0.0.1:1,127.0.0.1:2?replicas=3")
+	_, err := openStore("nats://user:s3cr3t@127.0.0.1:1,127.0.0.1:2?replicas=3&timeout=1s")
 	var se *StoreURLError
 	if !errors.As(err, &se) || se.Code != StoreOpenFailed || strings.Contains(err.Error(), "s3cr3t") {
 		t.Errorf("err = %v, want open_failed without the password", err)
