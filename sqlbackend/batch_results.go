@@ -54,30 +54,16 @@ func (s *RunStore) Heartbeats(ctx context.Context, in []anarchon.HeartbeatInput)
 	slices.SortStableFunc(todo, func(i, k int) int {
 		return cmp.Or(cmp.Compare(in[i].Job, in[k].Job), cmp.Compare(in[i].Slot, in[k].Slot))
 	})
-	if b.rt.Heartbeats != "" {
-		todo, alone := split(todo, func(i int) bool { return textSafe(in[i].Job, in[i].Token) })
-		if len(todo) > 0 {
-			if err := b.heartbeatsRoutine(ctx, in, todo, out); err != nil {
-				return nil, b.errorf("heartbeat batch", err)
-			}
-		}
-		for _, i := range alone {
-			out[i].Held, out[i].Err = s.Heartbeat(ctx, in[i])
-		}
-		return out, nil
-	}
-	err = b.cfg.Conn.Transaction(ctx, func(tx Querier) error {
-		for _, i := range todo {
-			held, err := b.heartbeat(ctx, tx, in[i])
-			if err != nil {
-				return err
-			}
-			out[i] = anarchon.HeldAnswer{Held: held}
-		}
-		return nil
-	})
+	err = b.decide(ctx, "heartbeat batch", todo, b.rt.Heartbeats != "",
+		func(i int) bool { return textSafe(in[i].Job, in[i].Token) },
+		func(todo []int) error { return b.heartbeatsRoutine(ctx, in, todo, out) },
+		func(i int) { out[i].Held, out[i].Err = s.Heartbeat(ctx, in[i]) },
+		func(tx Querier, i int) (err error) {
+			out[i].Held, err = b.heartbeat(ctx, tx, in[i])
+			return err
+		})
 	if err != nil {
-		return nil, b.errorf("heartbeat batch", err)
+		return nil, err
 	}
 	return out, nil
 }
@@ -115,28 +101,16 @@ func (b *SQLBackend) SaveResults(ctx context.Context, in []anarchon.SaveResultIn
 		return errs, nil
 	}
 	sortSaved(srs, todo)
-	if b.rt.SaveResults != "" {
-		todo, alone := split(todo, func(i int) bool { return srs[i].textSafe() })
-		if len(todo) > 0 {
-			if _, err := b.all(ctx, b.cfg.Conn, b.rt.SaveResults, savedJSON(srs, todo)); err != nil {
-				return nil, b.errorf("save result batch", err)
-			}
-		}
-		for _, i := range alone {
-			errs[i] = b.SaveResult(ctx, in[i])
-		}
-		return errs, nil
-	}
-	err = b.cfg.Conn.Transaction(ctx, func(tx Querier) error {
-		for _, i := range todo {
-			if err := b.saveResult(ctx, tx, srs[i]); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	err = b.decide(ctx, "save result batch", todo, b.rt.SaveResults != "",
+		func(i int) bool { return srs[i].textSafe() },
+		func(todo []int) error {
+			_, err := b.all(ctx, b.cfg.Conn, b.rt.SaveResults, savedJSON(srs, todo))
+			return err
+		},
+		func(i int) { errs[i] = b.SaveResult(ctx, in[i]) },
+		func(tx Querier, i int) error { return b.saveResult(ctx, tx, srs[i]) })
 	if err != nil {
-		return nil, b.errorf("save result batch", err)
+		return nil, err
 	}
 	return errs, nil
 }
@@ -171,32 +145,52 @@ func (s *RunStore) FinishResults(ctx context.Context, in []anarchon.SaveResultIn
 		return out, nil
 	}
 	sortSaved(srs, todo)
-	if b.rt.FinishResults != "" {
-		todo, alone := split(todo, func(i int) bool { return srs[i].textSafe() })
+	err = b.decide(ctx, "finish result batch", todo, b.rt.FinishResults != "",
+		func(i int) bool { return srs[i].textSafe() },
+		func(todo []int) error { return b.finishResultsRoutine(ctx, srs, todo, out) },
+		func(i int) { out[i].Held, out[i].Err = s.FinishResult(ctx, in[i]) },
+		func(tx Querier, i int) (err error) {
+			out[i].Held, err = b.finishResult(ctx, tx, srs[i])
+			return err
+		})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// decide does a batch's todo entries. With a routine (routined), the
+// entries its JSON argument can carry (safe) go in one call of routine
+// and the others alone through their single call (alone), after it;
+// without, every entry's single-call body (single) runs in one
+// transaction, which any error rolls back whole. op names the batch in
+// the error, which is then the whole batch's.
+func (b *SQLBackend) decide(ctx context.Context, op string, todo []int, routined bool,
+	safe func(i int) bool, routine func(todo []int) error, alone func(i int), single func(tx Querier, i int) error) error {
+	if routined {
+		todo, lone := split(todo, safe)
 		if len(todo) > 0 {
-			if err := b.finishResultsRoutine(ctx, srs, todo, out); err != nil {
-				return nil, b.errorf("finish result batch", err)
+			if err := routine(todo); err != nil {
+				return b.errorf(op, err)
 			}
 		}
-		for _, i := range alone {
-			out[i].Held, out[i].Err = s.FinishResult(ctx, in[i])
+		for _, i := range lone {
+			alone(i)
 		}
-		return out, nil
+		return nil
 	}
-	err = b.cfg.Conn.Transaction(ctx, func(tx Querier) error {
+	err := b.cfg.Conn.Transaction(ctx, func(tx Querier) error {
 		for _, i := range todo {
-			held, err := b.finishResult(ctx, tx, srs[i])
-			if err != nil {
+			if err := single(tx, i); err != nil {
 				return err
 			}
-			out[i] = anarchon.HeldAnswer{Held: held}
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, b.errorf("finish result batch", err)
+		return b.errorf(op, err)
 	}
-	return out, nil
+	return nil
 }
 
 // entries readies the backend for a batch of n entries (op names it in
