@@ -32,16 +32,21 @@ needs --crontab or --config to know the command, and a store with leases.
 
 Progress goes to stdout: a progress bar on a terminal, otherwise (or with
 --json) one JSON object per slot, {"slot", "ran", "status", "done",
-"total"}, then a summary {"total", "ran", "skipped"}. A range of more than
---max-slots slots is refused unless --yes. SIGINT or SIGTERM stops the
-backfill: running slots are handed over to whoever claims them next. It
-exits 0 when every slot it ran succeeded, 1 otherwise.`,
+"total"} ("status" only for a slot run here), then a summary {"total",
+"ran", "skipped", "failed"}. A range of more than --max-slots slots is
+refused unless --yes. SIGINT or SIGTERM stops the backfill: running slots
+are handed over to whoever claims them next. It exits 0 when every slot
+it ran succeeded, 1 otherwise, and 2 for a range or option it refuses
+before running any (with the refusal's code).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			name := args[0]
+			if from == "" || to == "" {
+				return usageError{errors.New("--from and --to are required: RFC 3339 times, like 2026-11-30T00:00:00Z")}
+			}
 			fromT, err1 := time.Parse(time.RFC3339Nano, from)
 			toT, err2 := time.Parse(time.RFC3339Nano, to)
-			if err := errors.Join(err1, err2); err != nil || from == "" || to == "" {
+			if err := errors.Join(err1, err2); err != nil {
 				return usageError{fmt.Errorf("--from and --to must be RFC 3339 times (like 2026-11-30T00:00:00Z): %v", err)}
 			}
 			// A backfill refused before it ran anything leaves no new
@@ -64,7 +69,7 @@ exits 0 when every slot it ran succeeded, 1 otherwise.`,
 				known = known || j.Name == name
 			}
 			if !known {
-				return fmt.Errorf("no job %q in the given files", name)
+				return unknownJob(name)
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -77,11 +82,9 @@ exits 0 when every slot it ran succeeded, 1 otherwise.`,
 			if errors.As(err, &ve) {
 				// Refused before any slot ran: no summary, and the
 				// reason in the words of the flags.
-				ce := &backfillInputError{ve: ve}
-				if ve.Code == anarchon.CodeTooManySlots {
-					return usageError{ce}
-				}
-				return ce
+				// Every such refusal is about the flags' values: exit 2,
+				// as for any bad flag.
+				return usageError{&backfillInputError{ve: ve}}
 			}
 			refused = false
 			p.done(res)

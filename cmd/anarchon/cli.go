@@ -507,7 +507,7 @@ a command that could not start).`,
 				known = known || j.Name == name
 			}
 			if !known {
-				return fmt.Errorf("no job %q in the given files", name)
+				return unknownJob(name)
 			}
 			ctx := context.Background()
 			rec, err := d.schedFor(name).RunNow(ctx, name)

@@ -29,11 +29,16 @@ type codedError struct {
 func (e codedError) Error() string { return fmt.Sprintf("%v (%s)", e.err, e.code) }
 func (e codedError) Unwrap() error { return e.err }
 
+// unknownJob is the error of a command given a job its files do not have.
+func unknownJob(name string) error {
+	return codedError{codeUnknownJob, fmt.Errorf("no job %q in the given files (give the --crontab or --config the replicas run)", name)}
+}
+
 // classify gives err its code.
 func classify(name string, err error) error {
 	switch {
 	case errors.Is(err, anarchon.ErrNotFound):
-		return codedError{codeUnknownJob, fmt.Errorf("no job %q in the given files (give the --crontab or --config the replicas run)", name)}
+		return unknownJob(name)
 	case errors.Is(err, anarchon.ErrNotSupported):
 		return codedError{codeNotSupported, err}
 	case errors.Is(err, context.DeadlineExceeded):

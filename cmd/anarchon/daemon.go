@@ -131,6 +131,8 @@ func openDaemon(g *globalFlags, log *slog.Logger, clock anarchon.Clock, poll, gr
 	if len(jobs) == 0 {
 		return nil, errors.New("no jobs in the given files")
 	}
+	// Jobs the scheduler refuses leave no new SQLite file behind.
+	undo := sqliteUndo(storeOrDefault(g.store))
 	backend, err := openStoreMode(g.store, g.mustExist)
 	if err != nil {
 		return nil, err
@@ -170,6 +172,7 @@ func openDaemon(g *globalFlags, log *slog.Logger, clock anarchon.Clock, poll, gr
 	errs, warns = splitWarnings(register(d.sched, d.reboot, jobs, d.exec.handler))
 	if len(errs) > 0 {
 		_ = backend.Close(context.Background())
+		undo()
 		return nil, joinErrors(errs)
 	}
 	for _, w := range warns {

@@ -26,10 +26,13 @@ const outputTail = 4 << 10
 // longer lines are split.
 const maxLogLine = 16 << 10
 
-// maxStartTries bounds how many times a command whose process was killed
-// before it ran is started again (see diedBeforeExec): each such death
-// takes a signal sent to the daemon's process group at that instant.
-const maxStartTries = 100
+// startRetryFor bounds how long a command whose process was killed before
+// it ran is started again (see diedBeforeExec): each such death takes a
+// signal sent to the daemon's process group at that instant, so only a
+// stream of them (a flood, not a Ctrl-C) keeps it from starting. A count
+// of tries is no bound for a flood on a busy machine: 100 tries in a row
+// died in one CI run while the test's signaller had the CPU.
+const startRetryFor = 10 * time.Second
 
 // executor runs jobs as child processes.
 type executor struct {
@@ -145,6 +148,7 @@ func (e *executor) handler(j *jobSpec) anarchon.Handler {
 
 		log.Debug("starting command", slog.Any("argv", j.Argv))
 		var cmd *exec.Cmd
+		firstTry := time.Now()
 		for try := 1; ; try++ {
 			cmd = newCmd()
 			if err := startChild(cmd); err != nil { // tracked: the reaper leaves it to cmd.Wait
@@ -163,11 +167,13 @@ func (e *executor) handler(j *jobSpec) anarchon.Handler {
 			if !died {
 				break
 			}
-			if ctx.Err() != nil || try == maxStartTries {
-				return fmt.Errorf("start %s: the process died before it ran the command (%v), %d times", j.Argv[0], werr, try)
+			if ctx.Err() != nil || time.Since(firstTry) > startRetryFor {
+				return fmt.Errorf("start %s: the process died before it ran the command (%v), %d times in %v", j.Argv[0], werr, try, time.Since(firstTry).Round(time.Millisecond))
 			}
-			log.Warn("the command's process died before it ran the command, as a signal to the daemon's process group does; starting it again",
-				slog.Any("status", werr))
+			if try&(try-1) == 0 { // tries 1, 2, 4, 8 …: a flood does not flood the log
+				log.Warn("the command's process died before it ran the command, as a signal to the daemon's process group does; starting it again",
+					slog.Any("status", werr), slog.Int("try", try))
+			}
 		}
 		proc := cmd.Process
 		pgid := proc.Pid
