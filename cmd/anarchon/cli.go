@@ -276,7 +276,7 @@ shared store (SQLite by default, PostgreSQL, Redis, NATS), and exactly one wins.
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	pf := root.PersistentFlags()
-	pf.StringVar(&g.store, "store", defaultStore, "store URL: sqlite:PATH, postgres://…, redis://…, nats://…, memory: (a URL with a password is better given by --store-file or ANARCHON_STORE: the command line is readable by every local user)")
+	pf.StringVar(&g.store, "store", defaultStore, "store URL: sqlite:PATH, postgres://…, mysql://…, redis://…, nats://…, memory: (a URL with a password is better given by --store-file or ANARCHON_STORE: the command line is readable by every local user)")
 	pf.StringVar(&g.storeFile, "store-file", "", "read the store URL from `FILE` (first line), instead of --store")
 	pf.Int64Var(&g.maxLogBytes, "max-log-bytes", 16<<20, "log at most this many bytes of one run's output (0: no bound); the history keeps the tail either way")
 	pf.BoolVar(&g.passSecrets, "pass-secrets", false, "pass the store's credential variables (ANARCHON_STORE, ANARCHON_STORE_FILE, PGPASSWORD, PGPASSFILE, REDISCLI_AUTH, …) on to jobs; by default jobs do not get them")

@@ -28,7 +28,7 @@
 // --store takes a URL: sqlite:PATH (the default, sqlite:./anarchon.db),
 // postgres://…, redis://… (rediss:// for TLS; redis+sentinel://s1,s2,s3/?master=NAME
 // for Sentinel, redis://a,b,c?cluster=true for Redis Cluster, wait=N to make
-// each claim wait for N replicas), nats://… or memory: (one
+// each claim wait for N replicas), mysql://… (MySQL 8, MariaDB 10.11+), nats://… or memory: (one
 // process only). A "prefix" query parameter sets the table or key prefix
 // (the bucket name on NATS). Each scheme is opened by one small file
 // (store_<name>.go) that registers itself; a scheme whose backend is not in

@@ -113,7 +113,7 @@ func openStoreMode(raw string, mustExist bool) (anarchon.Backend, error) {
 	}
 	i := strings.Index(raw, ":")
 	if i <= 0 {
-		return nil, bad(StoreBadURL, nil, "no scheme: want sqlite:PATH, postgres://…, redis://…, nats://… or memory:")
+		return nil, bad(StoreBadURL, nil, "no scheme: want sqlite:PATH, postgres://…, mysql://…, redis://…, nats://… or memory:")
 	}
 	scheme := strings.ToLower(raw[:i])
 	if rest, ok := strings.CutPrefix(raw[i+1:], "//"); ok {
