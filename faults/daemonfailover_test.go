@@ -189,7 +189,7 @@ func TestDaemonFailoverSentinel(t *testing.T) {
 	need(t, "ANARCHON_TEST_REDIS_ADDR", "redis")
 	runDaemonDrill(t, daemonTopology{name: "redis-sentinel-wait1", lease: 3 * time.Second, maxLate: drillMaxLate,
 		start: func(t *testing.T) (string, func() daemonKill) {
-			set := startSentinelSet(t, 1)
+			set := startSentinelSet(t, 1, false)
 			u := "redis+sentinel://" + strings.Join(set.sentinels, ",") + "/?master=" + sentinelMaster +
 				"&wait=1&wait_timeout=500ms&prefix=daemon&" + drillClientTimeouts
 			return u, func() daemonKill {

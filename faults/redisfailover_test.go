@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/faults"
 	"github.com/anarchon/anarchon/redisbackend"
 	"github.com/redis/go-redis/v9"
 )
@@ -37,11 +38,19 @@ import (
 // replica. ANARCHON_REDIS_FAILOVER_WAIT=0 runs the Sentinel drill without
 // WAIT (the unsafe topology: acknowledged claims can be lost), to measure
 // what it does; duplicates are then reported, not failed on.
+// ANARCHON_REDIS_FAILOVER_LAG=stall makes the promoted replica lag: the
+// replicas replicate through a faults.Proxy (see startSentinelSet), which
+// black-holes their replication for drillStall before the first kill of
+// the primary and cuts it at the kill, so the promoted replica lacks the
+// writes of the stall. With WAIT the claims of the stall fail closed (no
+// replica acknowledges them); without WAIT they are acknowledged and
+// lost. The later rounds of a soak replicate directly, without a stall.
 // ANARCHON_REDIS_CLUSTER_NO_RELOAD=1 runs the Cluster drill on go-redis
 // alone, without the backend's slot-map reload.
 
 const (
 	drillMaxLate = 5 * time.Second
+	drillStall   = 3 * time.Second        // replication stalled before the kill (ANARCHON_REDIS_FAILOVER_LAG=stall)
 	drillWork    = 300 * time.Millisecond // each handler's run
 )
 
@@ -152,7 +161,15 @@ func TestSentinelFailoverDrill(t *testing.T) {
 		}
 		wait = n
 	}
-	set := startSentinelSet(t, wait)
+	stall := false
+	switch v := os.Getenv("ANARCHON_REDIS_FAILOVER_LAG"); v {
+	case "":
+	case "stall":
+		stall = true
+	default:
+		t.Fatalf("ANARCHON_REDIS_FAILOVER_LAG=%q: want stall or nothing", v)
+	}
+	set := startSentinelSet(t, wait, stall)
 
 	// Three schedulers, each on a client of its own.
 	var ledger drillLedger
@@ -177,7 +194,23 @@ func TestSentinelFailoverDrill(t *testing.T) {
 	var rounds []drillRound
 	current := set.primary
 	for {
-		r := drillRound{killed: current, kill: time.Now()}
+		var stalledAt time.Time
+		if stall && len(rounds) == 0 {
+			// The replicas' last acknowledged offset, then the stall:
+			// the proxy holds every byte both ways, so the replicas
+			// neither receive the writes nor acknowledge them.
+			for a := range set.nodes {
+				if a != current {
+					info := redisInfo(t.Context(), a, "replication")
+					off, _ := infoValue(info, "slave_repl_offset")
+					t.Logf("replica %s at offset %s before the stall", a, off)
+				}
+			}
+			stalledAt = time.Now()
+			set.repl.Set(faults.Blackhole, 0)
+			time.Sleep(drillStall)
+		}
+		r := drillRound{killed: current, kill: time.Now(), stalled: stalledAt}
 		r.newPrimary = set.killPrimary(current)
 		r.promoted = time.Now()
 		rounds = append(rounds, r)
@@ -196,7 +229,11 @@ func TestSentinelFailoverDrill(t *testing.T) {
 	stop()
 
 	report, failed := drillFigures(t, ledger.snapshot(), start, end, rounds, wait, wait > 0)
-	t.Logf("Sentinel failover drill, WAIT %d, %d kill(s) of the primary in %v:\n%s", wait, len(rounds), end.Sub(start).Round(time.Second), report)
+	lag := "replicas caught up"
+	if stall {
+		lag = fmt.Sprintf("replication stalled %v before the first kill (from %s)", rounds[0].kill.Sub(rounds[0].stalled).Round(100*time.Millisecond), rounds[0].stalled.Format("15:04:05.000"))
+	}
+	t.Logf("Sentinel failover drill, WAIT %d, %s, %d kill(s) of the primary in %v:\n%s", wait, lag, len(rounds), end.Sub(start).Round(time.Second), report)
 	if failed {
 		t.Errorf("duplicates, starts after MaxLate, or no recovery with WAIT %d (see above)", wait)
 	}
@@ -208,6 +245,7 @@ type drillRound struct {
 	kill       time.Time
 	promoted   time.Time // the servers named the new primary
 	newPrimary string
+	stalled    time.Time // the replication stall began (zero: none)
 }
 
 // drillFigures counts, per job, the slots due from start to end (less

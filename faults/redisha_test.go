@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anarchon/anarchon/faults"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -123,6 +124,10 @@ type sentinelSet struct {
 	nodes     map[string]*redisNode // data nodes by address
 	sentinels []string
 	primary   string // as started; current() asks the servers
+	// repl, when not nil, is a proxy in front of the first primary; the
+	// replicas replicate through it (replicaof its port), so it can stall
+	// their replication. Clients and Sentinels reach the primary directly.
+	repl *faults.Proxy
 }
 
 // startSentinelSet starts a primary and two replicas, each with
@@ -130,14 +135,33 @@ type sentinelSet struct {
 // claims), and three Sentinels tuned to notice a dead primary in a second
 // and fail over at once (quorum 2). It returns once every Sentinel sees
 // the primary, both replicas and the other Sentinels.
-func startSentinelSet(t *testing.T, wait int) *sentinelSet {
+//
+// With viaProxy the replicas replicate from the primary through a
+// faults.Proxy (s.repl), and the Sentinels' failover-timeout is 10 min
+// instead of 4 s: a Sentinel repoints a replica that replicates from an
+// address other than the master's once failover-timeout has passed
+// (+fix-slave-config), which would take the proxy out of the path. The
+// promotion itself does not wait for failover-timeout; a failed failover
+// is retried later. The proxy serves the first primary only: after a
+// failover the replicas replicate directly.
+func startSentinelSet(t *testing.T, wait int, viaProxy bool) *sentinelSet {
 	bin := redisBin(t)
 	s := &sentinelSet{t: t, wait: wait, nodes: map[string]*redisNode{}}
 	p := startRedisNode(t, bin, "", s.minReplicas()...)
 	s.primary = p.addr
 	s.nodes[p.addr] = p
+	source := s.primary
+	failoverTimeout := 4000
+	if viaProxy {
+		repl, err := faults.NewProxy(s.primary)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = repl.Close() })
+		s.repl, source, failoverTimeout = repl, repl.Addr(), 600000
+	}
 	for range 2 {
-		r := startRedisNode(t, bin, "", s.replicaOf(s.primary)...)
+		r := startRedisNode(t, bin, "", s.replicaOf(source)...)
 		s.nodes[r.addr] = r
 	}
 	waitInfo(t, s.primary, "replication", "connected_slaves", "2")
@@ -148,7 +172,7 @@ func startSentinelSet(t *testing.T, wait int) *sentinelSet {
 	for range 3 {
 		conf := filepath.Join(t.TempDir(), "sentinel.conf")
 		text := fmt.Sprintf("sentinel monitor %[1]s %[2]s %[3]s 2\nsentinel down-after-milliseconds %[1]s 1000\n"+
-			"sentinel failover-timeout %[1]s 4000\nsentinel parallel-syncs %[1]s 2\n", sentinelMaster, host, port)
+			"sentinel failover-timeout %[1]s %[4]d\nsentinel parallel-syncs %[1]s 2\n", sentinelMaster, host, port, failoverTimeout)
 		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -196,9 +220,15 @@ func sentinelView(ctx context.Context, addr string) (master string, replicas, se
 }
 
 // killPrimary SIGKILLs the data node at addr, waits (30 s at most) until
-// the first Sentinel names another primary, and returns it.
+// the first Sentinel names another primary, and returns it. If the
+// replicas replicate through s.repl, it cuts their links right after the
+// kill: bytes the proxy held die with the primary, as the unsent part of
+// its stream would.
 func (s *sentinelSet) killPrimary(addr string) (newPrimary string) {
 	s.nodes[addr].kill()
+	if s.repl != nil {
+		s.repl.Set(faults.Cut, 0)
+	}
 	waitFor(s.t, 30*time.Second, "no Sentinel named a new primary", func() bool {
 		m, _, _ := sentinelView(s.t.Context(), s.sentinels[0])
 		if m != "" && m != addr {
