@@ -181,6 +181,7 @@
 //	go test -race -count=1 -v -run TestSentinelFailoverDrill .                                  # one kill, CI
 //	ANARCHON_REDIS_FAILOVER_SOAK=3m go test -race -count=1 -v -run TestSentinelFailoverDrill .  # a kill every ~27 s
 //	ANARCHON_REDIS_FAILOVER_WAIT=0 go test -race -count=1 -v -run TestSentinelFailoverDrill .   # no WAIT
+//	ANARCHON_REDIS_FAILOVER_LAG=stall go test -race -count=1 -v -run TestSentinelFailoverDrill . # replication stalled 3 s before the kill
 //	go test -race -count=1 -v -run TestClusterFailoverDrill .                                   # Cluster, CI
 //	ANARCHON_REDIS_CLUSTER_NO_RELOAD=1 go test -race -count=1 -v -run TestClusterFailoverDrill .
 //
@@ -188,13 +189,16 @@
 //
 //	go test -race -count=1 -run 'TestWaitReplicasShortfall|TestWaitShortfallWithdrawn' .
 //
-// RELIABILITY.md has the runs. What the drills do not show: without WAIT,
-// a replica behind its primary loses the claims it had not received, and
-// their slots can run twice, both as attempt 1 (the drills inject no
-// replication lag: the replicas were caught up when the primary died); the
-// Cluster drill runs without WAIT (one replica per master: WAIT 1 would
-// stop the shard's claims until the killed node is back), so a Cluster's
-// safe topology (two replicas per master, WAIT 1) is not measured.
+// RELIABILITY.md has the runs. With ANARCHON_REDIS_FAILOVER_LAG=stall
+// the replicas replicate through a proxy that stalls them for 3 s before
+// the kill: without WAIT the promoted replica lacks the acknowledged
+// claims of the stall, fencing tokens are handed out again (three
+// shared per run) and a slot can run twice as attempt 1 (one in three
+// runs); with WAIT 1 the claims of the stall fail closed and nothing runs
+// twice. What the drills do not show: the Cluster drill runs without
+// WAIT (one replica per master: WAIT 1 would stop the shard's claims
+// until the killed node is back), so a Cluster's safe topology (two
+// replicas per master, WAIT 1) is not measured.
 //
 // The instance registry (SPEC §10, [Backend.RegisterInstance]) is one
 // script per registration, deregistration and list, each reading the
