@@ -178,7 +178,8 @@ func execute(args []string, stdout, stderr io.Writer) int {
 		// so a log pipeline parses the reason the process ended too.
 		slog.New(slog.NewJSONHandler(stderr, nil)).Error("anarchon: exit", slog.String("error", err.Error()), slog.Int("exit", code))
 	} else {
-		fmt.Fprintf(stderr, "anarchon: %v\n", err)
+		// The library's errors start "anarchon: " too; say it once.
+		fmt.Fprintf(stderr, "anarchon: %s\n", strings.TrimPrefix(err.Error(), "anarchon: "))
 	}
 	return code
 }
@@ -400,7 +401,7 @@ names it: then it has simply not run yet.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			if n <= 0 {
-				return errors.New("-n must be positive")
+				return usageError{errors.New("-n must be positive")}
 			}
 			d, err := openForRead(g, c.ErrOrStderr(), false, true)
 			if err != nil {
@@ -629,13 +630,13 @@ the zone's offset, as anarchon computes slots (DST gaps and folds included).`,
 // next prints the n slots of expr in zone after the RFC 3339 instant after.
 func next(w io.Writer, expr, zone, after string, n int) error {
 	if n <= 0 {
-		return errors.New("-n must be positive")
+		return usageError{errors.New("-n must be positive")}
 	}
 	from := time.Now()
 	if after != "" {
 		t, err := time.Parse(time.RFC3339Nano, after)
 		if err != nil {
-			return fmt.Errorf("--after %q is not an RFC 3339 time (like 2026-03-07T12:00:00-05:00)", after)
+			return usageError{fmt.Errorf("--after %q is not an RFC 3339 time (like 2026-03-07T12:00:00-05:00)", after)}
 		}
 		from = t
 	}

@@ -39,7 +39,7 @@ func TestNextDST(t *testing.T) {
 		t.Errorf("bad expression: exit %d, stdout %q", code, out)
 	}
 	code, _, errOut = cli(t, "next", "@hourly", "--after", "yesterday")
-	if code != 1 || !strings.Contains(errOut, "RFC 3339") {
+	if code != 2 || !strings.Contains(errOut, "RFC 3339") { // a bad flag value
 		t.Errorf("bad --after: exit %d, %q", code, errOut)
 	}
 	code, _, errOut = cli(t, "next", "@hourly", "--zone", "Nowhere/Land")
@@ -304,5 +304,16 @@ func TestClockOffsetEnv(t *testing.T) {
 	t.Setenv("ANARCHON_CLOCK_OFFSET", "soon")
 	if code, _, errOut := cli(t, "run", "--store", "memory:", "--crontab", ct, "--http", "bad"); code == 0 || !strings.Contains(errOut, `clock offset "soon"`) {
 		t.Errorf("ANARCHON_CLOCK_OFFSET=soon: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// An error of the library, which starts "anarchon: " itself, is printed
+// with the prefix once (a trigger nobody runs times out).
+func TestErrorPrefixOnce(t *testing.T) {
+	dir := t.TempDir()
+	crontab := writeFile(t, dir, "jobs.cron", "# name: e\n@daily echo hi\n")
+	code, _, errOut := cli(t, "trigger", "e", "--crontab", crontab, "--store", "sqlite:"+filepath.Join(dir, "s.db"), "--timeout", "200ms")
+	if code == 0 || !strings.HasPrefix(errOut, "anarchon: job \"e\": trigger") || strings.Contains(errOut, "anarchon: anarchon:") {
+		t.Fatalf("exit %d, stderr %q; want one \"anarchon: \" before the trigger's timeout", code, errOut)
 	}
 }
