@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -54,7 +55,12 @@ type redisNode struct {
 func startRedisNode(t *testing.T, bin, config string, role ...string) *redisNode {
 	t.Helper()
 	dir := t.TempDir()
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	// A cluster node also listens on port+10000 (its bus).
+	offset := 0
+	if slices.Contains(role, "--cluster-enabled") {
+		offset = 10000
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", freePortPlus(t, offset))
 	_, port, _ := strings.Cut(addr, ":")
 	var base []string
 	if config != "" {

@@ -29,6 +29,14 @@ import (
 // keep the server from listening on it again.
 func freePort(t *testing.T) int {
 	t.Helper()
+	return freePortPlus(t, 0)
+}
+
+// freePortPlus is freePort for a server that also listens on its port +
+// offset (a Redis Cluster node's bus: +10000): both are free and below
+// the ephemeral range.
+func freePortPlus(t *testing.T, offset int) int {
+	t.Helper()
 	low := 32768
 	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
 		if f := strings.Fields(string(b)); len(f) == 2 {
@@ -38,17 +46,33 @@ func freePort(t *testing.T) int {
 		}
 	}
 	const base = 10000
-	if low <= base+1000 {
+	if low-offset <= base+1000 {
 		t.Fatalf("ephemeral ports start at %d: no room below them for the servers", low)
 	}
+	return freePortFrom(t, base, low, offset)
+}
+
+// freePortFrom returns a port in [base, low-offset) that is free, and
+// whose port+offset is free too when offset is not 0 (a Redis Cluster
+// node listens on port+10000 for its bus): both below the ephemeral
+// range, where no outgoing connection takes them.
+func freePortFrom(t *testing.T, base, low, offset int) int {
+	t.Helper()
+	free := func(port int) bool {
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			return false
+		}
+		ln.Close()
+		return true
+	}
 	for range 100 {
-		port := base + rand.IntN(low-base)
-		if ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
-			ln.Close()
+		port := base + rand.IntN(low-offset-base)
+		if free(port) && (offset == 0 || free(port+offset)) {
 			return port
 		}
 	}
-	t.Fatalf("no free port in [%d, %d)", base, low)
+	t.Fatalf("no free port in [%d, %d) with port+%d free", base, low-offset, offset)
 	return 0
 }
 

@@ -61,8 +61,13 @@ func TestRecordClaimAcrossElection(t *testing.T) {
 	url, procs := startCluster(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	b := openCluster(ctx, t, url)
+	openCluster(ctx, t, url) // creates the bucket and the stream
 	leader := streamLeader(ctx, t, url, natsbackend.DefaultHistoryStream)
+	// Connected to the frozen server itself, every request would hang
+	// until the client's pings gave up on it (minutes by default): this
+	// test is about the request that reached a live server whose stream
+	// had no leader.
+	b := openCluster(ctx, t, urlWithout(url, leader))
 	slot := time.Now().Add(-time.Second).UnixMilli()
 	if err := b.RecordClaim(ctx, anarchon.ClaimInput{Job: "election", Slot: slot, Token: "before", InstanceID: "a"}); err != nil {
 		t.Fatalf("record before the freeze: %v", err)
@@ -89,6 +94,17 @@ func TestRecordClaimAcrossElection(t *testing.T) {
 	if n != 1 {
 		t.Errorf("history holds %d records of the claim sent across the election, want 1: %+v", n, recs)
 	}
+}
+
+// urlWithout is the cluster URL of startCluster without server name's.
+func urlWithout(url, name string) string {
+	var keep []string
+	for i, u := range strings.Split(url, ",") {
+		if fmt.Sprintf("n%d", i+1) != name {
+			keep = append(keep, u)
+		}
+	}
+	return strings.Join(keep, ",")
 }
 
 // startCluster starts three clustered nats-servers with JetStream and
