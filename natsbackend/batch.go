@@ -515,33 +515,6 @@ func (b *Backend) getEach(ctx context.Context, h handles, keys []string) (map[st
 // the key has a value (or a delete marker). Without the fast path it
 // calls KV Update for each, side by side.
 func (b *Backend) createMany(ctx context.Context, h handles, keys []string, vals [][]byte) (revs []uint64, errs []error) {
-	revs, errs = make([]uint64, len(keys)), make([]error, len(keys))
-	if !b.fastPath() {
-		forEach(len(keys), func(i int) { revs[i], errs[i] = h.kv.Update(ctx, keys[i], vals[i], 0) })
-		return revs, errs
-	}
-	futures := make([]jetstream.PubAckFuture, len(keys))
-	for i, k := range keys {
-		m := &nats.Msg{Subject: "$KV." + b.opts.Bucket + "." + k, Data: vals[i]}
-		futures[i], errs[i] = b.js.PublishMsgAsync(m, jetstream.WithExpectLastSequencePerSubject(0))
-	}
-	for i, f := range futures {
-		if f == nil {
-			continue
-		}
-		select {
-		case pa := <-f.Ok():
-			revs[i] = pa.Sequence
-		case err := <-f.Err():
-			var apiErr *jetstream.APIError
-			if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
-				apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
-				err = fmt.Errorf("%w: %w", err, jetstream.ErrKeyRevisionMismatch)
-			}
-			errs[i] = err
-		case <-ctx.Done():
-			errs[i] = ctxErr(ctx, "claim")
-		}
-	}
-	return revs, errs
+	// Expecting revision 0 is a create: it fails when the key exists.
+	return b.updateMany(ctx, h, "claim", keys, vals, make([]uint64, len(keys)))
 }

@@ -250,7 +250,7 @@ func (b *Backend) writeRuns(ctx context.Context, h handles, w *writes, done func
 	}
 	uctx, cancel := b.bound(ctx)
 	defer cancel()
-	_, errs := b.updateMany(uctx, h, w.keys, w.vals, w.revs)
+	_, errs := b.updateMany(uctx, h, "update run", w.keys, w.vals, w.revs)
 	for j, i := range w.idx {
 		switch err := errs[j]; {
 		case errors.Is(err, jetstream.ErrKeyRevisionMismatch):
@@ -264,13 +264,13 @@ func (b *Backend) writeRuns(ctx context.Context, h handles, w *writes, done func
 	return again
 }
 
-// updateMany writes vals[i] to keys[i] if the key's last revision is
+// updateMany (op names it in a timeout error) writes vals[i] to keys[i] if the key's last revision is
 // revs[i] (a KV Update, compare-and-set): all are published before any
 // acknowledgement is awaited. newRevs[i] is the new revision, or errs[i]
 // the error, which wraps jetstream.ErrKeyRevisionMismatch when the key
 // changed. Without the fast path it calls KV Update for each, side by
 // side.
-func (b *Backend) updateMany(ctx context.Context, h handles, keys []string, vals [][]byte, revs []uint64) (newRevs []uint64, errs []error) {
+func (b *Backend) updateMany(ctx context.Context, h handles, op string, keys []string, vals [][]byte, revs []uint64) (newRevs []uint64, errs []error) {
 	newRevs, errs = make([]uint64, len(keys)), make([]error, len(keys))
 	if !b.fastPath() {
 		forEach(len(keys), func(i int) { newRevs[i], errs[i] = h.kv.Update(ctx, keys[i], vals[i], revs[i]) })
@@ -285,7 +285,7 @@ func (b *Backend) updateMany(ctx context.Context, h handles, keys []string, vals
 		if f == nil {
 			continue
 		}
-		newRevs[i], errs[i] = awaitAck(ctx, f, "update run")
+		newRevs[i], errs[i] = awaitAck(ctx, f, op)
 	}
 	return newRevs, errs
 }
