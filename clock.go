@@ -95,6 +95,7 @@ func (s *Scheduler) syncClockLocked(ctx context.Context, why string) bool {
 		return false
 	}
 	old := time.Duration(s.offset.Swap(int64(off)))
+	s.syncGen.Add(1)
 	s.emit(Event{Kind: EventClockOffset, Offset: off, Op: why})
 	if abs(off) > s.opts.ClockSkewWarning {
 		s.log.LogAttrs(ctx, slog.LevelWarn, "clock differs from the store's",
@@ -103,7 +104,7 @@ func (s *Scheduler) syncClockLocked(ctx context.Context, why string) bool {
 	if off == old {
 		return false
 	}
-	if why != "sync" || old-off > StepThreshold {
+	if (why != "sync" && why != "late") || old-off > StepThreshold {
 		s.queue.Rewind(s.now())
 		return true
 	}
@@ -147,22 +148,58 @@ func (s *Scheduler) clockLoop(ctx context.Context) {
 
 // claimedEarly handles a claim the store refused as early (*EarlyError):
 // the scheduler's estimate of the store's clock is ahead. It re-measures
-// the offset (unless a measure is under way, which will do) and rewinds
-// the timer loop, so the slot is claimed again when due: once, by the
-// re-measure if it changed the offset, else here (the loop has moved past
-// the refused slot either way).
+// the offset and rewinds the timer loop, so the slot is claimed again when
+// due: once, by the re-measure if it changed the offset, else here (the
+// loop has moved past the refused slot either way). A measure already
+// under way (a step the clock loop saw) is waited for and not repeated;
+// the rewind then happens after it, under the same lock, so that it is
+// taken from the corrected now (a rewind from the uncorrected now, racing
+// the measure's own, would park the loop as far ahead as the clock was).
 func (s *Scheduler) claimedEarly(ctx context.Context, jobName string, slot time.Time, err error) {
 	s.emit(Event{Kind: EventClaim, Job: jobName, Slot: slot, Outcome: "early", Err: err, Lateness: s.now().Sub(slot)})
-	rewound := false
-	if s.sclock != nil && s.syncMu.TryLock() {
+	if s.sclock == nil {
+		s.queue.Rewind(s.now())
+		return
+	}
+	s.remeasure(ctx, "early", func() {
 		s.log.LogAttrs(ctx, slog.LevelWarn, "the store refused a claim as early; re-measuring the offset to its clock",
 			slog.String("job", jobName), slog.Time("slot", slot), slog.Any("error", err))
-		rewound = s.syncClockLocked(ctx, "early")
-		s.syncMu.Unlock()
+	}, true)
+}
+
+// remeasure re-measures the offset for why, unless a measure finished
+// while it waited for syncMu (many answers at once share one measure);
+// logf, if set, logs before the measure. With rewind, the timer loop is
+// rewound from the new now if the measure did not.
+func (s *Scheduler) remeasure(ctx context.Context, why string, logf func(), rewind bool) {
+	gen := s.syncGen.Load()
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	rewound := false
+	if s.syncGen.Load() == gen {
+		if logf != nil {
+			logf()
+		}
+		rewound = s.syncClockLocked(ctx, why)
 	}
-	if !rewound {
+	if rewind && !rewound {
 		s.queue.Rewind(s.now())
 	}
+}
+
+// lateBy is how late slot is by the store's clock, for a claim that was
+// won. A won claim that looks later than maxLate may instead mean that the
+// local clock stepped forward since the clock loop's last look (up to a
+// second ago): the store judged the claim on time. Before such a slot is
+// given up as missed, the offset is re-measured once (shared by the
+// answers that arrive together) and the lateness taken again.
+func (s *Scheduler) lateBy(ctx context.Context, slot time.Time, maxLate time.Duration) time.Duration {
+	late := s.now().Sub(slot)
+	if late > maxLate && s.sclock != nil {
+		s.remeasure(ctx, "late", nil, false)
+		late = s.now().Sub(slot)
+	}
+	return late
 }
 
 // ClockOffset is the scheduler's latest estimate of the store's clock minus

@@ -27,8 +27,9 @@ const (
 	EventStoreError
 	// EventClockOffset: the offset to the store's clock was measured; see
 	// Offset. Op says why: "sync" (the periodic measure), "step" (the
-	// local clock was seen to step) or "early" (the store refused a claim
-	// as early).
+	// local clock was seen to step), "early" (the store refused a claim
+	// as early) or "late" (a won claim looked later than its MaxLate, which
+	// a local clock step not yet seen would also cause).
 	EventClockOffset
 	// EventJobSetMismatch: the set of live instances in the registry whose
 	// job set differs from this instance's changed (SPEC §10). JobSetDiffs

@@ -290,7 +290,7 @@ func (h host) Execute(ctx context.Context, a *attempt) runner.Result {
 	// The Run lives in the attempt: one allocation for both.
 	run := &a.Job.run
 	*run = Run{Job: a.Name, Slot: a.SlotTime(), InstanceID: h.s.opts.InstanceID, Token: a.Token, Attempt: a.Number, Fence: a.Fence}
-	if late, ok := h.wonLate(a); ok {
+	if late, ok := h.wonLate(ctx, a); ok {
 		h.Missed(ctx, a, late)
 		return runner.Result{Token: a.Token, Attempt: a.Number, Status: runner.StatusMissed,
 			Error: fmt.Sprintf("the claim was won %v after the slot, beyond MaxLate %v (a slow or failing-over store): the handler did not run", late.Round(time.Millisecond), a.MaxLate)}
@@ -325,13 +325,14 @@ func (h host) Execute(ctx context.Context, a *attempt) runner.Result {
 // would run a slot that every instance has given up as missed. So the
 // lateness is checked once more when the answer is in, on every path that
 // starts a handler: plain claims, leased claims, catch-up and one-off
-// slots. Takeovers and retries (attempt > 1) continue a run that began in
+// slots. A local clock step that the scheduler has not seen yet is ruled
+// out before a slot is given up (Scheduler.lateBy). Takeovers and retries (attempt > 1) continue a run that began in
 // time, and Backfill and adopted runs have no lateness limit (MaxLate 0).
-func (h host) wonLate(a *attempt) (time.Duration, bool) {
+func (h host) wonLate(ctx context.Context, a *attempt) (time.Duration, bool) {
 	if a.Number > 1 || a.MaxLate <= 0 || a.Job.backfill {
 		return 0, false
 	}
-	late := h.s.now().Sub(a.SlotTime())
+	late := h.s.lateBy(ctx, a.SlotTime(), a.MaxLate)
 	return late, late > a.MaxLate
 }
 

@@ -142,6 +142,7 @@ type Scheduler struct {
 	log      *slog.Logger
 	offset   atomic.Int64 // store clock minus local clock, ns
 	syncMu   sync.Mutex   // held while the offset is measured
+	syncGen  atomic.Int64 // offsets measured, for remeasure
 
 	cmu    sync.Mutex // serialises Start and the job-set changes (Add, Remove, Update) that do I/O
 	mu     sync.Mutex

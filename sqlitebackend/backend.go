@@ -161,10 +161,7 @@ func newBackend(conn sqlbackend.Conn, db *sql.DB, o Options, closeFn func(contex
 		Conn:    qc,
 		Prefix:  o.Prefix,
 		Check: func(ctx context.Context, c sqlbackend.Conn) error {
-			if err := qc.lockFile(ctx); err != nil {
-				return err
-			}
-			return check(ctx, c, !o.KeepJournalMode)
+			return check(ctx, c, qc, !o.KeepJournalMode)
 		},
 		Close: closeFn,
 	}
@@ -231,15 +228,21 @@ func (p *prepared) prepare(ctx context.Context, c *sql.Conn) error {
 	return nil
 }
 
-// check is the "server check": the library is new enough, and the file is
-// in WAL mode. A fresh file that other instances are setting up at the same
-// moment can answer SQLITE_BUSY without waiting (journal mode changes skip
-// SQLite's busy handler), so a busy check is tried again for a few seconds.
-func check(ctx context.Context, c sqlbackend.Conn, wal bool) error {
+// check is the "server check": it finds the file's writer queue (qc), and
+// the library is new enough, and the file is in WAL mode. A fresh file
+// that other instances are setting up at the same moment can answer
+// SQLITE_BUSY without waiting (journal mode changes skip SQLite's busy
+// handler), to any of these first statements of a new connection (the
+// connection's own journal_mode PRAGMA runs before them), so a busy check
+// is tried again for a few seconds.
+func check(ctx context.Context, c sqlbackend.Conn, qc *queuedConn, wal bool) error {
 	wait := 10 * time.Millisecond
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		err := checkOnce(ctx, c, wal)
+		err := qc.lockFile(ctx)
+		if err == nil {
+			err = checkOnce(ctx, c, wal)
+		}
 		if err == nil || !isBusy(err) || time.Now().After(deadline) {
 			return err
 		}

@@ -195,7 +195,7 @@ func (q *Queue[T]) run(ctx context.Context, now func() time.Time, window time.Du
 		wait := q.h[0].fireAt.Sub(t)
 		q.mu.Unlock()
 		if len(batch) > 0 && window > 0 {
-			batch, wait = q.gather(ctx, now, t.Add(window), batch, timer)
+			batch, wait = q.gather(ctx, now, window, batch, timer)
 		}
 		if len(batch) > 0 {
 			dispatch(batch)
@@ -213,11 +213,15 @@ func (q *Queue[T]) run(ctx context.Context, now func() time.Time, window time.Du
 	}
 }
 
-// gather adds to batch the slots that come due until end, waiting for
-// each one's time on timer (stopped and drained on return), and returns
-// the batch and the wait until the next slot after end. It stops early
-// when ctx ends.
-func (q *Queue[T]) gather(ctx context.Context, now func() time.Time, end time.Time, batch []Due[T], timer *time.Timer) ([]Due[T], time.Duration) {
+// gather adds to batch the slots that come due within window, waiting
+// for each one's time on timer (stopped and drained on return), and
+// returns the batch and the wait until the next slot after the window. It
+// stops early when ctx ends. The window is timed by the runtime's
+// monotonic clock, not by now: a correction of now while it gathers (a
+// host clock step seen, and the queue rewound) would otherwise stretch
+// the window by the correction, holding every slot taken meanwhile.
+func (q *Queue[T]) gather(ctx context.Context, now func() time.Time, window time.Duration, batch []Due[T], timer *time.Timer) ([]Due[T], time.Duration) {
+	end := time.Now().Add(window)
 	for {
 		q.mu.Lock()
 		if len(q.h) == 0 {
@@ -226,12 +230,12 @@ func (q *Queue[T]) gather(ctx context.Context, now func() time.Time, end time.Ti
 		}
 		t := now()
 		batch = q.takeDue(t, batch)
-		next := q.h[0].fireAt
+		wait := q.h[0].fireAt.Sub(t)
 		q.mu.Unlock()
-		if next.After(end) {
-			return batch, next.Sub(t)
+		if wait > time.Until(end) {
+			return batch, wait
 		}
-		timer.Reset(next.Sub(t))
+		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
 			timer.Stop()
