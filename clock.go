@@ -148,42 +148,33 @@ func (s *Scheduler) clockLoop(ctx context.Context) {
 
 // claimedEarly handles a claim the store refused as early (*EarlyError):
 // the scheduler's estimate of the store's clock is ahead. It re-measures
-// the offset and rewinds the timer loop, so the slot is claimed again when
-// due: once, by the re-measure if it changed the offset, else here (the
-// loop has moved past the refused slot either way). A measure already
-// under way (a step the clock loop saw) is waited for and not repeated;
-// the rewind then happens after it, under the same lock, so that it is
-// taken from the corrected now (a rewind from the uncorrected now, racing
-// the measure's own, would park the loop as far ahead as the clock was).
+// the offset (unless a measure is under way, which will do) and rewinds
+// the timer loop, so the slot is claimed again when due: once, by the
+// re-measure if it changed the offset, else here (the loop has moved past
+// the refused slot either way). A rewind here from a now that a measure
+// under way has just corrected is harmless: Rewind only moves slots back.
 func (s *Scheduler) claimedEarly(ctx context.Context, jobName string, slot time.Time, err error) {
 	s.emit(Event{Kind: EventClaim, Job: jobName, Slot: slot, Outcome: "early", Err: err, Lateness: s.now().Sub(slot)})
-	if s.sclock == nil {
-		s.queue.Rewind(s.now())
-		return
-	}
-	s.remeasure(ctx, "early", func() {
+	rewound := false
+	if s.sclock != nil && s.syncMu.TryLock() {
 		s.log.LogAttrs(ctx, slog.LevelWarn, "the store refused a claim as early; re-measuring the offset to its clock",
 			slog.String("job", jobName), slog.Time("slot", slot), slog.Any("error", err))
-	}, true)
+		rewound = s.syncClockLocked(ctx, "early")
+		s.syncMu.Unlock()
+	}
+	if !rewound {
+		s.queue.Rewind(s.now())
+	}
 }
 
 // remeasure re-measures the offset for why, unless a measure finished
-// while it waited for syncMu (many answers at once share one measure);
-// logf, if set, logs before the measure. With rewind, the timer loop is
-// rewound from the new now if the measure did not.
-func (s *Scheduler) remeasure(ctx context.Context, why string, logf func(), rewind bool) {
+// while it waited for syncMu: many answers at once share one measure.
+func (s *Scheduler) remeasure(ctx context.Context, why string) {
 	gen := s.syncGen.Load()
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
-	rewound := false
 	if s.syncGen.Load() == gen {
-		if logf != nil {
-			logf()
-		}
-		rewound = s.syncClockLocked(ctx, why)
-	}
-	if rewind && !rewound {
-		s.queue.Rewind(s.now())
+		s.syncClockLocked(ctx, why)
 	}
 }
 
@@ -196,7 +187,7 @@ func (s *Scheduler) remeasure(ctx context.Context, why string, logf func(), rewi
 func (s *Scheduler) lateBy(ctx context.Context, slot time.Time, maxLate time.Duration) time.Duration {
 	late := s.now().Sub(slot)
 	if late > maxLate && s.sclock != nil {
-		s.remeasure(ctx, "late", nil, false)
+		s.remeasure(ctx, "late")
 		late = s.now().Sub(slot)
 	}
 	return late

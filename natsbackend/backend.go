@@ -168,6 +168,14 @@ var (
 	_ anarchon.ServerClock   = (*Backend)(nil)
 )
 
+// asyncAckTimeout is how long the JetStream context of New and Open keeps
+// waiting for the acknowledgement of an asynchronous publish. A publish
+// that a dying leader dropped is never acknowledged; without a timeout it
+// would stay among the context's pending publishes for good, and at 4,000
+// of them (nats.go's default) publishing stalls. The backend's calls give
+// up on an acknowledgement much sooner (Options.Timeout).
+const asyncAckTimeout = time.Minute
+
 // New returns a Backend on the caller's connection. Close does not close
 // nc. The bucket and the stream are created (or bound) by Init. It returns
 // an error wrapping ErrInvalid for a nil connection or bad options.
@@ -175,7 +183,7 @@ func New(nc *nats.Conn, opts *Options) (*Backend, error) {
 	if nc == nil {
 		return nil, fmt.Errorf("%w: nil *nats.Conn", ErrInvalid)
 	}
-	js, err := jetstream.New(nc)
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(asyncAckTimeout))
 	if err != nil {
 		return nil, fmt.Errorf("natsbackend: %w", err)
 	}
@@ -207,7 +215,7 @@ func Open(url string, opts *Options, natsOpts ...nats.Option) (*Backend, error) 
 	if err != nil {
 		return nil, fmt.Errorf("natsbackend: connect to %s: %w", redactURL(url), err)
 	}
-	js, err := jetstream.New(nc)
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(asyncAckTimeout))
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("natsbackend: %w", err)

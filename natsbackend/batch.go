@@ -368,7 +368,8 @@ var noFastPath bool
 // that each ask for the last message of up to directBatch subjects
 // ("multi_last", nats-server 2.11 and later), side by side. On a server
 // that refuses such a request, or without the fast path, it reads each
-// key with KV Get, side by side.
+// key with KV Get, side by side. A read that a stream's election dropped,
+// or that met no leader, is sent again (resend), as a single read is.
 func (b *Backend) getMany(ctx context.Context, h handles, keys []string) (map[string]kvEntry, error) {
 	keys = uniq(keys)
 	out := make(map[string]kvEntry, len(keys))
@@ -378,13 +379,16 @@ func (b *Backend) getMany(ctx context.Context, h handles, keys []string) (map[st
 	forEach(n, func(c int) {
 		part := keys[c*directBatch : min((c+1)*directBatch, len(keys))]
 		var got map[string]kvEntry
-		err := errNoMultiGet
-		if b.fastPath() {
-			got, err = b.directMulti(ctx, part)
-		}
-		if errors.Is(err, errNoMultiGet) {
-			got, err = b.getEach(ctx, h, part)
-		}
+		err := b.resendRead(ctx, func(ctx context.Context) (err error) {
+			err = errNoMultiGet
+			if b.fastPath() {
+				got, err = b.directMulti(ctx, part)
+			}
+			if errors.Is(err, errNoMultiGet) {
+				got, err = b.getEach(ctx, h, part)
+			}
+			return err
+		})
 		mu.Lock()
 		defer mu.Unlock()
 		errs[c] = err

@@ -264,30 +264,66 @@ func (b *Backend) writeRuns(ctx context.Context, h handles, w *writes, done func
 	return again
 }
 
-// updateMany (op names it in a timeout error) writes vals[i] to keys[i] if the key's last revision is
-// revs[i] (a KV Update, compare-and-set): all are published before any
-// acknowledgement is awaited. newRevs[i] is the new revision, or errs[i]
-// the error, which wraps jetstream.ErrKeyRevisionMismatch when the key
-// changed. Without the fast path it calls KV Update for each, side by
-// side.
+// updateMany (op names it in a timeout error) writes vals[i] to keys[i]
+// if the key's last revision is revs[i] (a KV Update, compare-and-set):
+// all are published before any acknowledgement is awaited. newRevs[i] is
+// the new revision, or errs[i] the error, which wraps
+// jetstream.ErrKeyRevisionMismatch when the key changed. Without the fast
+// path it calls KV Update for each, side by side.
+//
+// The publishes are sent again across an election (publishAll). A second
+// copy of a write that did land fails as a revision mismatch, which every
+// caller already answers by reading the key and deciding again (a claim
+// finds its own token, a finish its own done run), so a copy is safe.
 func (b *Backend) updateMany(ctx context.Context, h handles, op string, keys []string, vals [][]byte, revs []uint64) (newRevs []uint64, errs []error) {
 	newRevs, errs = make([]uint64, len(keys)), make([]error, len(keys))
 	if !b.fastPath() {
 		forEach(len(keys), func(i int) { newRevs[i], errs[i] = h.kv.Update(ctx, keys[i], vals[i], revs[i]) })
 		return newRevs, errs
 	}
-	futures := make([]jetstream.PubAckFuture, len(keys))
-	for i, k := range keys {
-		m := &nats.Msg{Subject: "$KV." + b.opts.Bucket + "." + k, Data: vals[i]}
-		futures[i], errs[i] = b.js.PublishMsgAsync(m, jetstream.WithExpectLastSequencePerSubject(revs[i]))
+	all := make([]int, len(keys))
+	for i := range all {
+		all[i] = i
 	}
-	for i, f := range futures {
-		if f == nil {
-			continue
+	return newRevs, b.publishAll(ctx, op, all, newRevs, errs, func(i int) (*nats.Msg, []jetstream.PublishOpt) {
+		return &nats.Msg{Subject: "$KV." + b.opts.Bucket + "." + keys[i], Data: vals[i]},
+			[]jetstream.PublishOpt{jetstream.WithExpectLastSequencePerSubject(revs[i])}
+	})
+}
+
+// publishAll publishes msg(i) for each i of idx, all before any
+// acknowledgement is awaited, and sets seqs[i] (the stream sequence) or
+// errs[i]; op names it in a timeout error. The publishes still unanswered
+// when a stream of the backend elects a leader are sent again at once,
+// and those that met no leader are sent again when one is elected
+// (resend): the old leader dropped them. Only messages whose second copy
+// is harmless may be given: a compare-and-set whose copy fails as a
+// revision mismatch, a record with a message ID the stream deduplicates.
+// It returns errs.
+func (b *Backend) publishAll(ctx context.Context, op string, idx []int, seqs []uint64, errs []error, msg func(i int) (*nats.Msg, []jetstream.PublishOpt)) []error {
+	futures := make([]jetstream.PubAckFuture, len(errs))
+	pending := idx
+	_ = b.resend(ctx, func(try context.Context) error {
+		for _, i := range pending {
+			m, opts := msg(i)
+			futures[i], errs[i] = b.js.PublishMsgAsync(m, opts...)
 		}
-		newRevs[i], errs[i] = awaitAck(ctx, f, op)
-	}
-	return newRevs, errs
+		var again []int
+		for _, i := range pending {
+			if futures[i] == nil {
+				continue
+			}
+			seqs[i], errs[i] = awaitAck(try, futures[i], op)
+			if errs[i] != nil && (errors.Is(errs[i], context.Canceled) || noResponders(errs[i])) {
+				again = append(again, i)
+			}
+		}
+		if pending = again; len(again) > 0 {
+			return errs[again[0]] // resent if an election ended try
+		}
+		return nil
+	})
+	return errs
 }
 
 // awaitAck waits for the answer to an async publish: its stream sequence,
@@ -311,7 +347,8 @@ func awaitAck(ctx context.Context, f jetstream.PubAckFuture, op string) (uint64,
 
 // saveMany is SaveResult for the entries live of in (jobs[i]: in[i]'s
 // job, encoded), errs[i] set to each one's error: the records are all
-// published before any acknowledgement is awaited; then every job with a
+// published before any acknowledgement is awaited (and sent again across
+// an election: publishAll, their message IDs dedupe a copy); then every job with a
 // record stored is trimmed once, to its last stored record's
 // HistorySize, all the purges sent before any answer is awaited.
 func (b *Backend) saveMany(ctx context.Context, h handles, in []anarchon.SaveResultInput, jobs []string, live []int, errs []error) {
@@ -320,20 +357,14 @@ func (b *Backend) saveMany(ctx context.Context, h handles, in []anarchon.SaveRes
 	}
 	pctx, cancel := b.bound(ctx)
 	defer cancel()
-	futures := make([]jetstream.PubAckFuture, len(in))
-	for _, i := range live {
-		var err error
-		futures[i], err = b.js.PublishMsgAsync(b.resultMsg(jobs[i], in[i]), jetstream.WithExpectStream(b.opts.HistoryStream))
-		errs[i] = b.wrap("save result", err)
-	}
+	b.publishAll(pctx, "save result", live, make([]uint64, len(in)), errs, func(i int) (*nats.Msg, []jetstream.PublishOpt) {
+		return b.resultMsg(jobs[i], in[i]), b.resultOpts(in[i])
+	})
 	keep := map[string]uint64{}
 	var order []string // the jobs to trim, in their first stored record's order
 	for _, i := range live {
-		if futures[i] == nil {
-			continue
-		}
-		if _, err := awaitAck(pctx, futures[i], "save result"); err != nil {
-			errs[i] = b.wrap("save result", err)
+		if errs[i] != nil {
+			errs[i] = b.wrap("save result", errs[i])
 			continue
 		}
 		if _, ok := keep[jobs[i]]; !ok {

@@ -62,9 +62,20 @@
 //     allowed to subscribe to), and every 250 ms while no server
 //     subscribes on a bucket of several replicas: a claim that straddles
 //     the election is then answered by the new leader
-//     (TestClaimAcrossElection, TestRecordClaimAcrossElection). Only
-//     reads, a plain claim's create and the claim's history record (which
-//     the stream deduplicates) are sent again.
+//     (TestClaimAcrossElection, TestRecordClaimAcrossElection). The
+//     batched calls' writes (claims' creates, heartbeats' and finishes'
+//     compare-and-sets, result records) are sent again the same way, so
+//     that a leased run's finish lands as soon as the new leader is
+//     elected, before its lease ends (TestFinishBatchAcrossElection: 4–9 s
+//     after a frozen leader, with a 20 s Timeout that the batch waited out
+//     before). Only requests whose second copy is harmless are sent again:
+//     reads, creates and compare-and-sets (a copy of one that landed fails
+//     as a revision mismatch, which the call answers by reading its own
+//     token), and history records (the stream deduplicates them by their
+//     Nats-Msg-Id: "c.<token>" for a claim, "r.<token>.<instance>.<status>" for a
+//     result). A read is also cut off and sent again after a quarter of
+//     Timeout: a direct get may be served by a frozen replica, which
+//     keeps its subscription for minutes and answers nothing.
 //   - Disk sync. By default nats-server flushes file storage to disk every
 //     two minutes (sync_interval). A server process that crashes loses
 //     nothing (the data is in the OS page cache, see

@@ -96,6 +96,77 @@ func TestRecordClaimAcrossElection(t *testing.T) {
 	}
 }
 
+// TestFinishBatchAcrossElection freezes the leader of the bucket's
+// stream while leased runs are held and finishes them in one batch at
+// once, with a Timeout that outlasts the election: the batch's writes,
+// dropped by the frozen leader, must be sent again to the new one and
+// land (each run done, its result stored once), well before the Timeout,
+// so that a backup does not take over runs whose ends were only waiting
+// for an answer.
+func TestFinishBatchAcrossElection(t *testing.T) {
+	url, procs := startCluster(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	openCluster(ctx, t, url) // creates the bucket and the stream
+	leader := streamLeader(ctx, t, url, "KV_"+natsbackend.DefaultBucket)
+	b := openCluster(ctx, t, urlWithout(url, leader)) // see TestRecordClaimAcrossElection
+	runs := b.Runs()
+	fin, ok := runs.(anarchon.FinishBatcher)
+	if !ok {
+		t.Fatal("the RunStore has no FinishResults")
+	}
+	slot := time.Now().Add(-10 * time.Second).UnixMilli()
+	var in []anarchon.SaveResultInput
+	for k := range 5 {
+		tok := fmt.Sprintf("holder-%d", k)
+		out, err := runs.Claim(ctx, anarchon.RunClaim{ClaimInput: anarchon.ClaimInput{Job: "election", Slot: slot + int64(k)*1000, Token: tok, InstanceID: "a"}, Lease: time.Minute, AllowOverlap: true})
+		if err != nil || out.Kind != anarchon.OutcomeWon {
+			t.Fatalf("claim %d before the freeze = %+v, %v", k, out, err)
+		}
+		in = append(in, anarchon.SaveResultInput{Job: "election", HistorySize: 100, Result: anarchon.StoredResult{
+			Slot: slot + int64(k)*1000, Token: tok, InstanceID: "a", Attempt: 1, Status: anarchon.StatusSuccess}})
+	}
+
+	if err := procs[leader].Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = procs[leader].Process.Signal(syscall.SIGCONT) }()
+	start := time.Now()
+	out, err := fin.FinishResults(ctx, in)
+	took := time.Since(start)
+	if err != nil {
+		t.Fatalf("FinishResults across the election: %v (after %v)", err, took)
+	}
+	for k, a := range out {
+		if a.Err != nil || !a.Held {
+			t.Errorf("run %d finished across the election = %+v after %v; want held", k, a, took)
+		}
+	}
+	t.Logf("the batch was answered %v after the freeze (Timeout 20 s)", took.Round(time.Millisecond))
+	// The checks read with the old leader running again, and current: a
+	// direct get can be served by any replica, the frozen one too (which
+	// answers nothing) or one that has not caught up (which answers an
+	// older value).
+	if err := procs[leader].Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	streamLeader(ctx, t, url, "KV_"+natsbackend.DefaultBucket)
+	streamLeader(ctx, t, url, natsbackend.DefaultHistoryStream)
+	for k, c := range in {
+		o, err := runs.Claim(ctx, anarchon.RunClaim{ClaimInput: anarchon.ClaimInput{Job: "election", Slot: c.Result.Slot, Token: "backup", InstanceID: "b"}, Lease: time.Minute, AllowOverlap: true})
+		if err != nil || o.Kind != anarchon.OutcomeDone {
+			t.Errorf("a backup's claim of run %d = %+v, %v; want done", k, o, err)
+		}
+	}
+	recs, err := b.History(ctx, "election", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != len(in) {
+		t.Errorf("history holds %d records, want %d: %+v", len(recs), len(in), recs)
+	}
+}
+
 // urlWithout is the cluster URL of startCluster without server name's.
 func urlWithout(url, name string) string {
 	var keep []string

@@ -48,7 +48,11 @@ func (b *Backend) SaveResult(ctx context.Context, in anarchon.SaveResultInput) e
 	}
 	ctx, cancel := b.bound(ctx)
 	defer cancel()
-	if _, err := b.js.PublishMsg(ctx, b.resultMsg(enc, in), jetstream.WithExpectStream(b.opts.HistoryStream)); err != nil {
+	err = b.resend(ctx, func(ctx context.Context) error {
+		_, err := b.js.PublishMsg(ctx, b.resultMsg(enc, in), b.resultOpts(in)...)
+		return err
+	})
+	if err != nil {
 		return b.wrap("save result", err)
 	}
 	return b.trim(ctx, h, enc, in.HistorySize)
@@ -72,6 +76,19 @@ func (b *Backend) resultMsg(job string, in anarchon.SaveResultInput) *nats.Msg {
 		Error: anarchon.EscapeText(r.Error), Output: anarchon.EscapeText(r.Output), TTLms: in.HistoryTTL.Milliseconds(), // JSON keeps valid UTF-8 only
 	})
 	return &nats.Msg{Subject: b.subject(job), Data: rec}
+}
+
+// resultOpts are the publish options of a result record: the history
+// stream, and the Nats-Msg-Id "r.<token>.<instance>.<status>", with which the stream
+// drops a second copy of the same result within its duplicate window (2
+// minutes): a copy sent again across an election, or a repeat of the
+// call after a lost reply. Another instance's record of the same token
+// (an abandonment that every backup saves) is kept: the last one counts.
+func (b *Backend) resultOpts(in anarchon.SaveResultInput) []jetstream.PublishOpt {
+	return []jetstream.PublishOpt{
+		jetstream.WithMsgID("r." + in.Result.Token + "." + in.Result.InstanceID + "." + string(in.Result.Status)),
+		jetstream.WithExpectStream(b.opts.HistoryStream),
+	}
 }
 
 func (b *Backend) trim(ctx context.Context, h handles, job string, historySize int) error {

@@ -28,9 +28,11 @@ import (
 // request, and after a short pause when nobody subscribed; always within
 // the call's deadline. Only requests that are safe to send twice are
 // sent again: reads (keys, and the server clock, a stream info request),
-// a plain claim's Create, whose second copy loses to its first and then
-// reads the caller's own token (SPEC §4, repeat safety), and a claim's
-// history record, whose second copy the stream drops (its message ID).
+// creates and compare-and-set updates (a plain claim's Create, the
+// batches' publishes: publishAll), whose second copy fails as a revision
+// mismatch and then reads the caller's own token (SPEC §4, repeat
+// safety), and history records, whose second copy the stream drops (their
+// message IDs).
 
 // resendPoll is how long a request that found no server subscribed waits
 // before it is sent again when no election is announced sooner.
@@ -115,8 +117,21 @@ func noResponders(err error) bool {
 // answer, error or not, is returned as it is; so is f's last error when
 // ctx ends.
 func (b *Backend) resend(ctx context.Context, f func(context.Context) error) error {
-	return b.send(ctx, true, f)
+	return b.send(ctx, true, 0, f)
 }
+
+// resendRead is resend for a read, whose every try is also cut off after
+// readTry: a direct get is served by any replica of the stream, a frozen
+// one too, which keeps its subscription (until the cluster gives up on it,
+// minutes later) and answers nothing, and no election may come to end the
+// wait. A read sent again goes to another replica as likely as not.
+func (b *Backend) resendRead(ctx context.Context, f func(context.Context) error) error {
+	return b.send(ctx, true, b.readTry(), f)
+}
+
+// readTry is how long one try of a read waits: a quarter of
+// Options.Timeout, at least resendPoll.
+func (b *Backend) readTry() time.Duration { return max(b.opts.Timeout/4, resendPoll) }
 
 // resendOnElection repeats f only when a leader is elected while f
 // waits; no responders is returned at once. It is for the history
@@ -124,10 +139,12 @@ func (b *Backend) resend(ctx context.Context, f func(context.Context) error) err
 // record is worth an election's wait only if it is still in flight
 // anyway (see publishClaim).
 func (b *Backend) resendOnElection(ctx context.Context, f func(context.Context) error) error {
-	return b.send(ctx, false, f)
+	return b.send(ctx, false, 0, f)
 }
 
-func (b *Backend) send(ctx context.Context, poll bool, f func(context.Context) error) error {
+// send makes f until it is answered; see resend. A tryFor above zero
+// bounds each try, which is repeated when that bound, not ctx, ended it.
+func (b *Backend) send(ctx context.Context, poll bool, tryFor time.Duration, f func(context.Context) error) error {
 	var pause *time.Timer
 	defer func() {
 		if pause != nil {
@@ -137,14 +154,21 @@ func (b *Backend) send(ctx context.Context, poll bool, f func(context.Context) e
 	for {
 		gen := b.elect.current()
 		try, cancel := context.WithCancel(ctx)
+		if tryFor > 0 {
+			try, cancel = context.WithTimeout(ctx, tryFor)
+		}
 		stop := context.AfterFunc(gen, cancel)
 		err := f(try)
+		timedOut := try.Err() != nil && gen.Err() == nil
 		stop()
 		cancel()
 		if err == nil || ctx.Err() != nil {
 			return err
 		}
 		switch {
+		case timedOut:
+			// The try's own bound ended it (a replica that answers
+			// nothing): send it again.
 		case gen.Err() != nil && (errors.Is(err, context.Canceled) || noResponders(err)):
 			// A leader was elected while f waited: its answer, if any,
 			// was dropped with the old leader. Send it again at once.

@@ -61,7 +61,7 @@ func (b *Backend) readRun(ctx context.Context, h handles, key string) (jetstream
 // errors. A missing or deleted key answers a nil entry and no error.
 func (b *Backend) getJSON(ctx context.Context, h handles, key, what string, v any) (jetstream.KeyValueEntry, error) {
 	var e jetstream.KeyValueEntry
-	err := b.resend(ctx, func(ctx context.Context) (err error) {
+	err := b.resendRead(ctx, func(ctx context.Context) (err error) {
 		e, err = h.kv.Get(ctx, key)
 		return err
 	})
@@ -86,7 +86,7 @@ func (b *Backend) serverNow(ctx context.Context, h handles) (time.Time, error) {
 	// response; Stream.Info on a shared handle would write its cache from
 	// several goroutines.
 	var s jetstream.Stream
-	err := b.resend(ctx, func(ctx context.Context) (err error) {
+	err := b.resendRead(ctx, func(ctx context.Context) (err error) {
 		s, err = b.js.Stream(ctx, "KV_"+b.opts.Bucket)
 		return err
 	})
