@@ -93,6 +93,14 @@
 // several nodes fail. WAIT runs in one pipeline with the script, on the
 // connection of the job's primary, so it costs no extra round trip.
 //
+// WAITAOF (Redis 7.2) is not used. It waits for the claim to be written to
+// the append-only files of the primary and of replicas, which is what a
+// crash of every node at once (a power loss of one rack) needs; a failover
+// promotes a replica from its memory, which WAIT already covers. A single
+// server that must keep claims through its own crash needs appendfsync
+// always (the list under "Guarantees"), which WAITAOF 1 0 would only
+// repeat for each claim at a round trip's cost.
+//
 // Fencing (SPEC §6, "Fencing"): every won lease claim — a new run, a
 // takeover, a renewal by the same token, single or in a batch — INCRs
 // the job's counter "{prefix:job}:fence" in the lease claim script and
