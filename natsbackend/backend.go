@@ -176,6 +176,15 @@ var (
 // up on an acknowledgement much sooner (Options.Timeout).
 const asyncAckTimeout = time.Minute
 
+// asyncMaxPending is how many asynchronous publishes the JetStream
+// context of New and Open lets wait for their acknowledgements before a
+// further publish stalls (and then fails with "too many outstanding
+// async published messages"). nats.go's default, 4,000, is below one
+// burst: 10,000 slots due at once are claimed in batches whose creates
+// are all published before any acknowledgement is awaited, and claims
+// failed on it. A pending publish costs its message and a future.
+const asyncMaxPending = 65536
+
 // New returns a Backend on the caller's connection. Close does not close
 // nc. The bucket and the stream are created (or bound) by Init. It returns
 // an error wrapping ErrInvalid for a nil connection or bad options.
@@ -183,7 +192,7 @@ func New(nc *nats.Conn, opts *Options) (*Backend, error) {
 	if nc == nil {
 		return nil, fmt.Errorf("%w: nil *nats.Conn", ErrInvalid)
 	}
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(asyncAckTimeout))
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(asyncAckTimeout), jetstream.WithPublishAsyncMaxPending(asyncMaxPending))
 	if err != nil {
 		return nil, fmt.Errorf("natsbackend: %w", err)
 	}
@@ -215,7 +224,7 @@ func Open(url string, opts *Options, natsOpts ...nats.Option) (*Backend, error) 
 	if err != nil {
 		return nil, fmt.Errorf("natsbackend: connect to %s: %w", redactURL(url), err)
 	}
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(asyncAckTimeout))
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(asyncAckTimeout), jetstream.WithPublishAsyncMaxPending(asyncMaxPending))
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("natsbackend: %w", err)
