@@ -326,8 +326,9 @@ func (h host) Execute(ctx context.Context, a *attempt) runner.Result {
 // lateness is checked once more when the answer is in, on every path that
 // starts a handler: plain claims, leased claims, catch-up and one-off
 // slots. A local clock step that the scheduler has not seen yet is ruled
-// out before a slot is given up (Scheduler.lateBy). Takeovers and retries (attempt > 1) continue a run that began in
-// time, and Backfill and adopted runs have no lateness limit (MaxLate 0).
+// out before a slot is given up (Scheduler.lateBy). Takeovers and retries
+// (attempt > 1) continue a run that began in time, and Backfill and
+// adopted runs have no lateness limit (MaxLate 0).
 func (h host) wonLate(ctx context.Context, a *attempt) (time.Duration, bool) {
 	if a.Number > 1 || a.MaxLate <= 0 || a.Job.backfill {
 		return 0, false

@@ -66,9 +66,9 @@
 //     batched calls' writes (claims' creates, heartbeats' and finishes'
 //     compare-and-sets, result records) are sent again the same way, so
 //     that a leased run's finish lands as soon as the new leader is
-//     elected, before its lease ends (TestFinishBatchAcrossElection: 4–9 s
-//     after a frozen leader, with a 20 s Timeout that the batch waited out
-//     before). Only requests whose second copy is harmless are sent again:
+//     elected, before its lease ends (TestFinishBatchAcrossElection: 4.2–6.5
+//     s after a frozen leader in four runs, with a 20 s Timeout that the
+//     batch waited out before). Only requests whose second copy is harmless are sent again:
 //     reads, creates and compare-and-sets (a copy of one that landed fails
 //     as a revision mismatch, which the call answers by reading its own
 //     token), and history records (the stream deduplicates them by their

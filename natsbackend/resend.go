@@ -153,9 +153,12 @@ func (b *Backend) send(ctx context.Context, poll bool, tryFor time.Duration, f f
 	}()
 	for {
 		gen := b.elect.current()
-		try, cancel := context.WithCancel(ctx)
+		var try context.Context
+		var cancel context.CancelFunc
 		if tryFor > 0 {
 			try, cancel = context.WithTimeout(ctx, tryFor)
+		} else {
+			try, cancel = context.WithCancel(ctx)
 		}
 		stop := context.AfterFunc(gen, cancel)
 		err := f(try)
