@@ -317,6 +317,16 @@ func daemonDrillOnce(t *testing.T, bin string, top daemonTopology) {
 		t.Fatal(err)
 	}
 	var procs []*daemonProc
+	defer func() {
+		// A failed drill shows what each daemon said (its warnings and
+		// errors): the temporary directory is gone by the time anyone
+		// reads CI's output.
+		if t.Failed() {
+			for _, p := range procs {
+				t.Logf("the end of %s's log:\n%s", p.id, tail(filepath.Join(dir, p.id+".log"), 40))
+			}
+		}
+	}()
 	for k := 1; k <= 3; k++ {
 		p := &daemonProc{id: fmt.Sprintf("d%d", k), done: make(chan struct{})}
 		logf, err := os.Create(filepath.Join(dir, p.id+".log"))

@@ -156,7 +156,12 @@
 // claim's history record is published before the handler starts, and
 // when the history stream's leader died with the KV stream's, that
 // publish meets no responders (nats.go tries it three times, 250 ms apart)
-// and the handler starts without it. A frozen history leader holds the
+// and the handler starts without it. So does a leased one: its run is
+// created and listed in the job key before the record is published, and
+// a record that fails is a WARN, not a failed claim (a failed claim left
+// a live run that no one worked, and the job's later slots were skipped
+// as overlapping until its lease ended: 16 of 17 slots after one kill in
+// the daemon drill, TestClaimWonHistoryRecordFails). A frozen history leader holds the
 // record, and the start, for up to Options.Timeout, or until its
 // stream's election if that comes sooner: the record is sent again then
 // (with the KV leader frozen too, the start came 6 ms–2.1 s after the

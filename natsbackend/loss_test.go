@@ -3,6 +3,7 @@ package natsbackend_test
 import (
 	"bytes"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -71,5 +72,46 @@ func TestBucketLost(t *testing.T) {
 	}
 	if _, err := b.History(ctx, "j", 0); err != nil {
 		t.Errorf("History after the stream was created again: %v", err)
+	}
+}
+
+// TestClaimWonHistoryRecordFails: a lease claim whose run is created and
+// listed but whose claim record the history stream does not take (here
+// its subjects changed under the backend, which answers as a stream
+// without a leader does: no responders) is won, with a WARN, both with
+// the overlap check and without: the run is this instance's, with a lease
+// only it renews. Failing it ran the slot nowhere and kept a live run in
+// the job key, which skipped every later slot as an overlap until the
+// lease ended.
+func TestClaimWonHistoryRecordFails(t *testing.T) {
+	url := natsURL(t)
+	o := freshOptions(t, url)
+	var logs syncBuffer
+	o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	b := openN(t, url, o, 1)[0]
+	ctx := t.Context()
+	if err := b.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	js := jetStream(t, url)
+	s, err := js.Stream(ctx, o.HistoryStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := s.CachedInfo().Config
+	cfg.Subjects = []string{"elsewhere.>"}
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	slot := time.Now().Truncate(time.Second).UnixMilli()
+	for k, overlap := range []bool{false, true} {
+		in := anarchon.ClaimInput{Job: "j" + strconv.Itoa(k), Slot: slot, Token: "t" + strconv.Itoa(k), InstanceID: "a", HistorySize: 10}
+		out, err := b.Runs().Claim(ctx, anarchon.RunClaim{ClaimInput: in, Lease: time.Minute, AllowOverlap: !overlap})
+		if err != nil || out.Kind != anarchon.OutcomeWon || out.Attempt != 1 {
+			t.Errorf("overlap check %v: claim = %+v, %v; want won", overlap, out, err)
+		}
+	}
+	if got := strings.Count(logs.String(), "a won claim's history record failed"); got != 2 {
+		t.Errorf("%d WARNs about the record, want 2; logs:\n%s", got, logs.String())
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -369,12 +370,22 @@ func (b *Backend) settleWin(ctx context.Context, h handles, job, key string, rev
 		go func() { pub <- b.publishClaim(ctx, job, c.ClaimInput, attempt, false) }()
 	}
 	ok, err = b.commitJob(ctx, h, job, c.Slot, limit)
+	var perr error
 	if pub != nil {
-		if perr := <-pub; err == nil {
-			err = perr
-		}
+		perr = <-pub
 	} else if err == nil && ok {
-		err = b.publishClaim(ctx, job, c.ClaimInput, attempt, false)
+		perr = b.publishClaim(ctx, job, c.ClaimInput, attempt, false)
+	}
+	if err == nil && ok && perr != nil {
+		// The run is ours in the bucket (and listed in the job key) with
+		// its lease: the claim is won whatever became of its history
+		// record. Failing it would run the slot nowhere and, worse, leave
+		// a running run that no one heartbeats or finishes, which every
+		// later slot's overlap check counts as live until its lease ends
+		// (a history stream electing a leader did that: 20 s of slots
+		// skipped). History shows the run once its result is stored.
+		b.logger().LogAttrs(ctx, slog.LevelWarn, "nats: a won claim's history record failed; the run goes on, and history shows it when its result is stored",
+			slog.String("job", c.Job), slog.Int64("slot", c.Slot), slog.Int("attempt", attempt), slog.String("error", perr.Error()))
 	}
 	until = <-ends
 	return until, ok, err
