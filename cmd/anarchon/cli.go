@@ -335,6 +335,8 @@ func runCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
 	f := c.Flags()
 	f.StringVar(&rf.http, "http", "", "serve /healthz, /readyz, /metrics and /status on `ADDR` (PORT binds loopback, :PORT every interface)")
 	f.DurationVar(&rf.stopTimeout, "stop-timeout", 30*time.Second, "on SIGTERM, how long running jobs may finish before they are handed over")
+	f.DurationVar(&rf.startTimeout, "start-timeout", time.Minute,
+		"how long the start retries a store that is unreachable or not ready (a permanent error, like a wrong password, fails at once); 0 fails at the first error")
 	f.DurationVar(&rf.killGrace, "kill-grace", 5*time.Second, "time between SIGTERM and SIGKILL when a command is stopped")
 	f.DurationVar(&rf.poll, "poll", time.Second, "how often a backup asks the store again while another instance holds a lease")
 	f.DurationVar(&rf.registryTTL, "registry-ttl", anarchon.DefaultRegistryTTL,
@@ -710,7 +712,14 @@ func versionCmd(stdout io.Writer) *cobra.Command {
 
 // readStoreFile sets the store URL from --store-file, which excludes
 // --store (and ANARCHON_STORE).
+// An empty --store (or ANARCHON_STORE) is refused: it is most often a
+// variable that was not set ("--store $STORE"), and taking it as the
+// default would give each replica a SQLite file of its own, every one
+// running every slot.
 func (g *globalFlags) readStoreFile(c *cobra.Command) error {
+	if f := c.Flags().Lookup("store"); f != nil && f.Changed && strings.TrimSpace(g.store) == "" {
+		return usageError{fmt.Errorf("--store (or %s) is empty: give a store URL, or leave it out for the default %s", flagEnv("store"), defaultStore)}
+	}
 	if g.storeFile == "" {
 		return nil
 	}

@@ -19,14 +19,15 @@ import (
 
 // runFlags are the flags of "anarchon run".
 type runFlags struct {
-	http        string
-	stopTimeout time.Duration
-	killGrace   time.Duration
-	clockOffset string
-	poll        time.Duration
-	subreaper   bool
-	registryTTL time.Duration
-	watch       time.Duration // --watch: reload when the job files change, checked this often; 0 off
+	http         string
+	stopTimeout  time.Duration
+	startTimeout time.Duration
+	killGrace    time.Duration
+	clockOffset  string
+	poll         time.Duration
+	subreaper    bool
+	registryTTL  time.Duration
+	watch        time.Duration // --watch: reload when the job files change, checked this often; 0 off
 
 	statusOutput  bool   // --status-output: /status includes output tails
 	httpTokenFile string // --http-token-file: bearer token for /status and /metrics
@@ -230,6 +231,7 @@ func checkRunFlags(g *globalFlags, rf *runFlags) error {
 		positive bool
 	}{
 		{"--stop-timeout", rf.stopTimeout, false},
+		{"--start-timeout", rf.startTimeout, false},
 		{"--kill-grace", rf.killGrace, false},
 		{"--poll", rf.poll, true},
 		{"--registry-ttl", rf.registryTTL, true},
@@ -313,7 +315,10 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 	}
 	defer otelShutdown()
 
-	sig, err := startScheduler(d.sched, sigs)
+	sig, err := startScheduler(d.sched, sigs, rf.startTimeout, func(err error, wait time.Duration) {
+		log.Warn("the store is not ready; starting again", slog.String("error", scrub(err.Error(), storeOrDefault(g.store))),
+			slog.Duration("retry_in", wait), slog.Duration("start_timeout", rf.startTimeout))
+	})
 	if err != nil {
 		if missingDatabase(err) {
 			return storeErrorFor(err, storeOrDefault(g.store), false)
@@ -396,12 +401,17 @@ type starter interface {
 }
 
 // startScheduler starts s; a signal from sigs during the start cancels its
-// context. A start that failed, cut short or not, is an error. A start that
-// succeeded all the same (Scheduler.Start returns nil once the store took
-// the jobs) returns the signal: the scheduler runs, its first slots may be
-// being claimed and started, and the caller must stop it as on any
-// shutdown, draining them, not exit past them.
-func startScheduler(s starter, sigs <-chan os.Signal) (os.Signal, error) {
+// context. A start that failed with a transient error (the store
+// unreachable, a replicated bucket still being created, a leader being
+// elected: anything not marked anarchon.Permanent) is made again after a
+// pause, 1 s doubling to startRetryMax, for as long as retryFor allows,
+// retrying called before each pause; 0 gives up at the first error. A
+// start that failed, cut short or not, is an error. A start that succeeded
+// all the same (Scheduler.Start returns nil once the store took the jobs)
+// returns the signal: the scheduler runs, its first slots may be being
+// claimed and started, and the caller must stop it as on any shutdown,
+// draining them, not exit past them.
+func startScheduler(s starter, sigs <-chan os.Signal, retryFor time.Duration, retrying func(err error, wait time.Duration)) (os.Signal, error) {
 	startCtx, cancelStart := context.WithCancel(context.Background())
 	got := make(chan os.Signal, 1)
 	done := make(chan struct{})
@@ -414,7 +424,7 @@ func startScheduler(s starter, sigs <-chan os.Signal) (os.Signal, error) {
 		case <-startCtx.Done():
 		}
 	}()
-	err := s.Start(startCtx)
+	err := startRetrying(startCtx, s, retryFor, retrying)
 	cancelStart()
 	<-done // got holds the signal if the goroutine took one
 	var sig os.Signal
@@ -429,6 +439,33 @@ func startScheduler(s starter, sigs <-chan os.Signal) (os.Signal, error) {
 		return nil, fmt.Errorf("start: %w", err)
 	}
 	return sig, nil
+}
+
+// startRetryMax is the longest pause between two starts.
+const startRetryMax = 8 * time.Second
+
+// startRetrying is startScheduler's loop: Start until it succeeds, fails
+// permanently, ctx ends, or the next pause would end past retryFor.
+// Scheduler.Start may be called again after its store calls failed.
+func startRetrying(ctx context.Context, s starter, retryFor time.Duration, retrying func(err error, wait time.Duration)) error {
+	giveUp := time.Now().Add(retryFor)
+	wait := time.Second
+	for {
+		err := s.Start(ctx)
+		if err == nil || anarchon.IsPermanent(err) || errors.Is(err, anarchon.ErrStarted) || ctx.Err() != nil ||
+			time.Now().Add(wait).After(giveUp) {
+			return err
+		}
+		retrying(err, wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		wait = min(2*wait, startRetryMax)
+	}
 }
 
 // metricsRefresh is how often the job timestamps and the registry gauges

@@ -2,9 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
+	"slices"
 	"syscall"
 	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/anarchon/anarchon"
 )
 
 // signalDuringStart is a Start that receives a signal while it works, as
@@ -29,14 +36,84 @@ func (s signalDuringStart) Start(ctx context.Context) error {
 // start with its runs cut off by the exit.
 func TestStartSchedulerSignalAfterStarted(t *testing.T) {
 	sigs := make(chan os.Signal, 2)
-	sig, err := startScheduler(signalDuringStart{sigs: sigs}, sigs)
+	sig, err := startScheduler(signalDuringStart{sigs: sigs}, sigs, 0, nil)
 	if err != nil || sig != syscall.SIGINT {
 		t.Fatalf("startScheduler = %v, %v; want SIGINT and no error: the scheduler started and is to be stopped", sig, err)
 	}
 
 	sigs = make(chan os.Signal, 2)
-	sig, err = startScheduler(signalDuringStart{sigs: sigs, err: context.Canceled}, sigs)
+	sig, err = startScheduler(signalDuringStart{sigs: sigs, err: context.Canceled}, sigs, time.Minute, nil)
 	if err == nil || err.Error() != "interrupted while starting" || sig != nil {
 		t.Fatalf("start cut short: startScheduler = %v, %v; want the error \"interrupted while starting\"", sig, err)
 	}
+}
+
+// failingStart fails its first fails calls with err, then succeeds; it
+// counts the calls.
+type failingStart struct {
+	fails int
+	err   error
+	calls int
+}
+
+func (s *failingStart) Start(context.Context) error {
+	s.calls++
+	if s.calls <= s.fails {
+		return s.err
+	}
+	return nil
+}
+
+// TestStartSchedulerRetries: a store that is not ready yet (here a
+// transient error twice) is started again after 1 s, then 2 s; a
+// permanent error fails at once; retries stop before a pause would pass
+// --start-timeout; a signal during a pause ends the start.
+func TestStartSchedulerRetries(t *testing.T) {
+	transient := errors.New("natsbackend: bind stream ANARCHON_HISTORY: context deadline exceeded")
+	synctest.Test(t, func(t *testing.T) {
+		s := &failingStart{fails: 2, err: transient}
+		var waits []time.Duration
+		began := time.Now()
+		sig, err := startScheduler(s, make(chan os.Signal), time.Minute, func(err error, wait time.Duration) {
+			if err != transient {
+				t.Errorf("retrying got %v", err)
+			}
+			waits = append(waits, wait)
+		})
+		if err != nil || sig != nil || s.calls != 3 {
+			t.Fatalf("startScheduler = %v, %v after %d starts; want a start on the third", sig, err, s.calls)
+		}
+		if !slices.Equal(waits, []time.Duration{time.Second, 2 * time.Second}) || time.Since(began) != 3*time.Second {
+			t.Errorf("pauses %v, %v in all; want 1s then 2s", waits, time.Since(began))
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		perm := anarchon.Permanent(fmt.Errorf("pgbackend: password authentication failed"))
+		s := &failingStart{fails: 5, err: perm}
+		_, err := startScheduler(s, make(chan os.Signal), time.Minute, func(error, time.Duration) { t.Error("a permanent error was retried") })
+		if !errors.Is(err, perm) || s.calls != 1 {
+			t.Errorf("permanent: %v after %d starts; want it at once", err, s.calls)
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		s := &failingStart{fails: 100, err: transient}
+		began := time.Now()
+		_, err := startScheduler(s, make(chan os.Signal), 10*time.Second, func(error, time.Duration) {})
+		// Starts at 0, 1, 3 and 7 s; the next pause (8 s) would end at 15 s.
+		if !errors.Is(err, transient) || s.calls != 4 || time.Since(began) != 7*time.Second {
+			t.Errorf("gave up with %v after %d starts and %v; want the store's error after 4 starts and 7s", err, s.calls, time.Since(began))
+		}
+		s = &failingStart{fails: 100, err: transient}
+		if _, err := startScheduler(s, make(chan os.Signal), 0, func(error, time.Duration) { t.Error("retried with --start-timeout 0") }); !errors.Is(err, transient) || s.calls != 1 {
+			t.Errorf("--start-timeout 0: %v after %d starts", err, s.calls)
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		s := &failingStart{fails: 100, err: transient}
+		sigs := make(chan os.Signal, 1)
+		_, err := startScheduler(s, sigs, time.Minute, func(error, time.Duration) { sigs <- syscall.SIGTERM })
+		if err == nil || err.Error() != "interrupted while starting" || s.calls != 1 {
+			t.Errorf("signal during a pause: %v after %d starts", err, s.calls)
+		}
+	})
 }
