@@ -2,10 +2,12 @@ package faults_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -461,5 +463,44 @@ func TestClusterFailoverDrill(t *testing.T) {
 		reload, end.Sub(start).Round(time.Second), report)
 	if failed {
 		t.Errorf("no recovery (see above)")
+	}
+}
+
+// TestSentinelUnknownMaster: a redis+sentinel URL whose master= no
+// Sentinel monitors fails Init at once with ErrInvalidInput naming the
+// name (go-redis reports it as "all sentinels … are unreachable: redis:
+// nil"), a permanent error the daemon does not retry; with one Sentinel
+// that cannot be reached beside it the error stays transient (that one may
+// know the name); the right name binds.
+func TestSentinelUnknownMaster(t *testing.T) {
+	bin := redisBin(t)
+	primary := startRedisNode(t, bin, "")
+	host, port, _ := strings.Cut(primary.addr, ":")
+	conf := filepath.Join(t.TempDir(), "sentinel.conf")
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf("sentinel monitor %s %s %s 1\n", sentinelMaster, host, port)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sn := startRedisNode(t, bin, conf, "--sentinel")
+	closed := fmt.Sprintf("127.0.0.1:%d", freePortPlus(t, 0))
+	init := func(sentinels, master string) error {
+		b, err := redisbackend.Open("redis+sentinel://"+sentinels+"/?master="+master+"&dial_timeout=500ms", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close(context.Background())
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		return b.Init(ctx)
+	}
+	err := init(sn.addr, "nosuchmaster")
+	if !errors.Is(err, redisbackend.ErrInvalidInput) || !anarchon.IsPermanent(err) || !strings.Contains(err.Error(), `"nosuchmaster"`) {
+		t.Errorf("unknown master: %v; want a permanent ErrInvalidInput naming it", err)
+	}
+	err = init(sn.addr+","+closed, "nosuchmaster")
+	if err == nil || errors.Is(err, redisbackend.ErrInvalidInput) || anarchon.IsPermanent(err) {
+		t.Errorf("unknown master, one Sentinel unreachable: %v; want a transient error", err)
+	}
+	if err := init(sn.addr, sentinelMaster); err != nil {
+		t.Errorf("the right master: %v", err)
 	}
 }

@@ -84,7 +84,8 @@ const DefaultLossHold = 30 * time.Second
 // use. Create it with [New] or [Open].
 type Backend struct {
 	client   redis.UniversalClient
-	owned    bool // Close closes client
+	owned    bool   // Close closes client
+	master   string // the Sentinel master name of a redis+sentinel URL (Open); "" otherwise
 	prefix   string
 	channel  string
 	replicas int
@@ -206,6 +207,7 @@ func New(client redis.UniversalClient, opts *Options) (*Backend, error) {
 // A URL it cannot use gives an error wrapping ErrInvalidInput: an unknown
 // scheme, an empty or malformed host, a host list without cluster=true or
 // Sentinel, a Sentinel URL without master=, a bad wait= or wait_timeout=,
+// a wait_timeout= without wait= or not below the read timeout (read_timeout=),
 // an unknown parameter. Errors never contain the password: the URL is shown
 // redacted.
 func Open(rawURL string, opts *Options) (*Backend, error) {
@@ -227,12 +229,19 @@ func Open(rawURL string, opts *Options) (*Backend, error) {
 		o.Prefix = *p.prefix
 	}
 	client := p.client()
+	if err := p.checkWait(rawURL, client, &o); err != nil {
+		_ = client.Close()
+		return nil, err
+	}
 	b, err := New(client, &o)
 	if err != nil {
 		_ = client.Close()
 		return nil, err
 	}
 	b.owned = true
+	if p.failover != nil {
+		b.master = p.failover.MasterName
+	}
 	return b, nil
 }
 
@@ -264,6 +273,11 @@ func (b *Backend) Init(ctx context.Context) error {
 		return err
 	}
 	if err := b.client.Ping(ctx).Err(); err != nil {
+		if b.master != "" && unknownMaster(err) {
+			// go-redis says "all sentinels … are unreachable" when every
+			// one answered that it monitors no such master.
+			return fmt.Errorf("%w: init: no Sentinel knows a master named %q (master=): it must be the name in their `sentinel monitor` lines", ErrInvalidInput, b.master)
+		}
 		return b.wrap("init: ping", err)
 	}
 	info, err := b.client.Info(ctx, "server").Result()

@@ -45,7 +45,11 @@ func IsPermanent(err error) bool {
 // redis.Nil is never passed on as a result. Error replies a retry cannot
 // fix (IsPermanent) and a closed backend are marked anarchon.Permanent.
 func (b *Backend) wrap(op string, err error) error {
-	if errors.Is(err, redis.Nil) {
+	var joined interface{ Unwrap() []error }
+	if errors.Is(err, redis.Nil) && !errors.As(err, &joined) {
+		// A nil reply to the command itself. Inside joined errors it is
+		// a Sentinel's answer about the master (see unknownMaster), and
+		// the others beside it say more.
 		return fmt.Errorf("%w: %s: empty reply", ErrUnexpectedReply, op)
 	}
 	if b.closed.Load() && errors.Is(err, redis.ErrClosed) {
@@ -69,7 +73,8 @@ func (b *Backend) unexpected(op string, res any) error {
 var (
 	// ErrInvalidInput is returned for arguments the backend refuses before
 	// talking to Redis: an empty job name or token, a slot beyond ±MaxSlot, a
-	// non-positive lease, a negative duration or history size.
+	// non-positive lease, a negative duration or history size; and by Init
+	// for a Sentinel master name (master=) that no Sentinel knows.
 	ErrInvalidInput = anarchon.Permanent(errors.New("redisbackend: invalid input"))
 	// ErrNotReplicated is returned by a winning claim, a lease renewal or a
 	// finish when Options.Replicas is set and fewer replicas acknowledged
@@ -142,4 +147,23 @@ func failoverError(err error) bool {
 		}
 	}
 	return false
+}
+
+// unknownMaster reports whether err is go-redis's failure to find the
+// master because every Sentinel answered that it knows no master of that
+// name (a nil reply each): errors joined under "all sentinels specified in
+// configuration are unreachable". One Sentinel that could not be reached
+// makes it false: that one may know the name.
+func unknownMaster(err error) bool {
+	var joined interface{ Unwrap() []error }
+	if !errors.As(err, &joined) {
+		return false
+	}
+	errs := joined.Unwrap()
+	for _, e := range errs {
+		if !errors.Is(e, redis.Nil) {
+			return false
+		}
+	}
+	return len(errs) > 0
 }

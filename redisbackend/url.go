@@ -169,6 +169,9 @@ func parseURL(raw string) (*parsedURL, error) {
 	if v, ok := take(paramPrefix); ok {
 		p.prefix = &v
 	}
+	if p.timeout != nil && (p.replicas == nil || *p.replicas == 0) {
+		return nil, urlError(raw, "%s= has no effect without %s=N (N ≥ 1: the replicas each claim waits for)", paramWaitTimeout, paramWait)
+	}
 	cluster := false
 	if v, ok := take(paramCluster); ok {
 		b, err := strconv.ParseBool(v)
@@ -242,6 +245,35 @@ func parseURL(raw string) (*parsedURL, error) {
 		p.single = ro
 	}
 	return p, nil
+}
+
+// checkWait refuses, in the URL's own words, a wait_timeout (or its
+// default, DefaultReplicaTimeout) that the client's read timeout would cut
+// off (New refuses it too, naming the Options fields). c is p.client(),
+// whose options carry go-redis's defaults.
+func (p *parsedURL) checkWait(raw string, c redis.UniversalClient, o *Options) error {
+	if o.Replicas == 0 {
+		return nil
+	}
+	wait := o.ReplicaTimeout
+	if wait == 0 {
+		wait = DefaultReplicaTimeout
+	}
+	var read time.Duration
+	switch c := c.(type) {
+	case *redis.Client:
+		read = c.Options().ReadTimeout
+	case *redis.ClusterClient:
+		read = c.Options().ReadTimeout
+	}
+	if read > 0 && wait >= read {
+		dc := redis.NewClient(&redis.Options{})
+		defaultRead := dc.Options().ReadTimeout
+		_ = dc.Close()
+		return urlError(raw, "%s=%v is not below the read timeout %v (read_timeout=, %v when not given): the read would give up on the WAIT first; lower %s or raise read_timeout",
+			paramWaitTimeout, wait, read, defaultRead, paramWaitTimeout)
+	}
+	return nil
 }
 
 // client builds the client the URL describes.

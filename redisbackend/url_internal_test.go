@@ -65,6 +65,8 @@ func TestParseURLBad(t *testing.T) {
 		{"redis://u:" + pw + "@h?wait=-1", "wait=\"-1\""},
 		{"redis://u:" + pw + "@h?wait=two", "wait=\"two\""},
 		{"redis://u:" + pw + "@h?wait_timeout=5", "wait_timeout=\"5\""},
+		{"redis://u:" + pw + "@h?wait_timeout=500ms", "no effect without wait=N"},
+		{"redis://u:" + pw + "@h?wait=0&wait_timeout=500ms", "no effect without wait=N"},
 		{"redis://u:" + pw + "@h?cluster=maybe", "cluster=\"maybe\""},
 		{"redis://u:" + pw + "@h?master=m", "are for redis+sentinel"},
 		{"redis://u:" + pw + "@a?cluster=true&addr=b:1", "not as addr="},
@@ -122,4 +124,27 @@ func FuzzParseURL(f *testing.F) {
 			t.Fatalf("error shows the password %q: %v", pw, err)
 		}
 	})
+}
+
+// TestOpenWaitTimeoutReadTimeout: a WAIT the read would cut off is refused
+// in the URL's words (wait_timeout=, read_timeout=), not Options' names;
+// raising read_timeout= makes the same wait_timeout good. Open connects to
+// nothing, so no server is needed.
+func TestOpenWaitTimeoutReadTimeout(t *testing.T) {
+	for _, u := range []string{
+		"redis://u:Zq7-secret@h?wait=1&wait_timeout=5s",
+		"redis://u:Zq7-secret@h?wait=1&wait_timeout=2s&read_timeout=2s",
+		"redis://u:Zq7-secret@a,b?cluster=true&wait=1&wait_timeout=10s",
+	} {
+		_, err := Open(u, nil)
+		if !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), "read_timeout") || !strings.Contains(err.Error(), "wait_timeout=") ||
+			strings.Contains(err.Error(), "ReplicaTimeout") || strings.Contains(err.Error(), "Zq7-secret") {
+			t.Errorf("%s: %v; want ErrInvalidInput naming wait_timeout= and read_timeout=, without the password", u, err)
+		}
+	}
+	b, err := Open("redis://h?wait=1&wait_timeout=5s&read_timeout=6s", nil)
+	if err != nil {
+		t.Fatalf("wait_timeout below read_timeout: %v", err)
+	}
+	_ = b.Close(t.Context())
 }

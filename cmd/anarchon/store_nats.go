@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -79,7 +80,7 @@ func openNATS(u *url.URL, raw, prefix string, mustExist bool) (anarchon.Backend,
 		// must not read each other's runs of a job with the same name.
 		opts.HistoryStream, opts.HistorySubject = historyNames(prefix)
 	}
-	return natsbackend.Open(raw, opts,
+	b, err := natsbackend.Open(raw, opts,
 		// A daemon keeps reconnecting for as long as it runs: with
 		// nats.go's default (60 tries) a store down for two minutes
 		// would close the connection for good.
@@ -101,4 +102,10 @@ func openNATS(u *url.URL, raw, prefix string, mustExist bool) (anarchon.Backend,
 			l.Printf(context.Background(), "reconnected to %s", nc.ConnectedUrlRedacted())
 		}),
 	)
+	if errors.Is(err, natsbackend.ErrInvalid) {
+		// Options the URL set (prefix= names the bucket and stream) that
+		// natsbackend refuses, before it connects.
+		return nil, &StoreURLError{URL: redact(raw), Code: StoreBadURL, Reason: fmt.Sprintf("prefix=%q: %s", prefix, err), Err: err}
+	}
+	return b, err
 }
