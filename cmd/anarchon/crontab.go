@@ -252,13 +252,16 @@ func splitLine(text string, opts crontabOptions) (cronLine, error) {
 		case 6:
 			secondsOK := validSchedule(strings.Join(bigSteps(fields), " "))
 			yearOK := isYearField(fields[5]) && validSchedule(strings.Join(bigSteps(fields[:5]), " "))
+			// The warnings are for a reading taken by default: an explicit
+			// --six-fields is the operator's answer to them.
+			chosen := opts.SixFields != ""
 			if opts.sixFields() == sixYear {
 				year = fields[5]
 				fields = fields[:5]
-				if secondsOK {
+				if secondsOK && !chosen {
 					ln.warning = "six time fields read as minute … day-of-week year (--six-fields year); with --six-fields seconds the first would be the second"
 				}
-			} else if yearOK {
+			} else if yearOK && !chosen {
 				ln.warning = "six time fields read as second … day-of-week (--six-fields seconds); supercronic reads the last as a year: give --six-fields year if this line came from supercronic"
 			}
 		}

@@ -37,6 +37,25 @@ func TestStoreFile(t *testing.T) {
 	}
 }
 
+// An empty --store or ANARCHON_STORE (an unset variable in a script) is a
+// usage error, not the default SQLite file, which would give each replica
+// a store of its own; nothing is created.
+func TestEmptyStore(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	ct := writeFile(t, dir, "crontab", "# name: hello\n@daily echo hi\n")
+	if code, _, errOut := cli(t, "run-now", "hello", "--crontab", ct, "--store", " "); code != 2 || !strings.Contains(errOut, "--store (or ANARCHON_STORE) is empty") {
+		t.Errorf("--store ' ': exit %d, %s; want a usage error", code, errOut)
+	}
+	t.Setenv("ANARCHON_STORE", "")
+	if code, _, errOut := cli(t, "run-now", "hello", "--crontab", ct); code != 2 || !strings.Contains(errOut, "is empty") {
+		t.Errorf("ANARCHON_STORE='': exit %d, %s; want a usage error", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "anarchon.db")); err == nil {
+		t.Error("an empty --store created the default database")
+	}
+}
+
 // Jobs do not get the store's credential variables unless --pass-secrets;
 // a job's own env may still set one.
 func TestJobEnvironSecrets(t *testing.T) {
