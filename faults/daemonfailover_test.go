@@ -203,18 +203,20 @@ func TestDaemonFailoverSentinel(t *testing.T) {
 		}})
 }
 
-// TestDaemonFailoverCluster: three masters and three replicas,
-// `redis://a,b,…?cluster=true` (no WAIT, as TestClusterFailoverDrill: with
-// one replica per master, WAIT 1 would stop the shard until the killed
-// node is back); the master of the leased job's keys is SIGKILLed and not
-// started again. The leased job must start again within twice the
-// cluster's own promotion time.
+// TestDaemonFailoverCluster: the Cluster's safe topology, three masters
+// with two replicas each, `redis://a,b,…?cluster=true&wait=1`: every claim
+// is on a replica before it is answered, and the shard that loses its
+// master keeps a replica to WAIT for once one is promoted. The master of
+// the leased job's keys is SIGKILLed and not started again. The leased
+// job must start again within twice the cluster's own promotion time,
+// with nothing run twice (TestClusterFailoverDrill measures the topology
+// without WAIT, one replica each).
 func TestDaemonFailoverCluster(t *testing.T) {
 	need(t, "ANARCHON_TEST_REDIS_ADDR", "redis")
-	runDaemonDrill(t, daemonTopology{name: "redis-cluster", lease: 3 * time.Second, maxLate: drillMaxLate, reruns: true,
+	runDaemonDrill(t, daemonTopology{name: "redis-cluster-wait1", lease: 3 * time.Second, maxLate: drillMaxLate,
 		start: func(t *testing.T) (string, func() daemonKill) {
-			cl := startRedisCluster(t)
-			u := "redis://" + strings.Join(cl.addrs, ",") + "?cluster=true&prefix=daemon&" + drillClientTimeouts
+			cl := startRedisCluster(t, 2)
+			u := "redis://" + strings.Join(cl.addrs, ",") + "?cluster=true&wait=1&wait_timeout=500ms&prefix=daemon&" + drillClientTimeouts
 			keySlot := cl.keySlot("{daemon:leased}:run")
 			return u, func() daemonKill {
 				k := daemonKill{at: time.Now(), job: "leased"}

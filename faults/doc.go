@@ -79,9 +79,10 @@
 //
 // The daemon failover drills (TestDaemonFailoverNATS, …Sentinel,
 // …Cluster, …Postgres) start the same four topologies with the same
-// launchers, three `anarchon run` processes (cmd/anarchon, built once)
-// on the store URL form of each (nats://a,b,c?replicas=3,
-// redis+sentinel://…?master=…&wait=1, redis://a,b,c?cluster=true,
+// launchers (the Cluster with two replicas per master and WAIT 1, its
+// safe topology), three `anarchon run` processes (cmd/anarchon, built
+// once) on the store URL form of each (nats://a,b,c?replicas=3,
+// redis+sentinel://…?master=…&wait=1, redis://a,b,c?cluster=true&wait=1,
 // postgres://…@p,s/…?target_session_attrs=read-write), and a YAML job
 // file whose two jobs run every second and append to a ledger from the
 // shell; the leader or primary is SIGKILLed mid-run, and [Check] reads

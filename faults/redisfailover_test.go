@@ -425,7 +425,7 @@ type noReload struct{ *redis.ClusterClient }
 // not the loss of unreplicated claims.
 func TestClusterFailoverDrill(t *testing.T) {
 	reload := os.Getenv("ANARCHON_REDIS_CLUSTER_NO_RELOAD") != "1"
-	cl := startRedisCluster(t)
+	cl := startRedisCluster(t, 1)
 	const prefix = "drill"
 	keySlot := cl.keySlot("{" + prefix + ":leased}:run")
 	var ledger drillLedger

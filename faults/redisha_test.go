@@ -269,32 +269,33 @@ func (s *sentinelSet) rejoin(addr, newPrimary string) string {
 	return current
 }
 
-// redisCluster is three masters and three replicas.
+// redisCluster is three masters and their replicas.
 type redisCluster struct {
 	t     *testing.T
 	addrs []string // masters first, then their replicas in the same order
 	nodes map[string]*redisNode
 }
 
-// startRedisCluster starts six cluster nodes (cluster-node-timeout 1 s),
-// makes the first three masters of a third of the hash slots each and
-// the others their replicas, and returns once every node says the
-// cluster is ok.
-func startRedisCluster(t *testing.T) *redisCluster {
+// startRedisCluster starts three masters and perMaster replicas of each
+// (cluster-node-timeout 1 s), makes the masters hold a third of the hash
+// slots each and the others their replicas, and returns once every node
+// says the cluster is ok. Replica k of master m is addrs[3+3k+m].
+func startRedisCluster(t *testing.T, perMaster int) *redisCluster {
 	bin := redisBin(t)
 	ctx := t.Context()
 	c := &redisCluster{t: t, nodes: map[string]*redisNode{}}
-	for range 6 {
-		n := startRedisNode(t, bin, "", "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000")
-		c.addrs = append(c.addrs, n.addr)
-		c.nodes[n.addr] = n
+	n := 3 * (1 + perMaster)
+	for range n {
+		nd := startRedisNode(t, bin, "", "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000")
+		c.addrs = append(c.addrs, nd.addr)
+		c.nodes[nd.addr] = nd
 	}
 	admin := func(addr string) *redis.Client {
 		cl := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 		t.Cleanup(func() { _ = cl.Close() })
 		return cl
 	}
-	ids := make([]string, 6)
+	ids := make([]string, n)
 	for i, a := range c.addrs {
 		id, err := admin(a).Do(ctx, "CLUSTER", "MYID").Text()
 		if err != nil {
@@ -310,8 +311,8 @@ func startRedisCluster(t *testing.T) *redisCluster {
 	}
 	waitFor(t, 30*time.Second, "the nodes never all met", func() bool {
 		for _, a := range c.addrs {
-			n, err := admin(a).ClusterNodes(ctx).Result()
-			if err != nil || strings.Count(strings.TrimSpace(n), "\n")+1 != 6 {
+			nodes, err := admin(a).ClusterNodes(ctx).Result()
+			if err != nil || strings.Count(strings.TrimSpace(nodes), "\n")+1 != n {
 				return false
 			}
 		}
@@ -322,13 +323,13 @@ func startRedisCluster(t *testing.T) *redisCluster {
 			t.Fatal(err)
 		}
 	}
-	for i := 3; i < 6; i++ {
+	for i := 3; i < n; i++ {
 		waitFor(t, 30*time.Second, "a replica never could follow its master", func() bool {
-			return admin(c.addrs[i]).Do(ctx, "CLUSTER", "REPLICATE", ids[i-3]).Err() == nil
+			return admin(c.addrs[i]).Do(ctx, "CLUSTER", "REPLICATE", ids[i%3]).Err() == nil
 		})
 	}
 	for i := range 3 {
-		waitInfo(t, c.addrs[i], "replication", "connected_slaves", "1")
+		waitInfo(t, c.addrs[i], "replication", "connected_slaves", strconv.Itoa(perMaster))
 	}
 	waitFor(t, 30*time.Second, "the cluster never was ok", func() bool {
 		for _, a := range c.addrs {

@@ -385,7 +385,7 @@ func (b *Backend) settleWin(ctx context.Context, h handles, job, key string, rev
 		// (a history stream electing a leader did that: 20 s of slots
 		// skipped). History shows the run once its result is stored.
 		b.logger().LogAttrs(ctx, slog.LevelWarn, "nats: a won claim's history record failed; the run goes on, and history shows it when its result is stored",
-			slog.String("job", c.Job), slog.Int64("slot", c.Slot), slog.Int("attempt", attempt), slog.String("error", perr.Error()))
+			slog.String("job", c.Job), slog.Time("slot", time.UnixMilli(c.Slot).UTC()), slog.Int("attempt", attempt), slog.String("error", perr.Error()))
 	}
 	until = <-ends
 	return until, ok, err
