@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/natsbackend"
 )
 
 type syncBuffer struct {
@@ -24,21 +25,28 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 }
 func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
+// loggedBackend opens and binds a backend on fresh names, logging to
+// the buffer it returns.
+func loggedBackend(t *testing.T) (string, *natsbackend.Options, *natsbackend.Backend, *syncBuffer) {
+	url := natsURL(t)
+	o := freshOptions(t, url)
+	logs := &syncBuffer{}
+	o.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	b := openN(t, url, o, 1)[0]
+	if err := b.Init(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return url, o, b, logs
+}
+
 // A bucket and stream deleted under a running backend (an operator, a
 // server that lost its JetStream directory) are bound again: the call
 // that meets the loss fails (closed), an ERROR names it, the backend
 // creates them again, and the next claims succeed instead of failing
 // forever.
 func TestBucketLost(t *testing.T) {
-	url := natsURL(t)
-	o := freshOptions(t, url)
-	var logs syncBuffer
-	o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	b := openN(t, url, o, 1)[0]
+	url, o, b, logs := loggedBackend(t)
 	ctx := t.Context()
-	if err := b.Init(ctx); err != nil {
-		t.Fatal(err)
-	}
 	slot := time.Now().Add(-time.Minute).Truncate(time.Second).UnixMilli()
 	claim := func(slot int64, tok string) (bool, error) {
 		return b.Claim(ctx, anarchon.ClaimInput{Job: "j", Slot: slot, Token: tok, InstanceID: "a", HistorySize: 10})
@@ -84,15 +92,8 @@ func TestBucketLost(t *testing.T) {
 // the job key, which skipped every later slot as an overlap until the
 // lease ended.
 func TestClaimWonHistoryRecordFails(t *testing.T) {
-	url := natsURL(t)
-	o := freshOptions(t, url)
-	var logs syncBuffer
-	o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	b := openN(t, url, o, 1)[0]
+	url, o, b, logs := loggedBackend(t)
 	ctx := t.Context()
-	if err := b.Init(ctx); err != nil {
-		t.Fatal(err)
-	}
 	js := jetStream(t, url)
 	s, err := js.Stream(ctx, o.HistoryStream)
 	if err != nil {

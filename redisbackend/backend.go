@@ -148,13 +148,8 @@ func New(client redis.UniversalClient, opts *Options) (*Backend, error) {
 		o.ReplicaTimeout = DefaultReplicaTimeout
 	}
 	if o.Replicas > 0 {
-		var read time.Duration
-		switch c := client.(type) {
-		case *redis.Client:
-			read = c.Options().ReadTimeout
-		case *redis.ClusterClient:
-			read = c.Options().ReadTimeout
-		default:
+		read, ok := readTimeout(client)
+		if !ok {
 			return nil, fmt.Errorf("%w: Replicas needs a *redis.Client or *redis.ClusterClient, not %T", ErrInvalidInput, client)
 		}
 		if read > 0 && o.ReplicaTimeout >= read {
@@ -185,6 +180,18 @@ func New(client redis.UniversalClient, opts *Options) (*Backend, error) {
 	b.epoch.hold = o.LossHold
 	b.runs = &RunStore{b: b}
 	return b, nil
+}
+
+// readTimeout is the read timeout of a client WAIT can run on (false for
+// other kinds): the WAIT must end before it.
+func readTimeout(c redis.UniversalClient) (time.Duration, bool) {
+	switch c := c.(type) {
+	case *redis.Client:
+		return c.Options().ReadTimeout, true
+	case *redis.ClusterClient:
+		return c.Options().ReadTimeout, true
+	}
+	return 0, false
 }
 
 // Open creates a client from a URL and returns a backend that owns it:

@@ -259,14 +259,7 @@ func (p *parsedURL) checkWait(raw string, c redis.UniversalClient, o *Options) e
 	if wait == 0 {
 		wait = DefaultReplicaTimeout
 	}
-	var read time.Duration
-	switch c := c.(type) {
-	case *redis.Client:
-		read = c.Options().ReadTimeout
-	case *redis.ClusterClient:
-		read = c.Options().ReadTimeout
-	}
-	if read > 0 && wait >= read {
+	if read, _ := readTimeout(c); read > 0 && wait >= read {
 		dc := redis.NewClient(&redis.Options{})
 		defaultRead := dc.Options().ReadTimeout
 		_ = dc.Close()
