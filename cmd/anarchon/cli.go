@@ -711,11 +711,10 @@ func versionCmd(stdout io.Writer) *cobra.Command {
 }
 
 // readStoreFile sets the store URL from --store-file, which excludes
-// --store (and ANARCHON_STORE).
-// An empty --store (or ANARCHON_STORE) is refused: it is most often a
-// variable that was not set ("--store $STORE"), and taking it as the
-// default would give each replica a SQLite file of its own, every one
-// running every slot.
+// --store (and ANARCHON_STORE). It refuses an empty --store (or
+// ANARCHON_STORE): that is most often a variable that was not set
+// ("--store $STORE"), and taking it as the default would give each
+// replica a SQLite file of its own, every one running every slot.
 func (g *globalFlags) readStoreFile(c *cobra.Command) error {
 	if f := c.Flags().Lookup("store"); f != nil && f.Changed && strings.TrimSpace(g.store) == "" {
 		return usageError{fmt.Errorf("--store (or %s) is empty: give a store URL, or leave it out for the default %s", flagEnv("store"), defaultStore)}
