@@ -286,7 +286,19 @@ func (b *Backend) CheckJob(l anarchon.JobLimits) error {
 // bucket exists with a shorter TTL than Options.ClaimTTL, and
 // anarchon.ErrClosed after Close. Server errors keep the jetstream error
 // reachable (e.g. jetstream.ErrJetStreamNotEnabled).
+//
+// On a connection that is not connected yet (one opened with
+// nats.RetryOnFailedConnect while no server answers) Init fails at once
+// with a transient error naming the connection's last error, rather than
+// waiting out its timeout; the caller may call it again.
 func (b *Backend) Init(ctx context.Context) error {
+	if nc := b.js.Conn(); nc != nil && !nc.IsConnected() && !nc.IsClosed() {
+		why := "no server answered yet"
+		if err := nc.LastError(); err != nil {
+			why = err.Error()
+		}
+		return fmt.Errorf("natsbackend: init: not connected to a server (%s)", why)
+	}
 	_, err := b.ready(ctx)
 	return err
 }

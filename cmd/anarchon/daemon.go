@@ -292,6 +292,7 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 	signal.Notify(hups, syscall.SIGHUP) // reload the job files
 	defer signal.Stop(hups)
 
+	waitForStore.Store(rf.startTimeout > 0)
 	d, err := openDaemon(g, log, clock, rf.poll, rf.killGrace, rf.registryTTL)
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/anarchon/anarchon"
 )
@@ -96,6 +97,12 @@ var plannedSchemes = map[string]string{
 	"sqlite":          "SQLite",
 	"memory":          "memory",
 }
+
+// waitForStore is set by "run", whose start retries a store that is not
+// ready (--start-timeout): a store whose client connects when it is opened
+// (NATS) then opens without a server and keeps connecting in the
+// background, instead of failing the open.
+var waitForStore atomic.Bool
 
 // openStore opens the backend a --store URL names. Errors are
 // *StoreURLError (the backend's own error wrapped) and never contain a

@@ -80,7 +80,7 @@ func openNATS(u *url.URL, raw, prefix string, mustExist bool) (anarchon.Backend,
 		// must not read each other's runs of a job with the same name.
 		opts.HistoryStream, opts.HistorySubject = historyNames(prefix)
 	}
-	b, err := natsbackend.Open(raw, opts,
+	natsOpts := []nats.Option{
 		// A daemon keeps reconnecting for as long as it runs: with
 		// nats.go's default (60 tries) a store down for two minutes
 		// would close the connection for good.
@@ -101,7 +101,15 @@ func openNATS(u *url.URL, raw, prefix string, mustExist bool) (anarchon.Backend,
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			l.Printf(context.Background(), "reconnected to %s", nc.ConnectedUrlRedacted())
 		}),
-	)
+	}
+	if waitForStore.Load() && !mustExist {
+		// "run" opens the store before its start, which retries a store
+		// that is not ready for --start-timeout: the connection keeps
+		// trying in the background and Init reports it not connected
+		// meanwhile. The other commands fail at once.
+		natsOpts = append(natsOpts, nats.RetryOnFailedConnect(true))
+	}
+	b, err := natsbackend.Open(raw, opts, natsOpts...)
 	if errors.Is(err, natsbackend.ErrInvalid) {
 		// Options the URL set (prefix= names the bucket and stream) that
 		// natsbackend refuses, before it connects.

@@ -183,3 +183,20 @@ func startNATSCluster(t *testing.T, bin string) string {
 	}
 	return "nats://" + strings.Join(urls, ",")
 }
+
+// For "run" (waitForStore), a NATS store that no server answers yet opens
+// and keeps connecting; Init then fails at once with a transient error
+// saying so, which the start retries (TestStartSchedulerRetries).
+func TestOpenNATSWaitsForServer(t *testing.T) {
+	waitForStore.Store(true)
+	t.Cleanup(func() { waitForStore.Store(false) })
+	b, err := openStore("nats://user:s3cr3t@127.0.0.1:1")
+	if err != nil {
+		t.Fatalf("open for run: %v; want a backend that keeps connecting", err)
+	}
+	defer b.Close(context.Background())
+	err = b.Init(context.Background())
+	if err == nil || anarchon.IsPermanent(err) || !strings.Contains(err.Error(), "not connected") || strings.Contains(err.Error(), "s3cr3t") {
+		t.Errorf("Init = %v; want a transient \"not connected\" error without the password", err)
+	}
+}
