@@ -675,6 +675,14 @@ Jobs are checked as a store with leases and no dedupe window would check them;
 				return usageError{errors.New("nothing to validate: give --crontab FILE, --crontab-dir DIR or --config FILE")}
 			}
 			jobs, all, infos := src.load()
+			for _, e := range all {
+				// A bad flag value (--format, --six-fields) is a usage
+				// error, exit 2, as on every other command.
+				var ue usageError
+				if errors.As(e, &ue) {
+					return ue
+				}
+			}
 			all = append(all, checkJobs(jobs)...)
 			for _, j := range jobs {
 				if j.Unnamed {

@@ -72,7 +72,10 @@ func skipReason(e anarchon.Event) string {
 	case anarchon.StatusMissed:
 		return "too late to start: " + e.Lateness.Round(time.Millisecond).String() + " after the slot, past max_late"
 	case anarchon.StatusSkipped:
-		return "earlier runs were still going (overlap: skip, buffer_one or limit)"
+		// The store's view: a run it holds as live may be one whose claim
+		// answer or finish was lost (a store failing over), which no
+		// instance works until its lease ends.
+		return "the store still held an earlier run of the job as live (overlap: skip, buffer_one or limit): running, or left by a claim or finish that failed until its lease ends"
 	case anarchon.StatusReplaced:
 		return "a later slot replaced the run (overlap: replace)"
 	case anarchon.StatusAbandoned:

@@ -56,6 +56,17 @@ func TestEmptyStore(t *testing.T) {
 	}
 }
 
+// validate refuses a bad --six-fields or --format as every command does:
+// a usage error, exit 2.
+func TestValidateBadFlagValue(t *testing.T) {
+	ct := writeFile(t, t.TempDir(), "crontab", "# name: x\n* * * * * echo x\n")
+	for _, args := range [][]string{{"--six-fields", "minutes"}, {"--format", "cron"}} {
+		if code, _, errOut := cli(t, append([]string{"validate", "--crontab", ct}, args...)...); code != 2 || !strings.Contains(errOut, args[0]) {
+			t.Errorf("validate %v: exit %d, %q; want 2 naming the flag", args, code, errOut)
+		}
+	}
+}
+
 // Jobs do not get the store's credential variables unless --pass-secrets;
 // a job's own env may still set one.
 func TestJobEnvironSecrets(t *testing.T) {
