@@ -321,10 +321,12 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 			slog.Duration("retry_in", wait), slog.Duration("start_timeout", rf.startTimeout))
 	})
 	if err != nil {
-		if missingDatabase(err) {
-			return storeErrorFor(err, storeOrDefault(g.store), false)
+		if errors.Is(err, errInterrupted) {
+			return err
 		}
-		return scrubbedError{msg: scrub(err.Error(), storeOrDefault(g.store)), err: err}
+		// The store's failure, coded open_failed as the other commands
+		// report it, the URL redacted and the text scrubbed.
+		return storeErrorFor(err, storeOrDefault(g.store), false)
 	}
 	if sig != nil {
 		// The signal came as the start ended: stop as below, without
@@ -386,16 +388,6 @@ func (d *daemon) exitOnSignal(sigs <-chan os.Signal) {
 	os.Exit(128 + int(s.(syscall.Signal)))
 }
 
-// scrubbedError is err with its text scrubbed of the store URL's
-// credentials; errors.Is and errors.As still see err.
-type scrubbedError struct {
-	msg string
-	err error
-}
-
-func (e scrubbedError) Error() string { return e.msg }
-func (e scrubbedError) Unwrap() error { return e.err }
-
 // starter is the part of *anarchon.Scheduler that startScheduler uses.
 type starter interface {
 	Start(ctx context.Context) error
@@ -435,12 +427,16 @@ func startScheduler(s starter, sigs <-chan os.Signal, retryFor time.Duration, re
 	}
 	switch {
 	case err != nil && sig != nil:
-		return nil, errors.New("interrupted while starting")
+		return nil, errInterrupted
 	case err != nil:
 		return nil, fmt.Errorf("start: %w", err)
 	}
 	return sig, nil
 }
+
+// errInterrupted is startScheduler's error for a start that a signal cut
+// short.
+var errInterrupted = errors.New("interrupted while starting")
 
 // startRetryMax is the longest pause between two starts.
 const startRetryMax = 8 * time.Second
