@@ -124,6 +124,11 @@ func openDaemon(g *globalFlags, log *slog.Logger, clock anarchon.Clock, poll, gr
 	jobs, all, _ := src.load()
 	errs, warns := splitWarnings(all)
 	if len(errs) > 0 {
+		// Every mistake at once, as validate lists them: those of the
+		// lines that parsed (a duplicate name, a bad duration) too.
+		more, _ := splitWarnings(checkJobs(jobs))
+		errs = append(errs, more...)
+		sortByPosition(errs)
 		return nil, joinErrors(errs)
 	}
 	for _, w := range warns {

@@ -67,6 +67,16 @@ func TestValidateBadFlagValue(t *testing.T) {
 	}
 }
 
+// run lists every mistake of its job files at once, as validate does: a
+// line that does not parse and one that parses but is refused.
+func TestRunListsEveryMistake(t *testing.T) {
+	ct := writeFile(t, t.TempDir(), "crontab", "# name: a\n* * echo short\n# name: b\n*/0 * * * * echo zero\n")
+	code, _, errOut := cli(t, "run", "--crontab", ct, "--store", "memory:")
+	if code != 1 || !strings.Contains(errOut, "crontab:2:") || !strings.Contains(errOut, "crontab:4:") {
+		t.Errorf("run: exit %d, %q; want both line 2 and line 4", code, errOut)
+	}
+}
+
 // Jobs do not get the store's credential variables unless --pass-secrets;
 // a job's own env may still set one.
 func TestJobEnvironSecrets(t *testing.T) {
