@@ -15,12 +15,19 @@ var clientLog atomic.Pointer[slog.Logger]
 // clientLogger adapts a client library's Printf-style logging to slog.
 type clientLogger struct{ client string }
 
-// Printf logs one line of the client at WARN: clients log only trouble
-// (a reconnection, a dropped connection).
+// Printf logs one line of the client at WARN: clients log mostly trouble
+// (a reconnection, a dropped connection). go-redis's Sentinel client also
+// logs the master it found, on every start and failover: that is news, not
+// trouble, and goes at INFO.
 func (c clientLogger) Printf(_ context.Context, format string, args ...any) {
 	log := clientLog.Load()
 	if log == nil {
 		log = slog.Default()
 	}
-	log.Warn(strings.TrimSpace(fmt.Sprintf(format, args...)), slog.String("client", c.client))
+	msg := strings.TrimSpace(fmt.Sprintf(format, args...))
+	level := slog.LevelWarn
+	if strings.HasPrefix(msg, "sentinel: new master") || strings.HasPrefix(msg, "sentinel: selected addr") {
+		level = slog.LevelInfo
+	}
+	log.Log(context.Background(), level, msg, slog.String("client", c.client))
 }
