@@ -298,6 +298,7 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 	defer signal.Stop(hups)
 
 	waitForStore.Store(rf.startTimeout > 0)
+	defer waitForStore.Store(false)
 	d, err := openDaemon(g, log, clock, rf.poll, rf.killGrace, rf.registryTTL)
 	if err != nil {
 		return err

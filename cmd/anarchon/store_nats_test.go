@@ -17,6 +17,7 @@ import (
 )
 
 func TestOpenNATSReplicasParam(t *testing.T) {
+	waitForStore.Store(false) // as every command but "run" opens the store
 	for _, q := range []string{"replicas=0", "replicas=6", "replicas=three", "replicas=", "timeout=100ms", "timeout=2m", "timeout=3", "timeout=", "prefix=a.b", "prefix=a b"} {
 		_, err := openStore("nats://user:s3cr3t@127.0.0.1:1,127.0.0.1:2?" + q)
 		var se *StoreURLError
