@@ -165,7 +165,11 @@
 // record, and the start, for up to Options.Timeout, or until its
 // stream's election if that comes sooner: the record is sent again then
 // (with the KV leader frozen too, the start came 6 ms–2.1 s after the
-// claim). So a
+// claim). [Backend.History] is not sent again: it reads through a pull
+// consumer of one replica, which the stream may place on a frozen server,
+// and then waits for its deadline (Options.Timeout when the caller set
+// none; once, in TestRecordClaimAcrossElection, the test's 2 minutes).
+// The scheduler's claims, heartbeats and finishes read no history. So a
 // leader's loss costs up to 9 s plus about 0.5 s: the drill fails above
 // 10 s, with about 0.5 s left for a loaded machine in the worst draw of
 // the election timer, which no run came near. Before the re-sends, runs

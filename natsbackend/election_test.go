@@ -81,6 +81,14 @@ func TestRecordClaimAcrossElection(t *testing.T) {
 	if err := b.RecordClaim(ctx, anarchon.ClaimInput{Job: "election", Slot: slot, Token: "across", InstanceID: "a"}); err != nil {
 		t.Fatalf("record across the election of a new leader: %v", err)
 	}
+	// The check reads with the old leader running again, as in
+	// TestFinishBatchAcrossElection: History reads through a consumer of
+	// one replica, which the stream may place on the frozen server, and a
+	// fetch from it waits for the call's deadline (once, in CI: "read
+	// history: context deadline exceeded" after the test's 2 minutes).
+	if err := procs[leader].Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
 	recs, err := b.History(ctx, "election", 0)
 	if err != nil {
 		t.Fatal(err)
