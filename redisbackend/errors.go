@@ -45,8 +45,7 @@ func IsPermanent(err error) bool {
 // redis.Nil is never passed on as a result. Error replies a retry cannot
 // fix (IsPermanent) and a closed backend are marked anarchon.Permanent.
 func (b *Backend) wrap(op string, err error) error {
-	var joined interface{ Unwrap() []error }
-	if errors.Is(err, redis.Nil) && !errors.As(err, &joined) {
+	if _, joined := sentinelErrs(err); errors.Is(err, redis.Nil) && !joined {
 		// A nil reply to the command itself. Inside joined errors it is
 		// a Sentinel's answer about the master (see unknownMaster), and
 		// the others beside it say more.
@@ -155,15 +154,24 @@ func failoverError(err error) bool {
 // configuration are unreachable". One Sentinel that could not be reached
 // makes it false: that one may know the name.
 func unknownMaster(err error) bool {
-	var joined interface{ Unwrap() []error }
-	if !errors.As(err, &joined) {
+	errs, ok := sentinelErrs(err)
+	if !ok {
 		return false
 	}
-	errs := joined.Unwrap()
 	for _, e := range errs {
 		if !errors.Is(e, redis.Nil) {
 			return false
 		}
 	}
 	return len(errs) > 0
+}
+
+// sentinelErrs returns the errors go-redis joined, one per Sentinel, when
+// it found no master; ok is false for any other error.
+func sentinelErrs(err error) (errs []error, ok bool) {
+	var joined interface{ Unwrap() []error }
+	if !errors.As(err, &joined) {
+		return nil, false
+	}
+	return joined.Unwrap(), true
 }

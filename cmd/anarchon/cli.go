@@ -296,7 +296,7 @@ shared store (SQLite by default, PostgreSQL, Redis, NATS), and exactly one wins.
 		if err := applyEnv(c); err != nil {
 			return err
 		}
-		if err := g.readStoreFile(c); err != nil {
+		if err := g.resolveStore(c); err != nil {
 			return err
 		}
 		g.output = outputOptions{split: g.splitLogs, passthrough: g.passthrough, stdout: stdout, stderr: stderr}
@@ -718,12 +718,12 @@ func versionCmd(stdout io.Writer) *cobra.Command {
 	}
 }
 
-// readStoreFile sets the store URL from --store-file, which excludes
+// resolveStore sets the store URL from --store-file, which excludes
 // --store (and ANARCHON_STORE). It refuses an empty --store (or
 // ANARCHON_STORE): that is most often a variable that was not set
 // ("--store $STORE"), and taking it as the default would give each
 // replica a SQLite file of its own, every one running every slot.
-func (g *globalFlags) readStoreFile(c *cobra.Command) error {
+func (g *globalFlags) resolveStore(c *cobra.Command) error {
 	if f := c.Flags().Lookup("store"); f != nil && f.Changed && strings.TrimSpace(g.store) == "" {
 		return usageError{fmt.Errorf("--store (or %s) is empty: give a store URL, or leave it out for the default %s", flagEnv("store"), defaultStore)}
 	}
