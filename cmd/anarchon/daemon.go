@@ -403,8 +403,8 @@ type starter interface {
 // context. A start that failed with a transient error (the store
 // unreachable, a replicated bucket still being created, a leader being
 // elected: anything not marked anarchon.Permanent) is made again after a
-// pause, 1 s doubling to startRetryMax, for as long as retryFor allows,
-// retrying called before each pause; 0 gives up at the first error. A
+// pause, 1 s doubling to startRetryMax, until retryFor has passed (the
+// last start made at retryFor), retrying called before each pause; 0 gives up at the first error. A
 // start that failed, cut short or not, is an error. A start that succeeded
 // all the same (Scheduler.Start returns nil once the store took the jobs)
 // returns the signal: the scheduler runs, its first slots may be being
@@ -448,19 +448,21 @@ var errInterrupted = errors.New("interrupted while starting")
 const startRetryMax = 8 * time.Second
 
 // startRetrying is startScheduler's loop: Start until it succeeds, fails
-// permanently, ctx ends, or the next pause would end past retryFor.
-// Scheduler.Start may be called again after its store calls failed.
+// permanently, ctx ends, or retryFor has passed; the last pause is cut
+// short so that the last start is made at retryFor. Scheduler.Start may
+// be called again after its store calls failed.
 func startRetrying(ctx context.Context, s starter, retryFor time.Duration, retrying func(err error, wait time.Duration)) error {
 	giveUp := time.Now().Add(retryFor)
 	wait := time.Second
 	for {
 		err := s.Start(ctx)
-		if err == nil || anarchon.IsPermanent(err) || errors.Is(err, anarchon.ErrStarted) || ctx.Err() != nil ||
-			time.Now().Add(wait).After(giveUp) {
+		left := time.Until(giveUp)
+		if err == nil || anarchon.IsPermanent(err) || errors.Is(err, anarchon.ErrStarted) || ctx.Err() != nil || left <= 0 {
 			return err
 		}
-		retrying(err, wait)
-		t := time.NewTimer(wait)
+		pause := min(wait, left)
+		retrying(err, pause)
+		t := time.NewTimer(pause)
 		select {
 		case <-ctx.Done():
 			t.Stop()
