@@ -284,7 +284,10 @@ func (b *Backend) ClaimTrigger(ctx context.Context, in anarchon.ClaimTriggerInpu
 		return false, err
 	}
 	defer cancel()
-	for range casRetries {
+	for turn := range casRetries {
+		if err := casPause(ctx, turn, "claim trigger"); err != nil {
+			return false, err
+		}
 		v, rev, err := b.readTrigger(ctx, h, job, in.Key)
 		if errors.Is(err, anarchon.ErrNotFound) {
 			return false, nil
@@ -325,7 +328,10 @@ func (b *Backend) FinishTrigger(ctx context.Context, in anarchon.FinishTriggerIn
 	}
 	ctx, cancel := b.bound(ctx)
 	defer cancel()
-	for range casRetries {
+	for turn := range casRetries {
+		if err := casPause(ctx, turn, "finish trigger"); err != nil {
+			return err
+		}
 		v, rev, err := b.readTrigger(ctx, h, job, in.Key)
 		if errors.Is(err, anarchon.ErrNotFound) {
 			return nil

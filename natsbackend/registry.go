@@ -110,7 +110,10 @@ func (b *Backend) DeregisterInstance(ctx context.Context, id string) error {
 	ctx, cancel := b.bound(ctx)
 	defer cancel()
 	key := instanceKey(id)
-	for range casRetries {
+	for turn := range casRetries {
+		if err := casPause(ctx, turn, "deregister instance"); err != nil {
+			return err
+		}
 		e, err := h.kv.Get(ctx, key)
 		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
 			return nil
@@ -135,9 +138,6 @@ func (b *Backend) DeregisterInstance(ctx context.Context, id string) error {
 		}
 		if !errors.Is(err, jetstream.ErrKeyExists) {
 			return b.wrap(fmt.Sprintf("deregister instance %q", id), err)
-		}
-		if err := ctxErr(ctx, "deregister instance"); err != nil {
-			return err
 		}
 	}
 	return fmt.Errorf("%w: deregister instance %q", ErrContention, id)

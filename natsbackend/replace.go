@@ -74,8 +74,8 @@ func (r *RunStore) Replace(ctx context.Context, in anarchon.ReplaceInput) ([]ana
 // replaceRun settles the run of key as replaced if it is running or
 // released, and returns it as it was (Slot not set).
 func (b *Backend) replaceRun(ctx context.Context, h handles, key string) (anarchon.ActiveRun, bool, error) {
-	for range casRetries {
-		if err := ctxErr(ctx, "replace run"); err != nil {
+	for turn := range casRetries {
+		if err := casPause(ctx, turn, "replace run"); err != nil {
 			return anarchon.ActiveRun{}, false, err
 		}
 		e, v, err := b.readRun(ctx, h, key)

@@ -39,8 +39,41 @@ type jobValue struct {
 // of writes to one key.
 const casRetries = 64
 
+// casPauseBase and casPauseMax shape the pause before a compare-and-set
+// retry (see casPause): up to 0.5, 1, 2, … ms, at most 50 ms.
+const (
+	casPauseBase = 250 * time.Microsecond
+	casPauseMax  = 50 * time.Millisecond
+)
+
+// casPause is called at the top of turn turn (from 0) of a
+// compare-and-set loop. Turn 0 goes at once; a later turn, which follows
+// a lost compare-and-set, first waits a random time up to
+// casPauseBase<<turn, capped at casPauseMax ("full jitter"). Writers that
+// retried at once met again on every turn: 48 clients listing their slots
+// of one job in its key lost 64 times in a row and failed with
+// ErrContention (TestJobKeyContention); spread out, each turn lets more
+// of them through. It returns ctx's error, as ctxErr words it for op, if
+// ctx ends first.
+func casPause(ctx context.Context, turn int, op string) error {
+	if turn > 0 {
+		limit := casPauseMax
+		if turn < 16 {
+			limit = min(casPauseBase<<turn, casPauseMax)
+		}
+		t := time.NewTimer(rand.N(limit) + 1)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C:
+		}
+	}
+	return ctxErr(ctx, op)
+}
+
 // ErrContention is returned when a compare-and-set loop lost casRetries
-// times in a row to other writers of the same key.
+// (64) times in a row to other writers of the same key, each retry after
+// a random pause that grows with the losses (casPause).
 var ErrContention = errors.New("natsbackend: too many concurrent writers of one key")
 
 func (v runValue) until(e jetstream.KeyValueEntry) time.Time {
@@ -169,8 +202,8 @@ func (b *Backend) claimRun(ctx context.Context, c anarchon.RunClaim) (anarchon.C
 	}
 	maxAttempts := max(c.MaxAttempts, 1)
 	key := runKey(job, c.Slot)
-	for range casRetries {
-		if err := ctxErr(ctx, "claim run"); err != nil {
+	for turn := range casRetries {
+		if err := casPause(ctx, turn, "claim run"); err != nil {
 			return anarchon.ClaimOutcome{}, err
 		}
 		e, v, err := b.readRun(ctx, h, key)
@@ -430,8 +463,8 @@ const pruneProbes = 2
 // and the listing one step, so two slots committed at once are counted by
 // one of them. With limit 0 it probes at most pruneProbes listed slots.
 func (b *Backend) commitJob(ctx context.Context, h handles, job string, slot int64, limit int) (bool, error) {
-	for range casRetries {
-		if err := ctxErr(ctx, "update job"); err != nil {
+	for turn := range casRetries {
+		if err := casPause(ctx, turn, "update job"); err != nil {
 			return false, err
 		}
 		jv, rev, err := b.readJob(ctx, h, job)
@@ -488,14 +521,14 @@ func (b *Backend) commitJob(ctx context.Context, h handles, job string, slot int
 		}
 		return true, nil
 	}
-	return false, fmt.Errorf("natsbackend: job key of %q: %w", job, ErrContention)
+	return false, fmt.Errorf("natsbackend: job key %s: %w", jobKey(job), ErrContention)
 }
 
 // change reads the run and, if decide accepts its state, writes the new
 // value with the read revision, retrying on a revision mismatch.
 func (b *Backend) change(ctx context.Context, h handles, key string, decide func(runValue) (runValue, bool)) (bool, error) {
-	for range casRetries {
-		if err := ctxErr(ctx, "update run"); err != nil {
+	for turn := range casRetries {
+		if err := casPause(ctx, turn, "update run"); err != nil {
 			return false, err
 		}
 		e, v, err := b.readRun(ctx, h, key)
