@@ -318,3 +318,52 @@ func testOverlapReplace(t *testing.T, newStore func() anarchon.Backend) {
 		}
 	})
 }
+
+// TestOverlapReplaceBeforeFirstBeat: with a watch, a run replaced before
+// its first heartbeat (a 60 s lease: the first renewal is due 20 s after
+// the claim) learns it from the store's event at once, not at that first
+// renewal. The heartbeat of a run starts only when something is due (see
+// runner.beats), and the event is such a thing.
+func TestOverlapReplaceBeforeFirstBeat(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := membackend.New(nil)
+		t0 := time.Now().Truncate(10 * time.Second).Add(10 * time.Second).UTC()
+		ended := make(chan time.Time, 1)
+		var mu sync.Mutex
+		var causes []error
+		h := func(ctx context.Context, run *anarchon.Run) error {
+			if !run.Slot.Equal(t0) {
+				return nil
+			}
+			select {
+			case <-time.After(40 * time.Second):
+			case <-ctx.Done():
+			}
+			mu.Lock()
+			causes = append(causes, context.Cause(ctx))
+			mu.Unlock()
+			ended <- time.Now()
+			return ctx.Err()
+		}
+		s := newSched(t, store, "i0", nil)
+		if err := s.Every("rep", 10*time.Second, h, &anarchon.JobOptions{Overlap: anarchon.OverlapReplace, Lease: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+		mustStart(t, s)
+		time.Sleep(time.Until(t0.Add(15 * time.Second)))
+		stopAll(t, s)
+		select {
+		case at := <-ended:
+			if d := at.Sub(t0); d < 10*time.Second || d > 10*time.Second+100*time.Millisecond {
+				t.Errorf("slot 0 ended at %v after it came due, want within 100 ms after 10s (when slot 10 replaced it)", d)
+			}
+		default:
+			t.Fatal("slot 0's handler had not ended 5 s after slot 10 replaced it")
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(causes) != 1 || !errors.Is(causes[0], anarchon.ErrReplaced) {
+			t.Errorf("slot 0 ended with causes %v, want ErrReplaced", causes)
+		}
+	})
+}

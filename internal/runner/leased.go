@@ -24,7 +24,8 @@ type Leased[J any] struct {
 	sent     time.Time     // when the last claim was sent (monotonic)
 	standing bool          // the attempt has stood by: another instance held the slot
 	lateWins int           // wins of Token in a row answered past the safe end
-	wake     chan struct{} // the store's events on this slot; nil when not listening
+	wake     chan struct{} // the store's events on this slot (listener's channel); nil when not listening
+	listener *waiter
 }
 
 // Lease returns a leased attempt at job's slot. maxLate bounds how late the
@@ -39,18 +40,19 @@ func (r *Runner[J]) Lease(job J, name string, slot time.Time, lease, maxLate tim
 // watches the store.
 func (a *Leased[J]) listen() {
 	r := a.r
-	if a.wake == nil && r.cfg.Watch {
-		a.wake = make(chan struct{}, 1)
-		r.waiters.add(slotKey{a.Name, a.Slot}, a.wake)
+	if a.listener == nil && r.cfg.Watch {
+		a.listener = newWaiter()
+		a.wake = a.listener.ch
+		r.waiters.add(slotKey{a.Name, a.Slot}, a.listener)
 	}
 }
 
 // unlisten ends what listen started; it may be called more than once.
 func (a *Leased[J]) unlisten() {
 	r := a.r
-	if a.wake != nil {
-		r.waiters.remove(slotKey{a.Name, a.Slot}, a.wake)
-		a.wake = nil
+	if a.listener != nil {
+		r.waiters.remove(slotKey{a.Name, a.Slot}, a.listener)
+		a.listener, a.wake = nil, nil
 	}
 }
 

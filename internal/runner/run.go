@@ -16,16 +16,10 @@ import (
 func (a *Leased[J]) runWon(ctx context.Context) bool {
 	r := a.r
 	hctx := a.begin()
-	stop := make(chan struct{})
-	hbDone := make(chan struct{})
-	go func() {
-		defer close(hbDone)
-		a.heartbeat(hctx, stop)
-	}()
+	beats := a.startBeats(hctx)
 	a.result = r.host.Execute(hctx, &a.Attempt)
 	res := &a.result
-	close(stop)
-	<-hbDone
+	r.stopBeats(beats)
 	cause := context.Cause(hctx)
 	if !a.end() {
 		// Stop released the lease and recorded the hand-over; a backup owns
@@ -161,7 +155,7 @@ func (a *Attempt[J]) interrupted() {
 // whatever a heartbeat call in flight is doing: a call that hangs on a dead
 // connection must not keep a holder running past the moment a backup may
 // take over (fencing).
-func (a *Leased[J]) heartbeat(ctx context.Context, stop <-chan struct{}) {
+func (a *Leased[J]) heartbeat(ctx context.Context, stop <-chan struct{}, wake <-chan struct{}) {
 	r := a.r
 	hb := beat[J]{r: r, a: a, ctx: ctx, answers: make(chan beatAnswer, 1), lastOK: a.sent}
 	every := a.Lease / 3
@@ -172,16 +166,8 @@ func (a *Leased[J]) heartbeat(ctx context.Context, stop <-chan struct{}) {
 	defer next.Stop()
 	safeEnd := time.NewTimer(time.Until(hb.safeEnd()))
 	defer safeEnd.Stop()
-	// With a watch, a store event on the run's own slot (a later slot
-	// replaced it, SPEC §6) renews at once, so the holder learns of it
-	// without waiting for the next beat.
-	var wake chan struct{}
-	if r.cfg.Watch {
-		wake = make(chan struct{}, 1)
-		k := slotKey{a.Name, a.Slot}
-		r.waiters.add(k, wake)
-		defer r.waiters.remove(k, wake)
-	}
+	// With a watch, a store event on the run's own slot (wake; see
+	// startBeats) renews at once.
 	for {
 		select {
 		case <-stop:

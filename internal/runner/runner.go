@@ -126,6 +126,7 @@ type Runner[J any] struct {
 	runCtx   context.Context // parent of handler contexts
 	base     context.Context // base of store calls that Stop must not cut: runCtx's values, no cancellation
 	deadline sharedDeadline  // of the store calls (storeCtx)
+	starter  starter         // of the heartbeats (startBeats)
 
 	waiters waiters
 	// watchUp: the scheduler's watch of the store is up, so the store's

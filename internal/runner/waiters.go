@@ -1,67 +1,78 @@
 package runner
 
-import "sync"
+import (
+	"slices"
+	"sync"
+)
 
 type slotKey struct {
 	job  string
 	slot int64
 }
 
+// waiter is woken by the store's events on its slot: ch gets a wake-up
+// (one kept pending at most), and kick, if set, is called after, under
+// the waiters' lock, so it must not block.
+type waiter struct {
+	ch   chan struct{}
+	kick func()
+}
+
+func newWaiter() *waiter { return &waiter{ch: make(chan struct{}, 1)} }
+
+func (w *waiter) wake() {
+	select {
+	case w.ch <- struct{}{}:
+	default: // a wake-up is already pending
+	}
+	if w.kick != nil {
+		w.kick()
+	}
+}
+
 // waiters routes the store's run events to the attempts standing by on
-// that slot.
+// that slot, and to the heartbeats of the runs holding it. A slot has one
+// or two of them most of the time, so each has a short slice, not a set.
 type waiters struct {
 	mu sync.Mutex
-	m  map[slotKey]map[chan struct{}]struct{}
+	m  map[slotKey][]*waiter
 }
 
-func (w *waiters) add(k slotKey, ch chan struct{}) {
-	w.mu.Lock()
-	if w.m == nil {
-		w.m = make(map[slotKey]map[chan struct{}]struct{})
+func (ws *waiters) add(k slotKey, w *waiter) {
+	ws.mu.Lock()
+	if ws.m == nil {
+		ws.m = make(map[slotKey][]*waiter)
 	}
-	set := w.m[k]
-	if set == nil {
-		set = make(map[chan struct{}]struct{})
-		w.m[k] = set
-	}
-	set[ch] = struct{}{}
-	w.mu.Unlock()
+	ws.m[k] = append(ws.m[k], w)
+	ws.mu.Unlock()
 }
 
-func (w *waiters) remove(k slotKey, ch chan struct{}) {
-	w.mu.Lock()
-	if set := w.m[k]; set != nil {
-		delete(set, ch)
-		if len(set) == 0 {
-			delete(w.m, k)
+func (ws *waiters) remove(k slotKey, w *waiter) {
+	ws.mu.Lock()
+	if set := slices.DeleteFunc(ws.m[k], func(x *waiter) bool { return x == w }); len(set) == 0 {
+		delete(ws.m, k)
+	} else {
+		ws.m[k] = set
+	}
+	ws.mu.Unlock()
+}
+
+// notify wakes every waiter on k.
+func (ws *waiters) notify(k slotKey) {
+	ws.mu.Lock()
+	for _, w := range ws.m[k] {
+		w.wake()
+	}
+	ws.mu.Unlock()
+}
+
+// notifyAll wakes every waiter, on every slot.
+func (ws *waiters) notifyAll() {
+	ws.mu.Lock()
+	for _, set := range ws.m {
+		for _, w := range set {
+			w.wake()
 		}
 	}
-	w.mu.Unlock()
-}
-
-// notify wakes every attempt waiting on k; a wake-up already pending is
-// enough.
-func (w *waiters) notify(k slotKey) {
-	w.mu.Lock()
-	for ch := range w.m[k] {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
-	w.mu.Unlock()
-}
-
-// notifyAll wakes every waiting attempt, on every slot.
-func (w *waiters) notifyAll() {
-	w.mu.Lock()
-	for _, set := range w.m {
-		for ch := range set {
-			select {
-			case ch <- struct{}{}:
-			default:
-			}
-		}
-	}
-	w.mu.Unlock()
+	ws.mu.Unlock()
 }

@@ -1,0 +1,171 @@
+package runner
+
+import (
+	"container/heap"
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// beats runs a run's heartbeat in a goroutine of its own, started when
+// there is something to do: at the first renewal, lease/3 after the claim
+// was sent, or at a store event on the slot, whichever comes first. Until
+// then nothing is due (the safe end comes after the first renewal), so a
+// handler that returns sooner, as most of a burst's do, costs a place in
+// the runner's starter queue and no goroutine; a goroutine per run was
+// about a fifth of the leased run path's CPU (BenchmarkBurst).
+type beats struct {
+	run     func()        // the heartbeat; closes done when it returns
+	due     time.Time     // the first renewal
+	idx     int           // in the starter's queue; -1 when not in it
+	started atomic.Bool   // the heartbeat started, or never will (stop came first)
+	halt    chan struct{} // closed by stop
+	done    chan struct{} // closed when a started heartbeat returns
+	w       *waiter       // the store's events on the slot; nil without a watch
+	k       slotKey
+}
+
+// startBeats arms a's heartbeat for a run whose handler runs under ctx.
+func (a *Leased[J]) startBeats(ctx context.Context) *beats {
+	r := a.r
+	b := &beats{
+		halt: make(chan struct{}), done: make(chan struct{}), k: slotKey{a.Name, a.Slot},
+		// The first renewal counts from the claim's send time, not from
+		// now (see heartbeat).
+		due: a.sent.Add(a.Lease / 3),
+	}
+	var wake chan struct{}
+	if r.cfg.Watch {
+		b.w = newWaiter()
+		wake = b.w.ch
+	}
+	b.run = func() {
+		defer close(b.done)
+		a.heartbeat(ctx, b.halt, wake)
+	}
+	r.starter.add(b)
+	if b.w != nil {
+		// A store event on the run's own slot (a later slot replaced it,
+		// SPEC §6) starts the heartbeat at once; it renews on the
+		// pending wake-up, and so learns of it without waiting for the
+		// next beat.
+		b.w.kick = func() {
+			if b.started.CompareAndSwap(false, true) {
+				go b.run()
+			}
+		}
+		r.waiters.add(b.k, b.w)
+	}
+	return b
+}
+
+// stopBeats ends b's heartbeat, waiting for it if it started.
+func (r *Runner[J]) stopBeats(b *beats) {
+	if b.w != nil {
+		r.waiters.remove(b.k, b.w)
+	}
+	close(b.halt)
+	r.starter.remove(b)
+	if !b.started.CompareAndSwap(false, true) {
+		<-b.done // it started: wait until it returns
+	}
+}
+
+// starter starts the heartbeats of the runner's runs at their first
+// renewal, from one goroutine that runs only while some wait. (Not a
+// time.AfterFunc per run: under the race detector, goroutines of
+// AfterFunc timers in a testing/synctest bubble crash the runtime of Go
+// 1.26, and the scheduler's tests run in bubbles.)
+type starter struct {
+	mu      sync.Mutex
+	q       beatQueue // by due; guarded by mu
+	running bool      // the goroutine runs; guarded by mu
+	wake    chan struct{}
+}
+
+func (s *starter) add(b *beats) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	heap.Push(&s.q, b)
+	switch {
+	case !s.running:
+		if s.wake == nil {
+			s.wake = make(chan struct{}, 1)
+		}
+		s.running = true
+		go s.loop()
+	case b.idx == 0:
+		s.signal() // a new first
+	}
+}
+
+func (s *starter) remove(b *beats) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b.idx < 0 {
+		return
+	}
+	first := b.idx == 0
+	heap.Remove(&s.q, b.idx)
+	if first {
+		s.signal() // wait for the new first, or end
+	}
+}
+
+// signal wakes the loop; s.mu is held.
+func (s *starter) signal() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *starter) loop() {
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		s.mu.Lock()
+		now := time.Now()
+		for len(s.q) > 0 && !s.q[0].due.After(now) {
+			if b := heap.Pop(&s.q).(*beats); b.started.CompareAndSwap(false, true) {
+				go b.run()
+			}
+		}
+		if len(s.q) == 0 {
+			s.running = false
+			s.mu.Unlock()
+			return
+		}
+		wait := s.q[0].due.Sub(now)
+		s.mu.Unlock()
+		t.Reset(wait)
+		select {
+		case <-t.C:
+		case <-s.wake:
+		}
+	}
+}
+
+// beatQueue is a min-heap of beats by due (container/heap).
+type beatQueue []*beats
+
+func (q beatQueue) Len() int           { return len(q) }
+func (q beatQueue) Less(i, j int) bool { return q[i].due.Before(q[j].due) }
+func (q beatQueue) Swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].idx, q[j].idx = i, j
+}
+func (q *beatQueue) Push(x any) {
+	b := x.(*beats)
+	b.idx = len(*q)
+	*q = append(*q, b)
+}
+func (q *beatQueue) Pop() any {
+	old := *q
+	b := old[len(old)-1]
+	old[len(old)-1] = nil
+	b.idx = -1
+	*q = old[:len(old)-1]
+	return b
+}
