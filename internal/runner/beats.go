@@ -42,6 +42,16 @@ func (a *Leased[J]) startBeats(ctx context.Context) *beats {
 	}
 	b.run = func() {
 		defer close(b.done)
+		// A handler cancelled (Stop's hand-over, Cancel) or ended before
+		// its first renewal renews nothing, as a heartbeat that was
+		// waiting then would have returned at once.
+		select {
+		case <-ctx.Done():
+			return
+		case <-b.halt:
+			return
+		default:
+		}
 		a.heartbeat(ctx, b.halt, wake)
 	}
 	r.starter.add(b)
