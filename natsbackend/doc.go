@@ -96,9 +96,10 @@
 //     one that loses retries after a random pause that grows with its
 //     losses, up to 50 ms, at most 64 times, then fails with
 //     [ErrContention]. 48 clients each winning 4 slots of one job at once
-//     all won (TestJobKeyContention, under -race on 2 cores); with 128
-//     clients 41% of the claims failed so. A job's slots normally come
-//     one per tick; many at once come from catch-up and backfill.
+//     all won (TestJobKeyContention, under -race on 2 cores); in one run
+//     of that test set to 128 clients, 41% of the claims failed so. A
+//     job's slots normally come one per tick; many at once come from
+//     catch-up and backfill.
 //
 // Fencing (SPEC §6, "Fencing"): the fence of a won lease claim
 // ([anarchon.ClaimOutcome].Fence, Run.Fence) is the revision of the KV

@@ -26,12 +26,12 @@ type job struct{}
 // renewal's slot, time and context error and answers renewOK (true when
 // nil); Execute calls exec.
 type fakeHost struct {
-	mu       sync.Mutex
-	renews   map[int64][]time.Time
-	renewCtx []error
-	exec     func(ctx context.Context, a *Attempt[job]) Result
-	renewOK  func(a *Leased[job]) bool
-	logs     atomic.Int64
+	mu         sync.Mutex
+	renews     map[int64][]time.Time
+	renewCtx   []error
+	exec       func(ctx context.Context, a *Attempt[job]) Result
+	renewOK    func(a *Leased[job]) bool
+	lostCauses atomic.Int64
 }
 
 func (h *fakeHost) Now() time.Time   { return time.Now() }
@@ -69,7 +69,7 @@ func (h *fakeHost) Renew(ctx context.Context, a *Leased[job]) (bool, error) {
 	return true, nil
 }
 func (h *fakeHost) LostCause(context.Context, *Leased[job]) error {
-	h.logs.Add(1)
+	h.lostCauses.Add(1)
 	return errReplaced
 }
 func (h *fakeHost) Release(context.Context, *Attempt[job]) error { return nil }
@@ -225,7 +225,7 @@ func TestNoRenewAfterCancel(t *testing.T) {
 				}
 			}
 			h.mu.Unlock()
-			if h.logs.Load() > 0 {
+			if h.lostCauses.Load() > 0 {
 				lostCause++
 			}
 		})

@@ -180,8 +180,9 @@ const storeTimeout = 30 * time.Second
 // ends between storeTimeout and storeTimeout+deadlineRenew after each of
 // them started. A context of its own per call was a context, a timer and
 // its place in the runtime's timer heap for each of a burst's thousands of
-// store calls: about a tenth of the run path's CPU (BenchmarkBurst). The
-// cancel function is a no-op; the shared context ends at its deadline.
+// store calls: about a tenth of the run path's CPU in a CPU profile of
+// BenchmarkBurst. The cancel function is a no-op; the shared context ends
+// at its deadline.
 func (r *Runner[J]) storeCtx() (context.Context, context.CancelFunc) {
 	return r.deadline.get(r.base), func() {}
 }
