@@ -350,6 +350,8 @@ func (h host) Retrying(ctx context.Context, a *runner.Leased[slotRun], res *runn
 	h.s.emit(Event{Kind: EventRetry, Job: a.Name, Slot: a.SlotTime(), Attempt: res.Attempt, Status: Status(res.Status), Duration: res.RetryIn})
 }
 
+// Settled and Missed log lines that cmd/anarchon drops by their messages
+// (its eventLines), logging the same events with a reason instead.
 func (h host) Settled(ctx context.Context, a *attempt, st runner.Status) {
 	h.s.log.LogAttrs(ctx, slog.LevelInfo, "slot not run",
 		slog.String("job", a.Name), slog.Time("slot", a.SlotTime()), slog.String("status", string(st)))

@@ -164,7 +164,7 @@ func openDaemon(g *globalFlags, log *slog.Logger, clock anarchon.Clock, poll, gr
 	d.exec.running = func(job string, delta float64) { d.metrics.running.WithLabelValues(job).Add(delta) }
 	opts := &anarchon.Options{
 		InstanceID:   instance,
-		Logger:       log,
+		Logger:       slog.New(withoutEventLines{log.Handler()}),
 		Clock:        clock,
 		PollInterval: poll,
 		RegistryTTL:  registryTTL,

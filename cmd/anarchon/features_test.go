@@ -100,6 +100,7 @@ func TestOutcomeLines(t *testing.T) {
 	o.observe(anarchon.Event{Kind: anarchon.EventRunEnd, Job: "j", Slot: slot, Attempt: 2, Status: anarchon.StatusError, Err: err, Duration: time.Second})
 	o.observe(anarchon.Event{Kind: anarchon.EventSlotSkipped, Job: "j", Slot: slot, Status: anarchon.StatusSkipped})
 	o.observe(anarchon.Event{Kind: anarchon.EventRunEnd, Job: "j", Slot: slot, Attempt: 1, Status: anarchon.StatusSuccess})
+	o.observe(anarchon.Event{Kind: anarchon.EventSlotSkipped, Job: "j", Slot: slot, Status: anarchon.StatusMissed, Lateness: 3 * time.Second})
 	var recs []map[string]any
 	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
 		var m map[string]any
@@ -108,7 +109,7 @@ func TestOutcomeLines(t *testing.T) {
 		}
 		recs = append(recs, m)
 	}
-	if len(recs) != 4 {
+	if len(recs) != 5 {
 		t.Fatalf("%d lines:\n%s", len(recs), buf.String())
 	}
 	if recs[0]["msg"] != "taking over a run another instance did not finish" || recs[0]["attempt"] != float64(2) {
@@ -123,6 +124,9 @@ func TestOutcomeLines(t *testing.T) {
 	}
 	if recs[3]["level"] != "INFO" || recs[3]["exit_code"] != float64(0) {
 		t.Errorf("success %v", recs[3])
+	}
+	if recs[4]["level"] != "WARN" || recs[4]["status"] != "missed" || !strings.Contains(recs[4]["reason"].(string), "3s after the slot") {
+		t.Errorf("missed %v", recs[4])
 	}
 }
 
@@ -421,5 +425,62 @@ func TestRunningGauge(t *testing.T) {
 	}
 	if len(during) != 2 || during[0] != 1 || during[1] != 0 {
 		t.Errorf("gauge went %v, want [1 0]", during)
+	}
+}
+
+// TestSkippedSlotLoggedOnce runs the daemon with a job that outlasts its
+// one-second schedule (overlap skip): each slot it skips is logged once, as
+// the daemon's "slot skipped" with a reason, and the scheduler's own line
+// for the same event is not in the log.
+func TestSkippedSlotLoggedOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the daemon binary")
+	}
+	dir := t.TempDir()
+	ct := writeFile(t, dir, "crontab", "# name: slow\n* * * * * * sleep 3.5\n")
+	logPath := filepath.Join(dir, "log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(daemonBinary(t), "run", "--crontab", ct, "--store", "memory:", "--log-format", "json")
+	cmd.Stderr, cmd.Stdout = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	// The first run ends after 3.5 s; the slots it overlapped were skipped
+	// and logged before it ended.
+	pollLog(t, logPath, `"run succeeded"`, 30*time.Second)
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	data, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	perSlot := map[string]int{}
+	for _, l := range strings.Split(string(data), "\n") {
+		var rec map[string]any
+		if json.Unmarshal([]byte(l), &rec) != nil || rec["job"] != "slow" {
+			continue
+		}
+		switch rec["msg"] {
+		case "slot not run", "slot missed: too late to run":
+			t.Errorf("the scheduler's own line: %s", l)
+		case "slot skipped":
+			if rec["status"] != "skipped" || rec["reason"] == "" || rec["level"] != "INFO" {
+				t.Errorf("line %s", l)
+			}
+			perSlot[rec["slot"].(string)]++
+		}
+	}
+	if len(perSlot) < 2 {
+		t.Fatalf("%d slots skipped, want the 2 or more a 3.5 s run overlaps:\n%s", len(perSlot), data)
+	}
+	for slot, n := range perSlot {
+		if n != 1 {
+			t.Errorf("slot %s logged %d times", slot, n)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"os/exec"
@@ -61,9 +62,42 @@ func (o *outcomes) observe(e anarchon.Event) {
 			o.log.Info("taking over a run another instance did not finish", base...)
 		}
 	case anarchon.EventSlotSkipped:
-		o.log.Info("slot skipped", append(base[:2:2], slog.String("instance", o.instance),
+		// A missed slot is a job that did not run when it should have:
+		// trouble, so it stays in the log at --log-level warn.
+		level := slog.LevelInfo
+		if e.Status == anarchon.StatusMissed {
+			level = slog.LevelWarn
+		}
+		o.log.Log(context.Background(), level, "slot skipped", append(base[:2:2], slog.String("instance", o.instance),
 			slog.String("status", string(e.Status)), slog.String("reason", skipReason(e)))...)
 	}
+}
+
+// eventLines are the scheduler's own log lines (host.go) for the events
+// observe logs as "slot skipped" with a reason. The daemon drops them so
+// that each slot not run is logged once.
+var eventLines = map[string]bool{
+	"slot not run":                 true, // settled: skipped, replaced, abandoned
+	"slot missed: too late to run": true,
+}
+
+// withoutEventLines is the handler of the logger the daemon gives its
+// schedulers: every record but the eventLines.
+type withoutEventLines struct{ slog.Handler }
+
+func (h withoutEventLines) Handle(ctx context.Context, r slog.Record) error {
+	if eventLines[r.Message] {
+		return nil
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h withoutEventLines) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return withoutEventLines{h.Handler.WithAttrs(attrs)}
+}
+
+func (h withoutEventLines) WithGroup(name string) slog.Handler {
+	return withoutEventLines{h.Handler.WithGroup(name)}
 }
 
 // skipReason says in words why a slot was not run.
