@@ -92,6 +92,23 @@ type ResultBatcher interface {
 	SaveResults(ctx context.Context, in []SaveResultInput) (errs []error, err error)
 }
 
+// ClaimRecordBatcher is an optional ability of a [ClaimRecorder]: many
+// RecordClaim calls in one, so that the won claims of a burst cost one
+// round trip per batch to enter in the history instead of one each.
+// RecordClaims records in[i] exactly as RecordClaim(ctx, in[i]) would have
+// alone (a repeat of a token records nothing more) and answers its error
+// in errs[i], with the rules of [ResultBatcher]: independent entries,
+// len(errs) == len(in), and a non-nil err only when nothing is known of
+// any entry.
+//
+// The scheduler sends through it the claims it won in one
+// [BatchClaimer.ClaimBatch] call, at most [Options.BatchSize], before it
+// starts their handlers; a claim won alone goes to RecordClaim. It uses
+// the ability only on the value that is the ClaimRecorder.
+type ClaimRecordBatcher interface {
+	RecordClaims(ctx context.Context, in []ClaimInput) (errs []error, err error)
+}
+
 // FinishBatcher is an optional [RunStore] ability, next to
 // [ResultFinisher]: many FinishResult calls in one. FinishResults answers
 // in[i] with out[i] exactly as FinishResult(ctx, in[i]) would have

@@ -133,12 +133,56 @@ func (h host) RecordClaim(ctx context.Context, a *attempt) error {
 	return h.s.recorder.RecordClaim(ctx, h.claimInput(a))
 }
 
+// RecordClaims records the won claims of one batch in one
+// ClaimRecordBatcher call; ok is false when the store has no such call
+// (the runner then records each claim alone). A failed call is every
+// claim's error.
+func (h host) RecordClaims(ctx context.Context, as []*attempt) (errs []error, ok bool) {
+	if h.s.records == nil {
+		return nil, false
+	}
+	defer h.slowBatch(ctx, "RecordClaims", len(as), time.Now())
+	in := make([]ClaimInput, len(as))
+	for i, a := range as {
+		in[i] = h.claimInput(a)
+	}
+	errs, err := h.s.records.RecordClaims(ctx, in)
+	if err == nil && len(errs) != len(in) {
+		err = fmt.Errorf("anarchon: %s: RecordClaims answered %d of %d claims", h.s.backend.Name(), len(errs), len(in))
+	}
+	if err != nil {
+		errs = make([]error, len(in))
+		for i := range errs {
+			errs[i] = err
+		}
+	}
+	return errs, true
+}
+
 func (h host) ClaimLease(ctx context.Context, a *runner.Leased[slotRun]) (runner.Outcome, error) {
 	defer h.slow(ctx, "RunStore.Claim", &a.Attempt, time.Now())
 	ctx, cs := h.s.startClaim(ctx, a.Job.job, a.SlotTime(), true, false)
 	a.Job.claim = cs
 	out, err := h.s.runs.Claim(ctx, h.runClaim(a))
 	return h.leaseClaimed(a, out, err)
+}
+
+// Reclaim is a backup's lease claim of a slot it stood by for: in a
+// RunBatchClaimer call with the others asked within BatchWindow where the
+// store has one (the runs of a burst end together, and each had a backup
+// on every other instance), else ClaimLease.
+func (h host) Reclaim(ctx context.Context, a *runner.Leased[slotRun]) (runner.Outcome, error) {
+	if h.s.reclaims == nil {
+		return h.ClaimLease(ctx, a)
+	}
+	defer h.slow(ctx, "RunStore.Claim", &a.Attempt, time.Now())
+	ctx, cs := h.s.startClaim(ctx, a.Job.job, a.SlotTime(), true, false)
+	a.Job.claim = cs
+	ans, err := h.s.reclaims.Do(ctx, h.runClaim(a))
+	if err == nil {
+		err = ans.Err
+	}
+	return h.leaseClaimed(a, ans.Outcome, err)
 }
 
 func (h host) runClaim(a *runner.Leased[slotRun]) RunClaim {

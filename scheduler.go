@@ -120,18 +120,23 @@ func (o *Options) withDefaults() Options {
 // Add, then Start it. Its methods are safe for concurrent use.
 type Scheduler struct {
 	backend    Backend
-	runs       RunStore        // nil without leases
-	watcher    Watcher         // nil without a watch
-	sclock     ServerClock     // nil without a store clock
-	recorder   ClaimRecorder   // nil if Claim records history itself
-	checker    JobChecker      // nil if the backend checks no job
-	finisher   ResultFinisher  // nil without leases or without the one-call finish
-	replacer   Replacer        // nil without leases or without Replace (OverlapReplace)
-	batcher    BatchClaimer    // nil without plain claims in batches
-	runBatcher RunBatchClaimer // nil without lease claims in batches
+	runs       RunStore           // nil without leases
+	watcher    Watcher            // nil without a watch
+	sclock     ServerClock        // nil without a store clock
+	recorder   ClaimRecorder      // nil if Claim records history itself
+	records    ClaimRecordBatcher // the recorder's batches; nil without them or with BatchSize 1
+	checker    JobChecker         // nil if the backend checks no job
+	finisher   ResultFinisher     // nil without leases or without the one-call finish
+	replacer   Replacer           // nil without leases or without Replace (OverlapReplace)
+	batcher    BatchClaimer       // nil without plain claims in batches
+	runBatcher RunBatchClaimer    // nil without lease claims in batches
 	// beats gathers heartbeats into HeartbeatBatcher calls; nil without
 	// that ability or with BatchSize 1.
 	beats *coalesce.Batcher[HeartbeatInput, HeldAnswer]
+	// reclaims gathers the claims of backups asking again (the runs they
+	// stood by for ended together) into RunBatchClaimer calls; nil as
+	// beats is.
+	reclaims *coalesce.Batcher[RunClaim, RunClaimAnswer]
 	// results and finishes gather the results of runs ending together
 	// into ResultBatcher and FinishBatcher calls; nil as beats is.
 	results  *coalesce.Batcher[SaveResultInput, error]
@@ -215,6 +220,9 @@ func (s *Scheduler) findAbilities() {
 	}
 	batches := s.opts.BatchSize > 1
 	s.batcher, _ = b.(BatchClaimer)
+	if rb, ok := s.recorder.(ClaimRecordBatcher); ok && batches {
+		s.records = rb
+	}
 	if rb, ok := b.(ResultBatcher); ok && batches {
 		s.results = &coalesce.Batcher[SaveResultInput, error]{Send: rb.SaveResults, Window: BatchWindow, Max: s.opts.BatchSize}
 	}
@@ -227,6 +235,9 @@ func (s *Scheduler) findAbilities() {
 		return
 	}
 	s.runBatcher, _ = s.runs.(RunBatchClaimer)
+	if s.runBatcher != nil && batches {
+		s.reclaims = &coalesce.Batcher[RunClaim, RunClaimAnswer]{Send: s.runBatcher.ClaimRuns, Window: BatchWindow, Max: s.opts.BatchSize}
+	}
 	if hb, ok := s.runs.(HeartbeatBatcher); ok && batches {
 		s.beats = &coalesce.Batcher[HeartbeatInput, HeldAnswer]{Send: hb.Heartbeats, Window: BatchWindow, Max: s.opts.BatchSize}
 	}

@@ -60,6 +60,63 @@ func testResultBatch(t *testing.T, h Harness) {
 	}
 }
 
+// testRecordBatch checks anarchon.ClaimRecordBatcher against RecordClaim
+// (SPEC §4, batches): every won claim a RecordClaims call carries shows in
+// the history as a running run of its token, as RecordClaim records it,
+// one bad entry fails only itself, a repeat of a token (within the batch
+// or after RecordClaim) adds no record, and an empty batch is answered
+// empty.
+func testRecordBatch(t *testing.T, h Harness) {
+	t.Parallel()
+	s := open(t, h, 2)
+	cr, _ := anarchon.As[anarchon.ClaimRecorder](s.b(0))
+	rb, ok := cr.(anarchon.ClaimRecordBatcher)
+	if !ok {
+		t.Fatal("handle 0's ClaimRecorder has no RecordClaims")
+	}
+	jobs := [2]string{jobName("records-a"), jobName("records-b")}
+	s.prepare(jobs[0], 100)
+	s.prepare(jobs[1], 100)
+	slot := baseSlot()
+	var in []anarchon.ClaimInput
+	for i := range 6 {
+		c := input(jobs[i%2], slot+int64(i)*1000, token(), "a")
+		// Claimed without RecordClaim: the batch records them.
+		if won, err := s.b(1).Claim(s.ctx, c); err != nil || !won {
+			t.Fatalf("Claim(%s) = %v, %v; want a win", fmtIn(c), won, err)
+		}
+		in = append(in, c)
+	}
+	s.recordClaim(0, in[1])                        // recorded alone first: the batch adds nothing
+	in = append(in, input("", slot, token(), "a")) // a bad entry
+	in = append(in, in[0])                         // a repeat within the batch
+	errs, err := rb.RecordClaims(s.ctx, in)
+	if err != nil || len(errs) != len(in) {
+		t.Fatalf("RecordClaims(%d) = %d answers, %v", len(in), len(errs), err)
+	}
+	for i, e := range errs {
+		if bad := in[i].Job == ""; bad != (e != nil) {
+			t.Errorf("claim %d (job %q): error %v", i, in[i].Job, e)
+		}
+	}
+	for _, job := range jobs {
+		recs, by := s.histRecords(1, job)
+		if len(recs) != 3 {
+			t.Errorf("History(%s): %d records, want 3: %+v", job, len(recs), recs)
+		}
+		for _, c := range in[:6] {
+			if c.Job == job {
+				checkRecord(t, by, c.Token, "a", 1, anarchon.StatusRunning, true)
+			}
+		}
+	}
+	for _, in := range [][]anarchon.ClaimInput{nil, {}} {
+		if errs, err := rb.RecordClaims(s.ctx, in); err != nil || len(errs) != 0 {
+			t.Errorf("RecordClaims(%d) = %d answers, %v; want 0, nil", len(in), len(errs), err)
+		}
+	}
+}
+
 // testFinishBatch checks anarchon.FinishBatcher against FinishResult
 // (SPEC §6): a held run is finished with its result (held true), a run
 // another token holds keeps running and the result is stored as

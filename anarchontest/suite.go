@@ -151,6 +151,7 @@ func Run(t *testing.T, h Harness) {
 		runBatch: hasAbility[anarchon.RunBatchClaimer](probe[0]),
 		beats:    hasAbility[anarchon.HeartbeatBatcher](probe[0]),
 		results:  hasAbility[anarchon.ResultBatcher](probe[0]),
+		records:  hasRecordBatch(probe[0]),
 		finishes: hasAbility[anarchon.FinishBatcher](probe[0]),
 	}
 	_ = probe[0].Close(t.Context())
@@ -198,6 +199,12 @@ func Run(t *testing.T, h Harness) {
 		}
 		testResultBatch(t, h)
 	})
+	t.Run("RecordBatch", func(t *testing.T) {
+		if !has.records {
+			t.Skip("backend's ClaimRecorder has no anarchon.ClaimRecordBatcher")
+		}
+		testRecordBatch(t, h)
+	})
 	t.Run("FinishBatch", func(t *testing.T) {
 		if !hasLeases || !has.finishes {
 			t.Skip("backend has no anarchon.FinishBatcher")
@@ -229,7 +236,15 @@ func Run(t *testing.T, h Harness) {
 type abilities struct {
 	registry, control, triggers, watcher bool
 	batch, runBatch, beats               bool
-	results, finishes                    bool
+	results, finishes, records           bool
+}
+
+// hasRecordBatch reports whether b's ClaimRecorder has RecordClaims, the
+// one place the scheduler looks for it.
+func hasRecordBatch(b anarchon.Backend) bool {
+	cr, _ := anarchon.As[anarchon.ClaimRecorder](b)
+	_, ok := cr.(anarchon.ClaimRecordBatcher)
+	return ok
 }
 
 // hasAbility reports whether b has ability T, found with anarchon.As.

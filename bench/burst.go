@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -25,6 +27,9 @@ type BurstConfig struct {
 	Bursts   int
 	Every    time.Duration
 	Instance string // the scheduler's InstanceID
+	// CPUProfile, if set, is a file the process's CPU profile over the
+	// measured window goes to (ANARCHON_BENCH_BURST_CPUPROFILE).
+	CPUProfile string
 }
 
 // BurstReport is what one process saw of the measured bursts. Starts[b][j]
@@ -218,6 +223,12 @@ func BurstInstance(ctx context.Context, cfg BurstConfig, ready func(), first <-c
 	from, to := BurstWindow(f, cfg.Bursts, cfg.Every)
 	time.Sleep(time.Until(from))
 	firstErr.Store(nil)
+	if cfg.CPUProfile != "" {
+		if f, err := os.Create(cfg.CPUProfile); err == nil && pprof.StartCPUProfile(f) == nil {
+			defer f.Close()
+			defer pprof.StopCPUProfile()
+		}
+	}
 	cpu0, calls0, errs0 := CPUTime(), w.Counts(), storeErrs.Load()
 	time.Sleep(time.Until(to))
 	cpu1, calls1, errs1 := CPUTime(), w.Counts(), storeErrs.Load()

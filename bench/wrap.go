@@ -27,13 +27,14 @@ const (
 	OpHeartbeats    // one HeartbeatBatcher call
 	OpSaveResults   // one ResultBatcher call
 	OpFinishResults // one FinishBatcher call
+	OpRecordClaims  // one ClaimRecordBatcher call
 	OpServerTime
 	OpOther
 	numOps
 )
 
 var opNames = [numOps]string{"Claim", "RecordClaim", "SaveResult", "RunStore.Claim", "Heartbeat", "Finish", "FinishResult", "Release",
-	"ClaimBatch", "ClaimRuns", "Heartbeats", "SaveResults", "FinishResults", "ServerTime", "other"}
+	"ClaimBatch", "ClaimRuns", "Heartbeats", "SaveResults", "FinishResults", "RecordClaims", "ServerTime", "other"}
 
 // String returns the method name, e.g. "RunStore.Claim".
 func (o Op) String() string {
@@ -203,6 +204,24 @@ func (w *Wrapped) RecordClaim(ctx context.Context, in anarchon.ClaimInput) error
 		return err
 	}
 	return rec.RecordClaim(ctx, in)
+}
+
+// RecordClaims forwards to the inner ClaimRecorder's batches and counts
+// OpRecordClaims; without them it records each claim with RecordClaim.
+func (w *Wrapped) RecordClaims(ctx context.Context, in []anarchon.ClaimInput) ([]error, error) {
+	rec, _ := anarchon.As[anarchon.ClaimRecorder](w.inner)
+	rb, ok := rec.(anarchon.ClaimRecordBatcher)
+	if !ok {
+		errs := make([]error, len(in))
+		for i := range in {
+			errs[i] = w.RecordClaim(ctx, in[i])
+		}
+		return errs, nil
+	}
+	if err := w.count(OpRecordClaims); err != nil {
+		return nil, err
+	}
+	return rb.RecordClaims(ctx, in)
 }
 
 // CheckJob forwards to the inner JobChecker, if any.

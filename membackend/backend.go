@@ -30,9 +30,10 @@ type Options struct {
 	// "RecordManualRun", "RecordClaim", "PrepareJob", "Init", "ServerTime",
 	// "WatchRuns" — and a non-nil error fails that call, unchanged and
 	// before any state changes. A batch calls it once per claim with the
-	// single call's name ("Claim", "RunClaim"), whose error fails that
-	// claim alone, then once as "ClaimBatch" or "ClaimRuns", whose error
-	// fails the batch. Defaults to nil (no faults). It must be
+	// single call's name ("Claim", "RunClaim", "RecordClaim",
+	// "SaveResult", …), whose error fails that entry alone, then once as
+	// the batch ("ClaimBatch", "ClaimRuns", "RecordClaims",
+	// "SaveResults", …), whose error fails the batch. Defaults to nil (no faults). It must be
 	// safe for concurrent use.
 	Fault func(op string) error
 }

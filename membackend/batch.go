@@ -7,11 +7,12 @@ import (
 )
 
 var (
-	_ anarchon.BatchClaimer     = (*Backend)(nil)
-	_ anarchon.RunBatchClaimer  = (*RunStore)(nil)
-	_ anarchon.HeartbeatBatcher = (*RunStore)(nil)
-	_ anarchon.ResultBatcher    = (*Backend)(nil)
-	_ anarchon.FinishBatcher    = (*RunStore)(nil)
+	_ anarchon.BatchClaimer       = (*Backend)(nil)
+	_ anarchon.RunBatchClaimer    = (*RunStore)(nil)
+	_ anarchon.HeartbeatBatcher   = (*RunStore)(nil)
+	_ anarchon.ResultBatcher      = (*Backend)(nil)
+	_ anarchon.ClaimRecordBatcher = (*Backend)(nil)
+	_ anarchon.FinishBatcher      = (*RunStore)(nil)
 )
 
 // ClaimBatch implements [anarchon.BatchClaimer]: it answers each claim of
@@ -95,6 +96,26 @@ func (b *Backend) SaveResults(ctx context.Context, in []anarchon.SaveResultInput
 	for i := range in {
 		if out[i] == nil {
 			out[i] = b.saveResult(in[i])
+		}
+	}
+	return out, nil
+}
+
+// RecordClaims implements [anarchon.ClaimRecordBatcher]: it records each
+// claim of in as [Backend.RecordClaim] would, in order, under one hold of
+// the store's mutex. The fault hook is called once per claim as
+// "RecordClaim" (its error is that claim's), then once as "RecordClaims"
+// (its error fails the batch).
+func (b *Backend) RecordClaims(ctx context.Context, in []anarchon.ClaimInput) ([]error, error) {
+	out := make([]error, len(in))
+	b.faults("RecordClaim", len(in), func(i int, err error) { out[i] = err })
+	if err := b.op("RecordClaims"); err != nil {
+		return nil, err
+	}
+	defer b.mu.Unlock()
+	for i := range in {
+		if out[i] == nil {
+			out[i] = b.recordClaim(in[i])
 		}
 	}
 	return out, nil

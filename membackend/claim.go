@@ -101,6 +101,11 @@ func (b *Backend) RecordClaim(ctx context.Context, in anarchon.ClaimInput) error
 		return err
 	}
 	defer b.mu.Unlock()
+	return b.recordClaim(in)
+}
+
+// recordClaim is RecordClaim under b.mu.
+func (b *Backend) recordClaim(in anarchon.ClaimInput) error {
 	if err := checkInput("RecordClaim", in); err != nil {
 		return err
 	}

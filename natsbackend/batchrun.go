@@ -14,9 +14,10 @@ import (
 )
 
 var (
-	_ anarchon.HeartbeatBatcher = (*RunStore)(nil)
-	_ anarchon.ResultBatcher    = (*Backend)(nil)
-	_ anarchon.FinishBatcher    = (*RunStore)(nil)
+	_ anarchon.HeartbeatBatcher   = (*RunStore)(nil)
+	_ anarchon.ResultBatcher      = (*Backend)(nil)
+	_ anarchon.ClaimRecordBatcher = (*Backend)(nil)
+	_ anarchon.FinishBatcher      = (*RunStore)(nil)
 )
 
 // Heartbeats renews many leases (anarchon.HeartbeatBatcher), each as

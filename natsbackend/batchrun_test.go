@@ -159,6 +159,19 @@ func TestRunBatchRequests(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got := sent(func() {
+			errs, err := b.RecordClaims(ctx, plain)
+			if err != nil || len(errs) != n {
+				t.Fatalf("RecordClaims: %d errors, %v", len(errs), err)
+			}
+			for i, e := range errs {
+				if e != nil {
+					t.Fatalf("claim record %d: %v", i, e)
+				}
+			}
+		}); got != n {
+			t.Errorf("a batch of %d claim records of %s sent %d requests, want %d", n, tc.name, got, n)
+		}
+		if got := sent(func() {
 			errs, err := rb.SaveResults(ctx, resultsOf(plain, anarchon.StatusSuccess))
 			if err != nil || len(errs) != n {
 				t.Fatalf("SaveResults: %d errors, %v", len(errs), err)

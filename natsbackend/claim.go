@@ -112,24 +112,31 @@ func (b *Backend) subject(job string) string { return b.opts.HistorySubject + ".
 // the stream drops a repeat of the same claim inside its duplicate window
 // (2 minutes).
 func (b *Backend) publishClaim(ctx context.Context, job string, in anarchon.ClaimInput, attempt int, manual bool) error {
-	rec, _ := json.Marshal(histRec{
-		Kind: "c", Slot: in.Slot, Token: in.Token, Instance: in.InstanceID,
-		Attempt: attempt, Manual: manual, TTLms: in.HistoryTTL.Milliseconds(),
-	})
+	m, opts := b.claimMsg(job, in, attempt, manual)
 	// Sent again if the history stream elects a leader meanwhile: the
 	// stream drops a second copy by its message ID. A frozen leader of
 	// the history stream otherwise holds the record, and the handler's
 	// start behind it, for Options.Timeout, although its successor could
 	// take it as soon as it is elected.
 	err := b.resendOnElection(ctx, func(ctx context.Context) error {
-		_, err := b.js.PublishMsg(ctx, &nats.Msg{Subject: b.subject(job), Data: rec},
-			jetstream.WithMsgID("c."+in.Token), jetstream.WithExpectStream(b.opts.HistoryStream))
+		_, err := b.js.PublishMsg(ctx, m, opts...)
 		return err
 	})
 	if err != nil {
 		return b.wrap("record claim", err)
 	}
 	return nil
+}
+
+// claimMsg is the history message of a claim record and its publish
+// options (publishClaim).
+func (b *Backend) claimMsg(job string, in anarchon.ClaimInput, attempt int, manual bool) (*nats.Msg, []jetstream.PublishOpt) {
+	rec, _ := json.Marshal(histRec{
+		Kind: "c", Slot: in.Slot, Token: in.Token, Instance: in.InstanceID,
+		Attempt: attempt, Manual: manual, TTLms: in.HistoryTTL.Milliseconds(),
+	})
+	return &nats.Msg{Subject: b.subject(job), Data: rec},
+		[]jetstream.PublishOpt{jetstream.WithMsgID("c." + in.Token), jetstream.WithExpectStream(b.opts.HistoryStream)}
 }
 
 // RecordClaim appends the won claim to the job's history, so History shows
@@ -149,6 +156,43 @@ func (b *Backend) RecordClaim(ctx context.Context, in anarchon.ClaimInput) error
 	ctx, cancel := b.bound(ctx)
 	defer cancel()
 	return b.publishClaim(ctx, job, in, 0, false)
+}
+
+// RecordClaims records many won claims (anarchon.ClaimRecordBatcher),
+// each as [Backend.RecordClaim] would: their records are all published
+// before any acknowledgement is awaited, so a batch waits for about one
+// round trip whatever its size. A claim's bad input or failed publish is
+// its own error; the error is non-nil only when the backend is not ready
+// (closed, or its bucket and stream are not bound).
+func (b *Backend) RecordClaims(ctx context.Context, in []anarchon.ClaimInput) ([]error, error) {
+	if _, err := b.ready(ctx); err != nil {
+		return nil, err
+	}
+	errs := make([]error, len(in))
+	jobs := make([]string, len(in))
+	var live []int
+	for i, c := range in {
+		if jobs[i], errs[i] = encodeJob(c.Job); errs[i] == nil {
+			errs[i] = checkToken(c.Token)
+		}
+		if errs[i] == nil {
+			live = append(live, i)
+		}
+	}
+	if len(live) == 0 {
+		return errs, nil
+	}
+	pctx, cancel := b.bound(ctx)
+	defer cancel()
+	b.publishAll(pctx, "record claim", live, make([]uint64, len(in)), errs, func(i int) (*nats.Msg, []jetstream.PublishOpt) {
+		return b.claimMsg(jobs[i], in[i], 0, false)
+	})
+	for _, i := range live {
+		if errs[i] != nil {
+			errs[i] = b.wrap("record claim", errs[i])
+		}
+	}
+	return errs, nil
 }
 
 // RecordManualRun appends a manual claim record to the job's history; it

@@ -374,7 +374,9 @@
 // anarchon.ClaimRecorder: the scheduler calls [Backend.RecordClaim] after
 // a win, which publishes the claim record to history with Nats-Msg-Id
 // "c.<token>" (the stream drops a repeat within its two-minute duplicate
-// window).
+// window); the wins of a burst's claim batch go in one
+// [Backend.RecordClaims] call, their records published before any
+// acknowledgement is awaited.
 //
 // # Dedupe window
 //

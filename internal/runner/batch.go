@@ -95,33 +95,53 @@ func (r *Runner[J]) claimPlain(ctx context.Context, chunk []*Attempt[J], infligh
 	cctx, cancel := r.claimCtx()
 	answers := r.host.ClaimBatch(cctx, due)
 	cancel()
+	won := due[:0] // due is not read again
 	for i, a := range due {
 		if err := answers[i].Err; err != nil {
 			r.host.StoreError(ctx, "Claim", a, err) // fail closed: the slot is not run here
 			continue
 		}
-		if !answers[i].Won {
-			continue
+		if answers[i].Won {
+			won = append(won, a)
 		}
+	}
+	// The wins of a batch are entered in the history in one call where the
+	// store has one, before any of their handlers starts (SPEC §3: record,
+	// then run); otherwise each run records its own.
+	recorded := false
+	if len(won) > 1 {
+		cctx, cancel := r.claimCtx()
+		errs, ok := r.host.RecordClaims(cctx, won)
+		cancel()
+		for i, err := range errs {
+			if err != nil {
+				r.host.StoreError(ctx, "RecordClaim", won[i], err) // as in runClaimed
+			}
+		}
+		recorded = ok
+	}
+	for _, a := range won {
 		inflight.Add(1)
 		go func() {
 			defer inflight.Done()
-			a.runClaimed(ctx)
+			a.runClaimed(ctx, recorded)
 		}()
 	}
 }
 
-// runClaimed runs a plain slot whose claim this attempt won: record,
-// handler, result.
-func (a *Attempt[J]) runClaimed(ctx context.Context) {
+// runClaimed runs a plain slot whose claim this attempt won: record
+// (unless its batch was recorded), handler, result.
+func (a *Attempt[J]) runClaimed(ctx context.Context, recorded bool) {
 	r := a.r
-	cctx, cancel := r.claimCtx()
-	if err := r.host.RecordClaim(cctx, a); err != nil {
-		// The claim is won and the slot is ours; only its history entry
-		// is missing until the result is saved.
-		r.host.StoreError(ctx, "RecordClaim", a, err)
+	if !recorded {
+		cctx, cancel := r.claimCtx()
+		if err := r.host.RecordClaim(cctx, a); err != nil {
+			// The claim is won and the slot is ours; only its history
+			// entry is missing until the result is saved.
+			r.host.StoreError(ctx, "RecordClaim", a, err)
+		}
+		cancel()
 	}
-	cancel()
 	hctx := a.begin()
 	a.result = r.host.Execute(hctx, a)
 	if !a.end() {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,6 +26,8 @@ import (
 //	ANARCHON_BENCH_BURST_PROCS  processes per store (default 3)
 //	ANARCHON_BENCH_BURST_SCALE  process counts of the scaling table (default 1,3,6; "" skips it)
 //	ANARCHON_BENCH_BURST_SCALE_STORE  its store and path, e.g. redis/plain (default redis/plain)
+//	ANARCHON_BENCH_BURST_CPUPROFILE   a directory: each instance writes the CPU profile of its
+//	                                  measured window there, as <store>-<mode>-<instance>.cpu
 type burstSettings struct {
 	jobs       []int
 	bursts     int
@@ -340,10 +343,21 @@ func burstChildMain(ctx context.Context, part string, a childArgs) error {
 		rep, err = bench.BurstInstance(ctx, bench.BurstConfig{
 			Store: a.store, NS: a.ns, Workdir: a.workdir, Mode: bench.TimingMode(a.mode),
 			Jobs: a.jobs, Bursts: a.bursts, Every: a.every, Instance: a.instance,
+			CPUProfile: cpuProfile(a),
 		}, ready, first)
 	}
 	if err != nil {
 		return err
 	}
 	return json.NewEncoder(os.Stdout).Encode(rep)
+}
+
+// cpuProfile is the file an instance's CPU profile goes to, in the
+// directory ANARCHON_BENCH_BURST_CPUPROFILE names; "" when it is unset.
+func cpuProfile(a childArgs) string {
+	dir := os.Getenv("ANARCHON_BENCH_BURST_CPUPROFILE")
+	if dir == "" {
+		return ""
+	}
+	return filepath.Join(dir, fmt.Sprintf("%s-%s-%s.cpu", a.store, a.mode, a.instance))
 }
