@@ -34,6 +34,10 @@ type serverClock struct {
 	ts   time.Time // server time of the sample
 	mid  time.Time // local monotonic midpoint of the request
 	half time.Duration
+	// refresh is closed when the read that refreshes a stale cache ends;
+	// nil when none is under way. The claims of a burst find the cache
+	// stale together, and one read serves them all.
+	refresh chan struct{}
 }
 
 // estimate returns the server time now, its error bound, and false when
@@ -50,6 +54,27 @@ func (c *serverClock) estimate() (time.Time, time.Duration, bool) {
 	}
 	bound := c.half + age*clockDrift/1_000_000 + clockSlack
 	return c.ts.Add(age), bound, true
+}
+
+// startRefresh returns the channel of the refresh under way (leader
+// false), or starts one (leader true; the caller reads the clock and then
+// calls endRefresh).
+func (c *serverClock) startRefresh() (done chan struct{}, leader bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.refresh != nil {
+		return c.refresh, false
+	}
+	c.refresh = make(chan struct{})
+	return c.refresh, true
+}
+
+// endRefresh ends the refresh startRefresh began and wakes its waiters.
+func (c *serverClock) endRefresh(done chan struct{}) {
+	c.mu.Lock()
+	c.refresh = nil
+	c.mu.Unlock()
+	close(done)
 }
 
 // fresh reports whether a sample younger than clockMaxAge is cached, so
@@ -81,6 +106,22 @@ func (c *serverClock) record(ts, sent, recv time.Time) {
 func (b *Backend) nowBounds(ctx context.Context, h handles) (lo, hi time.Time, err error) {
 	if t, bound, ok := b.clk.estimate(); ok {
 		return t.Add(-bound), t.Add(bound), nil
+	}
+	// Another call's read of the clock is under way: its sample, once
+	// recorded, answers this call too (the estimate is computed anew
+	// from it, so its bound holds now). Without it, or if it failed,
+	// this call reads the clock itself.
+	if done, leader := b.clk.startRefresh(); !leader {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return time.Time{}, time.Time{}, ctxErr(ctx, "read server time")
+		}
+		if t, bound, ok := b.clk.estimate(); ok {
+			return t.Add(-bound), t.Add(bound), nil
+		}
+	} else {
+		defer b.clk.endRefresh(done)
 	}
 	sent := time.Now()
 	ts, err := b.readClock(ctx, h)

@@ -444,7 +444,9 @@
 //     MaxLate. Monotonic readings make steps of the local clock harmless.
 //   - A sample is used for at most 2 s; the next decision that needs "now"
 //     reads the clock again (so a busy backend reads it at most about once
-//     per 2 s). Every ServerTime call, including the scheduler's own
+//     per 2 s): the decisions that find the sample stale while that read
+//     is under way wait for it and use its sample (TestStaleClockReadOnce:
+//     50 at once send one request, 50 before). Every ServerTime call, including the scheduler's own
 //     periodic offset reads, records its sample, and a sample replaces the
 //     cached one only if its bound is tighter at that moment.
 //   - A question "is the server's time past T?" is answered from the

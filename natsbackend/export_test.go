@@ -1,5 +1,10 @@
 package natsbackend
 
+import (
+	"context"
+	"time"
+)
+
 // SetNoFastPath makes batches use the KV API, one request per key, as
 // they do on a JetStream context with an API prefix or a domain; it
 // returns the restore.
@@ -20,3 +25,20 @@ func SetRebindHook(f func()) (restore func()) {
 // MarkRebind makes the next call bind the bucket and the stream again, as
 // a call that met no responders does.
 func (b *Backend) MarkRebind() { b.rebind.Store(true) }
+
+// StaleClock makes the cached server clock sample older than
+// clockMaxAge, so the next question about "now" reads the server clock.
+func (b *Backend) StaleClock() {
+	b.clk.mu.Lock()
+	b.clk.mid = b.clk.mid.Add(-clockMaxAge - time.Second)
+	b.clk.mu.Unlock()
+}
+
+// NowBounds is nowBounds, for tests.
+func (b *Backend) NowBounds(ctx context.Context) (lo, hi time.Time, err error) {
+	h, err := b.ready(ctx)
+	if err != nil {
+		return lo, hi, err
+	}
+	return b.nowBounds(ctx, h)
+}
