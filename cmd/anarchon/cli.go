@@ -170,7 +170,8 @@ func execute(args []string, stdout, stderr io.Writer) int {
 	}
 	code := 1
 	var ue usageError
-	if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown command") {
+	var se *StoreURLError
+	if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown command") || errors.As(err, &se) && se.usage() {
 		code = 2
 	}
 	if jsonLogs(root) {

@@ -150,3 +150,36 @@ func TestHTTPAddr(t *testing.T) {
 		}
 	}
 }
+
+// A --store URL that is malformed, names no store or has a parameter the
+// store does not take is a bad flag value: exit 2, as an empty --store
+// is. A well-formed URL whose store cannot be opened or reached is a
+// failure of the run: exit 1.
+func TestStoreURLExitStatus(t *testing.T) {
+	dir := t.TempDir()
+	ct := writeFile(t, dir, "crontab", "# name: a\n@daily echo hi\n")
+	for _, tc := range []struct {
+		url  string
+		exit int
+		code StoreErrorCode
+	}{
+		{"no-scheme", 2, StoreBadURL},
+		{"postgres://user:s3cr3t@host:5432/db%zz", 2, StoreBadURL},
+		{"postgres://user:s3cr3t@host:5432/db?sslmode=bogus", 2, StoreBadURL},
+		{"redis://user:s3cr3t@h:notaport/0", 2, StoreBadURL},
+		{"ftp://host/x", 2, StoreUnknownScheme},
+		{"sqlite:" + filepath.Join(dir, "s.db") + "?prefx=y_", 2, StoreUnknownParam},
+		{"sqlite:" + filepath.Join(dir, "no", "such", "dir", "s.db"), 1, StoreOpenFailed},
+		{"redis://user:s3cr3t@127.0.0.1:1/0", 1, StoreOpenFailed},
+	} {
+		code, _, errOut := cli(t, "run", "--store", tc.url, "--crontab", ct, "--start-timeout", "0")
+		if code != tc.exit || !strings.Contains(errOut, "("+string(tc.code)+")") || strings.Contains(errOut, "s3cr3t") {
+			t.Errorf("%s: exit %d, stderr %q; want exit %d and code %s", tc.url, code, errOut, tc.exit, tc.code)
+		}
+	}
+	// The read-only commands and a URL from ANARCHON_STORE alike.
+	t.Setenv("ANARCHON_STORE", "memory:/x")
+	if code, _, errOut := cli(t, "history", "a"); code != 2 || !strings.Contains(errOut, "(bad_url)") {
+		t.Errorf("ANARCHON_STORE=memory:/x history: exit %d, stderr %q", code, errOut)
+	}
+}
