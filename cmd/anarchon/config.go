@@ -33,7 +33,7 @@ var (
 func parseConfig(file string, data []byte) ([]*jobSpec, []error) {
 	var errs []error
 	fail := func(line int, format string, args ...any) {
-		errs = append(errs, &posError{File: file, Line: line, Msg: fmt.Sprintf(format, args...)})
+		errs = append(errs, &posError{File: file, Line: line, Msg: fmt.Sprintf(format, args...), Code: codeBadYAML})
 	}
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -108,7 +108,7 @@ func parseConfig(file string, data []byte) ([]*jobSpec, []error) {
 func decodeJob(file string, n *yaml.Node) (*jobSpec, []error) {
 	var errs []error
 	fail := func(line int, format string, args ...any) {
-		errs = append(errs, &posError{File: file, Line: line, Msg: fmt.Sprintf(format, args...)})
+		errs = append(errs, &posError{File: file, Line: line, Msg: fmt.Sprintf(format, args...), Code: codeBadYAML})
 	}
 	if n.Kind != yaml.MappingNode {
 		fail(n.Line, "a job must be a mapping with name, schedule and command or shell")

@@ -86,8 +86,8 @@ func parseCrontabWith(file string, data []byte, opts crontabOptions) ([]*jobSpec
 		nameLine  int
 		mailWarns bool
 	)
-	fail := func(line int, format string, args ...any) {
-		errs = append(errs, &posError{File: file, Line: line, Msg: fmt.Sprintf(format, args...)})
+	fail := func(line int, code, format string, args ...any) {
+		errs = append(errs, &posError{File: file, Line: line, Msg: fmt.Sprintf(format, args...), Code: code})
 	}
 	warn := func(line int, format string, args ...any) {
 		errs = append(errs, &posError{File: file, Line: line, Msg: fmt.Sprintf(format, args...), Warning: true})
@@ -106,7 +106,7 @@ func parseCrontabWith(file string, data []byte, opts crontabOptions) ([]*jobSpec
 		case strings.HasPrefix(text, "#"):
 			if m := nameComment.FindStringSubmatch(text); m != nil {
 				if m[1] == "" {
-					fail(lineNo, "empty job name in %q", text)
+					fail(lineNo, string(anarchon.CodeEmptyName), "empty job name in %q", text)
 					continue
 				}
 				name, nameLine = m[1], lineNo
@@ -119,7 +119,7 @@ func parseCrontabWith(file string, data []byte, opts crontabOptions) ([]*jobSpec
 			case "CRON_TZ", "TZ":
 				if val != "" {
 					if _, err := anarchon.LoadLocation(val); err != nil {
-						fail(lineNo, "%s: unknown time zone %q", key, val)
+						fail(lineNo, string(anarchon.CodeUnknownZone), "%s: unknown time zone %q", key, val)
 						val = ""
 					}
 				}
@@ -143,7 +143,7 @@ func parseCrontabWith(file string, data []byte, opts crontabOptions) ([]*jobSpec
 		}
 		ln, err := splitLine(text, opts)
 		if err != nil {
-			fail(lineNo, "%v", err)
+			fail(lineNo, codeBadLine, "%v", err)
 			continue
 		}
 		if ln.warning != "" {
@@ -175,7 +175,7 @@ func parseCrontabWith(file string, data []byte, opts crontabOptions) ([]*jobSpec
 		jobs = append(jobs, j)
 	}
 	if err := sc.Err(); err != nil {
-		fail(lineNo+1, "%v", err)
+		fail(lineNo+1, codeBadLine, "%v", err)
 	}
 	return jobs, errs
 }

@@ -119,7 +119,7 @@ func (d *daemon) stopReboot(ctx context.Context) {
 func openDaemon(g *globalFlags, log *slog.Logger, clock anarchon.Clock, poll, grace, registryTTL time.Duration) (*daemon, error) {
 	src := g.sources()
 	if src.empty() {
-		return nil, usageError{errors.New("no jobs: give --crontab FILE, --crontab-dir DIR or --config FILE")}
+		return nil, usageError{codeBadFlag, errors.New("no jobs: give --crontab FILE, --crontab-dir DIR or --config FILE")}
 	}
 	jobs, all, _ := src.load()
 	errs, warns := splitWarnings(all)
@@ -244,13 +244,13 @@ func checkRunFlags(g *globalFlags, rf *runFlags) error {
 	} {
 		switch {
 		case d.positive && d.v <= 0:
-			return usageError{fmt.Errorf("%s %v: must be positive", d.name, d.v)}
+			return usageError{codeBadFlag, fmt.Errorf("%s %v: must be positive", d.name, d.v)}
 		case d.v < 0:
-			return usageError{fmt.Errorf("%s %v: must not be negative", d.name, d.v)}
+			return usageError{codeBadFlag, fmt.Errorf("%s %v: must not be negative", d.name, d.v)}
 		}
 	}
 	if g.maxLogBytes < 0 {
-		return usageError{fmt.Errorf("--max-log-bytes %d: must not be negative (0: no bound)", g.maxLogBytes)}
+		return usageError{codeBadFlag, fmt.Errorf("--max-log-bytes %d: must not be negative (0: no bound)", g.maxLogBytes)}
 	}
 	return nil
 }
@@ -278,11 +278,11 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 	if rf.http != "" {
 		a, err := httpAddr(rf.http)
 		if err != nil {
-			return usageError{err}
+			return usageError{codeBadFlag, err}
 		}
 		addr = a
 		if hc, err = httpConfigFrom(rf, addr); err != nil {
-			return usageError{err}
+			return usageError{codeBadFlag, err}
 		}
 		if hc.locked {
 			log.Warn("--http binds beyond loopback without a token: /status, /metrics and /ui/ answer 403; /healthz and /readyz stay open. "+

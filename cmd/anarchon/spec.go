@@ -53,12 +53,22 @@ func (j *jobSpec) pos(field string) (string, int) {
 	return j.File, j.Line
 }
 
+// Codes of mistakes in job files that are not the library's validation
+// codes (a job the library refuses has its ValidationError's code:
+// bad_cron, unknown_zone, duplicate_name …).
+const (
+	codeBadLine = "bad_line" // a crontab line that cannot be read: time fields, user column, command
+	codeBadYAML = "bad_yaml" // a YAML file or job that cannot be read: syntax, an unknown key, a value of the wrong kind
+	codeBadUser = "bad_user" // a job's user does not exist, or is another than the daemon's own and the daemon is not root
+)
+
 // posError is a mistake in a crontab or YAML file, reported as FILE:LINE.
 type posError struct {
 	File string
 	Line int
 	Msg  string
-	Err  error // the underlying error, if any (a *anarchon.ValidationError)
+	Code string // stable kind of a mistake, printed after it as "(code)"; warnings have none
+	Err  error  // the underlying error, if any (a *anarchon.ValidationError)
 
 	Warning bool // a warning: reported, but the file is still used
 
@@ -67,12 +77,14 @@ type posError struct {
 	unscheduled *jobSpec
 }
 
-// Error returns "FILE:LINE: message" ("FILE:LINE: warning: message" for a
-// warning).
+// Error returns "FILE:LINE: message (code)" ("FILE:LINE: warning:
+// message" for a warning).
 func (e *posError) Error() string {
 	msg := e.Msg
 	if e.Warning {
 		msg = "warning: " + msg
+	} else if e.Code != "" {
+		msg += " (" + e.Code + ")"
 	}
 	if e.Line > 0 {
 		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, msg)
@@ -232,7 +244,7 @@ func register(s, reboot *anarchon.Scheduler, jobs []*jobSpec, handler func(*jobS
 			}
 			file, line = j.pos("name")
 		}
-		errs = append(errs, &posError{File: file, Line: line, Msg: msg, Err: err})
+		errs = append(errs, &posError{File: file, Line: line, Msg: msg, Code: string(ve.Code), Err: err})
 	}
 	return errs
 }
@@ -307,12 +319,12 @@ func (src sources) load() ([]*jobSpec, []error, []fileInfo) {
 	switch src.Format {
 	case "", formatAuto, formatUser, formatSystem, formatSupercronic:
 	default:
-		return nil, []error{usageError{fmt.Errorf("--format %q: want auto, user, system or supercronic", src.Format)}}, nil
+		return nil, []error{usageError{codeBadFlag, fmt.Errorf("--format %q: want auto, user, system or supercronic", src.Format)}}, nil
 	}
 	switch src.SixFields {
 	case "", sixSeconds, sixYear:
 	default:
-		return nil, []error{usageError{fmt.Errorf("--six-fields %q: want seconds or year", src.SixFields)}}, nil
+		return nil, []error{usageError{codeBadFlag, fmt.Errorf("--six-fields %q: want seconds or year", src.SixFields)}}, nil
 	}
 	type crontabFile struct {
 		path    string
@@ -390,7 +402,7 @@ func resolveUsers(jobs []*jobSpec) []error {
 		}
 		if err != nil {
 			file, line := j.pos("user")
-			errs = append(errs, &posError{File: file, Line: line, Msg: fmt.Sprintf("job %q: %v", j.Name, err), Err: err})
+			errs = append(errs, &posError{File: file, Line: line, Msg: fmt.Sprintf("job %q: %v", j.Name, err), Code: codeBadUser, Err: err})
 			continue
 		}
 		j.account = a
