@@ -732,6 +732,7 @@ Jobs are checked as a store with leases and no dedupe window would check them;
 			}
 			sortByPosition(all)
 			errs, _ := splitWarnings(all)
+			countJobs(infos, errs)
 			for _, f := range infos {
 				fmt.Fprintln(stdout, f)
 			}

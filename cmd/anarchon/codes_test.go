@@ -2,9 +2,14 @@ package main
 
 import (
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
+
+// fileLine matches validate's line for a file: how it was read and its
+// count of jobs.
+var fileLine = regexp.MustCompile(`, [0-9]+ (valid )?jobs?(, [0-9]+ invalid)?$`)
 
 // Every error the daemon ends with carries its code at the end of its
 // message (of its first line, when a hint follows), as "(code)": usage
@@ -65,5 +70,51 @@ CRON_TZ=Atlantis/Capital
 	_, out, _ := cli(t, "validate", "--crontab", writeFile(t, dir, "unnamed.cron", "@daily echo hi\n"))
 	if !strings.Contains(out, "warning: unnamed job") || strings.Contains(out, ") (") {
 		t.Errorf("warning: %s", out)
+	}
+}
+
+// validate's line for each file counts the jobs that are valid, and says
+// how many are not: a job the scheduler refuses, a line or YAML job that
+// could not be read at all, a job whose user does not exist.
+func TestValidateCounts(t *testing.T) {
+	dir := t.TempDir()
+	ct := writeFile(t, dir, "jobs.cron", `# name: ok
+* * * * * echo fine
+# name: hour
+0 25 * * * echo never
+not a job line
+CRON_TZ=Atlantis/Capital
+# name: ok
+@daily echo again
+# name: fine
+@hourly echo fine
+`)
+	yml := writeFile(t, dir, "jobs.yaml", `jobs:
+  - name: y
+    schedule: "@daily"
+    shell: echo y
+    jitter: soon
+    timeout: later
+  - name: nameless-schedule
+    shell: echo z
+  - schedule: "@daily"
+  - name: good
+    schedule: "@daily"
+    command: [date]
+`)
+	good := writeFile(t, dir, "good.cron", "# name: a\n@daily echo a\n# name: b\n@daily echo b\n")
+	code, out, _ := cli(t, "validate", "--crontab", ct, "--config", yml, "--crontab", good)
+	for _, want := range []string{
+		ct + ": user crontab (detected: not a system crontab path, six fields: seconds reading), 2 valid jobs, 3 invalid\n",
+		yml + ": YAML, 1 valid job, 3 invalid\n",
+		good + ": user crontab (detected: not a system crontab path, six fields: seconds reading), 2 jobs\n",
+	} {
+		if code != 1 || !strings.Contains(out, want) {
+			t.Errorf("exit %d, want 1 and %q in:\n%s", code, want, out)
+		}
+	}
+	code, out, _ = cli(t, "validate", "--crontab", good)
+	if code != 0 || !strings.HasSuffix(out, "), 2 jobs\nok: 2 jobs\n") {
+		t.Errorf("valid file: exit %d:\n%s", code, out)
 	}
 }

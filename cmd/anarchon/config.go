@@ -94,6 +94,16 @@ func parseConfig(file string, data []byte) ([]*jobSpec, []error) {
 	var jobs []*jobSpec
 	for _, item := range list.Content {
 		j, es := decodeJob(file, item)
+		for _, e := range es {
+			// Every mistake of a job makes it invalid: validate counts it
+			// so, read (j) or not.
+			if pe, ok := e.(*posError); ok && !pe.Warning {
+				pe.job = j
+				if j == nil {
+					pe.entry = item.Line
+				}
+			}
+		}
 		errs = append(errs, es...)
 		if j != nil {
 			jobs = append(jobs, j)

@@ -89,6 +89,10 @@ func parseCrontabWith(file string, data []byte, opts crontabOptions) ([]*jobSpec
 	fail := func(line int, code, format string, args ...any) {
 		errs = append(errs, &posError{File: file, Line: line, Msg: fmt.Sprintf(format, args...), Code: code})
 	}
+	// A job line that cannot be read is an invalid job too.
+	failJob := func(line int, err error) {
+		errs = append(errs, &posError{File: file, Line: line, Msg: err.Error(), Code: codeBadLine, entry: line})
+	}
 	warn := func(line int, format string, args ...any) {
 		errs = append(errs, &posError{File: file, Line: line, Msg: fmt.Sprintf(format, args...), Warning: true})
 	}
@@ -143,7 +147,7 @@ func parseCrontabWith(file string, data []byte, opts crontabOptions) ([]*jobSpec
 		}
 		ln, err := splitLine(text, opts)
 		if err != nil {
-			fail(lineNo, codeBadLine, "%v", err)
+			failJob(lineNo, err)
 			continue
 		}
 		if ln.warning != "" {

@@ -75,6 +75,11 @@ type posError struct {
 	// unscheduled is the job a warning left out of the schedule (a
 	// one-off whose time has passed), for the daemon to drop it.
 	unscheduled *jobSpec
+	// job is the job a mistake makes invalid, and entry the line of a
+	// crontab job line or YAML job that could not be read as a job at
+	// all, for validate's count of invalid jobs.
+	job   *jobSpec
+	entry int
 }
 
 // Error returns "FILE:LINE: message (code)" ("FILE:LINE: warning:
@@ -207,7 +212,7 @@ func register(s, reboot *anarchon.Scheduler, jobs []*jobSpec, handler func(*jobS
 		}
 		var ve *anarchon.ValidationError
 		if !errors.As(err, &ve) {
-			errs = append(errs, &posError{File: j.File, Line: j.Line, Msg: fmt.Sprintf("job %q: %v", j.Name, err), Err: err})
+			errs = append(errs, &posError{File: j.File, Line: j.Line, Msg: fmt.Sprintf("job %q: %v", j.Name, err), Err: err, job: j})
 			continue
 		}
 		key := yamlKeys[ve.Field]
@@ -244,7 +249,7 @@ func register(s, reboot *anarchon.Scheduler, jobs []*jobSpec, handler func(*jobS
 			}
 			file, line = j.pos("name")
 		}
-		errs = append(errs, &posError{File: file, Line: line, Msg: msg, Code: string(ve.Code), Err: err})
+		errs = append(errs, &posError{File: file, Line: line, Msg: msg, Code: string(ve.Code), Err: err, job: j})
 	}
 	return errs
 }
@@ -294,18 +299,57 @@ type sources struct {
 
 // fileInfo says how one file was read, for validate's report.
 type fileInfo struct {
-	File   string
-	Format string // user, system, supercronic or yaml
-	Why    string // how the format was chosen
-	Jobs   int
+	File    string
+	Format  string // user, system, supercronic or yaml
+	Why     string // how the format was chosen
+	Jobs    int    // the jobs read; countJobs leaves the valid ones
+	Invalid int    // set by countJobs: jobs refused, and job lines or YAML jobs not read
 }
 
-// String is one line of validate's report.
+// String is one line of validate's report: "…, 4 jobs", or with invalid
+// ones "…, 3 valid jobs, 1 invalid".
 func (f fileInfo) String() string {
-	if f.Format == "yaml" {
-		return fmt.Sprintf("%s: YAML, %s", f.File, plural(f.Jobs, "job"))
+	jobs := plural(f.Jobs, "job")
+	if f.Invalid > 0 {
+		jobs = fmt.Sprintf("%s, %d invalid", plural(f.Jobs, "valid job"), f.Invalid)
 	}
-	return fmt.Sprintf("%s: %s crontab (%s), %s", f.File, f.Format, f.Why, plural(f.Jobs, "job"))
+	if f.Format == "yaml" {
+		return fmt.Sprintf("%s: YAML, %s", f.File, jobs)
+	}
+	return fmt.Sprintf("%s: %s crontab (%s), %s", f.File, f.Format, f.Why, jobs)
+}
+
+// countJobs moves the jobs of each file that a mistake in errs makes
+// invalid from Jobs to Invalid, and adds the job lines and YAML jobs that
+// could not be read as jobs at all.
+func countJobs(infos []fileInfo, errs []error) {
+	bad := map[*jobSpec]bool{}
+	lost := map[string]map[int]bool{}
+	for _, e := range errs {
+		var pe *posError
+		if !errors.As(e, &pe) || pe.Warning {
+			continue
+		}
+		switch {
+		case pe.job != nil:
+			bad[pe.job] = true
+		case pe.entry > 0:
+			if lost[pe.File] == nil {
+				lost[pe.File] = map[int]bool{}
+			}
+			lost[pe.File][pe.entry] = true
+		}
+	}
+	for i := range infos {
+		f := &infos[i]
+		for j := range bad {
+			if j.File == f.File {
+				f.Jobs--
+				f.Invalid++
+			}
+		}
+		f.Invalid += len(lost[f.File])
+	}
 }
 
 // load reads every crontab and YAML file and returns their jobs, every
@@ -402,7 +446,7 @@ func resolveUsers(jobs []*jobSpec) []error {
 		}
 		if err != nil {
 			file, line := j.pos("user")
-			errs = append(errs, &posError{File: file, Line: line, Msg: fmt.Sprintf("job %q: %v", j.Name, err), Code: codeBadUser, Err: err})
+			errs = append(errs, &posError{File: file, Line: line, Msg: fmt.Sprintf("job %q: %v", j.Name, err), Code: codeBadUser, Err: err, job: j})
 			continue
 		}
 		j.account = a
