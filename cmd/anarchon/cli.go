@@ -686,7 +686,7 @@ func next(w io.Writer, expr, zone, after string, n int) error {
 	if err := s.Cron("next", expr, noop, &anarchon.JobOptions{Zone: zone}); err != nil {
 		var ve *anarchon.ValidationError
 		if errors.As(err, &ve) {
-			return fmt.Errorf("%s: %s", strings.ToLower(ve.Field), ve.Reason)
+			return codedError{string(ve.Code), fmt.Errorf("%s: %s", strings.ToLower(ve.Field), scheduleReason(ve))}
 		}
 		return err
 	}

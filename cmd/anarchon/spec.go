@@ -234,7 +234,7 @@ func register(s, reboot *anarchon.Scheduler, jobs []*jobSpec, handler func(*jobS
 		file, line := j.pos(key)
 		// The message names the key inside the mapping (retry.max_backoff)
 		// where the line is the mapping's.
-		name, reason := key, ve.Reason
+		name, reason := key, scheduleReason(ve)
 		if n := yamlSubKeys[ve.Field]; n != "" {
 			name = n
 		}
