@@ -183,3 +183,28 @@ func TestStoreURLExitStatus(t *testing.T) {
 		t.Errorf("ANARCHON_STORE=memory:/x history: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// A store URL error shows the URL once, redacted: the backends' own
+// errors repeat it, and the daemon leaves their copy out.
+func TestStoreURLShownOnce(t *testing.T) {
+	for _, tc := range []struct{ url, scheme, want string }{
+		{"redis://user:s3cr3t@h:notaport/0", "redis", `bad port in host "h:notaport" (bad_url)`},
+		{"redis://user:s3cr3t@h/0?bogus=1", "redis", "redis: unexpected option: bogus (unknown_parameter)"},
+		{"rediss+sentinel://user:s3cr3t@s1,s2/0", "rediss+sentinel", "redis+sentinel needs master=NAME"},
+		{"redis://user:s3cr3t@h?wait=1&wait_timeout=10s", "redis", "read_timeout"},
+		{"redis+sentinel://user:s3cr3t@s1?master=m&sentinel_password=s3cr3t&x=%zz", "redis+sentinel", "bad query"},
+		{"postgres://user:s3cr3t@h/db?sslmode=bogus", "postgres", "sslmode is invalid"},
+		{"nats://user:s3cr3t@127.0.0.1:1", "nats", "connect: nats: no servers available for connection (open_failed)"},
+	} {
+		b, err := openStore(tc.url)
+		if err == nil {
+			b.Close(context.Background())
+			t.Errorf("%s: no error", tc.url)
+			continue
+		}
+		msg := err.Error()
+		if n := strings.Count(msg, tc.scheme+"://"); n != 1 || !strings.Contains(msg, tc.want) || strings.Contains(msg, "s3cr3t") {
+			t.Errorf("%s: the URL %d times in %q; want it once, and %q", tc.url, n, msg, tc.want)
+		}
+	}
+}
