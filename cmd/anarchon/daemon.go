@@ -641,7 +641,7 @@ type activeJSON struct {
 // job's next slots, active leases (when the store has a RunStore) and last
 // result.
 func (d *daemon) status(ctx context.Context) statusReport {
-	rep := statusReport{Store: d.store, Backend: d.backend.Name(), Instance: d.instance, Time: time.Now().UTC().Format(time.RFC3339Nano),
+	rep := statusReport{Store: d.store, Backend: d.backend.Name(), Instance: d.instance, Time: formatTime(time.Now()),
 		Replication: storeReplication(d.backend), Replicas: []replicaJSON{}, DifferingJobs: []string{}, Jobs: []jobStatus{}}
 	replicas := addReplicas(ctx, d.sched, &rep)
 	rep.Paused = []stateJSON{}
@@ -724,11 +724,13 @@ func toJSON(r anarchon.RunRecord) recordJSON {
 	}
 }
 
-// formatTime is RFC 3339 in UTC with the fraction only when non-zero; ""
-// for the zero time.
+// formatTime is RFC 3339 in UTC to the millisecond, with the fraction
+// only when non-zero; "" for the zero time. Stores keep times to the
+// millisecond (SQL) or to the nanosecond (NATS, Redis for a run's start):
+// they are shown alike.
 func formatTime(t time.Time) string {
 	if t.IsZero() {
 		return ""
 	}
-	return t.UTC().Format(time.RFC3339Nano)
+	return t.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano)
 }
