@@ -395,7 +395,7 @@ func runCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
 // SQLite store's file, an SQL store's tables, a Redis store's sentinel key
 // and a NATS store's bucket and stream must already exist: reading never
 // creates them (the Redis and NATS backends are opened with MustExist).
-func openForRead(g *globalFlags, stderr io.Writer, needJobs, mustExist bool) (*daemon, error) {
+func openForRead(g *globalFlags, stderr io.Writer, needJobs, mustExist bool) (_ *daemon, err error) {
 	log, err := g.logger(stderr)
 	if err != nil {
 		return nil, err
@@ -405,6 +405,10 @@ func openForRead(g *globalFlags, stderr io.Writer, needJobs, mustExist bool) (*d
 			return nil, err
 		}
 		g.mustExist = true
+		// The clients' lines wait until the store's data is found: a
+		// store that cannot be reached is this command's error.
+		endHold := holdClientLines()
+		defer func() { endHold(err == nil) }()
 	}
 	var d *daemon
 	if needJobs || !g.sources().empty() {

@@ -299,6 +299,15 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 
 	waitForStore.Store(rf.startTimeout > 0)
 	defer waitForStore.Store(false)
+	// The clients' lines wait for the start's outcome: a failed start's
+	// error (or WARN before a retry) says what they would.
+	endHold := holdClientLines()
+	started := false
+	defer func() {
+		if !started {
+			endHold(false)
+		}
+	}()
 	d, err := openDaemon(g, log, clock, rf.poll, rf.killGrace, rf.registryTTL)
 	if err != nil {
 		return err
@@ -323,6 +332,7 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 	defer otelShutdown()
 
 	sig, err := startScheduler(d.sched, sigs, rf.startTimeout, func(err error, wait time.Duration) {
+		clientLines.discard()
 		log.Warn("the store is not ready; starting again", slog.String("error", scrub(err.Error(), storeOrDefault(g.store))),
 			slog.Duration("retry_in", wait), slog.Duration("start_timeout", rf.startTimeout))
 	})
@@ -334,6 +344,8 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 		// report it, the URL redacted and the text scrubbed.
 		return storeErrorFor(err, storeOrDefault(g.store), false)
 	}
+	endHold(true)
+	started = true
 	if sig != nil {
 		// The signal came as the start ended: stop as below, without
 		// starting what a running daemon would.
