@@ -160,7 +160,7 @@ GREETING=hi
 	if rec.Status != "success" || !rec.Manual || !strings.Contains(rec.Output, "hello hello manual=1 \n") || !strings.Contains(rec.Output, "to-stderr\n") {
 		t.Errorf("record %+v", rec)
 	}
-	if !strings.Contains(errOut, "msg=to-stderr") || !strings.Contains(errOut, "stream=output") {
+	if !strings.Contains(errOut, "msg=to-stderr") || !strings.Contains(errOut, "stream=stderr") {
 		t.Errorf("output not logged:\n%s", errOut)
 	}
 

@@ -83,10 +83,8 @@
 // Each run is a child process in its own process group, with the daemon's
 // environment, the job's variables and ANARCHON_JOB, ANARCHON_SLOT (RFC 3339
 // in UTC, fractional seconds only when not zero), ANARCHON_ATTEMPT,
-// ANARCHON_FENCE, ANARCHON_INSTANCE and ANARCHON_MANUAL. Its stdout and
-// stderr are one pipe (two with --split-logs), logged line by line in the
-// order the command wrote them; the last 4 KiB go into the run's history
-// record. A non-zero exit status is
+// ANARCHON_FENCE, ANARCHON_INSTANCE and ANARCHON_MANUAL. Its output is logged line by line;
+// the last 4 KiB go into the run's history record. A non-zero exit status is
 // an error "exit status N". A timeout, a lost lease or the stop deadline
 // sends SIGTERM to the whole group, then SIGKILL after --kill-grace.
 //

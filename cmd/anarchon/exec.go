@@ -99,9 +99,9 @@ type outputOptions struct {
 // ANARCHON_ATTEMPT, ANARCHON_FENCE (the claim's fencing token, "0" for a
 // run without a lease), ANARCHON_INSTANCE and ANARCHON_MANUAL ("1" for
 // run-now).
-// Its stdout and stderr are one pipe (two with --split-logs), each line
-// logged with the job, slot and attempt; the last outputTail bytes go into
-// the run's history record. A non-zero exit is an error "exit status N". When the run's
+// Each line of its stdout and stderr is logged with the job, slot and
+// attempt; the last outputTail bytes of both go into the run's history
+// record. A non-zero exit is an error "exit status N". When the run's
 // context ends (timeout, lease lost, replaced by a later slot, stop
 // deadline) the whole process group
 // gets SIGTERM, then SIGKILL after the grace period.
@@ -114,17 +114,8 @@ func (e *executor) handler(j *jobSpec) anarchon.Handler {
 		log := e.log.With(attrs...)
 		tail := &tailBuffer{max: outputTail}
 		budget := newLogBudget(e.maxLogBytes)
-		// One pipe for stdout and stderr, as cron gives them: the lines
-		// reach the log and the tail in the order the command wrote them
-		// (exec.Cmd gives the child one pipe when Stdout and Stderr are
-		// the same writer). Two pipes only where --split-logs sends the
-		// streams to two places; the order between them is then lost.
-		stdout := &lineLogger{log: log, stream: "output", tail: tail, budget: budget}
-		stderr := stdout
-		if e.out.split {
-			stdout = &lineLogger{log: log, stream: "stdout", tail: tail, budget: budget}
-			stderr = &lineLogger{log: log, stream: "stderr", tail: tail, budget: budget}
-		}
+		stdout := &lineLogger{log: log, stream: "stdout", tail: tail, budget: budget}
+		stderr := &lineLogger{log: log, stream: "stderr", tail: tail, budget: budget}
 		defer func() {
 			if budget != nil && budget.dropped.Load() > 0 {
 				log.Warn("output not logged", slog.Int64("bytes", budget.dropped.Load()), slog.Int64("max_log_bytes", e.maxLogBytes))
@@ -390,7 +381,7 @@ func (l *lineLogger) flush() {
 }
 
 // tailBuffer keeps the last max bytes written to it. Safe for concurrent
-// use (with --split-logs, stdout and stderr write from two goroutines).
+// use (stdout and stderr write from two goroutines).
 type tailBuffer struct {
 	mu  sync.Mutex
 	max int
