@@ -42,12 +42,12 @@ before running any (with the refusal's code).`,
 		RunE: func(c *cobra.Command, args []string) error {
 			name := args[0]
 			if from == "" || to == "" {
-				return usageError{errors.New("--from and --to are required: RFC 3339 times, like 2026-11-30T00:00:00Z")}
+				return usageError{codeBadFlag, errors.New("--from and --to are required: RFC 3339 times, like 2026-11-30T00:00:00Z")}
 			}
 			fromT, err1 := time.Parse(time.RFC3339Nano, from)
 			toT, err2 := time.Parse(time.RFC3339Nano, to)
 			if err := errors.Join(err1, err2); err != nil {
-				return usageError{fmt.Errorf("--from and --to must be RFC 3339 times (like 2026-11-30T00:00:00Z): %v", err)}
+				return usageError{codeBadFlag, fmt.Errorf("--from and --to must be RFC 3339 times (like 2026-11-30T00:00:00Z): %v", err)}
 			}
 			// A backfill refused before it ran anything leaves no new
 			// SQLite file behind (one the command created just to refuse).
@@ -84,7 +84,7 @@ before running any (with the refusal's code).`,
 				// reason in the words of the flags.
 				// Every such refusal is about the flags' values: exit 2,
 				// as for any bad flag.
-				return usageError{&backfillInputError{ve: ve}}
+				return usageError{"", &backfillInputError{ve: ve}}
 			}
 			refused = false
 			p.done(res)

@@ -115,7 +115,7 @@ func (g *globalFlags) newLogger(w io.Writer) (*slog.Logger, error) {
 	case "error":
 		level = slog.LevelError
 	default:
-		return nil, usageError{fmt.Errorf("--log-level %q: want debug, info, warn or error", g.logLevel)}
+		return nil, usageError{codeBadFlag, fmt.Errorf("--log-level %q: want debug, info, warn or error", g.logLevel)}
 	}
 	// Every string and error a log record carries passes the scrubber,
 	// so a driver's error repeating the store's password never reaches
@@ -140,7 +140,7 @@ func (g *globalFlags) newLogger(w io.Writer) (*slog.Logger, error) {
 	case "json":
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
-	return nil, usageError{fmt.Errorf("--log-format %q: want text or json", g.logFormat)}
+	return nil, usageError{codeBadFlag, fmt.Errorf("--log-format %q: want text or json", g.logFormat)}
 }
 
 // exitError ends the program with a code after its message was printed.
@@ -148,11 +148,47 @@ type exitError struct{ code int }
 
 func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
-// usageError is a command line that cannot be understood: exit status 2.
-type usageError struct{ err error }
+// Codes of usage errors (exit status 2), printed as "(code)" at the end
+// of the message's first line; stable, like the other codes.
+const (
+	codeUnknownCommand = "unknown_command" // no command of this name
+	codeUnknownFlag    = "unknown_flag"    // no flag of this name on the command
+	codeBadArguments   = "bad_arguments"   // too many or too few arguments for the command
+	codeBadFlag        = "bad_flag"        // a flag's value cannot be used, a required one is missing, or two exclude each other
+)
 
-func (e usageError) Error() string { return e.err.Error() }
+// usageError is a command line that cannot be understood: exit status 2.
+// Its message ends in its code; an error that carries a code of its own
+// (a ValidationError of backfill's options) is given the code "".
+type usageError struct {
+	code string
+	err  error
+}
+
+// Error returns the message with " (code)" at the end of its first line:
+// cobra's suggestions ("Did you mean this?") follow on further lines.
+func (e usageError) Error() string {
+	msg := e.err.Error()
+	if e.code == "" {
+		return msg
+	}
+	first, rest, more := strings.Cut(msg, "\n")
+	if !more {
+		return fmt.Sprintf("%s (%s)", msg, e.code)
+	}
+	return fmt.Sprintf("%s (%s)\n%s", first, e.code, rest)
+}
+
 func (e usageError) Unwrap() error { return e.err }
+
+// flagError is the usage error of a flag cobra could not parse: an
+// unknown one, or a value its type refuses.
+func flagError(_ *cobra.Command, err error) error {
+	if msg := err.Error(); strings.HasPrefix(msg, "unknown flag") || strings.HasPrefix(msg, "unknown shorthand flag") {
+		return usageError{codeUnknownFlag, err}
+	}
+	return usageError{codeBadFlag, err}
+}
 
 // execute runs the command line args and returns the exit code: 0, 1 for
 // a failure, 2 for a usage error, or the code a command chose (run-now:
@@ -168,9 +204,13 @@ func execute(args []string, stdout, stderr io.Writer) int {
 	if errors.As(err, &ee) {
 		return ee.code
 	}
+	if strings.HasPrefix(err.Error(), "unknown command") {
+		err = usageError{codeUnknownCommand, err}
+	}
 	code := 1
 	var ue usageError
-	if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown command") {
+	var se *StoreURLError
+	if errors.As(err, &ue) || errors.As(err, &se) && se.usage() {
 		code = 2
 	}
 	if jsonLogs(root) {
@@ -236,7 +276,7 @@ func applyEnv(c *cobra.Command) error {
 		}
 		for _, x := range vals {
 			if err := f.Value.Set(x); err != nil {
-				errs = append(errs, usageError{fmt.Errorf("%s=%q: %v", flagEnv(f.Name), v, err)})
+				errs = append(errs, usageError{codeBadFlag, fmt.Errorf("%s=%q: %v", flagEnv(f.Name), v, err)})
 				return
 			}
 		}
@@ -251,7 +291,7 @@ func markUsage(c *cobra.Command) {
 	if args := c.Args; args != nil {
 		c.Args = func(cmd *cobra.Command, a []string) error {
 			if err := args(cmd, a); err != nil {
-				return usageError{err}
+				return usageError{codeBadArguments, err}
 			}
 			return nil
 		}
@@ -291,7 +331,7 @@ shared store (SQLite by default, PostgreSQL, Redis, NATS), and exactly one wins.
 	pf.StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	pf.BoolVar(&g.splitLogs, "split-logs", false, "job stdout goes to anarchon's stdout, job stderr and anarchon's own log to stderr")
 	pf.BoolVar(&g.passthrough, "passthrough-logs", false, "write job output as it is, not as log records")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(flagError)
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
 		if err := applyEnv(c); err != nil {
 			return err
@@ -303,7 +343,7 @@ shared store (SQLite by default, PostgreSQL, Redis, NATS), and exactly one wins.
 		if g.splitLogs && !g.passthrough {
 			l, err := g.newLogger(stdout)
 			if err != nil {
-				return usageError{err}
+				return err // a usage error already
 			}
 			g.output.stdoutLog = l
 		}
@@ -355,7 +395,7 @@ func runCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
 // SQLite store's file, an SQL store's tables, a Redis store's sentinel key
 // and a NATS store's bucket and stream must already exist: reading never
 // creates them (the Redis and NATS backends are opened with MustExist).
-func openForRead(g *globalFlags, stderr io.Writer, needJobs, mustExist bool) (*daemon, error) {
+func openForRead(g *globalFlags, stderr io.Writer, needJobs, mustExist bool) (_ *daemon, err error) {
 	log, err := g.logger(stderr)
 	if err != nil {
 		return nil, err
@@ -365,6 +405,10 @@ func openForRead(g *globalFlags, stderr io.Writer, needJobs, mustExist bool) (*d
 			return nil, err
 		}
 		g.mustExist = true
+		// The clients' lines wait until the store's data is found: a
+		// store that cannot be reached is this command's error.
+		endHold := holdClientLines()
+		defer func() { endHold(err == nil) }()
 	}
 	var d *daemon
 	if needJobs || !g.sources().empty() {
@@ -403,7 +447,7 @@ names it: then it has simply not run yet.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			if n <= 0 {
-				return usageError{errors.New("-n must be positive")}
+				return usageError{codeBadFlag, errors.New("-n must be positive")}
 			}
 			d, err := openForRead(g, c.ErrOrStderr(), false, true)
 			if err != nil {
@@ -429,7 +473,7 @@ names it: then it has simply not run yet.`,
 					known = known || j.Name == args[0]
 				}
 				if !known {
-					return fmt.Errorf("no run of job %q was ever recorded in %s (a typo? \"anarchon status\" lists the jobs of a crontab; give --crontab to list a job that has not run yet)", args[0], d.store)
+					return codedError{codeUnknownJob, fmt.Errorf("no run of job %q was ever recorded in %s (a typo? \"anarchon status\" lists the jobs of a crontab; give --crontab to list a job that has not run yet)", args[0], d.store)}
 				}
 				fmt.Fprintf(c.ErrOrStderr(), "job %q has not run yet\n", args[0])
 			}
@@ -632,13 +676,13 @@ the zone's offset, as anarchon computes slots (DST gaps and folds included).`,
 // next prints the n slots of expr in zone after the RFC 3339 instant after.
 func next(w io.Writer, expr, zone, after string, n int) error {
 	if n <= 0 {
-		return usageError{errors.New("-n must be positive")}
+		return usageError{codeBadFlag, errors.New("-n must be positive")}
 	}
 	from := time.Now()
 	if after != "" {
 		t, err := time.Parse(time.RFC3339Nano, after)
 		if err != nil {
-			return usageError{fmt.Errorf("--after %q is not an RFC 3339 time (like 2026-03-07T12:00:00-05:00)", after)}
+			return usageError{codeBadFlag, fmt.Errorf("--after %q is not an RFC 3339 time (like 2026-03-07T12:00:00-05:00)", after)}
 		}
 		from = t
 	}
@@ -646,7 +690,7 @@ func next(w io.Writer, expr, zone, after string, n int) error {
 	if err := s.Cron("next", expr, noop, &anarchon.JobOptions{Zone: zone}); err != nil {
 		var ve *anarchon.ValidationError
 		if errors.As(err, &ve) {
-			return fmt.Errorf("%s: %s", strings.ToLower(ve.Field), ve.Reason)
+			return codedError{string(ve.Code), fmt.Errorf("%s: %s", strings.ToLower(ve.Field), scheduleReason(ve))}
 		}
 		return err
 	}
@@ -672,7 +716,7 @@ Jobs are checked as a store with leases and no dedupe window would check them;
 		RunE: func(*cobra.Command, []string) error {
 			src := g.sources()
 			if src.empty() {
-				return usageError{errors.New("nothing to validate: give --crontab FILE, --crontab-dir DIR or --config FILE")}
+				return usageError{codeBadFlag, errors.New("nothing to validate: give --crontab FILE, --crontab-dir DIR or --config FILE")}
 			}
 			jobs, all, infos := src.load()
 			for _, e := range all {
@@ -692,6 +736,7 @@ Jobs are checked as a store with leases and no dedupe window would check them;
 			}
 			sortByPosition(all)
 			errs, _ := splitWarnings(all)
+			countJobs(infos, errs)
 			for _, f := range infos {
 				fmt.Fprintln(stdout, f)
 			}
@@ -725,22 +770,22 @@ func versionCmd(stdout io.Writer) *cobra.Command {
 // replica a SQLite file of its own, every one running every slot.
 func (g *globalFlags) resolveStore(c *cobra.Command) error {
 	if f := c.Flags().Lookup("store"); f != nil && f.Changed && strings.TrimSpace(g.store) == "" {
-		return usageError{fmt.Errorf("--store (or %s) is empty: give a store URL, or leave it out for the default %s", flagEnv("store"), defaultStore)}
+		return usageError{codeBadFlag, fmt.Errorf("--store (or %s) is empty: give a store URL, or leave it out for the default %s", flagEnv("store"), defaultStore)}
 	}
 	if g.storeFile == "" {
 		return nil
 	}
 	if f := c.Flags().Lookup("store"); f != nil && f.Changed {
-		return usageError{errors.New("--store and --store-file (or their ANARCHON_ variables) both given: give one")}
+		return usageError{codeBadFlag, errors.New("--store and --store-file (or their ANARCHON_ variables) both given: give one")}
 	}
 	data, err := os.ReadFile(g.storeFile)
 	if err != nil {
-		return usageError{fmt.Errorf("--store-file: %w", err)}
+		return usageError{codeBadFlag, fmt.Errorf("--store-file: %w", err)}
 	}
 	line, _, _ := strings.Cut(string(data), "\n")
 	line = strings.TrimSpace(line)
 	if line == "" {
-		return usageError{fmt.Errorf("--store-file %s: empty", g.storeFile)}
+		return usageError{codeBadFlag, fmt.Errorf("--store-file %s: empty", g.storeFile)}
 	}
 	g.store = line
 	return nil

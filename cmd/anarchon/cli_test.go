@@ -79,7 +79,7 @@ CRON_TZ=Atlantis/Capital
 	}
 	var lines []string
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
-		if !strings.Contains(l, ": warning: ") && !strings.HasSuffix(l, " jobs") {
+		if !strings.Contains(l, ": warning: ") && !fileLine.MatchString(l) {
 			lines = append(lines, l)
 		}
 	}

@@ -33,7 +33,7 @@ var (
 func parseConfig(file string, data []byte) ([]*jobSpec, []error) {
 	var errs []error
 	fail := func(line int, format string, args ...any) {
-		errs = append(errs, &posError{File: file, Line: line, Msg: fmt.Sprintf(format, args...)})
+		errs = append(errs, &posError{File: file, Line: line, Msg: fmt.Sprintf(format, args...), Code: codeBadYAML})
 	}
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -94,6 +94,16 @@ func parseConfig(file string, data []byte) ([]*jobSpec, []error) {
 	var jobs []*jobSpec
 	for _, item := range list.Content {
 		j, es := decodeJob(file, item)
+		for _, e := range es {
+			// Every mistake of a job makes it invalid: validate counts it
+			// so, read (j) or not.
+			if pe, ok := e.(*posError); ok && !pe.Warning {
+				pe.job = j
+				if j == nil {
+					pe.entry = item.Line
+				}
+			}
+		}
 		errs = append(errs, es...)
 		if j != nil {
 			jobs = append(jobs, j)
@@ -108,7 +118,7 @@ func parseConfig(file string, data []byte) ([]*jobSpec, []error) {
 func decodeJob(file string, n *yaml.Node) (*jobSpec, []error) {
 	var errs []error
 	fail := func(line int, format string, args ...any) {
-		errs = append(errs, &posError{File: file, Line: line, Msg: fmt.Sprintf(format, args...)})
+		errs = append(errs, &posError{File: file, Line: line, Msg: fmt.Sprintf(format, args...), Code: codeBadYAML})
 	}
 	if n.Kind != yaml.MappingNode {
 		fail(n.Line, "a job must be a mapping with name, schedule and command or shell")

@@ -12,10 +12,11 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Error codes of the job control commands, printed as "[code]" and in
-// --json output; stable, like anarchon's validation codes.
+// Error codes of the job control commands (unknown_job of history too),
+// printed as "(code)" and in --json output; stable, like anarchon's
+// validation codes.
 const (
-	codeUnknownJob   = "unknown_job"   // the job is not in the given files
+	codeUnknownJob   = "unknown_job"   // the job is not in the given files (history: nor in the store's history)
 	codeNotSupported = "not_supported" // the store has no job control or triggers
 	codeTimeout      = "timeout"       // no replica ran the trigger within --timeout
 )
@@ -158,7 +159,7 @@ know the job.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			name := args[0]
 			if timeout <= 0 {
-				return usageError{errors.New("--timeout must be positive")}
+				return usageError{codeBadFlag, errors.New("--timeout must be positive")}
 			}
 			d, err := openForRead(g, stderr, true, false)
 			if err != nil {

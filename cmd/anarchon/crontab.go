@@ -86,8 +86,12 @@ func parseCrontabWith(file string, data []byte, opts crontabOptions) ([]*jobSpec
 		nameLine  int
 		mailWarns bool
 	)
-	fail := func(line int, format string, args ...any) {
-		errs = append(errs, &posError{File: file, Line: line, Msg: fmt.Sprintf(format, args...)})
+	fail := func(line int, code, format string, args ...any) {
+		errs = append(errs, &posError{File: file, Line: line, Msg: fmt.Sprintf(format, args...), Code: code})
+	}
+	// A job line that cannot be read is an invalid job too.
+	failJob := func(line int, err error) {
+		errs = append(errs, &posError{File: file, Line: line, Msg: err.Error(), Code: codeBadLine, entry: line})
 	}
 	warn := func(line int, format string, args ...any) {
 		errs = append(errs, &posError{File: file, Line: line, Msg: fmt.Sprintf(format, args...), Warning: true})
@@ -106,7 +110,7 @@ func parseCrontabWith(file string, data []byte, opts crontabOptions) ([]*jobSpec
 		case strings.HasPrefix(text, "#"):
 			if m := nameComment.FindStringSubmatch(text); m != nil {
 				if m[1] == "" {
-					fail(lineNo, "empty job name in %q", text)
+					fail(lineNo, string(anarchon.CodeEmptyName), "empty job name in %q", text)
 					continue
 				}
 				name, nameLine = m[1], lineNo
@@ -119,7 +123,7 @@ func parseCrontabWith(file string, data []byte, opts crontabOptions) ([]*jobSpec
 			case "CRON_TZ", "TZ":
 				if val != "" {
 					if _, err := anarchon.LoadLocation(val); err != nil {
-						fail(lineNo, "%s: unknown time zone %q", key, val)
+						fail(lineNo, string(anarchon.CodeUnknownZone), "%s: unknown time zone %q", key, val)
 						val = ""
 					}
 				}
@@ -143,7 +147,7 @@ func parseCrontabWith(file string, data []byte, opts crontabOptions) ([]*jobSpec
 		}
 		ln, err := splitLine(text, opts)
 		if err != nil {
-			fail(lineNo, "%v", err)
+			failJob(lineNo, err)
 			continue
 		}
 		if ln.warning != "" {
@@ -175,7 +179,7 @@ func parseCrontabWith(file string, data []byte, opts crontabOptions) ([]*jobSpec
 		jobs = append(jobs, j)
 	}
 	if err := sc.Err(); err != nil {
-		fail(lineNo+1, "%v", err)
+		fail(lineNo+1, codeBadLine, "%v", err)
 	}
 	return jobs, errs
 }

@@ -119,7 +119,7 @@ func (d *daemon) stopReboot(ctx context.Context) {
 func openDaemon(g *globalFlags, log *slog.Logger, clock anarchon.Clock, poll, grace, registryTTL time.Duration) (*daemon, error) {
 	src := g.sources()
 	if src.empty() {
-		return nil, usageError{errors.New("no jobs: give --crontab FILE, --crontab-dir DIR or --config FILE")}
+		return nil, usageError{codeBadFlag, errors.New("no jobs: give --crontab FILE, --crontab-dir DIR or --config FILE")}
 	}
 	jobs, all, _ := src.load()
 	errs, warns := splitWarnings(all)
@@ -244,13 +244,13 @@ func checkRunFlags(g *globalFlags, rf *runFlags) error {
 	} {
 		switch {
 		case d.positive && d.v <= 0:
-			return usageError{fmt.Errorf("%s %v: must be positive", d.name, d.v)}
+			return usageError{codeBadFlag, fmt.Errorf("%s %v: must be positive", d.name, d.v)}
 		case d.v < 0:
-			return usageError{fmt.Errorf("%s %v: must not be negative", d.name, d.v)}
+			return usageError{codeBadFlag, fmt.Errorf("%s %v: must not be negative", d.name, d.v)}
 		}
 	}
 	if g.maxLogBytes < 0 {
-		return usageError{fmt.Errorf("--max-log-bytes %d: must not be negative (0: no bound)", g.maxLogBytes)}
+		return usageError{codeBadFlag, fmt.Errorf("--max-log-bytes %d: must not be negative (0: no bound)", g.maxLogBytes)}
 	}
 	return nil
 }
@@ -278,11 +278,11 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 	if rf.http != "" {
 		a, err := httpAddr(rf.http)
 		if err != nil {
-			return usageError{err}
+			return usageError{codeBadFlag, err}
 		}
 		addr = a
 		if hc, err = httpConfigFrom(rf, addr); err != nil {
-			return usageError{err}
+			return usageError{codeBadFlag, err}
 		}
 		if hc.locked {
 			log.Warn("--http binds beyond loopback without a token: /status, /metrics and /ui/ answer 403; /healthz and /readyz stay open. "+
@@ -299,6 +299,15 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 
 	waitForStore.Store(rf.startTimeout > 0)
 	defer waitForStore.Store(false)
+	// The clients' lines wait for the start's outcome: a failed start's
+	// error (or WARN before a retry) says what they would.
+	endHold := holdClientLines()
+	started := false
+	defer func() {
+		if !started {
+			endHold(false)
+		}
+	}()
 	d, err := openDaemon(g, log, clock, rf.poll, rf.killGrace, rf.registryTTL)
 	if err != nil {
 		return err
@@ -323,6 +332,7 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 	defer otelShutdown()
 
 	sig, err := startScheduler(d.sched, sigs, rf.startTimeout, func(err error, wait time.Duration) {
+		clientLines.discard()
 		log.Warn("the store is not ready; starting again", slog.String("error", scrub(err.Error(), storeOrDefault(g.store))),
 			slog.Duration("retry_in", wait), slog.Duration("start_timeout", rf.startTimeout))
 	})
@@ -334,6 +344,8 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 		// report it, the URL redacted and the text scrubbed.
 		return storeErrorFor(err, storeOrDefault(g.store), false)
 	}
+	endHold(true)
+	started = true
 	if sig != nil {
 		// The signal came as the start ended: stop as below, without
 		// starting what a running daemon would.
@@ -641,7 +653,7 @@ type activeJSON struct {
 // job's next slots, active leases (when the store has a RunStore) and last
 // result.
 func (d *daemon) status(ctx context.Context) statusReport {
-	rep := statusReport{Store: d.store, Backend: d.backend.Name(), Instance: d.instance, Time: time.Now().UTC().Format(time.RFC3339Nano),
+	rep := statusReport{Store: d.store, Backend: d.backend.Name(), Instance: d.instance, Time: formatTime(time.Now()),
 		Replication: storeReplication(d.backend), Replicas: []replicaJSON{}, DifferingJobs: []string{}, Jobs: []jobStatus{}}
 	replicas := addReplicas(ctx, d.sched, &rep)
 	rep.Paused = []stateJSON{}
@@ -724,11 +736,13 @@ func toJSON(r anarchon.RunRecord) recordJSON {
 	}
 }
 
-// formatTime is RFC 3339 in UTC with the fraction only when non-zero; ""
-// for the zero time.
+// formatTime is RFC 3339 in UTC to the millisecond, with the fraction
+// only when non-zero; "" for the zero time. Stores keep times to the
+// millisecond (SQL) or to the nanosecond (NATS, Redis for a run's start):
+// they are shown alike.
 func formatTime(t time.Time) string {
 	if t.IsZero() {
 		return ""
 	}
-	return t.UTC().Format(time.RFC3339Nano)
+	return t.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano)
 }

@@ -25,7 +25,8 @@ type sqlStore interface {
 // schema, database or prefix. A failed look for another reason is left to
 // the read that follows, which reports it. Redis and NATS stores are
 // initialised here (opened with MustExist, Init writes nothing) and found
-// empty by their ErrNoData.
+// empty by their ErrNoData; their Init's other errors are returned as
+// storeError, as the read would report them.
 func storeInitialised(ctx context.Context, b anarchon.Backend, raw string) error {
 	st, ok := b.(sqlStore)
 	if !ok {
@@ -37,7 +38,7 @@ func storeInitialised(ctx context.Context, b anarchon.Backend, raw string) error
 				Reason: "no anarchon data there (" + scrub(err.Error(), raw) + "): history and status never create it; \"run\" and \"run-now\" do",
 				Err:    err}
 		}
-		return nil
+		return storeError(err, raw)
 	}
 	_, err := st.Conn().All(ctx, "SELECT 1 FROM "+st.Qualify("runs")+" WHERE 1 = 0")
 	if missingDatabase(err) {

@@ -53,26 +53,43 @@ func (j *jobSpec) pos(field string) (string, int) {
 	return j.File, j.Line
 }
 
+// Codes of mistakes in job files that are not the library's validation
+// codes (a job the library refuses has its ValidationError's code:
+// bad_cron, unknown_zone, duplicate_name …).
+const (
+	codeBadLine = "bad_line" // a crontab line that cannot be read: time fields, user column, command
+	codeBadYAML = "bad_yaml" // a YAML file or job that cannot be read: syntax, an unknown key, a value of the wrong kind
+	codeBadUser = "bad_user" // a job's user does not exist, or is another than the daemon's own and the daemon is not root
+)
+
 // posError is a mistake in a crontab or YAML file, reported as FILE:LINE.
 type posError struct {
 	File string
 	Line int
 	Msg  string
-	Err  error // the underlying error, if any (a *anarchon.ValidationError)
+	Code string // stable kind of a mistake, printed after it as "(code)"; warnings have none
+	Err  error  // the underlying error, if any (a *anarchon.ValidationError)
 
 	Warning bool // a warning: reported, but the file is still used
 
 	// unscheduled is the job a warning left out of the schedule (a
 	// one-off whose time has passed), for the daemon to drop it.
 	unscheduled *jobSpec
+	// job is the job a mistake makes invalid, and entry the line of a
+	// crontab job line or YAML job that could not be read as a job at
+	// all, for validate's count of invalid jobs.
+	job   *jobSpec
+	entry int
 }
 
-// Error returns "FILE:LINE: message" ("FILE:LINE: warning: message" for a
-// warning).
+// Error returns "FILE:LINE: message (code)" ("FILE:LINE: warning:
+// message" for a warning).
 func (e *posError) Error() string {
 	msg := e.Msg
 	if e.Warning {
 		msg = "warning: " + msg
+	} else if e.Code != "" {
+		msg += " (" + e.Code + ")"
 	}
 	if e.Line > 0 {
 		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, msg)
@@ -195,7 +212,7 @@ func register(s, reboot *anarchon.Scheduler, jobs []*jobSpec, handler func(*jobS
 		}
 		var ve *anarchon.ValidationError
 		if !errors.As(err, &ve) {
-			errs = append(errs, &posError{File: j.File, Line: j.Line, Msg: fmt.Sprintf("job %q: %v", j.Name, err), Err: err})
+			errs = append(errs, &posError{File: j.File, Line: j.Line, Msg: fmt.Sprintf("job %q: %v", j.Name, err), Err: err, job: j})
 			continue
 		}
 		key := yamlKeys[ve.Field]
@@ -217,7 +234,7 @@ func register(s, reboot *anarchon.Scheduler, jobs []*jobSpec, handler func(*jobS
 		file, line := j.pos(key)
 		// The message names the key inside the mapping (retry.max_backoff)
 		// where the line is the mapping's.
-		name, reason := key, ve.Reason
+		name, reason := key, scheduleReason(ve)
 		if n := yamlSubKeys[ve.Field]; n != "" {
 			name = n
 		}
@@ -232,7 +249,7 @@ func register(s, reboot *anarchon.Scheduler, jobs []*jobSpec, handler func(*jobS
 			}
 			file, line = j.pos("name")
 		}
-		errs = append(errs, &posError{File: file, Line: line, Msg: msg, Err: err})
+		errs = append(errs, &posError{File: file, Line: line, Msg: msg, Code: string(ve.Code), Err: err, job: j})
 	}
 	return errs
 }
@@ -282,18 +299,57 @@ type sources struct {
 
 // fileInfo says how one file was read, for validate's report.
 type fileInfo struct {
-	File   string
-	Format string // user, system, supercronic or yaml
-	Why    string // how the format was chosen
-	Jobs   int
+	File    string
+	Format  string // user, system, supercronic or yaml
+	Why     string // how the format was chosen
+	Jobs    int    // the jobs read; countJobs leaves the valid ones
+	Invalid int    // set by countJobs: jobs refused, and job lines or YAML jobs not read
 }
 
-// String is one line of validate's report.
+// String is one line of validate's report: "…, 4 jobs", or with invalid
+// ones "…, 3 valid jobs, 1 invalid".
 func (f fileInfo) String() string {
-	if f.Format == "yaml" {
-		return fmt.Sprintf("%s: YAML, %s", f.File, plural(f.Jobs, "job"))
+	jobs := plural(f.Jobs, "job")
+	if f.Invalid > 0 {
+		jobs = fmt.Sprintf("%s, %d invalid", plural(f.Jobs, "valid job"), f.Invalid)
 	}
-	return fmt.Sprintf("%s: %s crontab (%s), %s", f.File, f.Format, f.Why, plural(f.Jobs, "job"))
+	if f.Format == "yaml" {
+		return fmt.Sprintf("%s: YAML, %s", f.File, jobs)
+	}
+	return fmt.Sprintf("%s: %s crontab (%s), %s", f.File, f.Format, f.Why, jobs)
+}
+
+// countJobs moves the jobs of each file that a mistake in errs makes
+// invalid from Jobs to Invalid, and adds the job lines and YAML jobs that
+// could not be read as jobs at all.
+func countJobs(infos []fileInfo, errs []error) {
+	bad := map[*jobSpec]bool{}
+	lost := map[string]map[int]bool{}
+	for _, e := range errs {
+		var pe *posError
+		if !errors.As(e, &pe) || pe.Warning {
+			continue
+		}
+		switch {
+		case pe.job != nil:
+			bad[pe.job] = true
+		case pe.entry > 0:
+			if lost[pe.File] == nil {
+				lost[pe.File] = map[int]bool{}
+			}
+			lost[pe.File][pe.entry] = true
+		}
+	}
+	for i := range infos {
+		f := &infos[i]
+		for j := range bad {
+			if j.File == f.File {
+				f.Jobs--
+				f.Invalid++
+			}
+		}
+		f.Invalid += len(lost[f.File])
+	}
 }
 
 // load reads every crontab and YAML file and returns their jobs, every
@@ -307,12 +363,12 @@ func (src sources) load() ([]*jobSpec, []error, []fileInfo) {
 	switch src.Format {
 	case "", formatAuto, formatUser, formatSystem, formatSupercronic:
 	default:
-		return nil, []error{usageError{fmt.Errorf("--format %q: want auto, user, system or supercronic", src.Format)}}, nil
+		return nil, []error{usageError{codeBadFlag, fmt.Errorf("--format %q: want auto, user, system or supercronic", src.Format)}}, nil
 	}
 	switch src.SixFields {
 	case "", sixSeconds, sixYear:
 	default:
-		return nil, []error{usageError{fmt.Errorf("--six-fields %q: want seconds or year", src.SixFields)}}, nil
+		return nil, []error{usageError{codeBadFlag, fmt.Errorf("--six-fields %q: want seconds or year", src.SixFields)}}, nil
 	}
 	type crontabFile struct {
 		path    string
@@ -390,7 +446,7 @@ func resolveUsers(jobs []*jobSpec) []error {
 		}
 		if err != nil {
 			file, line := j.pos("user")
-			errs = append(errs, &posError{File: file, Line: line, Msg: fmt.Sprintf("job %q: %v", j.Name, err), Err: err})
+			errs = append(errs, &posError{File: file, Line: line, Msg: fmt.Sprintf("job %q: %v", j.Name, err), Code: codeBadUser, Err: err, job: j})
 			continue
 		}
 		j.account = a

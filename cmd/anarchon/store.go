@@ -46,6 +46,19 @@ func (e *StoreURLError) Error() string {
 // Unwrap returns the backend's error, if any.
 func (e *StoreURLError) Unwrap() error { return e.Err }
 
+// usage reports whether the error is in the URL as written (it does not
+// parse, names no store, or has a parameter the store does not take): a
+// bad flag value, exit status 2. A URL that is well formed but whose store
+// cannot be opened or reached (open_failed, no_anarchon_data) or is not in
+// this build (backend_unavailable) is a failure of the command: exit 1.
+func (e *StoreURLError) usage() bool {
+	switch e.Code {
+	case StoreBadURL, StoreUnknownScheme, StoreUnknownParam:
+		return true
+	}
+	return false
+}
+
 // opener opens the backend of one URL scheme. u is the parsed URL, raw the
 // text as given (some clients parse it themselves) and prefix the value of
 // the "prefix" query parameter, already removed from u and raw.

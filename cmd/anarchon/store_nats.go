@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/anarchon/anarchon"
@@ -110,6 +111,13 @@ func openNATS(u *url.URL, raw, prefix string, mustExist bool) (anarchon.Backend,
 		natsOpts = append(natsOpts, nats.RetryOnFailedConnect(true))
 	}
 	b, err := natsbackend.Open(raw, opts, natsOpts...)
+	if err != nil && strings.HasPrefix(err.Error(), "natsbackend: connect to ") {
+		// "natsbackend: connect to <URL>: <nats.go's error>": the URL is
+		// in the StoreURLError already.
+		if cause := errors.Unwrap(err); cause != nil {
+			return nil, &StoreURLError{URL: redact(raw), Code: StoreOpenFailed, Reason: "connect: " + scrub(cause.Error(), raw), Err: err}
+		}
+	}
 	if errors.Is(err, natsbackend.ErrInvalid) {
 		// Options the URL set (prefix= names the bucket and stream) that
 		// natsbackend refuses, before it connects.

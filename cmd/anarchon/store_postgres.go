@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"net/url"
+	"strings"
 
 	"github.com/anarchon/anarchon"
 	"github.com/anarchon/anarchon/pgbackend"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 func init() {
@@ -27,7 +30,9 @@ func init() {
 // pgx tries them in turn and keeps the first that takes writes, so that
 // after a failover the replicas reconnect to the promoted standby. Init
 // logs the server's replication (a WARN for an asynchronous standby or
-// synchronous_commit off) to the daemon's log.
+// synchronous_commit off) to the daemon's log. A URL pgx cannot parse (a
+// bad sslmode, a bad port) is bad_url; pgbackend.Open does not connect, so
+// a server that cannot be reached fails later, at the start.
 func openPostgres(u *url.URL, raw, prefix string, _ bool) (anarchon.Backend, error) {
 	q := u.Query()
 	schema := q.Get("schema")
@@ -36,5 +41,16 @@ func openPostgres(u *url.URL, raw, prefix string, _ bool) (anarchon.Backend, err
 		u.RawQuery = q.Encode()
 		raw = u.String()
 	}
-	return pgbackend.Open(context.Background(), raw, &pgbackend.Options{Prefix: prefix, Schema: schema, Logger: clientLog.Load()})
+	b, err := pgbackend.Open(context.Background(), raw, &pgbackend.Options{Prefix: prefix, Schema: schema, Logger: clientLog.Load()})
+	var pe *pgconn.ParseConfigError
+	if errors.As(err, &pe) {
+		// "cannot parse `URL`: reason": the URL is in the StoreURLError
+		// already.
+		reason := pe.Error()
+		if _, after, ok := strings.Cut(reason, "`: "); ok {
+			reason = after
+		}
+		return nil, &StoreURLError{URL: redact(raw), Code: StoreBadURL, Reason: scrub(reason, raw), Err: err}
+	}
+	return b, err
 }

@@ -32,7 +32,20 @@ func openRedis(_ *url.URL, raw, prefix string, mustExist bool) (anarchon.Backend
 		if strings.Contains(err.Error(), "unexpected option") { // go-redis's word for a parameter it does not know
 			code = StoreUnknownParam
 		}
-		return nil, &StoreURLError{URL: redact(raw), Code: code, Reason: scrub(err.Error(), raw), Err: err}
+		return nil, &StoreURLError{URL: redact(raw), Code: code, Reason: scrub(redisURLReason(err), raw), Err: err}
 	}
 	return b, err
+}
+
+// redisURLReason is the reason of redisbackend's error for a URL it
+// refuses, "redisbackend: invalid input: redis URL <URL>: <reason>",
+// without the URL, which the StoreURLError shows already.
+func redisURLReason(err error) string {
+	msg := strings.TrimPrefix(err.Error(), redisbackend.ErrInvalidInput.Error()+": ")
+	if rest, ok := strings.CutPrefix(msg, "redis URL "); ok {
+		if _, reason, ok := strings.Cut(rest, ": "); ok {
+			return reason
+		}
+	}
+	return msg
 }

@@ -150,3 +150,61 @@ func TestHTTPAddr(t *testing.T) {
 		}
 	}
 }
+
+// A --store URL that is malformed, names no store or has a parameter the
+// store does not take is a bad flag value: exit 2, as an empty --store
+// is. A well-formed URL whose store cannot be opened or reached is a
+// failure of the run: exit 1.
+func TestStoreURLExitStatus(t *testing.T) {
+	dir := t.TempDir()
+	ct := writeFile(t, dir, "crontab", "# name: a\n@daily echo hi\n")
+	for _, tc := range []struct {
+		url  string
+		exit int
+		code StoreErrorCode
+	}{
+		{"no-scheme", 2, StoreBadURL},
+		{"postgres://user:s3cr3t@host:5432/db%zz", 2, StoreBadURL},
+		{"postgres://user:s3cr3t@host:5432/db?sslmode=bogus", 2, StoreBadURL},
+		{"redis://user:s3cr3t@h:notaport/0", 2, StoreBadURL},
+		{"ftp://host/x", 2, StoreUnknownScheme},
+		{"sqlite:" + filepath.Join(dir, "s.db") + "?prefx=y_", 2, StoreUnknownParam},
+		{"sqlite:" + filepath.Join(dir, "no", "such", "dir", "s.db"), 1, StoreOpenFailed},
+		{"redis://user:s3cr3t@127.0.0.1:1/0", 1, StoreOpenFailed},
+	} {
+		code, _, errOut := cli(t, "run", "--store", tc.url, "--crontab", ct, "--start-timeout", "0")
+		if code != tc.exit || !strings.Contains(errOut, "("+string(tc.code)+")") || strings.Contains(errOut, "s3cr3t") {
+			t.Errorf("%s: exit %d, stderr %q; want exit %d and code %s", tc.url, code, errOut, tc.exit, tc.code)
+		}
+	}
+	// The read-only commands and a URL from ANARCHON_STORE alike.
+	t.Setenv("ANARCHON_STORE", "memory:/x")
+	if code, _, errOut := cli(t, "history", "a"); code != 2 || !strings.Contains(errOut, "(bad_url)") {
+		t.Errorf("ANARCHON_STORE=memory:/x history: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// A store URL error shows the URL once, redacted: the backends' own
+// errors repeat it, and the daemon leaves their copy out.
+func TestStoreURLShownOnce(t *testing.T) {
+	for _, tc := range []struct{ url, scheme, want string }{
+		{"redis://user:s3cr3t@h:notaport/0", "redis", `bad port in host "h:notaport" (bad_url)`},
+		{"redis://user:s3cr3t@h/0?bogus=1", "redis", "redis: unexpected option: bogus (unknown_parameter)"},
+		{"rediss+sentinel://user:s3cr3t@s1,s2/0", "rediss+sentinel", "redis+sentinel needs master=NAME"},
+		{"redis://user:s3cr3t@h?wait=1&wait_timeout=10s", "redis", "read_timeout"},
+		{"redis+sentinel://user:s3cr3t@s1?master=m&sentinel_password=s3cr3t&x=%zz", "redis+sentinel", "bad query"},
+		{"postgres://user:s3cr3t@h/db?sslmode=bogus", "postgres", "sslmode is invalid"},
+		{"nats://user:s3cr3t@127.0.0.1:1", "nats", "connect: nats: no servers available for connection (open_failed)"},
+	} {
+		b, err := openStore(tc.url)
+		if err == nil {
+			b.Close(context.Background())
+			t.Errorf("%s: no error", tc.url)
+			continue
+		}
+		msg := err.Error()
+		if n := strings.Count(msg, tc.scheme+"://"); n != 1 || !strings.Contains(msg, tc.want) || strings.Contains(msg, "s3cr3t") {
+			t.Errorf("%s: the URL %d times in %q; want it once, and %q", tc.url, n, msg, tc.want)
+		}
+	}
+}

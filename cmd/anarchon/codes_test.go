@@ -1,0 +1,120 @@
+package main
+
+import (
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// fileLine matches validate's line for a file: how it was read and its
+// count of jobs.
+var fileLine = regexp.MustCompile(`, [0-9]+ (valid )?jobs?(, [0-9]+ invalid)?$`)
+
+// Every error the daemon ends with carries its code at the end of its
+// message (of its first line, when a hint follows), as "(code)": usage
+// errors, job file mistakes and an unknown job of history alike.
+func TestErrorCodes(t *testing.T) {
+	dir := t.TempDir()
+	bad := writeFile(t, dir, "bad.cron", `# name: ok
+* * * * * echo fine
+# name: hour
+0 25 * * * echo never
+not a job line
+CRON_TZ=Atlantis/Capital
+# name:
+# name: ok
+@daily echo again
+`)
+	yml := writeFile(t, dir, "bad.yaml", "jobs:\n  - name: y\n    schedule: \"@daily\"\n    shell: echo y\n    jitter: soon\n")
+	good := writeFile(t, dir, "good.cron", "# name: known\n@daily echo hi\n")
+	store := "sqlite:" + filepath.Join(dir, "s.db")
+	if code, _, errOut := cli(t, "run-now", "known", "--crontab", good, "--store", store); code != 0 {
+		t.Fatalf("run-now: exit %d %s", code, errOut)
+	}
+	for _, tc := range []struct {
+		args []string
+		exit int
+		want []string // substrings of stderr or stdout
+	}{
+		{[]string{"run", "--bogus"}, 2, []string{"unknown flag: --bogus (unknown_flag)"}},
+		{[]string{"run", "-x"}, 2, []string{"(unknown_flag)"}},
+		{[]string{"nosuch"}, 2, []string{`unknown command "nosuch" for "anarchon" (unknown_command)`}},
+		{[]string{"rn"}, 2, []string{`unknown command "rn" for "anarchon" (unknown_command)` + "\n", "Did you mean this?"}},
+		{[]string{"history"}, 2, []string{"accepts 1 arg(s), received 0 (bad_arguments)"}},
+		{[]string{"run", "--poll", "abc", "--crontab", good}, 2, []string{`"--poll" flag`, "(bad_flag)"}},
+		{[]string{"run", "--poll"}, 2, []string{"flag needs an argument: --poll (bad_flag)"}},
+		{[]string{"run", "--poll", "0s", "--crontab", good}, 2, []string{"--poll 0s: must be positive (bad_flag)"}},
+		{[]string{"run", "--log-level", "loud", "--crontab", good}, 2, []string{"(bad_flag)"}},
+		{[]string{"validate"}, 2, []string{"nothing to validate", "(bad_flag)"}},
+		{[]string{"validate", "--crontab", bad}, 1, []string{
+			`bad.cron:4: job "hour": schedule: cron: "0 25 * * *" at 2 (hour): value 25 out of range 0-23 (bad_cron)`,
+			`bad.cron:5: a job line needs 5 time fields (6 or 7 with seconds or a year) and a command: "not a job line" (bad_line)`,
+			`bad.cron:6: CRON_TZ: unknown time zone "Atlantis/Capital" (unknown_zone)`,
+			`bad.cron:7: empty job name in "# name:" (empty_name)`,
+			`(duplicate_name)`,
+		}},
+		{[]string{"validate", "--config", yml}, 1, []string{`bad.yaml:5: jitter: "soon" is not a Go duration (like 30s, 5m, 1h30m) (bad_yaml)`}},
+		{[]string{"run", "--crontab", bad, "--store", "memory:"}, 1, []string{"(bad_cron)", "(bad_line)"}},
+		{[]string{"history", "nojob", "--store", store}, 1, []string{`no run of job "nojob" was ever recorded`, "(unknown_job)"}},
+	} {
+		code, out, errOut := cli(t, tc.args...)
+		for _, w := range tc.want {
+			if code != tc.exit || !strings.Contains(out+errOut, w) {
+				t.Errorf("%q: exit %d, want %d and %q in:\n%s%s", tc.args, code, tc.exit, w, out, errOut)
+				break
+			}
+		}
+	}
+	// Warnings carry no code: they are not errors.
+	_, out, _ := cli(t, "validate", "--crontab", writeFile(t, dir, "unnamed.cron", "@daily echo hi\n"))
+	if !strings.Contains(out, "warning: unnamed job") || strings.Contains(out, ") (") {
+		t.Errorf("warning: %s", out)
+	}
+}
+
+// validate's line for each file counts the jobs that are valid, and says
+// how many are not: a job the scheduler refuses, a line or YAML job that
+// could not be read at all, a job whose user does not exist.
+func TestValidateCounts(t *testing.T) {
+	dir := t.TempDir()
+	ct := writeFile(t, dir, "jobs.cron", `# name: ok
+* * * * * echo fine
+# name: hour
+0 25 * * * echo never
+not a job line
+CRON_TZ=Atlantis/Capital
+# name: ok
+@daily echo again
+# name: fine
+@hourly echo fine
+`)
+	yml := writeFile(t, dir, "jobs.yaml", `jobs:
+  - name: y
+    schedule: "@daily"
+    shell: echo y
+    jitter: soon
+    timeout: later
+  - name: nameless-schedule
+    shell: echo z
+  - schedule: "@daily"
+  - name: good
+    schedule: "@daily"
+    command: [date]
+`)
+	good := writeFile(t, dir, "good.cron", "# name: a\n@daily echo a\n# name: b\n@daily echo b\n")
+	code, out, _ := cli(t, "validate", "--crontab", ct, "--config", yml, "--crontab", good)
+	for _, want := range []string{
+		ct + ": user crontab (detected: not a system crontab path, six fields: seconds reading), 2 valid jobs, 3 invalid\n",
+		yml + ": YAML, 1 valid job, 3 invalid\n",
+		good + ": user crontab (detected: not a system crontab path, six fields: seconds reading), 2 jobs\n",
+	} {
+		if code != 1 || !strings.Contains(out, want) {
+			t.Errorf("exit %d, want 1 and %q in:\n%s", code, want, out)
+		}
+	}
+	code, out, _ = cli(t, "validate", "--crontab", good)
+	if code != 0 || !strings.HasSuffix(out, "), 2 jobs\nok: 2 jobs\n") {
+		t.Errorf("valid file: exit %d:\n%s", code, out)
+	}
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/anarchon/anarchon"
+)
+
+// A time the history shows has at most milliseconds, whatever the store
+// kept: NATS and Redis keep a run's start to the nanosecond, SQL stores to
+// the millisecond, and "history" looks the same on all of them.
+func TestHistoryTimesInMilliseconds(t *testing.T) {
+	ns := time.Date(2026, 12, 2, 9, 18, 44, 5814867, time.UTC)
+	rec := anarchon.RunRecord{Job: "a", Slot: ns.Truncate(time.Millisecond), InstanceID: "i", Attempt: 1,
+		Status: anarchon.StatusError, ClaimedAt: ns, StartedAt: ns.Add(59327 * time.Nanosecond), FinishedAt: ns.Add(time.Millisecond)}
+	var buf bytes.Buffer
+	printRecords(&buf, []anarchon.RunRecord{rec})
+	if out := buf.String(); strings.Contains(out, "44.005814867Z") || strings.Count(out, "2026-12-02T09:18:44.005Z") != 3 {
+		t.Errorf("table:\n%s\nwant slot, claimed and started as 2026-12-02T09:18:44.005Z", out)
+	}
+	j := toJSON(rec)
+	if *j.ClaimedAt != "2026-12-02T09:18:44.005Z" || *j.StartedAt != "2026-12-02T09:18:44.005Z" || *j.FinishedAt != "2026-12-02T09:18:44.006Z" {
+		t.Errorf("JSON: claimed %s, started %s, finished %s", *j.ClaimedAt, *j.StartedAt, *j.FinishedAt)
+	}
+}
+
+// The same through "history" on a NATS store (ANARCHON_TEST_NATS_URL).
+func TestHistoryTimesNATS(t *testing.T) {
+	url := os.Getenv("ANARCHON_TEST_NATS_URL")
+	if url == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("ANARCHON_TEST_NATS_URL is not set")
+		}
+		t.Skip("ANARCHON_TEST_NATS_URL is not set: start a server with `bash scripts/services/nats.sh <dir>` and export what it prints")
+	}
+	store := url + "?prefix=histtime" + randSuffix()
+	ct := writeFile(t, t.TempDir(), "jobs.cron", "# name: a\n@daily echo out\n")
+	if code, out, errOut := cli(t, "run-now", "a", "--crontab", ct, "--store", store); code != 0 {
+		t.Fatalf("run-now: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut := cli(t, "history", "a", "--store", store)
+	times := regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`).FindAllStringSubmatch(out, -1)
+	if code != 0 || len(times) != 3 {
+		t.Fatalf("history: exit %d, %d times\n%s%s", code, len(times), out, errOut)
+	}
+	for _, m := range times {
+		if len(m[1]) > 4 {
+			t.Errorf("time %s has more than milliseconds:\n%s", m[0], out)
+		}
+	}
+	code, out, _ = cli(t, "history", "a", "--store", store, "--json")
+	var recs []recordJSON
+	if err := json.Unmarshal([]byte(out), &recs); code != 0 || err != nil || len(recs) != 1 {
+		t.Fatalf("history --json: exit %d, %v\n%s", code, err, out)
+	}
+	for _, s := range []*string{recs[0].ClaimedAt, recs[0].StartedAt, recs[0].FinishedAt} {
+		if s == nil || len(*s) > len("2026-12-02T09:18:44.005Z") {
+			t.Errorf("JSON time has more than milliseconds:\n%s", out)
+			break
+		}
+	}
+}
