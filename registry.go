@@ -83,8 +83,31 @@ type InstanceInfo struct {
 	// sets agree have equal fingerprints.
 	JobsFingerprint string `json:"jobs_fingerprint"`
 	// Jobs lists the instance's jobs with their fingerprints, sorted by
-	// name, so that differing jobs can be named ([CompareJobSets]).
+	// name, so that differing jobs can be named ([CompareJobSets]). The
+	// scheduler publishes it only while another live instance runs a
+	// different job set (SPEC §10): at 10,000 jobs the list is about
+	// 0.5 MB, which every instance would otherwise write, and read from
+	// every other, at each renewal. [InstanceInfo.JobsListed] tells a
+	// list left out from an empty job set.
 	Jobs []JobFingerprint `json:"jobs,omitempty"`
+	// JobCount is how many jobs the set has, published with or without
+	// Jobs; see [InstanceInfo.NumJobs].
+	JobCount int `json:"job_count,omitempty"`
+}
+
+// NumJobs is how many jobs the instance runs: JobCount, or the length of
+// Jobs in a record written before JobCount existed.
+func (info InstanceInfo) NumJobs() int { return max(info.JobCount, len(info.Jobs)) }
+
+// emptyJobSet is FingerprintJobSet of no jobs.
+var emptyJobSet = FingerprintJobSet(nil)
+
+// JobsListed reports whether info carries its job list: true when Jobs
+// is set or the job set is empty (or has no fingerprint, as a record
+// written by a version before job sets had one). A record without its
+// list names its job set by JobsFingerprint alone.
+func (info InstanceInfo) JobsListed() bool {
+	return len(info.Jobs) > 0 || info.JobsFingerprint == "" || info.JobsFingerprint == emptyJobSet
 }
 
 // JobFingerprint is one job of an instance's job set: its name and
@@ -203,6 +226,11 @@ type JobSetDiff struct {
 	Missing   []string // jobs Reference has and Instance lacks
 	Extra     []string // jobs Instance has and Reference lacks
 	Changed   []string // jobs both have, with different fingerprints
+	// Unlisted: the two job sets differ (their fingerprints do), but a
+	// record did not carry its job list yet, so the jobs cannot be named.
+	// An instance publishes its list from its first renewal that sees the
+	// difference, within RegistryTTL/3.
+	Unlisted bool
 }
 
 // Jobs returns every job named by the diff, sorted: missing, extra or
@@ -215,12 +243,22 @@ func (d JobSetDiff) Jobs() []string {
 
 // Empty reports whether the two job sets agree.
 func (d JobSetDiff) Empty() bool {
-	return len(d.Missing) == 0 && len(d.Extra) == 0 && len(d.Changed) == 0
+	return !d.Unlisted && len(d.Missing) == 0 && len(d.Extra) == 0 && len(d.Changed) == 0
 }
 
 // CompareJobSets compares the job set of inst with that of ref, job by job.
+// Equal fingerprints are one job set (an empty diff). When they differ
+// but either carries no job list ([InstanceInfo.JobsListed]), the diff is
+// Unlisted and names no job.
 func CompareJobSets(ref, inst InstanceInfo) JobSetDiff {
 	d := JobSetDiff{Instance: inst.ID, Reference: ref.ID}
+	switch {
+	case ref.JobsFingerprint != "" && ref.JobsFingerprint == inst.JobsFingerprint:
+		return d // one set, whether or not the lists are there
+	case !ref.JobsListed() || !inst.JobsListed():
+		d.Unlisted = true
+		return d
+	}
 	theirs := make(map[string]string, len(inst.Jobs))
 	for _, j := range inst.Jobs {
 		theirs[j.Name] = j.Fingerprint

@@ -107,12 +107,30 @@ func (s *Scheduler) renewRegistration(ctx context.Context, r *registration, firs
 	} else if !first {
 		s.checkTwin(ctx, r, info, recs)
 	}
-	if err := r.reg.RegisterInstance(ctx, info, r.ttl); err != nil {
+	published := info
+	if err == nil && !othersDiffer(info, recs) {
+		// Every other live instance runs this job set: the fingerprint
+		// says so, and the list, most of the record, is left out until
+		// a difference needs naming (InstanceInfo.Jobs).
+		published.Jobs = nil
+	}
+	if err := r.reg.RegisterInstance(ctx, published, r.ttl); err != nil {
 		s.storeError(ctx, "RegisterInstance", "", time.Time{}, err)
 	}
 	if recs != nil {
 		s.checkJobSets(ctx, r, info, recs)
 	}
+}
+
+// othersDiffer reports whether a live instance other than self runs
+// another job set.
+func othersDiffer(self InstanceInfo, recs []InstanceRecord) bool {
+	for _, rec := range recs {
+		if rec.ID != self.ID && rec.Live() && rec.JobsFingerprint != self.JobsFingerprint {
+			return true
+		}
+	}
+	return false
 }
 
 // checkTwin warns, once, when the record under this instance's ID was
@@ -143,7 +161,14 @@ func (s *Scheduler) checkJobSets(ctx context.Context, r *registration, self Inst
 		if rec.ID == self.ID || !rec.Live() || rec.JobsFingerprint == self.JobsFingerprint {
 			continue
 		}
-		diffs = append(diffs, CompareJobSets(self, rec.InstanceInfo))
+		d := CompareJobSets(self, rec.InstanceInfo)
+		if d.Unlisted {
+			// Its list comes with its next renewal, which sees this
+			// instance differ: the differences are reported then, by
+			// name, all together.
+			return
+		}
+		diffs = append(diffs, d)
 		key.WriteString(rec.ID + "\x00" + rec.JobsFingerprint + "\x00")
 	}
 	if key.String() == r.mismatch {
@@ -222,6 +247,7 @@ func (s *Scheduler) baseInstanceInfo() InstanceInfo {
 	}
 	slices.SortFunc(info.Jobs, func(a, b JobFingerprint) int { return strings.Compare(a.Name, b.Name) })
 	info.JobsFingerprint = FingerprintJobSet(info.Jobs)
+	info.JobCount = len(info.Jobs)
 	return info
 }
 

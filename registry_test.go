@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -108,6 +109,11 @@ func TestRegistryLifecycle(t *testing.T) {
 				s = b
 			}
 			want := s.InstanceInfo()
+			if r.ID == "a" {
+				// a registered alone: no other job set to tell apart,
+				// so no list (InstanceInfo.Jobs); b saw a differ.
+				want.Jobs = nil
+			}
 			if r.JobsFingerprint != want.JobsFingerprint || !slices.Equal(r.Jobs, want.Jobs) ||
 				!r.StartedAt.Equal(want.StartedAt) || r.StartedAt.IsZero() || r.PID != want.PID || r.TTL != ttl {
 				t.Errorf("record of %s = %+v, want %+v", r.ID, r.InstanceInfo, want)
@@ -118,6 +124,12 @@ func TestRegistryLifecycle(t *testing.T) {
 		}
 
 		time.Sleep(ttl/3 + time.Millisecond) // a's first renewal lists b
+		recs, _ = b.Instances(t.Context())
+		for _, r := range recs {
+			if !r.JobsListed() || r.ID == "a" && !slices.Equal(r.Jobs, a.InstanceInfo().Jobs) {
+				t.Errorf("after a saw b differ, %s's record has jobs %v", r.ID, r.Jobs)
+			}
+		}
 		evs := evA.all()
 		if len(evs) != 1 {
 			t.Fatalf("a reported %d job-set mismatches, want 1: %+v", len(evs), evs)
@@ -371,4 +383,102 @@ func TestRegistryTwinWarning(t *testing.T) {
 			t.Fatalf("%d twin warnings, want one from each instance:\n%s", n, logs.String())
 		}
 	})
+}
+
+// A record carries its job list only while another live instance runs a
+// different job set: three instances of one set publish none; a fourth
+// with another set makes every instance publish its list, and the
+// mismatch is reported by job name on both sides within two renewals; once
+// it stops, the lists are left out again. A record without its list is
+// compared as Unlisted, never as an instance that lacks every job.
+func TestJobListsOnlyWhileSetsDiffer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := membackend.New(nil)
+		const ttl = 3 * time.Second
+		var ss []*anarchon.Scheduler
+		var logs []*eventLog
+		for i, extra := range []string{"", "", "", "w"} {
+			l := &eventLog{kind: anarchon.EventJobSetMismatch}
+			s := newSched(t, store, fmt.Sprintf("s%d", i), &anarchon.Options{RegistryTTL: ttl, OnEvent: l.add})
+			for _, name := range []string{"x", "y", extra} {
+				if name == "" {
+					continue
+				}
+				if err := s.Every(name, time.Minute, noop, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ss, logs = append(ss, s), append(logs, l)
+		}
+		listed := func(when string, want bool) {
+			t.Helper()
+			recs, err := ss[0].Instances(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range recs {
+				if r.Live() && (len(r.Jobs) > 0) != want {
+					t.Errorf("%s: %s's record lists %d jobs", when, r.ID, len(r.Jobs))
+				}
+				if n := ss[r.ID[1]-'0'].InstanceInfo().JobCount; r.NumJobs() != n || n < 2 {
+					t.Errorf("%s: %s's record counts %d jobs, want %d", when, r.ID, r.NumJobs(), n)
+				}
+			}
+		}
+		for _, s := range ss[:3] {
+			mustStart(t, s)
+		}
+		time.Sleep(2 * ttl)
+		listed("three instances of one job set", false)
+
+		mustStart(t, ss[3])
+		// The others publish their lists at their first renewal that
+		// lists the fourth; the fourth names the differences at its
+		// first renewal after that: within two renewals.
+		time.Sleep(2*(ttl/3) + time.Millisecond)
+		listed("a fourth with another set", true)
+		for i, l := range logs {
+			evs := l.all()
+			if len(evs) != 1 || len(evs[0].JobSetDiffs) == 0 {
+				t.Fatalf("s%d: mismatch events %+v, want one", i, evs)
+			}
+			for _, d := range evs[0].JobSetDiffs {
+				if d.Unlisted || !slices.Equal(d.Jobs(), []string{"w"}) {
+					t.Errorf("s%d: diff %+v, want job w named", i, d)
+				}
+			}
+		}
+		recs, _ := ss[0].Instances(t.Context())
+		if d := anarchon.DiffJobSets(recs); len(d) != 1 || d[0].Instance != "s3" || !slices.Equal(d[0].Extra, []string{"w"}) {
+			t.Errorf("DiffJobSets = %+v, want s3 with extra w", d)
+		}
+
+		stopAll(t, ss[3])
+		time.Sleep(ttl/3 + time.Millisecond)
+		listed("after the fourth stopped", false)
+		stopAll(t, ss[:3]...)
+	})
+}
+
+func TestCompareUnlisted(t *testing.T) {
+	x := anarchon.JobFingerprint{Name: "x", Fingerprint: "1"}
+	full := rec("a", anarchon.InstanceLive, 1, x).InstanceInfo
+	bare := rec("b", anarchon.InstanceLive, 2, x, anarchon.JobFingerprint{Name: "y", Fingerprint: "2"}).InstanceInfo
+	bare.Jobs = nil
+	if bare.JobsListed() || !full.JobsListed() {
+		t.Fatalf("JobsListed: bare %v, full %v", bare.JobsListed(), full.JobsListed())
+	}
+	if empty := rec("e", anarchon.InstanceLive, 3).InstanceInfo; !empty.JobsListed() {
+		t.Error("an empty job set is not listed")
+	}
+	for _, d := range []anarchon.JobSetDiff{anarchon.CompareJobSets(full, bare), anarchon.CompareJobSets(bare, full)} {
+		if !d.Unlisted || d.Empty() || len(d.Jobs()) != 0 {
+			t.Errorf("diff against a record without its list: %+v", d)
+		}
+	}
+	same := full
+	same.ID, same.Jobs = "c", nil
+	if d := anarchon.CompareJobSets(full, same); d.Unlisted || !d.Empty() {
+		t.Errorf("equal fingerprints, one list left out: %+v", d)
+	}
 }

@@ -193,6 +193,7 @@ func sampleInfo(id string) anarchon.InstanceInfo {
 		TZDataVersion:   "2025b",
 		JobsFingerprint: anarchon.FingerprintJobSet(jobs),
 		Jobs:            jobs,
+		JobCount:        len(jobs),
 	}
 }
 
@@ -223,6 +224,8 @@ func sameInfo(got, want anarchon.InstanceInfo) error {
 		return fmt.Errorf("field JobsFingerprint: %q, want %q", got.JobsFingerprint, want.JobsFingerprint)
 	case !slices.Equal(got.Jobs, want.Jobs):
 		return fmt.Errorf("field Jobs: %q, want %q", got.Jobs, want.Jobs)
+	case got.JobCount != want.JobCount:
+		return fmt.Errorf("field JobCount: %d, want %d", got.JobCount, want.JobCount)
 	}
 	return nil
 }
@@ -272,6 +275,7 @@ func testRegistryRenew(t *testing.T, h Harness) {
 	info.ClockOffset = 987654321 * time.Nanosecond
 	info.Jobs = info.Jobs[:1]
 	info.JobsFingerprint = anarchon.FingerprintJobSet(info.Jobs)
+	info.JobCount = 1
 	const ttl2 = 2 * longLease
 	b2, a2 := s.timedRegister(1, info, ttl2)
 	second := mustFind(t, s.instances(0), info.ID)

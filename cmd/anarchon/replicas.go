@@ -115,7 +115,7 @@ func replicasOf(recs []anarchon.InstanceRecord) replicaReport {
 			ID: r.ID, Host: r.Host, PID: r.PID, Version: r.Version, State: string(r.State),
 			StartedAt: formatTime(r.StartedAt), LastSeen: formatTime(r.LastSeen), ExpiresAt: formatTime(r.ExpiresAt),
 			TTLSeconds: r.TTL.Seconds(), ClockOffset: r.ClockOffset.Seconds(), TZData: r.TZDataVersion,
-			JobsFingerprint: r.JobsFingerprint, Jobs: len(r.Jobs),
+			JobsFingerprint: r.JobsFingerprint, Jobs: r.NumJobs(),
 		}
 		if d, ok := diffs[r.ID]; ok {
 			rj.JobSetDiff = &jobDiffJSON{Reference: d.Reference, Missing: orEmpty(d.Missing), Extra: orEmpty(d.Extra),
