@@ -28,7 +28,7 @@ func ExampleScheduler_Instances() {
 
 	recs, _ := web1.Instances(ctx)
 	for _, r := range recs {
-		fmt.Println(r.ID, r.State, len(r.Jobs), "jobs")
+		fmt.Println(r.ID, r.State, r.NumJobs(), "jobs")
 	}
 	for _, d := range anarchon.DiffJobSets(recs) {
 		fmt.Printf("%s differs from %s: only there %v\n", d.Instance, d.Reference, d.Extra)

@@ -84,8 +84,8 @@ type InstanceInfo struct {
 	JobsFingerprint string `json:"jobs_fingerprint"`
 	// Jobs lists the instance's jobs with their fingerprints, sorted by
 	// name, so that differing jobs can be named ([CompareJobSets]). The
-	// scheduler publishes it only while another live instance runs a
-	// different job set (SPEC §10): at 10,000 jobs the list is about
+	// scheduler publishes it at Start, then only while another live
+	// instance runs a different job set (SPEC §10): at 10,000 jobs the list is about
 	// 0.5 MB, which every instance would otherwise write, and read from
 	// every other, at each renewal. [InstanceInfo.JobsListed] tells a
 	// list left out from an empty job set.

@@ -108,10 +108,12 @@ func (s *Scheduler) renewRegistration(ctx context.Context, r *registration, firs
 		s.checkTwin(ctx, r, info, recs)
 	}
 	published := info
-	if err == nil && !othersDiffer(info, recs) {
+	if err == nil && !first && !othersDiffer(info, recs) {
 		// Every other live instance runs this job set: the fingerprint
 		// says so, and the list, most of the record, is left out until
-		// a difference needs naming (InstanceInfo.Jobs).
+		// a difference needs naming (InstanceInfo.Jobs). The record made
+		// at Start has it, so that a list taken right after every
+		// instance started names the differences.
 		published.Jobs = nil
 	}
 	if err := r.reg.RegisterInstance(ctx, published, r.ttl); err != nil {
