@@ -100,10 +100,11 @@ func As[T any](b Backend) (T, bool) {
 // only by implementing them. One that embeds the concrete backend or
 // RunStore it wraps (a struct field of type *membackend.Backend, say)
 // does implement them — ClaimBatch, ClaimRuns, Heartbeats, SaveResults,
-// FinishResults are promoted — and the scheduler calls those for claims,
-// heartbeats and results of runs due or ending together: such a wrapper
-// that overrides a single call (SaveResult, Heartbeat …) to see or change
-// it must override its batch too. Embedding the interface
+// FinishResults, RecordClaims are promoted — and the scheduler calls those
+// for claims, heartbeats, results and claim records of runs due or ending
+// together: such a wrapper that overrides a single call (SaveResult,
+// Heartbeat, RecordClaim …) to see or change it must override its batch
+// too. Embedding the interface
 // (anarchon.Backend, anarchon.RunStore) inherits no batch method.
 type Wrapper interface {
 	Unwrap() Backend

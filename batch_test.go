@@ -313,3 +313,44 @@ func TestBurstHeartbeatsInBatches(t *testing.T) {
 		})
 	}
 }
+
+// slowRecords is a store whose claim records take a second, in one call
+// per batch.
+type slowRecords struct{ *membackend.Backend }
+
+func (c *slowRecords) Unwrap() anarchon.Backend { return c.Backend }
+
+func (c *slowRecords) RecordClaims(ctx context.Context, in []anarchon.ClaimInput) ([]error, error) {
+	time.Sleep(time.Second)
+	return c.Backend.RecordClaims(ctx, in)
+}
+
+// A batch's claim records do not hold its claim call's permit
+// (MaxClaimCalls): 200 batches of 2 slots due at once, records of 1 s,
+// MaxLate 1.5 s; every slot runs. Held through the record, the 129th
+// batch on waited 2 s for a permit and 272 of the 400 slots were missed.
+func TestRecordsHoldNoClaimPermit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var missed, ran atomic.Int64
+		s := newSched(t, &slowRecords{membackend.New(nil)}, "s0", &anarchon.Options{BatchSize: 2, OnEvent: func(e anarchon.Event) {
+			if e.Kind == anarchon.EventSlotSkipped && e.Status == anarchon.StatusMissed {
+				missed.Add(1)
+			}
+		}})
+		for k := range 400 {
+			err := s.Every(fmt.Sprintf("job-%04d", k), time.Minute, func(context.Context, *anarchon.Run) error {
+				ran.Add(1)
+				return nil
+			}, &anarchon.JobOptions{NoLease: true, MaxLate: 1500 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		mustStart(t, s)
+		time.Sleep(time.Until(time.Now().Truncate(time.Minute).Add(time.Minute + 30*time.Second)))
+		stopAll(t, s)
+		if ran.Load() != 400 || missed.Load() != 0 {
+			t.Errorf("%d of 400 slots ran, %d missed", ran.Load(), missed.Load())
+		}
+	})
+}

@@ -176,8 +176,8 @@ func (h host) Reclaim(ctx context.Context, a *runner.Leased[slotRun]) (runner.Ou
 		return h.ClaimLease(ctx, a)
 	}
 	defer h.slow(ctx, "RunStore.Claim", &a.Attempt, time.Now())
-	ctx, cs := h.s.startClaim(ctx, a.Job.job, a.SlotTime(), true, false)
-	a.Job.claim = cs
+	// The span's context stays here: one call carries the batch.
+	_, a.Job.claim = h.s.startClaim(ctx, a.Job.job, a.SlotTime(), true, false)
 	ans, err := h.s.reclaims.Do(ctx, h.runClaim(a))
 	if err == nil {
 		err = ans.Err

@@ -218,8 +218,8 @@ func FingerprintJobSet(jobs []JobFingerprint) string {
 }
 
 // JobSetDiff says how the job set of Instance differs from that of
-// Reference. All three lists are sorted; a diff with all three empty means
-// the sets agree.
+// Reference. All three lists are sorted; a diff with all three empty and
+// Unlisted false means the sets agree ([JobSetDiff.Empty]).
 type JobSetDiff struct {
 	Instance  string   // the instance compared
 	Reference string   // the instance it is compared with
@@ -290,8 +290,10 @@ func CompareJobSets(ref, inst InstanceInfo) JobSetDiff {
 // The reference is the job set most live instances share (on a tie, the
 // one of the instance that started first, then the smallest ID); one
 // JobSetDiff is returned, sorted by Instance, for each live instance whose
-// JobsFingerprint differs from the reference's. Dead and stopped records
-// are ignored. nil means every live instance runs the same job set.
+// JobsFingerprint differs from the reference's; it is Unlisted, naming no
+// job, while either record lacks its job list (InstanceInfo.Jobs). Dead
+// and stopped records are ignored. nil means every live instance runs the
+// same job set.
 func DiffJobSets(records []InstanceRecord) []JobSetDiff {
 	var live []InstanceRecord
 	count := map[string]int{}

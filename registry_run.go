@@ -118,6 +118,15 @@ func (s *Scheduler) renewRegistration(ctx context.Context, r *registration, firs
 	}
 	if err := r.reg.RegisterInstance(ctx, published, r.ttl); err != nil {
 		s.storeError(ctx, "RegisterInstance", "", time.Time{}, err)
+		if published.Jobs != nil {
+			// The list may be what the store refused (NATS's 1 MB
+			// message limit is about 20,000 jobs): the record without
+			// it keeps the instance listed live.
+			published.Jobs = nil
+			if err := r.reg.RegisterInstance(ctx, published, r.ttl); err != nil {
+				s.storeError(ctx, "RegisterInstance", "", time.Time{}, err)
+			}
+		}
 	}
 	if recs != nil {
 		s.checkJobSets(ctx, r, info, recs)
@@ -172,6 +181,11 @@ func (s *Scheduler) checkJobSets(ctx context.Context, r *registration, self Inst
 		}
 		diffs = append(diffs, d)
 		key.WriteString(rec.ID + "\x00" + rec.JobsFingerprint + "\x00")
+	}
+	if len(diffs) > 0 {
+		// A change of this instance's own set changes the differences
+		// too (but when all agree, there is nothing new to say).
+		key.WriteString(self.JobsFingerprint)
 	}
 	if key.String() == r.mismatch {
 		return

@@ -57,12 +57,16 @@ func stateOf(t *testing.T, recs []anarchon.InstanceRecord, id string) anarchon.I
 // fail is set: an instance that cannot renew, as if it had died.
 type failingRegistry struct {
 	*membackend.Backend
-	fail atomic.Bool
+	fail  atomic.Bool
+	lists atomic.Bool // refuse a record with its job list, as a store's size limit would
 }
 
 func (f *failingRegistry) RegisterInstance(ctx context.Context, info anarchon.InstanceInfo, ttl time.Duration) error {
 	if f.fail.Load() {
 		return errors.New("injected: cannot renew")
+	}
+	if f.lists.Load() && len(info.Jobs) > 0 {
+		return errors.New("injected: message too large")
 	}
 	return f.Backend.RegisterInstance(ctx, info, ttl)
 }
@@ -476,4 +480,67 @@ func TestCompareUnlisted(t *testing.T) {
 	if d := anarchon.CompareJobSets(full, same); d.Unlisted || !d.Empty() {
 		t.Errorf("equal fingerprints, one list left out: %+v", d)
 	}
+}
+
+// A store that refuses the record with its job list (NATS's message limit
+// at about 20,000 jobs) gets it without: the instance stays listed live,
+// with its fingerprint and job count, and each refusal is a store error.
+func TestRegistryListRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &failingRegistry{Backend: membackend.New(nil)}
+		store.lists.Store(true)
+		errs := &eventLog{kind: anarchon.EventStoreError}
+		const ttl = 3 * time.Second
+		s := newSched(t, store, "big", &anarchon.Options{RegistryTTL: ttl, OnEvent: errs.add})
+		if err := s.Every("x", time.Minute, noop, nil); err != nil {
+			t.Fatal(err)
+		}
+		mustStart(t, s)
+		defer stopAll(t, s)
+		recs, err := s.Instances(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) != 1 || !recs[0].Live() || recs[0].NumJobs() != 1 || recs[0].JobsFingerprint != s.InstanceInfo().JobsFingerprint || len(recs[0].Jobs) != 0 {
+			t.Fatalf("records %+v, want big live without its list", recs)
+		}
+		if n := len(errs.all()); n != 1 {
+			t.Errorf("%d store errors, want 1 (the refused list at Start)", n)
+		}
+	})
+}
+
+// A change of this instance's own job set while another's difference is
+// reported is reported again, with the new differences.
+func TestOwnJobSetChangeReported(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := membackend.New(nil)
+		const ttl = 3 * time.Second
+		l := &eventLog{kind: anarchon.EventJobSetMismatch}
+		a := newSched(t, store, "a", &anarchon.Options{RegistryTTL: ttl, OnEvent: l.add})
+		b := newSched(t, store, "b", &anarchon.Options{RegistryTTL: ttl})
+		for _, s := range []*anarchon.Scheduler{a, b} {
+			if err := s.Every("x", time.Minute, noop, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.Every("w", time.Minute, noop, nil); err != nil {
+			t.Fatal(err)
+		}
+		mustStart(t, a)
+		mustStart(t, b)
+		time.Sleep(2 * ttl)
+		if err := a.Every("n", time.Minute, noop, nil); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * ttl)
+		stopAll(t, a, b)
+		evs := l.all()
+		if len(evs) != 2 {
+			t.Fatalf("a's mismatch events %+v, want 2", evs)
+		}
+		if d := evs[1].JobSetDiffs; len(d) != 1 || !slices.Equal(d[0].Extra, []string{"w"}) || !slices.Equal(d[0].Missing, []string{"n"}) {
+			t.Errorf("after a added n: %+v, want w extra on b and n missing there", d)
+		}
+	})
 }

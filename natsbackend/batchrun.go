@@ -302,9 +302,16 @@ func (b *Backend) updateMany(ctx context.Context, h handles, op string, keys []s
 // revision mismatch, a record with a message ID the stream deduplicates.
 // It returns errs.
 func (b *Backend) publishAll(ctx context.Context, op string, idx []int, seqs []uint64, errs []error, msg func(i int) (*nats.Msg, []jetstream.PublishOpt)) []error {
+	return b.publishAllBy(ctx, b.resend, op, idx, seqs, errs, msg)
+}
+
+// publishAllBy is publishAll with the repeat rule send (resend, or
+// resendOnElection for records a handler's start waits for).
+func (b *Backend) publishAllBy(ctx context.Context, send func(context.Context, func(context.Context) error) error,
+	op string, idx []int, seqs []uint64, errs []error, msg func(i int) (*nats.Msg, []jetstream.PublishOpt)) []error {
 	futures := make([]jetstream.PubAckFuture, len(errs))
 	pending := idx
-	_ = b.resend(ctx, func(try context.Context) error {
+	_ = send(ctx, func(try context.Context) error {
 		for _, i := range pending {
 			m, opts := msg(i)
 			futures[i], errs[i] = b.js.PublishMsgAsync(m, opts...)

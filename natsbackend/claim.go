@@ -184,7 +184,9 @@ func (b *Backend) RecordClaims(ctx context.Context, in []anarchon.ClaimInput) ([
 	}
 	pctx, cancel := b.bound(ctx)
 	defer cancel()
-	b.publishAll(pctx, "record claim", live, make([]uint64, len(in)), errs, func(i int) (*nats.Msg, []jetstream.PublishOpt) {
+	// As RecordClaim, repeated only on an election: the handlers' starts
+	// wait for these records (publishClaim).
+	b.publishAllBy(pctx, b.resendOnElection, "record claim", live, make([]uint64, len(in)), errs, func(i int) (*nats.Msg, []jetstream.PublishOpt) {
 		return b.claimMsg(jobs[i], in[i], 0, false)
 	})
 	for _, i := range live {

@@ -122,6 +122,11 @@ func (b *Backend) nowBounds(ctx context.Context, h handles) (lo, hi time.Time, e
 		}
 	} else {
 		defer b.clk.endRefresh(done)
+		// A read that ended between this call's look at the cache and
+		// its start of a refresh answers it.
+		if t, bound, ok := b.clk.estimate(); ok {
+			return t.Add(-bound), t.Add(bound), nil
+		}
 	}
 	sent := time.Now()
 	ts, err := b.readClock(ctx, h)

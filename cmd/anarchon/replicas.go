@@ -75,6 +75,10 @@ type jobDiffJSON struct {
 	Extra     []string `json:"extra"`   // this replica has them, the reference does not
 	Changed   []string `json:"changed"` // both have them, defined differently
 	Jobs      []string `json:"jobs"`    // all of the above, sorted
+	// Unlisted: the sets differ (their fingerprints do) but a record does
+	// not carry its job list yet, so no job is named; the instances
+	// publish their lists within one renewal (anarchon.JobSetDiff).
+	Unlisted bool `json:"unlisted,omitempty"`
 }
 
 // replicaReport is the registry part of a status report.
@@ -119,7 +123,7 @@ func replicasOf(recs []anarchon.InstanceRecord) replicaReport {
 		}
 		if d, ok := diffs[r.ID]; ok {
 			rj.JobSetDiff = &jobDiffJSON{Reference: d.Reference, Missing: orEmpty(d.Missing), Extra: orEmpty(d.Extra),
-				Changed: orEmpty(d.Changed), Jobs: d.Jobs()}
+				Changed: orEmpty(d.Changed), Jobs: d.Jobs(), Unlisted: d.Unlisted}
 		}
 		rep.Replicas = append(rep.Replicas, rj)
 	}
@@ -190,6 +194,9 @@ func printReplicas(w io.Writer, rep statusReport) {
 		}
 		if len(d.Missing) > 0 {
 			parts = append(parts, "missing on "+r.ID+": "+strings.Join(d.Missing, ", "))
+		}
+		if d.Unlisted {
+			parts = append(parts, "its jobs are named once the job lists are published (within one renewal)")
 		}
 		fmt.Fprintf(w, "  WARNING: %s runs another job set than %s: %s\n", r.ID, d.Reference, strings.Join(parts, "; "))
 	}

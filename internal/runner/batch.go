@@ -105,9 +105,23 @@ func (r *Runner[J]) claimPlain(ctx context.Context, chunk []*Attempt[J], infligh
 			won = append(won, a)
 		}
 	}
-	// The wins of a batch are entered in the history in one call where the
-	// store has one, before any of their handlers starts (SPEC §3: record,
-	// then run); otherwise each run records its own.
+	if len(won) == 0 {
+		return
+	}
+	// The wins are recorded, and their handlers started, in a goroutine of
+	// their own: the claim call's permit (MaxClaimCalls) is for claims.
+	inflight.Add(1)
+	go func() {
+		defer inflight.Done()
+		r.startWon(ctx, won, inflight)
+	}()
+}
+
+// startWon records the won claims of one batch and starts their runs. The
+// wins are entered in the history in one call where the store has one,
+// before any of their handlers starts (SPEC §3: record, then run);
+// otherwise each run records its own.
+func (r *Runner[J]) startWon(ctx context.Context, won []*Attempt[J], inflight *sync.WaitGroup) {
 	recorded := false
 	if len(won) > 1 {
 		cctx, cancel := r.claimCtx()
