@@ -12,7 +12,6 @@ import (
 
 	"github.com/anarchon/anarchon"
 	"github.com/anarchon/anarchon/natsbackend"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -24,20 +23,8 @@ import (
 // request, then create the runs; what follows a won create (the job key,
 // the history record, the lease end) is the single path's.
 func TestClaimBatchRequests(t *testing.T) {
-	url := natsURL(t)
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	b, err := natsbackend.New(nc, freshOptions(t, url))
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, b := openCounted(t)
 	ctx := t.Context()
-	if err := b.Init(ctx); err != nil {
-		t.Fatal(err)
-	}
 	const n = 100
 	slot := time.Now().Add(-time.Hour).Truncate(time.Second).UnixMilli()
 	batch := func(job string) []anarchon.ClaimInput {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/anarchon/anarchon"
 	"github.com/anarchon/anarchon/natsbackend"
-	"github.com/nats-io/nats.go"
 )
 
 // runBatchers returns b's HeartbeatBatcher, ResultBatcher and
@@ -52,20 +51,8 @@ func resultsOf(cs []anarchon.ClaimInput, status anarchon.Status) []anarchon.Save
 // trim (101). 100 finishes add the read and the updates to the results'
 // requests (about four round trips, as one FinishResult).
 func TestRunBatchRequests(t *testing.T) {
-	url := natsURL(t)
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	b, err := natsbackend.New(nc, freshOptions(t, url))
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, b := openCounted(t)
 	ctx := t.Context()
-	if err := b.Init(ctx); err != nil {
-		t.Fatal(err)
-	}
 	hb, rb, fb, _ := runBatchers(t, b)
 	sent := func(f func()) uint64 {
 		t.Helper()

@@ -13,20 +13,8 @@ import (
 // clock stale together; one read of the server clock answers them all,
 // and each gets bounds that hold the server's time.
 func TestStaleClockReadOnce(t *testing.T) {
-	url := natsURL(t)
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	b, err := natsbackend.New(nc, freshOptions(t, url))
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, b := openCounted(t)
 	ctx := t.Context()
-	if err := b.Init(ctx); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := b.ServerTime(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -58,4 +46,24 @@ func TestStaleClockReadOnce(t *testing.T) {
 			t.Errorf("round %d: %d callers on a stale clock sent %d requests, want 1", round, callers, sent)
 		}
 	}
+}
+
+// openCounted opens a backend on a fresh bucket and stream, Init done, on
+// a connection of its own whose Stats count the requests it sends.
+func openCounted(t *testing.T) (*nats.Conn, *natsbackend.Backend) {
+	t.Helper()
+	url := natsURL(t)
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	b, err := natsbackend.New(nc, freshOptions(t, url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Init(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return nc, b
 }
