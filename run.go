@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 	"slices"
 	"time"
@@ -249,4 +250,16 @@ func (s *Scheduler) adoptActive(ctx context.Context, j *job) {
 			s.lease(j, slotT, 0).Run(s.loopCtx)
 		}()
 	}
+}
+
+// slotsSkipped logs the slots of a job that this instance's timer loop
+// skipped over because they were already past MaxLate when it looked: the
+// process was stalled or the machine suspended (or its clock jumped).
+// They were not claimed here, so nothing of them is recorded: another
+// instance may have run them, and with none running they are lost, as
+// SPEC §3 has it (a slot later than MaxLate is not run). One line per job
+// and stall, whatever the number of slots.
+func (s *Scheduler) slotsSkipped(j *job, first, next time.Time) {
+	s.log.LogAttrs(context.Background(), slog.LevelWarn, "slots skipped: this instance fell behind their max_late (a stalled process, a suspended machine or a clock jump); another instance may have run them",
+		slog.String("job", j.name), slog.Time("first_skipped", first), slog.Time("next_slot", next), slog.Duration("max_late", j.opt.MaxLate))
 }

@@ -735,6 +735,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		s.bg.Add(1)
 		go func() { defer s.bg.Done(); s.triggerLoop(s.loopCtx, ts) }()
 	}
+	s.queue.Skipped = s.slotsSkipped
 	s.bg.Add(1)
 	go func() { defer s.bg.Done(); s.queue.RunGroups(s.loopCtx, s.now, BatchWindow, &s.inflight, s.fireGroup) }()
 	s.log.LogAttrs(ctx, slog.LevelInfo, "scheduler started",

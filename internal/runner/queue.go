@@ -24,9 +24,39 @@ type Entry[T any] struct {
 // and an idle job costs no goroutine. Its methods are safe for concurrent
 // use.
 type Queue[T any] struct {
-	mu   sync.Mutex
-	h    entryHeap[T]
-	wake chan struct{} // Run's wake-up after a change of the queue or the clock; made on first use
+	// Skipped, if set, is told of the slots of a job that the queue
+	// skipped over because they were already past MaxLate when it looked
+	// (a stalled process, a suspended machine, a clock jump): the first
+	// of them, and the job's next slot, which it did not skip. It is
+	// called from Run's goroutine, not under the queue's lock. Set it
+	// before Run.
+	Skipped func(v T, first, next time.Time)
+
+	mu    sync.Mutex
+	h     entryHeap[T]
+	wake  chan struct{} // Run's wake-up after a change of the queue or the clock; made on first use
+	skips []skip[T]     // found by takeDue, for Skipped
+}
+
+// skip is one job's run of slots that takeDue skipped over.
+type skip[T any] struct {
+	v           T
+	first, next time.Time
+}
+
+// takeSkips returns the skips takeDue found and forgets them. q.mu is
+// held.
+func (q *Queue[T]) takeSkips() []skip[T] {
+	skips := q.skips
+	q.skips = nil
+	return skips
+}
+
+// report hands skips to Skipped. q.mu is not held.
+func (q *Queue[T]) report(skips []skip[T]) {
+	for _, k := range skips {
+		q.Skipped(k.v, k.first, k.next)
+	}
 }
 
 // wakeCh returns the wake channel, making it. q.mu is held.
@@ -193,7 +223,9 @@ func (q *Queue[T]) run(ctx context.Context, now func() time.Time, window time.Du
 		t := now()
 		batch := q.takeDue(t, nil)
 		wait := q.h[0].fireAt.Sub(t)
+		skips := q.takeSkips()
 		q.mu.Unlock()
+		q.report(skips)
 		if len(batch) > 0 && window > 0 {
 			batch, wait = q.gather(ctx, now, window, batch, timer)
 		}
@@ -231,7 +263,9 @@ func (q *Queue[T]) gather(ctx context.Context, now func() time.Time, window time
 		t := now()
 		batch = q.takeDue(t, batch)
 		wait := q.h[0].fireAt.Sub(t)
+		skips := q.takeSkips()
 		q.mu.Unlock()
+		q.report(skips)
 		if wait > time.Until(end) {
 			return batch, wait
 		}
@@ -253,11 +287,14 @@ func (q *Queue[T]) takeDue(now time.Time, batch []Due[T]) []Due[T] {
 	for len(q.h) > 0 && !q.h[0].fireAt.After(now) {
 		head := q.h[0]
 		batch = append(batch, Due[T]{head.Value, head.slot})
-		from := head.slot
+		taken, from := head.slot, head.slot
 		if limit := now.Add(-head.MaxLate - head.MaxDelay); limit.After(from) {
 			from = limit
 		}
 		head.slot = head.Next(from)
+		if first := head.Next(taken); first.Before(head.slot) && q.Skipped != nil {
+			q.skips = append(q.skips, skip[T]{head.Value, first, head.slot})
+		}
 		head.fireAt = head.slot.Add(head.delay(head.slot))
 		heap.Fix(&q.h, 0)
 	}

@@ -73,6 +73,9 @@ func TestQueueSkipsAheadAfterPause(t *testing.T) {
 		// machine that was suspended.
 		var jumped time.Duration
 		now := func() time.Time { mu.Lock(); defer mu.Unlock(); return time.Now().Add(jumped) }
+		type skipped struct{ first, next time.Time }
+		var skips []skipped
+		q.Skipped = func(_ int, first, next time.Time) { skips = append(skips, skipped{first, next}) }
 		q.Add(&Entry[int]{Next: every(time.Second), MaxLate: 5 * time.Second}, now())
 		ctx, cancel := context.WithCancel(context.Background())
 		var inflight sync.WaitGroup
@@ -102,6 +105,11 @@ func TestQueueSkipsAheadAfterPause(t *testing.T) {
 		slices.SortFunc(slots, time.Time.Compare)
 		if late := slots[len(slots)-1].Sub(slots[0]); late < time.Hour-5*time.Second {
 			t.Errorf("the last slot is %v after the first; want the backlog skipped", late)
+		}
+		// The skipped run is reported once: from the slot after the one
+		// taken before the jump to the first slot fired after it.
+		if len(skips) != 1 || !skips[0].first.Equal(slots[1].Add(time.Second)) || !skips[0].next.Equal(slots[2]) {
+			t.Errorf("skips %v, want one from %v to %v", skips, slots[1].Add(time.Second), slots[2])
 		}
 	})
 }
