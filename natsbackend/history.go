@@ -130,9 +130,16 @@ func (b *Backend) History(ctx context.Context, job string, limit int) ([]anarcho
 	ctx, cancel := b.boundLong(ctx)
 	defer cancel()
 	subj := b.subject(enc)
-	b.infoMu.Lock() // Stream.Info writes the handle's cache
-	info, err := h.hist.Info(ctx, jetstream.WithSubjectFilter(subj))
-	b.infoMu.Unlock()
+	// The stream info and the consumer's creation are sent again while
+	// the stream elects a leader ("no responders"), as every read is
+	// (resendRead): a list taken during a failover waits for it.
+	var info *jetstream.StreamInfo
+	err = b.resendRead(ctx, func(ctx context.Context) (err error) {
+		b.infoMu.Lock() // Stream.Info writes the handle's cache
+		defer b.infoMu.Unlock()
+		info, err = h.hist.Info(ctx, jetstream.WithSubjectFilter(subj))
+		return err
+	})
 	if err != nil {
 		return nil, b.readErr(ctx, err)
 	}
@@ -145,13 +152,17 @@ func (b *Backend) History(ctx context.Context, job string, limit int) ([]anarcho
 	// A plain pull consumer without acks: unlike an ordered consumer it is
 	// not recreated between fetches, so each fetch continues where the
 	// last one stopped. The server deletes it after InactiveThreshold.
-	cons, err := h.hist.CreateConsumer(ctx, jetstream.ConsumerConfig{
-		FilterSubject:     subj,
-		DeliverPolicy:     jetstream.DeliverAllPolicy,
-		AckPolicy:         jetstream.AckNonePolicy,
-		InactiveThreshold: 5 * time.Second,
-		MemoryStorage:     true,
-		Replicas:          1,
+	var cons jetstream.Consumer
+	err = b.resendRead(ctx, func(ctx context.Context) (err error) {
+		cons, err = h.hist.CreateConsumer(ctx, jetstream.ConsumerConfig{
+			FilterSubject:     subj,
+			DeliverPolicy:     jetstream.DeliverAllPolicy,
+			AckPolicy:         jetstream.AckNonePolicy,
+			InactiveThreshold: 5 * time.Second,
+			MemoryStorage:     true,
+			Replicas:          1,
+		})
+		return err
 	})
 	if err != nil {
 		return nil, b.readErr(ctx, err)

@@ -109,6 +109,14 @@ func noResponders(err error) bool {
 	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse)
 }
 
+// unavailable reports JetStream's "system temporarily unavailable" (API
+// error 10008): the cluster's meta leader is being elected, and the
+// request was not carried out.
+func unavailable(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.ErrorCode(nats.JSErrCodeJetStreamNotAvailable)
+}
+
 // resend makes the request f (one round trip, safe to repeat) until it
 // is answered or ctx ends: it cancels and repeats f when one of the
 // backend's streams elects a leader while f waits, and, when the bucket
@@ -175,11 +183,13 @@ func (b *Backend) send(ctx context.Context, poll bool, tryFor time.Duration, f f
 		case gen.Err() != nil && (errors.Is(err, context.Canceled) || noResponders(err)):
 			// A leader was elected while f waited: its answer, if any,
 			// was dropped with the old leader. Send it again at once.
-		case poll && noResponders(err) && b.elected.Load():
+		case poll && (noResponders(err) || unavailable(err)) && b.elected.Load():
 			// The stream may be gone rather than leaderless: let the
 			// next call bind again (ready), beside this one. A bucket of
 			// one replica has no election to wait for: its error is
-			// returned at once, as the stream's loss is.
+			// returned at once, as the stream's loss is. A cluster
+			// electing its meta leader answers "temporarily
+			// unavailable" for a while: waited for the same way.
 			b.rebind.Store(true)
 			if pause == nil {
 				pause = time.NewTimer(resendPoll)
