@@ -401,9 +401,6 @@ func openForRead(g *globalFlags, stderr io.Writer, needJobs, mustExist bool) (_ 
 		return nil, err
 	}
 	if mustExist {
-		if err := sqliteExists(storeOrDefault(g.store)); err != nil {
-			return nil, err
-		}
 		g.mustExist = true
 		// The clients' lines wait until the store's data is found: a
 		// store that cannot be reached is this command's error.

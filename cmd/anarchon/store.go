@@ -61,7 +61,9 @@ func (e *StoreURLError) usage() bool {
 
 // opener opens the backend of one URL scheme. u is the parsed URL, raw the
 // text as given (some clients parse it themselves) and prefix the value of
-// the "prefix" query parameter, already removed from u and raw.
+// the "prefix" query parameter, already removed from u and raw. A
+// *StoreURLError it returns without a URL is given the URL as written,
+// redacted.
 // With mustExist the backend must create nothing (no bucket, stream or
 // key) where no anarchon data is: the read-only commands open it so.
 type opener func(u *url.URL, raw, prefix string, mustExist bool) (anarchon.Backend, error)
@@ -128,8 +130,9 @@ func openStoreMode(raw string, mustExist bool) (anarchon.Backend, error) {
 	if raw == "" {
 		raw = defaultStore
 	}
+	given := raw // raw loses its "prefix" parameter below
 	bad := func(code StoreErrorCode, err error, format string, args ...any) error {
-		return &StoreURLError{URL: redact(raw), Code: code, Reason: fmt.Sprintf(format, args...), Err: err}
+		return &StoreURLError{URL: redact(given), Code: code, Reason: fmt.Sprintf(format, args...), Err: err}
 	}
 	i := strings.Index(raw, ":")
 	if i <= 0 {
@@ -201,6 +204,9 @@ func openStoreMode(raw string, mustExist bool) (anarchon.Backend, error) {
 	if err != nil {
 		var se *StoreURLError
 		if errors.As(err, &se) {
+			if se.URL == "" {
+				se.URL = redact(given)
+			}
 			return nil, err
 		}
 		return nil, bad(StoreOpenFailed, err, "%s", scrub(err.Error(), raw))
