@@ -152,6 +152,9 @@ func openStoreMode(raw string, mustExist bool) (anarchon.Backend, error) {
 	}
 	if rawSchemes[scheme] {
 		if open, ok := openers[scheme]; ok {
+			if name, n := repeatedParam(raw); n > 1 {
+				return nil, bad(StoreBadURL, nil, "query parameter %q given %d times: give it once", name, n)
+			}
 			return openRaw(open, raw, mustExist, bad)
 		}
 	}
@@ -176,6 +179,9 @@ func openStoreMode(raw string, mustExist bool) (anarchon.Backend, error) {
 			return nil, bad(StoreUnavailable, nil, "this build of anarchon has no %s backend", what)
 		}
 		return nil, bad(StoreUnknownScheme, nil, "unknown scheme %q (known: %s)", scheme, strings.Join(knownSchemes(), ", "))
+	}
+	if name, n := repeatedParam(raw); n > 1 {
+		return nil, bad(StoreBadURL, nil, "query parameter %q given %d times: give it once", name, n)
 	}
 	q := u.Query()
 	if known, ok := storeParams[scheme]; ok {
@@ -212,6 +218,40 @@ func openStoreMode(raw string, mustExist bool) (anarchon.Backend, error) {
 		return nil, bad(StoreOpenFailed, err, "%s", scrub(err.Error(), raw))
 	}
 	return b, nil
+}
+
+// repeatedParam returns the first query parameter of raw that is given
+// more than once (names compared unescaped, "pre%66ix" is "prefix") and
+// how many times; "", 0 when none is. A client would take one of the
+// values and drop the others without a word, so a repeated parameter is
+// refused (bad_url) in every store URL form.
+func repeatedParam(raw string) (string, int) {
+	_, query, ok := strings.Cut(raw, "?")
+	if !ok {
+		return "", 0
+	}
+	query, _, _ = strings.Cut(query, "#")
+	seen := map[string]int{}
+	var order []string
+	for part := range strings.SplitSeq(query, "&") {
+		if part == "" {
+			continue
+		}
+		name, _, _ := strings.Cut(part, "=")
+		if n, err := url.QueryUnescape(name); err == nil {
+			name = n
+		}
+		if seen[name] == 0 {
+			order = append(order, name)
+		}
+		seen[name]++
+	}
+	for _, name := range order {
+		if seen[name] > 1 {
+			return name, seen[name]
+		}
+	}
+	return "", 0
 }
 
 // multiHost reports whether the authority of raw lists several hosts

@@ -250,3 +250,39 @@ func TestURLCheckedBeforeStore(t *testing.T) {
 		t.Errorf("%s: %v, want it not created", missing, err)
 	}
 }
+
+// A query parameter given twice is refused (bad_url, exit 2) in every
+// store URL form: the clients would take the first (or the last) and
+// drop the other without a word.
+func TestRepeatedParameterRefused(t *testing.T) {
+	dir := t.TempDir()
+	for _, url := range []string{
+		"sqlite:" + filepath.Join(dir, "x.db") + "?prefix=a&prefix=b",
+		"sqlite:" + filepath.Join(dir, "x.db") + "?pre%66ix=a&prefix=b",
+		"sqlite:" + filepath.Join(dir, "x.db") + "?prefix=a&bogus=1&prefix=b",
+		"postgres://user:s3cr3t@127.0.0.1:1/db?sslmode=disable&sslmode=require",
+		"mysql://user:s3cr3t@127.0.0.1:1/db?tls=false&tls=true",
+		"redis://user:s3cr3t@127.0.0.1:1/0?prefix=a&prefix=b",
+		"redis://user:s3cr3t@a:1,b:2?cluster=true&wait=1&wait=2",
+		"redis+sentinel://user:s3cr3t@s1,s2/0?master=m&master=n",
+		"nats://user:s3cr3t@127.0.0.1:1?replicas=1&replicas=3",
+		"memory:?prefix=a&prefix=b",
+	} {
+		b, err := openStore(url)
+		if err == nil {
+			b.Close(context.Background())
+			t.Errorf("%s: no error", url)
+			continue
+		}
+		var se *StoreURLError
+		if !errors.As(err, &se) || se.Code != StoreBadURL || !strings.Contains(err.Error(), "given 2 times") || strings.Contains(err.Error(), "s3cr3t") {
+			t.Errorf("%s: %v, want bad_url naming the repeated parameter", url, err)
+		}
+		if code, _, errOut := cli(t, "status", "--store", url); code != 2 || !strings.Contains(errOut, "(bad_url)") {
+			t.Errorf("status --store %s: exit %d, want 2 and bad_url:\n%s", url, code, errOut)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "x.db")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("x.db: %v, want it not created", err)
+	}
+}
