@@ -715,13 +715,22 @@ Jobs are checked as a store with leases and no dedupe window would check them;
 			if src.empty() {
 				return usageError{codeBadFlag, errors.New("nothing to validate: give --crontab FILE, --crontab-dir DIR or --config FILE")}
 			}
-			jobs, all, infos := src.load()
-			for _, e := range all {
+			jobs, loaded, infos := src.load()
+			// A file that cannot be read is not a mistake at a line of
+			// it: it ends the command as on every other one, on stderr,
+			// after what the other files hold is listed.
+			var all, unread []error
+			for _, e := range loaded {
 				// A bad flag value (--format, --six-fields) is a usage
 				// error, exit 2, as on every other command.
 				var ue usageError
 				if errors.As(e, &ue) {
 					return ue
+				}
+				if isNoFile(e) {
+					unread = append(unread, e)
+				} else {
+					all = append(all, e)
 				}
 			}
 			all = append(all, checkJobs(jobs)...)
@@ -739,6 +748,9 @@ Jobs are checked as a store with leases and no dedupe window would check them;
 			}
 			for _, e := range all {
 				fmt.Fprintln(stdout, e)
+			}
+			if len(unread) > 0 {
+				return joinErrors(unread)
 			}
 			if len(errs) > 0 {
 				return exitError{1}

@@ -118,3 +118,57 @@ CRON_TZ=Atlantis/Capital
 		t.Errorf("valid file: exit %d:\n%s", code, out)
 	}
 }
+
+// A job file that is not there is an error with code no_file (exit 1),
+// printed the same way by every command that reads job files: one line
+// on stderr, "anarchon: open FILE: no such file or directory (no_file)".
+// validate still lists what it found in the files it could read.
+func TestMissingJobFile(t *testing.T) {
+	dir := t.TempDir()
+	good := writeFile(t, dir, "good.cron", "# name: j\n@daily echo hi\n")
+	gone := filepath.Join(dir, "nonexistent.cron")
+	goneYAML := filepath.Join(dir, "nonexistent.yaml")
+	goneDir := filepath.Join(dir, "nonexistent.d")
+	store := "sqlite:" + filepath.Join(dir, "s.db")
+	if code, _, errOut := cli(t, "run-now", "j", "--crontab", good, "--store", store); code != 0 {
+		t.Fatalf("run-now: exit %d %s", code, errOut)
+	}
+	want := "anarchon: open " + gone + ": no such file or directory (no_file)\n"
+	for _, args := range [][]string{
+		{"run", "--crontab", gone, "--start-timeout", "0"},
+		{"run", "--crontab", good, "--crontab", gone, "--start-timeout", "0"},
+		{"validate", "--crontab", gone},
+		{"run-now", "j", "--crontab", gone},
+		{"status", "--crontab", gone},
+		{"history", "j", "--crontab", gone},
+		{"pause", "j", "--crontab", gone},
+		{"resume", "j", "--crontab", gone},
+		{"trigger", "j", "--crontab", gone, "--timeout", "1s"},
+		{"backfill", "j", "--crontab", gone, "--from", "2026-01-01T00:00:00Z", "--to", "2026-01-02T00:00:00Z"},
+	} {
+		args := append(args, "--store", store)
+		code, _, errOut := cli(t, args...)
+		if code != 1 || errOut != want {
+			t.Errorf("%q: exit %d, stderr %q; want exit 1 and %q", args, code, errOut, want)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run-now", "j", "--config", goneYAML}, "anarchon: open " + goneYAML + ": no such file or directory (no_file)\n"},
+		{[]string{"validate", "--config", goneYAML}, "anarchon: open " + goneYAML + ": no such file or directory (no_file)\n"},
+		{[]string{"run-now", "j", "--crontab-dir", goneDir}, "anarchon: --crontab-dir: open " + goneDir + ": no such file or directory (no_file)\n"},
+		{[]string{"validate", "--crontab-dir", goneDir}, "anarchon: --crontab-dir: open " + goneDir + ": no such file or directory (no_file)\n"},
+	} {
+		code, _, errOut := cli(t, append(tc.args, "--store", store)...)
+		if code != 1 || errOut != tc.want {
+			t.Errorf("%q: exit %d, stderr %q; want exit 1 and %q", tc.args, code, errOut, tc.want)
+		}
+	}
+	// validate lists what the files it could read hold, then fails.
+	code, out, errOut := cli(t, "validate", "--crontab", good, "--crontab", gone)
+	if code != 1 || !strings.Contains(out, good+": user crontab") || strings.Contains(out, "nonexistent") || errOut != want {
+		t.Errorf("validate with a missing file: exit %d\nstdout:\n%sstderr:\n%s", code, out, errOut)
+	}
+}
