@@ -464,13 +464,18 @@ names it: then it has simply not run yet.`,
 				// The store keeps runs, not job names: without the job
 				// files an unknown name and a job that never ran look
 				// alike, and both are worth a non-zero exit.
-				jobs, _, _ := g.sources().load()
+				src := g.sources()
+				jobs, _, _ := src.load()
 				known := false
 				for _, j := range jobs {
 					known = known || j.Name == args[0]
 				}
-				if !known {
-					return codedError{codeUnknownJob, fmt.Errorf("no run of job %q was ever recorded in %s (a typo? \"anarchon status\" lists the jobs of a crontab; give --crontab to list a job that has not run yet)", args[0], d.store)}
+				switch {
+				case known:
+				case src.empty():
+					return codedError{codeUnknownJob, fmt.Errorf("no run of job %q was ever recorded in %s (a typo? \"anarchon status --crontab FILE\" lists a crontab's jobs; give --crontab or --config to list a job that has not run yet)", args[0], d.store)}
+				default:
+					return codedError{codeUnknownJob, fmt.Errorf("no run of job %q was ever recorded in %s, and the job files given (%s) do not define it either (a typo? \"anarchon status\" with the same files lists their jobs)", args[0], d.store, src.describe())}
 				}
 				fmt.Fprintf(c.ErrOrStderr(), "job %q has not run yet\n", args[0])
 			}

@@ -172,3 +172,29 @@ func TestMissingJobFile(t *testing.T) {
 		t.Errorf("validate with a missing file: exit %d\nstdout:\n%sstderr:\n%s", code, out, errOut)
 	}
 }
+
+// history of a job the store never recorded says what to do next: without
+// job files, give them (the job may not have run yet); with job files
+// that do not define it either, say so, and no longer ask for them.
+func TestHistoryUnknownJobHint(t *testing.T) {
+	dir := t.TempDir()
+	ct := writeFile(t, dir, "jobs.cron", "# name: j\n@daily echo hi\n# name: idle\n@yearly echo later\n")
+	yml := writeFile(t, dir, "jobs.yaml", "jobs:\n  - name: y\n    schedule: \"@daily\"\n    shell: echo y\n")
+	store := "sqlite:" + filepath.Join(dir, "s.db")
+	if code, _, errOut := cli(t, "run-now", "j", "--crontab", ct, "--store", store); code != 0 {
+		t.Fatalf("run-now: exit %d %s", code, errOut)
+	}
+	code, _, errOut := cli(t, "history", "nosuchjob", "--store", store)
+	if code != 1 || !strings.Contains(errOut, "give --crontab or --config to list a job that has not run yet") || !strings.HasSuffix(errOut, "(unknown_job)\n") {
+		t.Errorf("without job files: exit %d, stderr %q", code, errOut)
+	}
+	code, _, errOut = cli(t, "history", "nosuchjob", "--crontab", ct, "--config", yml, "--store", store)
+	want := `and the job files given (--crontab ` + ct + `, --config ` + yml + `) do not define it either`
+	if code != 1 || !strings.Contains(errOut, want) || strings.Contains(errOut, "give --crontab") || !strings.HasSuffix(errOut, "(unknown_job)\n") {
+		t.Errorf("with job files: exit %d, stderr %q; want %q", code, errOut, want)
+	}
+	code, _, errOut = cli(t, "history", "idle", "--crontab", ct, "--store", store)
+	if code != 0 || errOut != "job \"idle\" has not run yet\n" {
+		t.Errorf("a job of the files that has not run: exit %d, stderr %q", code, errOut)
+	}
+}

@@ -538,6 +538,22 @@ func looksLikeUser(word string) bool {
 	return err != nil
 }
 
+// describe names the job files as they were given: "--crontab a.cron,
+// --crontab-dir /etc/cron.d, --config b.yaml".
+func (src sources) describe() string {
+	var parts []string
+	for _, f := range src.Crontabs {
+		parts = append(parts, "--crontab "+f)
+	}
+	for _, d := range src.CrontabDirs {
+		parts = append(parts, "--crontab-dir "+d)
+	}
+	for _, f := range src.Configs {
+		parts = append(parts, "--config "+f)
+	}
+	return strings.Join(parts, ", ")
+}
+
 // empty reports whether no job file was given.
 func (src sources) empty() bool {
 	return len(src.Crontabs) == 0 && len(src.Configs) == 0 && len(src.CrontabDirs) == 0
