@@ -507,7 +507,7 @@ func printRecords(w io.Writer, recs []anarchon.RunRecord) {
 		if r.Manual {
 			status += " (manual)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", formatSlot(r.Slot), status, r.InstanceID, r.Attempt,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", formatTime(r.Slot), status, r.InstanceID, r.Attempt,
 			dash(formatTime(r.ClaimedAt)), dash(formatTime(r.StartedAt)), dash(dur), firstLine(r.Error))
 	}
 	_ = tw.Flush()
