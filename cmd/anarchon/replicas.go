@@ -123,7 +123,7 @@ func replicasOf(recs []anarchon.InstanceRecord) replicaReport {
 		}
 		if d, ok := diffs[r.ID]; ok {
 			rj.JobSetDiff = &jobDiffJSON{Reference: d.Reference, Missing: orEmpty(d.Missing), Extra: orEmpty(d.Extra),
-				Changed: orEmpty(d.Changed), Jobs: d.Jobs(), Unlisted: d.Unlisted}
+				Changed: orEmpty(d.Changed), Jobs: orEmpty(d.Jobs()), Unlisted: d.Unlisted}
 		}
 		rep.Replicas = append(rep.Replicas, rj)
 	}
