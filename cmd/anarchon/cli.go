@@ -394,7 +394,9 @@ func runCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
 // given files (if any), for the read-only commands. With mustExist an
 // SQLite store's file, an SQL store's tables, a Redis store's sentinel key
 // and a NATS store's bucket and stream must already exist: reading never
-// creates them (the Redis and NATS backends are opened with MustExist).
+// creates them (the Redis and NATS backends are opened with MustExist);
+// the store is then initialised (Init), once, and history and status read
+// it through the backend.
 func openForRead(g *globalFlags, stderr io.Writer, needJobs, mustExist bool) (_ *daemon, err error) {
 	log, err := g.logger(stderr)
 	if err != nil {
@@ -421,8 +423,16 @@ func openForRead(g *globalFlags, stderr io.Writer, needJobs, mustExist bool) (_ 
 			sched: anarchon.New(b, &anarchon.Options{Logger: log}), reboot: anarchon.New(b, &anarchon.Options{Logger: log})}
 	}
 	if mustExist {
+		// The store is initialised here, once: the command reads it
+		// through the backend (not through a scheduler, whose reads
+		// would call Init again), and Redis logs its start-up report at
+		// each Init.
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		err := storeInitialised(ctx, d.backend, storeOrDefault(g.store))
+		if _, sql := d.backend.(sqlStore); sql && err == nil {
+			// storeInitialised only looked for the SQL stores' tables.
+			err = storeError(d.backend.Init(ctx), storeOrDefault(g.store))
+		}
 		cancel()
 		if err != nil {
 			d.close()
@@ -453,9 +463,6 @@ names it: then it has simply not run yet.`,
 			defer d.close()
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			if err := d.backend.Init(ctx); err != nil {
-				return storeError(err, storeOrDefault(g.store))
-			}
 			recs, err := d.backend.History(ctx, args[0], n)
 			if err != nil {
 				return err
@@ -600,9 +607,6 @@ result.`,
 			d.instance = ""
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			if err := d.backend.Init(ctx); err != nil {
-				return storeError(err, storeOrDefault(g.store))
-			}
 			rep := d.status(ctx)
 			if asJSON {
 				return writeJSON(stdout, rep)

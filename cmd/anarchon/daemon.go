@@ -655,7 +655,7 @@ type activeJSON struct {
 func (d *daemon) status(ctx context.Context) statusReport {
 	rep := statusReport{Store: d.store, Backend: d.backend.Name(), Instance: d.instance, Time: formatTime(time.Now()),
 		Replication: storeReplication(d.backend), Replicas: []replicaJSON{}, DifferingJobs: []string{}, Jobs: []jobStatus{}}
-	replicas := addReplicas(ctx, d.sched, &rep)
+	replicas := addReplicas(ctx, d.backend, &rep)
 	rep.Paused = []stateJSON{}
 	if jc, ok := anarchon.As[anarchon.JobControl](d.backend); ok {
 		states, err := jc.JobStates(ctx)
@@ -693,7 +693,7 @@ func (d *daemon) status(ctx context.Context) statusReport {
 				})
 			}
 		}
-		recs, err := d.schedFor(j.Name).History(ctx, j.Name, 1)
+		recs, err := d.backend.History(ctx, j.Name, 1)
 		if err != nil {
 			errs = append(errs, "history: "+err.Error())
 		} else if len(recs) > 0 {
