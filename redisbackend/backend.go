@@ -100,6 +100,7 @@ type Backend struct {
 	mustExist     bool // Options.MustExist
 	log           *slog.Logger
 	lastReload    atomic.Int64 // Unix ns of the last cluster slot-map reload (errors.go)
+	reported      atomic.Bool  // an Init succeeded: later ones do not log the start-up report again
 	epoch         epochGuard   // the data-loss sentinel (durability.go)
 }
 
@@ -274,7 +275,8 @@ func (b *Backend) Runs() anarchon.RunStore { return b.runs }
 // lose acknowledged claims (replicas or Sentinel/Cluster without
 // Options.Replicas) or one lost node stops every claim (see the package
 // doc, "Replication and failover"). It is safe to call more than once and
-// concurrently.
+// concurrently; once an Init has succeeded, later ones check the server
+// again (and fail as the first would) but log none of this.
 func (b *Backend) Init(ctx context.Context) error {
 	if err := b.check(); err != nil {
 		return err
@@ -304,12 +306,24 @@ func (b *Backend) Init(ctx context.Context) error {
 			}
 		}
 	}
-	persistence, err := b.checkDurability(ctx)
+	// The report is logged until an Init succeeds: the scheduler calls
+	// Init again before the reads of a scheduler that was not started
+	// (a second one on the same backend, a read-only tool), and the same
+	// report each time would only repeat itself.
+	log := b.log
+	if b.reported.Load() {
+		log = slog.New(slog.DiscardHandler)
+	}
+	persistence, err := b.checkDurability(ctx, log)
 	if err != nil {
 		return err
 	}
-	b.checkTopology(ctx, persistence)
-	return b.epoch.init(ctx, b)
+	b.checkTopology(ctx, persistence, log)
+	if err := b.epoch.init(ctx, b); err != nil {
+		return err
+	}
+	b.reported.Store(true)
+	return nil
 }
 
 func infoField(info, name string) (string, bool) {

@@ -141,7 +141,8 @@
 // min-replicas-to-write makes a primary cut off from its replicas refuse
 // claims (NOREPLICAS, retried) instead of taking claims it cannot
 // replicate. Init logs the topology it finds and a WARN naming the risk of
-// an unsafe one.
+// an unsafe one (once per backend: the Init calls after one that
+// succeeded log none of its report).
 //
 // With [Options.Replicas], lease renewals and finishes wait for the
 // replicas too: a renewal a failover lost would let a backup take a run

@@ -19,8 +19,9 @@ import (
 // disabled or renamed) and its persistence (CONFIG GET save/appendonly,
 // or INFO persistence without CONFIG). A policy that may evict keys is
 // refused unless Options.AllowEviction; persistence off is a warning.
-// It returns the persistence it found, for the topology report.
-func (b *Backend) checkDurability(ctx context.Context) (persistence string, err error) {
+// It returns the persistence it found, for the topology report. Its
+// warnings go to log.
+func (b *Backend) checkDurability(ctx context.Context, log *slog.Logger) (persistence string, err error) {
 	mem, err := b.client.Info(ctx, "memory").Result()
 	if err != nil {
 		return "", b.wrap("init: info memory", err)
@@ -28,12 +29,12 @@ func (b *Backend) checkDurability(ctx context.Context) (persistence string, err 
 	policy, ok := infoField(mem, "maxmemory_policy")
 	switch {
 	case !ok:
-		b.log.LogAttrs(ctx, slog.LevelWarn, "redis: the server does not report its maxmemory_policy; an evicting policy would let slots run twice")
+		log.LogAttrs(ctx, slog.LevelWarn, "redis: the server does not report its maxmemory_policy; an evicting policy would let slots run twice")
 	case strings.HasPrefix(policy, "allkeys-") || strings.HasPrefix(policy, "volatile-"):
 		if !b.allowEviction {
 			return "", fmt.Errorf("%w: maxmemory-policy is %s; set it to noeviction, or allow it with Options.AllowEviction", ErrEvictionPolicy, policy)
 		}
-		b.log.LogAttrs(ctx, slog.LevelWarn, "redis: maxmemory-policy may evict claims (allowed by AllowEviction): an evicted claim lets its slot run twice",
+		log.LogAttrs(ctx, slog.LevelWarn, "redis: maxmemory-policy may evict claims (allowed by AllowEviction): an evicted claim lets its slot run twice",
 			slog.String("maxmemory_policy", policy))
 	}
 
@@ -48,7 +49,7 @@ func (b *Backend) checkDurability(ctx context.Context) (persistence string, err 
 		if p, err := b.client.Info(ctx, "persistence").Result(); err == nil {
 			if v, ok := infoField(p, "aof_enabled"); ok && v == "0" {
 				persistence = "aof off, rdb unknown"
-				b.log.LogAttrs(ctx, slog.LevelWarn, "redis: AOF is off and CONFIG is unavailable to read the RDB schedule; a restart may lose claims")
+				log.LogAttrs(ctx, slog.LevelWarn, "redis: AOF is off and CONFIG is unavailable to read the RDB schedule; a restart may lose claims")
 			}
 		}
 		return persistence, nil
@@ -57,7 +58,7 @@ func (b *Backend) checkDurability(ctx context.Context) (persistence string, err 
 	switch {
 	case !rdb && aof == "no":
 		persistence = "off"
-		b.log.LogAttrs(ctx, slog.LevelWarn, `redis: persistence is off (save "" and appendonly no): a restart loses every claim, and slots running then may run twice`)
+		log.LogAttrs(ctx, slog.LevelWarn, `redis: persistence is off (save "" and appendonly no): a restart loses every claim, and slots running then may run twice`)
 	case aof != "no":
 		persistence = "aof"
 	default:
@@ -122,15 +123,15 @@ func (b *Backend) readTopology(ctx context.Context) (topology, error) {
 	return t, err
 }
 
-// checkTopology logs what Init found of replication at INFO, and a WARN
-// naming the risk of a setup that can lose acknowledged claims in a
-// failover (replicas without WAIT) or that stops claiming when one node
+// checkTopology logs to log what Init found of replication at INFO, and
+// a WARN naming the risk of a setup that can lose acknowledged claims in
+// a failover (replicas without WAIT) or that stops claiming when one node
 // fails (WAIT for every replica there is, or for more than are
 // connected). It never fails Init: replicas come and go.
-func (b *Backend) checkTopology(ctx context.Context, persistence string) {
+func (b *Backend) checkTopology(ctx context.Context, persistence string, log *slog.Logger) {
 	t, err := b.readTopology(ctx)
 	if err != nil {
-		b.log.LogAttrs(ctx, slog.LevelWarn, "redis: could not read the replication topology (INFO replication)", slog.String("error", err.Error()))
+		log.LogAttrs(ctx, slog.LevelWarn, "redis: could not read the replication topology (INFO replication)", slog.String("error", err.Error()))
 		return
 	}
 	attrs := []slog.Attr{
@@ -141,14 +142,14 @@ func (b *Backend) checkTopology(ctx context.Context, persistence string) {
 	if t.minReplicas >= 0 {
 		attrs = append(attrs, slog.Int("min_replicas_to_write", t.minReplicas))
 	}
-	b.log.LogAttrs(ctx, slog.LevelInfo, "redis: topology", attrs...)
+	log.LogAttrs(ctx, slog.LevelInfo, "redis: topology", attrs...)
 	switch {
 	case b.replicas == 0 && (t.replicas > 0 || t.mode != "standalone"):
-		b.log.LogAttrs(ctx, slog.LevelWarn, "redis: no WAIT: a failover can lose acknowledged claims, and their slots then run twice; set Options.Replicas (wait= in a daemon URL, e.g. wait=1) to a majority of the replicas", attrs...)
+		log.LogAttrs(ctx, slog.LevelWarn, "redis: no WAIT: a failover can lose acknowledged claims, and their slots then run twice; set Options.Replicas (wait= in a daemon URL, e.g. wait=1) to a majority of the replicas", attrs...)
 	case b.replicas > 0 && t.replicas < b.replicas:
-		b.log.LogAttrs(ctx, slog.LevelWarn, "redis: WAIT needs more replicas than are connected: every claim fails (ErrNotReplicated) until enough are", attrs...)
+		log.LogAttrs(ctx, slog.LevelWarn, "redis: WAIT needs more replicas than are connected: every claim fails (ErrNotReplicated) until enough are", attrs...)
 	case b.replicas > 0 && t.replicas == b.replicas:
-		b.log.LogAttrs(ctx, slog.LevelWarn, "redis: WAIT needs every connected replica: losing any one node stops all claims until it is back; run more replicas than Options.Replicas (wait= in a daemon URL) asks", attrs...)
+		log.LogAttrs(ctx, slog.LevelWarn, "redis: WAIT needs every connected replica: losing any one node stops all claims until it is back; run more replicas than Options.Replicas (wait= in a daemon URL) asks", attrs...)
 	}
 }
 

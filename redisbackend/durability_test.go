@@ -145,3 +145,34 @@ func TestDataLossDetected(t *testing.T) {
 		t.Errorf("%d ERROR lines, want one per instance naming the loss: %q", n, logs.String())
 	}
 }
+
+// Init logs its start-up report (the persistence and eviction WARNs, the
+// topology at INFO and its WARN) once per backend: the calls after the
+// first that succeeded check the server again and log nothing. The
+// scheduler calls Init in Start and before the reads of a scheduler that
+// was not started, a daemon's @reboot runs and read-only tools among
+// them.
+func TestInitReportsOnce(t *testing.T) {
+	addr := redisAddr(t)
+	var logs syncBuffer
+	b, err := redisbackend.New(newClient(t, addr, nil), &redisbackend.Options{Prefix: freshPrefix(t, addr),
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Init(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	first := logs.String()
+	if strings.Count(first, "redis: topology") != 1 {
+		t.Fatalf("first Init: want one topology line:\n%s", first)
+	}
+	for range 3 {
+		if err := b.Init(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := logs.String(); after != first {
+		t.Errorf("Init logged again:\nafter the first:\n%s\nafter four:\n%s", first, after)
+	}
+}

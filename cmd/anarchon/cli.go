@@ -394,16 +394,15 @@ func runCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
 // given files (if any), for the read-only commands. With mustExist an
 // SQLite store's file, an SQL store's tables, a Redis store's sentinel key
 // and a NATS store's bucket and stream must already exist: reading never
-// creates them (the Redis and NATS backends are opened with MustExist).
+// creates them (the Redis and NATS backends are opened with MustExist);
+// the store is then initialised (Init), once, and history and status read
+// it through the backend.
 func openForRead(g *globalFlags, stderr io.Writer, needJobs, mustExist bool) (_ *daemon, err error) {
 	log, err := g.logger(stderr)
 	if err != nil {
 		return nil, err
 	}
 	if mustExist {
-		if err := sqliteExists(storeOrDefault(g.store)); err != nil {
-			return nil, err
-		}
 		g.mustExist = true
 		// The clients' lines wait until the store's data is found: a
 		// store that cannot be reached is this command's error.
@@ -424,8 +423,16 @@ func openForRead(g *globalFlags, stderr io.Writer, needJobs, mustExist bool) (_ 
 			sched: anarchon.New(b, &anarchon.Options{Logger: log}), reboot: anarchon.New(b, &anarchon.Options{Logger: log})}
 	}
 	if mustExist {
+		// The store is initialised here, once: the command reads it
+		// through the backend (not through a scheduler, whose reads
+		// would call Init again), and Redis logs its start-up report at
+		// each Init.
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		err := storeInitialised(ctx, d.backend, storeOrDefault(g.store))
+		if _, sql := d.backend.(sqlStore); sql && err == nil {
+			// storeInitialised only looked for the SQL stores' tables.
+			err = storeError(d.backend.Init(ctx), storeOrDefault(g.store))
+		}
 		cancel()
 		if err != nil {
 			d.close()
@@ -456,9 +463,6 @@ names it: then it has simply not run yet.`,
 			defer d.close()
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			if err := d.backend.Init(ctx); err != nil {
-				return storeError(err, storeOrDefault(g.store))
-			}
 			recs, err := d.backend.History(ctx, args[0], n)
 			if err != nil {
 				return err
@@ -467,13 +471,18 @@ names it: then it has simply not run yet.`,
 				// The store keeps runs, not job names: without the job
 				// files an unknown name and a job that never ran look
 				// alike, and both are worth a non-zero exit.
-				jobs, _, _ := g.sources().load()
+				src := g.sources()
+				jobs, _, _ := src.load()
 				known := false
 				for _, j := range jobs {
 					known = known || j.Name == args[0]
 				}
-				if !known {
-					return codedError{codeUnknownJob, fmt.Errorf("no run of job %q was ever recorded in %s (a typo? \"anarchon status\" lists the jobs of a crontab; give --crontab to list a job that has not run yet)", args[0], d.store)}
+				switch {
+				case known:
+				case src.empty():
+					return codedError{codeUnknownJob, fmt.Errorf("no run of job %q was ever recorded in %s (a typo? \"anarchon status --crontab FILE\" lists a crontab's jobs; give --crontab or --config to list a job that has not run yet)", args[0], d.store)}
+				default:
+					return codedError{codeUnknownJob, fmt.Errorf("no run of job %q was ever recorded in %s, and the job files given (%s) do not define it either (a typo? \"anarchon status\" with the same files lists their jobs)", args[0], d.store, src.describe())}
 				}
 				fmt.Fprintf(c.ErrOrStderr(), "job %q has not run yet\n", args[0])
 			}
@@ -505,7 +514,7 @@ func printRecords(w io.Writer, recs []anarchon.RunRecord) {
 		if r.Manual {
 			status += " (manual)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", formatSlot(r.Slot), status, r.InstanceID, r.Attempt,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", formatTime(r.Slot), status, r.InstanceID, r.Attempt,
 			dash(formatTime(r.ClaimedAt)), dash(formatTime(r.StartedAt)), dash(dur), firstLine(r.Error))
 	}
 	_ = tw.Flush()
@@ -598,9 +607,6 @@ result.`,
 			d.instance = ""
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			if err := d.backend.Init(ctx); err != nil {
-				return storeError(err, storeOrDefault(g.store))
-			}
 			rep := d.status(ctx)
 			if asJSON {
 				return writeJSON(stdout, rep)
@@ -718,13 +724,22 @@ Jobs are checked as a store with leases and no dedupe window would check them;
 			if src.empty() {
 				return usageError{codeBadFlag, errors.New("nothing to validate: give --crontab FILE, --crontab-dir DIR or --config FILE")}
 			}
-			jobs, all, infos := src.load()
-			for _, e := range all {
+			jobs, loaded, infos := src.load()
+			// A file that cannot be read is not a mistake at a line of
+			// it: it ends the command as on every other one, on stderr,
+			// after what the other files hold is listed.
+			var all, unread []error
+			for _, e := range loaded {
 				// A bad flag value (--format, --six-fields) is a usage
 				// error, exit 2, as on every other command.
 				var ue usageError
 				if errors.As(e, &ue) {
 					return ue
+				}
+				if isNoFile(e) {
+					unread = append(unread, e)
+				} else {
+					all = append(all, e)
 				}
 			}
 			all = append(all, checkJobs(jobs)...)
@@ -742,6 +757,9 @@ Jobs are checked as a store with leases and no dedupe window would check them;
 			}
 			for _, e := range all {
 				fmt.Fprintln(stdout, e)
+			}
+			if len(unread) > 0 {
+				return joinErrors(unread)
 			}
 			if len(errs) > 0 {
 				return exitError{1}

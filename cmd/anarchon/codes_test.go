@@ -118,3 +118,83 @@ CRON_TZ=Atlantis/Capital
 		t.Errorf("valid file: exit %d:\n%s", code, out)
 	}
 }
+
+// A job file that is not there is an error with code no_file (exit 1),
+// printed the same way by every command that reads job files: one line
+// on stderr, "anarchon: open FILE: no such file or directory (no_file)".
+// validate still lists what it found in the files it could read.
+func TestMissingJobFile(t *testing.T) {
+	dir := t.TempDir()
+	good := writeFile(t, dir, "good.cron", "# name: j\n@daily echo hi\n")
+	gone := filepath.Join(dir, "nonexistent.cron")
+	goneYAML := filepath.Join(dir, "nonexistent.yaml")
+	goneDir := filepath.Join(dir, "nonexistent.d")
+	store := "sqlite:" + filepath.Join(dir, "s.db")
+	if code, _, errOut := cli(t, "run-now", "j", "--crontab", good, "--store", store); code != 0 {
+		t.Fatalf("run-now: exit %d %s", code, errOut)
+	}
+	want := "anarchon: open " + gone + ": no such file or directory (no_file)\n"
+	for _, args := range [][]string{
+		{"run", "--crontab", gone, "--start-timeout", "0"},
+		{"run", "--crontab", good, "--crontab", gone, "--start-timeout", "0"},
+		{"validate", "--crontab", gone},
+		{"run-now", "j", "--crontab", gone},
+		{"status", "--crontab", gone},
+		{"history", "j", "--crontab", gone},
+		{"pause", "j", "--crontab", gone},
+		{"resume", "j", "--crontab", gone},
+		{"trigger", "j", "--crontab", gone, "--timeout", "1s"},
+		{"backfill", "j", "--crontab", gone, "--from", "2026-01-01T00:00:00Z", "--to", "2026-01-02T00:00:00Z"},
+	} {
+		args := append(args, "--store", store)
+		code, _, errOut := cli(t, args...)
+		if code != 1 || errOut != want {
+			t.Errorf("%q: exit %d, stderr %q; want exit 1 and %q", args, code, errOut, want)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run-now", "j", "--config", goneYAML}, "anarchon: open " + goneYAML + ": no such file or directory (no_file)\n"},
+		{[]string{"validate", "--config", goneYAML}, "anarchon: open " + goneYAML + ": no such file or directory (no_file)\n"},
+		{[]string{"run-now", "j", "--crontab-dir", goneDir}, "anarchon: --crontab-dir: open " + goneDir + ": no such file or directory (no_file)\n"},
+		{[]string{"validate", "--crontab-dir", goneDir}, "anarchon: --crontab-dir: open " + goneDir + ": no such file or directory (no_file)\n"},
+	} {
+		code, _, errOut := cli(t, append(tc.args, "--store", store)...)
+		if code != 1 || errOut != tc.want {
+			t.Errorf("%q: exit %d, stderr %q; want exit 1 and %q", tc.args, code, errOut, tc.want)
+		}
+	}
+	// validate lists what the files it could read hold, then fails.
+	code, out, errOut := cli(t, "validate", "--crontab", good, "--crontab", gone)
+	if code != 1 || !strings.Contains(out, good+": user crontab") || strings.Contains(out, "nonexistent") || errOut != want {
+		t.Errorf("validate with a missing file: exit %d\nstdout:\n%sstderr:\n%s", code, out, errOut)
+	}
+}
+
+// history of a job the store never recorded says what to do next: without
+// job files, give them (the job may not have run yet); with job files
+// that do not define it either, say so, and no longer ask for them.
+func TestHistoryUnknownJobHint(t *testing.T) {
+	dir := t.TempDir()
+	ct := writeFile(t, dir, "jobs.cron", "# name: j\n@daily echo hi\n# name: idle\n@yearly echo later\n")
+	yml := writeFile(t, dir, "jobs.yaml", "jobs:\n  - name: y\n    schedule: \"@daily\"\n    shell: echo y\n")
+	store := "sqlite:" + filepath.Join(dir, "s.db")
+	if code, _, errOut := cli(t, "run-now", "j", "--crontab", ct, "--store", store); code != 0 {
+		t.Fatalf("run-now: exit %d %s", code, errOut)
+	}
+	code, _, errOut := cli(t, "history", "nosuchjob", "--store", store)
+	if code != 1 || !strings.Contains(errOut, "give --crontab or --config to list a job that has not run yet") || !strings.HasSuffix(errOut, "(unknown_job)\n") {
+		t.Errorf("without job files: exit %d, stderr %q", code, errOut)
+	}
+	code, _, errOut = cli(t, "history", "nosuchjob", "--crontab", ct, "--config", yml, "--store", store)
+	want := `and the job files given (--crontab ` + ct + `, --config ` + yml + `) do not define it either`
+	if code != 1 || !strings.Contains(errOut, want) || strings.Contains(errOut, "give --crontab") || !strings.HasSuffix(errOut, "(unknown_job)\n") {
+		t.Errorf("with job files: exit %d, stderr %q; want %q", code, errOut, want)
+	}
+	code, _, errOut = cli(t, "history", "idle", "--crontab", ct, "--store", store)
+	if code != 0 || errOut != "job \"idle\" has not run yet\n" {
+		t.Errorf("a job of the files that has not run: exit %d, stderr %q", code, errOut)
+	}
+}

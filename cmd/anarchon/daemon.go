@@ -655,7 +655,7 @@ type activeJSON struct {
 func (d *daemon) status(ctx context.Context) statusReport {
 	rep := statusReport{Store: d.store, Backend: d.backend.Name(), Instance: d.instance, Time: formatTime(time.Now()),
 		Replication: storeReplication(d.backend), Replicas: []replicaJSON{}, DifferingJobs: []string{}, Jobs: []jobStatus{}}
-	replicas := addReplicas(ctx, d.sched, &rep)
+	replicas := addReplicas(ctx, d.backend, &rep)
 	rep.Paused = []stateJSON{}
 	if jc, ok := anarchon.As[anarchon.JobControl](d.backend); ok {
 		states, err := jc.JobStates(ctx)
@@ -687,13 +687,13 @@ func (d *daemon) status(ctx context.Context) statusReport {
 			}
 			for _, a := range act {
 				js.Active = append(js.Active, activeJSON{
-					Slot: formatSlot(time.UnixMilli(a.Slot)), Instance: a.InstanceID, Attempt: a.Attempt,
+					Slot: formatTime(time.UnixMilli(a.Slot)), Instance: a.InstanceID, Attempt: a.Attempt,
 					State: string(a.State), LeaseUntil: formatTime(a.LeaseUntil), Live: a.Live,
 					HolderState: replicas.holderState(a.InstanceID),
 				})
 			}
 		}
-		recs, err := d.schedFor(j.Name).History(ctx, j.Name, 1)
+		recs, err := d.backend.History(ctx, j.Name, 1)
 		if err != nil {
 			errs = append(errs, "history: "+err.Error())
 		} else if len(recs) > 0 {
@@ -730,19 +730,25 @@ func toJSON(r anarchon.RunRecord) recordJSON {
 		return &s
 	}
 	return recordJSON{
-		Job: r.Job, Slot: formatSlot(r.Slot), Instance: r.InstanceID, Attempt: r.Attempt,
+		Job: r.Job, Slot: formatTime(r.Slot), Instance: r.InstanceID, Attempt: r.Attempt,
 		Status: string(r.Status), ClaimedAt: opt(r.ClaimedAt), StartedAt: opt(r.StartedAt), FinishedAt: opt(r.FinishedAt),
 		Error: r.Error, Manual: r.Manual, Output: r.Output,
 	}
 }
 
-// formatTime is RFC 3339 in UTC to the millisecond, with the fraction
-// only when non-zero; "" for the zero time. Stores keep times to the
-// millisecond (SQL) or to the nanosecond (NATS, Redis for a run's start):
-// they are shown alike.
+// timeLayout is RFC 3339 in UTC with exactly three fraction digits.
+const timeLayout = "2006-01-02T15:04:05.000Z"
+
+// formatTime is how history, status (and /status), pause and resume show
+// an instant, a slot included: RFC 3339 in UTC to the millisecond with
+// exactly three fraction digits, zeros kept (2026-12-02T09:18:59.000Z),
+// so that the strings sort in time order; "" for the zero time. Stores
+// keep times to the millisecond (SQL) or to the nanosecond (NATS, Redis
+// for a run's start): they are shown alike, the rest cut off.
+// ANARCHON_SLOT and log lines give a slot as formatSlot does.
 func formatTime(t time.Time) string {
 	if t.IsZero() {
 		return ""
 	}
-	return t.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano)
+	return t.UTC().Format(timeLayout)
 }

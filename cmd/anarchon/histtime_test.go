@@ -66,3 +66,41 @@ func TestHistoryTimesNATS(t *testing.T) {
 		}
 	}
 }
+
+// Every time history and status show has exactly three fraction digits,
+// zeros included (…:50.160Z, …:59.000Z), in the table and in JSON alike:
+// the strings sort in time order, as a whole second's "…:59Z" next to
+// "…:59.5Z" would not.
+func TestTimesHaveThreeFractionDigits(t *testing.T) {
+	slot := time.Date(2026, 12, 2, 9, 18, 0, 0, time.UTC)
+	rec := anarchon.RunRecord{Job: "a", Slot: slot, InstanceID: "i", Attempt: 1, Status: anarchon.StatusSuccess,
+		ClaimedAt: slot.Add(50*time.Second + 160*time.Millisecond), StartedAt: slot.Add(59 * time.Second),
+		FinishedAt: slot.Add(59*time.Second + 999999999)}
+	var buf bytes.Buffer
+	printRecords(&buf, []anarchon.RunRecord{rec})
+	for _, want := range []string{"2026-12-02T09:18:00.000Z", "2026-12-02T09:18:50.160Z", "2026-12-02T09:18:59.000Z"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("table: no %s in\n%s", want, buf.String())
+		}
+	}
+	j := toJSON(rec)
+	if j.Slot != "2026-12-02T09:18:00.000Z" || *j.ClaimedAt != "2026-12-02T09:18:50.160Z" || *j.StartedAt != "2026-12-02T09:18:59.000Z" ||
+		*j.FinishedAt != "2026-12-02T09:18:59.999Z" {
+		t.Errorf("JSON: slot %s, claimed %s, started %s, finished %s", j.Slot, *j.ClaimedAt, *j.StartedAt, *j.FinishedAt)
+	}
+	// status: the registry's times, and the report's own.
+	rec0 := anarchon.InstanceRecord{State: anarchon.InstanceLive, LastSeen: slot.Add(5 * time.Second),
+		ExpiresAt: slot.Add(20*time.Second + 10*time.Millisecond), TTL: 15 * time.Second}
+	rec0.ID, rec0.StartedAt = "i", slot
+	rep := replicasOf([]anarchon.InstanceRecord{rec0})
+	r := rep.Replicas[0]
+	if r.StartedAt != "2026-12-02T09:18:00.000Z" || r.LastSeen != "2026-12-02T09:18:05.000Z" || r.ExpiresAt != "2026-12-02T09:18:20.010Z" {
+		t.Errorf("replica: started %s, last seen %s, expires %s", r.StartedAt, r.LastSeen, r.ExpiresAt)
+	}
+	if got := toStateJSON(anarchon.JobState{Job: "a", Paused: true, At: slot}).At; got != "2026-12-02T09:18:00.000Z" {
+		t.Errorf("paused at %s", got)
+	}
+	if got := formatTime(time.Date(2026, 12, 2, 9, 18, 0, 0, time.FixedZone("X", 3600))); got != "2026-12-02T08:18:00.000Z" {
+		t.Errorf("formatTime of another zone: %s", got)
+	}
+}

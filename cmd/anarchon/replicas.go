@@ -92,10 +92,16 @@ type replicaReport struct {
 	states     map[string]anarchon.InstanceState
 }
 
-// readReplicas lists the registry of the store through s (which need not
-// be started) and compares the live replicas' job sets.
-func readReplicas(ctx context.Context, s *anarchon.Scheduler) (replicaReport, error) {
-	recs, err := s.Instances(ctx)
+// readReplicas lists the registry of store b, which the caller has
+// initialised (a started scheduler, or openForRead), and compares the
+// live replicas' job sets. It returns anarchon.ErrNoRegistry for a store
+// without a registry.
+func readReplicas(ctx context.Context, b anarchon.Backend) (replicaReport, error) {
+	reg, ok := anarchon.As[anarchon.InstanceRegistry](b)
+	if !ok {
+		return replicaReport{}, anarchon.ErrNoRegistry
+	}
+	recs, err := reg.Instances(ctx)
 	if err != nil {
 		return replicaReport{}, err
 	}
@@ -123,7 +129,7 @@ func replicasOf(recs []anarchon.InstanceRecord) replicaReport {
 		}
 		if d, ok := diffs[r.ID]; ok {
 			rj.JobSetDiff = &jobDiffJSON{Reference: d.Reference, Missing: orEmpty(d.Missing), Extra: orEmpty(d.Extra),
-				Changed: orEmpty(d.Changed), Jobs: d.Jobs(), Unlisted: d.Unlisted}
+				Changed: orEmpty(d.Changed), Jobs: orEmpty(d.Jobs()), Unlisted: d.Unlisted}
 		}
 		rep.Replicas = append(rep.Replicas, rj)
 	}
@@ -145,8 +151,8 @@ func (r replicaReport) holderState(id string) string {
 
 // addReplicas reads the registry into rep; a store without a registry
 // leaves the replicas out, any other failure is reported in the report.
-func addReplicas(ctx context.Context, s *anarchon.Scheduler, rep *statusReport) replicaReport {
-	rr, err := readReplicas(ctx, s)
+func addReplicas(ctx context.Context, b anarchon.Backend, rep *statusReport) replicaReport {
+	rr, err := readReplicas(ctx, b)
 	switch {
 	case errors.Is(err, anarchon.ErrNoRegistry):
 		rep.ReplicasError = "the store keeps no instance registry"

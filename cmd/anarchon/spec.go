@@ -60,7 +60,19 @@ const (
 	codeBadLine = "bad_line" // a crontab line that cannot be read: time fields, user column, command
 	codeBadYAML = "bad_yaml" // a YAML file or job that cannot be read: syntax, an unknown key, a value of the wrong kind
 	codeBadUser = "bad_user" // a job's user does not exist, or is another than the daemon's own and the daemon is not root
+	codeNoFile  = "no_file"  // a --crontab or --config file, or a --crontab-dir, that does not exist or cannot be read
 )
+
+// noFile is the error of a job file (or --crontab-dir) that cannot be
+// read: the I/O error ("open FILE: no such file or directory") with the
+// code no_file.
+func noFile(err error) error { return codedError{codeNoFile, err} }
+
+// isNoFile reports whether err is a job file that cannot be read.
+func isNoFile(err error) bool {
+	var ce codedError
+	return errors.As(err, &ce) && ce.code == codeNoFile
+}
 
 // posError is a mistake in a crontab or YAML file, reported as FILE:LINE.
 type posError struct {
@@ -353,8 +365,8 @@ func countJobs(infos []fileInfo, errs []error) {
 }
 
 // load reads every crontab and YAML file and returns their jobs, every
-// mistake and warning found in them, each as a *posError (or an I/O
-// error), and how each file was read. A line that runs as another user is
+// mistake and warning found in them, each as a *posError (or, for a file
+// that cannot be read, a no_file error), and how each file was read. A line that runs as another user is
 // checked here (resolveUsers), so it is an error before anything runs.
 func (src sources) load() ([]*jobSpec, []error, []fileInfo) {
 	var jobs []*jobSpec
@@ -381,7 +393,7 @@ func (src sources) load() ([]*jobSpec, []error, []fileInfo) {
 	for _, d := range src.CrontabDirs {
 		names, err := crontabDirFiles(d)
 		if err != nil {
-			errs = append(errs, err)
+			errs = append(errs, noFile(err))
 			continue
 		}
 		for _, n := range names {
@@ -391,7 +403,7 @@ func (src sources) load() ([]*jobSpec, []error, []fileInfo) {
 	for _, f := range files {
 		data, err := os.ReadFile(f.path)
 		if err != nil {
-			errs = append(errs, err)
+			errs = append(errs, noFile(err))
 			continue
 		}
 		format, why := src.Format, "--format "+src.Format
@@ -411,7 +423,7 @@ func (src sources) load() ([]*jobSpec, []error, []fileInfo) {
 	for _, f := range src.Configs {
 		data, err := os.ReadFile(f)
 		if err != nil {
-			errs = append(errs, err)
+			errs = append(errs, noFile(err))
 			continue
 		}
 		js, es := parseConfig(f, data)
@@ -524,6 +536,22 @@ func looksLikeUser(word string) bool {
 	}
 	_, err := exec.LookPath(word)
 	return err != nil
+}
+
+// describe names the job files as they were given: "--crontab a.cron,
+// --crontab-dir /etc/cron.d, --config b.yaml".
+func (src sources) describe() string {
+	var parts []string
+	for _, f := range src.Crontabs {
+		parts = append(parts, "--crontab "+f)
+	}
+	for _, d := range src.CrontabDirs {
+		parts = append(parts, "--crontab-dir "+d)
+	}
+	for _, f := range src.Configs {
+		parts = append(parts, "--config "+f)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // empty reports whether no job file was given.

@@ -61,7 +61,9 @@ func (e *StoreURLError) usage() bool {
 
 // opener opens the backend of one URL scheme. u is the parsed URL, raw the
 // text as given (some clients parse it themselves) and prefix the value of
-// the "prefix" query parameter, already removed from u and raw.
+// the "prefix" query parameter, already removed from u and raw. A
+// *StoreURLError it returns without a URL is given the URL as written,
+// redacted.
 // With mustExist the backend must create nothing (no bucket, stream or
 // key) where no anarchon data is: the read-only commands open it so.
 type opener func(u *url.URL, raw, prefix string, mustExist bool) (anarchon.Backend, error)
@@ -128,8 +130,9 @@ func openStoreMode(raw string, mustExist bool) (anarchon.Backend, error) {
 	if raw == "" {
 		raw = defaultStore
 	}
+	given := raw // raw loses its "prefix" parameter below
 	bad := func(code StoreErrorCode, err error, format string, args ...any) error {
-		return &StoreURLError{URL: redact(raw), Code: code, Reason: fmt.Sprintf(format, args...), Err: err}
+		return &StoreURLError{URL: redact(given), Code: code, Reason: fmt.Sprintf(format, args...), Err: err}
 	}
 	i := strings.Index(raw, ":")
 	if i <= 0 {
@@ -149,6 +152,9 @@ func openStoreMode(raw string, mustExist bool) (anarchon.Backend, error) {
 	}
 	if rawSchemes[scheme] {
 		if open, ok := openers[scheme]; ok {
+			if name, n := repeatedParam(raw); n > 1 {
+				return nil, bad(StoreBadURL, nil, "query parameter %q given %d times: give it once", name, n)
+			}
 			return openRaw(open, raw, mustExist, bad)
 		}
 	}
@@ -173,6 +179,9 @@ func openStoreMode(raw string, mustExist bool) (anarchon.Backend, error) {
 			return nil, bad(StoreUnavailable, nil, "this build of anarchon has no %s backend", what)
 		}
 		return nil, bad(StoreUnknownScheme, nil, "unknown scheme %q (known: %s)", scheme, strings.Join(knownSchemes(), ", "))
+	}
+	if name, n := repeatedParam(raw); n > 1 {
+		return nil, bad(StoreBadURL, nil, "query parameter %q given %d times: give it once", name, n)
 	}
 	q := u.Query()
 	if known, ok := storeParams[scheme]; ok {
@@ -201,11 +210,48 @@ func openStoreMode(raw string, mustExist bool) (anarchon.Backend, error) {
 	if err != nil {
 		var se *StoreURLError
 		if errors.As(err, &se) {
+			if se.URL == "" {
+				se.URL = redact(given)
+			}
 			return nil, err
 		}
 		return nil, bad(StoreOpenFailed, err, "%s", scrub(err.Error(), raw))
 	}
 	return b, nil
+}
+
+// repeatedParam returns the first query parameter of raw that is given
+// more than once (names compared unescaped, "pre%66ix" is "prefix") and
+// how many times; "", 0 when none is. A client would take one of the
+// values and drop the others without a word, so a repeated parameter is
+// refused (bad_url) in every store URL form.
+func repeatedParam(raw string) (string, int) {
+	_, query, ok := strings.Cut(raw, "?")
+	if !ok {
+		return "", 0
+	}
+	query, _, _ = strings.Cut(query, "#")
+	seen := map[string]int{}
+	var order []string
+	for part := range strings.SplitSeq(query, "&") {
+		if part == "" {
+			continue
+		}
+		name, _, _ := strings.Cut(part, "=")
+		if n, err := url.QueryUnescape(name); err == nil {
+			name = n
+		}
+		if seen[name] == 0 {
+			order = append(order, name)
+		}
+		seen[name]++
+	}
+	for _, name := range order {
+		if seen[name] > 1 {
+			return name, seen[name]
+		}
+	}
+	return "", 0
 }
 
 // multiHost reports whether the authority of raw lists several hosts

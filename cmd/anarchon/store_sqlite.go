@@ -20,15 +20,21 @@ func init() { openers["sqlite"] = openSQLite }
 // openSQLite opens "sqlite:PATH" (also "sqlite://PATH" and
 // "sqlite:///abs/path") with the pure-Go driver; "prefix" sets the table
 // prefix. The file is created if absent; its directory must exist. With
-// mustExist (history, status) the file is opened as it is, changing
-// nothing in it: not even its journal mode.
+// mustExist (history, status) a missing file is no_anarchon_data, so that
+// a mistyped path never creates one, and the file is opened as it is,
+// changing nothing in it: not even its journal mode. openStoreMode has
+// checked the URL's parameters before: a URL that cannot be used is a
+// usage error whether or not its file exists.
 func openSQLite(u *url.URL, raw, prefix string, mustExist bool) (anarchon.Backend, error) {
 	path := sqlitePath(raw)
 	if path == "" {
-		return nil, &StoreURLError{URL: raw, Code: StoreBadURL, Reason: "no file path: want sqlite:PATH, e.g. sqlite:./anarchon.db"}
+		return nil, &StoreURLError{Code: StoreBadURL, Reason: "no file path: want sqlite:PATH, e.g. sqlite:./anarchon.db"}
 	}
 	open := sqlitefile.Open
 	if mustExist {
+		if _, err := os.Stat(path); err != nil {
+			return nil, &StoreURLError{Code: StoreNoData, Reason: fmt.Sprintf("no store at %s: %v (history and status never create one; \"run\" and \"run-now\" do)", path, err), Err: err}
+		}
 		open = sqlitefile.OpenExisting
 	}
 	b, err := open(path, &sqlitebackend.Options{Prefix: prefix})
@@ -36,23 +42,6 @@ func openSQLite(u *url.URL, raw, prefix string, mustExist bool) (anarchon.Backen
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	return b, nil
-}
-
-// sqliteExists returns an error when raw names an SQLite store whose file
-// does not exist, so that read-only commands never create one (a typo'd
-// path would otherwise show an empty store).
-func sqliteExists(raw string) error {
-	if !strings.HasPrefix(strings.ToLower(raw), "sqlite:") {
-		return nil
-	}
-	path := sqlitePath(raw)
-	if path == "" {
-		return nil // openSQLite reports it
-	}
-	if _, err := os.Stat(path); err != nil {
-		return &StoreURLError{URL: redact(raw), Code: StoreNoData, Reason: fmt.Sprintf("no store at %s: %v (history and status never create one; \"run\" and \"run-now\" do)", path, err), Err: err}
-	}
-	return nil
 }
 
 // sqliteUndo returns, for an "sqlite:" store whose file does not exist

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -206,5 +208,81 @@ func TestStoreURLShownOnce(t *testing.T) {
 		if n := strings.Count(msg, tc.scheme+"://"); n != 1 || !strings.Contains(msg, tc.want) || strings.Contains(msg, "s3cr3t") {
 			t.Errorf("%s: the URL %d times in %q; want it once, and %q", tc.url, n, msg, tc.want)
 		}
+	}
+}
+
+// A parameter the store does not take is a usage error (unknown_parameter,
+// exit 2) on every command, whether or not the store is there: the URL is
+// checked as written before an SQLite file's existence (the read-only
+// commands need it) or a server is looked for. No SQLite file is created.
+func TestURLCheckedBeforeStore(t *testing.T) {
+	dir := t.TempDir()
+	ct := writeFile(t, dir, "jobs.cron", "# name: j\n@daily echo hi\n")
+	missing := filepath.Join(dir, "nonexist.db")
+	for _, url := range []string{
+		"sqlite:" + missing + "?bogus=1",
+		"sqlite:" + filepath.Join(dir, "no", "dir", "x.db") + "?bogus=1",
+		"nats://127.0.0.1:1?bogus=1",
+		"redis://127.0.0.1:1/0?bogus=1",
+		"memory:?bogus=1",
+	} {
+		for _, args := range [][]string{
+			{"status"},
+			{"status", "--crontab", ct},
+			{"history", "j"},
+			{"history", "j", "--crontab", ct},
+			{"run", "--crontab", ct, "--start-timeout", "0"},
+			{"run-now", "j", "--crontab", ct},
+			{"pause", "j", "--crontab", ct},
+			{"resume", "j", "--crontab", ct},
+			{"trigger", "j", "--crontab", ct, "--timeout", "1s"},
+			{"backfill", "j", "--crontab", ct, "--from", "2026-01-01T00:00:00Z", "--to", "2026-01-02T00:00:00Z"},
+		} {
+			args := append(args, "--store", url)
+			code, _, errOut := cli(t, args...)
+			if code != 2 || !strings.Contains(errOut, `unknown query parameter "bogus"`) && !strings.Contains(errOut, "unexpected option: bogus") ||
+				!strings.HasSuffix(strings.TrimSpace(errOut), "(unknown_parameter)") {
+				t.Errorf("%q: exit %d, want 2 and unknown_parameter:\n%s", args, code, errOut)
+			}
+		}
+	}
+	if _, err := os.Stat(missing); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("%s: %v, want it not created", missing, err)
+	}
+}
+
+// A query parameter given twice is refused (bad_url, exit 2) in every
+// store URL form: the clients would take the first (or the last) and
+// drop the other without a word.
+func TestRepeatedParameterRefused(t *testing.T) {
+	dir := t.TempDir()
+	for _, url := range []string{
+		"sqlite:" + filepath.Join(dir, "x.db") + "?prefix=a&prefix=b",
+		"sqlite:" + filepath.Join(dir, "x.db") + "?pre%66ix=a&prefix=b",
+		"sqlite:" + filepath.Join(dir, "x.db") + "?prefix=a&bogus=1&prefix=b",
+		"postgres://user:s3cr3t@127.0.0.1:1/db?sslmode=disable&sslmode=require",
+		"mysql://user:s3cr3t@127.0.0.1:1/db?tls=false&tls=true",
+		"redis://user:s3cr3t@127.0.0.1:1/0?prefix=a&prefix=b",
+		"redis://user:s3cr3t@a:1,b:2?cluster=true&wait=1&wait=2",
+		"redis+sentinel://user:s3cr3t@s1,s2/0?master=m&master=n",
+		"nats://user:s3cr3t@127.0.0.1:1?replicas=1&replicas=3",
+		"memory:?prefix=a&prefix=b",
+	} {
+		b, err := openStore(url)
+		if err == nil {
+			b.Close(context.Background())
+			t.Errorf("%s: no error", url)
+			continue
+		}
+		var se *StoreURLError
+		if !errors.As(err, &se) || se.Code != StoreBadURL || !strings.Contains(err.Error(), "given 2 times") || strings.Contains(err.Error(), "s3cr3t") {
+			t.Errorf("%s: %v, want bad_url naming the repeated parameter", url, err)
+		}
+		if code, _, errOut := cli(t, "status", "--store", url); code != 2 || !strings.Contains(errOut, "(bad_url)") {
+			t.Errorf("status --store %s: exit %d, want 2 and bad_url:\n%s", url, code, errOut)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "x.db")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("x.db: %v, want it not created", err)
 	}
 }

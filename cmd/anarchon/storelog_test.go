@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The Redis and NATS backends log their start-up report (the topology
@@ -45,6 +46,65 @@ func TestStoreStartupLogsThroughDaemonLogger(t *testing.T) {
 			}
 			if !found {
 				t.Fatalf("no %q line on stderr:\n%s", c.msg, errOut)
+			}
+		})
+	}
+}
+
+// Each command logs the store's start-up report (Redis: the persistence
+// WARN and the topology; NATS: the bound bucket) at most once, the
+// read-only ones too, and a daemon whose crontab has an @reboot job logs
+// it once at start: its @reboot runs initialise the store again, on a
+// scheduler of their own.
+func TestStoreStartupReportOnce(t *testing.T) {
+	dir := t.TempDir()
+	ct := writeFile(t, dir, "crontab", "# name: lg\n@daily echo hi\n# name: boot\n@reboot echo up\n")
+	for _, c := range []struct{ name, env, store, msg string }{
+		{"redis", "ANARCHON_TEST_REDIS_ADDR", "redis://%s/0?prefix=once" + randSuffix(), "redis: topology"},
+		{"nats", "ANARCHON_TEST_NATS_URL", "%s?prefix=once" + randSuffix(), "nats store bound"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			v := os.Getenv(c.env)
+			if v == "" {
+				msg := c.env + " is not set: start a server with scripts/services/" + c.name + ".sh and export its output"
+				if os.Getenv("CI") == "true" {
+					t.Fatal(msg)
+				}
+				t.Skip(msg)
+			}
+			store := strings.Replace(c.store, "%s", v, 1)
+			for _, args := range [][]string{
+				{"run-now", "lg", "--crontab", ct},
+				{"history", "lg"},
+				{"history", "lg", "--crontab", ct},
+				{"status"},
+				{"status", "--json"},
+				{"status", "--crontab", ct},
+				{"pause", "lg", "--crontab", ct},
+				{"resume", "lg", "--crontab", ct},
+			} {
+				code, out, errOut := cli(t, append(args, "--store", store)...)
+				if code != 0 {
+					t.Fatalf("%q: exit %d\n%s%s", args, code, out, errOut)
+				}
+				if n := strings.Count(errOut, c.msg); n > 1 {
+					t.Errorf("%q: %d %q lines, want at most one:\n%s", args, n, c.msg, errOut)
+				}
+			}
+			if testing.Short() {
+				return
+			}
+			p := startDaemon(t, dir, c.name+"-boot", "--crontab", ct, "--store", store)
+			p.waitReady(t, 60*time.Second)
+			pollLog(t, p.logPath, "run succeeded", 30*time.Second) // the @reboot run
+			p.stop(t, 15*time.Second)
+			data, err := os.ReadFile(p.logPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if log := string(data); strings.Count(log, c.msg) != 1 {
+				n := strings.Count(log, c.msg)
+				t.Errorf("run with an @reboot job: %d %q lines, want one:\n%s", n, c.msg, log)
 			}
 		})
 	}
