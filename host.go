@@ -167,24 +167,6 @@ func (h host) ClaimLease(ctx context.Context, a *runner.Leased[slotRun]) (runner
 	return h.leaseClaimed(a, out, err)
 }
 
-// Reclaim is a backup's lease claim of a slot it stood by for: in a
-// RunBatchClaimer call with the others asked within BatchWindow where the
-// store has one (the runs of a burst end together, and each had a backup
-// on every other instance), else ClaimLease.
-func (h host) Reclaim(ctx context.Context, a *runner.Leased[slotRun]) (runner.Outcome, error) {
-	if h.s.reclaims == nil {
-		return h.ClaimLease(ctx, a)
-	}
-	defer h.slow(ctx, "RunStore.Claim", &a.Attempt, time.Now())
-	// The span's context stays here: one call carries the batch.
-	_, a.Job.claim = h.s.startClaim(ctx, a.Job.job, a.SlotTime(), true, false)
-	ans, err := h.s.reclaims.Do(ctx, h.runClaim(a))
-	if err == nil {
-		err = ans.Err
-	}
-	return h.leaseClaimed(a, ans.Outcome, err)
-}
-
 func (h host) runClaim(a *runner.Leased[slotRun]) RunClaim {
 	return RunClaim{
 		ClaimInput:   h.claimInput(&a.Attempt),

@@ -133,10 +133,6 @@ type Scheduler struct {
 	// beats gathers heartbeats into HeartbeatBatcher calls; nil without
 	// that ability or with BatchSize 1.
 	beats *coalesce.Batcher[HeartbeatInput, HeldAnswer]
-	// reclaims gathers the claims of backups asking again (the runs they
-	// stood by for ended together) into RunBatchClaimer calls; nil as
-	// beats is.
-	reclaims *coalesce.Batcher[RunClaim, RunClaimAnswer]
 	// results and finishes gather the results of runs ending together
 	// into ResultBatcher and FinishBatcher calls; nil as beats is.
 	results  *coalesce.Batcher[SaveResultInput, error]
@@ -235,9 +231,6 @@ func (s *Scheduler) findAbilities() {
 		return
 	}
 	s.runBatcher, _ = s.runs.(RunBatchClaimer)
-	if s.runBatcher != nil && batches {
-		s.reclaims = &coalesce.Batcher[RunClaim, RunClaimAnswer]{Send: s.runBatcher.ClaimRuns, Window: BatchWindow, Max: s.opts.BatchSize}
-	}
 	if hb, ok := s.runs.(HeartbeatBatcher); ok && batches {
 		s.beats = &coalesce.Batcher[HeartbeatInput, HeldAnswer]{Send: hb.Heartbeats, Window: BatchWindow, Max: s.opts.BatchSize}
 	}

@@ -183,13 +183,15 @@ func (b *Backend) send(ctx context.Context, poll bool, tryFor time.Duration, f f
 		case gen.Err() != nil && (errors.Is(err, context.Canceled) || noResponders(err)):
 			// A leader was elected while f waited: its answer, if any,
 			// was dropped with the old leader. Send it again at once.
-		case poll && (noResponders(err) || unavailable(err)) && b.elected.Load():
+		case poll && (noResponders(err) || tryFor > 0 && unavailable(err)) && b.elected.Load():
 			// The stream may be gone rather than leaderless: let the
 			// next call bind again (ready), beside this one. A bucket of
 			// one replica has no election to wait for: its error is
-			// returned at once, as the stream's loss is. A cluster
-			// electing its meta leader answers "temporarily
-			// unavailable" for a while: waited for the same way.
+			// returned at once, as the stream's loss is. A read
+			// (resendRead) also waits out a cluster electing its meta
+			// leader, which answers "temporarily unavailable" for a
+			// while; a write returns that error to its caller, whose
+			// own retries decide.
 			b.rebind.Store(true)
 			if pause == nil {
 				pause = time.NewTimer(resendPoll)

@@ -23,7 +23,6 @@ type Leased[J any] struct {
 
 	sent     time.Time     // when the last claim was sent (monotonic)
 	standing bool          // the attempt has stood by: another instance held the slot
-	woken    bool          // the last stand-by ended at a store event: the next claim may go in a batch
 	lateWins int           // wins of Token in a row answered past the safe end
 	wake     chan struct{} // the store's events on this slot (listener's channel); nil when not listening
 	listener *waiter
@@ -93,20 +92,13 @@ func (a *Leased[J]) loop(ctx context.Context) {
 }
 
 // claim sends one lease claim, bounded by claimCtx, and reports a store
-// error. A backup woken by the store's event claims with the others the
-// same change woke (Reclaim); a claim on a timer of its own (a lease end,
-// a retry's backoff, a poll) goes alone, at its time.
+// error.
 func (a *Leased[J]) claim(ctx context.Context) (Outcome, error) {
 	r := a.r
 	a.sent = time.Now()
 	cctx, cancel := r.claimCtx()
 	defer cancel()
-	send := r.host.ClaimLease
-	if a.woken {
-		send = r.host.Reclaim
-	}
-	a.woken = false
-	out, err := send(cctx, a)
+	out, err := r.host.ClaimLease(cctx, a)
 	if err != nil {
 		r.host.StoreError(ctx, "Claim", &a.Attempt, err)
 	}
@@ -215,7 +207,6 @@ func (a *Leased[J]) standBy(ctx context.Context, out Outcome) bool {
 	defer t.Stop()
 	select {
 	case <-a.wake:
-		a.woken = true
 	case <-t.C:
 	case <-ctx.Done():
 	}
