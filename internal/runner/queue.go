@@ -287,13 +287,15 @@ func (q *Queue[T]) takeDue(now time.Time, batch []Due[T]) []Due[T] {
 	for len(q.h) > 0 && !q.h[0].fireAt.After(now) {
 		head := q.h[0]
 		batch = append(batch, Due[T]{head.Value, head.slot})
-		taken, from := head.slot, head.slot
-		if limit := now.Add(-head.MaxLate - head.MaxDelay); limit.After(from) {
-			from = limit
-		}
-		head.slot = head.Next(from)
-		if first := head.Next(taken); first.Before(head.slot) && q.Skipped != nil {
-			q.skips = append(q.skips, skip[T]{head.Value, first, head.slot})
+		taken := head.slot
+		limit := now.Add(-head.MaxLate - head.MaxDelay)
+		if !limit.After(taken) {
+			head.slot = head.Next(taken) // the usual case: one Next per slot
+		} else {
+			head.slot = head.Next(limit)
+			if first := head.Next(taken); first.Before(head.slot) && q.Skipped != nil {
+				q.skips = append(q.skips, skip[T]{head.Value, first, head.slot})
+			}
 		}
 		head.fireAt = head.slot.Add(head.delay(head.slot))
 		heap.Fix(&q.h, 0)
