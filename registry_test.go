@@ -544,3 +544,20 @@ func TestOwnJobSetChangeReported(t *testing.T) {
 		}
 	})
 }
+
+// The sizes SPEC §10 gives for a registry record: with the job list of
+// 10,000 jobs named like the burst benchmark's ("burst-000000") it is
+// about 0.5 MB of JSON (48 bytes a job), without it a few hundred bytes.
+func TestRegistryRecordSize(t *testing.T) {
+	var jobs []anarchon.JobFingerprint
+	for i := range 10000 {
+		jobs = append(jobs, anarchon.JobFingerprint{Name: fmt.Sprintf("burst-%06d", i), Fingerprint: "0123456789abcdef"})
+	}
+	info := anarchon.InstanceInfo{ID: "web-1", Jobs: jobs, JobsFingerprint: anarchon.FingerprintJobSet(jobs), JobCount: len(jobs)}
+	full, _ := json.Marshal(info)
+	info.Jobs = nil
+	bare, _ := json.Marshal(info)
+	if len(full) < 400_000 || len(full) > 600_000 || len(bare) > 512 {
+		t.Errorf("record %d bytes with the list of 10,000 jobs, %d without; want about 0.5 MB and under 512 bytes", len(full), len(bare))
+	}
+}
