@@ -438,18 +438,7 @@ func TestSkippedSlotLoggedOnce(t *testing.T) {
 	}
 	dir := t.TempDir()
 	ct := writeFile(t, dir, "crontab", "# name: slow\n* * * * * * sleep 3.5\n")
-	logPath := filepath.Join(dir, "log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logf.Close()
-	cmd := exec.Command(daemonBinary(t), "run", "--crontab", ct, "--store", "memory:", "--log-format", "json")
-	cmd.Stderr, cmd.Stdout = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	cmd, logPath := startLogged(t, dir, "run", "--crontab", ct, "--store", "memory:", "--log-format", "json")
 	// The first run ends after 3.5 s; the slots it overlapped were skipped
 	// and logged before it ended.
 	pollLog(t, logPath, `"run succeeded"`, 30*time.Second)
@@ -483,4 +472,22 @@ func TestSkippedSlotLoggedOnce(t *testing.T) {
 			t.Errorf("slot %s logged %d times", slot, n)
 		}
 	}
+}
+
+// startLogged starts the daemon binary with args, its stdout and stderr
+// in dir/log; the process is killed when the test ends.
+func startLogged(t *testing.T, dir string, args ...string) (*exec.Cmd, string) {
+	t.Helper()
+	logPath := filepath.Join(dir, "log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(daemonBinary(t), args...)
+	cmd.Stderr, cmd.Stdout = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); logf.Close() })
+	return cmd, logPath
 }

@@ -5,8 +5,6 @@ package main
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -23,18 +21,7 @@ func TestStallSkipsLogged(t *testing.T) {
 	}
 	dir := t.TempDir()
 	cfg := writeFile(t, dir, "jobs.yaml", "- name: tick\n  schedule: '* * * * * *'\n  max_late: 1s\n  shell: 'true'\n")
-	logPath := filepath.Join(dir, "log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logf.Close()
-	cmd := exec.Command(daemonBinary(t), "run", "--config", cfg, "--store", "memory:", "--log-format", "json")
-	cmd.Stderr, cmd.Stdout = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	cmd, logPath := startLogged(t, dir, "run", "--config", cfg, "--store", "memory:", "--log-format", "json")
 	pollLog(t, logPath, `"run succeeded"`, 30*time.Second)
 	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
