@@ -317,3 +317,19 @@ func TestErrorPrefixOnce(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q; want one \"anarchon: \" before the trigger's timeout", code, errOut)
 	}
 }
+
+// serverEnv returns the server address in variable env, or skips the test
+// (fails it under CI=true) naming the script that starts the server
+// (scripts/services/<name>.sh).
+func serverEnv(t *testing.T, env, name string) string {
+	t.Helper()
+	v := os.Getenv(env)
+	if v == "" {
+		msg := env + " is not set: start a server with scripts/services/" + name + ".sh and export its output"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return v
+}

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -32,13 +31,7 @@ func TestHistoryTimesInMilliseconds(t *testing.T) {
 
 // The same through "history" on a NATS store (ANARCHON_TEST_NATS_URL).
 func TestHistoryTimesNATS(t *testing.T) {
-	url := os.Getenv("ANARCHON_TEST_NATS_URL")
-	if url == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("ANARCHON_TEST_NATS_URL is not set")
-		}
-		t.Skip("ANARCHON_TEST_NATS_URL is not set: start a server with `bash scripts/services/nats.sh <dir>` and export what it prints")
-	}
+	url := serverEnv(t, "ANARCHON_TEST_NATS_URL", "nats")
 	store := url + "?prefix=histtime" + randSuffix()
 	ct := writeFile(t, t.TempDir(), "jobs.cron", "# name: a\n@daily echo out\n")
 	if code, out, errOut := cli(t, "run-now", "a", "--crontab", ct, "--store", store); code != 0 {

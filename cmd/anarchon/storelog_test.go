@@ -20,14 +20,7 @@ func TestStoreStartupLogsThroughDaemonLogger(t *testing.T) {
 		{"nats", "ANARCHON_TEST_NATS_URL", "%s?prefix=lg" + randSuffix(), "nats store bound"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			v := os.Getenv(c.env)
-			if v == "" {
-				msg := c.env + " is not set: start a server with scripts/services/" + c.name + ".sh and export its output"
-				if os.Getenv("CI") == "true" {
-					t.Fatal(msg)
-				}
-				t.Skip(msg)
-			}
+			v := serverEnv(t, c.env, c.name)
 			store := strings.Replace(c.store, "%s", v, 1)
 			code, out, errOut := cli(t, "run-now", "lg", "--crontab", ct, "--store", store, "--log-format", "json")
 			if code != 0 {
@@ -64,14 +57,7 @@ func TestStoreStartupReportOnce(t *testing.T) {
 		{"nats", "ANARCHON_TEST_NATS_URL", "%s?prefix=once" + randSuffix(), "nats store bound"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			v := os.Getenv(c.env)
-			if v == "" {
-				msg := c.env + " is not set: start a server with scripts/services/" + c.name + ".sh and export its output"
-				if os.Getenv("CI") == "true" {
-					t.Fatal(msg)
-				}
-				t.Skip(msg)
-			}
+			v := serverEnv(t, c.env, c.name)
 			store := strings.Replace(c.store, "%s", v, 1)
 			for _, args := range [][]string{
 				{"run-now", "lg", "--crontab", ct},
