@@ -74,6 +74,13 @@ type DB struct {
 	// (e.g. per-connection PRAGMAs). It may be called more than once for a
 	// connection.
 	Prepare func(ctx context.Context, c *sql.Conn) error
+	// PrepareOnce makes Transaction prepare each query once and run it
+	// from the prepared statement for the rest of the transaction, for a
+	// database whose statements cost most in their preparing, in process
+	// (SQLite, which sqlitebackend sets it for). A client that sends a
+	// query with its arguments in one round trip (MySQL's driver with
+	// interpolateParams) would pay a second round trip to prepare.
+	PrepareOnce bool
 	// TxOptions, if set, is passed to BeginTx when Begin and Prepare are
 	// unset, e.g. MySQL's READ COMMITTED isolation level.
 	TxOptions *sql.TxOptions
@@ -81,6 +88,53 @@ type DB struct {
 
 type rowQuerier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// stmtCache runs a transaction's statements; with prepare, each query is
+// prepared once on the transaction's connection and closed when it ends.
+// A batch of claims runs the same few statements for each of its slots,
+// and preparing (parsing and planning) them once instead of once per slot
+// is what SQLite, in process, spends most of such a statement's time on.
+type stmtCache struct {
+	on interface {
+		rowQuerier
+		PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
+	}
+	prepare bool
+	stmts   map[string]*sql.Stmt
+}
+
+func (c *stmtCache) all(ctx context.Context, query string, args ...any) ([][]any, error) {
+	if !c.prepare {
+		return allRows(ctx, c.on, query, args)
+	}
+	st, ok := c.stmts[query]
+	if !ok {
+		var err error
+		if st, err = c.on.PrepareContext(ctx, query); err != nil {
+			return nil, err
+		}
+		if c.stmts == nil {
+			c.stmts = map[string]*sql.Stmt{}
+		}
+		c.stmts[query] = st
+	}
+	return allRows(ctx, stmtQuerier{st}, query, args)
+}
+
+// close closes the prepared statements, before the transaction ends.
+func (c *stmtCache) close() {
+	for _, st := range c.stmts {
+		_ = st.Close()
+	}
+}
+
+// stmtQuerier runs a prepared statement as a rowQuerier (the query is the
+// statement's own).
+type stmtQuerier struct{ st *sql.Stmt }
+
+func (q stmtQuerier) QueryContext(ctx context.Context, _ string, args ...any) (*sql.Rows, error) {
+	return q.st.QueryContext(ctx, args...)
 }
 
 // All runs query on the pool and returns its rows.
@@ -99,16 +153,19 @@ func (d DB) All(ctx context.Context, query string, args ...any) ([][]any, error)
 	return allRows(ctx, c, query, args)
 }
 
-// Transaction runs fn in one transaction on one connection of the pool.
+// Transaction runs fn in one transaction on one connection of the pool;
+// with PrepareOnce, each query fn runs is prepared once and kept until
+// the transaction ends (stmtCache).
 func (d DB) Transaction(ctx context.Context, fn func(tx Querier) error) (err error) {
 	if d.Begin == "" && d.Prepare == nil {
 		tx, err := d.DB.BeginTx(ctx, d.TxOptions)
 		if err != nil {
 			return err
 		}
-		if err := fn(QuerierFunc(func(ctx context.Context, q string, args ...any) ([][]any, error) {
-			return allRows(ctx, tx, q, args)
-		})); err != nil {
+		st := stmtCache{on: tx, prepare: d.PrepareOnce}
+		err = fn(QuerierFunc(st.all))
+		st.close()
+		if err != nil {
 			return errors.Join(err, ignoreDone(tx.Rollback()))
 		}
 		return tx.Commit()
@@ -130,9 +187,9 @@ func (d DB) Transaction(ctx context.Context, fn func(tx Querier) error) (err err
 	if _, err := c.ExecContext(ctx, begin); err != nil {
 		return err
 	}
-	err = fn(QuerierFunc(func(ctx context.Context, q string, args ...any) ([][]any, error) {
-		return allRows(ctx, c, q, args)
-	}))
+	st := stmtCache{on: c, prepare: d.PrepareOnce}
+	err = fn(QuerierFunc(st.all))
+	st.close()
 	if err == nil {
 		if _, err = c.ExecContext(ctx, "COMMIT"); err == nil {
 			return nil

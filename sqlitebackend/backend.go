@@ -124,7 +124,7 @@ func New(db *sql.DB, opts *Options) (*Backend, error) {
 		o.BusyTimeout = DefaultBusyTimeout
 	}
 	p := &prepared{pragma: fmt.Sprintf("PRAGMA busy_timeout = %d", o.BusyTimeout.Milliseconds())}
-	conn := sqlbackend.DB{DB: db, Begin: "BEGIN IMMEDIATE", Prepare: p.prepare}
+	conn := sqlbackend.DB{DB: db, Begin: "BEGIN IMMEDIATE", Prepare: p.prepare, PrepareOnce: true}
 	var closeFn func(context.Context) error
 	if o.CloseDB {
 		closeFn = func(context.Context) error { return db.Close() }

@@ -27,7 +27,13 @@
 // anarchon.HeartbeatBatcher, anarchon.FinishBatcher): 5n+2 statements
 // for n results, n+2 for n heartbeats, 5n+2 for n finishes, each entry
 // as its single call; the HeartbeatBatch, ResultBatch and FinishBatch
-// conformance subtests pass on a file.
+// conformance subtests pass on a file. Each statement is prepared once
+// per transaction: sqlitefile's BenchmarkClaimBatch (batches of 256 new
+// slots, 2026-12-02) measured 34.5 µs per won claim and 46.9 µs per lost
+// one, where preparing every statement again for each claim had cost
+// 64.7 and 88.9 µs; the raw floor, 256 prepared INSERT … ON CONFLICT DO
+// NOTHING in one transaction, was 5.7–6.7 µs per row (won/raw 5.1×,
+// 13.3× before).
 //
 // Fencing tokens (SPEC §6, "Fencing"): the base's per-job counter, in the
 // jobs row of the database file, raised by every won lease claim in its
