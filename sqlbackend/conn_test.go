@@ -90,5 +90,5 @@ func TestPrepareOnce(t *testing.T) {
 
 type connector struct{ d *prepCounter }
 
-func (c connector) Connect(context.Context) (driver.Conn, error) { return prepConn{c.d}, nil }
+func (c connector) Connect(context.Context) (driver.Conn, error) { return prepConn(c), nil }
 func (c connector) Driver() driver.Driver                        { return c.d }
