@@ -13,6 +13,10 @@ import (
 	"github.com/anarchon/anarchon/sqlitebackend"
 )
 
+// rawInsert is the raw operation a plain claim is measured against: an
+// insert of a new (job, slot) row that does nothing if the row exists.
+const rawInsert = `INSERT INTO raw_claims (job, slot, token) VALUES (?, ?, ?) ON CONFLICT (job, slot) DO NOTHING`
+
 // rawTable is the bare claims table of the benchmarks in be's file.
 func rawTable(be *sqlitebackend.Backend) sqlbackendtest.RawTable {
 	db := be.DB()
@@ -22,7 +26,7 @@ func rawTable(be *sqlitebackend.Backend) sqlbackendtest.RawTable {
 			return err
 		},
 		Insert: func(ctx context.Context, job string, slot int64, token string) (int64, error) {
-			res, err := db.ExecContext(ctx, `INSERT INTO raw_claims (job, slot, token) VALUES (?, ?, ?) ON CONFLICT (job, slot) DO NOTHING`, job, slot, token)
+			res, err := db.ExecContext(ctx, rawInsert, job, slot, token)
 			if err != nil {
 				return 0, err
 			}
@@ -68,7 +72,7 @@ func BenchmarkClaimBatch(b *testing.B) {
 		b.Fatal(err)
 	}
 	db := be.DB()
-	if _, err := db.ExecContext(ctx, `CREATE TABLE raw_claims (job TEXT NOT NULL, slot INTEGER NOT NULL, token TEXT NOT NULL, PRIMARY KEY (job, slot))`); err != nil {
+	if err := rawTable(be).Create(ctx); err != nil {
 		b.Fatal(err)
 	}
 	raw := func(slot int64) {
@@ -80,7 +84,7 @@ func BenchmarkClaimBatch(b *testing.B) {
 		if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 			b.Fatal(err)
 		}
-		st, err := c.PrepareContext(ctx, `INSERT INTO raw_claims (job, slot, token) VALUES (?, ?, ?) ON CONFLICT (job, slot) DO NOTHING`)
+		st, err := c.PrepareContext(ctx, rawInsert)
 		if err != nil {
 			b.Fatal(err)
 		}
