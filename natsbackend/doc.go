@@ -172,14 +172,20 @@
 // a live run that no one worked, and the job's later slots were skipped
 // as overlapping until its lease ended: 16 of 17 slots after one kill in
 // the daemon drill, TestClaimWonHistoryRecordFails). A frozen history leader holds the
-// record, and the start, for up to Options.Timeout, or until its
-// stream's election if that comes sooner: the record is sent again then
-// (with the KV leader frozen too, the start came 6 ms–2.1 s after the
-// claim). [Backend.History] is not sent again: it reads through a pull
-// consumer of one replica, which the stream may place on a frozen server,
-// and then waits for its deadline (Options.Timeout when the caller set
-// none; once, in TestRecordClaimAcrossElection, the test's 2 minutes).
-// The scheduler's claims, heartbeats and finishes read no history. So a
+// record, and the start, until its stream's election or for a quarter
+// of Options.Timeout, whichever comes sooner, and the record is sent
+// again then (with the KV leader frozen too, the start came 6 ms–2.1 s
+// after the claim); a copy the new leader dropped is sent again after
+// another quarter (once, under load, a record waited out the whole
+// Timeout before). [Backend.History] reads through a pull consumer of
+// one replica, which the stream may place on a server whose copy is
+// behind the leader's (one resumed after a freeze) or that goes away
+// mid-read: TestRecordClaimAcrossElection read no record of the claim
+// sent across the election once, and "no responders" once, in about 20
+// runs. A read that stops short asks the leader for the job's last
+// record and, while that is not read yet, goes on from a new consumer
+// every 250 ms until its deadline (Options.Timeout when the caller set
+// none). The scheduler's claims, heartbeats and finishes read no history. So a
 // leader's loss costs up to 9 s plus about 0.5 s: the drill fails above
 // 10 s, with about 0.5 s left for a loaded machine in the worst draw of
 // the election timer, which no run came near. Before the re-sends, runs

@@ -113,8 +113,12 @@ func keepFor(historySize int) uint64 {
 // It reads at most what the stream held for the job when the call began
 // (the subject's message count and the stream's last sequence, from one
 // stream info request): records published meanwhile are not waited for,
-// and a message the consumer delivers twice is counted once. Once ctx is
-// done it stops and returns an error wrapping ctx's error.
+// and a message the consumer delivers twice is counted once. The
+// consumer reads one replica's copy: where that copy ends short of what
+// the stream's leader holds (a replica still catching up after a
+// failover, or gone mid-read), the read goes on from a new consumer
+// until the leader's last record of the job is read. Once ctx is done it
+// stops and returns an error wrapping ctx's error.
 func (b *Backend) History(ctx context.Context, job string, limit int) ([]anarchon.RunRecord, error) {
 	enc, err := encodeJob(job)
 	if err != nil {
@@ -152,25 +156,46 @@ func (b *Backend) History(ctx context.Context, job string, limit int) ([]anarcho
 	// A plain pull consumer without acks: unlike an ordered consumer it is
 	// not recreated between fetches, so each fetch continues where the
 	// last one stopped. The server deletes it after InactiveThreshold.
+	//
+	// The consumer has one replica, placed on any server of the stream,
+	// and delivers what that server's copy holds: after a failover the
+	// copy of a server that was cut off may lack the latest records for a
+	// while, and the server may go away mid-read ("no responders"). A read
+	// that stops short of what the leader counted (stalled) therefore
+	// asks the leader whether the subject holds more (behind) and, if so,
+	// reads on from a new consumer after resendPoll, within ctx.
 	var cons jetstream.Consumer
-	err = b.resendRead(ctx, func(ctx context.Context) (err error) {
-		cons, err = h.hist.CreateConsumer(ctx, jetstream.ConsumerConfig{
+	open := func(from uint64) error {
+		if cons != nil {
+			dropConsumer(ctx, h.hist, cons)
+		}
+		cfg := jetstream.ConsumerConfig{
 			FilterSubject:     subj,
 			DeliverPolicy:     jetstream.DeliverAllPolicy,
 			AckPolicy:         jetstream.AckNonePolicy,
 			InactiveThreshold: 5 * time.Second,
 			MemoryStorage:     true,
 			Replicas:          1,
+		}
+		if from > 0 {
+			cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, from
+		}
+		err := b.resendRead(ctx, func(ctx context.Context) (err error) {
+			cons, err = h.hist.CreateConsumer(ctx, cfg)
+			return err
 		})
+		if err != nil {
+			cons = nil
+		}
 		return err
-	})
-	if err != nil {
+	}
+	if err := open(0); err != nil {
 		return nil, b.readErr(ctx, err)
 	}
 	defer func() {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-		defer cancel()
-		_ = h.hist.DeleteConsumer(dctx, cons.CachedInfo().Name) // else it expires by itself
+		if cons != nil {
+			dropConsumer(ctx, h.hist, cons) // else it expires by itself
+		}
 	}()
 	var claims []anarchon.ClaimRecord
 	var results, settled []anarchon.StoredResult
@@ -184,12 +209,9 @@ func (b *Backend) History(ctx context.Context, job string, limit int) ([]anarcho
 			return nil, err
 		}
 		batch, err := cons.FetchNoWait(int(min(total-read, 256)))
-		if err != nil {
-			return nil, b.readErr(ctx, err)
-		}
-		n, before := 0, read
+		n, before, drained := 0, read, false
 	batchLoop:
-		for {
+		for err == nil {
 			var m jetstream.Msg
 			var ok bool
 			select {
@@ -214,9 +236,10 @@ func (b *Backend) History(ctx context.Context, job string, limit int) ([]anarcho
 			}
 			seq = md.Sequence.Stream
 			read++
-			if md.NumPending == 0 || seq == lastSeq || read >= total {
+			if seq == lastSeq || read >= total {
 				done = true
 			}
+			drained = md.NumPending == 0
 			var r histRec
 			if json.Unmarshal(m.Data(), &r) != nil {
 				continue batchLoop // a record this version cannot read
@@ -249,11 +272,37 @@ func (b *Backend) History(ctx context.Context, job string, limit int) ([]anarcho
 					InstanceID: r.Instance, Attempt: r.Attempt, Status: anarchon.Status(r.Status)})
 			}
 		}
-		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
+		if err == nil {
+			if err = batch.Error(); errors.Is(err, nats.ErrTimeout) {
+				err = nil
+			}
+		}
+		if err != nil && !noResponders(err) {
 			return nil, b.readErr(ctx, err)
 		}
-		if n == 0 || read == before {
-			break // purged while reading, or nothing new delivered
+		if done || err == nil && !drained && n > 0 && read > before {
+			continue
+		}
+		// Stalled: the consumer's server went away (no responders), or
+		// its copy holds nothing more although the leader counted more.
+		// Records purged while reading (a result save trims the
+		// subject) end the read; a copy behind the leader is waited for.
+		more, err := b.historyBehind(ctx, subj, seq, lastSeq)
+		if err != nil {
+			return nil, b.readErr(ctx, err)
+		}
+		if !more {
+			break
+		}
+		pause := time.NewTimer(resendPoll)
+		select {
+		case <-ctx.Done():
+			pause.Stop()
+			return nil, ctxErr(ctx, "read history")
+		case <-pause.C:
+		}
+		if err := open(seq + 1); err != nil {
+			return nil, b.readErr(ctx, err)
 		}
 	}
 	for _, r := range settled {
@@ -262,6 +311,74 @@ func (b *Backend) History(ctx context.Context, job string, limit int) ([]anarcho
 		}
 	}
 	return anarchon.BuildHistory(job, claims, results, limit), nil
+}
+
+// dropConsumer deletes a consumer of History's, within a second of its
+// own: one left behind expires after its InactiveThreshold.
+func dropConsumer(ctx context.Context, s jetstream.Stream, c jetstream.Consumer) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	_ = s.DeleteConsumer(ctx, c.CachedInfo().Name)
+}
+
+// historyBehind reports whether the history stream's leader holds a
+// message of subj after sequence seq and no later than lastSeq (the
+// stream's last sequence when History began): whether a read that took
+// messages up to seq stopped short. It asks with the JetStream API's
+// message get, which only the stream's leader answers, unlike the direct
+// get that any replica serves (and that the stream's handle would
+// send). Without the default API prefix it asks the handle, which may be
+// answered by a replica as far behind as the consumer's server.
+func (b *Backend) historyBehind(ctx context.Context, subj string, seq, lastSeq uint64) (bool, error) {
+	var last uint64
+	err := b.resendRead(ctx, func(ctx context.Context) error {
+		if !b.fastPath() {
+			h, err := b.ready(ctx)
+			if err != nil {
+				return err
+			}
+			m, err := h.hist.GetLastMsgForSubject(ctx, subj)
+			if errors.Is(err, jetstream.ErrMsgNotFound) {
+				last = 0
+				return nil
+			}
+			if err == nil {
+				last = m.Sequence
+			}
+			return err
+		}
+		req, _ := json.Marshal(struct {
+			LastFor string `json:"last_by_subj"`
+		}{subj})
+		m, err := b.js.Conn().RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+b.opts.HistoryStream, req)
+		if err != nil {
+			return err
+		}
+		var resp struct {
+			Message *struct {
+				Seq uint64 `json:"seq"`
+			} `json:"message"`
+			Error *jetstream.APIError `json:"error"`
+		}
+		if err := json.Unmarshal(m.Data, &resp); err != nil {
+			return fmt.Errorf("message get answer: %w", err)
+		}
+		switch {
+		case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
+			last = 0
+		case resp.Error != nil:
+			return resp.Error
+		case resp.Message != nil:
+			last = resp.Message.Seq
+		}
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	// A message after lastSeq was published after the call began; one up
+	// to it that the read did not reach is still to be delivered.
+	return last > seq && seq < lastSeq, nil
 }
 
 // readErr translates an error of a history read: once ctx is done, the

@@ -141,13 +141,17 @@ func (b *Backend) resendRead(ctx context.Context, f func(context.Context) error)
 // Options.Timeout, at least resendPoll.
 func (b *Backend) readTry() time.Duration { return max(b.opts.Timeout/4, resendPoll) }
 
-// resendOnElection repeats f only when a leader is elected while f
-// waits; no responders is returned at once. It is for the history
-// record of a won claim, which the handler's start waits for: that
-// record is worth an election's wait only if it is still in flight
-// anyway (see publishClaim).
+// resendOnElection repeats f when a leader is elected while f waits, and
+// when one try has waited readTry (a frozen leader answers nothing, and
+// a copy sent again to a leader just elected may be dropped too, with no
+// further election to end the wait: once, under load, a record waited
+// out the whole Timeout); no responders is returned at once. It is for
+// the history record of a won claim, which the handler's start waits
+// for: that record is worth an election's wait only if it is still in
+// flight anyway (see publishClaim). The stream drops a second copy by
+// its message ID.
 func (b *Backend) resendOnElection(ctx context.Context, f func(context.Context) error) error {
-	return b.send(ctx, false, 0, f)
+	return b.send(ctx, false, b.readTry(), f)
 }
 
 // send makes f until it is answered; see resend. A tryFor above zero
