@@ -219,8 +219,10 @@ func (r *RunStore) ClaimRuns(ctx context.Context, in []anarchon.RunClaim) ([]ana
 	var los []time.Time
 	for _, i := range live {
 		c := in[i]
-		if _, ok := got[runKey(jobs[i], c.Slot)]; ok {
-			single = append(single, i)
+		if e, ok := got[runKey(jobs[i], c.Slot)]; ok {
+			if !b.answerRead(actx, h, c, e, &out[i]) {
+				single = append(single, i)
+			}
 			continue
 		}
 		if err := b.checkEarly(actx, h, c.Job, c.Slot); err != nil {
@@ -259,15 +261,34 @@ func (r *RunStore) ClaimRuns(ctx context.Context, in []anarchon.RunClaim) ([]ana
 	// would: of two new slots of a job without overlap, the first wins.
 	// Jobs go side by side.
 	created := map[int]int{} // in index -> ckeys index, for the won creates
+	var lost []int
 	for j, i := range idx {
 		switch err := errs[j]; {
 		case err == nil:
 			created[i] = j
 		case errors.Is(err, jetstream.ErrKeyRevisionMismatch):
-			single = append(single, i)
+			lost = append(lost, i)
 		default:
 			out[i].Err = b.wrap("claim run", err)
 		}
+	}
+	// The runs another claimer created first are read in one request, as
+	// the batch's first read was, and answered from it where no write
+	// follows (another's live lease: running); the rest take the single
+	// path, which reads again.
+	if len(lost) > 0 {
+		lkeys := make([]string, len(lost))
+		for k, i := range lost {
+			lkeys[k] = runKey(jobs[i], in[i].Slot)
+		}
+		rctx, cancel := b.bound(ctx)
+		again, err := b.readMany(rctx, h, lkeys, true)
+		for k, i := range lost {
+			if e, ok := again[lkeys[k]]; err != nil || !ok || !b.answerRead(rctx, h, in[i], e, &out[i]) {
+				single = append(single, i)
+			}
+		}
+		cancel()
 	}
 	isSingle := make(map[int]bool, len(single))
 	for _, i := range single {
@@ -301,6 +322,22 @@ func (r *RunStore) ClaimRuns(ctx context.Context, in []anarchon.RunClaim) ([]ana
 		}
 	})
 	return out, nil
+}
+
+// answerRead answers the lease claim c in out from e, the state of its
+// run read in a batch, where decideRead decides it without a write; it
+// reports false (out untouched) where the single path must decide.
+func (b *Backend) answerRead(ctx context.Context, h handles, c anarchon.RunClaim, e kvEntry, out *anarchon.RunClaimAnswer) bool {
+	var v runValue
+	if json.Unmarshal(e.val, &v) != nil {
+		return false // the single path reports the unreadable value
+	}
+	o, decided, err := b.decideRead(ctx, h, c, v, e.created)
+	if !decided {
+		return false
+	}
+	out.Outcome, out.Err = o, err
+	return true
 }
 
 // batchParallel bounds the goroutines of a batch's per-slot steps.

@@ -21,7 +21,8 @@ import (
 // claims send two requests each, three for a repeat. The lease claims of
 // a burst (runs not claimed yet) read every run and state in one
 // request, then create the runs; what follows a won create (the job key,
-// the history record, the lease end) is the single path's.
+// the history record, the lease end) is the single path's; the claims of
+// runs another instance holds are answered from that one read.
 func TestClaimBatchRequests(t *testing.T) {
 	nc, b := openCounted(t)
 	ctx := t.Context()
@@ -82,8 +83,9 @@ func TestClaimBatchRequests(t *testing.T) {
 		}
 		return rc
 	}
+	held := leases(batch("lease"))
 	batched := sent(func() {
-		out, err := runs.ClaimRuns(ctx, leases(batch("lease")))
+		out, err := runs.ClaimRuns(ctx, held)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,6 +95,24 @@ func TestClaimBatchRequests(t *testing.T) {
 			}
 		}
 	})
+	// Another instance's claims of the held runs are answered from the
+	// batch's one read: running, with no request per slot.
+	for i := range held {
+		held[i].Token, held[i].InstanceID = "rival", "b"
+	}
+	if got := sent(func() {
+		out, err := runs.ClaimRuns(ctx, held)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, a := range out {
+			if a.Err != nil || a.Outcome.Kind != anarchon.OutcomeRunning || a.Outcome.Holder != "a" {
+				t.Fatalf("rival lease claim %d: %+v", i, a)
+			}
+		}
+	}); got != 1 {
+		t.Errorf("a batch of %d lease claims of runs held by another sent %d requests, want 1", n, got)
+	}
 	singles := sent(func() {
 		for _, c := range leases(batch("other")) {
 			if o, err := b.Runs().Claim(ctx, c); err != nil || o.Kind != anarchon.OutcomeWon {

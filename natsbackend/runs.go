@@ -217,39 +217,26 @@ func (b *Backend) claimRun(ctx context.Context, c anarchon.RunClaim) (anarchon.C
 			}
 			return out, err
 		}
-		switch v.State {
-		case anarchon.RunStateRunning:
-			if v.Token == c.Token {
-				lo, _, err := b.nowBounds(ctx, h)
-				if err != nil {
-					return anarchon.ClaimOutcome{}, err
-				}
-				v.LeaseMs = c.Lease.Milliseconds()
-				rev, err := h.kv.Update(ctx, key, encodeRun(v), e.Revision())
-				if err != nil {
-					if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-						continue
-					}
-					return anarchon.ClaimOutcome{}, b.wrap("renew lease", err)
-				}
-				// The renewal's write is a win too and takes its revision
-				// as the fence (SPEC §6, "Fencing").
-				return anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: v.Attempt, Holder: v.Holder, LeaseUntil: b.leaseEnd(ctx, h, key, rev, lo, c.Lease), Fence: rev}, nil
-			}
-			until := v.until(e)
-			expired, err := b.serverAfter(ctx, h, until.Add(-time.Nanosecond)) // now >= until
+		out, decided, err := b.decideRead(ctx, h, c, v, e.Created())
+		if err != nil || decided {
+			return out, err
+		}
+		if v.State == anarchon.RunStateRunning && v.Token == c.Token {
+			lo, _, err := b.nowBounds(ctx, h)
 			if err != nil {
 				return anarchon.ClaimOutcome{}, err
 			}
-			if !expired {
-				return anarchon.ClaimOutcome{Kind: anarchon.OutcomeRunning, Attempt: v.Attempt, Holder: v.Holder, LeaseUntil: until.UTC()}, nil
+			v.LeaseMs = c.Lease.Milliseconds()
+			rev, err := h.kv.Update(ctx, key, encodeRun(v), e.Revision())
+			if err != nil {
+				if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+					continue
+				}
+				return anarchon.ClaimOutcome{}, b.wrap("renew lease", err)
 			}
-		case anarchon.RunStateReleased:
-		case anarchon.RunStateMissed, anarchon.RunStateSkipped, anarchon.RunStatePaused:
-			return anarchon.ClaimOutcome{Kind: anarchon.OutcomeNone}, nil
-		default: // done, or a state a newer version wrote
-			// The last attempt: an abandonment is recorded with it.
-			return anarchon.ClaimOutcome{Kind: anarchon.OutcomeDone, Attempt: v.Attempt, Status: v.Status}, nil
+			// The renewal's write is a win too and takes its revision
+			// as the fence (SPEC §6, "Fencing").
+			return anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: v.Attempt, Holder: v.Holder, LeaseUntil: b.leaseEnd(ctx, h, key, rev, lo, c.Lease), Fence: rev}, nil
 		}
 		// Expired or released: take over, or give up when attempts are used.
 		if v.Attempt >= maxAttempts {
@@ -281,6 +268,40 @@ func (b *Backend) claimRun(ctx context.Context, c anarchon.RunClaim) (anarchon.C
 		return anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: nv.Attempt, Holder: c.InstanceID, LeaseUntil: until, Fence: rev}, nil
 	}
 	return anarchon.ClaimOutcome{}, fmt.Errorf("natsbackend: claim %s: %w", key, ErrContention)
+}
+
+// decideRead answers the lease claim c of an existing run from its state
+// v, written at the server time created, where SPEC §6's table decides
+// it without a write: a live lease of another token (running), or a
+// settled run (missed, skipped, paused: none; done: done). decided is
+// false where a write follows: the claimer's own lease (renewed), an
+// expired lease or a released run (taken over or abandoned). The state
+// may be a read of any replica, as every read of a run is; a read behind
+// the leader shows an earlier state, whose answer (running) only makes a
+// backup wait for the lease's end or the next event.
+func (b *Backend) decideRead(ctx context.Context, h handles, c anarchon.RunClaim, v runValue, created time.Time) (out anarchon.ClaimOutcome, decided bool, err error) {
+	switch v.State {
+	case anarchon.RunStateRunning:
+		if v.Token == c.Token {
+			return out, false, nil
+		}
+		until := created.Add(time.Duration(v.LeaseMs) * time.Millisecond)
+		expired, err := b.serverAfter(ctx, h, until.Add(-time.Nanosecond)) // now >= until
+		if err != nil {
+			return out, true, err
+		}
+		if expired {
+			return out, false, nil
+		}
+		return anarchon.ClaimOutcome{Kind: anarchon.OutcomeRunning, Attempt: v.Attempt, Holder: v.Holder, LeaseUntil: until.UTC()}, true, nil
+	case anarchon.RunStateReleased:
+		return out, false, nil
+	case anarchon.RunStateMissed, anarchon.RunStateSkipped, anarchon.RunStatePaused:
+		return anarchon.ClaimOutcome{Kind: anarchon.OutcomeNone}, true, nil
+	default: // done, or a state a newer version wrote
+		// The last attempt: an abandonment is recorded with it.
+		return anarchon.ClaimOutcome{Kind: anarchon.OutcomeDone, Attempt: v.Attempt, Status: v.Status}, true, nil
+	}
 }
 
 // checkLease refuses a lease claim's bad lease or MaxLate.
