@@ -198,3 +198,31 @@ func BenchmarkClaim(b *testing.B) {
 		})
 	}
 }
+
+// ServerCPU finds this test process by its name and counts the CPU it
+// spends: at least what getrusage counts for it, less a tick's rounding.
+func TestServerCPU(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc here")
+	}
+	b, err := os.ReadFile("/proc/self/comm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := string(b[:len(b)-1])
+	before, n := ServerCPU(name)
+	if n < 1 {
+		t.Fatalf("ServerCPU(%q) found %d processes, want this one", name, n)
+	}
+	self0 := CPUTime()
+	for x := 0; CPUTime()-self0 < 200*time.Millisecond; x++ {
+		_ = fmt.Sprint(x)
+	}
+	after, _ := ServerCPU(name)
+	if got, want := after-before, CPUTime()-self0; got < want-50*time.Millisecond {
+		t.Errorf("ServerCPU grew by %v while this process spent %v", got, want)
+	}
+	if d, n := ServerCPU("no-such-process-name"); d != 0 || n != 0 {
+		t.Errorf("ServerCPU of an absent name = %v, %d; want 0, 0", d, n)
+	}
+}

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"slices"
@@ -63,6 +64,49 @@ func CPUTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// ServerCPU returns the user plus system CPU time so far of every process
+// of this machine whose name (/proc/<pid>/comm's, as in /proc/<pid>/stat)
+// is one of names, and how many there are: a local store server's CPU,
+// its worker processes included (PostgreSQL runs one per connection). A
+// process that exits takes its CPU out of the sum, so a measurement is
+// taken while the clients hold their connections. Times are in the
+// kernel's clock ticks, taken as 100 per second (USER_HZ on Linux). It
+// returns 0, 0 where /proc cannot be read.
+func ServerCPU(names ...string) (time.Duration, int) {
+	dirs, err := os.ReadDir("/proc")
+	if err != nil || len(names) == 0 {
+		return 0, 0
+	}
+	var ticks int64
+	n := 0
+	for _, d := range dirs {
+		if d.Name()[0] < '0' || d.Name()[0] > '9' {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + d.Name() + "/stat")
+		if err != nil {
+			continue // exited meanwhile
+		}
+		open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+		if open < 0 || end < open || !slices.Contains(names, string(b[open+1:end])) {
+			continue
+		}
+		// After the name: state (field 3) ... utime (14), stime (15).
+		f := strings.Fields(string(b[end+1:]))
+		if len(f) < 13 {
+			continue
+		}
+		u, err1 := strconv.ParseInt(f[11], 10, 64)
+		st, err2 := strconv.ParseInt(f[12], 10, 64)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		ticks += u + st
+		n++
+	}
+	return time.Duration(ticks) * (time.Second / 100), n
 }
 
 // RSS returns the process's resident set size in bytes, read from

@@ -46,6 +46,10 @@ type Store struct {
 	// burst part reports its growth. Nil for stores without a server
 	// (memory, SQLite) or without access to its statistics.
 	Ops func(ctx context.Context) (n int64, what string, err error)
+	// Server names the store server's processes (their /proc comm names)
+	// for ServerCPU: the burst part reports their CPU when they run on
+	// this machine. Nil for stores without a server.
+	Server []string
 }
 
 // opener builds a Store in workdir with its data under namespace ns, or

@@ -30,8 +30,9 @@ func openMySQL(ctx context.Context, workdir, ns string, owner bool) (*Store, err
 	var stats *sql.DB
 	var statsErr error
 	return &Store{
-		Name: "mysql",
-		NS:   ns,
+		Server: []string{"mariadbd", "mysqld"},
+		Name:   "mysql",
+		NS:     ns,
 		Ops: func(ctx context.Context) (int64, string, error) {
 			statsOnce.Do(func() {
 				if stats, statsErr = sql.Open("mysql", dsn); statsErr == nil {

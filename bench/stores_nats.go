@@ -43,9 +43,10 @@ func openNATS(ctx context.Context, workdir, ns string, owner bool) (*Store, erro
 		}
 	}
 	return &Store{
-		Name: "nats",
-		NS:   ns,
-		Ops:  ops,
+		Server: []string{"nats-server"},
+		Name:   "nats",
+		NS:     ns,
+		Ops:    ops,
 		Open: func(ctx context.Context) (anarchon.Backend, error) {
 			return cl.backend(natsbackend.Open(url, opts))
 		},

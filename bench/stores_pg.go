@@ -23,8 +23,9 @@ func openPostgres(ctx context.Context, workdir, ns string, owner bool) (*Store, 
 	var stats *pgxpool.Pool
 	var statsErr error
 	return &Store{
-		Name: "postgres",
-		NS:   ns,
+		Server: []string{"postgres"},
+		Name:   "postgres",
+		NS:     ns,
 		Ops: func(ctx context.Context) (int64, string, error) {
 			statsOnce.Do(func() {
 				if stats, statsErr = pgxpool.New(ctx, url); statsErr == nil {

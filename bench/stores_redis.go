@@ -29,8 +29,9 @@ func openRedis(ctx context.Context, workdir, ns string, owner bool) (*Store, err
 	stats := redis.NewClient(&redis.Options{Addr: addr})
 	cl.add(func() { _ = stats.Close() })
 	return &Store{
-		Name: "redis",
-		NS:   ns,
+		Server: []string{"redis-server"},
+		Name:   "redis",
+		NS:     ns,
 		Ops: func(ctx context.Context) (int64, string, error) {
 			n, err := redisScriptCalls(ctx, stats)
 			return n, "script calls (INFO commandstats: EVALSHA + EVAL; every claim, heartbeat, finish and result of the Redis backend is one script; commands run inside scripts and direct commands such as TIME are not counted)", err

@@ -101,7 +101,7 @@ func runBurst(ctx context.Context, stores []string, workdir string, short bool) 
 	}
 	fmt.Printf("<!-- burst: jobs %v, %d measured bursts %v apart per row, %d processes per store, scaling %v on %s/%s -->\n\n",
 		cfg.jobs, cfg.bursts, cfg.every, cfg.procs, cfg.scale, cfg.scaleStore, cfg.scaleMode)
-	head := []string{"K", "what", "processes", "p50 ms", "p99 ms", "max ms", "store ops per burst (server's count)", "backend calls per burst (counted)", "CPU ms per instance per burst", "RSS MiB per instance", "starts", "duplicates", "takeovers", "misses", "store errors"}
+	head := []string{"K", "what", "processes", "p50 ms", "p99 ms", "max ms", "store ops per burst (server's count)", "backend calls per burst (counted)", "CPU ms per instance per burst", "RSS MiB per instance", "starts", "duplicates", "takeovers", "misses", "store errors", "server CPU ms per burst"}
 	t := bench.Table{Head: head}
 	var notes []string
 	for _, k := range cfg.jobs {
@@ -113,7 +113,7 @@ func runBurst(ctx context.Context, stores []string, workdir string, short bool) 
 		} else {
 			r := bench.MergeBursts(reps, k, cfg.bursts, false)
 			t.Add(k, "Go timers (floor)", r.Procs, bench.Ms(r.P50), bench.Ms(r.P99), bench.Ms(r.Max), "—", "—",
-				bench.Ms(r.CPUPerInst/time.Duration(cfg.bursts)), bench.MiB(r.RSSPerInst), r.Starts, "—", "—", "—", "—")
+				bench.Ms(r.CPUPerInst/time.Duration(cfg.bursts)), bench.MiB(r.RSSPerInst), r.Starts, "—", "—", "—", "—", "—")
 		}
 		for _, name := range stores {
 			for _, mode := range []bench.TimingMode{bench.ModePlain, bench.ModeLease} {
@@ -183,7 +183,10 @@ func burstRow(ctx context.Context, cfg burstSettings, name string, mode bench.Ti
 	note := fmt.Sprintf("_%s: no server statistics; only the counted backend calls are shown._", name)
 	var ops [2]int64
 	var opsErr error
+	var srv [2]time.Duration
+	var srvProcs int
 	mark := func(i int) {
+		srv[i], srvProcs = bench.ServerCPU(st.Server...)
 		if st.Ops == nil || opsErr != nil {
 			return
 		}
@@ -210,8 +213,12 @@ func burstRow(ctx context.Context, cfg burstSettings, name string, mode bench.Ti
 	case st.Ops != nil:
 		opsCell = fmt.Sprintf("%.0f", float64(ops[1]-ops[0])/float64(cfg.bursts))
 	}
+	srvCell := "—" // no server, or not on this machine
+	if srvProcs > 0 {
+		srvCell = bench.Ms((srv[1] - srv[0]) / time.Duration(cfg.bursts))
+	}
 	t.Add(k, what, r.Procs, bench.Ms(r.P50), bench.Ms(r.P99), bench.Ms(r.Max), opsCell, fmt.Sprintf("%.0f", r.CallsPerBurst),
-		bench.Ms(r.CPUPerInst/time.Duration(cfg.bursts)), bench.MiB(r.RSSPerInst), r.Starts, r.Duplicates, r.Takeovers, r.Misses, r.StoreErrors)
+		bench.Ms(r.CPUPerInst/time.Duration(cfg.bursts)), bench.MiB(r.RSSPerInst), r.Starts, r.Duplicates, r.Takeovers, r.Misses, r.StoreErrors, srvCell)
 	fmt.Fprintf(os.Stderr, "burst: K=%d %s, %d processes: p99 %s ms, %d misses, %d duplicates, %d takeovers, %d store errors\n", k, what, procs, bench.Ms(r.P99), r.Misses, r.Duplicates, r.Takeovers, r.StoreErrors)
 	if r.FirstError != "" {
 		note += fmt.Sprintf("\n\n_%s, K = %d, %d processes: the first store error was %q._", what, k, procs, r.FirstError)
