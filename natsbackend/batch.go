@@ -305,6 +305,26 @@ func (r *RunStore) ClaimRuns(ctx context.Context, in []anarchon.RunClaim) ([]ana
 		}
 		decide[jobs[i]] = append(decide[jobs[i]], i)
 	}
+	// The job keys of the jobs with one won create in the batch (a burst's
+	// every job) are updated together (commitJobs); the rest list their
+	// slots one by one in claimCreated.
+	var pj []string
+	var ps []int64
+	var pl, pi []int
+	for _, job := range order {
+		if l := decide[job]; len(l) == 1 {
+			if _, ok := created[l[0]]; ok {
+				i := l[0]
+				pi, pj, ps, pl = append(pi, i), append(pj, jobs[i]), append(ps, in[i].Slot), append(pl, overlapLimit(in[i]))
+			}
+		}
+	}
+	listed := make(map[int]bool, len(pi))
+	lctx, cancel := b.bound(ctx)
+	for k, ok := range b.commitJobs(lctx, h, pj, ps, pl) {
+		listed[pi[k]] = ok
+	}
+	cancel()
 	forEach(len(order), func(k int) {
 		for _, i := range decide[order[k]] {
 			j, ok := created[i]
@@ -313,7 +333,7 @@ func (r *RunStore) ClaimRuns(ctx context.Context, in []anarchon.RunClaim) ([]ana
 				continue
 			}
 			sctx, cancel := b.bound(ctx)
-			o, retry, err := b.claimCreated(sctx, h, jobs[i], ckeys[j], revs[j], los[j], in[i])
+			o, retry, err := b.claimCreated(sctx, h, jobs[i], ckeys[j], revs[j], los[j], in[i], listed[i])
 			cancel()
 			if retry {
 				o, err = b.claimRun(ctx, in[i])

@@ -300,11 +300,15 @@
 // batch repeated, where single claims send two per new slot and three per
 // repeat). A batch of lease claims
 // ([RunStore.ClaimRuns]) reads every run and pause state in one request
-// and creates the absent runs the same way; what follows a won create
-// (the job key, the claim record, the lease end) and the rows of SPEC
-// §6's table that write take the single path's steps, jobs side by side
-// and the claims of one job in turn: 501 requests for 100 new slots of
-// 100 jobs, against 700 for single claims. The rows that only read are
+// and creates the absent runs the same way; the won creates of jobs with
+// one slot in the batch are listed in their job keys together (one read
+// of the keys, one of the runs they list, the compare-and-sets published
+// before any acknowledgement is awaited; a key another writer changed
+// meanwhile takes the single path's step); the claim record and the
+// lease end, and the rows of SPEC §6's table that write, take the single
+// path's steps, jobs side by side and the claims of one job in turn: 402
+// requests for 100 new slots of 100 jobs (501 before the job keys were
+// batched), against 700 for single claims. The rows that only read are
 // answered from the batch's reads: a run another instance holds on a
 // live lease (running) or a settled run, found by the first read or by
 // one more read of the runs whose creates lost, so that the losers of a

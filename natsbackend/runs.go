@@ -370,7 +370,16 @@ func (b *Backend) claimAbsent(ctx context.Context, h handles, job, key string, c
 	if err != nil {
 		return out, false, b.wrap("claim run", err)
 	}
-	return b.claimCreated(ctx, h, job, key, rev, lo, c)
+	return b.claimCreated(ctx, h, job, key, rev, lo, c, false)
+}
+
+// overlapLimit is the job key's limit of live runs for claim c: 0 (no
+// overlap check) when it allows overlap, else its Limit, at least 1.
+func overlapLimit(c anarchon.RunClaim) int {
+	if c.AllowOverlap {
+		return 0
+	}
+	return max(c.Limit, 1)
 }
 
 // newRun is the value with which a claim creates an absent run.
@@ -380,14 +389,16 @@ func newRun(c anarchon.RunClaim) runValue {
 
 // claimCreated completes the claim of an absent run that created it,
 // running (newRun), at revision rev; lo is a lower bound of the server
-// time before the create. retry is true when the run changed meanwhile
-// and the caller must decide again.
-func (b *Backend) claimCreated(ctx context.Context, h handles, job, key string, rev uint64, lo time.Time, c anarchon.RunClaim) (out anarchon.ClaimOutcome, retry bool, err error) {
-	limit := 0 // no overlap check
-	if !c.AllowOverlap {
-		limit = max(c.Limit, 1)
+// time before the create; listed, that a batch listed the slot in the
+// job key already (commitJobs). retry is true when the run changed
+// meanwhile and the caller must decide again.
+func (b *Backend) claimCreated(ctx context.Context, h handles, job, key string, rev uint64, lo time.Time, c anarchon.RunClaim, listed bool) (out anarchon.ClaimOutcome, retry bool, err error) {
+	limit := overlapLimit(c)
+	commit := func() (bool, error) { return b.commitJob(ctx, h, job, c.Slot, limit) }
+	if listed {
+		commit = func() (bool, error) { return true, nil }
 	}
-	until, ok, err := b.settleWin(ctx, h, job, key, rev, lo, c, 1, limit)
+	until, ok, err := b.settleWinBy(ctx, h, job, key, rev, lo, c, 1, limit, commit)
 	if err != nil {
 		return out, false, err
 	}
@@ -416,6 +427,15 @@ func (b *Backend) claimCreated(ctx context.Context, h handles, job, key string, 
 // is lo, a lower bound of the server time before the write, plus the
 // lease.
 func (b *Backend) settleWin(ctx context.Context, h handles, job, key string, rev uint64, lo time.Time, c anarchon.RunClaim, attempt int, limit int) (until time.Time, ok bool, err error) {
+	return b.settleWinBy(ctx, h, job, key, rev, lo, c, attempt, limit, func() (bool, error) {
+		return b.commitJob(ctx, h, job, c.Slot, limit)
+	})
+}
+
+// settleWinBy is settleWin with the job key's step commit: commitJob, or
+// a listing a batch already made (commitJobs).
+func (b *Backend) settleWinBy(ctx context.Context, h handles, job, key string, rev uint64, lo time.Time, c anarchon.RunClaim, attempt int, limit int,
+	commit func() (bool, error)) (until time.Time, ok bool, err error) {
 	ends := make(chan time.Time, 1)
 	go func() { ends <- b.leaseEnd(ctx, h, key, rev, lo, c.Lease) }()
 	var pub chan error
@@ -423,7 +443,7 @@ func (b *Backend) settleWin(ctx context.Context, h handles, job, key string, rev
 		pub = make(chan error, 1)
 		go func() { pub <- b.publishClaim(ctx, job, c.ClaimInput, attempt, false) }()
 	}
-	ok, err = b.commitJob(ctx, h, job, c.Slot, limit)
+	ok, err = commit()
 	var perr error
 	if pub != nil {
 		perr = <-pub
@@ -543,6 +563,109 @@ func (b *Backend) commitJob(ctx context.Context, h handles, job string, slot int
 		return true, nil
 	}
 	return false, fmt.Errorf("natsbackend: job key %s: %w", jobKey(job), ErrContention)
+}
+
+// commitJobs is commitJob for the won creates of a batch: item k lists
+// slots[k] in the key of jobs[k] (the jobs distinct) under limits[k].
+// The job keys are read in one request and every slot they list in one
+// more (commitJob, without the overlap check, probes two of a long list;
+// a batch reads them all in the same request); the lists are decided as
+// commitJob decides them (settled and absent runs dropped, live leases
+// counted against the limit) and written with compare-and-sets, all
+// published before any acknowledgement is awaited. committed[k] is true
+// where the slot is listed. An item whose limit is reached, whose job key
+// another writer changed meanwhile, or whose read or write failed is left
+// to commitJob (false), which reads again and refuses where it must.
+func (b *Backend) commitJobs(ctx context.Context, h handles, jobs []string, slots []int64, limits []int) (committed []bool) {
+	committed = make([]bool, len(jobs))
+	if len(jobs) == 0 {
+		return committed
+	}
+	jkeys := make([]string, len(jobs))
+	for k, job := range jobs {
+		jkeys[k] = jobKey(job)
+	}
+	got, err := b.readMany(ctx, h, jkeys, true)
+	if err != nil {
+		return committed
+	}
+	lists := make([]jobValue, len(jobs))
+	revs := make([]uint64, len(jobs)) // 0: no key yet, written as a create
+	readable := make([]bool, len(jobs))
+	var rkeys []string
+	for k := range jobs {
+		if e, ok := got[jkeys[k]]; ok {
+			if json.Unmarshal(e.val, &lists[k]) != nil {
+				continue // commitJob reports the unreadable value
+			}
+			revs[k] = e.rev
+		}
+		readable[k] = true
+		for _, s := range lists[k].Slots {
+			if s != slots[k] {
+				rkeys = append(rkeys, runKey(jobs[k], s))
+			}
+		}
+	}
+	runs, err := b.readMany(ctx, h, rkeys, true)
+	if err != nil {
+		return committed
+	}
+	var idx []int
+	var keys []string
+	var vals [][]byte
+	var wrevs []uint64
+	for k := range jobs {
+		keep, ok := b.listed(ctx, h, jobs[k], slots[k], limits[k], lists[k], runs)
+		if !readable[k] || !ok {
+			continue
+		}
+		val, _ := json.Marshal(jobValue{Slots: keep})
+		idx, keys, vals, wrevs = append(idx, k), append(keys, jkeys[k]), append(vals, val), append(wrevs, revs[k])
+	}
+	_, errs := b.updateMany(ctx, h, "update job", keys, vals, wrevs)
+	for j, k := range idx {
+		committed[k] = errs[j] == nil
+	}
+	return committed
+}
+
+// listed is commitJobs' decision for one job: the new list of its key,
+// slot added, from the list jv and the listed runs' states runs. ok is
+// false where commitJob must decide: the limit is reached, a state is
+// unreadable, or the clock could not be read.
+func (b *Backend) listed(ctx context.Context, h handles, job string, slot int64, limit int, jv jobValue, runs map[string]kvEntry) (keep []int64, ok bool) {
+	keep = []int64{slot}
+	live := 0
+	for _, s := range jv.Slots {
+		if s == slot {
+			continue
+		}
+		e, read := runs[runKey(job, s)]
+		if !read {
+			continue // absent: dropped
+		}
+		var v runValue
+		if json.Unmarshal(e.val, &v) != nil {
+			return nil, false
+		}
+		if v.State != anarchon.RunStateRunning && v.State != anarchon.RunStateReleased {
+			continue // settled: dropped
+		}
+		if limit > 0 && v.State == anarchon.RunStateRunning {
+			until := e.created.Add(time.Duration(v.LeaseMs) * time.Millisecond)
+			expired, err := b.serverAfter(ctx, h, until.Add(-time.Nanosecond))
+			if err != nil {
+				return nil, false
+			}
+			if live += btoi(!expired); live >= limit {
+				return nil, false
+			}
+		}
+		keep = append(keep, s)
+	}
+	slices.Sort(keep)
+	return keep, true
 }
 
 // change reads the run and, if decide accepts its state, writes the new
