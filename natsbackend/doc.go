@@ -180,9 +180,9 @@
 // Timeout before). [Backend.History] reads through a pull consumer of
 // one replica, which the stream may place on a server whose copy is
 // behind the leader's (one resumed after a freeze) or that goes away
-// mid-read: TestRecordClaimAcrossElection read no record of the claim
-// sent across the election once, and "no responders" once, in about 20
-// runs. A read that stops short asks the leader for the job's last
+// mid-read: TestRecordClaimAcrossElection failed once with "no
+// responders" in a CI run, and once read no record of the claim sent
+// across the election in three runs beside it. A read that stops short asks the leader for the job's last
 // record and, while that is not read yet, goes on from a new consumer
 // every 250 ms until its deadline (Options.Timeout when the caller set
 // none). The scheduler's claims, heartbeats and finishes read no history. So a
