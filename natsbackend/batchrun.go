@@ -322,10 +322,7 @@ func (b *Backend) publishAllBy(ctx context.Context, send func(context.Context, f
 				continue
 			}
 			seqs[i], errs[i] = awaitAck(try, futures[i], op)
-			// Cancelled by an election, or the try's own bound ended
-			// (send then sends the rest again).
-			ended := errors.Is(errs[i], context.Canceled) || errors.Is(errs[i], context.DeadlineExceeded) && ctx.Err() == nil
-			if errs[i] != nil && (ended || noResponders(errs[i])) {
+			if errs[i] != nil && (errors.Is(errs[i], context.Canceled) || noResponders(errs[i])) {
 				again = append(again, i)
 			}
 		}

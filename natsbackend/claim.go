@@ -113,12 +113,15 @@ func (b *Backend) subject(job string) string { return b.opts.HistorySubject + ".
 // (2 minutes).
 func (b *Backend) publishClaim(ctx context.Context, job string, in anarchon.ClaimInput, attempt int, manual bool) error {
 	m, opts := b.claimMsg(job, in, attempt, manual)
-	// Sent again if the history stream elects a leader meanwhile: the
-	// stream drops a second copy by its message ID. A frozen leader of
-	// the history stream otherwise holds the record, and the handler's
-	// start behind it, for Options.Timeout, although its successor could
-	// take it as soon as it is elected.
-	err := b.resendOnElection(ctx, func(ctx context.Context) error {
+	// Sent again if the history stream elects a leader meanwhile, and
+	// after each readTry (a copy sent to a leader just elected may be
+	// dropped too, with no further election to end the wait: once, under
+	// load, a record waited out the whole Timeout); no responders is
+	// returned at once. The stream drops a second copy by its message ID.
+	// A frozen leader of the history stream otherwise holds the record,
+	// and the handler's start behind it, for Options.Timeout, although
+	// its successor could take it as soon as it is elected.
+	err := b.send(ctx, false, b.readTry(), func(ctx context.Context) error {
 		_, err := b.js.PublishMsg(ctx, m, opts...)
 		return err
 	})

@@ -177,7 +177,10 @@
 // again then (with the KV leader frozen too, the start came 6 ms–2.1 s
 // after the claim); a copy the new leader dropped is sent again after
 // another quarter (once, under load, a record waited out the whole
-// Timeout before). [Backend.History] reads through a pull consumer of
+// Timeout before). The records of a batch (RecordClaims) are sent again
+// on an election only: each asynchronous copy keeps an acknowledgement
+// pending for a minute, and copies of a burst's records every few
+// seconds would fill the pending limit the claims share. [Backend.History] reads through a pull consumer of
 // one replica, which the stream may place on a server whose copy is
 // behind the leader's (one resumed after a freeze) or that goes away
 // mid-read: TestRecordClaimAcrossElection failed once with "no

@@ -141,17 +141,18 @@ func (b *Backend) resendRead(ctx context.Context, f func(context.Context) error)
 // Options.Timeout, at least resendPoll.
 func (b *Backend) readTry() time.Duration { return max(b.opts.Timeout/4, resendPoll) }
 
-// resendOnElection repeats f when a leader is elected while f waits, and
-// when one try has waited readTry (a frozen leader answers nothing, and
-// a copy sent again to a leader just elected may be dropped too, with no
-// further election to end the wait: once, under load, a record waited
-// out the whole Timeout); no responders is returned at once. It is for
-// the history record of a won claim, which the handler's start waits
-// for: that record is worth an election's wait only if it is still in
-// flight anyway (see publishClaim). The stream drops a second copy by
-// its message ID.
+// resendOnElection repeats f only when a leader is elected while f
+// waits; no responders is returned at once. It is for the history
+// records of a batch's won claims (RecordClaims), which the handlers'
+// starts wait for: they are worth an election's wait only if they are
+// still in flight anyway. Their publishes are asynchronous, and each copy
+// keeps an acknowledgement pending in the JetStream context for a minute,
+// so they are not also sent again on a timer as a single record is
+// (publishClaim): a burst's records, copied every few seconds while the
+// history leader is frozen, would fill the pending limit that the
+// claims' own publishes share.
 func (b *Backend) resendOnElection(ctx context.Context, f func(context.Context) error) error {
-	return b.send(ctx, false, b.readTry(), f)
+	return b.send(ctx, false, 0, f)
 }
 
 // send makes f until it is answered; see resend. A tryFor above zero
