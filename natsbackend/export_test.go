@@ -42,3 +42,23 @@ func (b *Backend) NowBounds(ctx context.Context) (lo, hi time.Time, err error) {
 	}
 	return b.nowBounds(ctx, h)
 }
+
+// HistoryBehind is historyBehind for job's subject against the history
+// stream's last sequence now, which it returns too.
+func (b *Backend) HistoryBehind(ctx context.Context, job string, seq uint64) (behind bool, lastSeq uint64, err error) {
+	h, err := b.ready(ctx)
+	if err != nil {
+		return false, 0, err
+	}
+	enc, err := encodeJob(job)
+	if err != nil {
+		return false, 0, err
+	}
+	info, err := h.hist.Info(ctx)
+	if err != nil {
+		return false, 0, err
+	}
+	lastSeq = info.State.LastSeq
+	behind, err = b.historyBehind(ctx, h, b.subject(enc), seq, lastSeq)
+	return behind, lastSeq, err
+}

@@ -287,7 +287,7 @@ func (b *Backend) History(ctx context.Context, job string, limit int) ([]anarcho
 		// its copy holds nothing more although the leader counted more.
 		// Records purged while reading (a result save trims the
 		// subject) end the read; a copy behind the leader is waited for.
-		more, err := b.historyBehind(ctx, subj, seq, lastSeq)
+		more, err := b.historyBehind(ctx, h, subj, seq, lastSeq)
 		if err != nil {
 			return nil, b.readErr(ctx, err)
 		}
@@ -329,14 +329,10 @@ func dropConsumer(ctx context.Context, s jetstream.Stream, c jetstream.Consumer)
 // get that any replica serves (and that the stream's handle would
 // send). Without the default API prefix it asks the handle, which may be
 // answered by a replica as far behind as the consumer's server.
-func (b *Backend) historyBehind(ctx context.Context, subj string, seq, lastSeq uint64) (bool, error) {
+func (b *Backend) historyBehind(ctx context.Context, h handles, subj string, seq, lastSeq uint64) (bool, error) {
 	var last uint64
 	err := b.resendRead(ctx, func(ctx context.Context) error {
 		if !b.fastPath() {
-			h, err := b.ready(ctx)
-			if err != nil {
-				return err
-			}
 			m, err := h.hist.GetLastMsgForSubject(ctx, subj)
 			if errors.Is(err, jetstream.ErrMsgNotFound) {
 				last = 0

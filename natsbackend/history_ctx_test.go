@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/natsbackend"
 )
 
 // fillHistory stores n runs of job (a claim and a result each).
@@ -105,5 +106,40 @@ func TestHistoryBoundedWhileWriting(t *testing.T) {
 		if len(recs) < 50 {
 			t.Fatalf("History while writing = %d records, want at least 50", len(recs))
 		}
+	}
+}
+
+// historyBehind asks the stream's leader for the job's last record: a
+// read that took the stream up to one sequence short of it is behind,
+// one that took it to the end is not, and so is any read of a job
+// without records. Both ways of asking are checked: the JetStream API's
+// message get (the default prefix) and the stream handle's.
+func TestHistoryBehind(t *testing.T) {
+	for _, fast := range []bool{true, false} {
+		t.Run(map[bool]string{true: "message get", false: "handle"}[fast], func(t *testing.T) {
+			defer natsbackend.SetNoFastPath(!fast)()
+			_, b := openCounted(t)
+			ctx := t.Context()
+			fillHistory(t, b, "behind", 2)
+			_, last, err := b.HistoryBehind(ctx, "behind", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range []struct {
+				job  string
+				seq  uint64
+				want bool
+			}{
+				{"behind", 0, true},
+				{"behind", last - 1, true},
+				{"behind", last, false},
+				{"no-records", 0, false},
+			} {
+				got, _, err := b.HistoryBehind(ctx, c.job, c.seq)
+				if err != nil || got != c.want {
+					t.Errorf("HistoryBehind(%s, %d) with the last record at %d = %v, %v; want %v", c.job, c.seq, last, got, err, c.want)
+				}
+			}
+		})
 	}
 }

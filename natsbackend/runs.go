@@ -503,6 +503,7 @@ const pruneProbes = 2
 // live leases by the server's clock; the compare-and-set makes the count
 // and the listing one step, so two slots committed at once are counted by
 // one of them. With limit 0 it probes at most pruneProbes listed slots.
+// The slots it reads are read in one request (readMany); listed decides.
 func (b *Backend) commitJob(ctx context.Context, h handles, job string, slot int64, limit int) (bool, error) {
 	for turn := range casRetries {
 		if err := casPause(ctx, turn, "update job"); err != nil {
@@ -520,34 +521,18 @@ func (b *Backend) commitJob(ctx context.Context, h handles, job string, slot int
 				probe = append(probe, others[i])
 			}
 		}
-		drop := map[int64]bool{}
-		live := 0
-		for _, s := range probe {
-			e, v, err := b.readRun(ctx, h, runKey(job, s))
-			if err != nil {
-				return false, err
-			}
-			if e == nil || (v.State != anarchon.RunStateRunning && v.State != anarchon.RunStateReleased) {
-				drop[s] = true
-				continue
-			}
-			if limit > 0 && v.State == anarchon.RunStateRunning {
-				expired, err := b.serverAfter(ctx, h, v.until(e).Add(-time.Nanosecond))
-				if err != nil {
-					return false, err
-				}
-				if live += btoi(!expired); live >= limit {
-					return false, nil
-				}
-			}
+		keys := make([]string, len(probe))
+		for k, s := range probe {
+			keys[k] = runKey(job, s)
 		}
-		keep := []int64{slot}
-		for _, s := range others {
-			if !drop[s] {
-				keep = append(keep, s)
-			}
+		runs, err := b.readMany(ctx, h, keys, true)
+		if err != nil {
+			return false, err
 		}
-		slices.Sort(keep)
+		keep, ok, err := b.listed(ctx, h, job, slot, limit, jv, probe, runs)
+		if err != nil || !ok {
+			return false, err
+		}
 		val, _ := json.Marshal(jobValue{Slots: keep})
 		if rev == 0 {
 			_, err = h.kv.Create(ctx, jobKey(job), val)
@@ -616,8 +601,11 @@ func (b *Backend) commitJobs(ctx context.Context, h handles, jobs []string, slot
 	var vals [][]byte
 	var wrevs []uint64
 	for k := range jobs {
-		keep, ok := b.listed(ctx, h, jobs[k], slots[k], limits[k], lists[k], runs)
-		if !readable[k] || !ok {
+		if !readable[k] {
+			continue
+		}
+		keep, ok, err := b.listed(ctx, h, jobs[k], slots[k], limits[k], lists[k], lists[k].Slots, runs)
+		if err != nil || !ok {
 			continue
 		}
 		val, _ := json.Marshal(jobValue{Slots: keep})
@@ -630,42 +618,52 @@ func (b *Backend) commitJobs(ctx context.Context, h handles, jobs []string, slot
 	return committed
 }
 
-// listed is commitJobs' decision for one job: the new list of its key,
-// slot added, from the list jv and the listed runs' states runs. ok is
-// false where commitJob must decide: the limit is reached, a state is
-// unreadable, or the clock could not be read.
-func (b *Backend) listed(ctx context.Context, h handles, job string, slot int64, limit int, jv jobValue, runs map[string]kvEntry) (keep []int64, ok bool) {
-	keep = []int64{slot}
+// listed decides the new list of job's key with slot added (commitJob,
+// commitJobs): of the other slots of the list jv, those in probe whose
+// runs (read into runs; an absent key is an absent run) are gone or
+// settled are dropped, and the others kept; with limit > 0, ok is false
+// when limit of the probed runs hold live leases by the server's clock.
+// An unreadable run or clock is an error.
+func (b *Backend) listed(ctx context.Context, h handles, job string, slot int64, limit int, jv jobValue, probe []int64, runs map[string]kvEntry) (keep []int64, ok bool, err error) {
+	drop := map[int64]bool{}
 	live := 0
-	for _, s := range jv.Slots {
+	for _, s := range probe {
 		if s == slot {
 			continue
 		}
-		e, read := runs[runKey(job, s)]
+		key := runKey(job, s)
+		e, read := runs[key]
 		if !read {
-			continue // absent: dropped
+			drop[s] = true
+			continue
 		}
 		var v runValue
-		if json.Unmarshal(e.val, &v) != nil {
-			return nil, false
+		if err := json.Unmarshal(e.val, &v); err != nil {
+			return nil, false, fmt.Errorf("natsbackend: run %s holds an unreadable value: %w", key, err)
 		}
 		if v.State != anarchon.RunStateRunning && v.State != anarchon.RunStateReleased {
-			continue // settled: dropped
+			drop[s] = true
+			continue
 		}
 		if limit > 0 && v.State == anarchon.RunStateRunning {
 			until := e.created.Add(time.Duration(v.LeaseMs) * time.Millisecond)
 			expired, err := b.serverAfter(ctx, h, until.Add(-time.Nanosecond))
 			if err != nil {
-				return nil, false
+				return nil, false, err
 			}
 			if live += btoi(!expired); live >= limit {
-				return nil, false
+				return nil, false, nil
 			}
 		}
-		keep = append(keep, s)
+	}
+	keep = []int64{slot}
+	for _, s := range jv.Slots {
+		if s != slot && !drop[s] {
+			keep = append(keep, s)
+		}
 	}
 	slices.Sort(keep)
-	return keep, true
+	return keep, true, nil
 }
 
 // change reads the run and, if decide accepts its state, writes the new
