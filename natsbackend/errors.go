@@ -21,13 +21,20 @@ var permanentErrs = []error{
 	nats.ErrPermissionViolation, nats.ErrBadSubject, nats.ErrMaxPayload,
 }
 
+// errCodeReplicasNotSupported is nats-server's API error "replicas > 1
+// not supported in non-clustered mode" (status 500): Options.Replicas
+// above 1 on a server without a cluster, which no retry fixes.
+const errCodeReplicasNotSupported jetstream.ErrorCode = 10074
+
 // IsPermanent reports whether err is a NATS or JetStream error that
 // repeating the call gives again: a bucket or stream that does not exist,
 // JetStream not enabled, a closed connection, refused credentials or
 // permissions, an invalid subject or key, a payload over the server's
 // limit, and JetStream API errors with status 400, 401, 403 or 404 (bad
 // request, not found), except a wrong last sequence (a compare-and-set
-// conflict, which the backend retries itself). Everything else is
+// conflict, which the backend retries itself), and a bucket or stream
+// of several replicas asked of a server without a cluster (API error
+// 10074, status 500). Everything else is
 // transient: timeouts, no responders (a stream leader being elected), 500
 // and 503 API errors (insufficient resources, temporarily unavailable), a
 // lost connection, a context. The backend marks the errors it matches
@@ -49,6 +56,8 @@ func IsPermanent(err error) bool {
 	switch api.ErrorCode {
 	case jetstream.JSErrCodeStreamWrongLastSequence, jetstream.JSErrCodeStreamWrongLastSequenceConstant:
 		return false
+	case errCodeReplicasNotSupported:
+		return true
 	}
 	switch api.Code {
 	case 400, 401, 403, 404:

@@ -33,6 +33,7 @@ func TestIsPermanentKinds(t *testing.T) {
 		{api(400, jetstream.JSErrCodeStreamWrongLastSequence), false},
 		{api(500, 10023), false}, // insufficient resources
 		{api(503, 10008), false}, // temporarily unavailable
+		{api(500, 10074), true},  // replicas > 1 on a server without a cluster
 		{nats.ErrTimeout, false},
 		{nats.ErrNoResponders, false},
 		{jetstream.ErrNoStreamResponse, false},
@@ -73,6 +74,11 @@ func TestErrorClasses(t *testing.T) {
 			t.Errorf("%s: %v: permanent %v, want %v", what, err, anarchon.IsPermanent(err), permanent)
 		}
 	}
+	// Replicas above 1 on a server without a cluster (the test server):
+	// the daemon's start fails at once instead of retrying it.
+	r3 := freshOptions(t, url)
+	r3.Replicas = 3
+	check("Init with 3 replicas on one server", openN(t, url, r3, 1)[0].Init(ctx), true)
 	job := "classes"
 	_, err := b.Claim(ctx, in("", 1000, "t", "i"))
 	check("Claim with an empty job name", err, true)
