@@ -333,7 +333,7 @@ func (r *RunStore) ClaimRuns(ctx context.Context, in []anarchon.RunClaim) ([]ana
 				continue
 			}
 			sctx, cancel := b.bound(ctx)
-			o, retry, err := b.claimCreated(sctx, h, jobs[i], ckeys[j], revs[j], los[j], in[i], listed[i])
+			o, retry, err := b.claimCreated(sctx, h, jobs[i], ckeys[j], revs[j], los[j], in[i], 1, listed[i])
 			cancel()
 			if retry {
 				o, err = b.claimRun(ctx, in[i])

@@ -71,7 +71,10 @@
 //     batch waited out before). Only requests whose second copy is harmless are sent again:
 //     reads, creates and compare-and-sets (a copy of one that landed fails
 //     as a revision mismatch, which the call answers by reading its own
-//     token), and history records (the stream deduplicates them by their
+//     token; a lease claim that finds its own running run not yet listed
+//     in the job key completes it as the first copy would have: the
+//     overlap check, the listing, the claim record, TestClaimAfterLostAnswer),
+//     and history records (the stream deduplicates them by their
 //     Nats-Msg-Id: "c.<token>" for a claim, "r.<token>.<instance>.<status>" for a
 //     result). A read is also cut off and sent again after a quarter of
 //     Timeout: a direct get may be served by a frozen replica, which

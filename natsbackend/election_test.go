@@ -73,9 +73,7 @@ func TestRecordClaimAcrossElection(t *testing.T) {
 		t.Fatalf("record before the freeze: %v", err)
 	}
 
-	if err := procs[leader].Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	freeze(t, procs[leader].Process)
 	defer func() { _ = procs[leader].Process.Signal(syscall.SIGCONT) }()
 	slot += 1000
 	if err := b.RecordClaim(ctx, anarchon.ClaimInput{Job: "election", Slot: slot, Token: "across", InstanceID: "a"}); err != nil {
@@ -135,9 +133,7 @@ func TestFinishBatchAcrossElection(t *testing.T) {
 			Slot: slot + int64(k)*1000, Token: tok, InstanceID: "a", Attempt: 1, Status: anarchon.StatusSuccess}})
 	}
 
-	if err := procs[leader].Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	freeze(t, procs[leader].Process)
 	defer func() { _ = procs[leader].Process.Signal(syscall.SIGCONT) }()
 	start := time.Now()
 	out, err := fin.FinishResults(ctx, in)

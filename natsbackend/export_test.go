@@ -3,6 +3,8 @@ package natsbackend
 import (
 	"context"
 	"time"
+
+	"github.com/anarchon/anarchon"
 )
 
 // SetNoFastPath makes batches use the KV API, one request per key, as
@@ -61,4 +63,20 @@ func (b *Backend) HistoryBehind(ctx context.Context, job string, seq uint64) (be
 	lastSeq = info.State.LastSeq
 	behind, err = b.historyBehind(ctx, h, b.subject(enc), seq, lastSeq)
 	return behind, lastSeq, err
+}
+
+// CreateRunOnly writes the run of lease claim c as its create does, and
+// nothing after it: the state a claim leaves whose create landed but
+// whose answer was lost, so that no step after the create ran.
+func (b *Backend) CreateRunOnly(ctx context.Context, c anarchon.RunClaim) error {
+	h, err := b.ready(ctx)
+	if err != nil {
+		return err
+	}
+	job, err := encodeJob(c.Job)
+	if err != nil {
+		return err
+	}
+	_, err = h.kv.Create(ctx, runKey(job, c.Slot), encodeRun(newRun(c)))
+	return err
 }

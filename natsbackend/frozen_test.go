@@ -31,9 +31,7 @@ func TestFrozenServerTimesOut(t *testing.T) {
 	defer b.Close(context.Background())
 	retry(ctx, t, "Init", func() (struct{}, error) { return struct{}{}, b.Init(ctx) })
 
-	if err := srv.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	freeze(t, srv.Process)
 	defer func() { _ = srv.Process.Signal(syscall.SIGCONT) }()
 
 	in := anarchon.ClaimInput{Job: "frozen", Slot: time.Now().UnixMilli(), Token: "t1", InstanceID: "a"}

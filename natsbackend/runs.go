@@ -222,6 +222,17 @@ func (b *Backend) claimRun(ctx context.Context, c anarchon.RunClaim) (anarchon.C
 			return out, err
 		}
 		if v.State == anarchon.RunStateRunning && v.Token == c.Token {
+			// A running run is listed in its job key from the moment its
+			// claim was answered won until it settles (listed keeps it).
+			// One that is not was written by this token's earlier try
+			// whose answer was lost (a create or takeover that landed,
+			// its acknowledgement not, and no step after it ran); no
+			// one was told it won, so it is settled here as that try
+			// would have: listed under the overlap check, recorded.
+			jv, _, err := b.readJob(ctx, h, job)
+			if err != nil {
+				return anarchon.ClaimOutcome{}, err
+			}
 			lo, _, err := b.nowBounds(ctx, h)
 			if err != nil {
 				return anarchon.ClaimOutcome{}, err
@@ -233,6 +244,13 @@ func (b *Backend) claimRun(ctx context.Context, c anarchon.RunClaim) (anarchon.C
 					continue
 				}
 				return anarchon.ClaimOutcome{}, b.wrap("renew lease", err)
+			}
+			if !slices.Contains(jv.Slots, c.Slot) {
+				out, retry, err := b.claimCreated(ctx, h, job, key, rev, lo, c, v.Attempt, false)
+				if retry {
+					continue
+				}
+				return out, err
 			}
 			// The renewal's write is a win too and takes its revision
 			// as the fence (SPEC §6, "Fencing").
@@ -359,10 +377,10 @@ func (b *Backend) claimAbsent(ctx context.Context, h handles, job, key string, c
 	if err != nil {
 		return out, false, err
 	}
-	// Not sent again (see resend): a copy that lost to an earlier one
-	// would find the run with this claim's token and renew it, but the
-	// earlier copy's settleWin (the job key's overlap check, the claim
-	// record) never ran.
+	// Not sent again (see resend). A create that landed but whose
+	// answer was lost is settled by the next try of the same token:
+	// claimRun finds its run unlisted in the job key and completes it
+	// here (claimCreated).
 	rev, err := h.kv.Create(ctx, key, encodeRun(newRun(c)))
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		return out, true, nil
@@ -370,7 +388,7 @@ func (b *Backend) claimAbsent(ctx context.Context, h handles, job, key string, c
 	if err != nil {
 		return out, false, b.wrap("claim run", err)
 	}
-	return b.claimCreated(ctx, h, job, key, rev, lo, c, false)
+	return b.claimCreated(ctx, h, job, key, rev, lo, c, 1, false)
 }
 
 // overlapLimit is the job key's limit of live runs for claim c: 0 (no
@@ -387,18 +405,25 @@ func newRun(c anarchon.RunClaim) runValue {
 	return runValue{State: anarchon.RunStateRunning, Token: c.Token, Holder: c.InstanceID, Attempt: 1, LeaseMs: c.Lease.Milliseconds()}
 }
 
-// claimCreated completes the claim of an absent run that created it,
-// running (newRun), at revision rev; lo is a lower bound of the server
-// time before the create; listed, that a batch listed the slot in the
-// job key already (commitJobs). retry is true when the run changed
-// meanwhile and the caller must decide again.
-func (b *Backend) claimCreated(ctx context.Context, h handles, job, key string, rev uint64, lo time.Time, c anarchon.RunClaim, listed bool) (out anarchon.ClaimOutcome, retry bool, err error) {
+// claimCreated completes the claim that wrote its run, running with
+// attempt attempt, at revision rev: the create of an absent run (newRun,
+// attempt 1), or the renewal of a run an earlier try of the same token
+// wrote but never settled (see claimRun). lo is a lower bound of the
+// server time before the write; listed, that a batch listed the slot in
+// the job key already (commitJobs). The overlap check applies to a
+// first attempt only, as a takeover of a later one skips it (the slot
+// was admitted). retry is true when the run changed meanwhile and the
+// caller must decide again.
+func (b *Backend) claimCreated(ctx context.Context, h handles, job, key string, rev uint64, lo time.Time, c anarchon.RunClaim, attempt int, listed bool) (out anarchon.ClaimOutcome, retry bool, err error) {
 	limit := overlapLimit(c)
+	if attempt > 1 {
+		limit = 0
+	}
 	commit := func() (bool, error) { return b.commitJob(ctx, h, job, c.Slot, limit) }
 	if listed {
 		commit = func() (bool, error) { return true, nil }
 	}
-	until, ok, err := b.settleWinBy(ctx, h, job, key, rev, lo, c, 1, limit, commit)
+	until, ok, err := b.settleWinBy(ctx, h, job, key, rev, lo, c, attempt, limit, commit)
 	if err != nil {
 		return out, false, err
 	}
@@ -412,7 +437,7 @@ func (b *Backend) claimCreated(ctx context.Context, h handles, job, key string, 
 		}
 		return anarchon.ClaimOutcome{Kind: anarchon.OutcomeOverlap}, false, nil
 	}
-	return anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: 1, Holder: c.InstanceID, LeaseUntil: until, Fence: rev}, false, nil
+	return anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: attempt, Holder: c.InstanceID, LeaseUntil: until, Fence: rev}, false, nil
 }
 
 // settleWin completes a claim whose write of revision rev of key made the
