@@ -154,6 +154,11 @@ func parseCrontabWith(file string, data []byte, opts crontabOptions) ([]*jobSpec
 			warn(lineNo, "%s", ln.warning)
 		}
 		argvCmd, stdin := percent(ln.command)
+		if stdin != "" {
+			// cron's rule, kept for crontabs that rely on it, but more
+			// often a date format written without its backslashes.
+			warn(lineNo, "an unescaped %% ends the command, which runs as %q with the rest as its standard input (crontab(5)); write \\%% for a literal %%", argvCmd)
+		}
 		j := &jobSpec{
 			Name:     pending,
 			Schedule: ln.schedule,

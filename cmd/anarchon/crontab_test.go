@@ -25,7 +25,8 @@ OTHER='x'
 `
 	jobs, all := parseCrontab("ct", []byte(src))
 	errs, warns := splitWarnings(all)
-	if len(warns) != 1 || !strings.HasPrefix(warns[0].Error(), "ct:4: warning: six time fields") {
+	if len(warns) != 2 || !strings.HasPrefix(warns[0].Error(), "ct:4: warning: six time fields") ||
+		!strings.HasPrefix(warns[1].Error(), `ct:14: warning: an unescaped % ends the command, which runs as "date +%Y-%m-%d" with the rest as its standard input`) {
 		t.Errorf("warnings: %v", warns)
 	}
 	if len(errs) > 0 {
