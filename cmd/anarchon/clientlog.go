@@ -125,3 +125,37 @@ func holdClientLines() (end func(started bool)) {
 		clientLines.release()
 	}
 }
+
+// storeLog is the logger a backend opened for --store logs to: clientLog,
+// and for the read-only commands (mustExist: history, status) only its
+// errors. A backend's start report (Redis persistence off, the servers it
+// found) is for the daemon's log; repeated on every history or status
+// call it said nothing about what was read.
+func storeLog(mustExist bool) *slog.Logger {
+	log := clientLog.Load()
+	if log == nil {
+		log = slog.Default()
+	}
+	if !mustExist {
+		return log
+	}
+	return slog.New(levelAtLeast{log.Handler(), slog.LevelError})
+}
+
+// levelAtLeast is h without the records below min.
+type levelAtLeast struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h levelAtLeast) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h levelAtLeast) WithAttrs(as []slog.Attr) slog.Handler {
+	return levelAtLeast{h.Handler.WithAttrs(as), h.min}
+}
+
+func (h levelAtLeast) WithGroup(name string) slog.Handler {
+	return levelAtLeast{h.Handler.WithGroup(name), h.min}
+}

@@ -75,7 +75,7 @@ func openNATS(u *url.URL, raw, prefix string, mustExist bool) (anarchon.Backend,
 	// nats.go prints asynchronous errors to stderr unless given a
 	// handler: log them, and connection changes, through slog.
 	l := clientLogger{client: "nats"}
-	opts := &natsbackend.Options{Bucket: prefix, Replicas: replicas, Timeout: timeout, MustExist: mustExist, Logger: clientLog.Load()}
+	opts := &natsbackend.Options{Bucket: prefix, Replicas: replicas, Timeout: timeout, MustExist: mustExist, Logger: storeLog(mustExist)}
 	if prefix != "" && prefix != natsbackend.DefaultBucket {
 		// A prefix separates history too: deployments sharing a server
 		// must not read each other's runs of a job with the same name.

@@ -26,7 +26,7 @@ func init() {
 // not know unknown_parameter.
 func openRedis(_ *url.URL, raw, prefix string, mustExist bool) (anarchon.Backend, error) {
 	redis.SetLogger(clientLogger{client: "redis"}) // go-redis logs to stderr by default
-	b, err := redisbackend.Open(raw, &redisbackend.Options{Prefix: prefix, MustExist: mustExist, Logger: clientLog.Load()})
+	b, err := redisbackend.Open(raw, &redisbackend.Options{Prefix: prefix, MustExist: mustExist, Logger: storeLog(mustExist)})
 	if errors.Is(err, redisbackend.ErrInvalidInput) {
 		code := StoreBadURL
 		if strings.Contains(err.Error(), "unexpected option") { // go-redis's word for a parameter it does not know

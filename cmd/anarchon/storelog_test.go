@@ -46,7 +46,7 @@ func TestStoreStartupLogsThroughDaemonLogger(t *testing.T) {
 
 // Each command logs the store's start-up report (Redis: the persistence
 // WARN and the topology; NATS: the bound bucket) at most once, the
-// read-only ones too, and a daemon whose crontab has an @reboot job logs
+// read-only ones (history, status) not at all, and a daemon whose crontab has an @reboot job logs
 // it once at start: its @reboot runs initialise the store again, on a
 // scheduler of their own.
 func TestStoreStartupReportOnce(t *testing.T) {
@@ -73,8 +73,12 @@ func TestStoreStartupReportOnce(t *testing.T) {
 				if code != 0 {
 					t.Fatalf("%q: exit %d\n%s%s", args, code, out, errOut)
 				}
-				if n := strings.Count(errOut, c.msg); n > 1 {
+				n := strings.Count(errOut, c.msg)
+				if n > 1 {
 					t.Errorf("%q: %d %q lines, want at most one:\n%s", args, n, c.msg, errOut)
+				}
+				if read := args[0] == "history" || args[0] == "status"; read && (n > 0 || strings.Contains(errOut, "persistence")) {
+					t.Errorf("%q: a read-only command logs the store's start-up report:\n%s", args, errOut)
 				}
 			}
 			if testing.Short() {
