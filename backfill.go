@@ -110,7 +110,7 @@ func (s *Scheduler) Backfill(ctx context.Context, name string, from, to time.Tim
 			}
 			run.WatchUp(true)
 			for ev := range ch {
-				run.Notify(ev.Job, ev.Slot)
+				run.Notify(ev.Job, ev.Slot, ev.Kind == RunFinished)
 			}
 			run.WatchUp(false) // backups poll from now on
 		})

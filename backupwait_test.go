@@ -122,7 +122,8 @@ func (b breakingWatch) WatchRuns(ctx context.Context) (<-chan anarchon.RunEvent,
 // wakes it to ask at once. The holder heartbeats
 // every Lease/3, so each answer the backup gets ends at least 2/3 of a
 // lease later: over a run of length d it claims at most about
-// d/(2·Lease/3) times.
+// d/(2·Lease/3) times. With the watch up, the holder's finish (its
+// RunFinished event) ends the backup's stand-by without another claim.
 func TestBackupWaitsForLeaseEndWithWatcher(t *testing.T) {
 	const (
 		poll  = time.Second
@@ -150,6 +151,7 @@ func TestBackupWaitsForLeaseEndWithWatcher(t *testing.T) {
 				store := membackend.New(nil)
 				var mu sync.Mutex
 				var runs []anarchon.Run
+				var ended time.Time // when the handler returned
 				h := func(ctx context.Context, r *anarchon.Run) error {
 					mu.Lock()
 					runs = append(runs, *r)
@@ -158,6 +160,9 @@ func TestBackupWaitsForLeaseEndWithWatcher(t *testing.T) {
 					case <-time.After(run):
 					case <-ctx.Done():
 					}
+					mu.Lock()
+					ended = time.Now()
+					mu.Unlock()
 					return nil
 				}
 				counters := map[string]*claimCounter{}
@@ -205,6 +210,17 @@ func TestBackupWaitsForLeaseEndWithWatcher(t *testing.T) {
 						t.Fatalf("backup claimed %d times during a %v run, want at least %d (it must poll every %v)", n, run, want, poll)
 					}
 					return
+				}
+				// The holder's finish sends RunFinished, which settles the
+				// slot for the backup: it does not ask again.
+				mu.Lock()
+				end := ended
+				mu.Unlock()
+				if end.IsZero() {
+					t.Fatal("the handler did not return")
+				}
+				if at := backup.claimAfter(end); !at.IsZero() {
+					t.Fatalf("the backup claimed at %v, after the run finished at %v and its RunFinished event", at, end)
 				}
 				if limit := int64(run/(2*lease/3)) + 3; n > limit {
 					t.Fatalf("backup claimed %d times during a %v run with a %v lease and a Watcher, want at most %d (it polled every PollInterval)", n, run, lease, limit)

@@ -23,7 +23,7 @@ func (s *Scheduler) watchLoop(ctx context.Context) {
 					}
 					continue
 				}
-				s.run.Notify(ev.Job, ev.Slot)
+				s.run.Notify(ev.Job, ev.Slot, ev.Kind == RunFinished)
 			}
 			s.run.WatchUp(false)
 		}

@@ -240,8 +240,13 @@ type RunEvent struct {
 // watch breaks; then the channel is closed and the scheduler falls back to
 // polling and watches again. Every change made after WatchRuns returns must
 // be delivered (a backend whose subscription is confirmed asynchronously
-// waits for the confirmation before returning). Events may be lost or repeated: they are hints,
-// and the scheduler always re-claims to learn the truth.
+// waits for the confirmation before returning). Events may be lost or
+// repeated, and a RunReleased event is a hint that the scheduler checks by
+// claiming again. A RunFinished event must come only after the run is
+// settled (done, missed, skipped or paused: a state no claim changes),
+// because a backup standing by on that slot ends on it without claiming
+// again (SPEC §6); heartbeats, a retry's shortened lease and takeovers
+// send none. anarchontest's Watch subtests check both.
 type Watcher interface {
 	WatchRuns(ctx context.Context) (<-chan RunEvent, error)
 }

@@ -109,6 +109,12 @@
 //     Release and a Finish on one handle reach a watch opened on another
 //     within 5 seconds, and the channel closes when the watch's context
 //     ends. Changes made after WatchRuns returns must be delivered.
+//   - Watch/Settled: RunFinished comes only once a run is settled (a
+//     backup ends on it without claiming again, SPEC §6): none after a
+//     claim, a heartbeat, a 1 ms heartbeat (a retry's), a takeover, a
+//     release or a claim of a released run, each followed by a marker
+//     slot's RunReleased that must come first; after the finish, the
+//     RunFinished comes and a claim answers done.
 //   - ServerClock, for an [anarchon.ServerClock]: it answers, within 5
 //     seconds of this machine's clock unless FakeClock is set.
 //   - Names: names of [anarchon.MaxNameLength] bytes (with the odd name's

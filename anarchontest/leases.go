@@ -774,6 +774,82 @@ func testWatch(t *testing.T, h Harness) {
 	}
 }
 
+// testWatchSettled: a watcher sends RunFinished for a slot only once its
+// run is settled, since a backup standing by on the slot ends on that
+// event without claiming again (SPEC §6). A claim, a heartbeat, a retry's
+// shortened lease, a takeover, a release and a claim of the released run
+// send none: after each, the claim and release of a marker slot sends a
+// RunReleased that the watch delivers after the step's events, and no
+// RunFinished of the slot may come before it. After the finish, the
+// RunFinished comes and a new claim of the slot answers done.
+func testWatchSettled(t *testing.T, h Harness) {
+	s := open(t, h, 2)
+	w, ok := anarchon.As[anarchon.Watcher](s.b(1))
+	if !ok {
+		t.Skip("backend has no anarchon.Watcher")
+	}
+	if _, ok := s.b(0).(anarchon.LeaseBackend); !ok {
+		t.Skip("backend has a Watcher but no RunStore to change runs with")
+	}
+	job := jobName("settled")
+	s.prepare(job, 20)
+	slot := baseSlot()
+	ctx, cancel := context.WithCancel(s.ctx)
+	defer cancel()
+	ch, err := w.WatchRuns(ctx)
+	if err != nil {
+		t.Fatalf("WatchRuns: %v", err)
+	}
+	marks := 0
+	step := func(what string, do func()) {
+		t.Helper()
+		do()
+		marks++
+		m, tok := slot+int64(marks)*1000, token()
+		want(t, "marker claim", s.lclaim(0, rclaim(job, m, tok, "m", longLease)), anarchon.OutcomeWon)
+		if !s.release(0, job, m, tok) {
+			t.Fatal("marker Release returned false")
+		}
+		awaitEvent(t, ch, fmt.Sprintf("marker event for job %q slot %d after %s", job, m, what), func(ev anarchon.RunEvent) bool {
+			if ev.Job == job && ev.Slot == slot && ev.Kind == anarchon.RunFinished {
+				t.Errorf("RunFinished for slot %d after %s, before its run was settled", slot, what)
+			}
+			return ev.Job == job && ev.Slot == m && ev.Kind == anarchon.RunReleased
+		})
+	}
+	a, b, c := token(), token(), token()
+	step("a claim", func() { want(t, "claim", s.lclaim(0, rclaim(job, slot, a, "a", h.Lease)), anarchon.OutcomeWon) })
+	step("a heartbeat", func() {
+		if !s.heartbeat(0, job, slot, a, h.Lease) {
+			t.Fatal("Heartbeat returned false")
+		}
+	})
+	step("a retry's shortened lease", func() {
+		if !s.heartbeat(0, job, slot, a, time.Millisecond) {
+			t.Fatal("Heartbeat of 1 ms returned false")
+		}
+	})
+	step("a takeover", func() {
+		h.Sleep(h.expiry())
+		want(t, "takeover", s.lclaim(1, rclaim(job, slot, b, "b", longLease)), anarchon.OutcomeWon)
+	})
+	step("a release", func() {
+		if !s.release(1, job, slot, b) {
+			t.Fatal("Release returned false")
+		}
+	})
+	step("a claim of the released run", func() {
+		want(t, "claim of the released run", s.lclaim(0, rclaim(job, slot, c, "c", longLease)), anarchon.OutcomeWon)
+	})
+	if !s.finish(0, job, slot, c, anarchon.StatusSuccess) {
+		t.Fatal("Finish returned false")
+	}
+	awaitEvent(t, ch, fmt.Sprintf("finish event for job %q slot %d", job, slot), func(ev anarchon.RunEvent) bool {
+		return ev.Job == job && ev.Slot == slot && ev.Kind == anarchon.RunFinished
+	})
+	want(t, "claim after RunFinished", s.lclaim(1, rclaim(job, slot, token(), "d", longLease)), anarchon.OutcomeDone)
+}
+
 // testServerClock: ServerTime answers, and (with a real clock) is within 5
 // seconds of this machine's.
 func testServerClock(t *testing.T, h Harness) {

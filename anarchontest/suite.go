@@ -174,6 +174,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Early", func(t *testing.T) { testEarly(t, h, hasLeases) })
 	t.Run("Bytes", func(t *testing.T) { testBytes(t, h, hasLeases) })
 	t.Run("Watch", func(t *testing.T) { testWatch(t, h) })
+	t.Run("Watch/Settled", func(t *testing.T) { testWatchSettled(t, h) })
 	t.Run("ServerClock", func(t *testing.T) { testServerClock(t, h) })
 	t.Run("Batch", func(t *testing.T) {
 		if !has.batch {

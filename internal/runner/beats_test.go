@@ -148,7 +148,7 @@ func TestBeatsStress(t *testing.T) {
 							r.WatchUp(true)
 							r.WatchUp(false)
 						}
-						r.Notify("j", int64(rand.IntN(runs)))
+						r.Notify("j", int64(rand.IntN(runs)), false)
 					}
 				}()
 				wg.Wait()

@@ -121,7 +121,14 @@ func (a *Leased[J]) answer(ctx context.Context, out Outcome) bool {
 		return true
 	case KindRunning:
 		a.standing = true
-		return a.standBy(ctx, out)
+		if !a.standBy(ctx, out) {
+			return false
+		}
+		// The store settled the run while this attempt stood by (its
+		// RunFinished event): a claim would answer done or none, on
+		// which a backup does nothing. Not asking saves every backup of
+		// a burst its claim after the holder's finish.
+		return a.listener == nil || !a.listener.settled.Load()
 	case KindLate:
 		a.settle(ctx, a.Token, StatusMissed, 0)
 	case KindOverlap:

@@ -149,8 +149,13 @@ func New[J any](h Host[J], runCtx context.Context, cfg Config) *Runner[J] {
 }
 
 // Notify wakes the attempts standing by on (job, slot): the store says its
-// lease was released or its run finished.
-func (r *Runner[J]) Notify(job string, slot int64) { r.waiters.notify(slotKey{job, slot}) }
+// lease was released, or with settled that its run finished or was
+// settled (RunFinished, which a store sends only once no claim can change
+// the run: SPEC §6, "Watch"), in which case a backup woken by it ends
+// without claiming again.
+func (r *Runner[J]) Notify(job string, slot int64, settled bool) {
+	r.waiters.notify(slotKey{job, slot}, settled)
+}
 
 // WatchUp tells the runner whether the scheduler's watch of the store is
 // up (Config.Watch; WatchRuns answered and its channel is open). While it

@@ -3,6 +3,7 @@ package runner
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 type slotKey struct {
@@ -16,6 +17,10 @@ type slotKey struct {
 type waiter struct {
 	ch   chan struct{}
 	kick func()
+	// settled is set by a finished event (the store settled the slot's
+	// run: done, missed, skipped or paused, which no claim changes), so
+	// that a backup woken by it ends without asking again.
+	settled atomic.Bool
 }
 
 func newWaiter() *waiter { return &waiter{ch: make(chan struct{}, 1)} }
@@ -57,10 +62,13 @@ func (ws *waiters) remove(k slotKey, w *waiter) {
 	ws.mu.Unlock()
 }
 
-// notify wakes every waiter on k.
-func (ws *waiters) notify(k slotKey) {
+// notify wakes every waiter on k; settled says the store settled its run.
+func (ws *waiters) notify(k slotKey, settled bool) {
 	ws.mu.Lock()
 	for _, w := range ws.m[k] {
+		if settled {
+			w.settled.Store(true)
+		}
 		w.wake()
 	}
 	ws.mu.Unlock()
