@@ -311,8 +311,11 @@ type BurstRow struct {
 	CPUPerInst    time.Duration
 	RSSPerInst    int64
 	CallsPerBurst float64 // backend calls per burst, all processes (counted)
-	StoreErrors   int64   // failed store calls in the window, all processes
-	FirstError    string  // one of them
+	// CallsByOp is CallsPerBurst by method (Op's names), for finding
+	// which calls a row's count is made of.
+	CallsByOp   map[string]float64
+	StoreErrors int64  // failed store calls in the window, all processes
+	FirstError  string // one of them
 }
 
 // MergeBursts merges the reports of one measurement's processes. With
@@ -356,6 +359,7 @@ func MergeBursts(reps []BurstReport, jobs, bursts int, exclusive bool) BurstRow 
 		}
 	}
 	var calls int64
+	row.CallsByOp = map[string]float64{}
 	for _, r := range reps {
 		if exclusive {
 			row.Duplicates += r.Repeats
@@ -367,8 +371,9 @@ func MergeBursts(reps []BurstReport, jobs, bursts int, exclusive bool) BurstRow 
 			row.FirstError = r.FirstError
 		}
 		row.RSSPerInst += r.RSS
-		for _, n := range r.Calls {
+		for op, n := range r.Calls {
 			calls += n
+			row.CallsByOp[op] += float64(n) / float64(bursts)
 		}
 	}
 	if len(reps) > 0 {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -220,6 +221,12 @@ func burstRow(ctx context.Context, cfg burstSettings, name string, mode bench.Ti
 	t.Add(k, what, r.Procs, bench.Ms(r.P50), bench.Ms(r.P99), bench.Ms(r.Max), opsCell, fmt.Sprintf("%.0f", r.CallsPerBurst),
 		bench.Ms(r.CPUPerInst/time.Duration(cfg.bursts)), bench.MiB(r.RSSPerInst), r.Starts, r.Duplicates, r.Takeovers, r.Misses, r.StoreErrors, srvCell)
 	fmt.Fprintf(os.Stderr, "burst: K=%d %s, %d processes: p99 %s ms, %d misses, %d duplicates, %d takeovers, %d store errors\n", k, what, procs, bench.Ms(r.P99), r.Misses, r.Duplicates, r.Takeovers, r.StoreErrors)
+	names := slices.Sorted(maps.Keys(r.CallsByOp))
+	by := make([]string, len(names))
+	for i, op := range names {
+		by[i] = fmt.Sprintf("%s %.0f", op, r.CallsByOp[op])
+	}
+	fmt.Fprintf(os.Stderr, "burst: K=%d %s: backend calls per burst by method: %s\n", k, what, strings.Join(by, ", "))
 	if r.FirstError != "" {
 		note += fmt.Sprintf("\n\n_%s, K = %d, %d processes: the first store error was %q._", what, k, procs, r.FirstError)
 	}
