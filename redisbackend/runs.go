@@ -365,9 +365,13 @@ func (s *RunStore) ServerTime(ctx context.Context) (time.Time, error) {
 // every job (SPEC §6, anarchon.Watcher). It returns once the subscription
 // is confirmed. The channel is closed when ctx ends, the backend is closed
 // or the subscription breaks (go-redis does not hide a broken connection
-// here: the caller polls and watches again). Events are hints: an event
-// published while no subscription is open is lost, and events are dropped
-// when the caller falls more than 128 behind.
+// here: the caller polls and watches again). An event published while no
+// subscription is open is lost. The channel holds 128 events; while the
+// caller is behind, the subscription is not read and Redis keeps the
+// messages in the connection's output buffer, up to its
+// client-output-buffer-limit for pub/sub (by default 32 MB, or 8 MB for
+// 60 s), past which it closes the subscription: the channel closes and
+// the caller polls and watches again.
 func (b *Backend) WatchRuns(ctx context.Context) (<-chan anarchon.RunEvent, error) {
 	if err := b.check(); err != nil {
 		return nil, err
@@ -406,9 +410,13 @@ func (b *Backend) WatchRuns(ctx context.Context) (<-chan anarchon.RunEvent, erro
 			if !ok {
 				continue
 			}
+			// Wait for the caller rather than drop: a backup that misses
+			// its slot's event claims again only at the lease's end, so
+			// a burst's dropped finishes came back as one claim each.
 			select {
 			case out <- ev:
-			default: // a hint; the scheduler re-claims anyway
+			case <-ctx.Done():
+				return
 			}
 		}
 	}()
