@@ -721,11 +721,12 @@ func awaitEvent(t *testing.T, ch <-chan anarchon.RunEvent, what string, match fu
 	}
 }
 
-// testWatch: a Release and a Finish made on one handle wake a watcher on
-// another within watchWait. Changes made after WatchRuns returned must be
-// delivered.
-func testWatch(t *testing.T, h Harness) {
-	s := open(t, h, 2)
+// watchJob prepares job on s (two handles) and opens a watch on handle
+// 1, skipping t unless that handle is a Watcher and handle 0 has a
+// RunStore to change runs with. It returns the slot to use, the watch's
+// channel and the end of its context (also called when t ends).
+func watchJob(t *testing.T, s *store, job string) (slot int64, ch <-chan anarchon.RunEvent, cancel context.CancelFunc) {
+	t.Helper()
 	w, ok := anarchon.As[anarchon.Watcher](s.b(1))
 	if !ok {
 		t.Skip("backend has no anarchon.Watcher")
@@ -733,15 +734,23 @@ func testWatch(t *testing.T, h Harness) {
 	if _, ok := s.b(0).(anarchon.LeaseBackend); !ok {
 		t.Skip("backend has a Watcher but no RunStore to change runs with")
 	}
-	job := jobName("watch")
 	s.prepare(job, 10)
-	slot := baseSlot()
 	ctx, cancel := context.WithCancel(s.ctx)
-	defer cancel()
+	t.Cleanup(cancel)
 	ch, err := w.WatchRuns(ctx)
 	if err != nil {
 		t.Fatalf("WatchRuns: %v", err)
 	}
+	return baseSlot(), ch, cancel
+}
+
+// testWatch: a Release and a Finish made on one handle wake a watcher on
+// another within watchWait. Changes made after WatchRuns returned must be
+// delivered.
+func testWatch(t *testing.T, h Harness) {
+	s := open(t, h, 2)
+	job := jobName("watch")
+	slot, ch, cancel := watchJob(t, s, job)
 	await := func(what string, kind anarchon.RunEventKind) {
 		t.Helper()
 		awaitEvent(t, ch, fmt.Sprintf("%s event for job %q slot %d", what, job, slot), func(ev anarchon.RunEvent) bool {
@@ -784,22 +793,8 @@ func testWatch(t *testing.T, h Harness) {
 // RunFinished comes and a new claim of the slot answers done.
 func testWatchSettled(t *testing.T, h Harness) {
 	s := open(t, h, 2)
-	w, ok := anarchon.As[anarchon.Watcher](s.b(1))
-	if !ok {
-		t.Skip("backend has no anarchon.Watcher")
-	}
-	if _, ok := s.b(0).(anarchon.LeaseBackend); !ok {
-		t.Skip("backend has a Watcher but no RunStore to change runs with")
-	}
 	job := jobName("settled")
-	s.prepare(job, 20)
-	slot := baseSlot()
-	ctx, cancel := context.WithCancel(s.ctx)
-	defer cancel()
-	ch, err := w.WatchRuns(ctx)
-	if err != nil {
-		t.Fatalf("WatchRuns: %v", err)
-	}
+	slot, ch, _ := watchJob(t, s, job)
 	marks := 0
 	step := func(what string, do func()) {
 		t.Helper()

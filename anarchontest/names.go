@@ -42,19 +42,8 @@ func testNames(t *testing.T, h Harness, hasLeases bool) {
 		t.Run("AtLimit/Watch", func(t *testing.T) {
 			t.Parallel()
 			s := open(t, h, 2)
-			w, ok := anarchon.As[anarchon.Watcher](s.b(1))
-			if !ok {
-				t.Skip("backend has no anarchon.Watcher")
-			}
 			job := limitName()
-			s.prepare(job, 10)
-			slot := baseSlot()
-			ctx, cancel := context.WithCancel(s.ctx)
-			defer cancel()
-			ch, err := w.WatchRuns(ctx)
-			if err != nil {
-				t.Fatalf("WatchRuns: %v", err)
-			}
+			slot, ch, _ := watchJob(t, s, job)
 			a := token()
 			want(t, "claim", s.lclaim(0, rclaim(job, slot, a, "a", longLease)), anarchon.OutcomeWon)
 			if !s.release(0, job, slot, a) {
