@@ -109,7 +109,7 @@ func skipReason(e anarchon.Event) string {
 		// The store's view: a run it holds as live may be one whose claim
 		// answer or finish was lost (a store failing over), which no
 		// instance works until its lease ends.
-		return "the store still held an earlier run of the job as live (overlap: skip, buffer_one or limit): running, or left by a claim or finish that failed until its lease ends"
+		return "the store still held another run of the job as live (overlap: skip, buffer_one or limit): running, or left by a claim or finish that failed until its lease ends; a slot whose claim came late, as after a store failover, can meet a later slot's run"
 	case anarchon.StatusReplaced:
 		return "a later slot replaced the run (overlap: replace)"
 	case anarchon.StatusAbandoned:
