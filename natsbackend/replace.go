@@ -85,7 +85,7 @@ func (b *Backend) replaceRun(ctx context.Context, h handles, key string) (anarch
 		if v.State != anarchon.RunStateRunning && v.State != anarchon.RunStateReleased {
 			return anarchon.ActiveRun{}, false, nil
 		}
-		until := v.until(e)
+		until := v.until(e.Created())
 		live := false
 		if v.State == anarchon.RunStateRunning {
 			expired, err := b.serverAfter(ctx, h, until.Add(-time.Nanosecond))

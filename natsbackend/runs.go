@@ -76,8 +76,10 @@ func casPause(ctx context.Context, turn int, op string) error {
 // a random pause that grows with the losses (casPause).
 var ErrContention = errors.New("natsbackend: too many concurrent writers of one key")
 
-func (v runValue) until(e jetstream.KeyValueEntry) time.Time {
-	return e.Created().Add(time.Duration(v.LeaseMs) * time.Millisecond)
+// until is the end of v's lease, granted or renewed by the revision
+// the server stamped at created.
+func (v runValue) until(created time.Time) time.Time {
+	return created.Add(time.Duration(v.LeaseMs) * time.Millisecond)
 }
 
 func encodeRun(v runValue) []byte {
@@ -303,7 +305,7 @@ func (b *Backend) decideRead(ctx context.Context, h handles, c anarchon.RunClaim
 		if v.Token == c.Token {
 			return out, false, nil
 		}
-		until := created.Add(time.Duration(v.LeaseMs) * time.Millisecond)
+		until := v.until(created)
 		expired, err := b.serverAfter(ctx, h, until.Add(-time.Nanosecond)) // now >= until
 		if err != nil {
 			return out, true, err
@@ -671,7 +673,7 @@ func (b *Backend) listed(ctx context.Context, h handles, job string, slot int64,
 			continue
 		}
 		if limit > 0 && v.State == anarchon.RunStateRunning {
-			until := e.created.Add(time.Duration(v.LeaseMs) * time.Millisecond)
+			until := v.until(e.created)
 			expired, err := b.serverAfter(ctx, h, until.Add(-time.Nanosecond))
 			if err != nil {
 				return nil, false, err
@@ -839,7 +841,7 @@ func (b *Backend) active(ctx context.Context, job string) ([]anarchon.ActiveRun,
 		if e == nil || (v.State != anarchon.RunStateRunning && v.State != anarchon.RunStateReleased) {
 			continue
 		}
-		until := v.until(e)
+		until := v.until(e.Created())
 		if v.State == anarchon.RunStateReleased {
 			until = e.Created()
 		}
