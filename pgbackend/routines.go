@@ -12,7 +12,7 @@ import (
 // routineVersion ends the name of every stored function, so that two
 // versions of anarchon sharing a database in a rolling deploy each call
 // the body they were built with. A change of any body takes a new version.
-const routineVersion = "_v6"
+const routineVersion = "_v7"
 
 // The bodies of the stored functions, one CREATE per file, after a
 // comment header that is dropped.
@@ -20,11 +20,15 @@ const routineVersion = "_v6"
 //go:embed sql/*.sql
 var sqlFiles embed.FS
 
-// routineFiles are the stored functions in the order Init creates them:
-// lock_job first, which the others call.
+// routineNames are the stored functions in the order Init creates them:
+// lock_job and trim_history first, which the others call.
+var routineNames = []string{"lock_job", "trim_history", "claim", "finish", "release", "finish_result",
+	"claim_batch", "claim_runs", "save_result", "save_results", "finish_results"}
+
+// routineFiles are the bodies of routineNames, in that order.
 var routineFiles = func() []struct{ name, body string } {
 	var out []struct{ name, body string }
-	for _, name := range []string{"lock_job", "claim", "finish", "release", "finish_result", "claim_batch", "claim_runs", "save_result", "save_results", "finish_results"} {
+	for _, name := range routineNames {
 		data, err := sqlFiles.ReadFile("sql/" + name + ".sql")
 		if err != nil {
 			panic("pgbackend: " + err.Error())
@@ -71,6 +75,7 @@ func routines(channel string) func(qualify func(string) string) sqlbackend.Routi
 		saveResult := qualify("save_result" + routineVersion)
 		saveResults := qualify("save_results" + routineVersion)
 		finishResults := qualify("finish_results" + routineVersion)
+		trimHistory := qualify("trim_history" + routineVersion)
 		ch := "NULL::text"
 		if channel != "" {
 			// channel is made of the validated schema and prefix
@@ -85,6 +90,7 @@ func routines(channel string) func(qualify func(string) string) sqlbackend.Routi
 			"{release}", release, "{finish_result}", finishResult,
 			"{claim_batch}", claimBatch, "{claim_runs}", claimRuns,
 			"{save_result}", saveResult, "{save_results}", saveResults, "{finish_results}", finishResults,
+			"{trim_history}", trimHistory,
 			"{released}", strconv.Itoa(int(anarchon.RunReleased)),
 			"{finished}", strconv.Itoa(int(anarchon.RunFinished)),
 		)

@@ -4,14 +4,13 @@
 -- A change of the body below takes a new routineVersion.
 --
 -- finish_result: the job's lock first (as a claim takes it), then
--- Finish, the result, and trimming as SaveResult does.
+-- Finish, the result, and trimming (trim_history).
 CREATE OR REPLACE FUNCTION {finish_result}(p_job text, p_slot bigint, p_token text, p_instance text,
 	p_attempt bigint, p_status text, p_started bigint, p_finished bigint, p_error text, p_output text,
 	p_size bigint, p_ttl bigint, p_channel text, OUT o_ok boolean)
 LANGUAGE plpgsql VOLATILE AS $anarchon$
 DECLARE
 	v_status text := p_status;
-	v_top bigint;
 BEGIN
 	PERFORM {lock_job}(p_job);
 	UPDATE {runs} SET state = 'done', status = p_status, lease_until = NULL
@@ -32,18 +31,6 @@ BEGIN
 			claimed_at = COALESCE(excluded.claimed_at, r.claimed_at), started_at = excluded.started_at,
 			finished_at = excluded.finished_at, error = excluded.error, output = excluded.output,
 			manual = excluded.manual, saved_at = excluded.saved_at;
-	DELETE FROM {results} WHERE job = p_job AND (
-		slot < (SELECT r.slot FROM {results} r WHERE r.job = p_job ORDER BY r.slot DESC LIMIT 1 OFFSET p_size - 1)
-		OR (p_ttl > 0 AND saved_at < {now} - p_ttl));
-	WITH d AS (
-		DELETE FROM {runs} WHERE job = p_job AND (
-			slot < (SELECT r.slot FROM {runs} r WHERE r.job = p_job ORDER BY r.slot DESC LIMIT 1 OFFSET p_size - 1)
-			OR (p_ttl > 0 AND claimed_at < {now} - p_ttl))
-		AND (state IN ('done', 'missed', 'skipped') OR lease_until IS NULL)
-		RETURNING slot)
-	SELECT max(slot) INTO v_top FROM d;
-	IF v_top IS NOT NULL THEN
-		UPDATE {jobs} SET watermark = v_top WHERE job = p_job AND (watermark IS NULL OR watermark < v_top);
-	END IF;
+	PERFORM {trim_history}(p_job, p_size, p_ttl);
 END
 $anarchon$

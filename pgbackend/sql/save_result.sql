@@ -6,13 +6,11 @@
 -- save_result: SaveResult's transaction in one call. The job's lock
 -- first (as a claim takes it), then the result (its claim time from the
 -- run row of p_claim_token), a plain claim's run row marked done
--- (p_plain), and trimming as finish_result does.
+-- (p_plain), and trimming (trim_history).
 CREATE OR REPLACE FUNCTION {save_result}(p_job text, p_token text, p_slot bigint, p_instance text,
 	p_attempt bigint, p_status text, p_claim_token text, p_started bigint, p_finished bigint,
 	p_error text, p_output text, p_manual bigint, p_plain boolean, p_size bigint, p_ttl bigint, OUT o_ok boolean)
 LANGUAGE plpgsql VOLATILE AS $anarchon$
-DECLARE
-	v_top bigint;
 BEGIN
 	PERFORM {lock_job}(p_job);
 	INSERT INTO {results} AS r (job, token, slot, instance, attempt, status, claimed_at, started_at, finished_at, error, output, manual, saved_at)
@@ -28,19 +26,7 @@ BEGIN
 		UPDATE {runs} SET state = 'done', status = p_status
 			WHERE job = p_job AND slot = p_slot AND token = p_token AND state = 'running' AND lease_until IS NULL;
 	END IF;
-	DELETE FROM {results} WHERE job = p_job AND (
-		slot < (SELECT r.slot FROM {results} r WHERE r.job = p_job ORDER BY r.slot DESC LIMIT 1 OFFSET p_size - 1)
-		OR (p_ttl > 0 AND saved_at < {now} - p_ttl));
-	WITH d AS (
-		DELETE FROM {runs} WHERE job = p_job AND (
-			slot < (SELECT r.slot FROM {runs} r WHERE r.job = p_job ORDER BY r.slot DESC LIMIT 1 OFFSET p_size - 1)
-			OR (p_ttl > 0 AND claimed_at < {now} - p_ttl))
-		AND (state IN ('done', 'missed', 'skipped') OR lease_until IS NULL)
-		RETURNING slot)
-	SELECT max(slot) INTO v_top FROM d;
-	IF v_top IS NOT NULL THEN
-		UPDATE {jobs} SET watermark = v_top WHERE job = p_job AND (watermark IS NULL OR watermark < v_top);
-	END IF;
+	PERFORM {trim_history}(p_job, p_size, p_ttl);
 	o_ok := true;
 END
 $anarchon$
