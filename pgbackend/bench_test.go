@@ -2,12 +2,9 @@ package pgbackend_test
 
 import (
 	"context"
-	"slices"
 	"strconv"
 	"testing"
-	"time"
 
-	"github.com/anarchon/anarchon"
 	"github.com/anarchon/anarchon/pgbackend"
 	"github.com/anarchon/anarchon/sqlbackend/sqlbackendtest"
 )
@@ -47,13 +44,11 @@ func BenchmarkLeaseClaimVsRawInsert(b *testing.B) {
 }
 
 // BenchmarkClaimBatch measures batches of 256 plain claims (256 jobs, a
-// new slot each) on one server: a batch that wins every slot (won-us), the
-// same slots again under another token from a second backend (lost-us),
-// and the raw operation, one INSERT … SELECT FROM unnest(…) ON CONFLICT
-// DO NOTHING of the 256 new rows (raw-us), each in µs per claim, medians
-// over the iterations; won/raw is the median of each iteration's ratio.
+// new slot each) on one server (sqlbackendtest.ClaimBatch): a batch that
+// wins every slot, the same slots again under another token from a second
+// backend, and the raw operation, one INSERT … SELECT FROM unnest(…) ON
+// CONFLICT DO NOTHING of the 256 new rows.
 func BenchmarkClaimBatch(b *testing.B) {
-	const n = 256
 	schema := freshSchema(b)
 	bes := open(b, 2, 2, schema)
 	ctx := b.Context()
@@ -62,63 +57,20 @@ func BenchmarkClaimBatch(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	tbl := rawTable(bes[0], schema)
-	if err := tbl.Create(ctx); err != nil {
+	if err := rawTable(bes[0], schema).Create(ctx); err != nil {
 		b.Fatal(err)
 	}
-	jobs := make([]string, n)
+	n := sqlbackendtest.BatchSize
+	jobs, slots, tokens := make([]string, n), make([]int64, n), make([]string, n)
 	for k := range jobs {
-		jobs[k] = "j" + strconv.Itoa(k)
+		jobs[k], tokens[k] = "j"+strconv.Itoa(k), "t"
 	}
-	raw := func(slot int64) {
-		slots := make([]int64, n)
-		tokens := make([]string, n)
+	sqlbackendtest.ClaimBatch(b, bes[0], bes[1], func(ctx context.Context, slot int64) error {
 		for k := range slots {
-			slots[k], tokens[k] = slot, "t"
+			slots[k] = slot
 		}
-		if _, err := bes[0].Pool().Exec(ctx, `INSERT INTO "`+schema+`".raw_claims (job, slot, token)
-			SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[]) ON CONFLICT (job, slot) DO NOTHING`, jobs, slots, tokens); err != nil {
-			b.Fatal(err)
-		}
-	}
-	batch := func(be *pgbackend.Backend, slot int64, token string, want bool) {
-		in := make([]anarchon.ClaimInput, n)
-		for k := range in {
-			in[k] = anarchon.ClaimInput{Job: jobs[k], Slot: slot, Token: token, InstanceID: token}
-		}
-		out, err := be.ClaimBatch(ctx, in)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, a := range out {
-			if a.Err != nil || a.Won != want {
-				b.Fatalf("claim: %+v, want won %v", a, want)
-			}
-		}
-	}
-	timed := func(f func()) float64 {
-		t0 := time.Now()
-		f()
-		return float64(time.Since(t0).Nanoseconds()) / 1000 / n
-	}
-	slot0 := time.Now().Truncate(time.Minute).Add(-48 * time.Hour).UnixMilli()
-	var won, lost, rawUs, ratio []float64
-	for i := 0; b.Loop(); i++ {
-		slot := slot0 + int64(i)*1000
-		w := timed(func() { batch(bes[0], slot, "t", true) })
-		l := timed(func() { batch(bes[1], slot, "u", false) })
-		r := timed(func() { raw(slot) })
-		won, lost, rawUs, ratio = append(won, w), append(lost, l), append(rawUs, r), append(ratio, w/r)
-	}
-	b.ReportMetric(median(won), "won-us")
-	b.ReportMetric(median(lost), "lost-us")
-	b.ReportMetric(median(rawUs), "raw-us")
-	b.ReportMetric(median(ratio), "won/raw")
-}
-
-// median is the middle value of v (the upper one of an even count).
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	return s[len(s)/2]
+		_, err := bes[0].Pool().Exec(ctx, `INSERT INTO "`+schema+`".raw_claims (job, slot, token)
+			SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[]) ON CONFLICT (job, slot) DO NOTHING`, jobs, slots, tokens)
+		return err
+	})
 }

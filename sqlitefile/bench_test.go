@@ -2,12 +2,8 @@ package sqlitefile_test
 
 import (
 	"context"
-	"slices"
 	"strconv"
 	"testing"
-	"time"
-
-	"github.com/anarchon/anarchon"
 
 	"github.com/anarchon/anarchon/sqlbackend/sqlbackendtest"
 	"github.com/anarchon/anarchon/sqlitebackend"
@@ -59,13 +55,11 @@ func BenchmarkFinishResult(b *testing.B) {
 }
 
 // BenchmarkClaimBatch measures batches of 256 plain claims (256 jobs, a
-// new slot each) on one file: a batch that wins every slot (won-us), the
-// same slots again under another token (lost-us), and the raw operation,
-// 256 prepared INSERT … ON CONFLICT DO NOTHING of new rows in one BEGIN
-// IMMEDIATE transaction (raw-us), each in µs per claim, medians over the
-// iterations; won/raw is the median of each iteration's ratio.
+// new slot each) on one file (sqlbackendtest.ClaimBatch): a batch that
+// wins every slot, the same slots again under another token, and the raw
+// operation, 256 prepared INSERT … ON CONFLICT DO NOTHING of new rows in
+// one BEGIN IMMEDIATE transaction.
 func BenchmarkClaimBatch(b *testing.B) {
-	const n = 256
 	be := open(b, 1)[0]
 	ctx := b.Context()
 	if err := be.Init(ctx); err != nil {
@@ -75,66 +69,26 @@ func BenchmarkClaimBatch(b *testing.B) {
 	if err := rawTable(be).Create(ctx); err != nil {
 		b.Fatal(err)
 	}
-	raw := func(slot int64) {
+	sqlbackendtest.ClaimBatch(b, be, be, func(ctx context.Context, slot int64) error {
 		c, err := db.Conn(ctx)
 		if err != nil {
-			b.Fatal(err)
+			return err
 		}
 		defer c.Close()
 		if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-			b.Fatal(err)
+			return err
 		}
 		st, err := c.PrepareContext(ctx, rawInsert)
 		if err != nil {
-			b.Fatal(err)
+			return err
 		}
-		for k := range n {
+		defer st.Close()
+		for k := range sqlbackendtest.BatchSize {
 			if _, err := st.ExecContext(ctx, "j"+strconv.Itoa(k), slot, "t"); err != nil {
-				b.Fatal(err)
+				return err
 			}
 		}
-		_ = st.Close()
-		if _, err := c.ExecContext(ctx, "COMMIT"); err != nil {
-			b.Fatal(err)
-		}
-	}
-	batch := func(slot int64, token string, want bool) {
-		in := make([]anarchon.ClaimInput, n)
-		for k := range in {
-			in[k] = anarchon.ClaimInput{Job: "j" + strconv.Itoa(k), Slot: slot, Token: token, InstanceID: "a"}
-		}
-		out, err := be.ClaimBatch(ctx, in)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, a := range out {
-			if a.Err != nil || a.Won != want {
-				b.Fatalf("claim: %+v, want won %v", a, want)
-			}
-		}
-	}
-	timed := func(f func()) float64 {
-		t0 := time.Now()
-		f()
-		return float64(time.Since(t0).Microseconds()) / n
-	}
-	slot0 := time.Now().Truncate(time.Minute).Add(-48 * time.Hour).UnixMilli()
-	var won, lost, rawUs, ratio []float64
-	for i := 0; b.Loop(); i++ {
-		slot := slot0 + int64(i)*1000
-		w := timed(func() { batch(slot, "t", true) })
-		l := timed(func() { batch(slot, "u", false) })
-		r := timed(func() { raw(slot) })
-		won, lost, rawUs, ratio = append(won, w), append(lost, l), append(rawUs, r), append(ratio, w/r)
-	}
-	b.ReportMetric(median(won), "won-us")
-	b.ReportMetric(median(lost), "lost-us")
-	b.ReportMetric(median(rawUs), "raw-us")
-	b.ReportMetric(median(ratio), "won/raw")
-}
-
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	return s[len(s)/2]
+		_, err = c.ExecContext(ctx, "COMMIT")
+		return err
+	})
 }

@@ -2,6 +2,7 @@ package sqlbackendtest
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -140,4 +141,64 @@ func FinishResult(b *testing.B, be anarchon.Backend) {
 	b.ReportMetric(float64(twoD.Nanoseconds())/n, "finish+save-ns/op")
 	b.ReportMetric(float64(oneD.Nanoseconds())/n, "finishresult-ns/op")
 	b.ReportMetric(float64(oneD)/float64(twoD), "one/two")
+}
+
+// BatchSize is the number of claims in each batch of ClaimBatch.
+const BatchSize = 256
+
+// ClaimBatch measures batches of BatchSize plain claims of new slots
+// (jobs "j0" … "j255", one new slot per iteration) against the raw
+// operation of the same rows: win claims every slot with one
+// anarchon.BatchClaimer call of token "t" (won-us), lose claims the same
+// slots again with token "u", from the same backend or another (lost-us),
+// and raw inserts BatchSize new rows of slot into a bare claims table the
+// way the database does it fastest (raw-us). Each is reported in µs per
+// claim, as the median over the iterations; won/raw is the median of each
+// iteration's ratio. It fails b when a claim does not answer as expected.
+func ClaimBatch(b *testing.B, win, lose anarchon.BatchClaimer, raw func(ctx context.Context, slot int64) error) {
+	ctx := b.Context()
+	batch := func(be anarchon.BatchClaimer, slot int64, token string, want bool) {
+		in := make([]anarchon.ClaimInput, BatchSize)
+		for k := range in {
+			in[k] = anarchon.ClaimInput{Job: "j" + strconv.Itoa(k), Slot: slot, Token: token, InstanceID: token}
+		}
+		out, err := be.ClaimBatch(ctx, in)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, a := range out {
+			if a.Err != nil || a.Won != want {
+				b.Fatalf("claim: %+v, want won %v", a, want)
+			}
+		}
+	}
+	timed := func(f func()) float64 {
+		t0 := time.Now()
+		f()
+		return float64(time.Since(t0).Nanoseconds()) / 1000 / BatchSize
+	}
+	slot0 := time.Now().Truncate(time.Minute).Add(-48 * time.Hour).UnixMilli()
+	var won, lost, rawUs, ratio []float64
+	for i := 0; b.Loop(); i++ {
+		slot := slot0 + int64(i)*1000
+		w := timed(func() { batch(win, slot, "t", true) })
+		l := timed(func() { batch(lose, slot, "u", false) })
+		r := timed(func() {
+			if err := raw(ctx, slot); err != nil {
+				b.Fatal(err)
+			}
+		})
+		won, lost, rawUs, ratio = append(won, w), append(lost, l), append(rawUs, r), append(ratio, w/r)
+	}
+	b.ReportMetric(median(won), "won-us")
+	b.ReportMetric(median(lost), "lost-us")
+	b.ReportMetric(median(rawUs), "raw-us")
+	b.ReportMetric(median(ratio), "won/raw")
+}
+
+// median is the middle value of v (the upper one of an even count).
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
