@@ -122,9 +122,10 @@
 // claim is a transaction of five round trips when another instance holds
 // the slot and seven when it wins one (eight when it checks for overlap):
 // the driver begins a READ COMMITTED transaction with two statements, and
-// TestClaimRoundTrips counts the rest. On MariaDB 10.11 on loopback, on a shared 2-core machine under
-// heavy load, bench/run.sh claim measured the plain claim's median at
-// 4.3–4.7× the bare INSERT IGNORE's (1, 4 and 16 claimers) and the lease
-// claim's at 7.6–10.9×; bench/run.sh contest had no slot without exactly
-// one winner, 2 to 32 instances.
+// TestClaimRoundTrips counts the rest. On MariaDB 10.11 on loopback, on a
+// 2-core machine (BENCHMARKS.md §1 and §2), bench/run.sh claim measured
+// the plain claim's median at 4.3–4.5× the bare INSERT IGNORE's (1, 4 and
+// 16 claimers; 257 µs with one) and the lease claim's at 13–19× (799 µs
+// with one); bench/run.sh contest had no slot without exactly one winner,
+// 2 to 32 instances.
 package mysqlbackend

@@ -286,12 +286,12 @@
 // (job control), then the KV Create; when the cached clock sample is
 // stale (no decision in the last 2 s), the clock is read beside the Get.
 // BenchmarkClaim measured it at 1.7–1.9× a bare KV Create with one
-// claimer (loopback, nats-server v2.14.10). Before job control it was the
-// Create alone, which BENCHMARKS.md §1 shows (0.86× and 0.94× the bare
-// Create with 1 and 4 claimers). A lease claim reads the run, writes it by
-// compare-and-set and reads the server's time, retrying on a conflict: it
-// measured 17.8 ms p50 with one claimer and far more under contention (§1
-// of BENCHMARKS.md), the slowest of the stores. History reads the job's
+// claimer (loopback, nats-server v2.14.10), and BENCHMARKS.md §1 at 2.0×
+// with one and four claimers (300 µs p50 with one). A lease claim reads
+// the run, writes it by compare-and-set and reads the server's time,
+// retrying on a conflict: §1 measured 1.8 ms p50 with one claimer (12×
+// the bare Create) and 8–26 ms with 4–16 (40–44×), the slowest of the
+// stores. History reads the job's
 // subject of the history stream.
 //
 // A batch of plain claims ([Backend.ClaimBatch]) reads the pause states

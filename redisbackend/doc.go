@@ -283,9 +283,9 @@
 // decides SPEC §6's table server-side, FinishResult finishes, saves and
 // trims at once. With [Options.Replicas], a winning claim adds a WAIT in
 // the same pipeline. BENCHMARKS.md §1 measured, on loopback: a plain claim
-// at 109 µs p50 with one claimer (1.9× a bare SET NX) and 246 µs with 4
-// (1.2×); a lease claim at 155 µs and 312 µs p50 (2.7× and 1.5×); about
-// 13,000 claims/s with 4 claimers.
+// at 64 µs p50 with one claimer (1.45× a bare SET NX) and 97 µs with 4
+// (1.02×); a lease claim at 64 µs and 136 µs p50 (1.44× both); about
+// 30,000 plain and 22,000 lease claims/s with 4 claimers.
 //
 // A batch ([Backend.ClaimBatch], [RunStore.ClaimRuns]: the
 // anarchon.BatchClaimer and anarchon.RunBatchClaimer abilities) sends one

@@ -103,9 +103,9 @@
 // # Performance
 //
 // Writers take turns on the file's write lock. BENCHMARKS.md §1 measured,
-// with modernc.org/sqlite on one host: a plain claim at 343 µs p50 with
-// one claimer and about 105–114 µs with 4–16 (a bare INSERT: 44–50 µs),
-// a lease claim at 94–117 µs p50, and about 2,400–4,000 claims/s in all.
-// Every claimer waits for the lock: the p99 grows with their number (35 ms
-// with 4, 126 ms with 16).
+// with modernc.org/sqlite on one host: a plain claim at 72 µs p50 with
+// one claimer, 486 µs with 4 and 2.3 ms with 16 (a bare autocommit INSERT:
+// 29–31 µs), a lease claim at 115 µs p50 with one, and about 5,200–9,500
+// claims/s in all. Every claimer waits for the lock: the p50 and p99 grow
+// with their number (p99 2.5 ms with 4, 9.8 ms with 16).
 package sqlitebackend
