@@ -52,7 +52,7 @@ BEGIN
 	INSERT INTO {results} (job, token, slot, instance, attempt, status, claimed_at, started_at, finished_at, error, output, manual, saved_at)
 		SELECT i.job, i.token, i.slot, i.instance, 1, 'paused', NULL, NULL, NULL,
 			'job paused by ' || k.by_who || CASE WHEN k.reason <> '' THEN ': ' || k.reason ELSE '' END, '', 0, v_now
-		FROM ins AS i JOIN {control} AS k ON k.job = i.job
+		FROM ins AS i JOIN {control} AS k ON k.job = i.job AND k.paused = 1
 		WHERE i.token = 'paused-' || i.slot
 		ON CONFLICT (job, token) DO NOTHING;
 	v_now := {now};
