@@ -33,7 +33,7 @@ func init() {
 // synchronous_commit off) to the daemon's log. A URL pgx cannot parse (a
 // bad sslmode, a bad port) is bad_url; pgbackend.Open does not connect, so
 // a server that cannot be reached fails later, at the start.
-func openPostgres(u *url.URL, raw, prefix string, _ bool) (anarchon.Backend, error) {
+func openPostgres(u *url.URL, raw, prefix string, mustExist bool) (anarchon.Backend, error) {
 	q := u.Query()
 	schema := q.Get("schema")
 	if q.Has("schema") {
@@ -41,7 +41,7 @@ func openPostgres(u *url.URL, raw, prefix string, _ bool) (anarchon.Backend, err
 		u.RawQuery = q.Encode()
 		raw = u.String()
 	}
-	b, err := pgbackend.Open(context.Background(), raw, &pgbackend.Options{Prefix: prefix, Schema: schema, Logger: clientLog.Load()})
+	b, err := pgbackend.Open(context.Background(), raw, &pgbackend.Options{Prefix: prefix, Schema: schema, Logger: storeLog(mustExist)})
 	var pe *pgconn.ParseConfigError
 	if errors.As(err, &pe) {
 		// "cannot parse `URL`: reason": the URL is in the StoreURLError
