@@ -205,7 +205,7 @@
 //
 // BenchmarkClaimBatch times batches of 256 plain claims of new slots
 // against one INSERT … SELECT FROM unnest(…) ON CONFLICT DO NOTHING of
-// the same 256 rows (-benchtime 50x, two runs, load about 1): with the
+// the same 256 rows (-benchtime 50x, two runs each, load 1.5–2.3): with the
 // batch decided by two statements for the whole batch (claim_batch_v7),
 // 13.3–13.5 µs per won claim (2.2–2.3× the raw insert's 6.1–6.2 µs) and
 // 10.5–11.1 µs per lost one; with two statements per claim
