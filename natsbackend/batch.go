@@ -437,13 +437,15 @@ func (b *Backend) getMany(ctx context.Context, h handles, keys []string) (map[st
 		part := keys[c*directBatch : min((c+1)*directBatch, len(keys))]
 		var got map[string]kvEntry
 		err := b.resendRead(ctx, func(ctx context.Context) (err error) {
-			err = errNoMultiGet
-			if b.fastPath() {
-				got, err = b.directMulti(ctx, part)
-			}
-			if errors.Is(err, errNoMultiGet) {
-				got, err = b.getEach(ctx, h, part)
-			}
+			got, err = hedged(ctx, b.hedgeAfter(), func(ctx context.Context) (map[string]kvEntry, error) {
+				if b.fastPath() {
+					m, err := b.directMulti(ctx, part)
+					if !errors.Is(err, errNoMultiGet) {
+						return m, err
+					}
+				}
+				return b.getEach(ctx, h, part)
+			})
 			return err
 		})
 		mu.Lock()

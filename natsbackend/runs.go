@@ -98,7 +98,9 @@ func (b *Backend) readRun(ctx context.Context, h handles, key string) (jetstream
 func (b *Backend) getJSON(ctx context.Context, h handles, key, what string, v any) (jetstream.KeyValueEntry, error) {
 	var e jetstream.KeyValueEntry
 	err := b.resendRead(ctx, func(ctx context.Context) (err error) {
-		e, err = h.kv.Get(ctx, key)
+		e, err = hedged(ctx, b.hedgeAfter(), func(ctx context.Context) (jetstream.KeyValueEntry, error) {
+			return h.kv.Get(ctx, key)
+		})
 		return err
 	})
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
