@@ -115,15 +115,16 @@ type Report struct {
 	LeasedSlots     int // slots of the leased job checked for settlement
 	PlainSlots      int // distinct slots the plain job ran
 	Faults          map[FaultKind]int
-	Duplicates      int // slots run to completion or settled more than once, unexplained by a fault
-	Reruns          int // slots run to completion twice because the first holder could not confirm (Finish) before a kill or an outage
-	Losses          int // slots due with instances alive that were never settled
-	Excused         int // slots not checked for settlement: due during a store-wide outage
-	Unrecorded      int // slots completed in the ledger whose result is missing from history
-	Overlaps        int // a backup started before the previous attempt ended
-	EarlyStarts     int // runs that started before their slot
-	Unclaimed       int // runs that started while their instance could not reach the store
-	Takeovers       int // leased runs with attempt > 1
+	Duplicates      int      // slots run to completion or settled more than once, unexplained by a fault
+	Reruns          int      // slots run to completion twice because the first holder could not confirm (Finish) before a kill or an outage
+	RerunSlots      []string // each rerun's slot, its runs and their history statuses (instList), for the drill's report
+	Losses          int      // slots due with instances alive that were never settled
+	Excused         int      // slots not checked for settlement: due during a store-wide outage
+	Unrecorded      int      // slots completed in the ledger whose result is missing from history
+	Overlaps        int      // a backup started before the previous attempt ended
+	EarlyStarts     int      // runs that started before their slot
+	Unclaimed       int      // runs that started while their instance could not reach the store
+	Takeovers       int      // leased runs with attempt > 1
 	Statuses        map[anarchon.Status]int
 	MinLead         time.Duration // smallest start minus slot over all runs (negative: early)
 	MaxOffsetError  time.Duration // largest |estimated store offset - true offset|
@@ -175,6 +176,9 @@ func (r Report) String() string {
 	if r.Steps > 0 {
 		fmt.Fprintf(&b, "  clock steps %d: offset measured right again within %v at worst (%d unjudged: stepped again first); next on-time run within %v at worst (%d steps without a run before the next)\n",
 			r.Steps, r.SlowestStepSync, r.StepsUnjudged, r.SlowestStepRun, r.StepsWithoutRun)
+	}
+	for _, v := range r.RerunSlots {
+		fmt.Fprintf(&b, "  rerun: %s\n", v)
 	}
 	for _, v := range r.Violations {
 		fmt.Fprintf(&b, "  VIOLATION: %s\n", v)
@@ -353,10 +357,12 @@ func Check(spec Spec, entries []Entry, history map[string][]anarchon.RunRecord, 
 	// lease_lost (a backup already held the slot when the finish arrived)
 	// or unconfirmed (the finish never got through).
 	refused := map[string]bool{}
+	recorded := map[string][]string{} // a token's history statuses
 	for _, rec := range history[spec.LeasedJob] {
 		if rec.Status == anarchon.StatusLeaseLost || rec.Status == anarchon.StatusUnconfirmed {
 			refused[rec.Token] = true
 		}
+		recorded[rec.Token] = append(recorded[rec.Token], string(rec.Status))
 	}
 	for slot, rs := range leased {
 		completed, unconfirmed := 0, 0
@@ -378,6 +384,11 @@ func Check(spec Spec, entries []Entry, history map[string][]anarchon.RunRecord, 
 			// lease_lost or unconfirmed. Run.Attempt is the fencing number
 			// that lets the work tell the two apart.
 			r.Reruns++
+			var runs []string
+			for _, lr := range rs {
+				runs = append(runs, fmt.Sprintf("%s, history %v", instList([]*ledgerRun{lr}), recorded[lr.token]))
+			}
+			r.RerunSlots = append(r.RerunSlots, fmt.Sprintf("%s slot %s: %s", spec.LeasedJob, fmtMs(slot), strings.Join(runs, "; ")))
 		case completed > 1:
 			r.Duplicates++
 			bad("%s slot %s completed %d times (%s)", spec.LeasedJob, fmtMs(slot), completed, instList(rs))
@@ -530,6 +541,7 @@ func Check(spec Spec, entries []Entry, history map[string][]anarchon.RunRecord, 
 	checkSteps(spec, &r, entries, order, killedAt, bad)
 	r.Fences = CheckFences(entries, spec.LeasedJob, spec.Fence)
 	r.Violations = append(r.Violations, r.Fences.Violations...)
+	slices.Sort(r.RerunSlots) // by slot: the lines begin alike up to it
 	return r
 }
 

@@ -155,6 +155,14 @@ func TestCheck(t *testing.T) {
 			if r.String() == "" {
 				t.Fatal("empty report")
 			}
+			if tc.name == "rerun after a finish the store refused" {
+				// The report names the slot's runs and what history says
+				// of each, for a drill that failed in CI.
+				want := "rerun: leased slot 00:00:00.000: #1 i1.1 00:00:00.005000–00:00:01.005000 completed, history [unconfirmed]; #2 i2.1"
+				if r.Reruns != 1 || !strings.Contains(r.String(), want) {
+					t.Errorf("reruns %d, report:\n%s\nwant a line containing %q", r.Reruns, r, want)
+				}
+			}
 		})
 	}
 }
