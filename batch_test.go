@@ -189,9 +189,11 @@ func TestBurstClaimsInBatches(t *testing.T) {
 				for i, c := range handles {
 					batches, singles := c.batches.Load(), c.claims.Load()
 					if tc.leased {
-						// Backups standing by claim again one slot at a
-						// time; only first claims come in batches.
-						batches, singles = c.runBatches.Load(), 0
+						// Backups standing by learn of the holders'
+						// finishes from the store's events and claim no
+						// more (TestBurstBackupsPollInBatches: without a
+						// Watcher, their polls come in batches too).
+						batches, singles = c.runBatches.Load(), c.runClaims.Load()
 					}
 					if batches != tc.wantBatch || singles != 0 {
 						t.Errorf("scheduler %d: %d batches and %d single claims for %d slots due at once, want %d and 0", i, batches, singles, tc.k, tc.wantBatch)
@@ -345,6 +347,83 @@ func TestRecordsHoldNoClaimPermit(t *testing.T) {
 		stopAll(t, s)
 		if ran.Load() != 400 || missed.Load() != 0 {
 			t.Errorf("%d of 400 slots ran, %d missed", ran.Load(), missed.Load())
+		}
+	})
+}
+
+// noWatchCount is a countStore without a Watcher, as SQLite and MySQL
+// are, with every batch ability kept (unlike noWatch): its fields named
+// after the watch methods hide the ones its stores promote, and it has no
+// Unwrap through which As would find them.
+type noWatchCount struct {
+	*countStore
+	WatchRuns, Unwrap struct{}
+}
+
+func (n noWatchCount) Runs() anarchon.RunStore {
+	return noWatchRuns{countRuns: n.countStore.Runs().(countRuns)}
+}
+
+type noWatchRuns struct {
+	countRuns
+	WatchRuns struct{}
+}
+
+// On a store without a Watcher, the backups of a burst poll while the
+// holders run, every PollInterval, and their claims go to the store in
+// batches with the other backups polling at that instant, never one call
+// per backup: K slots held by three schedulers for 5 s cost each
+// scheduler about one ClaimRuns call per poll, not K × 2/3 per poll.
+func TestBurstBackupsPollInBatches(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const k, work, poll = 90, 5 * time.Second, time.Second
+		store := membackend.New(nil)
+		var ran atomic.Int32
+		h := func(ctx context.Context, _ *anarchon.Run) error {
+			ran.Add(1)
+			select {
+			case <-time.After(work):
+			case <-ctx.Done():
+			}
+			return nil
+		}
+		var handles []*countStore
+		var ss []*anarchon.Scheduler
+		for i := range 3 {
+			c := &countStore{Backend: store}
+			s := newSched(t, noWatchCount{countStore: c}, fmt.Sprintf("s%d", i), &anarchon.Options{PollInterval: poll})
+			for j := range k {
+				if err := s.Every(fmt.Sprintf("job-%03d", j), time.Minute, h, &anarchon.JobOptions{Lease: 30 * time.Second}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			handles, ss = append(handles, c), append(ss, s)
+		}
+		for _, s := range ss {
+			mustStart(t, s)
+		}
+		time.Sleep(time.Until(time.Now().Truncate(time.Minute).Add(time.Minute + 30*time.Second)))
+		stopAll(t, ss...)
+		if got := ran.Load(); got != k {
+			t.Errorf("%d runs, want %d", got, k)
+		}
+		var batched int64
+		for i, c := range handles {
+			singles, batches := c.runClaims.Load(), c.runBatches.Load()
+			batched += batches
+			t.Logf("scheduler %d: %d single lease claims and %d batches", i, singles, batches)
+			// The first claims (one batch), then, where it lost slots, a
+			// poll each second of the 5 s run: about 6 batches. Claimed
+			// one by one, the backups of k/3 slots lost to each of two
+			// schedulers would send about k/3 × 2 × 5 = 300.
+			if singles != 0 || batches > 10 {
+				t.Errorf("scheduler %d: %d single lease claims and %d batches, want 0 and at most 10", i, singles, batches)
+			}
+		}
+		// Each scheduler's first claims, and the polls of at least one
+		// that lost slots: the batches carry the polls.
+		if min := 3 + int64(work/poll); batched < min {
+			t.Errorf("%d lease claim batches in all, want the backups' polls among them (at least %d)", batched, min)
 		}
 	})
 }

@@ -91,8 +91,10 @@
 //
 // Jobs that share an instant (every "0 * * * *" job fires at the top of
 // the hour) are claimed together: the scheduler gathers the slots due
-// within [BatchWindow] and sends their claims, and later their heartbeats
-// and results, in batches of up to [Options.BatchSize] to a store that
+// within [BatchWindow] and sends their claims, and later their heartbeats,
+// their results and the claims of the backups that ask again together
+// (polling a store without a [Watcher], or at a lease's end), in batches
+// of up to [Options.BatchSize] to a store that
 // takes batches ([BatchClaimer], [RunBatchClaimer], [HeartbeatBatcher],
 // [ResultBatcher], [FinishBatcher]). A batch changes the cost, never an
 // answer (SPEC §4, "Batches"); BENCHMARKS.md measures what it saves.

@@ -167,6 +167,22 @@ func (h host) ClaimLease(ctx context.Context, a *runner.Leased[slotRun]) (runner
 	return h.leaseClaimed(a, out, err)
 }
 
+// Reclaim is a backup's lease claim again: in a RunBatchClaimer call with
+// the others sent within BatchWindow where the store has one.
+func (h host) Reclaim(ctx context.Context, a *runner.Leased[slotRun]) (runner.Outcome, error) {
+	if h.s.reclaims == nil {
+		return h.ClaimLease(ctx, a)
+	}
+	defer h.slow(ctx, "RunStore.Claim", &a.Attempt, time.Now())
+	ctx, cs := h.s.startClaim(ctx, a.Job.job, a.SlotTime(), true, false)
+	a.Job.claim = cs
+	ans, err := h.s.reclaims.Do(ctx, h.runClaim(a))
+	if err == nil {
+		err = ans.Err
+	}
+	return h.leaseClaimed(a, ans.Outcome, err)
+}
+
 func (h host) runClaim(a *runner.Leased[slotRun]) RunClaim {
 	return RunClaim{
 		ClaimInput:   h.claimInput(&a.Attempt),

@@ -95,8 +95,10 @@ func TestRetryFailsTwiceThenSucceeds(t *testing.T) {
 			}
 			if i > 0 {
 				gap := r.StartedAt.Sub(recs[i-1].FinishedAt)
-				if d := gap - wantBackoff[i-1]; d < -time.Millisecond || d > time.Millisecond {
-					t.Errorf("attempt %d started %v after attempt %d ended, want %v ±1ms", i+1, gap, i, wantBackoff[i-1])
+				// The retry is a claim again at the lease's end, which
+				// waits BatchWindow for others ending with it (a burst's).
+				if d := gap - wantBackoff[i-1]; d < -time.Millisecond || d > time.Millisecond+anarchon.BatchWindow {
+					t.Errorf("attempt %d started %v after attempt %d ended, want %v, -1ms to +1ms+BatchWindow", i+1, gap, i, wantBackoff[i-1])
 				}
 			}
 		}

@@ -32,7 +32,9 @@ type Options struct {
 	// how soon a failed watch is retried. It is also how often a started
 	// scheduler looks for trigger requests (at once too with a Watcher),
 	// how often an OverlapBufferOne slot looks whether the earlier run
-	// ended, and the first wait of Trigger and WaitTrigger's polls.
+	// ended, and the first wait of Trigger and WaitTrigger's polls. The
+	// backups polling at one instant (a burst's) ask in one
+	// RunBatchClaimer call per BatchSize where the store has it.
 	// Defaults to 1 s.
 	PollInterval time.Duration
 	// ClockSyncInterval is how often the offset to the store's clock is
@@ -137,6 +139,9 @@ type Scheduler struct {
 	// into ResultBatcher and FinishBatcher calls; nil as beats is.
 	results  *coalesce.Batcher[SaveResultInput, error]
 	finishes *coalesce.Batcher[SaveResultInput, HeldAnswer]
+	// reclaims gathers backups' repeat lease claims into RunBatchClaimer
+	// calls; nil as beats is.
+	reclaims *coalesce.Batcher[RunClaim, RunClaimAnswer]
 	control  JobControl // nil without job control
 	opts     Options
 	clock    Clock
@@ -231,6 +236,9 @@ func (s *Scheduler) findAbilities() {
 		return
 	}
 	s.runBatcher, _ = s.runs.(RunBatchClaimer)
+	if s.runBatcher != nil && batches {
+		s.reclaims = &coalesce.Batcher[RunClaim, RunClaimAnswer]{Send: s.runBatcher.ClaimRuns, Window: BatchWindow, Max: s.opts.BatchSize}
+	}
 	if hb, ok := s.runs.(HeartbeatBatcher); ok && batches {
 		s.beats = &coalesce.Batcher[HeartbeatInput, HeldAnswer]{Send: hb.Heartbeats, Window: BatchWindow, Max: s.opts.BatchSize}
 	}

@@ -52,6 +52,9 @@ func (h *fakeHost) RecordClaims(context.Context, []*Attempt[job]) ([]error, bool
 func (h *fakeHost) ClaimLease(context.Context, *Leased[job]) (Outcome, error) {
 	return Outcome{Kind: KindWon, Attempt: 1}, nil
 }
+func (h *fakeHost) Reclaim(ctx context.Context, a *Leased[job]) (Outcome, error) {
+	return h.ClaimLease(ctx, a)
+}
 func (h *fakeHost) LeaseAnswered(context.Context, *Leased[job], Outcome) {}
 func (h *fakeHost) Heartbeat(context.Context, *Leased[job], time.Duration) (bool, error) {
 	return true, nil

@@ -92,13 +92,21 @@ func (a *Leased[J]) loop(ctx context.Context) {
 }
 
 // claim sends one lease claim, bounded by claimCtx, and reports a store
-// error.
+// error. A backup's claim (the attempt has stood by) goes with the other
+// backups' claims sent within BatchWindow where the store takes lease
+// claims in batches: the backups of a burst, which poll together on a
+// store without a Watcher or ask together when their leases end, cost
+// one round trip per batch instead of one each.
 func (a *Leased[J]) claim(ctx context.Context) (Outcome, error) {
 	r := a.r
 	a.sent = time.Now()
 	cctx, cancel := r.claimCtx()
 	defer cancel()
-	out, err := r.host.ClaimLease(cctx, a)
+	claim := r.host.ClaimLease
+	if a.standing {
+		claim = r.host.Reclaim
+	}
+	out, err := claim(cctx, a)
 	if err != nil {
 		r.host.StoreError(ctx, "Claim", &a.Attempt, err)
 	}

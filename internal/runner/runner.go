@@ -80,6 +80,7 @@ type Host[J any] interface {
 	RecordClaim(ctx context.Context, a *Attempt[J]) error                           // after a won plain claim; nil without a ClaimRecorder
 	RecordClaims(ctx context.Context, as []*Attempt[J]) (errs []error, ok bool)     // RecordClaim of a batch's wins in one call; ok false: no such call
 	ClaimLease(ctx context.Context, a *Leased[J]) (Outcome, error)                  // a lease claim
+	Reclaim(ctx context.Context, a *Leased[J]) (Outcome, error)                     // a backup's lease claim again; may wait BatchWindow to go with others
 	LeaseAnswered(ctx context.Context, a *Leased[J], out Outcome)                   // emits a lease claim's event
 	Heartbeat(ctx context.Context, a *Leased[J], lease time.Duration) (bool, error) // make a's lease end lease from the store's now, at once
 	Renew(ctx context.Context, a *Leased[J]) (bool, error)                          // a periodic heartbeat of a.Lease; may wait BatchWindow to go with others
