@@ -160,11 +160,7 @@ func (h host) RecordClaims(ctx context.Context, as []*attempt) (errs []error, ok
 }
 
 func (h host) ClaimLease(ctx context.Context, a *runner.Leased[slotRun]) (runner.Outcome, error) {
-	defer h.slow(ctx, "RunStore.Claim", &a.Attempt, time.Now())
-	ctx, cs := h.s.startClaim(ctx, a.Job.job, a.SlotTime(), true, false)
-	a.Job.claim = cs
-	out, err := h.s.runs.Claim(ctx, h.runClaim(a))
-	return h.leaseClaimed(a, out, err)
+	return h.leaseClaim(ctx, a, h.s.runs.Claim)
 }
 
 // Reclaim is a backup's lease claim again: in a RunBatchClaimer call with
@@ -173,14 +169,22 @@ func (h host) Reclaim(ctx context.Context, a *runner.Leased[slotRun]) (runner.Ou
 	if h.s.reclaims == nil {
 		return h.ClaimLease(ctx, a)
 	}
+	return h.leaseClaim(ctx, a, func(ctx context.Context, c RunClaim) (ClaimOutcome, error) {
+		ans, err := h.s.reclaims.Do(ctx, c)
+		if err != nil {
+			return ClaimOutcome{}, err
+		}
+		return ans.Outcome, ans.Err
+	})
+}
+
+// leaseClaim sends a's lease claim with send, within its span.
+func (h host) leaseClaim(ctx context.Context, a *runner.Leased[slotRun], send func(context.Context, RunClaim) (ClaimOutcome, error)) (runner.Outcome, error) {
 	defer h.slow(ctx, "RunStore.Claim", &a.Attempt, time.Now())
 	ctx, cs := h.s.startClaim(ctx, a.Job.job, a.SlotTime(), true, false)
 	a.Job.claim = cs
-	ans, err := h.s.reclaims.Do(ctx, h.runClaim(a))
-	if err == nil {
-		err = ans.Err
-	}
-	return h.leaseClaimed(a, ans.Outcome, err)
+	out, err := send(ctx, h.runClaim(a))
+	return h.leaseClaimed(a, out, err)
 }
 
 func (h host) runClaim(a *runner.Leased[slotRun]) RunClaim {
