@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -218,6 +219,61 @@ type RedisLoad struct {
 	Wall       time.Duration
 	RSS        int64
 	Goroutines int
+	// The slots of the window, anarchon only (gocron's runs carry no
+	// slot): Slots is the slots of every job due in the window (Jobs per
+	// second), SlotsRun those with a run (by Run.Slot, counted a second
+	// after the window so that its last slot's runs are in), SlotRuns the
+	// runs of them (SlotRuns - SlotsRun: runs beyond one per slot), and
+	// LateP99 each second's p99 of start − slot, in order (-1: no run).
+	Slots, SlotsRun, SlotRuns int64
+	LateP99                   []time.Duration
+}
+
+// slotLedger counts anarchon's runs by job and slot, with each run's start
+// lateness, for RedisLoad's slot columns.
+type slotLedger struct {
+	mu   sync.Mutex
+	runs map[slotKey]int
+	late map[int64][]time.Duration // by slot, Unix ms
+}
+
+// slotKey is a job's index and a slot, in as few bytes as will do: the
+// ledger's memory counts in the instance's RSS (about 4 MiB at 10,000
+// jobs for 14 s).
+type slotKey struct {
+	job  int32
+	slot int64
+}
+
+func (l *slotLedger) add(job int, run *anarchon.Run, started time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := slotKey{int32(job), run.Slot.UnixMilli()}
+	l.runs[k]++
+	l.late[k.slot] = append(l.late[k.slot], started.Sub(run.Slot))
+}
+
+// window fills load's slot fields for the slots in [from, to) (Unix ms,
+// whole seconds).
+func (l *slotLedger) window(load *RedisLoad, from, to int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for k, n := range l.runs {
+		if k.slot >= from && k.slot < to {
+			load.SlotsRun++
+			load.SlotRuns += int64(n)
+		}
+	}
+	for s := from; s < to; s += 1000 {
+		load.Slots += int64(load.Jobs)
+		late := slices.Clone(l.late[s])
+		p99 := time.Duration(-1) // a second whose slots none ran
+		if len(late) > 0 {
+			slices.Sort(late)
+			p99 = Percentile(late, 99)
+		}
+		load.LateP99 = append(load.LateP99, p99)
+	}
 }
 
 // MeasureRedisLoad runs jobs jobs every second on one instance of
@@ -228,16 +284,19 @@ func MeasureRedisLoad(ctx context.Context, addr, which string, jobs int, d time.
 	prefix := fmt.Sprintf("load%d", uniq())
 	var fired atomic.Int64
 	var stop func()
+	var ledger *slotLedger
 	switch which {
 	case "anarchon":
+		ledger = &slotLedger{runs: make(map[slotKey]int, 2*jobs*int(d/time.Second+4)), late: map[int64][]time.Duration{}}
 		be, err := redisbackend.Open("redis://"+addr, &redisbackend.Options{Prefix: prefix})
 		if err != nil {
 			return RedisLoad{}, err
 		}
 		s := anarchon.New(be, &anarchon.Options{InstanceID: "load", Logger: quietLogger()})
 		for j := range jobs {
-			if err := s.Every(fmt.Sprintf("job%05d", j), time.Second, func(context.Context, *anarchon.Run) error {
+			if err := s.Every(fmt.Sprintf("job%05d", j), time.Second, func(_ context.Context, run *anarchon.Run) error {
 				fired.Add(1)
+				ledger.add(j, run, time.Now())
 				return nil
 			}, nil); err != nil {
 				return RedisLoad{}, err
@@ -274,6 +333,14 @@ func MeasureRedisLoad(ctx context.Context, addr, which string, jobs int, d time.
 	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(2500 * time.Millisecond)))
 	f0, c0, t0 := fired.Load(), CPUTime(), time.Now()
 	time.Sleep(d)
-	return RedisLoad{Scheduler: which, Jobs: jobs, Fired: fired.Load() - f0, CPU: CPUTime() - c0, Wall: time.Since(t0),
-		RSS: RSS(), Goroutines: runtime.NumGoroutine()}, nil
+	load := RedisLoad{Scheduler: which, Jobs: jobs, Fired: fired.Load() - f0, CPU: CPUTime() - c0, Wall: time.Since(t0),
+		RSS: RSS(), Goroutines: runtime.NumGoroutine()}
+	if ledger != nil {
+		// The slots due in the window: t0 is half a second past a whole
+		// second, so the first is the next whole second.
+		from := t0.Truncate(time.Second).Add(time.Second)
+		time.Sleep(time.Until(t0.Add(d + time.Second)))
+		ledger.window(&load, from.UnixMilli(), from.Add(d).UnixMilli())
+	}
+	return load, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/anarchon/anarchon/bench"
@@ -20,19 +21,29 @@ func runGocron(ctx context.Context, short bool) error {
 		d = 3 * time.Second
 		cfg.Stagger, cfg.Window = 3*time.Second, 4*time.Second
 	}
-	load := bench.Table{Head: []string{"scheduler", "jobs at 1 s", "fired/s", "CPU ms per s", "RSS MiB", "goroutines"}}
+	load := bench.Table{Head: []string{"scheduler", "jobs at 1 s", "fired/s", "CPU ms per s", "RSS MiB", "goroutines",
+		"slots of the window run (runs)", "p99 start lateness ms, each second of the window"}}
 	for _, which := range []string{"anarchon", "gocron"} {
 		var l bench.RedisLoad
 		err := child(cellTimeout(d), &l, childFlags("child-redisload", 10000, 0, which, d)...)
 		if errors.Is(err, errCollapsed) {
-			load.Add(which, 10000, "fell behind, did not stop", "", "", "")
+			load.Add(which, 10000, "fell behind, did not stop", "", "", "", "", "")
 			continue
 		}
 		if err != nil {
 			return err
 		}
+		slots, late := "—", "—" // gocron's runs carry no slot
+		if l.Slots > 0 {
+			slots = fmt.Sprintf("%d of %d (%d)", l.SlotsRun, l.Slots, l.SlotRuns)
+			ms := make([]string, len(l.LateP99))
+			for i, p := range l.LateP99 {
+				ms[i] = fmt.Sprintf("%.0f", float64(p)/float64(time.Millisecond))
+			}
+			late = strings.Join(ms, " ")
+		}
 		load.Add(which, l.Jobs, fmt.Sprintf("%.0f", float64(l.Fired)/l.Wall.Seconds()),
-			bench.Ms(time.Duration(float64(l.CPU)/l.Wall.Seconds())), bench.MiB(l.RSS), l.Goroutines)
+			bench.Ms(time.Duration(float64(l.CPU)/l.Wall.Seconds())), bench.MiB(l.RSS), l.Goroutines, slots, late)
 	}
 	fmt.Print("### One instance, 10,000 jobs every second, Redis (anarchon: Redis backend, default options; gocron: per-second cron, Redis lock)\n\n")
 	fmt.Println(load.String())
