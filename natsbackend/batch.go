@@ -458,8 +458,19 @@ func (b *Backend) getMany(ctx context.Context, h handles, keys []string) (map[st
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	for k := range out {
+		if lagging(k) {
+			delete(out, k)
+		}
+	}
 	return out, nil
 }
+
+// laggingReplica, set by tests only, makes the direct gets of the keys it
+// names answer as a replica that has not yet seen them would: absent.
+var laggingReplica func(key string) bool
+
+func lagging(key string) bool { return laggingReplica != nil && laggingReplica(key) }
 
 func uniq(keys []string) []string {
 	seen := make(map[string]bool, len(keys))

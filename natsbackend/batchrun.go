@@ -27,8 +27,9 @@ var (
 // before any acknowledgement is awaited. So a batch waits for about two
 // round trips whatever its size, and sends one request per renewed run
 // plus one (per 256 runs). A run whose update lost to another writer
-// (its revision changed since the read) takes the single path, side by
-// side with the others. A run's bad input (an empty job or token, a
+// (its revision changed since the read), and one that the read shows not
+// held (which the single path confirms with the stream's leader:
+// readRunLeader), take the single path, side by side with the others. A run's bad input (an empty job or token, a
 // lease that is not positive) or error is its own answer's Err; the
 // error is non-nil only when no run got an answer (the backend is
 // closed, the read failed).
@@ -51,17 +52,25 @@ func (r *RunStore) Heartbeats(ctx context.Context, in []anarchon.HeartbeatInput)
 		return nil, err
 	}
 	var w writes
+	var refused []int // not held by the read: the single path confirms it with the leader
 	for i, e := range runs {
+		if out[i].Err != nil {
+			continue
+		}
 		if e == nil {
+			refused = append(refused, i)
 			continue
 		}
 		if nv, ok := renew(e.v, in[i].Token, in[i].Lease); ok {
 			w.add(i, keys[i], nv, e.rev)
-		} // else: not held, as the single path answers without a write
+		} else {
+			refused = append(refused, i)
+		}
 	}
 	again := b.writeRuns(ctx, h, &w, func(i int, err error) {
 		out[i].Held, out[i].Err = err == nil, err
 	})
+	again = append(again, refused...)
 	forEach(len(again), func(k int) {
 		i := again[k]
 		out[i].Held, out[i].Err = r.Heartbeat(ctx, in[i])
@@ -108,8 +117,10 @@ func (b *Backend) SaveResults(ctx context.Context, in []anarchon.SaveResultInput
 // results are stored as [Backend.SaveResults] stores them (the publishes
 // together, then one trim per job). So a batch waits for about four
 // round trips whatever its size, as one FinishResult does. A run whose
-// update lost to another writer takes the single path's finish, side by
-// side with the others, before the results are stored. A run's bad input
+// update lost to another writer, and one that the read shows not held
+// (confirmed with the stream's leader: readRunLeader), take the single
+// path's finish, side by side with the others, before the results are
+// stored. A run's bad input
 // or error is its own answer's Err (no result is stored for a run whose
 // finish failed); the error is non-nil only when no run got an answer
 // (the backend is closed, the read failed).
@@ -131,20 +142,29 @@ func (r *RunStore) FinishResults(ctx context.Context, in []anarchon.SaveResultIn
 		return nil, err
 	}
 	var w writes
+	var refused []int // not held by the read: the single path confirms it with the leader
 	for i, e := range runs {
+		if out[i].Err != nil {
+			continue
+		}
 		if e == nil {
+			refused = append(refused, i)
 			continue
 		}
 		nv, write, repeat := settleDone(e.v, in[i].Result.Token, in[i].Result.Status)
-		if write {
+		switch {
+		case write:
 			w.add(i, keys[i], nv, e.rev)
-		} else {
-			out[i].Held = repeat
+		case repeat:
+			out[i].Held = true
+		default:
+			refused = append(refused, i)
 		}
 	}
 	again := b.writeRuns(ctx, h, &w, func(i int, err error) {
 		out[i].Held, out[i].Err = err == nil, err
 	})
+	again = append(again, refused...)
 	forEach(len(again), func(k int) {
 		i := again[k]
 		c := in[i]

@@ -24,6 +24,15 @@ func SetRebindHook(f func()) (restore func()) {
 	return func() { rebindHook = old }
 }
 
+// SetLaggingReplica makes the direct gets of the keys for which lagging
+// answers true answer "absent", as a replica behind the leader does; it
+// returns the restore.
+func SetLaggingReplica(lagging func(key string) bool) (restore func()) {
+	old := laggingReplica
+	laggingReplica = lagging
+	return func() { laggingReplica = old }
+}
+
 // MarkRebind makes the next call bind the bucket and the stream again, as
 // a call that met no responders does.
 func (b *Backend) MarkRebind() { b.rebind.Store(true) }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/anarchon/anarchon"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -103,7 +104,7 @@ func (b *Backend) getJSON(ctx context.Context, h handles, key, what string, v an
 		})
 		return err
 	})
-	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) || lagging(key) {
 		return nil, nil
 	}
 	if err != nil {
@@ -695,22 +696,117 @@ func (b *Backend) listed(ctx context.Context, h handles, job string, slot int64,
 	return keep, true, nil
 }
 
+// readRunLeader reads the run of key from the bucket stream's leader: the
+// JetStream API's message get, which only the leader answers, where
+// readRun's direct get is served by any replica. A replica may lag the
+// leader: one that was cut off or frozen and has just come back answers
+// what it held, a run that is absent or still an earlier holder's, at
+// once. A write decided on such a read only loses its compare-and-set and
+// reads again, but a refusal would be wrong: a holder's finish or
+// heartbeat answered "not held", its run left running until its lease
+// ran out and a backup ran the slot again. (A failure of the NATS cluster
+// drill fits this: a holder's finish, sent while a replica was frozen and
+// just as it resumed, was recorded lease_lost, and a backup ran the slot
+// at the lease's end.) So every refusal read
+// from a replica is confirmed here before it is answered; a refusal is
+// rare (a lease really lost), so this costs the common path nothing.
+// found is false when the key has no value (or a delete marker). Without
+// the fast path (an API prefix or a domain) it reads with the KV API as
+// readRun does.
+func (b *Backend) readRunLeader(ctx context.Context, h handles, key string) (rev uint64, v runValue, found bool, err error) {
+	if !b.fastPath() {
+		e, v, err := b.readRun(ctx, h, key)
+		if err != nil || e == nil {
+			return 0, v, false, err
+		}
+		return e.Revision(), v, true, nil
+	}
+	subject := "$KV." + b.opts.Bucket + "." + key
+	req, _ := json.Marshal(struct {
+		LastFor string `json:"last_by_subj"`
+	}{subject})
+	var data []byte
+	err = b.resendRead(ctx, func(ctx context.Context) error {
+		m, err := b.js.Conn().RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET.KV_"+b.opts.Bucket, req)
+		if err != nil {
+			return err
+		}
+		var resp struct {
+			Message *struct {
+				Seq  uint64 `json:"seq"`
+				Hdrs []byte `json:"hdrs"`
+				Data []byte `json:"data"`
+			} `json:"message"`
+			Error *jetstream.APIError `json:"error"`
+		}
+		if err := json.Unmarshal(m.Data, &resp); err != nil {
+			return fmt.Errorf("message get answer: %w", err)
+		}
+		switch {
+		case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
+			found = false
+		case resp.Error != nil:
+			return resp.Error
+		case resp.Message == nil:
+			return errors.New("message get answer without a message")
+		default:
+			found, rev, data = true, resp.Message.Seq, resp.Message.Data
+			if len(resp.Message.Hdrs) > 0 {
+				hdr, err := nats.DecodeHeadersMsg(resp.Message.Hdrs)
+				if err != nil {
+					return fmt.Errorf("message get answer: %w", err)
+				}
+				if op := hdr.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
+					found = false
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, v, false, b.wrap("read run from the leader", err)
+	}
+	if !found {
+		return 0, v, false, nil
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return 0, v, false, fmt.Errorf("natsbackend: run %s holds an unreadable value: %w", key, err)
+	}
+	return rev, v, true, nil
+}
+
 // change reads the run and, if decide accepts its state, writes the new
-// value with the read revision, retrying on a revision mismatch.
+// value with the read revision, retrying on a revision mismatch. A state
+// that decide refuses is read again from the leader (readRunLeader) and
+// decided on that.
 func (b *Backend) change(ctx context.Context, h handles, key string, decide func(runValue) (runValue, bool)) (bool, error) {
 	for turn := range casRetries {
 		if err := casPause(ctx, turn, "update run"); err != nil {
 			return false, err
 		}
 		e, v, err := b.readRun(ctx, h, key)
-		if err != nil || e == nil {
+		if err != nil {
 			return false, err
 		}
-		nv, ok := decide(v)
-		if !ok {
-			return false, nil
+		var rev uint64
+		var nv runValue
+		ok := false
+		if e != nil {
+			rev = e.Revision()
+			nv, ok = decide(v)
 		}
-		if _, err := h.kv.Update(ctx, key, encodeRun(nv), e.Revision()); err != nil {
+		if !ok {
+			// A refusal read from a replica is confirmed with the leader
+			// before it is answered (readRunLeader).
+			var found bool
+			if rev, v, found, err = b.readRunLeader(ctx, h, key); err != nil || !found {
+				return false, err
+			}
+			if nv, ok = decide(v); !ok {
+				return false, nil
+			}
+		}
+		if _, err := h.kv.Update(ctx, key, encodeRun(nv), rev); err != nil {
 			if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 				continue
 			}
