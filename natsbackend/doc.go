@@ -87,6 +87,17 @@
 //     batch's read that met it four tries in a row once took a whole 20 s
 //     Timeout (3 of 37 runs of TestFinishBatchAcrossElection took 16–20 s
 //     before the hedge, none of 15 after it).
+//   - Reads of replicas that lag. A direct get is answered from the
+//     replica's own copy, and a replica that was cut off or frozen answers
+//     what it held when it comes back, before it has caught up. Every
+//     write decided on a read is a compare-and-set on the read revision,
+//     so a lagging read only costs a retry. A refusal is different: a
+//     holder's heartbeat, finish or release that the read shows not held
+//     (the run absent, or another token's) is read again from the
+//     stream's leader (the JetStream API's message get, which only the
+//     leader answers) and decided on that, so that a holder is never told
+//     its lease is lost by a copy that has not seen it
+//     (TestLaggingReplicaIsNotARefusal).
 //   - Disk sync. By default nats-server flushes file storage to disk every
 //     two minutes (sync_interval). A server process that crashes loses
 //     nothing (the data is in the OS page cache, see
