@@ -29,8 +29,9 @@ var (
 // plus one (per 256 runs). A run whose update lost to another writer
 // (its revision changed since the read), and one that the read shows not
 // held (which the single path confirms with the stream's leader:
-// readRunLeader), take the single path, side by side with the others. A run's bad input (an empty job or token, a
-// lease that is not positive) or error is its own answer's Err; the
+// readRunLeader), take the single path, side by side with the others. A
+// run's bad input (an empty job or token, a lease that is not positive)
+// or error is its own answer's Err; the
 // error is non-nil only when no run got an answer (the backend is
 // closed, the read failed).
 func (r *RunStore) Heartbeats(ctx context.Context, in []anarchon.HeartbeatInput) ([]anarchon.HeldAnswer, error) {
@@ -120,10 +121,9 @@ func (b *Backend) SaveResults(ctx context.Context, in []anarchon.SaveResultInput
 // update lost to another writer, and one that the read shows not held
 // (confirmed with the stream's leader: readRunLeader), take the single
 // path's finish, side by side with the others, before the results are
-// stored. A run's bad input
-// or error is its own answer's Err (no result is stored for a run whose
-// finish failed); the error is non-nil only when no run got an answer
-// (the backend is closed, the read failed).
+// stored. A run's bad input or error is its own answer's Err (no result
+// is stored for a run whose finish failed); the error is non-nil only
+// when no run got an answer (the backend is closed, the read failed).
 func (r *RunStore) FinishResults(ctx context.Context, in []anarchon.SaveResultInput) ([]anarchon.HeldAnswer, error) {
 	b := r.b
 	h, err := b.ready(ctx)

@@ -707,9 +707,9 @@ func (b *Backend) listed(ctx context.Context, h handles, job string, slot int64,
 // ran out and a backup ran the slot again. (A failure of the NATS cluster
 // drill fits this: a holder's finish, sent while a replica was frozen and
 // just as it resumed, was recorded lease_lost, and a backup ran the slot
-// at the lease's end.) So every refusal read
-// from a replica is confirmed here before it is answered; a refusal is
-// rare (a lease really lost), so this costs the common path nothing.
+// at the lease's end.) So every refusal read from a replica is confirmed
+// here before it is answered; a refusal is rare (a lease really lost), so
+// this costs the common path nothing.
 // found is false when the key has no value (or a delete marker). Without
 // the fast path (an API prefix or a domain) it reads with the KV API as
 // readRun does.
