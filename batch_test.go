@@ -256,35 +256,9 @@ func TestBurstHeartbeatsInBatches(t *testing.T) {
 		t.Run(fmt.Sprintf("size%d", size), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				const k, lease, work = 120, 3 * time.Second, 10 * time.Second
-				store := membackend.New(nil)
-				var ran atomic.Int32
-				h := func(ctx context.Context, _ *anarchon.Run) error {
-					ran.Add(1)
-					select {
-					case <-time.After(work):
-						return nil
-					case <-ctx.Done():
-						return context.Cause(ctx)
-					}
-				}
-				var handles []*countStore
-				var ss []*anarchon.Scheduler
-				for i := range 3 {
-					c := &countStore{Backend: store}
-					s := newSched(t, c, fmt.Sprintf("s%d", i), &anarchon.Options{BatchSize: size})
-					for j := range k {
-						if err := s.Every(fmt.Sprintf("job-%03d", j), time.Minute, h, &anarchon.JobOptions{Lease: lease}); err != nil {
-							t.Fatal(err)
-						}
-					}
-					handles, ss = append(handles, c), append(ss, s)
-				}
-				for _, s := range ss {
-					mustStart(t, s)
-				}
-				time.Sleep(time.Until(time.Now().Truncate(time.Minute).Add(time.Minute + 30*time.Second)))
-				stopAll(t, ss...)
-				if n := ran.Load(); n != k {
+				handles, n := leasedBurst(t, k, work, lease, &anarchon.Options{BatchSize: size},
+					func(c *countStore) anarchon.Backend { return c })
+				if n != k {
 					t.Fatalf("%d runs, want %d", n, k)
 				}
 				// A run of 10 s renews every second: 9 or 10 rounds.
@@ -351,6 +325,44 @@ func TestRecordsHoldNoClaimPermit(t *testing.T) {
 	})
 }
 
+// leasedBurst runs k leased jobs on one minute schedule on three
+// schedulers sharing store, each through its own countStore (given to the
+// scheduler as wrap makes it), with opts and a handler that works for
+// work (or until cancelled); it passes one minute boundary, stops them,
+// and returns the handles and how many handlers ran.
+func leasedBurst(t *testing.T, k int, work, lease time.Duration, opts *anarchon.Options, wrap func(*countStore) anarchon.Backend) ([]*countStore, int32) {
+	t.Helper()
+	store := membackend.New(nil)
+	var ran atomic.Int32
+	h := func(ctx context.Context, _ *anarchon.Run) error {
+		ran.Add(1)
+		select {
+		case <-time.After(work):
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+	var handles []*countStore
+	var ss []*anarchon.Scheduler
+	for i := range 3 {
+		c := &countStore{Backend: store}
+		s := newSched(t, wrap(c), fmt.Sprintf("s%d", i), opts)
+		for j := range k {
+			if err := s.Every(fmt.Sprintf("job-%03d", j), time.Minute, h, &anarchon.JobOptions{Lease: lease}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		handles, ss = append(handles, c), append(ss, s)
+	}
+	for _, s := range ss {
+		mustStart(t, s)
+	}
+	time.Sleep(time.Until(time.Now().Truncate(time.Minute).Add(time.Minute + 30*time.Second)))
+	stopAll(t, ss...)
+	return handles, ran.Load()
+}
+
 // noWatchCount is a countStore without a Watcher, as SQLite and MySQL
 // are, with every batch ability kept (unlike noWatch): its fields named
 // after the watch methods hide the ones its stores promote, and it has no
@@ -377,35 +389,10 @@ type noWatchRuns struct {
 func TestBurstBackupsPollInBatches(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const k, work, poll = 90, 5 * time.Second, time.Second
-		store := membackend.New(nil)
-		var ran atomic.Int32
-		h := func(ctx context.Context, _ *anarchon.Run) error {
-			ran.Add(1)
-			select {
-			case <-time.After(work):
-			case <-ctx.Done():
-			}
-			return nil
-		}
-		var handles []*countStore
-		var ss []*anarchon.Scheduler
-		for i := range 3 {
-			c := &countStore{Backend: store}
-			s := newSched(t, noWatchCount{countStore: c}, fmt.Sprintf("s%d", i), &anarchon.Options{PollInterval: poll})
-			for j := range k {
-				if err := s.Every(fmt.Sprintf("job-%03d", j), time.Minute, h, &anarchon.JobOptions{Lease: 30 * time.Second}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			handles, ss = append(handles, c), append(ss, s)
-		}
-		for _, s := range ss {
-			mustStart(t, s)
-		}
-		time.Sleep(time.Until(time.Now().Truncate(time.Minute).Add(time.Minute + 30*time.Second)))
-		stopAll(t, ss...)
-		if got := ran.Load(); got != k {
-			t.Errorf("%d runs, want %d", got, k)
+		handles, n := leasedBurst(t, k, work, 30*time.Second, &anarchon.Options{PollInterval: poll},
+			func(c *countStore) anarchon.Backend { return noWatchCount{countStore: c} })
+		if n != k {
+			t.Errorf("%d runs, want %d", n, k)
 		}
 		var batched int64
 		for i, c := range handles {

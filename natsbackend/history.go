@@ -343,31 +343,9 @@ func (b *Backend) historyBehind(ctx context.Context, h handles, subj string, seq
 			}
 			return err
 		}
-		req, _ := json.Marshal(struct {
-			LastFor string `json:"last_by_subj"`
-		}{subj})
-		m, err := b.js.Conn().RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+b.opts.HistoryStream, req)
-		if err != nil {
-			return err
-		}
-		var resp struct {
-			Message *struct {
-				Seq uint64 `json:"seq"`
-			} `json:"message"`
-			Error *jetstream.APIError `json:"error"`
-		}
-		if err := json.Unmarshal(m.Data, &resp); err != nil {
-			return fmt.Errorf("message get answer: %w", err)
-		}
-		switch {
-		case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
-			last = 0
-		case resp.Error != nil:
-			return resp.Error
-		case resp.Message != nil:
-			last = resp.Message.Seq
-		}
-		return nil
+		m, err := b.leaderLast(ctx, b.opts.HistoryStream, subj)
+		last = m.Seq // 0 when the subject has no message
+		return err
 	})
 	if err != nil {
 		return false, err
@@ -375,6 +353,45 @@ func (b *Backend) historyBehind(ctx context.Context, h handles, subj string, seq
 	// A message after lastSeq was published after the call began; one up
 	// to it that the read did not reach is still to be delivered.
 	return last > seq && seq < lastSeq, nil
+}
+
+// leaderMsg is the last message of a subject as the JetStream API's
+// message get answers it (leaderLast); Seq is 0 when there is none.
+type leaderMsg struct {
+	Seq  uint64 `json:"seq"`
+	Hdrs []byte `json:"hdrs"`
+	Data []byte `json:"data"`
+}
+
+// leaderLast asks stream's leader for the last message of subject with
+// the JetStream API's message get ($JS.API.STREAM.MSG.GET), which only
+// the leader answers, unlike a direct get, which any replica serves. One
+// request, not repeated: the caller sends it within resendRead. A subject
+// without a message answers a zero leaderMsg and no error.
+func (b *Backend) leaderLast(ctx context.Context, stream, subject string) (leaderMsg, error) {
+	req, _ := json.Marshal(struct {
+		LastFor string `json:"last_by_subj"`
+	}{subject})
+	m, err := b.js.Conn().RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+stream, req)
+	if err != nil {
+		return leaderMsg{}, err
+	}
+	var resp struct {
+		Message *leaderMsg          `json:"message"`
+		Error   *jetstream.APIError `json:"error"`
+	}
+	if err := json.Unmarshal(m.Data, &resp); err != nil {
+		return leaderMsg{}, fmt.Errorf("message get answer: %w", err)
+	}
+	switch {
+	case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
+		return leaderMsg{}, nil
+	case resp.Error != nil:
+		return leaderMsg{}, resp.Error
+	case resp.Message == nil:
+		return leaderMsg{}, errors.New("message get answer without a message")
+	}
+	return *resp.Message, nil
 }
 
 // readErr translates an error of a history read: once ctx is done, the

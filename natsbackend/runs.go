@@ -721,58 +721,30 @@ func (b *Backend) readRunLeader(ctx context.Context, h handles, key string) (rev
 		}
 		return e.Revision(), v, true, nil
 	}
-	subject := "$KV." + b.opts.Bucket + "." + key
-	req, _ := json.Marshal(struct {
-		LastFor string `json:"last_by_subj"`
-	}{subject})
-	var data []byte
-	err = b.resendRead(ctx, func(ctx context.Context) error {
-		m, err := b.js.Conn().RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET.KV_"+b.opts.Bucket, req)
-		if err != nil {
-			return err
-		}
-		var resp struct {
-			Message *struct {
-				Seq  uint64 `json:"seq"`
-				Hdrs []byte `json:"hdrs"`
-				Data []byte `json:"data"`
-			} `json:"message"`
-			Error *jetstream.APIError `json:"error"`
-		}
-		if err := json.Unmarshal(m.Data, &resp); err != nil {
-			return fmt.Errorf("message get answer: %w", err)
-		}
-		switch {
-		case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
-			found = false
-		case resp.Error != nil:
-			return resp.Error
-		case resp.Message == nil:
-			return errors.New("message get answer without a message")
-		default:
-			found, rev, data = true, resp.Message.Seq, resp.Message.Data
-			if len(resp.Message.Hdrs) > 0 {
-				hdr, err := nats.DecodeHeadersMsg(resp.Message.Hdrs)
-				if err != nil {
-					return fmt.Errorf("message get answer: %w", err)
-				}
-				if op := hdr.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
-					found = false
-				}
-			}
-		}
-		return nil
+	var m leaderMsg
+	err = b.resendRead(ctx, func(ctx context.Context) (err error) {
+		m, err = b.leaderLast(ctx, "KV_"+b.opts.Bucket, "$KV."+b.opts.Bucket+"."+key)
+		return err
 	})
+	found = err == nil && m.Seq > 0
+	if found && len(m.Hdrs) > 0 {
+		hdr, herr := nats.DecodeHeadersMsg(m.Hdrs)
+		if herr != nil {
+			err = fmt.Errorf("message get answer: %w", herr)
+		} else if op := hdr.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
+			found = false
+		}
+	}
 	if err != nil {
 		return 0, v, false, b.wrap("read run from the leader", err)
 	}
 	if !found {
 		return 0, v, false, nil
 	}
-	if err := json.Unmarshal(data, &v); err != nil {
+	if err := json.Unmarshal(m.Data, &v); err != nil {
 		return 0, v, false, fmt.Errorf("natsbackend: run %s holds an unreadable value: %w", key, err)
 	}
-	return rev, v, true, nil
+	return m.Seq, v, true, nil
 }
 
 // change reads the run and, if decide accepts its state, writes the new

@@ -101,7 +101,18 @@ unless --catch-up asks for one run in their place. Both need --crontab or
 			if pause {
 				st, err = d.schedFor(name).Pause(ctx, name, anarchon.PauseOptions{Reason: reason, By: who()})
 			} else {
-				st, err = d.schedFor(name).Resume(ctx, name, anarchon.ResumeOptions{By: who(), CatchUp: catchUp})
+				// A job that is not paused is left as it is, and the
+				// command says so rather than "resumed".
+				if st, err = d.schedFor(name).JobState(ctx, name); err == nil && !st.Paused {
+					if asJSON {
+						return writeJSON(stdout, toStateJSON(st))
+					}
+					fmt.Fprintf(stdout, "%s is not paused: nothing to resume\n", name)
+					return nil
+				}
+				if err == nil {
+					st, err = d.schedFor(name).Resume(ctx, name, anarchon.ResumeOptions{By: who(), CatchUp: catchUp})
+				}
 			}
 			if err != nil {
 				return classify(name, err)

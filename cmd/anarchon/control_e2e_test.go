@@ -84,6 +84,10 @@ func jobControl(t *testing.T, store string) {
 	if o, e, code := anarchonCmd(t, dir, append([]string{"resume", "tick", "--json"}, cli...)...); code != 0 || !strings.Contains(o, `"paused": false`) {
 		t.Fatalf("resume: exit %d\n%s%s", code, o, e)
 	}
+	// Resumed already: a second resume changes nothing and says so.
+	if o, e, code := anarchonCmd(t, dir, append([]string{"resume", "tick"}, cli...)...); code != 0 || !strings.Contains(o, "tick is not paused: nothing to resume") {
+		t.Errorf("resume of a job not paused: exit %d\n%s%s", code, o, e)
+	}
 	time.Sleep(3 * time.Second)
 
 	o, e, code := anarchonCmd(t, dir, append([]string{"trigger", "fail", "--timeout", "30s"}, cli...)...)
