@@ -458,9 +458,11 @@ func (b *Backend) getMany(ctx context.Context, h handles, keys []string) (map[st
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	for k := range out {
-		if lagging(k) {
-			delete(out, k)
+	if laggingReplica != nil { // tests only: no pass over the answers otherwise
+		for k := range out {
+			if lagging(k) {
+				delete(out, k)
+			}
 		}
 	}
 	return out, nil
