@@ -18,15 +18,16 @@ import (
 // and under leases.
 type countStore struct {
 	*membackend.Backend
-	claims, batches       atomic.Int64 // Claim, ClaimBatch
-	runClaims, runBatches atomic.Int64 // RunStore.Claim, ClaimRuns
-	beats, beatBatches    atomic.Int64 // Heartbeat, Heartbeats
-	beatsBatched          atomic.Int64 // heartbeats sent in Heartbeats
-	saves, saveBatches    atomic.Int64 // SaveResult, SaveResults
-	finishes, finBatches  atomic.Int64 // FinishResult, FinishResults
-	records, recBatches   atomic.Int64 // RecordClaim, RecordClaims
-	recordsBatched        atomic.Int64 // claims recorded in RecordClaims
-	sizes                 sync.Map     // batch size -> count, of both kinds
+	claims, batches       atomic.Int64  // Claim, ClaimBatch
+	runClaims, runBatches atomic.Int64  // RunStore.Claim, ClaimRuns
+	beats, beatBatches    atomic.Int64  // Heartbeat, Heartbeats
+	beatsBatched          atomic.Int64  // heartbeats sent in Heartbeats
+	saves, saveBatches    atomic.Int64  // SaveResult, SaveResults
+	finishes, finBatches  atomic.Int64  // FinishResult, FinishResults
+	records, recBatches   atomic.Int64  // RecordClaim, RecordClaims
+	recordsBatched        atomic.Int64  // claims recorded in RecordClaims
+	sizes                 sync.Map      // batch size -> count, of both kinds
+	delay                 time.Duration // each first-claim batch takes this long (a store's round trip)
 }
 
 func (c *countStore) Unwrap() anarchon.Backend { return c.Backend }
@@ -39,6 +40,7 @@ func (c *countStore) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, e
 func (c *countStore) ClaimBatch(ctx context.Context, in []anarchon.ClaimInput) ([]anarchon.ClaimAnswer, error) {
 	c.batches.Add(1)
 	c.size(len(in))
+	time.Sleep(c.delay)
 	return c.Backend.ClaimBatch(ctx, in)
 }
 
@@ -75,6 +77,7 @@ func (r countRuns) Claim(ctx context.Context, rc anarchon.RunClaim) (anarchon.Cl
 func (r countRuns) ClaimRuns(ctx context.Context, in []anarchon.RunClaim) ([]anarchon.RunClaimAnswer, error) {
 	r.c.runBatches.Add(1)
 	r.c.size(len(in))
+	time.Sleep(r.c.delay)
 	return r.RunStore.ClaimRuns(ctx, in)
 }
 

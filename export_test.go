@@ -20,3 +20,20 @@ func FireBurst(s *Scheduler, jobs []string, slot time.Time) {
 	s.fireGroup(s.loopCtx, g)
 	s.inflight.Wait()
 }
+
+// SlotOwner is the instance, of the live instances ids (sorted), that
+// claims the slot of job in the first wave of a burst (SPEC §4, waves).
+func SlotOwner(ids []string, job string, slot time.Time) string {
+	return ids[peers{n: len(ids)}.owner(job, slot)]
+}
+
+// Peers is the place peersOf gives the instance id in a listing.
+func Peers(id string, recs []InstanceRecord) (n, self int) {
+	p := peersOf(id, recs)
+	return p.n, p.self
+}
+
+// Rank is the wave in which instance self of n claims the slot.
+func Rank(n, self int, job string, slot time.Time) int {
+	return peers{n: n, self: self}.rank(job, slot)
+}

@@ -104,7 +104,10 @@ func (s *Scheduler) renewRegistration(ctx context.Context, r *registration, firs
 	recs, err := r.reg.Instances(ctx)
 	if err != nil {
 		s.storeError(ctx, "Instances", "", time.Time{}, err)
-	} else if !first {
+	} else {
+		s.setPeers(recs)
+	}
+	if err == nil && !first {
 		s.checkTwin(ctx, r, info, recs)
 	}
 	published := info

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/anarchon/anarchon/internal/runner"
@@ -29,9 +30,16 @@ func (s *Scheduler) fire(ctx context.Context, j *job, slot time.Time) {
 }
 
 // fireGroup handles slots due together: their claims go to the store in
-// batches where it takes them (Options.BatchSize), and each slot then
-// takes the path fire would have given it.
+// batches where it takes them (Options.BatchSize), in waves by the slots'
+// rank among the live instances (waves, SPEC §4), and each slot then takes
+// the path fire would have given it.
 func (s *Scheduler) fireGroup(ctx context.Context, group []runner.Due[*job]) {
+	s.fireWaves(ctx, s.waves(group))
+}
+
+// fireWave claims one wave's slots, each batch counted in answered until
+// its answers are acted on.
+func (s *Scheduler) fireWave(ctx context.Context, group []runner.Due[*job], answered *sync.WaitGroup) {
 	var plain []*attempt
 	var leased []*runner.Leased[slotRun]
 	for _, d := range group {
@@ -46,10 +54,10 @@ func (s *Scheduler) fireGroup(ctx context.Context, group []runner.Due[*job]) {
 		}
 	}
 	if len(plain) > 0 {
-		s.run.FirePlain(ctx, plain, &s.inflight)
+		s.run.FirePlain(ctx, plain, &s.inflight, answered)
 	}
 	if len(leased) > 0 {
-		s.run.FireLeased(ctx, leased, &s.inflight)
+		s.run.FireLeased(ctx, leased, &s.inflight, answered)
 	}
 }
 

@@ -169,7 +169,8 @@ type Scheduler struct {
 	tokenPrefix string
 	tokenSeq    atomic.Uint64
 
-	reg *registration // the instance registry entry while started; guarded by mu
+	reg   *registration         // the instance registry entry while started; guarded by mu
+	peers atomic.Pointer[peers] // this instance's place in the last registry listing; nil before one
 
 	watching bool // the watch goroutine runs; guarded by mu
 

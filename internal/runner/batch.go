@@ -61,18 +61,31 @@ func (r *Runner[J]) releaseCall() { <-r.calls }
 // own, counted in inflight. It returns when every batch is sent, or when
 // ctx ends (Stop began: no new claims). Each attempt goes through SPEC
 // §3's steps as Attempt.Run does: lateness, claim, record, handler,
-// result.
-func (r *Runner[J]) FirePlain(ctx context.Context, as []*Attempt[J], inflight *sync.WaitGroup) {
-	split(len(as), r.cfg.BatchSize, func(from, to int) bool {
+// result. Each batch is counted in answered, when not nil, until its
+// answers have been acted on (the wins' records and handlers go on after).
+func (r *Runner[J]) FirePlain(ctx context.Context, as []*Attempt[J], inflight, answered *sync.WaitGroup) {
+	fire(r, ctx, as, r.cfg.BatchSize, inflight, answered, r.claimPlain)
+}
+
+// fire sends as in batches of at most size, each in a goroutine of its own
+// holding one claim call's permit, with claim.
+func fire[J, A any](r *Runner[J], ctx context.Context, as []A, size int, inflight, answered *sync.WaitGroup, claim func(context.Context, []A, *sync.WaitGroup)) {
+	split(len(as), size, func(from, to int) bool {
 		if !r.acquire(ctx) {
 			return false
 		}
 		chunk := as[from:to]
 		inflight.Add(1)
+		if answered != nil {
+			answered.Add(1)
+		}
 		go func() {
 			defer inflight.Done()
+			if answered != nil {
+				defer answered.Done()
+			}
 			defer r.releaseCall()
-			r.claimPlain(ctx, chunk, inflight)
+			claim(ctx, chunk, inflight)
 		}()
 		return true
 	})
@@ -169,21 +182,9 @@ func (a *Attempt[J]) runClaimed(ctx context.Context, recorded bool) {
 // each answer is then acted on as Leased.Run acts on its first: a slot
 // won, stood by for, or to be recorded late or overlapping goes on in a
 // goroutine of its own (counted in inflight); one that is settled or
-// whose claim failed ends there.
-func (r *Runner[J]) FireLeased(ctx context.Context, as []*Leased[J], inflight *sync.WaitGroup) {
-	split(len(as), r.cfg.LeaseBatchSize, func(from, to int) bool {
-		if !r.acquire(ctx) {
-			return false
-		}
-		chunk := as[from:to]
-		inflight.Add(1)
-		go func() {
-			defer inflight.Done()
-			defer r.releaseCall()
-			r.claimLeased(ctx, chunk, inflight)
-		}()
-		return true
-	})
+// whose claim failed ends there. answered is as in FirePlain.
+func (r *Runner[J]) FireLeased(ctx context.Context, as []*Leased[J], inflight, answered *sync.WaitGroup) {
+	fire(r, ctx, as, r.cfg.LeaseBatchSize, inflight, answered, r.claimLeased)
 }
 
 // claimLeased sends one batch of first lease claims and acts on the

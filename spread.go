@@ -1,0 +1,104 @@
+package anarchon
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/anarchon/anarchon/internal/runner"
+)
+
+// peers is this instance's place among the live instances of the last
+// registry listing (SPEC §4, "Waves"): n of them, this one at index self
+// of their IDs in order. The zero value, and n = 1, is an instance that
+// knows of no other: every slot is its own to claim first.
+type peers struct{ n, self int }
+
+// peersOf places the instance id among the live records of a listing.
+// It counts itself whether or not the listing has its record yet (the
+// first listing at Start comes before the first registration).
+func peersOf(id string, recs []InstanceRecord) peers {
+	p := peers{n: 1}
+	for _, rec := range recs {
+		if !rec.Live() || rec.ID == id {
+			continue
+		}
+		p.n++
+		if rec.ID < id {
+			p.self++
+		}
+	}
+	return p
+}
+
+// rank is the wave in which this instance claims the slot: 0 when the slot
+// is its own, r when it is the own slot of the instance r places before it
+// in the IDs' ring.
+func (p peers) rank(job string, slot time.Time) int {
+	if p.n <= 1 {
+		return 0
+	}
+	return (p.self - p.owner(job, slot) + p.n) % p.n
+}
+
+// owner is the index of the instance whose own slot this is. Every
+// instance that shares a listing gives each slot to the same one, and the
+// slots spread evenly: the index is FNV-1a (64 bits) of the job's name and
+// the slot's Unix milliseconds (little-endian), modulo n.
+func (p peers) owner(job string, slot time.Time) int {
+	const offset, prime = 14695981039346656037, 1099511628211
+	h := uint64(offset)
+	for i := 0; i < len(job); i++ {
+		h = (h ^ uint64(job[i])) * prime
+	}
+	ms := uint64(slot.UnixMilli())
+	for i := range 8 {
+		h = (h ^ (ms >> (8 * i) & 0xff)) * prime
+	}
+	return int(h % uint64(p.n))
+}
+
+// setPeers keeps the place of a registry listing for the next bursts.
+func (s *Scheduler) setPeers(recs []InstanceRecord) {
+	p := peersOf(s.opts.InstanceID, recs)
+	s.peers.Store(&p)
+}
+
+// waves sorts the slots of a group by their rank among the peers: the
+// slots of wave r are claimed once the store has answered the claims of
+// wave r-1 (fireWaves). With no peers known, the group is one wave.
+func (s *Scheduler) waves(group []runner.Due[*job]) [][]runner.Due[*job] {
+	p := s.peers.Load()
+	if p == nil || p.n <= 1 || len(group) < 2 {
+		return [][]runner.Due[*job]{group}
+	}
+	ws := make([][]runner.Due[*job], p.n)
+	for _, d := range group {
+		r := p.rank(d.V.name, d.Slot)
+		ws[r] = append(ws[r], d)
+	}
+	return ws
+}
+
+// fireWaves claims the waves of a group one after another: the first now,
+// each later one in a goroutine (counted in inflight, so that Stop waits
+// for it) once every claim of the one before is answered. ctx ending (Stop
+// began) ends the waves not yet sent, as it ends a wave's batches not yet
+// sent.
+func (s *Scheduler) fireWaves(ctx context.Context, ws [][]runner.Due[*job]) {
+	var answered sync.WaitGroup
+	s.fireWave(ctx, ws[0], &answered)
+	rest := ws[1:]
+	for len(rest) > 0 && len(rest[0]) == 0 {
+		rest = rest[1:]
+	}
+	if len(rest) == 0 {
+		return
+	}
+	s.inflight.Add(1)
+	go func() {
+		defer s.inflight.Done()
+		answered.Wait()
+		s.fireWaves(ctx, rest)
+	}()
+}

@@ -1,0 +1,181 @@
+package anarchon_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/membackend"
+)
+
+// Every slot has one owner among n instances: the ranks the n instances
+// give it are 0 … n-1, each once, and each instance owns about 1/n of the
+// slots.
+func TestWaveRanksArePermutations(t *testing.T) {
+	const slots = 3000
+	base := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	for _, n := range []int{2, 3, 5} {
+		owned := make([]int, n)
+		for i := range slots {
+			job := fmt.Sprintf("job-%d", i%700)
+			slot := base.Add(time.Duration(i/700) * time.Minute)
+			seen := make([]bool, n)
+			for self := range n {
+				r := anarchon.Rank(n, self, job, slot)
+				if r < 0 || r >= n || seen[r] {
+					t.Fatalf("n=%d %s %v: instance %d has rank %d (seen %v)", n, job, slot, self, r, seen)
+				}
+				seen[r] = true
+				if r == 0 {
+					owned[self]++
+				}
+			}
+		}
+		for self, k := range owned {
+			if want := slots / n; k < want*8/10 || k > want*12/10 {
+				t.Errorf("n=%d: instance %d owns %d of %d slots, want about %d", n, self, k, slots, want)
+			}
+		}
+	}
+	if r := anarchon.Rank(1, 0, "job", base); r != 0 {
+		t.Errorf("a lone instance ranks a slot %d, want 0", r)
+	}
+}
+
+// An instance's place counts only live records, and itself whether or not
+// the listing has its record yet.
+func TestPeersCountLiveRecordsAndSelf(t *testing.T) {
+	rec := func(id string, st anarchon.InstanceState) anarchon.InstanceRecord {
+		return anarchon.InstanceRecord{InstanceInfo: anarchon.InstanceInfo{ID: id}, State: st}
+	}
+	recs := []anarchon.InstanceRecord{
+		rec("a", anarchon.InstanceLive), rec("b", anarchon.InstanceDead),
+		rec("c", anarchon.InstanceLive), rec("d", anarchon.InstanceStopped), rec("e", anarchon.InstanceLive),
+	}
+	for _, tc := range []struct {
+		id      string
+		n, self int
+	}{
+		{"a", 3, 0}, {"c", 3, 1}, {"e", 3, 2},
+		{"b", 4, 1}, // listed dead: a new start under its ID counts itself
+		{"0", 4, 0}, {"z", 4, 3}, // not listed yet
+	} {
+		if n, self := anarchon.Peers(tc.id, recs); n != tc.n || self != tc.self {
+			t.Errorf("%s: place %d of %d, want %d of %d", tc.id, self, n, tc.self, tc.n)
+		}
+	}
+	if n, self := anarchon.Peers("a", nil); n != 1 || self != 0 {
+		t.Errorf("empty listing: place %d of %d, want 0 of 1", self, n)
+	}
+}
+
+// burstWinners runs one burst of k jobs on the schedulers ids, each on a
+// handle of store whose first-claim batches take a millisecond, and
+// returns which instance ran each job's slot and when, failing the test
+// on a slot run other than once.
+func burstWinners(t *testing.T, store *membackend.Backend, ids []string, k int, leased bool) (map[string]string, map[string]time.Duration) {
+	t.Helper()
+	var mu sync.Mutex
+	ran := map[string]string{}
+	late := map[string]time.Duration{}
+	runs := map[string]int{}
+	h := func(_ context.Context, run *anarchon.Run) error {
+		mu.Lock()
+		defer mu.Unlock()
+		ran[run.Job] = run.InstanceID
+		late[run.Job] = time.Since(run.Slot)
+		runs[run.Job]++
+		return nil
+	}
+	var ss []*anarchon.Scheduler
+	for _, id := range ids {
+		s := newSched(t, &countStore{Backend: store, delay: time.Millisecond}, id, nil)
+		for i := range k {
+			if err := s.Every(fmt.Sprintf("job-%04d", i), time.Minute, h, &anarchon.JobOptions{NoLease: !leased}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ss = append(ss, s)
+	}
+	for _, s := range ss {
+		mustStart(t, s)
+	}
+	// The registry renewals (every 5 s) list every instance before the
+	// minute boundary; one burst comes due.
+	time.Sleep(time.Until(time.Now().Truncate(time.Minute).Add(time.Minute + 30*time.Second)))
+	stopAll(t, ss...)
+	for i := range k {
+		if job := fmt.Sprintf("job-%04d", i); runs[job] != 1 {
+			t.Errorf("%s ran %d times, want 1", job, runs[job])
+		}
+	}
+	return ran, late
+}
+
+// In a burst every instance claims its own slots first and the others'
+// only once the store has answered those: each slot is run by its owner,
+// so the winners spread evenly and the losing claims of a slot come after
+// its winning one. With one wave, the instance whose batch reaches the
+// store first would win every slot of it.
+func TestBurstWavesSpreadTheWins(t *testing.T) {
+	for _, leased := range []bool{false, true} {
+		t.Run(fmt.Sprintf("leased=%v", leased), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ids := []string{"s0", "s1", "s2"}
+				ran, _ := burstWinners(t, membackend.New(nil), ids, 600, leased)
+				slot := time.Now().Truncate(time.Minute)
+				wins := map[string]int{}
+				for job, got := range ran {
+					wins[got]++
+					if want := anarchon.SlotOwner(ids, job, slot); got != want {
+						t.Errorf("%s ran on %s, want its owner %s", job, got, want)
+					}
+				}
+				for _, id := range ids {
+					if wins[id] < 150 || wins[id] > 250 {
+						t.Errorf("%s won %d of 600 slots, want about 200 (%v)", id, wins[id], wins)
+					}
+				}
+			})
+		})
+	}
+}
+
+// An instance listed live that claims nothing (killed, or not yet listed
+// dead) loses no slot: the next instance on the ring claims its slots in
+// its second wave, one store answer later.
+func TestBurstWavesCoverAnInstanceThatDoesNotClaim(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := membackend.New(nil)
+		if err := store.RegisterInstance(context.Background(), anarchon.InstanceInfo{ID: "s1"}, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		ids := []string{"s0", "s1", "s2"}
+		ran, late := burstWinners(t, store, []string{"s0", "s2"}, 600, false)
+		slot := time.Now().Truncate(time.Minute)
+		silent := 0
+		for job, got := range ran {
+			owner := anarchon.SlotOwner(ids, job, slot)
+			if owner != "s1" {
+				if got != owner {
+					t.Errorf("%s ran on %s, want its owner %s", job, got, owner)
+				}
+				continue
+			}
+			silent++
+			if got != "s2" { // s2 follows s1 on the ring
+				t.Errorf("%s, s1's, ran on %s, want s2", job, got)
+			}
+			if late[job] > 50*time.Millisecond {
+				t.Errorf("%s, s1's, started %v late", job, late[job])
+			}
+		}
+		if silent < 150 {
+			t.Errorf("s1 owned %d of 600 slots, want about 200", silent)
+		}
+	})
+}
