@@ -30,7 +30,7 @@ type queries struct {
 
 	insertJob, selectJob, raiseWatermark, setFence string
 
-	plainClaim, selectToken, insertManual string
+	plainClaim, selectToken, heldSlots, insertManual string
 	upsertResult, finishPlain             string
 	trimResults, trimRuns                 string
 
@@ -154,7 +154,7 @@ func buildQueries(qualify, quote func(string) string, d SQLDialect) queries {
 
 		insertJob: q("insertJob"), selectJob: q("selectJob"), raiseWatermark: q("raiseWatermark"), setFence: q("setFence"),
 
-		plainClaim: q("plainClaim"), selectToken: q("selectToken"), insertManual: q("insertManual"),
+		plainClaim: q("plainClaim"), selectToken: q("selectToken"), heldSlots: q("heldSlots"), insertManual: q("insertManual"),
 		upsertResult: q("upsertResult"), finishPlain: q("finishPlain"),
 		trimResults: q("trimResults"), trimRuns: q("trimRuns"),
 

@@ -36,6 +36,12 @@ RETURNING token
 SELECT r.token, r.instance, t.n FROM (SELECT {now} AS n) AS t
 LEFT JOIN {runs} AS r ON r.job = ? AND r.slot = ?
 
+-- name: heldSlots
+-- The start of a batch's read of the slots that already have a run row
+-- (ClaimBatch's pre-read); the batch appends one "(job = ? AND slot = ?)"
+-- per claim, joined with OR.
+SELECT job, slot, token FROM {runs} WHERE
+
 -- name: insertManual
 INSERT INTO {results} (job, token, slot, instance, attempt, status, claimed_at, started_at, finished_at, error, output, manual, saved_at)
 VALUES (?, ?, ?, ?, 1, 'running', {now}, NULL, NULL, '', '', 1, {now}) {ignore job, token}

@@ -165,7 +165,9 @@ func won(t *testing.T, b anarchon.Backend, in anarchon.ClaimInput) bool {
 // function of n.
 type BatchStatements struct {
 	// Plain claims (anarchon.BatchClaimer): n new slots, won; the same n
-	// slots claimed again by other tokens, lost.
+	// slots claimed again by other tokens, lost (Lost also counts a
+	// repeat of the won batch under its own tokens, won again: the same
+	// held rows).
 	Won, Lost func(n int) int64
 	// Lease claims (anarchon.RunBatchClaimer, overlap allowed): n new
 	// slots, won; the same claimed by other tokens, running.
@@ -245,6 +247,17 @@ func BatchRoundTrips(t *testing.T, b anarchon.Backend, c *Counter, want BatchSta
 		for k, a := range out {
 			if a.Won || a.Err != nil {
 				t.Fatalf("ClaimBatch(%d): claim %d of a claimed slot by another token = %+v, want lost", n, k, a)
+			}
+		}
+		before = c.N()
+		out, err = bc.ClaimBatch(ctx, in)
+		check("plain, repeated", n, c.N()-before, want.Lost)
+		if err != nil || len(out) != n {
+			t.Fatalf("ClaimBatch(%d) = %d answers, %v", n, len(out), err)
+		}
+		for k, a := range out {
+			if !a.Won || a.Err != nil {
+				t.Fatalf("ClaimBatch(%d): claim %d repeated by its own token = %+v, want won", n, k, a)
 			}
 		}
 		if rb, ok := anarchon.As[anarchon.ResultBatcher](b); ok {
