@@ -24,16 +24,23 @@ var (
 // [Backend.Claim] would, with each step of Claim taken for the whole
 // batch at once:
 //
-//  1. the pause states of the batch's jobs in one direct get request
-//     (beside one read of the server clock when the cached sample is
-//     stale), then the never-early check of each slot from the clock;
-//  2. one KV create per slot (a put at revision 0), all published before
-//     any acknowledgement is awaited;
+//  1. the pause states of the batch's jobs and the slots' claim keys in
+//     one direct get request per directBatch keys (beside one read of
+//     the server clock when the cached sample is stale), then the
+//     never-early check of each slot from the clock; a slot whose key
+//     exists is answered from it (won only under its own token), as
+//     step 3 answers a create that lost, and takes no create: a key
+//     once created names its slot's one winner, so the read of any
+//     replica that has it is the answer (SPEC §4, "Waves": a burst's
+//     later waves claim slots their owners hold);
+//  2. one KV create per other slot (a put at revision 0), all published
+//     before any acknowledgement is awaited;
 //  3. for the creates that lost, the holders' tokens in one more direct
 //     get request (repeat safety).
 //
 // So a batch waits for about three round trips whatever its size, and
-// sends one request per slot plus two or three. The rare slot whose key
+// sends one request per slot not held plus two to four; a batch of held
+// slots only its reads. The rare slot whose key
 // was deleted between its create and the read, and the history records
 // of slots settled as paused, take the single path's steps, side by side.
 // A claim's bad input or error is its own answer's Err; the error is
@@ -63,10 +70,10 @@ func (b *Backend) ClaimBatch(ctx context.Context, in []anarchon.ClaimInput) ([]a
 		return out, nil
 	}
 
-	// 1. Pause states and the clock, side by side.
-	pkeys := make([]string, len(live))
-	for k, i := range live {
-		pkeys[k] = pauseKey(jobs[i])
+	// 1. Pause states, the slots' claim keys and the clock, side by side.
+	pkeys := make([]string, 0, 2*len(live))
+	for _, i := range live {
+		pkeys = append(pkeys, pauseKey(jobs[i]), claimKey(jobs[i], in[i].Slot))
 	}
 	// Each step is bounded by Options.Timeout as one call is.
 	actx, cancel := b.bound(ctx)
@@ -83,6 +90,18 @@ func (b *Backend) ClaimBatch(ctx context.Context, in []anarchon.ClaimInput) ([]a
 		c := in[i]
 		if err := b.checkEarly(actx, h, c.Job, c.Slot); err != nil {
 			out[i].Err = err
+			continue
+		}
+		if e, ok := states[claimKey(jobs[i], c.Slot)]; ok {
+			// The slot is claimed already (a burst's later wave, SPEC
+			// §4): its holder answers, as step 3 would after a create
+			// that lost, and no create is sent.
+			var cv claimValue
+			if err := json.Unmarshal(e.val, &cv); err != nil {
+				out[i].Err = fmt.Errorf("natsbackend: claim %s holds an unreadable value: %w", claimKey(jobs[i], c.Slot), err)
+				continue
+			}
+			out[i].Won = cv.Token == c.Token
 			continue
 		}
 		val := claimValue{Token: c.Token, Instance: c.InstanceID}
