@@ -61,7 +61,7 @@ func TestPeersCountLiveRecordsAndSelf(t *testing.T) {
 		n, self int
 	}{
 		{"a", 3, 0}, {"c", 3, 1}, {"e", 3, 2},
-		{"b", 4, 1}, // listed dead: a new start under its ID counts itself
+		{"b", 4, 1},              // listed dead: a new start under its ID counts itself
 		{"0", 4, 0}, {"z", 4, 3}, // not listed yet
 	} {
 		if n, self := anarchon.Peers(tc.id, recs); n != tc.n || self != tc.self {

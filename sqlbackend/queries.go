@@ -31,8 +31,8 @@ type queries struct {
 	insertJob, selectJob, raiseWatermark, setFence string
 
 	plainClaim, selectToken, heldSlots, insertManual string
-	upsertResult, finishPlain             string
-	trimResults, trimRuns                 string
+	upsertResult, finishPlain                        string
+	trimResults, trimRuns                            string
 
 	historyRuns, historyResults       string
 	historyRunsAll, historyResultsAll string
