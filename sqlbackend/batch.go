@@ -33,10 +33,10 @@ var (
 //
 // Without a batch routine (SQLite, MySQL), one read outside the
 // transaction first answers every claim whose slot already has a run row,
-// as the claim's own statements would (won only under the row's token):
-// a row, once written, changes its token never, and goes only when
-// trimming has raised the watermark over its slot, after which a claim is
-// lost anyway. The claims of a burst's later waves (SPEC §4, "Waves"),
+// as the claim's own statements would have answered at that moment: the
+// INSERT writes only where there is no row, so the claim is won only
+// under the row's token. The read is the claim's moment, as the INSERT
+// is a single claim's. The claims of a burst's later waves (SPEC §4, "Waves"),
 // whose slots their owners have claimed, then cost one SELECT per batch,
 // run beside the writers (WAL), instead of two statements each under the
 // database's write lock. A slot settled by a pause, and a slot with no
@@ -89,33 +89,45 @@ func (b *SQLBackend) ClaimBatch(ctx context.Context, in []anarchon.ClaimInput) (
 	return out, nil
 }
 
+// heldChunk is the most slots one read of answerHeld asks for: two
+// parameters each, well below SQLite's and MySQL's limits on a
+// statement's parameters (32,766 and 65,535) whatever Options.BatchSize.
+const heldChunk = 500
+
 // answerHeld answers the claims in[todo[…]] whose slots have a run row,
-// from one read (ClaimBatch's doc), and returns the others' indexes, in
-// todo's order.
+// from one read per heldChunk slots (ClaimBatch's doc), and returns the
+// others' indexes, in todo's order.
 func (b *SQLBackend) answerHeld(ctx context.Context, in []anarchon.ClaimInput, todo []int, out []anarchon.ClaimAnswer) ([]int, error) {
 	type key struct {
 		job  string
 		slot int64
 	}
-	var q strings.Builder
-	q.WriteString(b.q.heldSlots)
-	args := make([]any, 0, 2*len(todo))
+	var keys []key
 	seen := make(map[key]bool, len(todo))
 	for _, i := range todo {
 		k := key{in[i].Job, in[i].Slot}
-		if seen[k] {
-			continue
+		if !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
 		}
-		seen[k] = true
-		if len(args) > 0 {
-			q.WriteString(" OR")
-		}
-		q.WriteString(" (job = ? AND slot = ?)")
-		args = append(args, k.job, k.slot)
 	}
-	rows, err := b.all(ctx, b.cfg.Conn, b.rewritten(q.String()), args...)
-	if err != nil {
-		return nil, err
+	var rows [][]any
+	for chunk := range slices.Chunk(keys, heldChunk) {
+		var q strings.Builder
+		q.WriteString(b.q.heldSlots)
+		args := make([]any, 0, 2*len(chunk))
+		for n, k := range chunk {
+			if n > 0 {
+				q.WriteString(" OR")
+			}
+			q.WriteString(" (job = ? AND slot = ?)")
+			args = append(args, k.job, k.slot)
+		}
+		got, err := b.all(ctx, b.cfg.Conn, b.rewritten(q.String()), args...)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, got...)
 	}
 	held := make(map[key]string, len(rows))
 	for _, row := range rows {

@@ -2,9 +2,12 @@ package sqlitefile_test
 
 import (
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
+	"github.com/anarchon/anarchon"
 	"github.com/anarchon/anarchon/sqlbackend"
 	"github.com/anarchon/anarchon/sqlbackend/sqlbackendtest"
 	"github.com/anarchon/anarchon/sqlitebackend"
@@ -60,4 +63,57 @@ func TestBatchRoundTrips(t *testing.T) {
 		Won: plus(3, 1), Lost: one, LeaseWon: per(5), LeaseRunning: per(2),
 		Results: per(5), Heartbeats: per(1), Finishes: per(5),
 	})
+}
+
+// A plain batch larger than one read's share of parameters reads its
+// slots' rows in several statements (sqlbackend's heldChunk, 500 slots)
+// and answers every claim: 1,200 new slots won, then the same slots under
+// other tokens lost in three reads and no write, then won again under
+// their own.
+func TestBatchBeyondOneRead(t *testing.T) {
+	db, err := sql.Open(sqlitefile.DriverName, sqlitefile.DSN(filepath.Join(t.TempDir(), "large.db"), 10_000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	c := sqlbackendtest.Count(sqlbackend.DB{DB: db, Begin: "BEGIN IMMEDIATE"})
+	b, err := sqlitebackend.NewFromConn(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	const n = 1200
+	slot := time.Now().Add(-time.Minute).Truncate(time.Second).UnixMilli()
+	batch := func(tok string) []anarchon.ClaimInput {
+		in := make([]anarchon.ClaimInput, n)
+		for i := range in {
+			job := fmt.Sprintf("large-%04d", i)
+			in[i] = anarchon.ClaimInput{Job: job, Slot: slot, Token: tok + "-" + job, InstanceID: tok, HistorySize: 10}
+		}
+		return in
+	}
+	for _, tc := range []struct {
+		what  string
+		in    []anarchon.ClaimInput
+		won   bool
+		reads int64 // statements, when every slot is held
+	}{
+		{"new", batch("a"), true, 0},
+		{"another token's", batch("b"), false, 3},
+		{"repeated", batch("a"), true, 3},
+	} {
+		before := c.N()
+		out, err := b.ClaimBatch(ctx, tc.in)
+		if err != nil || len(out) != n {
+			t.Fatalf("%s: ClaimBatch = %d answers, %v", tc.what, len(out), err)
+		}
+		for i, a := range out {
+			if a.Won != tc.won || a.Err != nil {
+				t.Fatalf("%s: claim %d = %+v, want won=%v", tc.what, i, a, tc.won)
+			}
+		}
+		if got := c.N() - before; tc.reads > 0 && got != tc.reads {
+			t.Errorf("%s: %d statements, want %d reads", tc.what, got, tc.reads)
+		}
+	}
 }
