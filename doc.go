@@ -102,8 +102,8 @@
 // claims a burst in waves: first the slots a hash of (job, slot) gives to
 // it, then, once the store has answered those, the slots of the instance
 // before it on the ring of IDs, and so on. The store then sees one claim
-// of each slot before the losing ones, the handlers start after about
-// 1/n of the claims, and the runs spread evenly over the instances; an
+// of each slot before the losing ones, and the runs spread evenly over
+// the instances; an
 // instance that does not claim costs its slots one wave's wait (SPEC §4,
 // "Waves").
 //

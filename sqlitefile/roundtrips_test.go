@@ -14,11 +14,10 @@ import (
 	"github.com/anarchon/anarchon/sqlitefile"
 )
 
-// TestClaimRoundTrips counts the statements of each kind of claim (the
-// package doc's Performance): a won plain claim is its INSERT alone, any
-// other answer one read more; a lease claim is one BEGIN IMMEDIATE
-// transaction.
-func TestClaimRoundTrips(t *testing.T) {
+// countedBackend opens a backend on a new database file through a
+// statement counter.
+func countedBackend(t *testing.T) (*sqlitebackend.Backend, *sqlbackendtest.Counter) {
+	t.Helper()
 	db, err := sql.Open(sqlitefile.DriverName, sqlitefile.DSN(filepath.Join(t.TempDir(), "count.db"), 10_000))
 	if err != nil {
 		t.Fatal(err)
@@ -29,6 +28,15 @@ func TestClaimRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return b, c
+}
+
+// TestClaimRoundTrips counts the statements of each kind of claim (the
+// package doc's Performance): a won plain claim is its INSERT alone, any
+// other answer one read more; a lease claim is one BEGIN IMMEDIATE
+// transaction.
+func TestClaimRoundTrips(t *testing.T) {
+	b, c := countedBackend(t)
 	sqlbackendtest.ClaimRoundTrips(t, b, c, sqlbackendtest.ClaimStatements{
 		Won: 1, Lost: 2, Early: 2, Trimmed: 2, PausedLoser: 2,
 		// BEGIN, lock (read) the job row, read the run row, read the
@@ -44,16 +52,7 @@ func TestClaimRoundTrips(t *testing.T) {
 // read of its slots' rows, which answers the slots already held without
 // the transaction; in-process, a statement is no round trip.
 func TestBatchRoundTrips(t *testing.T) {
-	db, err := sql.Open(sqlitefile.DriverName, sqlitefile.DSN(filepath.Join(t.TempDir(), "count.db"), 10_000))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	c := sqlbackendtest.Count(sqlbackend.DB{DB: db, Begin: "BEGIN IMMEDIATE"})
-	b, err := sqlitebackend.NewFromConn(c, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, c := countedBackend(t)
 	plus := func(c, k int64) func(int) int64 { return func(n int) int64 { return c + k*int64(n) } }
 	per := func(k int64) func(int) int64 { return plus(2, k) }
 	// A plain batch first reads the rows of its slots (one SELECT) and
@@ -71,16 +70,7 @@ func TestBatchRoundTrips(t *testing.T) {
 // other tokens lost in three reads and no write, then won again under
 // their own.
 func TestBatchBeyondOneRead(t *testing.T) {
-	db, err := sql.Open(sqlitefile.DriverName, sqlitefile.DSN(filepath.Join(t.TempDir(), "large.db"), 10_000))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	c := sqlbackendtest.Count(sqlbackend.DB{DB: db, Begin: "BEGIN IMMEDIATE"})
-	b, err := sqlitebackend.NewFromConn(c, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, c := countedBackend(t)
 	ctx := t.Context()
 	const n = 1200
 	slot := time.Now().Add(-time.Minute).Truncate(time.Second).UnixMilli()

@@ -61,8 +61,8 @@ func (r *Runner[J]) releaseCall() { <-r.calls }
 // own, counted in inflight. It returns when every batch is sent, or when
 // ctx ends (Stop began: no new claims). Each attempt goes through SPEC
 // §3's steps as Attempt.Run does: lateness, claim, record, handler,
-// result. Each batch is counted in answered, when not nil, until its
-// answers have been acted on (the wins' records and handlers go on after).
+// result. Each batch is counted in answered until its answers have been
+// acted on (the wins' records and handlers go on after).
 func (r *Runner[J]) FirePlain(ctx context.Context, as []*Attempt[J], inflight, answered *sync.WaitGroup) {
 	fire(r, ctx, as, r.cfg.BatchSize, inflight, answered, r.claimPlain)
 }
@@ -76,14 +76,10 @@ func fire[J, A any](r *Runner[J], ctx context.Context, as []A, size int, infligh
 		}
 		chunk := as[from:to]
 		inflight.Add(1)
-		if answered != nil {
-			answered.Add(1)
-		}
+		answered.Add(1)
 		go func() {
 			defer inflight.Done()
-			if answered != nil {
-				defer answered.Done()
-			}
+			defer answered.Done()
 			defer r.releaseCall()
 			claim(ctx, chunk, inflight)
 		}()
