@@ -301,8 +301,10 @@ func (b *Backend) Init(ctx context.Context) error {
 	}
 	if !b.mustExist {
 		for _, s := range allScripts {
-			if err := s.Load(ctx, b.client).Err(); err != nil {
-				return b.wrap("init: script load", err)
+			for ; s != nil; s = s.batch {
+				if err := s.Load(ctx, b.client).Err(); err != nil {
+					return b.wrap("init: script load", err)
+				}
 			}
 		}
 	}

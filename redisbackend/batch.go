@@ -16,8 +16,10 @@ var (
 )
 
 // ClaimBatch answers many plain claims (anarchon.BatchClaimer) with the
-// script of [Backend.Claim], one EVALSHA per claim, all of them in one
-// pipeline: one round trip for the batch. New slots of paused jobs take a
+// script of [Backend.Claim] in its batch form: one EVALSHA runs the
+// script for every claim of the batch (at most 512 of them; per cluster
+// slot through a cluster client), in one pipeline: one round trip for
+// the batch. New slots of paused jobs take a
 // second pipeline for the script that settles them, as a single claim
 // takes a second script. Each answer is the one Claim gives for that
 // input; a claim's bad input or error reply is its own answer's Err. The
@@ -79,8 +81,9 @@ func (b *Backend) ClaimBatch(ctx context.Context, in []anarchon.ClaimInput) ([]a
 }
 
 // ClaimRuns answers many lease claims (anarchon.RunBatchClaimer) with the
-// script of [RunStore.Claim], one EVALSHA per claim, all of them in one
-// pipeline: one round trip for the batch. Each answer is the one Claim
+// script of [RunStore.Claim] in its batch form, one EVALSHA for up to 512
+// claims (per cluster slot), in one pipeline: one round trip for the
+// batch. Each answer is the one Claim
 // gives for that input; the error is non-nil only when no claim got an
 // answer, as for [Backend.ClaimBatch].
 func (s *RunStore) ClaimRuns(ctx context.Context, in []anarchon.RunClaim) ([]anarchon.RunClaimAnswer, error) {
@@ -122,14 +125,100 @@ func (s *RunStore) ClaimRuns(ctx context.Context, in []anarchon.RunClaim) ([]ana
 }
 
 // evalCall is one script call of a batch and, after runCalls, its reply
-// or error.
+// or error. A call of a script's batch form (batched) lists the calls it
+// carries in members, which get their own replies from its reply.
 type evalCall struct {
-	s    *script
-	keys []string
-	args []any
+	s       *script
+	keys    []string
+	args    []any
+	members []*evalCall
 
 	res any
 	err error
+}
+
+// maxBatchCalls bounds the calls one batch script carries. Redis runs
+// nothing else while a script runs, so a scheduler with a large
+// Options.BatchSize still holds the server for at most this many calls
+// at a time (a few milliseconds).
+const maxBatchCalls = 512
+
+// batchKey sorts the calls of a batch into the scripts that carry them:
+// one script's calls with the same numbers of keys and arguments, on one
+// cluster slot.
+type batchKey struct {
+	s      *script
+	nk, na int
+	slot   int
+}
+
+// batched packs the calls whose script has a batch form into calls of
+// that form, at most maxBatchCalls each, one per cluster slot through a
+// *redis.ClusterClient (a script's keys must share a slot there); other
+// calls, and a pack of one, stay as they are.
+func (b *Backend) batched(calls []*evalCall) []*evalCall {
+	_, cluster := b.client.(*redis.ClusterClient)
+	open := map[batchKey]*evalCall{}
+	out := make([]*evalCall, 0, len(calls))
+	for _, c := range calls {
+		if c.s.batch == nil || len(c.args) == 0 || len(c.keys) == 0 {
+			out = append(out, c)
+			continue
+		}
+		k := batchKey{s: c.s, nk: len(c.keys), na: len(c.args), slot: -1}
+		if cluster {
+			k.slot = keySlot(c.keys[0])
+		}
+		g := open[k]
+		if g == nil || len(g.members) == maxBatchCalls {
+			g = &evalCall{s: c.s.batch, args: []any{k.nk, k.na}}
+			open[k] = g
+			out = append(out, g)
+		}
+		g.keys = append(g.keys, c.keys...)
+		g.args = append(g.args, c.args...)
+		g.members = append(g.members, c)
+	}
+	for i, g := range out {
+		if len(g.members) == 1 {
+			out[i] = g.members[0]
+		}
+	}
+	return out
+}
+
+// settle sets the reply or error of c and, for a batch call, of each of
+// its members: the element of the reply array in the member's place (an
+// error element is the member's error), or the batch's own error.
+func (c *evalCall) settle(res any, err error) {
+	c.res, c.err = res, err
+	if c.members == nil {
+		return
+	}
+	arr, ok := res.([]any)
+	if err == nil && (!ok || len(arr) != len(c.members)) {
+		err = fmt.Errorf("redisbackend: batch script answered %T for %d calls", res, len(c.members))
+	}
+	for i, m := range c.members {
+		if err != nil {
+			m.res, m.err = nil, err
+			continue
+		}
+		if e, ok := arr[i].(error); ok {
+			m.res, m.err = nil, e
+			continue
+		}
+		m.res, m.err = arr[i], nil
+	}
+}
+
+// leaves are the calls whose replies callers read: c's members for a
+// batch call, else c itself.
+func (c *evalCall) leaves() []*evalCall {
+	if c.members != nil {
+		return c.members
+	}
+	return []*evalCall{c}
 }
 
 // allFailed returns the error of the batch when every call failed without
@@ -156,7 +245,8 @@ type pipeliner interface {
 	Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error)
 }
 
-// runCalls runs the calls with EVALSHA in one pipeline, and those the
+// runCalls runs the calls, packed into batch scripts where their script
+// has a batch form (batched), with EVALSHA in one pipeline, and those the
 // server's script cache lacked (NOSCRIPT: a restart, SCRIPT FLUSH, a new
 // cluster node) again with EVAL in a second, as go-redis's Script.Run
 // does for one call. go-redis sends the pipeline of a ClusterClient to
@@ -169,6 +259,7 @@ type pipeliner interface {
 // claim: a won claim whose WAIT fell short gets ErrNotReplicated, and
 // the batch's callers withdraw it as a single claim does (Backend.withdraw).
 func (b *Backend) runCalls(ctx context.Context, calls []*evalCall) {
+	calls = b.batched(calls)
 	if b.replicas == 0 {
 		b.pipeline(ctx, b.client, calls, false)
 		return
@@ -182,7 +273,7 @@ func (b *Backend) runCalls(ctx context.Context, calls []*evalCall) {
 		for _, call := range calls {
 			n, err := c.MasterForKey(ctx, call.keys[0])
 			if err != nil {
-				call.err = err
+				call.settle(nil, err)
 				continue
 			}
 			addr := n.Options().Addr
@@ -221,15 +312,18 @@ func (b *Backend) pipeline(ctx context.Context, p pipeliner, calls []*evalCall, 
 			acked, waitErr = waitCmd.Int64()
 		}
 		for i, c := range calls {
-			c.res, c.err = cmds[i].Val(), cmds[i].Err()
-			if c.err != nil || !wait {
+			c.settle(cmds[i].Val(), cmds[i].Err())
+			if !wait {
 				continue
 			}
-			switch {
-			case waitErr != nil:
-				c.res, c.err = nil, waitErr
-			case won(c.res) && acked < int64(b.replicas):
-				c.res, c.err = nil, fmt.Errorf("%w: %d of %d replicas within %v", ErrNotReplicated, acked, b.replicas, b.waitFor)
+			for _, l := range c.leaves() {
+				switch {
+				case l.err != nil:
+				case waitErr != nil:
+					l.res, l.err = nil, waitErr
+				case won(l.res) && acked < int64(b.replicas):
+					l.res, l.err = nil, fmt.Errorf("%w: %d of %d replicas within %v", ErrNotReplicated, acked, b.replicas, b.waitFor)
+				}
 			}
 		}
 	}

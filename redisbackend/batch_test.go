@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -47,10 +48,11 @@ func (h *countHook) trips() (singles, pipelines, piped int64) {
 }
 
 // A batch of 100 claims, of 100 jobs or of one job, plain or lease, is
-// one pipeline: one round trip, whatever its size. New slots of paused
-// jobs add one pipeline (the settling script, as a single claim adds one
-// command), and a server that lost its script cache one (EVAL after
-// NOSCRIPT).
+// one pipeline of one command: the script's batch form, which runs every
+// claim of the batch (a batch of more than 512 claims is one command per
+// 512). New slots of paused jobs add one pipeline (the settling script
+// of each, as a single claim adds one command), and a server that lost
+// its script cache one (EVAL after NOSCRIPT).
 func TestClaimBatchRoundTrips(t *testing.T) {
 	addr := redisAddr(t)
 	defer redisbackend.SetEpochCheckEvery(time.Hour)() // no sentinel read among the counted commands
@@ -124,13 +126,21 @@ func TestClaimBatchRoundTrips(t *testing.T) {
 	hook.trips()
 	in := batch(manyJobs)
 	claims("100 jobs", in, n)
-	check("100 jobs", 1, n)
+	check("100 jobs", 1, 1)
 	claims("100 jobs, repeated", in, n)
-	check("100 jobs, repeated", 1, n)
+	check("100 jobs, repeated", 1, 1)
 	claims("one job", batch(oneJob), n)
-	check("one job", 1, n)
+	check("one job", 1, 1)
 	claims("10 paused", batch(somePaused), n-10)
-	check("10 paused", 2, n+10)
+	check("10 paused", 2, 1+10)
+
+	slot += 1000
+	big := make([]anarchon.ClaimInput, 600)
+	for i := range big {
+		big[i] = anarchon.ClaimInput{Job: manyJobs(i), Slot: slot, Token: "tok", InstanceID: "a"}
+	}
+	claims("600 jobs", big, len(big))
+	check("600 jobs", 1, 2)
 
 	runs, ok := b.Runs().(anarchon.RunBatchClaimer)
 	if !ok {
@@ -151,7 +161,7 @@ func TestClaimBatchRoundTrips(t *testing.T) {
 				t.Fatalf("lease claim %d: %+v", i, a)
 			}
 		}
-		check("lease claims", 1, n)
+		check("lease claims", 1, 1)
 	}
 
 	if err := client.ScriptFlush(ctx).Err(); err != nil {
@@ -159,7 +169,7 @@ func TestClaimBatchRoundTrips(t *testing.T) {
 	}
 	hook.trips()
 	claims("after SCRIPT FLUSH", batch(manyJobs), n)
-	check("after SCRIPT FLUSH", 2, 2*n)
+	check("after SCRIPT FLUSH", 2, 2)
 }
 
 // Each answer of a batch is what a single claim of the same input gives
@@ -563,4 +573,46 @@ func TestClaimBatchNoAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("closed", b, anarchon.ErrClosed)
+}
+
+// A call that fails inside a batch script fails alone: a key of the wrong
+// type (an error reply of redis.call) and a record that is not JSON (a
+// Lua error of the script itself) each give their own claim an error,
+// and the other claims of the same script are answered.
+func TestClaimBatchCallErrorIsItsOwn(t *testing.T) {
+	addr := redisAddr(t)
+	prefix := freshPrefix(t, addr)
+	b := newBackend(t, addr, prefix, nil)
+	client := newClient(t, addr, nil)
+	ctx := t.Context()
+	slot := time.Now().Add(-time.Hour).Truncate(time.Second).UnixMilli()
+	if err := client.Set(ctx, "{"+prefix+":wrongtype}:run", "x", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.HSet(ctx, "{"+prefix+":notjson}:run", strconv.FormatInt(slot, 10), "{").Err(); err != nil {
+		t.Fatal(err)
+	}
+	in := []anarchon.ClaimInput{
+		{Job: "a", Slot: slot, Token: "t", InstanceID: "i"},
+		{Job: "wrongtype", Slot: slot, Token: "t", InstanceID: "i"},
+		{Job: "b", Slot: slot, Token: "t", InstanceID: "i"},
+		{Job: "notjson", Slot: slot, Token: "t", InstanceID: "i"},
+		{Job: "c", Slot: slot, Token: "t", InstanceID: "i"},
+	}
+	out, err := b.ClaimBatch(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range out {
+		failed := in[i].Job == "wrongtype" || in[i].Job == "notjson"
+		if failed && (a.Err == nil || a.Won) {
+			t.Errorf("claim of %q: %v, %v; want its own error", in[i].Job, a.Won, a.Err)
+		}
+		if !failed && (a.Err != nil || !a.Won) {
+			t.Errorf("claim of %q: %v, %v; want won", in[i].Job, a.Won, a.Err)
+		}
+	}
+	if err := out[1].Err; err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
+		t.Errorf("claim of a key of the wrong type: %v; want the server's WRONGTYPE", err)
+	}
 }

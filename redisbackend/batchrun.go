@@ -13,8 +13,8 @@ var (
 )
 
 // Heartbeats renews many leases (anarchon.HeartbeatBatcher) with the
-// script of [RunStore.Heartbeat], one EVALSHA per run, all of them in one
-// pipeline: one round trip for the batch (one more after NOSCRIPT; per
+// script of [RunStore.Heartbeat], in its batch form, one EVALSHA for up
+// to 512 runs (per cluster slot), in one pipeline: one round trip for the batch (one more after NOSCRIPT; per
 // master on a cluster). With Options.Replicas each master's pipeline ends
 // with one WAIT, which covers every renewal in it: a renewal fewer
 // replicas acknowledged fails with ErrNotReplicated, as a single
@@ -46,8 +46,8 @@ func (s *RunStore) Heartbeats(ctx context.Context, in []anarchon.HeartbeatInput)
 }
 
 // SaveResults stores many results (anarchon.ResultBatcher) with the
-// script of [Backend.SaveResult], one EVALSHA per result, all of them in
-// one pipeline: one round trip for the batch (one more after NOSCRIPT;
+// script of [Backend.SaveResult], in its batch form, one EVALSHA for up
+// to 512 results (per cluster slot), in one pipeline: one round trip for the batch (one more after NOSCRIPT;
 // per node on a cluster). Like SaveResult it waits for no replica. Each
 // error is the one SaveResult gives for that input (a bad input, an
 // error reply); the error is non-nil only when no result got an answer
@@ -72,8 +72,8 @@ func (b *Backend) SaveResults(ctx context.Context, in []anarchon.SaveResultInput
 
 // FinishResults finishes many leased runs with their results
 // (anarchon.FinishBatcher) with the script of [RunStore.FinishResult],
-// one EVALSHA per run, all of them in one pipeline: one round trip for
-// the batch (one more after NOSCRIPT; per master on a cluster). With
+// in its batch form, one EVALSHA for up to 512 runs (per cluster slot),
+// in one pipeline: one round trip for the batch (one more after NOSCRIPT; per master on a cluster). With
 // Options.Replicas each master's pipeline ends with one WAIT, which
 // covers every finish in it: a finish fewer replicas acknowledged fails
 // with ErrNotReplicated, as a single FinishResult's does (it is safe to
@@ -102,7 +102,7 @@ func (s *RunStore) FinishResults(ctx context.Context, in []anarchon.SaveResultIn
 }
 
 // evalBatch builds one call of s for each of n entries, from args(i),
-// and runs them in one pipeline: with wait, as runCalls runs claims (a
+// and runs them, packed into batch scripts (batched), in one pipeline: with wait, as runCalls runs claims (a
 // WAIT per master with Options.Replicas, as runWrite adds to one call);
 // without, as Script.Run runs one call. calls[i] is entry i's call with
 // its reply, or nil when args refused the entry with errs[i]. err is
@@ -126,7 +126,7 @@ func (b *Backend) evalBatch(ctx context.Context, n int, s *script, wait bool, ar
 	if wait {
 		b.runCalls(ctx, run)
 	} else {
-		b.pipeline(ctx, b.client, run, false)
+		b.pipeline(ctx, b.client, b.batched(run), false)
 	}
 	return calls, errs, allFailed(run)
 }

@@ -34,7 +34,15 @@
 //
 // Batches ([Backend.ClaimBatch], [RunStore.ClaimRuns]) run the single
 // claim's script for each claim, so each answer is the one a single
-// claim gives, one winner per slot across batches and single claims: the
+// claim gives. They run it in the script's batch form: one script that
+// runs the single call's text once per call, each with its own keys and
+// arguments, up to 512 calls per EVALSHA (one per cluster slot through a
+// cluster client, whose scripts may not span slots). Redis spends much
+// of a short script's time on the call itself, which a batch then pays
+// once (BENCHMARKS.md §8 shows the server's CPU per burst). A call whose
+// script fails (an error reply, a Lua error) gets that error as its own
+// answer; the other calls of the batch are answered. Each answer is the
+// one a single claim gives, one winner per slot across batches and single claims: the
 // anarchontest Batch and RunBatch subtests pass against a real server,
 // and TestClaimBatchRace races batches and single claims from 8 handles
 // for 400 slots each of plain and lease claims with exactly one winner

@@ -9,3 +9,6 @@ func SetEpochCheckEvery(d time.Duration) (restore func()) {
 	epochCheckEvery = d
 	return func() { epochCheckEvery = old }
 }
+
+// KeySlot is keySlot, the Redis Cluster slot of a key.
+var KeySlot = keySlot

@@ -2,6 +2,7 @@ package redisbackend_test
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -107,27 +108,7 @@ func TestWaitReplicas(t *testing.T) {
 // on a one-node cluster owning all 16384 slots: Redis Cluster refuses a
 // script whose keys span slots (CROSSSLOT), so this checks the hash tags.
 func TestCluster(t *testing.T) {
-	redisAddr(t)
-	addr := startServer(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
-	c := redis.NewClient(&redis.Options{Addr: addr})
-	if err := c.Do(t.Context(), "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
-		t.Fatal(err)
-	}
-	_ = c.Close()
-	waitInfo(t, addr, "cluster", "cluster_enabled", "1")
-	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{addr}})
-	t.Cleanup(func() { _ = cc.Close() })
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		state, err := cc.ClusterInfo(t.Context()).Result()
-		if err == nil && strings.Contains(state, "cluster_state:ok") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("cluster not ok: %v %s", err, state)
-		}
-		time.Sleep(50 * time.Millisecond) // cluster start-up has no event to wait on
-	}
+	cc := startCluster(t)
 	b, err := redisbackend.New(cc, &redisbackend.Options{Prefix: "cl", Replicas: 0})
 	if err != nil {
 		t.Fatal(err)
@@ -173,6 +154,7 @@ func TestCluster(t *testing.T) {
 	if _, err := b.ServerTime(ctx); err != nil {
 		t.Fatal(err)
 	}
+	clusterBatches(t, cc, b)
 	// WAIT through the cluster client goes to the job's master.
 	wb, err := redisbackend.New(cc, &redisbackend.Options{Prefix: "cl", Replicas: 1, ReplicaTimeout: 50 * time.Millisecond})
 	if err != nil {
@@ -311,5 +293,85 @@ func TestInitTopology(t *testing.T) {
 	out = initLog(redisbackend.Options{Replicas: 1})
 	if !strings.Contains(out, "replicas_connected=2") || strings.Contains(out, "level=WARN msg=\"redis: WAIT") || strings.Contains(out, "no WAIT") {
 		t.Errorf("WAIT 1 of 2 replicas: want the topology and no WAIT warning:\n%s", out)
+	}
+}
+
+// clusterBatches runs batches of every kind across 100 jobs, three slots
+// each, through a cluster client: the calls of one job share a cluster
+// slot and travel in one batch script, the jobs' scripts go apart (one
+// script whose keys spanned slots would fail with CROSSSLOT). It also
+// checks that the slot the backend computes for a key is the server's.
+func clusterBatches(t *testing.T, cc *redis.ClusterClient, b *redisbackend.Backend) {
+	t.Helper()
+	ctx := t.Context()
+	slot := time.Now().Truncate(time.Minute).Add(-2 * time.Hour).UnixMilli()
+	var plain []anarchon.ClaimInput
+	var leased []anarchon.RunClaim
+	for j := range 100 {
+		job := fmt.Sprintf("batch-%d", j)
+		key := "{cl:" + job + "}:run"
+		if want, err := cc.ClusterKeySlot(ctx, key).Result(); err != nil || int(want) != redisbackend.KeySlot(key) {
+			t.Fatalf("slot of %q: server %d (%v), backend %d", key, want, err, redisbackend.KeySlot(key))
+		}
+		for k := range 3 {
+			in := anarchon.ClaimInput{Job: job, Slot: slot + int64(k)*1000, Token: randToken(), InstanceID: "a"}
+			plain = append(plain, in)
+			in.Slot += 10000
+			in.Token = randToken()
+			leased = append(leased, anarchon.RunClaim{ClaimInput: in, Lease: time.Minute, AllowOverlap: true})
+		}
+	}
+	answers, err := b.ClaimBatch(ctx, plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saves := make([]anarchon.SaveResultInput, len(plain))
+	for i, a := range answers {
+		if !a.Won || a.Err != nil {
+			t.Fatalf("plain claim %d: %v, %v; want won", i, a.Won, a.Err)
+		}
+		saves[i] = anarchon.SaveResultInput{Job: plain[i].Job, Result: anarchon.StoredResult{Slot: plain[i].Slot, Token: plain[i].Token, InstanceID: "a", Attempt: 1, Status: anarchon.StatusSuccess}}
+	}
+	errs, err := b.SaveResults(ctx, saves)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("save %d: %v", i, err)
+		}
+	}
+	rs := b.Runs().(*redisbackend.RunStore)
+	runs, err := rs.ClaimRuns(ctx, leased)
+	if err != nil {
+		t.Fatal(err)
+	}
+	beats := make([]anarchon.HeartbeatInput, len(leased))
+	finishes := make([]anarchon.SaveResultInput, len(leased))
+	for i, a := range runs {
+		if a.Outcome.Kind != anarchon.OutcomeWon || a.Err != nil {
+			t.Fatalf("lease claim %d: %+v, %v; want won", i, a.Outcome, a.Err)
+		}
+		c := leased[i]
+		beats[i] = anarchon.HeartbeatInput{Job: c.Job, Slot: c.Slot, Token: c.Token, Lease: time.Minute}
+		finishes[i] = anarchon.SaveResultInput{Job: c.Job, Result: anarchon.StoredResult{Slot: c.Slot, Token: c.Token, InstanceID: "a", Attempt: 1, Status: anarchon.StatusSuccess}}
+	}
+	for _, step := range []struct {
+		what string
+		call func() ([]anarchon.HeldAnswer, error)
+	}{
+		{"heartbeat", func() ([]anarchon.HeldAnswer, error) { return rs.Heartbeats(ctx, beats) }},
+		{"finish", func() ([]anarchon.HeldAnswer, error) { return rs.FinishResults(ctx, finishes) }},
+	} {
+		what := step.what
+		held, err := step.call()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, h := range held {
+			if !h.Held || h.Err != nil {
+				t.Fatalf("%s %d: %v, %v; want held", what, i, h.Held, h.Err)
+			}
+		}
 	}
 }

@@ -29,21 +29,46 @@ func lua(name string) string {
 
 // script is a Lua script run with EVALSHA, falling back to EVAL when the
 // server's script cache does not have it (go-redis Script.Run). src is kept
-// for the WAIT pipeline, which issues EVAL itself.
+// for the pipelines, which issue EVAL themselves. batch, when set, is the
+// same script for many calls at once (newBatchedScript).
 type script struct {
 	*redis.Script
-	src string
+	src   string
+	batch *script
 }
 
-// newBareScript is newScript without luaPrelude, for a script that needs
-// none of its helpers.
-func newBareScript(src string) *script {
+// luaArgs starts every script: the scripts read their keys and arguments
+// from K and A, not from KEYS and ARGV, so that a batch (lua/batch.lua)
+// can give each of its calls its own.
+const luaArgs = "local K, A = KEYS, ARGV\n"
+
+func rawScript(src string) *script {
 	return &script{Script: redis.NewScript(src), src: src}
 }
 
 func newScript(body string) *script {
-	src := luaPrelude + body
-	return &script{Script: redis.NewScript(src), src: src}
+	return rawScript(luaArgs + luaPrelude + body)
+}
+
+// newBatchedScript is newScript(libs + body) (without luaPrelude with bare,
+// for a script that needs none of its helpers) with
+// its batch form: one script that runs body once per call, each call with
+// its own keys and arguments, and answers an array of their replies
+// (lua/batch.lua). A batch of n calls is then one EVALSHA instead of n:
+// Redis spends a good part of a short script's time on the call itself
+// (looking the script up, building KEYS and ARGV, the reply), which a
+// burst of claims pays once per batch. A call's Lua error is caught and
+// becomes its own element of the reply, so a batch answers each call as
+// its own script would; what each call wrote stays written, as it does
+// when a script of its own fails half-way.
+func newBatchedScript(bare bool, libs, body string) *script {
+	prelude := luaPrelude
+	if bare {
+		prelude = ""
+	}
+	s := rawScript(luaArgs + prelude + libs + body)
+	s.batch = rawScript(luaArgs + prelude + libs + "local function body()\n" + body + "\nend\n" + lua("batch"))
+	return s
 }
 
 // Every script touches only keys passed in KEYS, all with one job's hash
@@ -67,7 +92,7 @@ var luaPrelude = lua("lib_prelude")
 // hash. This keeps the claim, the hot path, to one hash write.
 
 // luaClaim defines claim(ctl key, paused), the plain claim (SPEC §4) on
-// KEYS[1] (run) with ARGV slot, token, instance, early tolerance ms. It
+// K[1] (run) with A slot, token, instance, early tolerance ms. It
 // returns 1 (won, or won before with this token), 0, {-1, server now ms}
 // for a new slot later than the server's now plus the tolerance (never
 // early, SPEC §4), or, for a new slot of a paused job, what paused(slot,
@@ -81,7 +106,7 @@ var luaClaim = lua("lib_claim")
 // claim, and {2} for a new slot of a paused job, writing nothing: the
 // caller then runs scriptClaimPaused. So the claim of an unpaused job
 // carries no history keys or helpers.
-var scriptClaim = newBareScript(luaClaim + lua("claim"))
+var scriptClaim = newBatchedScript(true, luaClaim, lua("claim"))
 
 // scriptClaimPaused is the plain claim that settles a paused job's new
 // slot under anarchon.PausedToken and saves its history record (save), in
@@ -110,16 +135,16 @@ var scriptManual = newScript(lua("manual"))
 // 7 paused (the slot is settled and its history record saved); -1 (early)
 // with the server's now in place of the lease end for a new slot later
 // than the server's now plus the tolerance (SPEC §4).
-var scriptLeaseClaim = newScript(luaUnindexed + luaSave + lua("lease_claim"))
+var scriptLeaseClaim = newBatchedScript(false, luaUnindexed+luaSave, lua("lease_claim"))
 
 // scriptHeartbeat extends a running lease held by the token.
 // KEYS: run. ARGV: slot, token, lease ms. Returns {1|0, lease until ms}.
-var scriptHeartbeat = newScript(lua("heartbeat"))
+var scriptHeartbeat = newBatchedScript(false, "", lua("heartbeat"))
 
 // luaFinish defines finish(slot, token, status, channel, job): it marks
 // the token's run done with a status and publishes a finished event.
 // Repeating it after it succeeded answers 1 again and keeps the first
-// status; the last holder of an abandoned slot gets 0. Keys: KEYS[1] run, KEYS[6] active.
+// status; the last holder of an abandoned slot gets 0. Keys: K[1] run, K[6] active.
 var luaFinish = lua("lib_finish")
 
 // scriptFinish is RunStore.Finish.
@@ -159,7 +184,7 @@ var luaUnindexed = lua("lib_unindexed")
 // ms (0 = none), [server now ms]): it stores a result and trims the
 // history; and paused_result(slot, instance, control state), the record
 // of a slot settled by a pause.
-// Keys: KEYS[1] run, [2] claims, [3] hist, [4] results, [5] age.
+// Keys: K[1] run, [2] claims, [3] hist, [4] results, [5] age.
 //
 // A history member is "slot/token" ("slot/" for a slot settled without a
 // token). A member's age is the server time its result was saved ("age"
@@ -179,14 +204,14 @@ var luaSave = lua("lib_save")
 // scriptSave is Backend.SaveResult.
 // KEYS: run, claims, hist, results, age.
 // ARGV: slot, token, result JSON, history size, history TTL ms.
-var scriptSave = newScript(luaUnindexed + luaSave + lua("save"))
+var scriptSave = newBatchedScript(false, luaUnindexed+luaSave, lua("save"))
 
 // scriptFinishResult is RunStore.FinishResult: finish, then save the
 // result, or, if the token no longer holds the run, save it as lease_lost.
 // KEYS: run, claims, hist, results, age, active.
 // ARGV: slot, token, status, channel, job, result JSON, lease-lost result
 // JSON, history size, history TTL ms. Returns 1 or 0 as finish.
-var scriptFinishResult = newScript(luaFinish + luaUnindexed + luaSave + lua("finish_result"))
+var scriptFinishResult = newBatchedScript(false, luaFinish+luaUnindexed+luaSave, lua("finish_result"))
 
 // scriptHistory reads a job's history in one snapshot, newest first.
 // KEYS: claims, hist, results, run. ARGV: limit (0 = all).

@@ -2,8 +2,8 @@
 -- This header is dropped when the file is read; the rest is sent as is.
 
 local out = {fmt(now_ms())}
-for _, s in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
-  local r = redis.call('HGET', KEYS[1], s)
+for _, s in ipairs(redis.call('ZRANGE', K[2], 0, -1)) do
+  local r = redis.call('HGET', K[1], s)
   if r then
     out[#out + 1] = s
     out[#out + 1] = r

@@ -3,4 +3,4 @@
 
 -- paused: nothing is written; the caller runs claim_paused, which decides
 -- again and settles the slot with its history record in one step
-return claim(KEYS[2], function() return {2} end)
+return claim(K[2], function() return {2} end)

@@ -1,4 +1,4 @@
 -- a script of redisbackend (scripts.go documents its KEYS, ARGV and result).
 -- This header is dropped when the file is read; the rest is sent as is.
 
-return finish(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5])
+return finish(A[1], A[2], A[3], A[4], A[5])

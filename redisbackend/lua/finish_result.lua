@@ -1,8 +1,8 @@
 -- a script of redisbackend (scripts.go documents its KEYS, ARGV and result).
 -- This header is dropped when the file is read; the rest is sent as is.
 
-local ok = finish(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5])
-local result = ARGV[6]
-if ok == 0 then result = ARGV[7] end
-save(ARGV[1], ARGV[2], result, ARGV[8], ARGV[9])
+local ok = finish(A[1], A[2], A[3], A[4], A[5])
+local result = A[6]
+if ok == 0 then result = A[7] end
+save(A[1], A[2], result, A[8], A[9])
 return ok

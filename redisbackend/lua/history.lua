@@ -1,22 +1,22 @@
 -- a script of redisbackend (scripts.go documents its KEYS, ARGV and result).
 -- This header is dropped when the file is read; the rest is sent as is.
 
-local limit = tonumber(ARGV[1])
+local limit = tonumber(A[1])
 local members
 if limit > 0 then
-  members = redis.call('ZREVRANGE', KEYS[2], 0, limit - 1)
+  members = redis.call('ZREVRANGE', K[2], 0, limit - 1)
   if #members == limit then
     local s = slot_of(members[#members])
     local seen = {}
     for _, m in ipairs(members) do seen[m] = true end
-    for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], s, s)) do
+    for _, m in ipairs(redis.call('ZRANGEBYSCORE', K[2], s, s)) do
       if not seen[m] then members[#members + 1] = m end
     end
   end
 else
-  members = redis.call('ZREVRANGE', KEYS[2], 0, -1)
+  members = redis.call('ZREVRANGE', K[2], 0, -1)
 end
-local open = unindexed(KEYS[4], KEYS[1], KEYS[2])
+local open = unindexed(K[4], K[1], K[2])
 if #open > 0 then
   -- Merge the unindexed plain claims in, newest first, and cut again.
   local all = open
@@ -34,14 +34,14 @@ for _, m in ipairs(members) do
   local t = string.sub(m, #s + 2)
   local c = ''
   if t ~= '' then
-    c = redis.call('HGET', KEYS[1], t)
+    c = redis.call('HGET', K[1], t)
     if not c then
-      c = redis.call('HGET', KEYS[4], s)
+      c = redis.call('HGET', K[4], s)
       if not c or cjson.decode(c).tok ~= t then c = '' end
     end
   end
   out[#out + 1] = m
   out[#out + 1] = c
-  out[#out + 1] = redis.call('HGET', KEYS[3], m) or ''
+  out[#out + 1] = redis.call('HGET', K[3], m) or ''
 end
 return out

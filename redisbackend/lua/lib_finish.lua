@@ -2,7 +2,7 @@
 -- This header is dropped when the file is read; the rest is sent as is.
 
 local function finish(slot, tok, status, channel, job)
-  local cur = redis.call('HGET', KEYS[1], slot)
+  local cur = redis.call('HGET', K[1], slot)
   if not cur then return 0 end
   local r = cjson.decode(cur)
   if r.tok ~= tok then return 0 end
@@ -13,8 +13,8 @@ local function finish(slot, tok, status, channel, job)
   end
   if r.st ~= 'running' and r.st ~= 'released' and r.st ~= 'claimed' then return 0 end
   r.st, r.stat = 'done', status
-  redis.call('HSET', KEYS[1], slot, cjson.encode(r))
-  redis.call('ZREM', KEYS[6], slot)
+  redis.call('HSET', K[1], slot, cjson.encode(r))
+  redis.call('ZREM', K[6], slot)
   redis.call('PUBLISH', channel, cjson.encode({job=job, slot=slot, kind='finished'}))
   return 1
 end

@@ -5,24 +5,24 @@ local function save(slot, tok, result, size_arg, ttl_arg, now_arg)
 local member = slot .. '/' .. tok
 local now = now_arg or now_ms()
 if tok ~= '' then
-  redis.call('ZREM', KEYS[3], slot .. '/')
-  redis.call('ZREM', KEYS[5], slot .. '/')
+  redis.call('ZREM', K[3], slot .. '/')
+  redis.call('ZREM', K[5], slot .. '/')
 end
-redis.call('ZADD', KEYS[3], slot, member)
-redis.call('ZADD', KEYS[5], fmt(now), member)
-redis.call('HSET', KEYS[4], member, result)
+redis.call('ZADD', K[3], slot, member)
+redis.call('ZADD', K[5], fmt(now), member)
+redis.call('HSET', K[4], member, result)
 local size, ttl = tonumber(size_arg), tonumber(ttl_arg)
 local function drop(m)
   local s = slot_of(m)
   local t = string.sub(m, #s + 2)
-  local cur = redis.call('HGET', KEYS[1], s)
+  local cur = redis.call('HGET', K[1], s)
   local r = cur and cjson.decode(cur)
   local held = r and (r.st == 'running' or r.st == 'released')
   if held and r.tok == t then return false end
-  redis.call('ZREM', KEYS[3], m)
-  redis.call('ZREM', KEYS[5], m)
-  redis.call('HDEL', KEYS[4], m)
-  if t ~= '' then redis.call('HDEL', KEYS[2], t) end
+  redis.call('ZREM', K[3], m)
+  redis.call('ZREM', K[5], m)
+  redis.call('HDEL', K[4], m)
+  if t ~= '' then redis.call('HDEL', K[2], t) end
   -- The run state goes with the record of its current claim, even while
   -- other records of the slot stay (else the claim would come back as an
   -- unindexed one), or, if it has no token (a settled slot), with the
@@ -30,10 +30,10 @@ local function drop(m)
   -- dropped record keeps its state: it is trimmed as itself.
   if r and not held then
     local tok = type(r.tok) == 'string' and r.tok or ''
-    if tok == t or (tok == '' and redis.call('ZCOUNT', KEYS[3], s, s) == 0) then
-      redis.call('HDEL', KEYS[1], s)
-      local mark = redis.call('HGET', KEYS[1], 'mark')
-      if not mark or tonumber(s) > tonumber(mark) then redis.call('HSET', KEYS[1], 'mark', s) end
+    if tok == t or (tok == '' and redis.call('ZCOUNT', K[3], s, s) == 0) then
+      redis.call('HDEL', K[1], s)
+      local mark = redis.call('HGET', K[1], 'mark')
+      if not mark or tonumber(s) > tonumber(mark) then redis.call('HSET', K[1], 'mark', s) end
     end
   end
   return true
@@ -41,10 +41,10 @@ end
 local function claimed_at(m)
   local s = slot_of(m)
   local t = string.sub(m, #s + 2)
-  local c = t ~= '' and redis.call('HGET', KEYS[2], t)
+  local c = t ~= '' and redis.call('HGET', K[2], t)
   if not c then
     -- the run state is the claim record of its current holder
-    c = redis.call('HGET', KEYS[1], s)
+    c = redis.call('HGET', K[1], s)
     if not c then return nil end
     c = cjson.decode(c)
     if c.tok ~= t then return nil end
@@ -52,12 +52,12 @@ local function claimed_at(m)
   end
   return tonumber(cjson.decode(c).at)
 end
-local open = unindexed(KEYS[1], KEYS[2], KEYS[3])
+local open = unindexed(K[1], K[2], K[3])
 if ttl > 0 then
   local cutoff = now - ttl
-  for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', '(' .. fmt(cutoff))) do drop(m) end
-  for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', '(' .. fmt(cutoff))) do
-    if not redis.call('ZSCORE', KEYS[5], m) then
+  for _, m in ipairs(redis.call('ZRANGEBYSCORE', K[5], '-inf', '(' .. fmt(cutoff))) do drop(m) end
+  for _, m in ipairs(redis.call('ZRANGEBYSCORE', K[3], '-inf', '(' .. fmt(cutoff))) do
+    if not redis.call('ZSCORE', K[5], m) then
       local at = claimed_at(m)
       if not at or at < cutoff then drop(m) end
     end
@@ -71,9 +71,9 @@ end
 if #open == 0 then
   -- Read only as many of the oldest members as may go: the first kept
   -- (live) members are skipped, dropped ones leave the set.
-  local excess, kept = redis.call('ZCARD', KEYS[3]) - size, 0
+  local excess, kept = redis.call('ZCARD', K[3]) - size, 0
   while excess > 0 do
-    local batch = redis.call('ZRANGE', KEYS[3], kept, kept + excess - 1)
+    local batch = redis.call('ZRANGE', K[3], kept, kept + excess - 1)
     if #batch == 0 then break end
     for _, m in ipairs(batch) do
       if drop(m) then excess = excess - 1 else kept = kept + 1 end
@@ -83,7 +83,7 @@ if #open == 0 then
 end
 -- With unindexed claims, the oldest of hist and of those go first.
 local all = open
-local hm = redis.call('ZRANGE', KEYS[3], 0, -1, 'WITHSCORES')
+local hm = redis.call('ZRANGE', K[3], 0, -1, 'WITHSCORES')
 for i = 1, #hm, 2 do all[#all + 1] = {s = tonumber(hm[i + 1]), m = hm[i]} end
 table.sort(all, function(a, b) return a.s < b.s end)
 local excess = #all - size

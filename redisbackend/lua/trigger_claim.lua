@@ -1,13 +1,13 @@
 -- a script of redisbackend (scripts.go documents its KEYS, ARGV and result).
 -- This header is dropped when the file is read; the rest is sent as is.
 
-local cur = redis.call('HGET', KEYS[1], ARGV[1])
+local cur = redis.call('HGET', K[1], A[1])
 if not cur then return 0 end
 local r = cjson.decode(cur)
 if r.st ~= 'pending' then
-  if r.tok == ARGV[2] then return 1 end
+  if r.tok == A[2] then return 1 end
   return 0
 end
-r.st, r.tok, r.inst, r.cat = 'running', ARGV[2], ARGV[3], fmt(now_ms())
-redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(r))
+r.st, r.tok, r.inst, r.cat = 'running', A[2], A[3], fmt(now_ms())
+redis.call('HSET', K[1], A[1], cjson.encode(r))
 return 1
