@@ -51,16 +51,13 @@ func newScript(body string) *script {
 }
 
 // newBatchedScript is newScript(libs + body) (without luaPrelude with bare,
-// for a script that needs none of its helpers) with
-// its batch form: one script that runs body once per call, each call with
-// its own keys and arguments, and answers an array of their replies
-// (lua/batch.lua). A batch of n calls is then one EVALSHA instead of n:
-// Redis spends a good part of a short script's time on the call itself
-// (looking the script up, building KEYS and ARGV, the reply), which a
-// burst of claims pays once per batch. A call's Lua error is caught and
-// becomes its own element of the reply, so a batch answers each call as
-// its own script would; what each call wrote stays written, as it does
-// when a script of its own fails half-way.
+// for a script that needs none of its helpers) with its batch form: one
+// script that runs body once per call, each call with its own keys and
+// arguments, and answers an array of their replies (lua/batch.lua). A
+// batch of n calls is then one command instead of n in its pipeline. A
+// call's Lua error is caught and becomes its own element of the reply, so
+// a batch answers each call as its own script would; what each call wrote
+// stays written, as it does when a script of its own fails half-way.
 func newBatchedScript(bare bool, libs, body string) *script {
 	prelude := luaPrelude
 	if bare {
