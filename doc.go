@@ -105,7 +105,9 @@
 // of each slot before the losing ones, and the runs spread evenly over
 // the instances; an
 // instance that does not claim costs its slots one wave's wait (SPEC §4,
-// "Waves").
+// "Waves"). While a burst's claims are in flight, the results of the
+// instance's plain runs wait for them, up to [ResultHold] (SPEC §4,
+// "Claims first").
 //
 // # Clocks
 //

@@ -313,6 +313,7 @@ func (h host) SaveResult(ctx context.Context, a *attempt, r *runner.Result) erro
 // store has one.
 func (h host) SaveEnd(ctx context.Context, a *attempt, r *runner.Result) error {
 	if h.s.results == nil {
+		h.s.bursts.wait(ctx, ResultHold)
 		return h.SaveResult(ctx, a, r)
 	}
 	saveErr, err := h.s.results.Do(ctx, h.result(a, r))

@@ -32,9 +32,16 @@ func (s *Scheduler) fire(ctx context.Context, j *job, slot time.Time) {
 // fireGroup handles slots due together: their claims go to the store in
 // batches where it takes them (Options.BatchSize), in waves by the slots'
 // rank among the live instances (waves, SPEC §4), and each slot then takes
-// the path fire would have given it.
+// the path fire would have given it. A group of more slots than one batch
+// is a burst: the results of plain runs wait for its claims (claims
+// first, SPEC §4).
 func (s *Scheduler) fireGroup(ctx context.Context, group []runner.Due[*job]) {
-	s.fireWaves(ctx, s.waves(group))
+	var done func()
+	if len(group) > s.opts.BatchSize {
+		s.bursts.enter()
+		done = s.bursts.leave
+	}
+	s.fireWaves(ctx, s.waves(group), done)
 }
 
 // fireWave claims one wave's slots, each batch counted in answered until

@@ -169,8 +169,9 @@ type Scheduler struct {
 	tokenPrefix string
 	tokenSeq    atomic.Uint64
 
-	reg   *registration         // the instance registry entry while started; guarded by mu
-	peers atomic.Pointer[peers] // this instance's place in the last registry listing; nil before one
+	reg    *registration         // the instance registry entry while started; guarded by mu
+	peers  atomic.Pointer[peers] // this instance's place in the last registry listing; nil before one
+	bursts claimsFirst           // bursts whose claims are in flight: plain results wait for them
 
 	watching bool // the watch goroutine runs; guarded by mu
 
@@ -226,7 +227,10 @@ func (s *Scheduler) findAbilities() {
 		s.records = rb
 	}
 	if rb, ok := b.(ResultBatcher); ok && batches {
-		s.results = &coalesce.Batcher[SaveResultInput, error]{Send: rb.SaveResults, Window: BatchWindow, Max: s.opts.BatchSize}
+		s.results = &coalesce.Batcher[SaveResultInput, error]{Send: func(ctx context.Context, in []SaveResultInput) ([]error, error) {
+			s.bursts.wait(ctx, ResultHold)
+			return rb.SaveResults(ctx, in)
+		}, Window: BatchWindow, Max: s.opts.BatchSize}
 	}
 	if s.runs == nil && s.tstore == nil {
 		return

@@ -85,20 +85,81 @@ func (s *Scheduler) waves(group []runner.Due[*job]) [][]runner.Due[*job] {
 // for it) once every claim of the one before is answered. ctx ending (Stop
 // began) ends the waves not yet sent, as it ends a wave's batches not yet
 // sent.
-func (s *Scheduler) fireWaves(ctx context.Context, ws [][]runner.Due[*job]) {
+//
+// done, if not nil, is called once every claim of the last wave is
+// answered.
+func (s *Scheduler) fireWaves(ctx context.Context, ws [][]runner.Due[*job], done func()) {
 	var answered sync.WaitGroup
 	s.fireWave(ctx, ws[0], &answered)
 	rest := ws[1:]
 	for len(rest) > 0 && len(rest[0]) == 0 {
 		rest = rest[1:]
 	}
-	if len(rest) == 0 {
+	if len(rest) == 0 && done == nil {
 		return
 	}
 	s.inflight.Add(1)
 	go func() {
 		defer s.inflight.Done()
 		answered.Wait()
-		s.fireWaves(ctx, rest)
+		if len(rest) == 0 {
+			done()
+			return
+		}
+		s.fireWaves(ctx, rest, done)
 	}()
+}
+
+// ResultHold is the longest a plain run's result waits for the claims of
+// a burst (SPEC §4, "Claims first"): while an instance's claims of a group
+// of more slots than one batch are in flight, the results of its plain
+// runs are held until the last of those claims is answered, or this long,
+// whichever comes first.
+const ResultHold = time.Second
+
+// claimsFirst holds result saves while bursts' claims are in flight
+// (SPEC §4, "Claims first"). The zero value has no burst in flight.
+type claimsFirst struct {
+	mu   sync.Mutex
+	n    int           // bursts whose claims are in flight
+	idle chan struct{} // closed when n drops to 0; nil while n is 0
+}
+
+// enter counts a burst whose claims are going to the store.
+func (g *claimsFirst) enter() {
+	g.mu.Lock()
+	if g.n == 0 {
+		g.idle = make(chan struct{})
+	}
+	g.n++
+	g.mu.Unlock()
+}
+
+// leave counts the end of a burst's claims: every one of them answered.
+func (g *claimsFirst) leave() {
+	g.mu.Lock()
+	g.n--
+	if g.n == 0 {
+		close(g.idle)
+		g.idle = nil
+	}
+	g.mu.Unlock()
+}
+
+// wait returns once no burst's claims are in flight, after hold at most,
+// or when ctx ends.
+func (g *claimsFirst) wait(ctx context.Context, hold time.Duration) {
+	g.mu.Lock()
+	idle := g.idle
+	g.mu.Unlock()
+	if idle == nil {
+		return
+	}
+	t := time.NewTimer(hold)
+	defer t.Stop()
+	select {
+	case <-idle:
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }

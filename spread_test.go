@@ -179,3 +179,100 @@ func TestBurstWavesCoverAnInstanceThatDoesNotClaim(t *testing.T) {
 		}
 	})
 }
+
+// claimsFirstStore is a memory store whose n-th claim batch takes n ×
+// step to answer; it notes when the last claim batch was answered and
+// when the first result batch was sent.
+type claimsFirstStore struct {
+	*membackend.Backend
+	step time.Duration
+
+	mu                    sync.Mutex
+	batches               int
+	lastAnswer, firstSave time.Time
+}
+
+func (c *claimsFirstStore) ClaimBatch(ctx context.Context, in []anarchon.ClaimInput) ([]anarchon.ClaimAnswer, error) {
+	c.mu.Lock()
+	c.batches++
+	d := time.Duration(c.batches) * c.step
+	c.mu.Unlock()
+	time.Sleep(d)
+	out, err := c.Backend.ClaimBatch(ctx, in)
+	c.mu.Lock()
+	c.lastAnswer = time.Now()
+	c.mu.Unlock()
+	return out, err
+}
+
+func (c *claimsFirstStore) SaveResults(ctx context.Context, in []anarchon.SaveResultInput) ([]error, error) {
+	c.mu.Lock()
+	if c.firstSave.IsZero() {
+		c.firstSave = time.Now()
+	}
+	c.mu.Unlock()
+	return c.Backend.SaveResults(ctx, in)
+}
+
+// In a burst (more slots than one batch) the results of plain runs wait
+// for the instance's claims of the burst: none is sent before the last
+// claim batch is answered, though the handlers of the first batch ended
+// long before. When the claims take longer than ResultHold, the results
+// go after ResultHold. A group of one batch holds nothing.
+func TestClaimsFirst(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		jobs  int
+		step  time.Duration
+		check func(t *testing.T, firstAnswer, lastAnswer, firstSave time.Time)
+	}{
+		{"burst", 1000, 50 * time.Millisecond, func(t *testing.T, first, last, save time.Time) {
+			if save.Before(last) {
+				t.Errorf("first result sent %v after the first claim batch's answer, %v before the last's",
+					save.Sub(first), last.Sub(save))
+			}
+		}},
+		{"claims beyond the hold", 1000, 800 * time.Millisecond, func(t *testing.T, first, last, save time.Time) {
+			if !save.Before(last) || save.Sub(first) < anarchon.ResultHold {
+				t.Errorf("first result sent %v after the first claim batch's answer (last %v after it); want ResultHold (%v) after it",
+					save.Sub(first), last.Sub(first), anarchon.ResultHold)
+			}
+		}},
+		{"one batch", 200, 50 * time.Millisecond, func(t *testing.T, first, last, save time.Time) {
+			if save.Sub(first) > 2*anarchon.BatchWindow {
+				t.Errorf("first result sent %v after the only claim batch's answer; want within the batch window", save.Sub(first))
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := &claimsFirstStore{Backend: membackend.New(nil), step: tc.step}
+				var mu sync.Mutex
+				var firstStart time.Time
+				s := newSched(t, store, "a", nil)
+				h := func(context.Context, *anarchon.Run) error {
+					mu.Lock()
+					if firstStart.IsZero() {
+						firstStart = time.Now()
+					}
+					mu.Unlock()
+					return nil
+				}
+				for i := range tc.jobs {
+					if err := s.Every(fmt.Sprintf("job-%04d", i), time.Minute, h, &anarchon.JobOptions{NoLease: true}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				mustStart(t, s)
+				time.Sleep(time.Until(time.Now().Truncate(time.Minute).Add(time.Minute + 30*time.Second)))
+				stopAll(t, s)
+				store.mu.Lock()
+				defer store.mu.Unlock()
+				if firstStart.IsZero() || store.firstSave.IsZero() {
+					t.Fatalf("no handler started (%v) or no result batch sent (%v)", firstStart, store.firstSave)
+				}
+				tc.check(t, firstStart, store.lastAnswer, store.firstSave)
+			})
+		})
+	}
+}
