@@ -1,10 +1,12 @@
 package pgbackend_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/anarchon/anarchon"
+	"github.com/jackc/pgx/v5"
 )
 
 // TestHeartbeatsRepeatedEntry checks what only the one-statement
@@ -106,5 +108,102 @@ func TestResultBatchesOneAlone(t *testing.T) {
 	}
 	if stored["p1"] != anarchon.StatusSuccess || stored["l1"] != anarchon.StatusSuccess {
 		t.Errorf("History = %+v, want p1 and l1 stored as success", h)
+	}
+}
+
+// TestClaimRunsPreRead: a lease claim batch answers the claims of slots
+// held by another live lease or settled from one read, without the job's
+// lock: with every job row locked by another session, such a batch is
+// answered (running, done, none), and the answers are those single claims
+// give once the lock is gone. A claim of a new slot in a batch still
+// takes the lock: it waits for the session, then wins.
+func TestClaimRunsPreRead(t *testing.T) {
+	schema := freshSchema(t)
+	b := open(t, 1, 4, schema)[0]
+	ctx := t.Context()
+	rs := b.Runs()
+	rb := rs.(anarchon.RunBatchClaimer)
+	now, err := b.ServerTime(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot := now.Add(-time.Minute).Truncate(time.Second).UnixMilli()
+	claim := func(job, tok string, maxLate time.Duration) anarchon.RunClaim {
+		return anarchon.RunClaim{ClaimInput: anarchon.ClaimInput{Job: job, Slot: slot, Token: tok, InstanceID: "a"}, Lease: time.Hour, MaxLate: maxLate}
+	}
+	for _, c := range []anarchon.RunClaim{claim("held", "t1", 0), claim("done", "t1", 0), claim("missed", "t1", time.Millisecond)} {
+		if _, err := rs.Claim(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ok, err := rs.Finish(ctx, anarchon.FinishInput{Job: "done", Slot: slot, Token: "t1", Status: anarchon.StatusSuccess}); err != nil || !ok {
+		t.Fatalf("finish: %v %v", ok, err)
+	}
+	in := []anarchon.RunClaim{claim("held", "t2", 0), claim("done", "t2", 0), claim("missed", "t2", 0)}
+	want := []anarchon.OutcomeKind{anarchon.OutcomeRunning, anarchon.OutcomeDone, anarchon.OutcomeNone}
+
+	conn, err := pgx.Connect(ctx, serverURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var jobs string
+	if err := conn.QueryRow(ctx, `SELECT quote_ident(schemaname) || '.' || quote_ident(tablename) FROM pg_tables
+		WHERE schemaname = $1 AND tablename LIKE '%jobs'`, schema).Scan(&jobs); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	var locked int
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM `+jobs+` FOR UPDATE) AS l`).Scan(&locked); err != nil || locked != 3 {
+		t.Fatalf("locking the job rows: %d locked, %v", locked, err)
+	}
+	// Bounded only so that a batch that does wait for the lock fails the
+	// test instead of hanging it.
+	bctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	got, err := rb.ClaimRuns(bctx, in)
+	if err != nil {
+		t.Fatalf("batch of held and settled slots under the job locks: %v", err)
+	}
+	for i, a := range got {
+		if a.Err != nil || a.Outcome.Kind != want[i] {
+			t.Errorf("%s: %+v, want %v", in[i].Job, a, want[i])
+		}
+	}
+	// A new slot of a locked job waits for the lock.
+	fresh := claim("held", "t3", 0)
+	fresh.Slot -= 1000
+	fresh.AllowOverlap = true
+	done := make(chan anarchon.RunClaimAnswer, 1)
+	go func() {
+		out, err := rb.ClaimRuns(ctx, []anarchon.RunClaim{fresh})
+		if err != nil {
+			out = []anarchon.RunClaimAnswer{{Err: err}}
+		}
+		done <- out[0]
+	}()
+	waitFor(t, "the new slot's claim waiting on the job's lock", func() bool {
+		var n int
+		if err := b.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%claim_runs%'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n > 0
+	})
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if a := <-done; a.Err != nil || a.Outcome.Kind != anarchon.OutcomeWon {
+		t.Errorf("new slot after the lock: %+v, want won", a)
+	}
+	for i, c := range in {
+		out, err := rs.Claim(ctx, c)
+		if err != nil || out.Kind != got[i].Outcome.Kind || out.Attempt != got[i].Outcome.Attempt ||
+			out.Holder != got[i].Outcome.Holder || !out.LeaseUntil.Equal(got[i].Outcome.LeaseUntil) || out.Status != got[i].Outcome.Status {
+			t.Errorf("%s: single claim %+v, %v; the batch answered %+v", c.Job, out, err, got[i].Outcome)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/anarchon/anarchon"
@@ -94,24 +95,24 @@ func (b *SQLBackend) ClaimBatch(ctx context.Context, in []anarchon.ClaimInput) (
 // statement's parameters (32,766 and 65,535) whatever Options.BatchSize.
 const heldChunk = 500
 
-// answerHeld answers the claims in[todo[…]] whose slots have a run row,
-// from one read per heldChunk slots (ClaimBatch's doc), and returns the
-// others' indexes, in todo's order.
-func (b *SQLBackend) answerHeld(ctx context.Context, in []anarchon.ClaimInput, todo []int, out []anarchon.ClaimAnswer) ([]int, error) {
-	type key struct {
-		job  string
-		slot int64
-	}
-	var keys []key
-	seen := make(map[key]bool, len(todo))
-	for _, i := range todo {
-		k := key{in[i].Job, in[i].Slot}
-		if !seen[k] {
-			seen[k] = true
-			keys = append(keys, k)
-		}
-	}
-	var rows [][]any
+// slotKey names a slot of a job.
+type slotKey struct {
+	job  string
+	slot int64
+}
+
+// heldRow is a slot's run row as the pre-read of a batch finds it, with
+// the server's clock at the read.
+type heldRow struct {
+	runRow
+	now int64
+}
+
+// readHeld reads the run rows of the slots keys, from one read per
+// heldChunk slots, outside any transaction (ClaimBatch's doc). Slots
+// without a row are absent from the map.
+func (b *SQLBackend) readHeld(ctx context.Context, keys []slotKey) (map[slotKey]heldRow, error) {
+	held := make(map[slotKey]heldRow, len(keys))
 	for chunk := range slices.Chunk(keys, heldChunk) {
 		var q strings.Builder
 		q.WriteString(b.q.heldSlots)
@@ -123,31 +124,90 @@ func (b *SQLBackend) answerHeld(ctx context.Context, in []anarchon.ClaimInput, t
 			q.WriteString(" (job = ? AND slot = ?)")
 			args = append(args, k.job, k.slot)
 		}
-		got, err := b.all(ctx, b.cfg.Conn, b.rewritten(q.String()), args...)
+		rows, err := b.all(ctx, b.cfg.Conn, b.rewritten(q.String()), args...)
 		if err != nil {
 			return nil, err
 		}
-		rows = append(rows, got...)
-	}
-	held := make(map[key]string, len(rows))
-	for _, row := range rows {
-		rd := reader(row)
-		job, slot, tok := rd.string(), rd.int64(), rd.string()
-		if err := rd.Err(); err != nil {
-			return nil, err
+		for _, row := range rows {
+			rd := reader(row)
+			k := slotKey{rd.string(), rd.int64()}
+			var h heldRow
+			h.token, h.instance, h.attempt = rd.string(), rd.string(), rd.int64()
+			h.state, h.status = anarchon.RunState(rd.string()), anarchon.Status(rd.string())
+			h.leaseUntil, h.hasLease = rd.nullInt64()
+			h.now = rd.int64()
+			if err := rd.Err(); err != nil {
+				return nil, err
+			}
+			held[k] = h
 		}
-		held[key{job, slot}] = tok
+	}
+	return held, nil
+}
+
+// preRead answers the claims todo[…] that answer can answer from their
+// slots' rows (readHeld), and returns the others' indexes, in todo's
+// order. key is claim i's slot; answer reports whether a row answers
+// claim i, and records the answer.
+func (b *SQLBackend) preRead(ctx context.Context, todo []int, key func(i int) slotKey, answer func(i int, row heldRow) bool) ([]int, error) {
+	var keys []slotKey
+	seen := make(map[slotKey]bool, len(todo))
+	for _, i := range todo {
+		if k := key(i); !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	held, err := b.readHeld(ctx, keys)
+	if err != nil {
+		return nil, err
 	}
 	rest := todo[:0]
 	for _, i := range todo {
-		tok, ok := held[key{in[i].Job, in[i].Slot}]
-		if !ok || tok == anarchon.PausedToken(in[i].Slot) {
+		row, ok := held[key(i)]
+		if !ok || !answer(i, row) {
 			rest = append(rest, i)
-			continue
 		}
-		out[i] = anarchon.ClaimAnswer{Won: tok == in[i].Token}
 	}
 	return rest, nil
+}
+
+// answerHeld answers the plain claims in[todo[…]] whose slots have a run
+// row (ClaimBatch's doc): won only under the row's token. A slot settled
+// by a pause goes to the transaction, which records it.
+func (b *SQLBackend) answerHeld(ctx context.Context, in []anarchon.ClaimInput, todo []int, out []anarchon.ClaimAnswer) ([]int, error) {
+	return b.preRead(ctx, todo, func(i int) slotKey { return slotKey{in[i].Job, in[i].Slot} }, func(i int, row heldRow) bool {
+		if row.token == anarchon.PausedToken(in[i].Slot) {
+			return false
+		}
+		out[i] = anarchon.ClaimAnswer{Won: row.token == in[i].Token}
+		return true
+	})
+}
+
+// answerHeldRuns answers the lease claims in[todo[…]] whose slots' rows
+// decide them without a write (ClaimRuns's doc): as claimRun answers a
+// settled slot (done; missed, skipped or paused) and one held by another
+// token's live lease or plain claim, at the server's clock of the read.
+func (b *SQLBackend) answerHeldRuns(ctx context.Context, in []anarchon.RunClaim, todo []int, out []anarchon.RunClaimAnswer) ([]int, error) {
+	return b.preRead(ctx, todo, func(i int) slotKey { return slotKey{in[i].Job, in[i].Slot} }, func(i int, row heldRow) bool {
+		var o anarchon.ClaimOutcome
+		switch {
+		case row.state == anarchon.RunStateDone:
+			o = anarchon.ClaimOutcome{Kind: anarchon.OutcomeDone, Attempt: int(row.attempt), Status: row.status}
+		case row.state == anarchon.RunStateMissed || row.state == anarchon.RunStateSkipped || row.state == anarchon.RunStatePaused:
+			o = anarchon.ClaimOutcome{Kind: anarchon.OutcomeNone, Status: row.status}
+		case row.state == anarchon.RunStateRunning && row.token != in[i].Token && (!row.hasLease || row.leaseUntil > row.now):
+			o = anarchon.ClaimOutcome{Kind: anarchon.OutcomeRunning, Attempt: int(row.attempt), Holder: row.instance}
+			if row.hasLease {
+				o.LeaseUntil = time.UnixMilli(row.leaseUntil).UTC()
+			}
+		default:
+			return false
+		}
+		out[i] = anarchon.RunClaimAnswer{Outcome: o}
+		return true
+	})
 }
 
 // ClaimRuns implements [anarchon.RunBatchClaimer]: every lease claim of in
@@ -160,6 +220,16 @@ func (b *SQLBackend) answerHeld(ctx context.Context, in []anarchon.ClaimInput, t
 // The claims run grouped by job, in the batch's order within a job (SPEC
 // §6's table applied to each in turn): jobs are locked in the order of
 // their names, so that two batches never deadlock.
+//
+// Without a batch routine (SQLite, MySQL), one read outside the
+// transaction first answers every claim whose slot's row decides it
+// without a write, as RunStore.Claim would at that moment: a settled slot
+// (done, missed, skipped, paused) and one another token holds with a live
+// lease or a plain claim, judged by the server's clock read with the
+// rows. The read is the claim's moment. The losing claims of a burst's
+// later waves (SPEC §4, "Waves") then cost one SELECT per batch beside
+// the writers, not the job's lock and three statements each under the
+// database's write lock. Every other claim goes to the transaction.
 func (s *RunStore) ClaimRuns(ctx context.Context, in []anarchon.RunClaim) ([]anarchon.RunClaimAnswer, error) {
 	b := s.b()
 	out := make([]anarchon.RunClaimAnswer, len(in))
@@ -179,6 +249,14 @@ func (s *RunStore) ClaimRuns(ctx context.Context, in []anarchon.RunClaim) ([]ana
 			return nil, b.errorf("lease claim batch", err)
 		}
 		return out, nil
+	}
+	if b.rt.ClaimRuns == "" {
+		if todo, err = b.answerHeldRuns(ctx, in, todo, out); err != nil {
+			return nil, b.errorf("lease claim batch", err)
+		}
+		if len(todo) == 0 {
+			return out, nil
+		}
 	}
 	err = b.cfg.Conn.Transaction(ctx, func(tx Querier) error {
 		for _, i := range todo {

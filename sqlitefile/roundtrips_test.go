@@ -48,18 +48,21 @@ func TestClaimRoundTrips(t *testing.T) {
 
 // TestBatchRoundTrips counts the statements of claim batches: one BEGIN
 // IMMEDIATE transaction per batch (one hold of the write lock), in which
-// each claim runs the statements it runs alone, after a plain batch's one
-// read of its slots' rows, which answers the slots already held without
-// the transaction; in-process, a statement is no round trip.
+// each claim runs the statements it runs alone, after the batch's one
+// read of its slots' rows, which answers the slots already held (and, for
+// lease claims, settled) without the transaction; in-process, a statement
+// is no round trip.
 func TestBatchRoundTrips(t *testing.T) {
 	b, c := countedBackend(t)
 	plus := func(c, k int64) func(int) int64 { return func(n int) int64 { return c + k*int64(n) } }
 	per := func(k int64) func(int) int64 { return plus(2, k) }
-	// A plain batch first reads the rows of its slots (one SELECT) and
-	// decides in the transaction only the slots without one.
+	// A batch first reads the rows of its slots (one SELECT) and decides
+	// in the transaction only the slots that row does not answer: a plain
+	// claim's slot without a row, a lease claim's slot without a row or
+	// whose lease it may take over or renew.
 	one := func(int) int64 { return 1 }
 	sqlbackendtest.BatchRoundTrips(t, b, c, sqlbackendtest.BatchStatements{
-		Won: plus(3, 1), Lost: one, LeaseWon: per(5), LeaseRunning: per(2),
+		Won: plus(3, 1), Lost: one, LeaseWon: plus(3, 5), LeaseRunning: one,
 		Results: per(5), Heartbeats: per(1), Finishes: per(5),
 	})
 }

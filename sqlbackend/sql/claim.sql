@@ -38,9 +38,10 @@ LEFT JOIN {runs} AS r ON r.job = ? AND r.slot = ?
 
 -- name: heldSlots
 -- The start of a batch's read of the slots that already have a run row
--- (ClaimBatch's pre-read); the batch appends one "(job = ? AND slot = ?)"
--- per claim, joined with OR.
-SELECT job, slot, token FROM {runs} WHERE
+-- (the pre-read of ClaimBatch and ClaimRuns), with the server's clock;
+-- the batch appends one "(job = ? AND slot = ?)" per claim, joined with
+-- OR.
+SELECT job, slot, token, instance, attempt, state, status, lease_until, {now} FROM {runs} WHERE
 
 -- name: insertManual
 INSERT INTO {results} (job, token, slot, instance, attempt, status, claimed_at, started_at, finished_at, error, output, manual, saved_at)
