@@ -114,17 +114,17 @@ type heldRow struct {
 func (b *SQLBackend) readHeld(ctx context.Context, keys []slotKey) (map[slotKey]heldRow, error) {
 	held := make(map[slotKey]heldRow, len(keys))
 	for chunk := range slices.Chunk(keys, heldChunk) {
-		var q strings.Builder
-		q.WriteString(b.q.heldSlots)
+		var keys strings.Builder
 		args := make([]any, 0, 2*len(chunk))
 		for n, k := range chunk {
 			if n > 0 {
-				q.WriteString(" OR")
+				keys.WriteString(" UNION ALL ")
 			}
-			q.WriteString(" (job = ? AND slot = ?)")
+			keys.WriteString("SELECT ? AS job, ? AS slot")
 			args = append(args, k.job, k.slot)
 		}
-		rows, err := b.all(ctx, b.cfg.Conn, b.rewritten(q.String()), args...)
+		q := strings.Replace(b.q.heldSlots, "{keys}", keys.String(), 1)
+		rows, err := b.all(ctx, b.cfg.Conn, b.rewritten(q), args...)
 		if err != nil {
 			return nil, err
 		}

@@ -37,11 +37,14 @@ SELECT r.token, r.instance, t.n FROM (SELECT {now} AS n) AS t
 LEFT JOIN {runs} AS r ON r.job = ? AND r.slot = ?
 
 -- name: heldSlots
--- The start of a batch's read of the slots that already have a run row
--- (the pre-read of ClaimBatch and ClaimRuns), with the server's clock;
--- the batch appends one "(job = ? AND slot = ?)" per claim, joined with
--- OR.
-SELECT job, slot, token, instance, attempt, state, status, lease_until, {now} FROM {runs} WHERE
+-- A batch's read of the slots that already have a run row (the pre-read
+-- of ClaimBatch and ClaimRuns), with the server's clock. {keys} is one
+-- "SELECT ? AS job, ? AS slot" per slot, joined with UNION ALL: SQLite
+-- plans that join in half the time of the same slots as a chain of
+-- "(job = ? AND slot = ?)" joined with OR (1.2 against 0.6 ms for 256
+-- slots, of which the planning is most), and every SQL database reads it.
+SELECT r.job, r.slot, r.token, r.instance, r.attempt, r.state, r.status, r.lease_until, {now}
+FROM ({keys}) AS k JOIN {runs} AS r ON r.job = k.job AND r.slot = k.slot
 
 -- name: insertManual
 INSERT INTO {results} (job, token, slot, instance, attempt, status, claimed_at, started_at, finished_at, error, output, manual, saved_at)
