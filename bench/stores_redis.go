@@ -34,7 +34,7 @@ func openRedis(ctx context.Context, workdir, ns string, owner bool) (*Store, err
 		NS:     ns,
 		Ops: func(ctx context.Context) (int64, string, error) {
 			n, err := redisScriptCalls(ctx, stats)
-			return n, "script calls (INFO commandstats: EVALSHA + EVAL; every claim, heartbeat, finish and result of the Redis backend is one script; commands run inside scripts and direct commands such as TIME are not counted)", err
+			return n, "script calls (INFO commandstats: EVALSHA + EVAL; every batch of claims, heartbeats, finishes or results of the Redis backend is one script call, as is every single call; commands run inside scripts and direct commands such as TIME are not counted)", err
 		},
 		Open: func(ctx context.Context) (anarchon.Backend, error) {
 			return cl.backend(redisbackend.Open("redis://"+addr, &redisbackend.Options{Prefix: prefix}))
