@@ -120,7 +120,7 @@ func (b *SQLBackend) readHeld(ctx context.Context, keys []slotKey) (map[slotKey]
 			if n > 0 {
 				keys.WriteString(" UNION ALL ")
 			}
-			keys.WriteString("SELECT ? AS job, ? AS slot")
+			keys.WriteString(b.q.heldSlotKey)
 			args = append(args, k.job, k.slot)
 		}
 		q := strings.Replace(b.q.heldSlots, "{keys}", keys.String(), 1)

@@ -30,9 +30,9 @@ type queries struct {
 
 	insertJob, selectJob, raiseWatermark, setFence string
 
-	plainClaim, selectToken, heldSlots, insertManual string
-	upsertResult, finishPlain                        string
-	trimResults, trimRuns                            string
+	plainClaim, selectToken, heldSlots, heldSlotKey, insertManual string
+	upsertResult, finishPlain                                     string
+	trimResults, trimRuns                                         string
 
 	historyRuns, historyResults       string
 	historyRunsAll, historyResultsAll string
@@ -155,6 +155,10 @@ func buildQueries(qualify, quote func(string) string, d SQLDialect) queries {
 		insertJob: q("insertJob"), selectJob: q("selectJob"), raiseWatermark: q("raiseWatermark"), setFence: q("setFence"),
 
 		plainClaim: q("plainClaim"), selectToken: q("selectToken"), heldSlots: q("heldSlots"), insertManual: q("insertManual"),
+		// One slot of heldSlots's {keys}, typed (PostgreSQL types an
+		// untyped parameter as text); its `?` stay for the batch's own
+		// rewrite of the whole statement.
+		heldSlotKey:  r.Replace("SELECT CAST(? AS {tcast}) AS job, CAST(? AS {bcast}) AS slot"),
 		upsertResult: q("upsertResult"), finishPlain: q("finishPlain"),
 		trimResults: q("trimResults"), trimRuns: q("trimRuns"),
 
