@@ -38,9 +38,9 @@
 // runs the single call's text once per call, each with its own keys and
 // arguments, up to 512 calls per EVALSHA (one per cluster slot through a
 // cluster client, whose scripts may not span slots). A burst of 10,000
-// plain slots on 3 processes took 197 script calls instead of 40,018; the
-// server's CPU per burst stayed about the same (353 ms against 363,
-// BENCHMARKS.md §8): it goes to the scripts' own work. A call whose
+// plain slots on 3 processes took 191 script calls instead of 40,018; the
+// server's CPU per burst did not fall (0.40 s against 0.36 s, BENCHMARKS.md
+// §8): it goes to the scripts' own work. A call whose
 // script fails (an error reply, a Lua error) gets that error as its own
 // answer; the other calls of the batch are answered. Each answer is the
 // one a single claim gives, one winner per slot across batches and single claims: the

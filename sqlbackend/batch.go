@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/anarchon/anarchon"
@@ -186,23 +185,13 @@ func (b *SQLBackend) answerHeld(ctx context.Context, in []anarchon.ClaimInput, t
 }
 
 // answerHeldRuns answers the lease claims in[todo[…]] whose slots' rows
-// decide them without a write (ClaimRuns's doc): as claimRun answers a
-// settled slot (done; missed, skipped or paused) and one held by another
-// token's live lease or plain claim, at the server's clock of the read.
+// decide them without a write (ClaimRuns's doc): readOnlyOutcome, as
+// claimRun answers them, at the server's clock of the read. A run its own
+// token holds is renewed, in the transaction.
 func (b *SQLBackend) answerHeldRuns(ctx context.Context, in []anarchon.RunClaim, todo []int, out []anarchon.RunClaimAnswer) ([]int, error) {
 	return b.preRead(ctx, todo, func(i int) slotKey { return slotKey{in[i].Job, in[i].Slot} }, func(i int, row heldRow) bool {
 		var o anarchon.ClaimOutcome
-		switch {
-		case row.state == anarchon.RunStateDone:
-			o = anarchon.ClaimOutcome{Kind: anarchon.OutcomeDone, Attempt: int(row.attempt), Status: row.status}
-		case row.state == anarchon.RunStateMissed || row.state == anarchon.RunStateSkipped || row.state == anarchon.RunStatePaused:
-			o = anarchon.ClaimOutcome{Kind: anarchon.OutcomeNone, Status: row.status}
-		case row.state == anarchon.RunStateRunning && row.token != in[i].Token && (!row.hasLease || row.leaseUntil > row.now):
-			o = anarchon.ClaimOutcome{Kind: anarchon.OutcomeRunning, Attempt: int(row.attempt), Holder: row.instance}
-			if row.hasLease {
-				o.LeaseUntil = time.UnixMilli(row.leaseUntil).UTC()
-			}
-		default:
+		if (row.state == anarchon.RunStateRunning && row.token == in[i].Token) || !readOnlyOutcome(row.runRow, row.now, &o) {
 			return false
 		}
 		out[i] = anarchon.RunClaimAnswer{Outcome: o}

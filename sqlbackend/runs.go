@@ -160,16 +160,7 @@ func (b *SQLBackend) claimRun(ctx context.Context, tx Querier, c anarchon.RunCla
 			out = anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: int(row.attempt), Holder: row.instance, LeaseUntil: time.UnixMilli(until).UTC()}
 			out.Fence, err = b.takeFence(ctx, tx, c.Job, &j)
 			return err
-		case row.state == anarchon.RunStateDone:
-			out = anarchon.ClaimOutcome{Kind: anarchon.OutcomeDone, Attempt: int(row.attempt), Status: row.status}
-		case row.state == anarchon.RunStateMissed || row.state == anarchon.RunStateSkipped || row.state == anarchon.RunStatePaused:
-			out = anarchon.ClaimOutcome{Kind: anarchon.OutcomeNone, Status: row.status}
-		case row.state == anarchon.RunStateRunning && (!row.hasLease || row.leaseUntil > now):
-			// A plain claim (no lease) never expires.
-			out = anarchon.ClaimOutcome{Kind: anarchon.OutcomeRunning, Attempt: int(row.attempt), Holder: row.instance}
-			if row.hasLease {
-				out.LeaseUntil = time.UnixMilli(row.leaseUntil).UTC()
-			}
+		case readOnlyOutcome(row, now, &out):
 		case row.state == anarchon.RunStateRunning || row.state == anarchon.RunStateReleased:
 			// The previous holder's attempt ends here: record it, unless
 			// it saved its own result already (membackend does the same).
@@ -309,6 +300,30 @@ func (b *SQLBackend) recordHolder(ctx context.Context, tx Querier, job string, s
 func (b *SQLBackend) insertRun(ctx context.Context, tx Querier, c anarchon.RunClaim, state anarchon.RunState, status anarchon.Status, lease any, now int64) error {
 	_, err := b.all(ctx, tx, b.q.insertRun, c.Job, c.Slot, c.Token, c.InstanceID, string(state), string(status), lease, now)
 	return err
+}
+
+// readOnlyOutcome sets *out to the outcome of a lease claim of row's slot
+// that writes nothing (SPEC §6's table), at the server's clock now, and
+// reports whether row decides such an outcome: a settled slot (done;
+// missed, skipped or paused) or a running one whose lease is live, or
+// that a plain claim holds (it never expires). The caller has checked
+// that the claim's own token does not hold the run. claimRun decides
+// under the job's lock; ClaimRuns's pre-read decides from a read.
+func readOnlyOutcome(row runRow, now int64, out *anarchon.ClaimOutcome) bool {
+	switch {
+	case row.state == anarchon.RunStateDone:
+		*out = anarchon.ClaimOutcome{Kind: anarchon.OutcomeDone, Attempt: int(row.attempt), Status: row.status}
+	case row.state == anarchon.RunStateMissed || row.state == anarchon.RunStateSkipped || row.state == anarchon.RunStatePaused:
+		*out = anarchon.ClaimOutcome{Kind: anarchon.OutcomeNone, Status: row.status}
+	case row.state == anarchon.RunStateRunning && (!row.hasLease || row.leaseUntil > now):
+		*out = anarchon.ClaimOutcome{Kind: anarchon.OutcomeRunning, Attempt: int(row.attempt), Holder: row.instance}
+		if row.hasLease {
+			out.LeaseUntil = time.UnixMilli(row.leaseUntil).UTC()
+		}
+	default:
+		return false
+	}
+	return true
 }
 
 func (b *SQLBackend) readRun(ctx context.Context, tx Querier, job string, slot int64) (runRow, bool, error) {
