@@ -106,7 +106,8 @@
 // the instances; an
 // instance that does not claim costs its slots one wave's wait (SPEC §4,
 // "Waves"). While a burst's claims are in flight, the results of the
-// instance's plain runs wait for them, up to [ResultHold] (SPEC §4,
+// instance's plain runs, and the finishes of its leased runs whose lease
+// and next slot leave time, wait for them, up to [ResultHold] (SPEC §4,
 // "Claims first").
 //
 // # Clocks

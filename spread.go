@@ -110,12 +110,28 @@ func (s *Scheduler) fireWaves(ctx context.Context, ws [][]runner.Due[*job], done
 	}()
 }
 
-// ResultHold is the longest a plain run's result waits for the claims of
-// a burst (SPEC §4, "Claims first"): while an instance's claims of a group
+// ResultHold is the longest a run's result waits for the claims of a
+// burst (SPEC §4, "Claims first"): while an instance's claims of a group
 // of more slots than one batch are in flight, the results of its plain
-// runs are held until the last of those claims is answered, or this long,
+// runs, and the finishes of its leased runs that can wait (finishHold),
+// are held until the last of those claims is answered, or this long,
 // whichever comes first.
 const ResultHold = time.Second
+
+// finishHold is how long the finish of a's leased run may wait for a
+// burst's claims (SPEC §4, "Claims first"): ResultHold, cut so that the
+// finish still leaves at least ResultHold before the lease's safe end
+// (a backup must not win a run that ended: it would run it again) and
+// before the job's next slot (whose claim the finish may decide, §6:
+// overlap); 0 when less is left.
+func (s *Scheduler) finishHold(a *attempt) time.Duration {
+	hold := min(ResultHold, time.Until(a.SafeEnd)-ResultHold)
+	if hold > 0 {
+		next := a.Job.job.nextSlot(a.SlotTime())
+		hold = min(hold, next.Sub(s.now())-ResultHold)
+	}
+	return max(hold, 0)
+}
 
 // claimsFirst holds result saves while bursts' claims are in flight
 // (SPEC §4, "Claims first"). The zero value has no burst in flight.

@@ -19,6 +19,11 @@ type Attempt[J any] struct {
 	MaxLate time.Duration // how late the claim may be; 0: no limit (leased only)
 	Started time.Time     // when the handler started (store clock)
 	Leased  bool          // the attempt holds a lease: Stop releases it
+	// SafeEnd, once a leased attempt's handler has ended, is the earliest
+	// its lease can run out (monotonic): the lease's safe end counted from
+	// the winning claim's send time. Heartbeats only move the real end
+	// later. Zero on plain attempts.
+	SafeEnd time.Time
 
 	r      *Runner[J]              // the runner it belongs to
 	cancel context.CancelCauseFunc // the handler's context

@@ -55,6 +55,7 @@ func (a *Leased[J]) runWon(ctx context.Context) bool {
 // recorded as unconfirmed, which does not settle the slot.
 func (a *Leased[J]) finish(ctx context.Context, res *Result) {
 	r := a.r
+	a.SafeEnd = a.sent.Add(a.Lease - leaseMargin(a.Lease))
 	sctx, cancel := r.storeCtx()
 	defer cancel()
 	var confirmed bool
