@@ -13,27 +13,52 @@ import (
 
 // writeLocks holds one writer queue per database file of the process,
 // keyed by the file's full path as SQLite reports it (PRAGMA
-// database_list). Entries are never removed: one small channel per file
-// opened in the life of the process.
+// database_list). Entries are never removed: one small queue, and the
+// open lock file beside the database, per file opened in the life of the
+// process.
 var writeLocks struct {
 	mu sync.Mutex
-	m  map[string]chan struct{}
+	m  map[string]*writerQueue
+}
+
+// writerQueue is the writers' turn on one database file: turn orders the
+// process's own writers; the lock file, where it can be opened, orders
+// the processes (see crossLock).
+type writerQueue struct {
+	turn chan struct{} // capacity 1: holding a value is holding the turn
+	path string        // of the lock file
+
+	once  sync.Once
+	files *crossLock // nil: other processes meet SQLite's busy handler only
+}
+
+// crossLock opens the lock file at the first write, not at Init: a
+// process that only reads (the daemon's read-only commands) creates no
+// file beside the database.
+func (q *writerQueue) crossLock() *crossLock {
+	q.once.Do(func() { q.files = openCrossLock(q.path) })
+	return q.files
 }
 
 // writeLockFor returns the writer queue of the file at path.
-func writeLockFor(path string) chan struct{} {
+func writeLockFor(path string) *writerQueue {
 	writeLocks.mu.Lock()
 	defer writeLocks.mu.Unlock()
 	if writeLocks.m == nil {
-		writeLocks.m = make(map[string]chan struct{})
+		writeLocks.m = make(map[string]*writerQueue)
 	}
 	q, ok := writeLocks.m[path]
 	if !ok {
-		q = make(chan struct{}, 1)
+		q = &writerQueue{turn: make(chan struct{}, 1), path: path + LockFileSuffix}
 		writeLocks.m[path] = q
 	}
 	return q
 }
+
+// LockFileSuffix names the file beside a database on which the writers of
+// different processes take turns (the package doc, "Writers across
+// processes"): the database's path with this suffix.
+const LockFileSuffix = "-writers"
 
 // queuedConn is the backend's Conn: it makes the writers of one process
 // take turns on a Go queue per database file before they ask SQLite for
@@ -46,7 +71,7 @@ func writeLockFor(path string) chan struct{} {
 // has found the file (lockFile), nothing waits.
 type queuedConn struct {
 	conn  sqlbackend.Conn
-	queue atomic.Pointer[chan struct{}]
+	queue atomic.Pointer[writerQueue]
 }
 
 // lockFile finds the main database's file and joins its queue. A
@@ -65,8 +90,7 @@ func (c *queuedConn) lockFile(ctx context.Context) error {
 			continue
 		}
 		if path := text(row[2]); path != "" {
-			q := writeLockFor(path)
-			c.queue.Store(&q)
+			c.queue.Store(writeLockFor(path))
 		}
 		return nil
 	}
@@ -83,18 +107,34 @@ func text(v any) string {
 	return ""
 }
 
-// wait takes the turn of the file's writers; release gives it back.
+// wait takes the turn of the file's writers, first the process's and then,
+// where there is a lock file, the processes'; release gives both back.
 func (c *queuedConn) wait(ctx context.Context) (release func(), err error) {
 	q := c.queue.Load()
 	if q == nil {
 		return func() {}, nil
 	}
 	select {
-	case *q <- struct{}{}:
-		return func() { <-*q }, nil
+	case q.turn <- struct{}{}:
 	case <-ctx.Done():
 		return nil, context.Cause(ctx)
 	}
+	leave := func() { <-q.turn }
+	files := q.crossLock()
+	if files == nil {
+		return leave, nil
+	}
+	held, err := files.lock(ctx, leave)
+	if err != nil {
+		return nil, err
+	}
+	if !held {
+		return leave, nil
+	}
+	return func() {
+		files.unlock()
+		leave()
+	}, nil
 }
 
 // All runs a SELECT at once and any other statement in the writers'

@@ -39,7 +39,7 @@ func TestFileMode(t *testing.T) {
 	if err := b.Init(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+	for _, p := range []string{path, path + "-wal", path + "-shm", path + sqlitebackend.LockFileSuffix} {
 		fi, err := os.Stat(p)
 		if errors.Is(err, os.ErrNotExist) && p != path {
 			continue

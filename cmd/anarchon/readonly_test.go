@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/anarchon/anarchon/sqlitebackend"
 	"github.com/anarchon/anarchon/sqlitefile"
 	"github.com/go-sql-driver/mysql"
 	"github.com/nats-io/nats.go"
@@ -170,7 +171,7 @@ func TestReadOnlyCreatesNoTables(t *testing.T) {
 					if !bytes.Equal(after, before) {
 						t.Fatalf("read-only commands changed %s: %d bytes before, %d after", files[name], len(before), len(after))
 					}
-					for _, side := range []string{"-wal", "-shm", "-journal"} {
+					for _, side := range []string{"-wal", "-shm", "-journal", sqlitebackend.LockFileSuffix} {
 						if _, err := os.Stat(files[name] + side); err == nil {
 							t.Fatalf("read-only commands created %s%s", files[name], side)
 						}

@@ -46,7 +46,7 @@ func openSQLite(u *url.URL, raw, prefix string, mustExist bool) (anarchon.Backen
 
 // sqliteUndo returns, for an "sqlite:" store whose file does not exist
 // yet, a function that removes the file (and SQLite's -wal, -shm and
-// -journal files) again, for a command that opened the store and then
+// -journal files, and the writers' lock file) again, for a command that opened the store and then
 // refused to do anything with it; for any other store, or a file that
 // exists, a function that does nothing. Call it after the store is
 // closed. The file is kept if it holds anarchon's tables by then: another
@@ -72,7 +72,7 @@ func sqliteUndo(raw string) func() {
 		if !errors.As(err, &se) || se.Code != StoreNoData {
 			return
 		}
-		for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+		for _, suffix := range []string{"", "-wal", "-shm", "-journal", sqlitebackend.LockFileSuffix} {
 			_ = os.Remove(path + suffix)
 		}
 	}

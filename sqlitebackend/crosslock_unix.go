@@ -1,0 +1,38 @@
+//go:build unix
+
+package sqlitebackend
+
+import (
+	"errors"
+	"os"
+	"syscall"
+)
+
+// openCrossLock opens (creating it, mode 0600 like the database) the lock
+// file at path; nil when it cannot be opened (a read-only directory, say):
+// the processes' writers then meet only SQLite's busy handler.
+func openCrossLock(path string) *crossLock {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil
+	}
+	return &crossLock{f: f}
+}
+
+// flock takes an exclusive lock of f, waiting for it when wait is true.
+func flock(f *os.File, wait bool) error {
+	how := syscall.LOCK_EX
+	if !wait {
+		how |= syscall.LOCK_NB
+	}
+	for {
+		err := syscall.Flock(int(f.Fd()), how)
+		if !errors.Is(err, syscall.EINTR) {
+			return err
+		}
+	}
+}
+
+func funlock(f *os.File) error { return syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }
+
+func wouldBlock(err error) bool { return errors.Is(err, syscall.EWOULDBLOCK) }
