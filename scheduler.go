@@ -782,6 +782,7 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	defer s.stopRegistry(ctx)
 
 	s.loopCancel()
+	s.bursts.stop()
 	done := make(chan struct{})
 	go func() {
 		s.bg.Wait() // the loop has exited: no slot goroutine starts after this

@@ -125,6 +125,9 @@ const ResultHold = time.Second
 // before the job's next slot (whose claim the finish may decide, §6:
 // overlap); 0 when less is left.
 func (s *Scheduler) finishHold(a *attempt) time.Duration {
+	if a.SafeEnd.IsZero() {
+		return 0
+	}
 	hold := min(ResultHold, time.Until(a.SafeEnd)-ResultHold)
 	if hold > 0 {
 		next := a.Job.job.nextSlot(a.SlotTime())
@@ -136,15 +139,16 @@ func (s *Scheduler) finishHold(a *attempt) time.Duration {
 // claimsFirst holds result saves while bursts' claims are in flight
 // (SPEC §4, "Claims first"). The zero value has no burst in flight.
 type claimsFirst struct {
-	mu   sync.Mutex
-	n    int           // bursts whose claims are in flight
-	idle chan struct{} // closed when n drops to 0; nil while n is 0
+	mu      sync.Mutex
+	n       int           // bursts whose claims are in flight
+	idle    chan struct{} // closed when n drops to 0, or at stop; nil while nothing is held
+	stopped bool          // Stop began: nothing is held any more
 }
 
 // enter counts a burst whose claims are going to the store.
 func (g *claimsFirst) enter() {
 	g.mu.Lock()
-	if g.n == 0 {
+	if g.n == 0 && !g.stopped {
 		g.idle = make(chan struct{})
 	}
 	g.n++
@@ -155,7 +159,20 @@ func (g *claimsFirst) enter() {
 func (g *claimsFirst) leave() {
 	g.mu.Lock()
 	g.n--
-	if g.n == 0 {
+	if g.n == 0 && g.idle != nil {
+		close(g.idle)
+		g.idle = nil
+	}
+	g.mu.Unlock()
+}
+
+// stop ends every hold, and holds nothing from now on: Stop waits for
+// the runs to end, and a finish still held when it returns at its
+// deadline would meet a closed store and leave its slot to a backup.
+func (g *claimsFirst) stop() {
+	g.mu.Lock()
+	g.stopped = true
+	if g.idle != nil {
 		close(g.idle)
 		g.idle = nil
 	}
@@ -163,12 +180,12 @@ func (g *claimsFirst) leave() {
 }
 
 // wait returns once no burst's claims are in flight, after hold at most,
-// or when ctx ends.
+// or when ctx ends or Stop begins.
 func (g *claimsFirst) wait(ctx context.Context, hold time.Duration) {
 	g.mu.Lock()
 	idle := g.idle
 	g.mu.Unlock()
-	if idle == nil {
+	if idle == nil || hold <= 0 {
 		return
 	}
 	t := time.NewTimer(hold)

@@ -275,6 +275,14 @@ func TestClaimsFirst(t *testing.T) {
 			t.Errorf("first result sent %v after the first claim batch's answer; want within the batch window", save.Sub(first))
 		}
 	}
+	within := func(lo, hi time.Duration) func(t *testing.T, first, last, save time.Time) {
+		return func(t *testing.T, first, last, save time.Time) {
+			if d := save.Sub(first); d < lo || d > hi || !save.Before(last) {
+				t.Errorf("first result sent %v after the first claim batch's answer (last %v after it); want %v to %v, before the last",
+					d, last.Sub(first), lo, hi)
+			}
+		}
+	}
 	for _, tc := range []struct {
 		name  string
 		jobs  int
@@ -282,15 +290,25 @@ func TestClaimsFirst(t *testing.T) {
 		every time.Duration
 		opts  *anarchon.JobOptions
 		check func(t *testing.T, firstAnswer, lastAnswer, firstSave time.Time)
+		stop  time.Duration // after the first slot; 0: half a minute, or three slots of a job every second
 	}{
-		{"burst", 64, 50 * time.Millisecond, time.Minute, plain, held},
-		{"claims beyond the hold", 48, 800 * time.Millisecond, time.Minute, plain, beyond},
-		{"one batch", 12, 50 * time.Millisecond, time.Minute, plain, notHeld},
-		{"leased burst", 64, 50 * time.Millisecond, time.Minute, nil, held},
-		{"leased claims beyond the hold", 48, 800 * time.Millisecond, time.Minute, nil, beyond},
-		{"leased one batch", 12, 50 * time.Millisecond, time.Minute, nil, notHeld},
-		{"leased, lease ending", 64, 50 * time.Millisecond, time.Minute, &anarchon.JobOptions{Lease: time.Second}, notHeld},
-		{"leased, next slot near", 64, 50 * time.Millisecond, time.Second, nil, notHeld},
+		{"burst", 64, 50 * time.Millisecond, time.Minute, plain, held, 0},
+		{"claims beyond the hold", 48, 800 * time.Millisecond, time.Minute, plain, beyond, 0},
+		{"one batch", 12, 50 * time.Millisecond, time.Minute, plain, notHeld, 0},
+		{"leased burst", 64, 50 * time.Millisecond, time.Minute, nil, held, 0},
+		{"leased claims beyond the hold", 48, 800 * time.Millisecond, time.Minute, nil, beyond, 0},
+		{"leased one batch", 12, 50 * time.Millisecond, time.Minute, nil, notHeld, 0},
+		{"leased, lease ending", 64, 50 * time.Millisecond, time.Minute, &anarchon.JobOptions{Lease: time.Second}, notHeld, 0},
+		{"leased, next slot near", 64, 50 * time.Millisecond, time.Second, nil, notHeld, 0},
+		// Two batches, answered 0.8 and 1.6 s after they were sent: the
+		// lease's safe end (2.4 − 0.4 s after the send) leaves the first
+		// batch's finishes a hold of 0.2 s, not ResultHold.
+		{"leased, hold cut by the lease", 32, 800 * time.Millisecond, time.Minute, &anarchon.JobOptions{Lease: 2400 * time.Millisecond},
+			within(200*time.Millisecond, 200*time.Millisecond+2*anarchon.BatchWindow), 0},
+		// Stop, 0.9 s after the slot, ends the hold of the finishes of
+		// the first batch (answered at 0.8 s) though claims are in flight.
+		{"leased, Stop ends the hold", 48, 800 * time.Millisecond, time.Minute, nil,
+			within(100*time.Millisecond, 100*time.Millisecond+2*anarchon.BatchWindow), 900 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -314,7 +332,11 @@ func TestClaimsFirst(t *testing.T) {
 				mustStart(t, s)
 				// The first burst, and time for its results: half a
 				// minute, or three slots of a job every second.
-				time.Sleep(time.Until(time.Now().Truncate(tc.every).Add(tc.every + min(30*time.Second, 2*tc.every))))
+				stop := min(30*time.Second, 2*tc.every)
+				if tc.stop > 0 {
+					stop = tc.stop
+				}
+				time.Sleep(time.Until(time.Now().Truncate(tc.every).Add(tc.every + stop)))
 				stopAll(t, s)
 				store.mu.Lock()
 				defer store.mu.Unlock()
