@@ -17,7 +17,10 @@ import (
 
 // DefaultBusyTimeout is how long a statement waits for another
 // connection's (or process's) write lock before failing with SQLITE_BUSY,
-// when Options.BusyTimeout is zero.
+// when Options.BusyTimeout is zero. A writer waits for the lock file
+// beside the database (the package doc, "Writers across processes") for
+// the longer of this and Options.BusyTimeout before it goes on to
+// SQLite's lock without it.
 const DefaultBusyTimeout = 10 * time.Second
 
 // MinVersion is the oldest SQLite library the backend accepts: 3.35.0
@@ -55,8 +58,10 @@ type Options struct {
 	// ("anarchon_").
 	Prefix string
 	// BusyTimeout is set with PRAGMA busy_timeout on every connection the
-	// backend uses: how long to wait for the write lock. Defaults to
-	// DefaultBusyTimeout (10 s). Must not be negative.
+	// backend uses: how long to wait for the write lock. A writer waits
+	// for the lock file beside the database (the package doc, "Writers
+	// across processes") for the longer of this and DefaultBusyTimeout.
+	// Defaults to DefaultBusyTimeout (10 s). Must not be negative.
 	BusyTimeout time.Duration
 	// KeepJournalMode leaves the database's journal mode alone. By default
 	// Init switches the file to WAL (PRAGMA journal_mode=WAL), which lets
@@ -139,9 +144,11 @@ func New(db *sql.DB, opts *Options) (*Backend, error) {
 // KeepJournalMode). What New does on the *sql.DB is then the caller's
 // job: conn's Transaction must take the write lock at once (BEGIN
 // IMMEDIATE), so that transactions run one at a time, and its connections
-// should wait for the lock (PRAGMA busy_timeout). Options.BusyTimeout and
-// Options.CloseDB are not used: the backend never closes conn. DB returns
-// nil.
+// should wait for the lock (PRAGMA busy_timeout). Options.BusyTimeout
+// only bounds the wait for the lock file beside the database, with
+// DefaultBusyTimeout as the least (the package doc, "Writers across
+// processes"), and Options.CloseDB is not used: the backend never closes
+// conn. DB returns nil.
 func NewFromConn(conn sqlbackend.Conn, opts *Options) (*Backend, error) {
 	if conn == nil {
 		return nil, errors.New("sqlitebackend: conn is nil")
@@ -154,7 +161,10 @@ func NewFromConn(conn sqlbackend.Conn, opts *Options) (*Backend, error) {
 }
 
 func newBackend(conn sqlbackend.Conn, db *sql.DB, o Options, closeFn func(context.Context) error) (*Backend, error) {
-	qc := &queuedConn{conn: conn}
+	// The wait for the lock file is a queue, not a sleep between tries:
+	// a short busy timeout, which bounds SQLite's handler, does not end
+	// it early.
+	qc := &queuedConn{conn: conn, busy: max(o.BusyTimeout, DefaultBusyTimeout)}
 	cfg := sqlbackend.Config{
 		Name:    "sqlite",
 		Dialect: Dialect,

@@ -1,4 +1,4 @@
-//go:build unix
+//go:build darwin || dragonfly || freebsd || illumos || linux || netbsd || openbsd
 
 package sqlitebackend
 
@@ -8,11 +8,17 @@ import (
 	"syscall"
 )
 
-// openCrossLock opens (creating it, mode 0600 like the database) the lock
-// file at path; nil when it cannot be opened (a read-only directory, say):
-// the processes' writers then meet only SQLite's busy handler.
-func openCrossLock(path string) *crossLock {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+// openCrossLock opens the lock file at path, creating it with the
+// permission bits of the database file at db (0600 when it cannot be
+// read), so that whoever may write the database may take the lock; nil
+// when it cannot be opened (a read-only directory, say): the processes'
+// writers then meet only SQLite's busy handler.
+func openCrossLock(path, db string) *crossLock {
+	mode := os.FileMode(0o600)
+	if fi, err := os.Stat(db); err == nil {
+		mode = fi.Mode().Perm()
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, mode)
 	if err != nil {
 		return nil
 	}

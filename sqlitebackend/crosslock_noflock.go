@@ -1,4 +1,4 @@
-//go:build !unix
+//go:build !(darwin || dragonfly || freebsd || illumos || linux || netbsd || openbsd)
 
 package sqlitebackend
 
@@ -7,9 +7,10 @@ import (
 	"os"
 )
 
-// openCrossLock has no lock file to offer where there is no flock(2):
-// the processes' writers meet only SQLite's busy handler.
-func openCrossLock(string) *crossLock { return nil }
+// openCrossLock has no lock file to offer where there is no flock(2)
+// (Windows, AIX, Solaris): the processes' writers meet only SQLite's busy
+// handler.
+func openCrossLock(string, string) *crossLock { return nil }
 
 var errNoFlock = errors.New("sqlitebackend: no flock on this system")
 

@@ -74,23 +74,35 @@
 //
 // The processes on one file take turns too: the holder of a process's
 // turn then takes an exclusive flock(2) of a lock file beside the
-// database (its path with [LockFileSuffix], "-writers"; created with mode
-// 0600 at the process's first write, kept open for the life of the
-// process, never removed),
-// and asks SQLite for the write lock only once it holds it. The kernel
-// wakes a waiting process the moment the holder lets go, where SQLite's
-// busy handler sleeps up to 100 ms between tries and lets the process
-// that just committed take the lock again first. A wait whose context
-// ends returns at once; the lock it may still get is let go in the
-// background. SQLite's locks still decide: a writer that does not take
-// the lock file (the sqlite3 shell, a program on the file through
-// another library) meets the busy handler as before, up to
-// Options.BusyTimeout, as does every writer where the lock file cannot be
-// created (a read-only directory) or locked, or the system has no flock
-// (Windows). sqlitefile's TestWritersQueueAcrossProcesses (three
-// processes, busy timeout 1 ms, batches of 100 claims) sees no
-// SQLITE_BUSY, against 10 of 30 batches failing in one process without
-// the lock file. BENCHMARKS.md §8 measures the bursts of three processes.
+// database (its path with [LockFileSuffix], "-writers"), and asks SQLite
+// for the write lock only once it holds it. The kernel wakes a waiting
+// process the moment the holder lets go, where SQLite's busy handler
+// sleeps up to 100 ms between tries and lets the process that just
+// committed take the lock again first. The lock file is created at the
+// process's first write, with the database file's permission bits, kept
+// open for the life of the process, and not removed by the backend. It
+// only orders the writers; SQLite's own lock still decides, so a writer
+// without it is slower, never wrong:
+//
+//   - A wait for the lock file lasts the longer of Options.BusyTimeout
+//     and DefaultBusyTimeout at most (a process holding it that long is
+//     stuck; a short busy timeout is for SQLite's handler, which sleeps
+//     between tries, and does not end a wait in a queue early); the
+//     writer then goes on to SQLite's lock, and its busy handler, without
+//     it. A wait whose context ends returns at once with the context's
+//     cause. Either way the lock the wait may still get is let go in the
+//     background, and the process's writers go without the lock file
+//     until it is.
+//   - A writer that does not take the lock file (the sqlite3 shell, a
+//     program on the file through another library) meets the busy
+//     handler as before, as does every writer where the lock file cannot
+//     be created (a read-only directory) or locked, or the system has no
+//     flock (Windows, AIX, Solaris).
+//
+// sqlitefile's TestWritersQueueAcrossProcesses (three processes, busy
+// timeout 1 ms, batches of 100 claims) sees no SQLITE_BUSY; without the
+// lock file, 10 of 30 batches of one process failed in one run.
+// BENCHMARKS.md §8 measures the bursts of three processes.
 //
 // # Server requirements
 //

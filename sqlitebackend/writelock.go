@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/anarchon/anarchon/sqlbackend"
 )
@@ -26,7 +27,7 @@ var writeLocks struct {
 // the processes (see crossLock).
 type writerQueue struct {
 	turn chan struct{} // capacity 1: holding a value is holding the turn
-	path string        // of the lock file
+	path string        // of the database file
 
 	once  sync.Once
 	files *crossLock // nil: other processes meet SQLite's busy handler only
@@ -34,9 +35,10 @@ type writerQueue struct {
 
 // crossLock opens the lock file at the first write, not at Init: a
 // process that only reads (the daemon's read-only commands) creates no
-// file beside the database.
+// file beside the database. A file that could not be opened is not tried
+// again in the life of the process.
 func (q *writerQueue) crossLock() *crossLock {
-	q.once.Do(func() { q.files = openCrossLock(q.path) })
+	q.once.Do(func() { q.files = openCrossLock(q.path+LockFileSuffix, q.path) })
 	return q.files
 }
 
@@ -49,7 +51,7 @@ func writeLockFor(path string) *writerQueue {
 	}
 	q, ok := writeLocks.m[path]
 	if !ok {
-		q = &writerQueue{turn: make(chan struct{}, 1), path: path + LockFileSuffix}
+		q = &writerQueue{turn: make(chan struct{}, 1), path: path}
 		writeLocks.m[path] = q
 	}
 	return q
@@ -71,6 +73,7 @@ const LockFileSuffix = "-writers"
 // has found the file (lockFile), nothing waits.
 type queuedConn struct {
 	conn  sqlbackend.Conn
+	busy  time.Duration // the longest a writer waits for the lock file
 	queue atomic.Pointer[writerQueue]
 }
 
@@ -124,11 +127,12 @@ func (c *queuedConn) wait(ctx context.Context) (release func(), err error) {
 	if files == nil {
 		return leave, nil
 	}
-	held, err := files.lock(ctx, leave)
-	if err != nil {
+	held, err := files.lock(ctx, c.busy)
+	switch {
+	case err != nil:
+		leave()
 		return nil, err
-	}
-	if !held {
+	case !held:
 		return leave, nil
 	}
 	return func() {
