@@ -264,6 +264,20 @@ func testBatchRepeat(t *testing.T, h Harness) {
 			}
 		}
 	}
+	// Two claims of one new slot in one batch: the first decides it, as
+	// two single claims in turn; a claim repeated in one batch wins twice.
+	first := input(jobA, slot+10_000, token(), "a")
+	second := input(jobA, slot+10_000, token(), "b")
+	if got := s.claimBatch(1, []anarchon.ClaimInput{first, second}); !got[0] || got[1] {
+		t.Errorf("batch of [first, second] claims of one new slot = %v, want [true false]", got)
+	}
+	if s.claim(0, second) {
+		t.Error("a single claim of the second token won the slot the batch's first claim won")
+	}
+	again := input(jobA, slot+11_000, token(), "a")
+	if got := s.claimBatch(1, []anarchon.ClaimInput{again, again}); !got[0] || !got[1] {
+		t.Errorf("batch of one claim twice of a new slot = %v, want [true true]", got)
+	}
 }
 
 // testBatchEarly: a batch with a slot ahead of the store's clock answers
@@ -342,6 +356,7 @@ func testRunBatch(t *testing.T, h Harness, hasControl bool) {
 	t.Run("Race", func(t *testing.T) { t.Parallel(); testRunBatchRace(t, h) })
 	t.Run("Outcomes", func(t *testing.T) { t.Parallel(); testRunBatchOutcomes(t, h) })
 	t.Run("InOrder", func(t *testing.T) { t.Parallel(); testRunBatchOrder(t, h) })
+	t.Run("Burst", func(t *testing.T) { t.Parallel(); testRunBatchBurst(t, h) })
 	t.Run("Early", func(t *testing.T) { t.Parallel(); testRunBatchEarly(t, h) })
 	t.Run("Empty", func(t *testing.T) {
 		t.Parallel()
@@ -681,4 +696,161 @@ func testRunBatchPaused(t *testing.T, h Harness) {
 		t.Errorf("a later batch claim of the paused slot = %v, want none", got[0].Kind)
 	}
 	checkPausedRecord(t, s.history(0, paused, 0), slot)
+}
+
+// testRunBatchBurst: batches shaped like a burst, every claim its job's
+// only one, which a store may decide together (pgbackend does, in one
+// statement). Racers claim one new slot of every job per round, half
+// with batches (in their own job order), half with single claims: each
+// slot has exactly one winner, and each job's fences grow from round to
+// round. Then one batch of such claims meets a job with no row yet, a
+// slot past its max-late and a slot its job's live run refuses, and is
+// answered as single claims are.
+func testRunBatchBurst(t *testing.T, h Harness) {
+	s := open(t, h, h.Handles)
+	const nJobs = 24
+	jobs := make([]string, nJobs)
+	for k := range jobs {
+		jobs[k] = jobName(fmt.Sprintf("rbatch-burst-%02d", k))
+		s.prepare(jobs[k], 100)
+	}
+	rounds := min(max(h.Rounds/16, 3), 40)
+	base := baseSlot()
+	racers := max(h.Racers/2, 2)
+	type win struct {
+		g     int
+		fence uint64
+	}
+	var mu sync.Mutex
+	wins := map[[2]int][]win{} // (round, job) -> its wins
+	var errs atomic.Int32
+	fail := func(format string, args ...any) {
+		if errs.Add(1) <= 5 {
+			t.Errorf(format, args...)
+		}
+	}
+	var wg sync.WaitGroup
+	for g := range racers {
+		wg.Go(func() {
+			batcher, _ := anarchon.As[anarchon.RunBatchClaimer](s.b(g))
+			for r := range rounds {
+				slot := base + int64(r)*1000
+				order := make([]int, nJobs)
+				for k := range order {
+					order[k] = (k + g*5) % nJobs
+				}
+				in := make([]anarchon.RunClaim, nJobs)
+				for i, k := range order {
+					in[i] = rclaim(jobs[k], slot, token(), fmt.Sprintf("racer-%d", g), longLease)
+					in[i].AllowOverlap = r%2 == 0 // both paths of the overlap rule
+				}
+				outs := make([]anarchon.ClaimOutcome, nJobs)
+				if g%2 == 0 {
+					answers, err := batcher.ClaimRuns(s.ctx, in)
+					if err != nil || len(answers) != nJobs {
+						fail("racer %d: ClaimRuns(%d claims) = %d answers, %v", g, nJobs, len(answers), err)
+						return
+					}
+					for i, a := range answers {
+						if a.Err != nil {
+							fail("racer %d: ClaimRuns: %s: %v", g, in[i].Job, a.Err)
+							return
+						}
+						outs[i] = a.Outcome
+					}
+				} else {
+					for i, c := range in {
+						out, err := s.rs(g).Claim(s.ctx, c)
+						if err != nil {
+							fail("racer %d: RunStore.Claim of %s: %v", g, c.Job, err)
+							return
+						}
+						outs[i] = out
+					}
+				}
+				for i, out := range outs {
+					switch out.Kind {
+					case anarchon.OutcomeWon:
+						if out.Attempt != 1 || out.Holder != in[i].InstanceID {
+							fail("racer %d, round %d, %s: won attempt %d holder %q, want 1 %q", g, r, in[i].Job, out.Attempt, out.Holder, in[i].InstanceID)
+						}
+						mu.Lock()
+						key := [2]int{r, order[i]}
+						wins[key] = append(wins[key], win{g, out.Fence})
+						mu.Unlock()
+					case anarchon.OutcomeRunning:
+					case anarchon.OutcomeOverlap, anarchon.OutcomeNone:
+						// overlap is not allowed this round and the job's
+						// run of the round before is live: the first claim
+						// of the slot settles it skipped, the others find
+						// it settled
+						if r%2 == 0 {
+							fail("racer %d, round %d, %s: outcome %v with overlap allowed", g, r, in[i].Job, out.Kind)
+						}
+					default:
+						fail("racer %d, round %d, %s: outcome %v, want won, running, overlap or none", g, r, in[i].Job, out.Kind)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if errs.Load() > 0 {
+		t.FailNow()
+	}
+	for k := range nJobs {
+		var last uint64
+		for r := range rounds {
+			w := wins[[2]int{r, k}]
+			switch {
+			case r%2 == 1:
+				// overlap refused: the run of round r-1 holds its lease
+				if len(w) != 0 {
+					t.Errorf("%s, round %d: %d won claims beside a live run with overlap refused, want 0", jobs[k], r, len(w))
+				}
+				continue
+			case len(w) != 1:
+				t.Errorf("%s, round %d: %d won claims, want exactly 1", jobs[k], r, len(w))
+				continue
+			}
+			if !h.NoFence && w[0].fence <= last {
+				t.Errorf("%s, round %d: won with Fence %d, not above the round before's %d", jobs[k], r, w[0].fence, last)
+			}
+			last = w[0].fence
+		}
+	}
+
+	// One claim per job, each meeting another row of SPEC §6's table.
+	fresh, unprepared, late, refused := jobName("rbatch-one-fresh"), jobName("rbatch-one-new"), jobName("rbatch-one-late"), jobName("rbatch-one-overlap")
+	for _, j := range []string{fresh, late, refused} {
+		s.prepare(j, 100)
+	}
+	want(t, "setup: the live run", s.lclaim(0, rclaim(refused, base, token(), "a", longLease)), anarchon.OutcomeWon)
+	lateClaim := rclaim(late, base, token(), "c", longLease)
+	lateClaim.MaxLate = time.Millisecond
+	overlap := rclaim(refused, base+1000, token(), "c", longLease)
+	overlap.AllowOverlap = false
+	rows := []struct {
+		name string
+		c    anarchon.RunClaim
+		kind anarchon.OutcomeKind
+	}{
+		{"new slot", rclaim(fresh, base, token(), "c", longLease), anarchon.OutcomeWon},
+		{"new slot of a job never prepared", rclaim(unprepared, base, token(), "c", longLease), anarchon.OutcomeWon},
+		{"new slot past its max-late", lateClaim, anarchon.OutcomeLate},
+		{"new slot beside a live run, overlap refused", overlap, anarchon.OutcomeOverlap},
+	}
+	in := make([]anarchon.RunClaim, len(rows))
+	for k, r := range rows {
+		in[k] = r.c
+	}
+	for k, out := range s.claimRuns(1, in) {
+		if out.Kind != rows[k].kind {
+			t.Errorf("%s: outcome %v (%+v), want %v", rows[k].name, out.Kind, out, rows[k].kind)
+		}
+	}
+	want(t, "single claim of the new slot the batch won", s.lclaim(0, rclaim(fresh, base, token(), "d", longLease)), anarchon.OutcomeRunning)
+	want(t, "single claim of the new job's slot the batch won", s.lclaim(0, rclaim(unprepared, base, token(), "d", longLease)), anarchon.OutcomeRunning)
+	want(t, "single claim of the slot the batch found late", s.lclaim(0, rclaim(late, base, token(), "d", longLease)), anarchon.OutcomeNone)
+	want(t, "single claim of the slot the batch found overlapping", s.lclaim(0, rclaim(refused, base+1000, token(), "d", longLease)), anarchon.OutcomeNone)
 }

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/anarchon/anarchon"
 	"github.com/anarchon/anarchon/pgbackend"
 	"github.com/anarchon/anarchon/sqlbackend/sqlbackendtest"
 )
@@ -49,6 +50,23 @@ func BenchmarkLeaseClaimVsRawInsert(b *testing.B) {
 // backend, and the raw operation, one INSERT … SELECT FROM unnest(…) ON
 // CONFLICT DO NOTHING of the 256 new rows.
 func BenchmarkClaimBatch(b *testing.B) {
+	bes, raw := batchBench(b)
+	sqlbackendtest.ClaimBatch(b, bes[0], bes[1], raw)
+}
+
+// BenchmarkClaimRunsBatch does the same with lease claims
+// (sqlbackendtest.ClaimRunsBatch): the losing batch meets the winner's
+// live leases.
+func BenchmarkClaimRunsBatch(b *testing.B) {
+	bes, raw := batchBench(b)
+	sqlbackendtest.ClaimRunsBatch(b, bes[0].Runs().(anarchon.RunBatchClaimer), bes[1].Runs().(anarchon.RunBatchClaimer), raw)
+}
+
+// batchBench opens two initialised backends on a fresh schema with a bare
+// claims table, and returns them with the raw operation of a batch: one
+// INSERT … SELECT FROM unnest(…) ON CONFLICT DO NOTHING of
+// sqlbackendtest.BatchSize new rows.
+func batchBench(b *testing.B) ([]*pgbackend.Backend, func(ctx context.Context, slot int64) error) {
 	schema := freshSchema(b)
 	bes := open(b, 2, 2, schema)
 	ctx := b.Context()
@@ -65,12 +83,12 @@ func BenchmarkClaimBatch(b *testing.B) {
 	for k := range jobs {
 		jobs[k], tokens[k] = "j"+strconv.Itoa(k), "t"
 	}
-	sqlbackendtest.ClaimBatch(b, bes[0], bes[1], func(ctx context.Context, slot int64) error {
+	return bes, func(ctx context.Context, slot int64) error {
 		for k := range slots {
 			slots[k] = slot
 		}
 		_, err := bes[0].Pool().Exec(ctx, `INSERT INTO "`+schema+`".raw_claims (job, slot, token)
 			SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[]) ON CONFLICT (job, slot) DO NOTHING`, jobs, slots, tokens)
 		return err
-	})
+	}
 }

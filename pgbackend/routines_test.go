@@ -85,7 +85,7 @@ func TestRoutinesCreated(t *testing.T) {
 	}
 	var n int
 	err := bs[0].Pool().QueryRow(ctx, `SELECT count(*) FROM pg_proc p JOIN pg_namespace s ON s.oid = p.pronamespace
-WHERE s.nspname = $1 AND p.proname LIKE 'anarchon\_%\_v8'`, schema).Scan(&n)
+WHERE s.nspname = $1 AND p.proname LIKE 'anarchon\_%\`+pgbackend.RoutineVersion+`'`, schema).Scan(&n)
 	if err != nil {
 		t.Fatal(err)
 	}

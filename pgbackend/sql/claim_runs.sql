@@ -18,7 +18,21 @@
 -- claim's moment. This is most claims of a burst (the losing ones of the
 -- instances that did not win, SPEC §4 "Waves"), which then cost no row
 -- locks. Every other claim (no row, its own token, an expired or
--- released lease) goes to the claim function, which decides under the
+-- released lease) writes, under its job's lock: the rows of those jobs
+-- are locked next, in one statement, in the order Go sorts the claims
+-- (job by bytes), so that two batches never wait for each other in a
+-- cycle.
+--
+-- A claim of a new slot (no row at the read) that is its job's only claim
+-- to write in the batch, of a job that has a row, is then decided with
+-- the others like it in one INSERT and one UPDATE of the fences, when it
+-- is won as the claim function would win it: the slot is above the
+-- watermark, not ahead of the server's clock, the job is not paused, the
+-- slot is not past its max-late, and the overlap limit leaves room. This
+-- is the winning claim of a burst; it costs no function call and no
+-- statement of its own. Every claim this does not win (a conflict, or one
+-- of those checks) goes, like every other claim that writes, to the
+-- claim function, in the batch's order, which decides it under the
 -- locks.
 CREATE OR REPLACE FUNCTION {claim_runs}(p_claims jsonb, p_channel text)
 RETURNS TABLE (o_idx integer, o_kind text, o_attempt bigint, o_holder text, o_until bigint, o_status text, o_fence bigint)
@@ -26,10 +40,16 @@ LANGUAGE plpgsql VOLATILE AS $anarchon$
 DECLARE
 	v_now bigint := {now};
 	v_c record;
-	v record;
+	v jsonb;
+	v_todo integer[] := '{}';  -- the claims that write, in the batch's order
+	v_jobs text[] := '{}';     -- their jobs
+	v_new integer[] := '{}';   -- those of them with no row at the read
+	v_newjobs text[] := '{}';  -- their jobs
+	v_ord jsonb;               -- job -> claim, of the new slots the set may win
+	v_won boolean[];           -- by claim: won by the set
 BEGIN
 	FOR v_c IN
-		SELECT x.ord, x.v, r.token, r.instance, r.attempt, r.state, r.status, r.lease_until
+		SELECT x.ord::integer AS ord, x.v, r.token, r.instance, r.attempt, r.state, r.status, r.lease_until
 		FROM jsonb_array_elements(p_claims) WITH ORDINALITY AS x(v, ord)
 		LEFT JOIN {runs} AS r ON r.job = x.v ->> 'j' AND r.slot = (x.v ->> 's')::bigint
 		ORDER BY x.ord
@@ -54,16 +74,75 @@ BEGIN
 			o_holder := v_c.instance;
 			o_until := v_c.lease_until;
 		ELSE
-			SELECT * INTO v FROM {claim}(v_c.v ->> 'j', (v_c.v ->> 's')::bigint, v_c.v ->> 't', v_c.v ->> 'i',
-				(v_c.v ->> 'l')::bigint, (v_c.v ->> 'm')::bigint, (v_c.v ->> 'o')::boolean, (v_c.v ->> 'n')::bigint,
-				(v_c.v ->> 'a')::bigint, p_channel);
-			o_kind := v.o_kind;
-			o_attempt := v.o_attempt;
-			o_holder := v.o_holder;
-			o_until := v.o_until;
-			o_status := v.o_status;
-			o_fence := v.o_fence;
+			v_todo := v_todo || v_c.ord;
+			v_jobs := v_jobs || (v_c.v ->> 'j');
+			IF v_c.state IS NULL THEN
+				v_new := v_new || v_c.ord;
+				v_newjobs := v_newjobs || (v_c.v ->> 'j');
+			END IF;
+			CONTINUE;
 		END IF;
+		RETURN NEXT;
+	END LOOP;
+	IF cardinality(v_todo) = 0 THEN
+		RETURN;
+	END IF;
+	PERFORM 1 FROM {jobs} WHERE job = ANY (v_jobs) ORDER BY job COLLATE "C" FOR UPDATE;
+	v_won := array_fill(false, ARRAY[coalesce(jsonb_array_length(p_claims), 0)]);
+	IF cardinality(v_new) > 0 THEN
+		-- a job with more than one claim to write goes to the claim function
+		SELECT jsonb_object_agg(n.job, n.ord) INTO v_ord
+		FROM unnest(v_newjobs, v_new) AS n(job, ord)
+		WHERE n.job IN (SELECT j.job FROM unnest(v_jobs) AS j(job) GROUP BY j.job HAVING count(*) = 1);
+	END IF;
+	IF v_ord IS NOT NULL THEN
+		v_now := {now};
+		FOR v_c IN
+			WITH c AS (
+				SELECT x.v ->> 'j' AS job, (x.v ->> 's')::bigint AS slot, x.v ->> 't' AS token,
+					x.v ->> 'i' AS inst, (x.v ->> 'l')::bigint AS lease, (x.v ->> 'm')::bigint AS max_late,
+					(x.v ->> 'o')::boolean AS overlap, (x.v ->> 'n')::bigint AS lim
+				FROM jsonb_each_text(v_ord) AS n(job, ord), LATERAL (SELECT p_claims -> (n.ord::integer - 1) AS v) AS x
+			), ins AS (
+				INSERT INTO {runs} (job, slot, token, instance, attempt, state, status, lease_until, claimed_at)
+				SELECT c.job, c.slot, c.token, c.inst, 1, 'running', '', v_now + c.lease, v_now
+				FROM c JOIN {jobs} AS w ON w.job = c.job
+				WHERE (w.watermark IS NULL OR c.slot > w.watermark)
+				AND c.slot <= v_now + {early}
+				AND NOT EXISTS (SELECT 1 FROM {control} AS k WHERE k.job = c.job AND k.paused = 1)
+				AND (c.max_late IS NULL OR v_now <= c.slot + c.max_late)
+				AND (c.overlap OR (SELECT count(*) FROM (SELECT 1 FROM {runs} AS r WHERE r.job = c.job AND r.slot <> c.slot
+					AND r.state = 'running' AND r.lease_until IS NOT NULL AND r.lease_until > v_now LIMIT c.lim) AS o) < c.lim)
+				ORDER BY c.job COLLATE "C"
+				ON CONFLICT (job, slot) DO NOTHING
+				RETURNING job, instance, lease_until
+			)
+			UPDATE {jobs} AS w SET fence = w.fence + 1 FROM ins WHERE w.job = ins.job
+			RETURNING w.job, w.fence, ins.instance, ins.lease_until
+		LOOP
+			o_idx := (v_ord ->> v_c.job)::integer;
+			o_kind := 'won';
+			o_attempt := 1;
+			o_holder := v_c.instance;
+			o_until := v_c.lease_until;
+			o_status := '';
+			o_fence := v_c.fence;
+			v_won[o_idx] := true;
+			RETURN NEXT;
+		END LOOP;
+	END IF;
+	FOREACH o_idx IN ARRAY v_todo LOOP
+		CONTINUE WHEN v_won[o_idx];
+		v := p_claims -> (o_idx - 1);
+		SELECT * INTO v_c FROM {claim}(v ->> 'j', (v ->> 's')::bigint, v ->> 't', v ->> 'i',
+			(v ->> 'l')::bigint, (v ->> 'm')::bigint, (v ->> 'o')::boolean, (v ->> 'n')::bigint,
+			(v ->> 'a')::bigint, p_channel);
+		o_kind := v_c.o_kind;
+		o_attempt := v_c.o_attempt;
+		o_holder := v_c.o_holder;
+		o_until := v_c.o_until;
+		o_status := v_c.o_status;
+		o_fence := v_c.o_fence;
 		RETURN NEXT;
 	END LOOP;
 END

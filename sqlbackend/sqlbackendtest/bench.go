@@ -156,22 +156,61 @@ const BatchSize = 256
 // claim, as the median over the iterations; won/raw is the median of each
 // iteration's ratio. It fails b when a claim does not answer as expected.
 func ClaimBatch(b *testing.B, win, lose anarchon.BatchClaimer, raw func(ctx context.Context, slot int64) error) {
-	ctx := b.Context()
-	batch := func(be anarchon.BatchClaimer, slot int64, token string, want bool) {
-		in := make([]anarchon.ClaimInput, BatchSize)
-		for k := range in {
-			in[k] = anarchon.ClaimInput{Job: "j" + strconv.Itoa(k), Slot: slot, Token: token, InstanceID: token}
-		}
-		out, err := be.ClaimBatch(ctx, in)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, a := range out {
-			if a.Err != nil || a.Won != want {
-				b.Fatalf("claim: %+v, want won %v", a, want)
+	batch := func(be anarchon.BatchClaimer) func(ctx context.Context, slot int64, token string, want bool) {
+		return func(ctx context.Context, slot int64, token string, want bool) {
+			in := make([]anarchon.ClaimInput, BatchSize)
+			for k := range in {
+				in[k] = anarchon.ClaimInput{Job: "j" + strconv.Itoa(k), Slot: slot, Token: token, InstanceID: token}
+			}
+			out, err := be.ClaimBatch(ctx, in)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, a := range out {
+				if a.Err != nil || a.Won != want {
+					b.Fatalf("claim: %+v, want won %v", a, want)
+				}
 			}
 		}
 	}
+	batches(b, batch(win), batch(lose), raw)
+}
+
+// ClaimRunsBatch does for lease claims (anarchon.RunBatchClaimer, a
+// one-minute lease, overlap allowed) what [ClaimBatch] does for plain
+// ones: win's batch wins every slot, lose's answers every claim with the
+// running lease of win's.
+func ClaimRunsBatch(b *testing.B, win, lose anarchon.RunBatchClaimer, raw func(ctx context.Context, slot int64) error) {
+	batch := func(rs anarchon.RunBatchClaimer) func(ctx context.Context, slot int64, token string, want bool) {
+		return func(ctx context.Context, slot int64, token string, want bool) {
+			in := make([]anarchon.RunClaim, BatchSize)
+			for k := range in {
+				in[k] = anarchon.RunClaim{ClaimInput: anarchon.ClaimInput{Job: "j" + strconv.Itoa(k), Slot: slot, Token: token, InstanceID: token},
+					Lease: time.Minute, AllowOverlap: true, MaxAttempts: 3}
+			}
+			out, err := rs.ClaimRuns(ctx, in)
+			if err != nil {
+				b.Fatal(err)
+			}
+			kind := anarchon.OutcomeRunning
+			if want {
+				kind = anarchon.OutcomeWon
+			}
+			for _, a := range out {
+				if a.Err != nil || a.Outcome.Kind != kind {
+					b.Fatalf("lease claim: %+v, want %v", a, kind)
+				}
+			}
+		}
+	}
+	batches(b, batch(win), batch(lose), raw)
+}
+
+// batches times win (token "t", every claim won), lose (token "u", every
+// claim lost) and raw on one new slot per iteration and reports each in
+// µs per claim, the median over the iterations.
+func batches(b *testing.B, win, lose func(ctx context.Context, slot int64, token string, want bool), raw func(ctx context.Context, slot int64) error) {
+	ctx := b.Context()
 	timed := func(f func()) float64 {
 		t0 := time.Now()
 		f()
@@ -181,8 +220,8 @@ func ClaimBatch(b *testing.B, win, lose anarchon.BatchClaimer, raw func(ctx cont
 	var won, lost, rawUs, ratio []float64
 	for i := 0; b.Loop(); i++ {
 		slot := slot0 + int64(i)*1000
-		w := timed(func() { batch(win, slot, "t", true) })
-		l := timed(func() { batch(lose, slot, "u", false) })
+		w := timed(func() { win(ctx, slot, "t", true) })
+		l := timed(func() { lose(ctx, slot, "u", false) })
 		r := timed(func() {
 			if err := raw(ctx, slot); err != nil {
 				b.Fatal(err)

@@ -1,0 +1,4 @@
+package pgbackend
+
+// RoutineVersion is routineVersion, for the external tests.
+const RoutineVersion = routineVersion
