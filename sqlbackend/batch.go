@@ -41,6 +41,19 @@ var (
 // run beside the writers (WAL), instead of two statements each under the
 // database's write lock. A slot settled by a pause, and a slot with no
 // row, go to the transaction.
+//
+// In the transaction, a dialect with RETURNING (SQLite; PostgreSQL
+// without its routines) inserts every slot of the batch with one
+// statement (plainClaims, 500 slots per statement), in the batch's
+// order, with the single claim's checks (paused, watermark, early): a
+// claim of a slot it inserted is won under the inserted token, and a
+// slot settled by a pause gets its record once. A claim of a slot it did
+// not insert (a row came after the read, trimmed, early) runs the single
+// claim's statements, which answer it. The new slots of a burst then cost
+// one statement per batch instead of one each: BenchmarkClaimBatch on
+// SQLite measured 22–29 µs per won claim against 43 with a statement
+// each (in the same session, a busy machine). MySQL, without RETURNING,
+// runs the single claim's statements for every slot.
 func (b *SQLBackend) ClaimBatch(ctx context.Context, in []anarchon.ClaimInput) ([]anarchon.ClaimAnswer, error) {
 	out := make([]anarchon.ClaimAnswer, len(in))
 	if len(in) == 0 {
@@ -69,8 +82,30 @@ func (b *SQLBackend) ClaimBatch(ctx context.Context, in []anarchon.ClaimInput) (
 		return out, nil
 	}
 	err = b.cfg.Conn.Transaction(ctx, func(tx Querier) error {
+		var inserted map[slotKey]string
+		if !b.d.NoReturning {
+			var err error
+			if inserted, err = b.insertClaims(ctx, tx, in, todo); err != nil {
+				return err
+			}
+		}
+		recorded := map[slotKey]bool{}
 		for _, i := range todo {
 			out[i] = anarchon.ClaimAnswer{}
+			k := slotKey{in[i].Job, in[i].Slot}
+			if tok, ok := inserted[k]; ok {
+				// The batch's INSERT decided the slot: won under the token
+				// it inserted, or settled by a pause, which is recorded
+				// once, as the claim that settled it records it.
+				if paused := anarchon.PausedToken(in[i].Slot); tok == paused && !recorded[k] {
+					recorded[k] = true
+					if err := b.recordPaused(ctx, tx, in[i].Job, paused, in[i].Slot, in[i].InstanceID); err != nil {
+						return b.errorf("claim", err)
+					}
+				}
+				out[i].Won = tok == in[i].Token
+				continue
+			}
 			won, err := b.claim(ctx, tx, in[i])
 			if err != nil {
 				if isEarly(err) {
@@ -87,6 +122,42 @@ func (b *SQLBackend) ClaimBatch(ctx context.Context, in []anarchon.ClaimInput) (
 		return nil, b.errorf("claim batch", err)
 	}
 	return out, nil
+}
+
+// insertClaims runs plainClaims for the claims in[todo…] (in todo's
+// order, heldChunk claims per statement) and returns the token of every
+// slot it inserted. A slot it did not insert (a row was there, trimmed,
+// early) is absent: the claim's own statements then answer it.
+func (b *SQLBackend) insertClaims(ctx context.Context, tx Querier, in []anarchon.ClaimInput, todo []int) (map[slotKey]string, error) {
+	inserted := make(map[slotKey]string, len(todo))
+	for chunk := range slices.Chunk(todo, heldChunk) {
+		var keys strings.Builder
+		args := make([]any, 0, 6*len(chunk)+1)
+		for n, i := range chunk {
+			if n > 0 {
+				keys.WriteString(" UNION ALL ")
+			}
+			keys.WriteString(b.q.plainClaimKey)
+			c := in[i]
+			args = append(args, n, c.Job, c.Slot, c.Token, c.InstanceID, anarchon.PausedToken(c.Slot))
+		}
+		args = append(args, anarchon.EarlyTolerance.Milliseconds())
+		q := strings.Replace(b.q.plainClaims, "{keys}", keys.String(), 1)
+		rows, err := b.all(ctx, tx, b.rewritten(q), args...)
+		if err != nil {
+			return nil, b.errorf("claim batch", err)
+		}
+		for _, row := range rows {
+			rd := reader(row)
+			k := slotKey{rd.string(), rd.int64()}
+			tok := rd.string()
+			if err := rd.Err(); err != nil {
+				return nil, b.errorf("claim batch", err)
+			}
+			inserted[k] = tok
+		}
+	}
+	return inserted, nil
 }
 
 // heldChunk is the most slots one read of answerHeld asks for: two

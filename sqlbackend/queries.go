@@ -31,6 +31,7 @@ type queries struct {
 	insertJob, selectJob, raiseWatermark, setFence string
 
 	plainClaim, selectToken, heldSlots, heldSlotKey, insertManual string
+	plainClaims, plainClaimKey                                    string
 	upsertResult, finishPlain                                     string
 	trimResults, trimRuns                                         string
 
@@ -123,6 +124,16 @@ func buildQueries(qualify, quote func(string) string, d SQLDialect) queries {
 	)
 	rewrite := placeholders(d)
 	used := 0
+	// unrewritten builds a statement whose `?` the caller rewrites after
+	// it has put more of them in (plainClaims's {keys}).
+	unrewritten := func(name string) string {
+		s, ok := statements[name]
+		if !ok {
+			panic("sqlbackend: no statement " + name + " in sql/*.sql")
+		}
+		used++
+		return expandPieces(r.Replace(s), d)
+	}
 	q := func(name string) string {
 		s, ok := statements[name]
 		if !ok {
@@ -158,7 +169,11 @@ func buildQueries(qualify, quote func(string) string, d SQLDialect) queries {
 		// One slot of heldSlots's {keys}, typed (PostgreSQL types an
 		// untyped parameter as text); its `?` stay for the batch's own
 		// rewrite of the whole statement.
-		heldSlotKey:  r.Replace("SELECT CAST(? AS {tcast}) AS job, CAST(? AS {bcast}) AS slot"),
+		heldSlotKey: r.Replace("SELECT CAST(? AS {tcast}) AS job, CAST(? AS {bcast}) AS slot"),
+		plainClaims: unrewritten("plainClaims"),
+		// One claim of plainClaims's {keys}, typed as heldSlotKey.
+		plainClaimKey: r.Replace("SELECT CAST(? AS {bcast}) AS ord, CAST(? AS {tcast}) AS job, CAST(? AS {bcast}) AS slot, " +
+			"CAST(? AS {tcast}) AS token, CAST(? AS {tcast}) AS inst, CAST(? AS {tcast}) AS ptok"),
 		upsertResult: q("upsertResult"), finishPlain: q("finishPlain"),
 		trimResults: q("trimResults"), trimRuns: q("trimRuns"),
 

@@ -47,6 +47,32 @@ LEFT JOIN {runs} AS r ON r.job = ? AND r.slot = ?
 SELECT r.job, r.slot, r.token, r.instance, r.attempt, r.state, r.status, r.lease_until, {now}
 FROM ({keys}) AS k JOIN {runs} AS r ON r.job = k.job AND r.slot = k.slot
 
+-- name: plainClaims
+-- The plain claims of a batch's new slots (ClaimBatch, a dialect with
+-- RETURNING and no batch routine): plainClaim's INSERT for every slot of
+-- {keys} at once, in the batch's order (ord), so that the first of two
+-- claims of one slot decides it, as in turn. {keys} is one "SELECT
+-- CAST(? AS …) AS ord, … AS job, … AS slot, … AS token, … AS inst, … AS
+-- ptok" per claim (ptok: anarchon.PausedToken of the slot), joined with
+-- UNION ALL; the last argument is anarchon.EarlyTolerance in ms. It
+-- returns the rows it inserted: a claim whose slot is absent from them
+-- goes to plainClaim and selectToken, which answer it as a single claim.
+INSERT INTO {runs} (job, slot, token, instance, attempt, state, status, lease_until, claimed_at)
+SELECT k.job, k.slot,
+	CASE WHEN k.paused = 1 THEN k.ptok ELSE k.token END,
+	k.inst, 1,
+	CASE WHEN k.paused = 1 THEN 'paused' ELSE 'running' END,
+	CASE WHEN k.paused = 1 THEN 'paused' ELSE '' END, NULL, t.n
+FROM (SELECT {now} AS n) AS t,
+	(SELECT c.ord, c.job, c.slot, c.token, c.inst, c.ptok,
+		(SELECT COALESCE(MAX(paused), 0) FROM {control} WHERE job = c.job) AS paused
+	FROM ({keys}) AS c) AS k
+WHERE NOT EXISTS (SELECT 1 FROM {jobs} WHERE job = k.job AND watermark >= k.slot)
+AND k.slot <= t.n + CAST(? AS {bcast})
+ORDER BY k.ord
+{ignore job, slot}
+RETURNING job, slot, token
+
 -- name: insertManual
 INSERT INTO {results} (job, token, slot, instance, attempt, status, claimed_at, started_at, finished_at, error, output, manual, saved_at)
 VALUES (?, ?, ?, ?, 1, 'running', {now}, NULL, NULL, '', '', 1, {now}) {ignore job, token}
