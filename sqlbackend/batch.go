@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/anarchon/anarchon"
@@ -290,6 +291,14 @@ func (b *SQLBackend) answerHeldRuns(ctx context.Context, in []anarchon.RunClaim,
 // later waves (SPEC §4, "Waves") then cost one SELECT per batch beside
 // the writers, not the job's lock and three statements each under the
 // database's write lock. Every other claim goes to the transaction.
+//
+// Where write transactions run one at a time (SQLite), the transaction
+// first wins together the claims that are their job's only one in it
+// (the winning claims of a burst, each on its own job): one INSERT of
+// their new slots with the single claim's checks (leaseClaims) and one
+// UPDATE of their jobs' fences (takeFences), two statements per 500
+// claims instead of five each (TestBatchRoundTrips); every claim those
+// do not win is decided alone, as before.
 func (s *RunStore) ClaimRuns(ctx context.Context, in []anarchon.RunClaim) ([]anarchon.RunClaimAnswer, error) {
 	b := s.b()
 	out := make([]anarchon.RunClaimAnswer, len(in))
@@ -319,8 +328,19 @@ func (s *RunStore) ClaimRuns(ctx context.Context, in []anarchon.RunClaim) ([]ana
 		}
 	}
 	err = b.cfg.Conn.Transaction(ctx, func(tx Querier) error {
+		var won map[int]anarchon.ClaimOutcome
+		if b.rt.ClaimRuns == "" && b.d.ForUpdate == "" && b.q.serialize == "" && !b.d.NoReturning {
+			var err error
+			if won, err = b.claimNewRuns(ctx, tx, in, todo); err != nil {
+				return err
+			}
+		}
 		for _, i := range todo {
 			out[i] = anarchon.RunClaimAnswer{}
+			if o, ok := won[i]; ok {
+				out[i].Outcome = o
+				continue
+			}
 			var o anarchon.ClaimOutcome
 			var err error
 			if b.rt.Claim != "" {
@@ -343,6 +363,96 @@ func (s *RunStore) ClaimRuns(ctx context.Context, in []anarchon.RunClaim) ([]ana
 		return nil, b.errorf("lease claim batch", err)
 	}
 	return out, nil
+}
+
+// claimNewRuns wins together, in tx, the lease claims in[todo…] that are
+// their job's only claim in todo, with leaseClaims (heldChunk claims per
+// statement) and takeFences, and returns their outcomes by index. It runs
+// only where write transactions run one at a time (SQLite's BEGIN
+// IMMEDIATE holds the database's write lock), so that nothing changes
+// between its statements and the single claims after them; each job's
+// claim is decided alone by claimRun otherwise, as is every claim it does
+// not win (a row is there, the job has no row yet, or a check refuses it),
+// and the claims of other jobs do not depend on these.
+func (b *SQLBackend) claimNewRuns(ctx context.Context, tx Querier, in []anarchon.RunClaim, todo []int) (map[int]anarchon.ClaimOutcome, error) {
+	count := make(map[string]int, len(todo))
+	for _, i := range todo {
+		count[in[i].Job]++
+	}
+	var alone []int
+	for _, i := range todo {
+		if count[in[i].Job] == 1 {
+			alone = append(alone, i)
+		}
+	}
+	won := make(map[int]anarchon.ClaimOutcome, len(alone))
+	for chunk := range slices.Chunk(alone, heldChunk) {
+		of := make(map[slotKey]int, len(chunk))
+		var keys strings.Builder
+		args := make([]any, 0, 9*len(chunk)+1)
+		for n, i := range chunk {
+			if n > 0 {
+				keys.WriteString(" UNION ALL ")
+			}
+			keys.WriteString(b.q.leaseClaimKey)
+			c := in[i]
+			overlap := 0
+			if c.AllowOverlap {
+				overlap = 1
+			}
+			args = append(args, n, c.Job, c.Slot, c.Token, c.InstanceID, max(c.Lease.Milliseconds(), 1),
+				max(c.MaxLate.Milliseconds(), 0), overlap, max(c.Limit, 1))
+			of[slotKey{c.Job, c.Slot}] = i
+		}
+		args = append(args, anarchon.EarlyTolerance.Milliseconds())
+		rows, err := b.all(ctx, tx, b.rewritten(strings.Replace(b.q.leaseClaims, "{keys}", keys.String(), 1)), args...)
+		if err != nil {
+			return nil, err
+		}
+		if len(rows) == 0 {
+			continue
+		}
+		names := make([]any, 0, len(rows))
+		for _, row := range rows {
+			rd := reader(row)
+			k := slotKey{rd.string(), rd.int64()}
+			until := rd.int64()
+			if err := rd.Err(); err != nil {
+				return nil, err
+			}
+			i, ok := of[k]
+			if !ok {
+				return nil, fmt.Errorf("lease claim batch inserted %s slot %d, which it did not claim", quoteJob(k.job), k.slot)
+			}
+			won[i] = anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: 1, Holder: in[i].InstanceID, LeaseUntil: time.UnixMilli(until).UTC()}
+			names = append(names, k.job)
+		}
+		q := strings.Replace(b.q.takeFences, "{names}", strings.Repeat("?, ", len(names)-1)+"?", 1)
+		rows, err = b.all(ctx, tx, b.rewritten(q), names...)
+		if err != nil {
+			return nil, err
+		}
+		fences := make(map[string]int64, len(rows))
+		for _, row := range rows {
+			rd := reader(row)
+			job, fence := rd.string(), rd.int64()
+			if err := rd.Err(); err != nil {
+				return nil, err
+			}
+			fences[job] = fence
+		}
+		for _, i := range chunk {
+			if o, ok := won[i]; ok {
+				f, ok := fences[in[i].Job]
+				if !ok || f <= 0 {
+					return nil, fmt.Errorf("job %s: no fence after its won claim", quoteJob(in[i].Job))
+				}
+				o.Fence = uint64(f)
+				won[i] = o
+			}
+		}
+	}
+	return won, nil
 }
 
 // batchTodo readies the backend for a batch (op names it in errors),

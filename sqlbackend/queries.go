@@ -32,6 +32,7 @@ type queries struct {
 
 	plainClaim, selectToken, heldSlots, heldSlotKey, insertManual string
 	plainClaims, plainClaimKey                                    string
+	leaseClaims, leaseClaimKey, takeFences                        string
 	upsertResult, finishPlain                                     string
 	trimResults, trimRuns                                         string
 
@@ -171,6 +172,10 @@ func buildQueries(qualify, quote func(string) string, d SQLDialect) queries {
 		// rewrite of the whole statement.
 		heldSlotKey: r.Replace("SELECT CAST(? AS {tcast}) AS job, CAST(? AS {bcast}) AS slot"),
 		plainClaims: unrewritten("plainClaims"),
+		leaseClaims: unrewritten("leaseClaims"), takeFences: unrewritten("takeFences"),
+		leaseClaimKey: r.Replace("SELECT CAST(? AS {bcast}) AS ord, CAST(? AS {tcast}) AS job, CAST(? AS {bcast}) AS slot, " +
+			"CAST(? AS {tcast}) AS token, CAST(? AS {tcast}) AS inst, CAST(? AS {bcast}) AS lease, " +
+			"CAST(? AS {bcast}) AS maxlate, CAST(? AS {bcast}) AS overlap, CAST(? AS {bcast}) AS lim"),
 		// One claim of plainClaims's {keys}, typed as heldSlotKey.
 		plainClaimKey: r.Replace("SELECT CAST(? AS {bcast}) AS ord, CAST(? AS {tcast}) AS job, CAST(? AS {bcast}) AS slot, " +
 			"CAST(? AS {tcast}) AS token, CAST(? AS {tcast}) AS inst, CAST(? AS {tcast}) AS ptok"),

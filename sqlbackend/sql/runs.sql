@@ -42,6 +42,38 @@ WHERE job = ? AND slot < ? AND state IN ('running', 'released') AND lease_until 
 -- name: replaceRun
 UPDATE {runs} SET state = 'done', status = 'replaced', lease_until = NULL WHERE job = ? AND slot = ?
 
+-- name: leaseClaims
+-- The lease claims of a batch that can be won together (ClaimRuns on a
+-- database whose write transactions run one at a time, SQLite): each
+-- claim of {keys} is its job's only claim to write in the batch, and its
+-- new slot is inserted running when the job's row exists and the single
+-- claim would win it: above the watermark, not early (the last argument,
+-- anarchon.EarlyTolerance in ms), the job not paused, not past its
+-- max-late (maxlate, ms; 0: none), and fewer than lim other live runs
+-- unless overlap is 1. {keys} is one "SELECT CAST(? AS …) AS ord, … AS
+-- job, … AS slot, … AS token, … AS inst, … AS lease, … AS maxlate, … AS
+-- overlap, … AS lim" per claim, joined with UNION ALL. It returns the
+-- rows it inserted; every other claim is decided alone.
+INSERT INTO {runs} (job, slot, token, instance, attempt, state, status, lease_until, claimed_at)
+SELECT k.job, k.slot, k.token, k.inst, 1, 'running', '', t.n + k.lease, t.n
+FROM (SELECT {now} AS n) AS t, ({keys}) AS k, {jobs} AS w
+WHERE w.job = k.job AND w.fence >= 0
+AND (w.watermark IS NULL OR k.slot > w.watermark)
+AND k.slot <= t.n + CAST(? AS {bcast})
+AND NOT EXISTS (SELECT 1 FROM {control} AS p WHERE p.job = k.job AND p.paused = 1)
+AND (k.maxlate <= 0 OR t.n <= k.slot + k.maxlate)
+AND (k.overlap = 1 OR (SELECT COUNT(*) FROM {runs} AS r WHERE r.job = k.job AND r.slot <> k.slot
+	AND r.state = 'running' AND r.lease_until IS NOT NULL AND r.lease_until > t.n) < k.lim)
+ORDER BY k.ord
+{ignore job, slot}
+RETURNING job, slot, lease_until
+
+-- name: takeFences
+-- The fencing tokens of the jobs whose slots leaseClaims won, one each;
+-- {names} is one ? per job.
+UPDATE {jobs} SET fence = fence + 1 WHERE job IN ({names})
+RETURNING job, fence
+
 -- name: liveOtherRun
 -- Up to the overlap limit's number of other live runs: the claim is refused
 -- when it finds that many.
