@@ -132,18 +132,11 @@ func (b *SQLBackend) ClaimBatch(ctx context.Context, in []anarchon.ClaimInput) (
 func (b *SQLBackend) insertClaims(ctx context.Context, tx Querier, in []anarchon.ClaimInput, todo []int) (map[slotKey]string, error) {
 	inserted := make(map[slotKey]string, len(todo))
 	for chunk := range slices.Chunk(todo, heldChunk) {
-		var keys strings.Builder
-		args := make([]any, 0, 6*len(chunk)+1)
-		for n, i := range chunk {
-			if n > 0 {
-				keys.WriteString(" UNION ALL ")
-			}
-			keys.WriteString(b.q.plainClaimKey)
-			c := in[i]
-			args = append(args, n, c.Job, c.Slot, c.Token, c.InstanceID, anarchon.PausedToken(c.Slot))
-		}
+		q, args := unionKeys(b.q.plainClaims, b.q.plainClaimKey, len(chunk), func(n int) []any {
+			c := in[chunk[n]]
+			return []any{n, c.Job, c.Slot, c.Token, c.InstanceID, anarchon.PausedToken(c.Slot)}
+		})
 		args = append(args, anarchon.EarlyTolerance.Milliseconds())
-		q := strings.Replace(b.q.plainClaims, "{keys}", keys.String(), 1)
 		rows, err := b.all(ctx, tx, b.rewritten(q), args...)
 		if err != nil {
 			return nil, b.errorf("claim batch", err)
@@ -159,6 +152,23 @@ func (b *SQLBackend) insertClaims(ctx context.Context, tx Querier, in []anarchon
 		}
 	}
 	return inserted, nil
+}
+
+// unionKeys puts into stmt's {keys} n copies of key, a one-row SELECT of
+// typed parameters, joined with UNION ALL, and returns the statement
+// (its `?` not yet rewritten) with the arguments of the rows, row(0) …
+// row(n-1), in order.
+func unionKeys(stmt, key string, n int, row func(n int) []any) (string, []any) {
+	var keys strings.Builder
+	var args []any
+	for k := range n {
+		if k > 0 {
+			keys.WriteString(" UNION ALL ")
+		}
+		keys.WriteString(key)
+		args = append(args, row(k)...)
+	}
+	return strings.Replace(stmt, "{keys}", keys.String(), 1), args
 }
 
 // heldChunk is the most slots one read of answerHeld asks for: two
@@ -185,16 +195,9 @@ type heldRow struct {
 func (b *SQLBackend) readHeld(ctx context.Context, keys []slotKey) (map[slotKey]heldRow, error) {
 	held := make(map[slotKey]heldRow, len(keys))
 	for chunk := range slices.Chunk(keys, heldChunk) {
-		var keys strings.Builder
-		args := make([]any, 0, 2*len(chunk))
-		for n, k := range chunk {
-			if n > 0 {
-				keys.WriteString(" UNION ALL ")
-			}
-			keys.WriteString(b.q.heldSlotKey)
-			args = append(args, k.job, k.slot)
-		}
-		q := strings.Replace(b.q.heldSlots, "{keys}", keys.String(), 1)
+		q, args := unionKeys(b.q.heldSlots, b.q.heldSlotKey, len(chunk), func(n int) []any {
+			return []any{chunk[n].job, chunk[n].slot}
+		})
 		rows, err := b.all(ctx, b.cfg.Conn, b.rewritten(q), args...)
 		if err != nil {
 			return nil, err
@@ -388,24 +391,18 @@ func (b *SQLBackend) claimNewRuns(ctx context.Context, tx Querier, in []anarchon
 	won := make(map[int]anarchon.ClaimOutcome, len(alone))
 	for chunk := range slices.Chunk(alone, heldChunk) {
 		of := make(map[slotKey]int, len(chunk))
-		var keys strings.Builder
-		args := make([]any, 0, 9*len(chunk)+1)
-		for n, i := range chunk {
-			if n > 0 {
-				keys.WriteString(" UNION ALL ")
-			}
-			keys.WriteString(b.q.leaseClaimKey)
-			c := in[i]
+		q, args := unionKeys(b.q.leaseClaims, b.q.leaseClaimKey, len(chunk), func(n int) []any {
+			c := in[chunk[n]]
+			of[slotKey{c.Job, c.Slot}] = chunk[n]
 			overlap := 0
 			if c.AllowOverlap {
 				overlap = 1
 			}
-			args = append(args, n, c.Job, c.Slot, c.Token, c.InstanceID, max(c.Lease.Milliseconds(), 1),
-				max(c.MaxLate.Milliseconds(), 0), overlap, max(c.Limit, 1))
-			of[slotKey{c.Job, c.Slot}] = i
-		}
+			return []any{n, c.Job, c.Slot, c.Token, c.InstanceID, max(c.Lease.Milliseconds(), 1),
+				max(c.MaxLate.Milliseconds(), 0), overlap, max(c.Limit, 1)}
+		})
 		args = append(args, anarchon.EarlyTolerance.Milliseconds())
-		rows, err := b.all(ctx, tx, b.rewritten(strings.Replace(b.q.leaseClaims, "{keys}", keys.String(), 1)), args...)
+		rows, err := b.all(ctx, tx, b.rewritten(q), args...)
 		if err != nil {
 			return nil, err
 		}
@@ -427,7 +424,7 @@ func (b *SQLBackend) claimNewRuns(ctx context.Context, tx Querier, in []anarchon
 			won[i] = anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: 1, Holder: in[i].InstanceID, LeaseUntil: time.UnixMilli(until).UTC()}
 			names = append(names, k.job)
 		}
-		q := strings.Replace(b.q.takeFences, "{names}", strings.Repeat("?, ", len(names)-1)+"?", 1)
+		q = strings.Replace(b.q.takeFences, "{names}", strings.Repeat("?, ", len(names)-1)+"?", 1)
 		rows, err = b.all(ctx, tx, b.rewritten(q), names...)
 		if err != nil {
 			return nil, err
