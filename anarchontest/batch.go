@@ -699,8 +699,8 @@ func testRunBatchPaused(t *testing.T, h Harness) {
 }
 
 // testRunBatchBurst: batches shaped like a burst, every claim its job's
-// only one, which a store may decide together (pgbackend does, in one
-// statement). Racers claim one new slot of every job per round, half
+// only one, which a store may decide together (pgbackend and, on SQLite,
+// sqlbackend win them with one INSERT and one UPDATE of the fences). Racers claim one new slot of every job per round, half
 // with batches (in their own job order), half with single claims: each
 // slot has exactly one winner, and each job's fences grow from round to
 // round. Then one batch of such claims meets a job with no row yet, a

@@ -220,7 +220,9 @@ func (b *SQLBackend) all(ctx context.Context, q Querier, query string, args ...a
 
 // rewritten returns query (in `?` syntax) in the database's placeholder
 // syntax, rewriting each distinct statement once: for the statements of
-// Config.Notify, which are known only when it is called.
+// Config.Notify, which are known only when it is called. A batch's
+// statements, whose text grows with the batch, go through rewrite
+// instead, so that no batch size stays in the cache.
 func (b *SQLBackend) rewritten(query string) string {
 	if b.d.Placeholders == nil {
 		return query
@@ -231,6 +233,15 @@ func (b *SQLBackend) rewritten(query string) string {
 	q := b.d.Placeholders(query)
 	b.notifyQ.Store(query, q)
 	return q
+}
+
+// rewrite returns query (in `?` syntax) in the database's placeholder
+// syntax, without keeping it: for statements built per batch.
+func (b *SQLBackend) rewrite(query string) string {
+	if b.d.Placeholders == nil {
+		return query
+	}
+	return b.d.Placeholders(query)
 }
 
 // Init runs the server check and creates the tables (idempotent, safe with

@@ -51,10 +51,12 @@ var (
 // slot settled by a pause gets its record once. A claim of a slot it did
 // not insert (a row came after the read, trimmed, early) runs the single
 // claim's statements, which answer it. The new slots of a burst then cost
-// one statement per batch instead of one each: BenchmarkClaimBatch on
-// SQLite measured 22–29 µs per won claim against 43 with a statement
-// each (in the same session, a busy machine). MySQL, without RETURNING,
-// runs the single claim's statements for every slot.
+// one statement per batch instead of one each (TestBatchRoundTrips and
+// TestBurstBatchRoundTrips on SQLite: 4 statements for a won batch of 1,
+// 10 or 100);
+// BenchmarkClaimBatch's figures before and after are in BENCHMARKS.md
+// §1, "Batch claims". MySQL, without RETURNING, runs the single claim's
+// statements for every slot.
 func (b *SQLBackend) ClaimBatch(ctx context.Context, in []anarchon.ClaimInput) ([]anarchon.ClaimAnswer, error) {
 	out := make([]anarchon.ClaimAnswer, len(in))
 	if len(in) == 0 {
@@ -132,21 +134,21 @@ func (b *SQLBackend) ClaimBatch(ctx context.Context, in []anarchon.ClaimInput) (
 func (b *SQLBackend) insertClaims(ctx context.Context, tx Querier, in []anarchon.ClaimInput, todo []int) (map[slotKey]string, error) {
 	inserted := make(map[slotKey]string, len(todo))
 	for chunk := range slices.Chunk(todo, heldChunk) {
-		q, args := unionKeys(b.q.plainClaims, b.q.plainClaimKey, len(chunk), func(n int) []any {
+		q, args := b.unionKeys(b.q.plainClaims, b.q.plainClaimKey, len(chunk), func(n int) []any {
 			c := in[chunk[n]]
 			return []any{n, c.Job, c.Slot, c.Token, c.InstanceID, anarchon.PausedToken(c.Slot)}
 		})
 		args = append(args, anarchon.EarlyTolerance.Milliseconds())
-		rows, err := b.all(ctx, tx, b.rewritten(q), args...)
+		rows, err := b.all(ctx, tx, q, args...)
 		if err != nil {
-			return nil, b.errorf("claim batch", err)
+			return nil, err
 		}
 		for _, row := range rows {
 			rd := reader(row)
 			k := slotKey{rd.string(), rd.int64()}
 			tok := rd.string()
 			if err := rd.Err(); err != nil {
-				return nil, b.errorf("claim batch", err)
+				return nil, err
 			}
 			inserted[k] = tok
 		}
@@ -155,10 +157,11 @@ func (b *SQLBackend) insertClaims(ctx context.Context, tx Querier, in []anarchon
 }
 
 // unionKeys puts into stmt's {keys} n copies of key, a one-row SELECT of
-// typed parameters, joined with UNION ALL, and returns the statement
-// (its `?` not yet rewritten) with the arguments of the rows, row(0) …
-// row(n-1), in order.
-func unionKeys(stmt, key string, n int, row func(n int) []any) (string, []any) {
+// typed parameters, joined with UNION ALL, and returns the statement in
+// the database's placeholder syntax with the arguments of the rows,
+// row(0) … row(n-1), in order; the arguments of stmt's own `?` after
+// {keys} follow them.
+func (b *SQLBackend) unionKeys(stmt, key string, n int, row func(n int) []any) (string, []any) {
 	var keys strings.Builder
 	var args []any
 	for k := range n {
@@ -168,7 +171,7 @@ func unionKeys(stmt, key string, n int, row func(n int) []any) (string, []any) {
 		keys.WriteString(key)
 		args = append(args, row(k)...)
 	}
-	return strings.Replace(stmt, "{keys}", keys.String(), 1), args
+	return b.rewrite(strings.Replace(stmt, "{keys}", keys.String(), 1)), args
 }
 
 // heldChunk is the most slots one read of answerHeld asks for: two
@@ -195,10 +198,10 @@ type heldRow struct {
 func (b *SQLBackend) readHeld(ctx context.Context, keys []slotKey) (map[slotKey]heldRow, error) {
 	held := make(map[slotKey]heldRow, len(keys))
 	for chunk := range slices.Chunk(keys, heldChunk) {
-		q, args := unionKeys(b.q.heldSlots, b.q.heldSlotKey, len(chunk), func(n int) []any {
+		q, args := b.unionKeys(b.q.heldSlots, b.q.heldSlotKey, len(chunk), func(n int) []any {
 			return []any{chunk[n].job, chunk[n].slot}
 		})
-		rows, err := b.all(ctx, b.cfg.Conn, b.rewritten(q), args...)
+		rows, err := b.all(ctx, b.cfg.Conn, q, args...)
 		if err != nil {
 			return nil, err
 		}
@@ -300,7 +303,8 @@ func (b *SQLBackend) answerHeldRuns(ctx context.Context, in []anarchon.RunClaim,
 // (the winning claims of a burst, each on its own job): one INSERT of
 // their new slots with the single claim's checks (leaseClaims) and one
 // UPDATE of their jobs' fences (takeFences), two statements per 500
-// claims instead of five each (TestBatchRoundTrips); every claim those
+// claims instead of five each (sqlitefile's TestBurstBatchRoundTrips
+// counts 5 for 100 claims of 100 jobs); every claim those
 // do not win is decided alone, as before.
 func (s *RunStore) ClaimRuns(ctx context.Context, in []anarchon.RunClaim) ([]anarchon.RunClaimAnswer, error) {
 	b := s.b()
@@ -332,7 +336,7 @@ func (s *RunStore) ClaimRuns(ctx context.Context, in []anarchon.RunClaim) ([]ana
 	}
 	err = b.cfg.Conn.Transaction(ctx, func(tx Querier) error {
 		var won map[int]anarchon.ClaimOutcome
-		if b.rt.ClaimRuns == "" && b.d.ForUpdate == "" && b.q.serialize == "" && !b.d.NoReturning {
+		if b.writesInTurn() && !b.d.NoReturning {
 			var err error
 			if won, err = b.claimNewRuns(ctx, tx, in, todo); err != nil {
 				return err
@@ -390,10 +394,12 @@ func (b *SQLBackend) claimNewRuns(ctx context.Context, tx Querier, in []anarchon
 	}
 	won := make(map[int]anarchon.ClaimOutcome, len(alone))
 	for chunk := range slices.Chunk(alone, heldChunk) {
-		of := make(map[slotKey]int, len(chunk))
-		q, args := unionKeys(b.q.leaseClaims, b.q.leaseClaimKey, len(chunk), func(n int) []any {
+		of := make(map[slotKey]int, len(chunk)) // the claims by slot: one per job
+		for _, i := range chunk {
+			of[slotKey{in[i].Job, in[i].Slot}] = i
+		}
+		q, args := b.unionKeys(b.q.leaseClaims, b.q.leaseClaimKey, len(chunk), func(n int) []any {
 			c := in[chunk[n]]
-			of[slotKey{c.Job, c.Slot}] = chunk[n]
 			overlap := 0
 			if c.AllowOverlap {
 				overlap = 1
@@ -402,7 +408,7 @@ func (b *SQLBackend) claimNewRuns(ctx context.Context, tx Querier, in []anarchon
 				max(c.MaxLate.Milliseconds(), 0), overlap, max(c.Limit, 1)}
 		})
 		args = append(args, anarchon.EarlyTolerance.Milliseconds())
-		rows, err := b.all(ctx, tx, b.rewritten(q), args...)
+		rows, err := b.all(ctx, tx, q, args...)
 		if err != nil {
 			return nil, err
 		}
@@ -424,8 +430,8 @@ func (b *SQLBackend) claimNewRuns(ctx context.Context, tx Querier, in []anarchon
 			won[i] = anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: 1, Holder: in[i].InstanceID, LeaseUntil: time.UnixMilli(until).UTC()}
 			names = append(names, k.job)
 		}
-		q = strings.Replace(b.q.takeFences, "{names}", strings.Repeat("?, ", len(names)-1)+"?", 1)
-		rows, err = b.all(ctx, tx, b.rewritten(q), names...)
+		q = b.rewrite(strings.Replace(b.q.takeFences, "{names}", strings.Repeat("?, ", len(names)-1)+"?", 1))
+		rows, err = b.all(ctx, tx, q, names...)
 		if err != nil {
 			return nil, err
 		}
@@ -451,6 +457,13 @@ func (b *SQLBackend) claimNewRuns(ctx context.Context, tx Querier, in []anarchon
 	}
 	return won, nil
 }
+
+// writesInTurn reports whether the database's write transactions run one
+// at a time, so that nothing another instance writes can come between two
+// statements of one: no row locks (ForUpdate) and no lock statement
+// (Serialize) to serialise claims, as on SQLite, whose BEGIN IMMEDIATE
+// takes the database's write lock.
+func (b *SQLBackend) writesInTurn() bool { return b.d.ForUpdate == "" && b.q.serialize == "" }
 
 // batchTodo readies the backend for a batch (op names it in errors),
 // checks each claim of in, records a refused claim's error with fail, and

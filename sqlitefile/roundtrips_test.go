@@ -122,3 +122,60 @@ func TestBatchBeyondOneRead(t *testing.T) {
 		}
 	}
 }
+
+// TestBurstBatchRoundTrips counts batches shaped like a burst, one new
+// slot of each of 100 jobs: a plain batch is the read, BEGIN, one INSERT
+// and COMMIT; a lease batch the read, BEGIN, one INSERT, one UPDATE of
+// the fences and COMMIT, whatever the number of claims up to 500.
+func TestBurstBatchRoundTrips(t *testing.T) {
+	b, c := countedBackend(t)
+	ctx := t.Context()
+	const n = 100
+	slot := time.Now().Add(-time.Minute).Truncate(time.Second).UnixMilli()
+	jobs := make([]string, n)
+	for i := range jobs {
+		jobs[i] = fmt.Sprintf("burst-%03d", i)
+		if err := b.PrepareJob(ctx, anarchon.PrepareJobInput{Job: jobs[i], HistorySize: 10}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plain := make([]anarchon.ClaimInput, n)
+	for i, j := range jobs {
+		plain[i] = anarchon.ClaimInput{Job: j, Slot: slot, Token: "p-" + j, InstanceID: "a", HistorySize: 10}
+	}
+	before := c.N()
+	out, err := b.ClaimBatch(ctx, plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range out {
+		if !a.Won || a.Err != nil {
+			t.Fatalf("plain claim %d = %+v, want won", i, a)
+		}
+	}
+	if got := c.N() - before; got != 4 {
+		t.Errorf("plain burst batch of %d: %d statements, want 4", n, got)
+	}
+	lease := make([]anarchon.RunClaim, n)
+	for i, j := range jobs {
+		lease[i] = anarchon.RunClaim{ClaimInput: anarchon.ClaimInput{Job: j, Slot: slot + 1000, Token: "l-" + j, InstanceID: "a", HistorySize: 10},
+			Lease: time.Hour, AllowOverlap: true, MaxAttempts: 1}
+	}
+	rb, ok := anarchon.As[anarchon.RunBatchClaimer](b)
+	if !ok {
+		t.Fatal("no RunBatchClaimer")
+	}
+	before = c.N()
+	answers, err := rb.ClaimRuns(ctx, lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range answers {
+		if a.Err != nil || a.Outcome.Kind != anarchon.OutcomeWon || a.Outcome.Fence == 0 {
+			t.Fatalf("lease claim %d = %+v, want won with a fence", i, a)
+		}
+	}
+	if got := c.N() - before; got != 5 {
+		t.Errorf("lease burst batch of %d: %d statements, want 5", n, got)
+	}
+}
