@@ -616,3 +616,37 @@ func TestClaimBatchCallErrorIsItsOwn(t *testing.T) {
 		t.Errorf("claim of a key of the wrong type: %v; want the server's WRONGTYPE", err)
 	}
 }
+
+// A batch reads the server's clock once for all its calls (luaArgs in
+// scripts.go): the 512 lease claims of one script get one lease end,
+// although the script runs for several milliseconds (BENCHMARKS.md §1: a
+// lease claim of a batch costs the server tens of microseconds). With a
+// TIME call per claim, as before, their ends spread over those
+// milliseconds.
+func TestBatchReadsTheClockOnce(t *testing.T) {
+	addr := redisAddr(t)
+	b := newBackend(t, addr, freshPrefix(t, addr), nil)
+	ctx := t.Context()
+	slot := time.Now().Add(-time.Minute).Truncate(time.Second).UnixMilli()
+	in := make([]anarchon.RunClaim, 512)
+	for i := range in {
+		in[i] = anarchon.RunClaim{
+			ClaimInput: anarchon.ClaimInput{Job: fmt.Sprintf("clock-%03d", i), Slot: slot, Token: randToken(), InstanceID: "a"},
+			Lease:      time.Minute,
+		}
+	}
+	out, err := b.Runs().(anarchon.RunBatchClaimer).ClaimRuns(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends := map[time.Time]int{}
+	for i, a := range out {
+		if a.Err != nil || a.Outcome.Kind != anarchon.OutcomeWon {
+			t.Fatalf("claim %d: %+v, %v; want won", i, a.Outcome, a.Err)
+		}
+		ends[a.Outcome.LeaseUntil]++
+	}
+	if len(ends) != 1 {
+		t.Errorf("512 claims of one batch script got %d lease ends (%v), want 1", len(ends), ends)
+	}
+}

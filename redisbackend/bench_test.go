@@ -1,8 +1,10 @@
 package redisbackend_test
 
 import (
+	"context"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -116,7 +118,11 @@ const burst = 1000
 // iteration times the four in a rotating order, each on keys of its own.
 // Times are medians over iterations (ms per burst); the ratios are
 // medians of each iteration's ratios: batch/rawpipe, singles/rawseq and
-// singles/batch. The lease sub-benchmark makes the claims with
+// singles/batch. batch-server-us/claim and rawpipe-server-us/op are the
+// server's own time (INFO commandstats usec of EVALSHA and EVAL, of SET)
+// per claim of the batch and per SET of the raw pipeline, medians over
+// iterations: the time of the server's one thread that a burst's claims
+// queue for. The lease sub-benchmark makes the claims with
 // RunStore.ClaimRuns and RunStore.Claim (lease 1 min, overlap allowed).
 // ns/op is the whole iteration.
 func BenchmarkClaimBatch(b *testing.B) {
@@ -150,8 +156,10 @@ func BenchmarkClaimBatch(b *testing.B) {
 					b.Fatalf("claim: %v %+v %v", ok, o, err)
 				}
 			}
+			var srvBatch, srvRaw []float64 // the server's µs per claim, per raw SET
 			paths := []func(it int){
 				func(it int) { // batch
+					defer serverTime(b, client, &srvBatch, "evalsha", "eval")()
 					in := inputs("b", it)
 					if !lease {
 						out, err := be.ClaimBatch(ctx, in)
@@ -186,6 +194,7 @@ func BenchmarkClaimBatch(b *testing.B) {
 					}
 				},
 				func(it int) { // raw, one pipeline
+					defer serverTime(b, client, &srvRaw, "set")()
 					cmds, err := client.Pipelined(ctx, func(p redis.Pipeliner) error {
 						for k := range burst {
 							p.SetNX(ctx, "{"+prefix+":rawp}:"+strconv.Itoa(it)+":"+strconv.Itoa(k), tok, time.Minute)
@@ -211,8 +220,11 @@ func BenchmarkClaimBatch(b *testing.B) {
 				},
 			}
 			paths[0](-1) // warm up: connections, script cache
+			srvBatch = nil
 			times := burstLoop(b, paths)
 			reportBurst(b, times)
+			b.ReportMetric(medianOf(srvBatch), "batch-server-us/claim")
+			b.ReportMetric(medianOf(srvRaw), "rawpipe-server-us/op")
 		})
 	}
 }
@@ -255,4 +267,44 @@ func reportBurst(b *testing.B, times [][]time.Duration) {
 	b.ReportMetric(ratio(times[0], times[2]), "batch/rawpipe")
 	b.ReportMetric(ratio(times[1], times[3]), "singles/rawseq")
 	b.ReportMetric(ratio(times[1], times[0]), "singles/batch")
+}
+
+// serverTime reads the server's time spent in the given commands (INFO
+// commandstats, usec) and returns a func that appends the time spent
+// since, per claim of a burst, to into. Scripts count their whole run,
+// the commands they call included; nothing else may use the server
+// meanwhile.
+func serverTime(b *testing.B, client redis.UniversalClient, into *[]float64, cmds ...string) func() {
+	usec := func() int64 {
+		info, err := client.Info(context.Background(), "commandstats").Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		var sum int64
+		for line := range strings.Lines(info) {
+			name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+			if !ok || !slices.Contains(cmds, strings.TrimPrefix(name, "cmdstat_")) {
+				continue
+			}
+			for field := range strings.SplitSeq(rest, ",") {
+				if v, ok := strings.CutPrefix(field, "usec="); ok {
+					n, err := strconv.ParseInt(v, 10, 64)
+					if err != nil {
+						b.Fatalf("commandstats %q: %v", line, err)
+					}
+					sum += n
+				}
+			}
+		}
+		return sum
+	}
+	before := usec()
+	return func() { *into = append(*into, float64(usec()-before)/burst) }
+}
+
+// medianOf returns the median of v.
+func medianOf(v []float64) float64 {
+	v = slices.Clone(v)
+	slices.Sort(v)
+	return v[len(v)/2]
 }

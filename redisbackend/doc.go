@@ -63,7 +63,8 @@
 // find it in the run hash.
 //
 // Leases are judged by one clock, the Redis server's: each script reads TIME
-// itself. That is safe to replicate because, since Redis 5, scripts are
+// itself, and a batch script once for all its calls, which Redis runs
+// with nothing in between (scripts.go, luaArgs). That is safe to replicate because, since Redis 5, scripts are
 // replicated by their effects (the commands they ran with the values they
 // wrote, MULTI/EXEC-wrapped), not by re-running the script on the replica;
 // Redis 7 only does this. A replica therefore stores the lease times the

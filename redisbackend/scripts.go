@@ -39,8 +39,26 @@ type script struct {
 
 // luaArgs starts every script: the scripts read their keys and arguments
 // from K and A, not from KEYS and ARGV, so that a batch (lua/batch.lua)
-// can give each of its calls its own.
-const luaArgs = "local K, A = KEYS, ARGV\n"
+// can give each of its calls its own, and the server's clock from
+// server_ms, so that a batch reads it once for all its calls
+// (batch_now).
+//
+// One reading per batch is what each call alone would see had the batch
+// run in no time: Redis runs nothing else while a script runs, so no
+// client can tell the calls of one batch apart in time, and the reading
+// falls between each call's send and its answer, as its own reading
+// would. It judges a lease's end, never-early and max-late by the
+// batch's start, at most the batch's run time (a few milliseconds,
+// maxBatchCalls) before the call's own reading, and saves a TIME call
+// per call on the server's one thread (BENCHMARKS.md §1, "Batch claims").
+const luaArgs = `local K, A = KEYS, ARGV
+local batch_now
+local function server_ms()
+  if batch_now then return batch_now end
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+`
 
 func rawScript(src string) *script {
 	return &script{Script: redis.NewScript(src), src: src}

@@ -26,11 +26,12 @@ end
 local nk, na = tonumber(ARGV[1]), tonumber(ARGV[2])
 local keys, args = KEYS, ARGV
 local out = {}
+-- one clock reading for every call (luaArgs in scripts.go says why)
+batch_now = server_ms()
 for i = 0, (#args - 2) / na - 1 do
-  local k, a = {}, {}
-  for j = 1, nk do k[j] = keys[i * nk + j] end
-  for j = 1, na do a[j] = args[2 + i * na + j] end
-  K, A = k, a
+  -- unpack copies a call's keys and arguments in one step, not one by one
+  K = {unpack(keys, i * nk + 1, i * nk + nk)}
+  A = {unpack(args, 2 + i * na + 1, 2 + i * na + na)}
   local ok, r = pcall(body)
   if not ok then
     if type(r) == 'table' and r.err then r = {err = r.err} else r = {err = tostring(r)} end

@@ -16,12 +16,16 @@ local function win(att, prev)
   if prev then
     redis.call('HSET', K[2], prev.tok, cjson.encode({inst=prev.inst, at=prev.at, att=prev.att}))
   end
-  redis.call('HSET', K[1], slot, cjson.encode({tok=tok, inst=inst, att=fmt(att), st='running', lu=lu, at=fmt(now)}))
+  -- the fields of cjson.encode, written by hand as lib_claim's record is
+  redis.call('HSET', K[1], slot, '{"tok":' .. cjson.encode(tok) .. ',"inst":' .. cjson.encode(inst) ..
+    ',"att":"' .. fmt(att) .. '","st":"running","lu":"' .. lu .. '","at":"' .. fmt(now) .. '"}')
   redis.call('ZADD', K[3], slot, slot .. '/' .. tok)
   redis.call('ZADD', K[6], slot, slot)
   return {1, att, inst, lu, '', fence()}
 end
-local cur = redis.call('HGET', K[1], slot)
+-- the run and the job's watermark in one read: a new slot needs both
+local got = redis.call('HMGET', K[1], slot, 'mark')
+local cur, mark = got[1], got[2]
 if cur then
   local r = cjson.decode(cur)
   local att, lu = tonumber(r.att) or 1, tonumber(r.lu) or 0
@@ -46,7 +50,6 @@ if cur then
   end
   return {3, att, r.inst or '', '0', r.stat or ''}
 end
-local mark = redis.call('HGET', K[1], 'mark')
 if mark and tonumber(slot) <= tonumber(mark) then
   return {3, 0, '', '0', ''}
 end

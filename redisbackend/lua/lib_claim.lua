@@ -9,8 +9,7 @@ local function claim(ctlkey, paused)
     return 0
   end
   if got[2] and tonumber(slot) <= tonumber(got[2]) then return 0 end
-  local t = redis.call('TIME')
-  local nowms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local nowms = server_ms()
   local now = string.format('%d', nowms)
   -- never early: a slot ahead of the server's clock is refused
   if tonumber(slot) > nowms + tonumber(A[4]) then return {-1, now} end

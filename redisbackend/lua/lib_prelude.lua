@@ -1,9 +1,6 @@
 -- library: defines functions that scripts prepended with it call (scripts.go documents its KEYS, ARGV and result).
 -- This header is dropped when the file is read; the rest is sent as is.
 
-local function now_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
+local now_ms = server_ms
 local function fmt(n) return string.format('%d', n) end
 local function slot_of(member) return string.match(member, '^([^/]*)/') end
