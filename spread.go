@@ -80,16 +80,30 @@ func (s *Scheduler) waves(group []runner.Due[*job]) [][]runner.Due[*job] {
 	return ws
 }
 
+// MaxWavePause bounds the pause before a later wave of a burst (SPEC §4,
+// "Waves"): after the answers of wave r−1, wave r waits as long again as
+// wave r−1 took, but never longer than this.
+const MaxWavePause = 250 * time.Millisecond
+
 // fireWaves claims the waves of a group one after another: the first now,
 // each later one in a goroutine (counted in inflight, so that Stop waits
-// for it) once every claim of the one before is answered. ctx ending (Stop
-// began) ends the waves not yet sent, as it ends a wave's batches not yet
+// for it) once every claim of the one before is answered and as long
+// again has passed (up to MaxWavePause). ctx ending (Stop began) ends the
+// pause and the waves not yet sent, as it ends a wave's batches not yet
 // sent.
+//
+// The pause is for the other instances' first waves: they started about
+// when this one did and take about as long, and a later wave sent beside
+// them (claims that lose, in the usual case) costs the store and the
+// machine work that their winning claims wait behind (BENCHMARKS.md §8).
+// An owner that claims nothing costs its slots that pause beside the
+// wave's answer.
 //
 // done, if not nil, is called once every claim of the last wave is
 // answered.
 func (s *Scheduler) fireWaves(ctx context.Context, ws [][]runner.Due[*job], done func()) {
 	var answered sync.WaitGroup
+	began := time.Now()
 	s.fireWave(ctx, ws[0], &answered)
 	rest := ws[1:]
 	for len(rest) > 0 && len(rest[0]) == 0 {
@@ -105,6 +119,12 @@ func (s *Scheduler) fireWaves(ctx context.Context, ws [][]runner.Due[*job], done
 		if len(rest) == 0 {
 			done()
 			return
+		}
+		pause := time.NewTimer(min(time.Since(began), MaxWavePause))
+		select {
+		case <-pause.C:
+		case <-ctx.Done():
+			pause.Stop()
 		}
 		s.fireWaves(ctx, rest, done)
 	}()

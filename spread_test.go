@@ -348,3 +348,93 @@ func TestClaimsFirst(t *testing.T) {
 		})
 	}
 }
+
+// sendLog is a memory store whose first-claim batches take delay to
+// answer; it notes when each instance sent each of them.
+type sendLog struct {
+	*membackend.Backend
+	delay time.Duration
+
+	mu   sync.Mutex
+	sent map[string][]time.Time
+}
+
+func (s *sendLog) ClaimBatch(ctx context.Context, in []anarchon.ClaimInput) ([]anarchon.ClaimAnswer, error) {
+	s.mu.Lock()
+	s.sent[in[0].InstanceID] = append(s.sent[in[0].InstanceID], time.Now())
+	s.mu.Unlock()
+	time.Sleep(s.delay)
+	return s.Backend.ClaimBatch(ctx, in)
+}
+
+// A later wave waits, after the answers of the one before, as long again
+// as that one took: with batches that take 40 ms to answer, each
+// instance sends its own slots' batch when the slot comes due and the
+// other's 80 ms later (40 ms without the pause). With answers that take
+// longer than MaxWavePause, the pause is MaxWavePause. Stop during the
+// pause ends it: the second wave is not sent, and Stop does not wait.
+func TestBurstWavesPause(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		delay, gap time.Duration
+		stopAt     time.Duration // after the slot; 0: after the burst
+	}{
+		{"40ms", 40 * time.Millisecond, 80 * time.Millisecond, 0},
+		{"1s", time.Second, time.Second + anarchon.MaxWavePause, 0},
+		{"stop", time.Second, 0, time.Second + anarchon.MaxWavePause/2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := &sendLog{Backend: membackend.New(nil), delay: tc.delay, sent: map[string][]time.Time{}}
+				ids := []string{"s0", "s1"}
+				var ss []*anarchon.Scheduler
+				nop := func(context.Context, *anarchon.Run) error { return nil }
+				for _, id := range ids {
+					s := newSched(t, store, id, nil)
+					for i := range 100 {
+						if err := s.Every(fmt.Sprintf("job-%03d", i), time.Minute, nop, &anarchon.JobOptions{NoLease: true}); err != nil {
+							t.Fatal(err)
+						}
+					}
+					ss = append(ss, s)
+				}
+				for _, s := range ss {
+					mustStart(t, s)
+				}
+				// The registry renewals list both instances before the
+				// minute boundary; one burst comes due.
+				slot := time.Now().Truncate(time.Minute).Add(time.Minute)
+				if tc.stopAt > 0 {
+					time.Sleep(time.Until(slot.Add(tc.stopAt)))
+					began := time.Now()
+					stopAll(t, ss...)
+					if took := time.Since(began); took > 0 {
+						t.Errorf("Stop in a wave pause took %v, want no wait", took)
+					}
+				} else {
+					time.Sleep(time.Until(slot.Add(30 * time.Second)))
+					stopAll(t, ss...)
+				}
+				store.mu.Lock()
+				defer store.mu.Unlock()
+				for _, id := range ids {
+					var offsets []time.Duration
+					for _, at := range store.sent[id] {
+						if !at.Before(slot) {
+							offsets = append(offsets, at.Sub(slot))
+						}
+					}
+					if tc.stopAt > 0 {
+						if len(offsets) != 1 {
+							t.Errorf("%s sent its batches of the burst at %v after the slot, want only the first wave's", id, offsets)
+						}
+						continue
+					}
+					if len(offsets) != 2 || offsets[1]-offsets[0] != tc.gap {
+						t.Errorf("%s sent its batches of the burst at %v after the slot, want two, %v apart", id, offsets, tc.gap)
+					}
+				}
+			})
+		})
+	}
+}
