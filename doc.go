@@ -100,12 +100,12 @@
 // answer (SPEC §4, "Batches"); BENCHMARKS.md measures what it saves.
 // Where the instance registry lists other live instances, each instance
 // claims a burst in waves: first the slots a hash of (job, slot) gives to
-// it, then, once the store has answered those, the slots of the instance
-// before it on the ring of IDs, and so on. The store then sees one claim
-// of each slot before the losing ones, and the runs spread evenly over
-// the instances; an
-// instance that does not claim costs its slots one wave's wait (SPEC §4,
-// "Waves"). While a burst's claims are in flight, the results of the
+// it, then, once the store has answered those and as long again has
+// passed (at most [MaxWavePause]), the slots of the instance before it on
+// the ring of IDs, and so on. The store then sees one claim of each slot
+// before the losing ones, and the runs spread evenly over the instances;
+// an instance that does not claim costs its slots one wave's wait and the
+// pause (SPEC §4, "Waves"). While a burst's claims are in flight, the results of the
 // instance's plain runs, and the finishes of its leased runs whose lease
 // and next slot leave time, wait for them, up to [ResultHold] (SPEC §4,
 // "Claims first").
