@@ -62,15 +62,16 @@
 // job's history index with its result; until then History and trimming
 // find it in the run hash.
 //
-// Leases are judged by one clock, the Redis server's: each script reads TIME
-// itself, and a batch script once for all its calls, which Redis runs
-// with nothing in between (scripts.go, luaArgs). That is safe to replicate because, since Redis 5, scripts are
-// replicated by their effects (the commands they ran with the values they
-// wrote, MULTI/EXEC-wrapped), not by re-running the script on the replica;
-// Redis 7 only does this. A replica therefore stores the lease times the
-// primary computed. The clock is that of the node holding the job's keys;
-// after a failover it is the new primary's, so keep the servers' clocks in
-// sync (NTP) if leases must survive failovers exactly.
+// Leases are judged by one clock, the Redis server's: each script reads
+// TIME itself, and a batch script once for all its calls, which Redis runs
+// with nothing in between (scripts.go, luaArgs). That is safe to replicate
+// because, since Redis 5, scripts are replicated by their effects (the
+// commands they ran with the values they wrote, MULTI/EXEC-wrapped), not by
+// re-running the script on the replica; Redis 7 only does this. A replica
+// therefore stores the lease times the primary computed. The clock is that
+// of the node holding the job's keys; after a failover it is the new
+// primary's, so keep the servers' clocks in sync (NTP) if leases must
+// survive failovers exactly.
 //
 // What survives a restart depends on the server's persistence:
 //
