@@ -246,6 +246,29 @@ func (s *sentinelSet) killPrimary(addr string) (newPrimary string) {
 	return newPrimary
 }
 
+// writableSince watches the primary at addr until deadline and returns
+// since when it has taken writes without a break: had the min-replicas-to-
+// write good replicas it needs (s.wait) at every look from then to the
+// deadline. ok is false if it could not take writes at the last look. A
+// promoted replica can take writes and lose them again when the other
+// replica it had leaves to resync.
+func (s *sentinelSet) writableSince(addr string, deadline time.Time) (since time.Time, ok bool) {
+	for time.Now().Before(deadline) {
+		info := redisInfo(s.t.Context(), addr, "replication")
+		role, _ := infoValue(info, "role")
+		v, _ := infoValue(info, "min_slaves_good_slaves")
+		good, _ := strconv.Atoi(v)
+		switch {
+		case role != "master" || good < s.wait:
+			since = time.Time{}
+		case since.IsZero():
+			since = time.Now()
+		}
+		time.Sleep(50 * time.Millisecond) // another process's state
+	}
+	return since, !since.IsZero()
+}
+
 // rejoin starts the killed node at addr again as a replica of newPrimary
 // and waits (30 s at most) for a primary with two good replicas (any
 // primary, without WAIT), which it returns.
