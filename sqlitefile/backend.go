@@ -28,7 +28,9 @@ const DriverName = "sqlite"
 // transactions with BEGIN IMMEDIATE. The file's directory must exist; a
 // new file is created with mode 0600. opts.File defaults to path, so a
 // file deleted or replaced under the process is detected and claims fail
-// closed (sqlitebackend.ErrFileReplaced).
+// closed (sqlitebackend.ErrFileReplaced); the pool's connections open the
+// file without creating it (mode=rw), so a deleted file stays deleted
+// (TestFileReplaced).
 //
 // Errors: an empty path, a path that is a directory, a directory that
 // does not exist (or is not a directory), or an error opening the file;
@@ -98,7 +100,12 @@ func open(path string, opts *sqlitebackend.Options, dsn func(string, int64) stri
 	if o.File == "" {
 		o.File = path // the check for a file replaced under the process
 	}
-	db, err := sql.Open(DriverName, dsn(path, o.BusyTimeout.Milliseconds()))
+	// mode=rw: a connection the pool opens later never creates the file.
+	// The file exists now; if it is deleted under the process, a new
+	// connection fails (SQLITE_CANTOPEN) instead of making an empty
+	// database with SQLite's default mode (0644) at the path, and the
+	// file guard reports the file deleted, not replaced.
+	db, err := sql.Open(DriverName, dsn(path, o.BusyTimeout.Milliseconds())+"&mode=rw")
 	if err != nil {
 		return nil, fmt.Errorf("sqlitefile: %w", err)
 	}

@@ -2,6 +2,7 @@ package sqlitefile_test
 
 import (
 	"bytes"
+	"database/sql"
 	"errors"
 	"log/slog"
 	"os"
@@ -106,6 +107,29 @@ func TestFileReplaced(t *testing.T) {
 			}
 			if n := strings.Count(logs.String(), "level=ERROR"); n != 1 || !strings.Contains(logs.String(), path) {
 				t.Errorf("%d ERROR lines, want one naming %s: %q", n, path, logs.String())
+			}
+			if how == "deleted" {
+				// Connections the pool opens now (all 16 taken at once)
+				// fail to open ("unable to open database file"); they do
+				// not make a new, empty file at the path.
+				var conns []*sql.Conn
+				for range 16 {
+					c, err := b.DB().Conn(ctx)
+					if err != nil {
+						break
+					}
+					conns = append(conns, c)
+					_ = c.PingContext(ctx)
+				}
+				for _, c := range conns {
+					c.Close()
+				}
+				if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("after new connections, the deleted file's path: %v, want it absent", err)
+				}
+				if !strings.Contains(logs.String(), "was deleted") {
+					t.Errorf("the ERROR does not say the file was deleted: %q", logs.String())
+				}
 			}
 		})
 	}

@@ -37,7 +37,7 @@ func openSQLite(u *url.URL, raw, prefix string, mustExist bool) (anarchon.Backen
 		}
 		open = sqlitefile.OpenExisting
 	}
-	b, err := open(path, &sqlitebackend.Options{Prefix: prefix})
+	b, err := open(path, &sqlitebackend.Options{Prefix: prefix, Logger: storeLog(mustExist)})
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}

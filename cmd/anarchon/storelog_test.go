@@ -2,7 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -109,4 +112,32 @@ func TestStoreStartupReportOnce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The SQLite backend's ERROR for a database file deleted under the daemon
+// goes through the daemon's logger too: with --log-format json it is a
+// JSON line, and the file is not made again at the path.
+func TestSQLiteFileLossLogsThroughDaemonLogger(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a daemon")
+	}
+	dir := t.TempDir()
+	ct := writeFile(t, dir, "crontab", "# name: tick\n* * * * * * true\n")
+	db := filepath.Join(dir, "gone.db")
+	p := startDaemon(t, dir, "lost", "--crontab", ct, "--store", "sqlite:"+db, "--log-format", "json")
+	pollLog(t, p.logPath, `"msg":"started"`, 30*time.Second) // JSON: no summary on stdout
+	for _, f := range []string{db, db + "-wal", db + "-shm"} {
+		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			t.Fatal(err)
+		}
+	}
+	line := pollLog(t, p.logPath, "the database file was", 30*time.Second)
+	var rec struct{ Level, Msg string }
+	if err := json.Unmarshal([]byte(line), &rec); err != nil || rec.Level != "ERROR" || !strings.Contains(rec.Msg, "was deleted") {
+		t.Fatalf("the lost file's line is not the daemon's JSON ERROR saying it was deleted: %q (%v)", line, err)
+	}
+	if _, err := os.Stat(db); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the deleted database's path after the ERROR: %v, want it absent", err)
+	}
+	p.stop(t, 15*time.Second)
 }
