@@ -17,7 +17,7 @@ func FireBurst(s *Scheduler, jobs []string, slot time.Time) {
 		g[i] = runner.Due[*job]{V: s.jobs[name], Slot: slot}
 	}
 	s.mu.Unlock()
-	s.fireGroup(s.loopCtx, g)
+	s.fireGroup(s.loopCtx, &runner.Group[*job]{Due: g})
 	s.inflight.Wait()
 }
 

@@ -194,3 +194,46 @@ func TestUpdateErrors(t *testing.T) {
 		t.Errorf("schedule %q after a refused Update", got)
 	}
 }
+
+// A slot's group is taken from the timer queue PrepareLead before it is
+// due (SPEC §4, "Prepared ahead"); a job removed within that lead does
+// not run the slot, and one updated within it runs the slot once, with
+// the new handler. Both claim paths.
+func TestChangeWithinPrepareLead(t *testing.T) {
+	for _, leased := range []bool{false, true} {
+		t.Run(map[bool]string{false: "plain", true: "leased"}[leased], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := membackend.New(nil)
+				s := newSched(t, b, "a", nil)
+				var removedRuns, oldRuns, newRuns atomic.Int32
+				count := func(n *atomic.Int32) anarchon.Handler {
+					return func(context.Context, *anarchon.Run) error { n.Add(1); return nil }
+				}
+				opts := &anarchon.JobOptions{NoLease: !leased}
+				if err := s.Every("removed", time.Minute, count(&removedRuns), opts); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Every("updated", time.Minute, count(&oldRuns), opts); err != nil {
+					t.Fatal(err)
+				}
+				mustStart(t, s)
+				slot := time.Now().Truncate(time.Minute).Add(time.Minute)
+				time.Sleep(time.Until(slot.Add(-anarchon.PrepareLead / 2)))
+				if err := s.Remove("removed", nil); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Update(anarchon.Job{Name: "updated", Schedule: anarchon.Interval(time.Minute), Handler: count(&newRuns), Options: opts}); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(time.Until(slot.Add(5 * time.Second)))
+				stopAll(t, s)
+				if n := removedRuns.Load(); n != 0 {
+					t.Errorf("the job removed %v before its slot ran it %d times", anarchon.PrepareLead/2, n)
+				}
+				if o, n := oldRuns.Load(), newRuns.Load(); o != 0 || n != 1 {
+					t.Errorf("the job updated %v before its slot ran it %d times with the old handler and %d with the new, want 0 and 1", anarchon.PrepareLead/2, o, n)
+				}
+			})
+		})
+	}
+}

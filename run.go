@@ -35,31 +35,62 @@ func (s *Scheduler) fire(ctx context.Context, j *job, slot time.Time) {
 // the path fire would have given it. A group of more slots than one batch
 // is a burst: the results of plain runs wait for its claims (claims
 // first, SPEC §4).
-func (s *Scheduler) fireGroup(ctx context.Context, group []runner.Due[*job]) {
+//
+// The timer loop hands a group over up to PrepareLead before it is due
+// (SPEC §4, "Prepared ahead"): its waves and attempts are built then, and
+// its claims sent once g.Wait says every slot of it is due.
+func (s *Scheduler) fireGroup(ctx context.Context, g *runner.Group[*job]) {
+	ws := s.waves(g.Due)
+	prepared := make([]wave, len(ws))
+	for i, w := range ws {
+		prepared[i] = s.prepareWave(w)
+	}
+	if !g.Wait(ctx) {
+		return // Stop began: no new claims
+	}
 	var done func()
-	if len(group) > s.opts.BatchSize {
+	if len(g.Due) > s.opts.BatchSize {
 		s.bursts.enter()
 		done = s.bursts.leave
 	}
-	s.fireWaves(ctx, s.waves(group), done)
+	s.fireWaves(ctx, prepared, done)
 }
 
-// fireWave claims one wave's slots, each batch counted in answered until
-// its answers are acted on.
-func (s *Scheduler) fireWave(ctx context.Context, group []runner.Due[*job], answered *sync.WaitGroup) {
-	var plain []*attempt
-	var leased []*runner.Leased[slotRun]
+// wave is the attempts of one wave of a group, built ahead of its time.
+type wave struct {
+	plain  []*attempt
+	leased []*runner.Leased[slotRun]
+}
+
+// empty reports whether the wave has no attempt.
+func (w wave) empty() bool { return len(w.plain) == 0 && len(w.leased) == 0 }
+
+// prepareWave builds the attempts of one wave's slots.
+func (s *Scheduler) prepareWave(group []runner.Due[*job]) wave {
+	var w wave
 	for _, d := range group {
 		j := d.V
-		if ctx.Err() != nil || j.removed.Load() {
+		if j.removed.Load() {
 			continue // as in fire
 		}
 		if j.leased {
-			leased = append(leased, s.lease(j, d.Slot, j.opt.MaxLate))
+			w.leased = append(w.leased, s.lease(j, d.Slot, j.opt.MaxLate))
 		} else {
-			plain = append(plain, s.run.Plain(slotRun{job: j}, j.name, d.Slot, j.opt.MaxLate))
+			w.plain = append(w.plain, s.run.Plain(slotRun{job: j}, j.name, d.Slot, j.opt.MaxLate))
 		}
 	}
+	return w
+}
+
+// fireWave claims one wave's slots, each batch counted in answered until
+// its answers are acted on. A job removed or replaced since the wave was
+// built is left out, as fire leaves it out.
+func (s *Scheduler) fireWave(ctx context.Context, w wave, answered *sync.WaitGroup) {
+	if ctx.Err() != nil {
+		return // Stop has begun: no new claims
+	}
+	plain := slices.DeleteFunc(w.plain, func(a *attempt) bool { return a.Job.job.removed.Load() })
+	leased := slices.DeleteFunc(w.leased, func(a *runner.Leased[slotRun]) bool { return a.Job.job.removed.Load() })
 	if len(plain) > 0 {
 		s.run.FirePlain(ctx, plain, &s.inflight, answered)
 	}

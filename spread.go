@@ -101,12 +101,12 @@ const MaxWavePause = 250 * time.Millisecond
 //
 // done, if not nil, is called once every claim of the last wave is
 // answered.
-func (s *Scheduler) fireWaves(ctx context.Context, ws [][]runner.Due[*job], done func()) {
+func (s *Scheduler) fireWaves(ctx context.Context, ws []wave, done func()) {
 	var answered sync.WaitGroup
 	began := time.Now()
 	s.fireWave(ctx, ws[0], &answered)
 	rest := ws[1:]
-	for len(rest) > 0 && len(rest[0]) == 0 {
+	for len(rest) > 0 && rest[0].empty() {
 		rest = rest[1:]
 	}
 	if len(rest) == 0 && done == nil {

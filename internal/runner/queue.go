@@ -15,9 +15,10 @@ type Entry[T any] struct {
 	MaxDelay time.Duration                      // the largest Delay can return
 	MaxLate  time.Duration                      // how late a slot may still run
 
-	slot   time.Time // next slot
-	fireAt time.Time // slot + jitter, store clock
-	index  int
+	slot    time.Time // next slot
+	fireAt  time.Time // slot + jitter, store clock
+	pending time.Time // a slot handed over ahead of its time (RunGroups' lead) and not yet due; zero if none
+	index   int
 }
 
 // Queue orders jobs by their next fire time: one timer serves every job,
@@ -32,10 +33,13 @@ type Queue[T any] struct {
 	// before Run.
 	Skipped func(v T, first, next time.Time)
 
-	mu    sync.Mutex
-	h     entryHeap[T]
-	wake  chan struct{} // Run's wake-up after a change of the queue or the clock; made on first use
-	skips []skip[T]     // found by takeDue, for Skipped
+	mu   sync.Mutex
+	h    entryHeap[T]
+	wake chan struct{} // Run's wake-up after a change of the queue or the clock; made on first use
+	// changed is closed at a change of the clock, for Group.Wait; made
+	// on first use.
+	changed chan struct{}
+	skips   []skip[T] // found by takeDue, for Skipped
 }
 
 // skip is one job's run of slots that takeDue skipped over.
@@ -73,7 +77,27 @@ func (q *Queue[T]) wakeCh() chan struct{} {
 func (q *Queue[T]) Wake() {
 	q.mu.Lock()
 	q.signal()
+	q.clockChanged()
 	q.mu.Unlock()
+}
+
+// changedCh returns the channel closed at the next change of the clock
+// (Wake, Rewind), for the groups waiting for their time.
+func (q *Queue[T]) changedCh() chan struct{} {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.changed == nil {
+		q.changed = make(chan struct{})
+	}
+	return q.changed
+}
+
+// clockChanged wakes the groups waiting for their time. q.mu is held.
+func (q *Queue[T]) clockChanged() {
+	if q.changed != nil {
+		close(q.changed)
+		q.changed = nil
+	}
 }
 
 // Rewind moves every job whose next slot lies beyond its first slot after
@@ -88,13 +112,16 @@ func (q *Queue[T]) Wake() {
 func (q *Queue[T]) Rewind(now time.Time) {
 	q.mu.Lock()
 	for _, e := range q.h {
-		if first := e.Next(now); first.Before(e.slot) {
+		// A pending slot is claimed when it is due by the corrected
+		// clock (Group.Wait): only slots before it are taken again.
+		if first := e.Next(now); first.Before(e.slot) && (e.pending.IsZero() || first.Before(e.pending)) {
 			e.slot = first
 			e.fireAt = first.Add(e.delay(first))
 		}
 	}
 	heap.Init(&q.h)
 	q.signal()
+	q.clockChanged()
 	q.mu.Unlock()
 }
 
@@ -164,6 +191,71 @@ type Due[T any] struct {
 	Slot time.Time
 }
 
+// Group is the slots RunGroups hands to fire together. With a lead it
+// hands them over before their time: fire prepares what it can, then
+// calls Wait, which returns when they are due.
+type Group[T any] struct {
+	Due []Due[T]
+
+	at      time.Time // when the last of them is due, by now's clock
+	q       *Queue[T] // nil: due at once
+	now     func() time.Time
+	entries []*Entry[T] // entries[i] is Due[i]'s job, whose pending slot it is
+}
+
+// Wait returns true once every slot of the group is due by the queue's
+// clock, at once when they are; false when ctx ended first. A change of
+// the clock while it waits (Wake, Rewind) makes it look again, so no
+// slot is handed on before its time by the clock as corrected. After
+// Wait the group's slots are no longer pending: Rewind may take them
+// again (their claims, if sent early, were refused).
+func (g *Group[T]) Wait(ctx context.Context) bool {
+	if g.q == nil {
+		return ctx.Err() == nil
+	}
+	defer g.release()
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		changed := g.q.changedCh()
+		d := g.at.Sub(g.now())
+		if d <= 0 {
+			return ctx.Err() == nil
+		}
+		if timer == nil {
+			timer = time.NewTimer(d)
+		} else {
+			timer.Reset(d)
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-timer.C:
+		case <-changed:
+		}
+	}
+}
+
+// release ends the group's hold on its entries' pending slots; it may be
+// called more than once.
+func (g *Group[T]) release() {
+	if g.q == nil || g.entries == nil {
+		return
+	}
+	g.q.mu.Lock()
+	for i, e := range g.entries {
+		if e.pending.Equal(g.Due[i].Slot) {
+			e.pending = time.Time{}
+		}
+	}
+	g.q.mu.Unlock()
+	g.entries = nil
+}
+
 // Run fires due slots until ctx ends, each in its own goroutine counted in
 // inflight. Times are now's clock (the scheduler's estimate of the
 // store's); a timer that wakes early finds the head not yet due and waits
@@ -173,9 +265,9 @@ type Due[T any] struct {
 // then for inflight sees every slot it started. Entries added, removed or
 // replaced while it runs wake it.
 func (q *Queue[T]) Run(ctx context.Context, now func() time.Time, inflight *sync.WaitGroup, fire func(ctx context.Context, v T, slot time.Time)) {
-	q.run(ctx, now, 0, func(group []Due[T]) {
-		inflight.Add(len(group))
-		for _, d := range group {
+	q.run(ctx, now, 0, 0, func(g *Group[T]) {
+		inflight.Add(len(g.Due))
+		for _, d := range g.Due {
 			go func() {
 				defer inflight.Done()
 				fire(ctx, d.V, d.Slot)
@@ -187,23 +279,33 @@ func (q *Queue[T]) Run(ctx context.Context, now func() time.Time, inflight *sync
 // RunGroups is Run for a caller that claims slots in batches: the slots
 // due at one wake-up, and those that come due within window after the
 // first of them, are handed to fire together, in one goroutine counted in
-// inflight, in the order they came due. Gathering never fires a slot
-// early: it waits for each slot's time, so the first slot of a group
-// starts at most window late. A window <= 0 gathers only what is due at
-// one wake-up.
-func (q *Queue[T]) RunGroups(ctx context.Context, now func() time.Time, window time.Duration, inflight *sync.WaitGroup, fire func(ctx context.Context, group []Due[T])) {
-	q.run(ctx, now, window, func(group []Due[T]) {
+// inflight, in the order they came due. They are handed over up to lead
+// before the first of them is due, so that fire can prepare their claims
+// while the machine is idle; fire then calls the group's Wait, which
+// returns when the last of them is due. So no slot is claimed early, and
+// the first slot of a group is claimed at most window late. A window <= 0
+// groups only the slots due at one instant; a lead <= 0 hands a group over
+// when its first slot is due.
+//
+// A slot handed over and not yet due is pending: Rewind does not take it
+// again, and Remove and Replace do not recall it (the caller checks, when
+// Wait returns, whether the job is still scheduled).
+func (q *Queue[T]) RunGroups(ctx context.Context, now func() time.Time, window, lead time.Duration, inflight *sync.WaitGroup, fire func(ctx context.Context, g *Group[T])) {
+	q.run(ctx, now, window, lead, func(g *Group[T]) {
 		inflight.Add(1)
 		go func() {
 			defer inflight.Done()
-			fire(ctx, group)
+			defer g.release()
+			fire(ctx, g)
 		}()
 	})
 }
 
-// run is the timer loop of Run and RunGroups: it hands every group of due
-// slots to dispatch, which must not keep the slice.
-func (q *Queue[T]) run(ctx context.Context, now func() time.Time, window time.Duration, dispatch func([]Due[T])) {
+// run is the timer loop of Run and RunGroups: it takes the slots due
+// within window of the head once the head is lead away, and hands them to
+// dispatch as one group.
+func (q *Queue[T]) run(ctx context.Context, now func() time.Time, window, lead time.Duration, dispatch func(*Group[T])) {
+	window, lead = max(window, 0), max(lead, 0)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	q.mu.Lock()
@@ -221,18 +323,22 @@ func (q *Queue[T]) run(ctx context.Context, now func() time.Time, window time.Du
 			continue
 		}
 		t := now()
-		batch := q.takeDue(t, nil)
-		wait := q.h[0].fireAt.Sub(t)
+		var g *Group[T]
+		if q.h[0].fireAt.Sub(t) <= lead {
+			horizon := t
+			if q.h[0].fireAt.After(t) {
+				horizon = q.h[0].fireAt
+			}
+			g = q.take(horizon.Add(window), t, now)
+		}
+		wait := q.h[0].fireAt.Sub(t) - lead
 		skips := q.takeSkips()
 		q.mu.Unlock()
 		q.report(skips)
-		if len(batch) > 0 && window > 0 {
-			batch, wait = q.gather(ctx, now, window, batch, timer)
+		if g != nil && len(g.Due) > 0 {
+			dispatch(g)
 		}
-		if len(batch) > 0 {
-			dispatch(batch)
-		}
-		if wait < 0 { // gathering took a slot's time: look again at once
+		if wait < 0 { // the next group is within the lead already: look again at once
 			wait = 0
 		}
 		timer.Reset(wait)
@@ -245,48 +351,37 @@ func (q *Queue[T]) run(ctx context.Context, now func() time.Time, window time.Du
 	}
 }
 
-// gather adds to batch the slots that come due within window, waiting
-// for each one's time on timer (stopped and drained on return), and
-// returns the batch and the wait until the next slot after the window. It
-// stops early when ctx ends. The window is timed by the runtime's
-// monotonic clock, not by now: a correction of now while it gathers (a
-// host clock step seen, and the queue rewound) would otherwise stretch
-// the window by the correction, holding every slot taken meanwhile.
-func (q *Queue[T]) gather(ctx context.Context, now func() time.Time, window time.Duration, batch []Due[T], timer *time.Timer) ([]Due[T], time.Duration) {
-	end := time.Now().Add(window)
-	for {
-		q.mu.Lock()
-		if len(q.h) == 0 {
-			q.mu.Unlock()
-			return batch, time.Hour
-		}
-		t := now()
-		batch = q.takeDue(t, batch)
-		wait := q.h[0].fireAt.Sub(t)
-		skips := q.takeSkips()
-		q.mu.Unlock()
-		q.report(skips)
-		if wait > time.Until(end) {
-			return batch, wait
-		}
-		timer.Reset(wait)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return batch, 0
-		case <-timer.C:
-		}
+// take takes the slots that fire by horizon as one group (takeDue). Those
+// that are not due at t are pending until the group's Wait. q.mu is held.
+func (q *Queue[T]) take(horizon, t time.Time, now func() time.Time) *Group[T] {
+	g := &Group[T]{}
+	var at time.Time
+	g.Due, g.entries, at = q.takeDue(horizon, nil, nil)
+	if !at.After(t) {
+		g.entries = nil // due now: nothing to wait for, nothing pending
+		return g
 	}
+	for i, e := range g.entries {
+		e.pending = g.Due[i].Slot
+	}
+	g.at, g.q, g.now = at, q, now
+	return g
 }
 
-// takeDue appends the slots due at now to batch and moves their jobs on.
-// The next slot comes after the one taken; after a long pause (a suspended
-// machine) it skips ahead to what is still within MaxLate instead of
-// replaying every slot in between. q.mu is held.
-func (q *Queue[T]) takeDue(now time.Time, batch []Due[T]) []Due[T] {
+// takeDue appends the slots that fire by now to batch, and their entries
+// to entries, moves their jobs on, and returns the latest fire time among
+// them. The next slot comes after the one taken; after a long pause (a
+// suspended machine) it skips ahead to what is still within MaxLate
+// instead of replaying every slot in between. q.mu is held.
+func (q *Queue[T]) takeDue(now time.Time, batch []Due[T], entries []*Entry[T]) ([]Due[T], []*Entry[T], time.Time) {
+	var last time.Time
 	for len(q.h) > 0 && !q.h[0].fireAt.After(now) {
 		head := q.h[0]
 		batch = append(batch, Due[T]{head.Value, head.slot})
+		entries = append(entries, head)
+		if head.fireAt.After(last) {
+			last = head.fireAt
+		}
 		taken := head.slot
 		limit := now.Add(-head.MaxLate - head.MaxDelay)
 		if !limit.After(taken) {
@@ -300,7 +395,7 @@ func (q *Queue[T]) takeDue(now time.Time, batch []Due[T]) []Due[T] {
 		head.fireAt = head.slot.Add(head.delay(head.slot))
 		heap.Fix(&q.h, 0)
 	}
-	return batch
+	return batch, entries, last
 }
 
 func (e *Entry[T]) delay(slot time.Time) time.Duration {

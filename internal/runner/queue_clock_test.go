@@ -125,3 +125,104 @@ func TestQueueRewind(t *testing.T) {
 		}
 	})
 }
+
+// runGroupsLead runs q with RunGroups (no window) and lead until the
+// returned stop is called; each group's Wait is timed, and fire gets each
+// slot with the true time at which its group's Wait returned and now's
+// reading then.
+func runGroupsLead[T any](q *Queue[T], now func() time.Time, lead time.Duration, fire func(v T, slot, at, clock time.Time)) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var inflight sync.WaitGroup
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		q.RunGroups(ctx, now, 0, lead, &inflight, func(ctx context.Context, g *Group[T]) {
+			if !g.Wait(ctx) {
+				return
+			}
+			at, clock := time.Now(), now()
+			for _, d := range g.Due {
+				fire(d.V, d.Slot, at, clock)
+			}
+		})
+	}()
+	return func() { cancel(); <-done; inflight.Wait() }
+}
+
+// A group handed over ahead of its time waits for it by the queue's clock
+// as that clock moves: stepped back while it waits, it waits the step
+// longer; stepped forward, it goes as soon as the clock says the slot is
+// due.
+func TestQueueLeadWaitsForTheClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var q Queue[int]
+		var clk stepClock
+		type firing struct{ slot, at, clock time.Time }
+		var mu sync.Mutex
+		var fired []firing
+		q.Add(&Entry[int]{Next: every(time.Minute), MaxLate: time.Minute}, clk.now())
+		const lead = 100 * time.Millisecond
+		stop := runGroupsLead(&q, clk.now, lead, func(_ int, slot, at, clock time.Time) {
+			mu.Lock()
+			fired = append(fired, firing{slot, at, clock})
+			mu.Unlock()
+		})
+		slot := time.Now().Truncate(time.Minute).Add(time.Minute)
+		time.Sleep(time.Until(slot.Add(-lead / 2))) // handed over, waiting
+		clk.set(-time.Second)
+		q.Wake()
+		time.Sleep(time.Until(slot.Add(time.Second + time.Millisecond)))
+		second := slot.Add(time.Minute)
+		clk.set(0)
+		q.Wake()
+		time.Sleep(time.Until(second.Add(-lead / 2)))
+		clk.set(30 * time.Millisecond)
+		q.Wake()
+		time.Sleep(time.Until(second.Add(time.Millisecond)))
+		stop()
+		mu.Lock()
+		defer mu.Unlock()
+		if len(fired) != 2 {
+			t.Fatalf("fired %v, want the two slots once each", fired)
+		}
+		for _, f := range fired {
+			if f.clock.Before(f.slot) {
+				t.Errorf("slot %v went at %v by the queue's clock: early", f.slot, f.clock)
+			}
+		}
+		if want := slot.Add(time.Second); !fired[0].at.Equal(want) {
+			t.Errorf("with the clock a second behind, the slot went at %v, want %v (the slot by that clock)", fired[0].at, want)
+		}
+		if want := second.Add(-30 * time.Millisecond); !fired[1].at.Equal(want) {
+			t.Errorf("with the clock 30ms ahead, the slot went at %v, want %v (the slot by that clock)", fired[1].at, want)
+		}
+	})
+}
+
+// Rewind while a slot is pending (handed over ahead of its time, not yet
+// due) does not take that slot again: it fires once.
+func TestQueueRewindKeepsPendingSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var q Queue[int]
+		var clk stepClock
+		var mu sync.Mutex
+		var fired []time.Time
+		q.Add(&Entry[int]{Next: every(time.Second), MaxLate: 5 * time.Second}, clk.now())
+		const lead = 100 * time.Millisecond
+		stop := runGroupsLead(&q, clk.now, lead, func(_ int, slot, _, _ time.Time) {
+			mu.Lock()
+			fired = append(fired, slot)
+			mu.Unlock()
+		})
+		slot := time.Now().Truncate(time.Second).Add(time.Second)
+		time.Sleep(time.Until(slot.Add(-lead / 2)))
+		q.Rewind(clk.now())
+		time.Sleep(time.Until(slot.Add(time.Second / 2)))
+		stop()
+		mu.Lock()
+		defer mu.Unlock()
+		if len(fired) != 1 || !fired[0].Equal(slot) {
+			t.Fatalf("fired %v, want the slot %v once", fired, slot)
+		}
+	})
+}

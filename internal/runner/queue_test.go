@@ -192,20 +192,23 @@ func TestQueueReplaceKeepsDelayedSlot(t *testing.T) {
 }
 
 // RunGroups hands slots due at one instant to fire together, gathers
-// those that come due within the window after the first, each no sooner
-// than its own time, and starts a new group for a slot after the window.
+// those that come due within the window after the first, and starts a new
+// group for a slot after the window. Each group is handed over a lead
+// before its first slot, and its Wait returns no sooner than its last
+// slot's time.
 func TestQueueRunGroupsGathersWithinWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var q Queue[string]
 		now := time.Now
+		const lead = 100 * time.Millisecond
 		jitter := map[string]time.Duration{"a": 0, "b": 0, "c": time.Millisecond, "d": 2 * time.Millisecond, "e": 3 * time.Millisecond}
 		for v, d := range jitter {
 			q.Add(&Entry[string]{Value: v, Next: every(time.Minute), MaxLate: time.Minute, MaxDelay: d,
 				Delay: func(time.Time) time.Duration { return d }}, now())
 		}
 		type group struct {
-			at    time.Time
-			slots []string
+			handed, at time.Time
+			slots      []string
 		}
 		var mu sync.Mutex
 		var groups []group
@@ -215,18 +218,22 @@ func TestQueueRunGroupsGathersWithinWindow(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			q.RunGroups(ctx, now, 2*time.Millisecond, &inflight, func(_ context.Context, g []Due[string]) {
+			q.RunGroups(ctx, now, 2*time.Millisecond, lead, &inflight, func(ctx context.Context, g *Group[string]) {
+				handed := time.Now()
+				if !g.Wait(ctx) {
+					return
+				}
 				mu.Lock()
 				defer mu.Unlock()
 				var vs []string
-				for _, d := range g {
+				for _, d := range g.Due {
 					if time.Now().Before(d.Slot.Add(jitter[d.V])) {
 						early = append(early, d.V)
 					}
 					vs = append(vs, d.V)
 				}
 				slices.Sort(vs)
-				groups = append(groups, group{time.Now(), vs})
+				groups = append(groups, group{handed, time.Now(), vs})
 			})
 		}()
 		slot := time.Now().Truncate(time.Minute).Add(time.Minute)
@@ -241,7 +248,13 @@ func TestQueueRunGroupsGathersWithinWindow(t *testing.T) {
 			t.Fatalf("groups %v, want [a b c d] (due within 2ms of the first) then [e]", groups)
 		}
 		if d := groups[0].at.Sub(slot); d != 2*time.Millisecond {
-			t.Errorf("first group handed over %v after the slot, want 2ms (its last member's time)", d)
+			t.Errorf("first group's Wait returned %v after the slot, want 2ms (its last member's time)", d)
+		}
+		if d := slot.Sub(groups[0].handed); d != lead {
+			t.Errorf("first group handed over %v before the slot, want the lead, %v", d, lead)
+		}
+		if d := groups[1].at.Sub(slot); d != 3*time.Millisecond {
+			t.Errorf("second group's Wait returned %v after the slot, want 3ms", d)
 		}
 	})
 }
