@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,6 +32,10 @@ type BurstConfig struct {
 	// CPUProfile, if set, is a file the process's CPU profile over the
 	// measured window goes to (ANARCHON_BENCH_BURST_CPUPROFILE).
 	CPUProfile string
+	// Timeline, if set, prints to stderr when each of this process's
+	// claim batches of each measured burst was sent and answered, and
+	// when its handlers started (ANARCHON_BENCH_BURST_TIMELINE).
+	Timeline bool
 }
 
 // BurstReport is what one process saw of the measured bursts. Starts[b][j]
@@ -178,6 +184,10 @@ func BurstInstance(ctx context.Context, cfg BurstConfig, ready func(), first <-c
 		return BurstReport{}, err
 	}
 	w, sb := Wrap(be, false)
+	var claims ClaimLog
+	if cfg.Timeline {
+		w.LogClaims(&claims)
+	}
 	var storeErrs atomic.Int64
 	var firstErr atomic.Pointer[string]
 	onEvent := func(ev anarchon.Event) {
@@ -239,6 +249,9 @@ func BurstInstance(ctx context.Context, cfg BurstConfig, ready func(), first <-c
 	}
 	time.Sleep(cfg.Every) // late starts of the last bursts still count
 	rep := led.report(cfg.Instance)
+	if cfg.Timeline {
+		printTimeline(os.Stderr, cfg.Instance, f, cfg.Every, rep.Starts, &claims)
+	}
 	rep.CPU = cpu1 - cpu0
 	rep.StoreErrors = errs1 - errs0
 	if msg != nil {
@@ -387,4 +400,31 @@ func MergeBursts(reps []BurstReport, jobs, bursts int, exclusive bool) BurstRow 
 		row.P50, row.P99 = p50s[len(p50s)/2], p99s[len(p99s)/2]
 	}
 	return row
+}
+
+// printTimeline writes, for each measured burst, when this instance's
+// handlers started (min, p50, p99, max of start − slot) and when each of
+// its claim batches was sent and answered, in ms after the slot.
+func printTimeline(out io.Writer, inst string, first time.Time, every time.Duration, starts [][]int32, claims *ClaimLog) {
+	ms := func(d time.Duration) string { return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64) }
+	for b := range starts {
+		slot := first.Add(time.Duration(b) * every)
+		var late []time.Duration
+		for _, us := range starts[b] {
+			if us >= 0 {
+				late = append(late, time.Duration(us)*time.Microsecond)
+			}
+		}
+		slices.Sort(late)
+		at := func(q float64) string {
+			if len(late) == 0 {
+				return "-"
+			}
+			return ms(late[int(q*float64(len(late)-1))])
+		}
+		fmt.Fprintf(out, "timeline %s burst %d: %d starts, min %s p50 %s p99 %s max %s ms\n", inst, b, len(late), at(0), at(0.5), at(0.99), at(1))
+		for _, c := range claims.Calls(slot.UnixMilli()) {
+			fmt.Fprintf(out, "timeline %s burst %d: %s of %d sent %s answered %s ms, %d won\n", inst, b, c.Op, c.N, ms(c.Sent.Sub(slot)), ms(c.Done.Sub(slot)), c.Won)
+		}
+	}
 }

@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -75,6 +77,56 @@ type Wrapped struct {
 	standing atomic.Int64
 	watch    bool // the scheduler sees a Watcher
 	hide     bool // the inner Watcher is hidden: Unwrap returns nil
+	// claims, if set, is told of every batch of first claims (ClaimBatch,
+	// ClaimRuns): LogClaims.
+	claims *ClaimLog
+}
+
+// ClaimCall is one batch of claims through a [Wrapped] backend: its first
+// slot, when it was sent and answered, its size and how many it won.
+type ClaimCall struct {
+	Op         Op
+	Slot       int64 // the first claim's slot, Unix ms
+	Sent, Done time.Time
+	N, Won     int
+}
+
+// ClaimLog keeps the [ClaimCall]s of a [Wrapped] backend that LogClaims
+// was given. It is safe for concurrent use.
+type ClaimLog struct {
+	mu    sync.Mutex
+	calls []ClaimCall
+}
+
+func (l *ClaimLog) add(c ClaimCall) {
+	l.mu.Lock()
+	l.calls = append(l.calls, c)
+	l.mu.Unlock()
+}
+
+// Calls returns the batches of slot, in the order they were sent.
+func (l *ClaimLog) Calls(slot int64) []ClaimCall {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []ClaimCall
+	for _, c := range l.calls {
+		if c.Slot == slot {
+			out = append(out, c)
+		}
+	}
+	slices.SortFunc(out, func(a, b ClaimCall) int { return a.Sent.Compare(b.Sent) })
+	return out
+}
+
+// LogClaims makes w tell l of every batch of claims from now on. Call it
+// before the scheduler starts.
+func (w *Wrapped) LogClaims(l *ClaimLog) { w.claims = l }
+
+// logClaims tells w's ClaimLog, if any, of a batch sent at sent.
+func (w *Wrapped) logClaims(op Op, slot int64, sent time.Time, n, won int) {
+	if w.claims != nil {
+		w.claims.add(ClaimCall{Op: op, Slot: slot, Sent: sent, Done: time.Now(), N: n, Won: won})
+	}
 }
 
 // HasWatcher reports whether the Backend returned by Wrap is a Watcher.
@@ -353,7 +405,18 @@ func (w *Wrapped) ClaimBatch(ctx context.Context, in []anarchon.ClaimInput) ([]a
 	if err := w.count(OpClaimBatch); err != nil {
 		return nil, err
 	}
-	return bc.ClaimBatch(ctx, in)
+	sent := time.Now()
+	out, err := bc.ClaimBatch(ctx, in)
+	if w.claims != nil && len(in) > 0 {
+		won := 0
+		for _, a := range out {
+			if a.Won && a.Err == nil {
+				won++
+			}
+		}
+		w.logClaims(OpClaimBatch, in[0].Slot, sent, len(in), won)
+	}
+	return out, err
 }
 
 // SaveResults forwards to the inner ResultBatcher and counts
@@ -387,11 +450,19 @@ func (r *countingRuns) ClaimRuns(ctx context.Context, in []anarchon.RunClaim) ([
 	if err := r.w.count(OpClaimRuns); err != nil {
 		return nil, err
 	}
+	sent := time.Now()
 	out, err := bc.ClaimRuns(ctx, in)
+	won := 0
 	for _, a := range out {
 		if a.Err == nil && a.Outcome.Kind == anarchon.OutcomeRunning {
 			r.w.standing.Add(1)
 		}
+		if a.Err == nil && a.Outcome.Kind == anarchon.OutcomeWon {
+			won++
+		}
+	}
+	if len(in) > 0 {
+		r.w.logClaims(OpClaimRuns, in[0].Slot, sent, len(in), won)
 	}
 	return out, err
 }

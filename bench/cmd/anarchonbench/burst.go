@@ -29,6 +29,9 @@ import (
 //	ANARCHON_BENCH_BURST_SCALE_STORE  its store and path, e.g. redis/plain (default redis/plain)
 //	ANARCHON_BENCH_BURST_CPUPROFILE   a directory: each instance writes the CPU profile of its
 //	                                  measured window there, as <store>-<mode>-<instance>.cpu
+//	ANARCHON_BENCH_BURST_TIMELINE     any value: each instance prints on stderr, per measured
+//	                                  burst, when its handlers started and when each of its
+//	                                  claim batches was sent and answered
 type burstSettings struct {
 	jobs       []int
 	bursts     int
@@ -357,7 +360,7 @@ func burstChildMain(ctx context.Context, part string, a childArgs) error {
 		rep, err = bench.BurstInstance(ctx, bench.BurstConfig{
 			Store: a.store, NS: a.ns, Workdir: a.workdir, Mode: bench.TimingMode(a.mode),
 			Jobs: a.jobs, Bursts: a.bursts, Every: a.every, Instance: a.instance,
-			CPUProfile: cpuProfile(a),
+			CPUProfile: cpuProfile(a), Timeline: os.Getenv("ANARCHON_BENCH_BURST_TIMELINE") != "",
 		}, ready, first)
 	}
 	if err != nil {
