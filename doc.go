@@ -98,6 +98,9 @@
 // takes batches ([BatchClaimer], [RunBatchClaimer], [HeartbeatBatcher],
 // [ResultBatcher], [FinishBatcher]). A batch changes the cost, never an
 // answer (SPEC §4, "Batches"); BENCHMARKS.md measures what it saves.
+// The scheduler takes such a group from its timer queue [PrepareLead]
+// before it is due and builds its claims then, and sends them when every
+// slot of it is due (SPEC §4, "Prepared ahead").
 // Where the instance registry lists other live instances, each instance
 // claims a burst in waves: first the slots a hash of (job, slot) gives to
 // it, then, once the store has answered those and as long again has
