@@ -227,11 +227,16 @@ func TestDaemonFailoverSentinel(t *testing.T) {
 // master keeps a replica to WAIT for once one is promoted. The master of
 // the leased job's keys is SIGKILLed and not started again. The leased
 // job must start again within twice the cluster's own promotion time,
-// with nothing run twice (TestClusterFailoverDrill measures the topology
-// without WAIT, one replica each).
+// with no duplicate (TestClusterFailoverDrill measures the topology
+// without WAIT, one replica each). A rerun after an unconfirmed finish
+// is excused, as in the PostgreSQL drill: a holder whose run ends just
+// after the kill sends its finish to the dead master, and the promotion
+// (about 2.3 s here) can outlast what is left of its 3 s lease, so that a
+// backup takes the slot over before a retried finish lands (at least
+// once, SPEC §6; RELIABILITY.md, run 44).
 func TestDaemonFailoverCluster(t *testing.T) {
 	need(t, "ANARCHON_TEST_REDIS_ADDR", "redis")
-	runDaemonDrill(t, daemonTopology{name: "redis-cluster-wait1", lease: 3 * time.Second, maxLate: drillMaxLate,
+	runDaemonDrill(t, daemonTopology{name: "redis-cluster-wait1", lease: 3 * time.Second, maxLate: drillMaxLate, reruns: true,
 		start: func(t *testing.T) (string, func() daemonKill) {
 			cl := startRedisCluster(t, 2)
 			u := "redis://" + strings.Join(cl.addrs, ",") + "?cluster=true&wait=1&wait_timeout=500ms&prefix=daemon&" + drillClientTimeouts
