@@ -15,9 +15,12 @@ type Entry[T any] struct {
 	MaxDelay time.Duration                      // the largest Delay can return
 	MaxLate  time.Duration                      // how late a slot may still run
 
-	slot    time.Time // next slot
-	fireAt  time.Time // slot + jitter, store clock
-	pending time.Time // a slot handed over ahead of its time (RunGroups' lead) and not yet due; zero if none
+	slot   time.Time // next slot
+	fireAt time.Time // slot + jitter, store clock
+	// pending is a slot handed over ahead of its time (RunGroups' lead)
+	// and not yet due, in Unix ns; 0 if none. An int64, not a time.Time,
+	// to keep an idle job's memory small (BENCHMARKS.md §4).
+	pending int64
 	index   int
 }
 
@@ -114,7 +117,7 @@ func (q *Queue[T]) Rewind(now time.Time) {
 	for _, e := range q.h {
 		// A pending slot is claimed when it is due by the corrected
 		// clock (Group.Wait): only slots before it are taken again.
-		if first := e.Next(now); first.Before(e.slot) && (e.pending.IsZero() || first.Before(e.pending)) {
+		if first := e.Next(now); first.Before(e.slot) && (e.pending == 0 || first.UnixNano() < e.pending) {
 			e.slot = first
 			e.fireAt = first.Add(e.delay(first))
 		}
@@ -248,8 +251,8 @@ func (g *Group[T]) release() {
 	}
 	g.q.mu.Lock()
 	for i, e := range g.entries {
-		if e.pending.Equal(g.Due[i].Slot) {
-			e.pending = time.Time{}
+		if e.pending == g.Due[i].Slot.UnixNano() {
+			e.pending = 0
 		}
 	}
 	g.q.mu.Unlock()
@@ -362,7 +365,7 @@ func (q *Queue[T]) take(horizon, t time.Time, now func() time.Time) *Group[T] {
 		return g
 	}
 	for i, e := range g.entries {
-		e.pending = g.Due[i].Slot
+		e.pending = g.Due[i].Slot.UnixNano()
 	}
 	g.at, g.q, g.now = at, q, now
 	return g
