@@ -17,8 +17,8 @@ type Entry[T any] struct {
 
 	slot   time.Time // next slot
 	fireAt time.Time // slot + jitter, store clock
-	// pending is a slot handed over ahead of its time (RunGroups' lead)
-	// and not yet due, in Unix ns; 0 if none. An int64, not a time.Time,
+	// pending is the latest slot handed over ahead of its time (RunGroups'
+	// lead) and not yet due, in Unix ns; 0 if none. An int64, not a time.Time,
 	// to keep an idle job's memory small (BENCHMARKS.md §4).
 	pending int64
 	index   int
@@ -116,8 +116,9 @@ func (q *Queue[T]) Rewind(now time.Time) {
 	q.mu.Lock()
 	for _, e := range q.h {
 		// A pending slot is claimed when it is due by the corrected
-		// clock (Group.Wait): only slots before it are taken again.
-		if first := e.Next(now); first.Before(e.slot) && (e.pending == 0 || first.UnixNano() < e.pending) {
+		// clock (Group.Wait): takeDue passes over it when the rewound
+		// entry comes to it again.
+		if first := e.Next(now); first.Before(e.slot) {
 			e.slot = first
 			e.fireAt = first.Add(e.delay(first))
 		}
@@ -155,10 +156,12 @@ func (q *Queue[T]) Remove(e *Entry[T]) bool {
 
 // Replace puts e in old's place, atomically: no slot of old fires after
 // Replace returns (except those Run had already taken), and e's first
-// slot is its first at or after the earlier of now and old's pending slot.
-// So a slot that both schedules contain and old had not yet taken fires
-// once, from e, and a slot old's jitter was still delaying is not lost.
-// If old is not queued, e is added as by Add.
+// slot is its first at or after the earliest of now, old's next slot and
+// a slot of old handed over ahead of its time and not yet due (RunGroups'
+// lead; the caller leaves old's copy of it out). So a slot that both
+// schedules contain and old had not yet claimed fires once, from e, and a
+// slot old's jitter was still delaying is not lost. If old is not
+// queued, e is added as by Add.
 func (q *Queue[T]) Replace(old, e *Entry[T], now time.Time) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -166,6 +169,11 @@ func (q *Queue[T]) Replace(old, e *Entry[T], now time.Time) {
 	if q.queued(old) {
 		if old.slot.Before(from) {
 			from = old.slot
+		}
+		if old.pending != 0 {
+			if p := time.Unix(0, old.pending); p.Before(from) {
+				from = p
+			}
 		}
 		heap.Remove(&q.h, old.index)
 	}
@@ -290,9 +298,10 @@ func (q *Queue[T]) Run(ctx context.Context, now func() time.Time, inflight *sync
 // groups only the slots due at one instant; a lead <= 0 hands a group over
 // when its first slot is due.
 //
-// A slot handed over and not yet due is pending: Rewind does not take it
-// again, and Remove and Replace do not recall it (the caller checks, when
-// Wait returns, whether the job is still scheduled).
+// A slot handed over and not yet due is pending: a Rewind back to or
+// before it does not hand it over again, Remove does not recall it (the
+// caller checks, when Wait returns, whether the job is still scheduled),
+// and Replace gives it to the new entry (whose first slot may be it).
 func (q *Queue[T]) RunGroups(ctx context.Context, now func() time.Time, window, lead time.Duration, inflight *sync.WaitGroup, fire func(ctx context.Context, g *Group[T])) {
 	q.run(ctx, now, window, lead, func(g *Group[T]) {
 		inflight.Add(1)
@@ -365,7 +374,12 @@ func (q *Queue[T]) take(horizon, t time.Time, now func() time.Time) *Group[T] {
 		return g
 	}
 	for i, e := range g.entries {
-		e.pending = g.Due[i].Slot.UnixNano()
+		// The latest slot held: a Rewind may have moved the entry back
+		// before a slot an earlier group holds; that one is passed over
+		// when the entry comes to it (takeDue).
+		if ns := g.Due[i].Slot.UnixNano(); ns > e.pending {
+			e.pending = ns
+		}
 	}
 	g.at, g.q, g.now = at, q, now
 	return g
@@ -380,10 +394,14 @@ func (q *Queue[T]) takeDue(now time.Time, batch []Due[T], entries []*Entry[T]) (
 	var last time.Time
 	for len(q.h) > 0 && !q.h[0].fireAt.After(now) {
 		head := q.h[0]
-		batch = append(batch, Due[T]{head.Value, head.slot})
-		entries = append(entries, head)
-		if head.fireAt.After(last) {
-			last = head.fireAt
+		// A slot a group holds already (Rewind moved the entry back to or
+		// before it) is passed over: that group claims it when it is due.
+		if head.pending == 0 || head.slot.UnixNano() != head.pending {
+			batch = append(batch, Due[T]{head.Value, head.slot})
+			entries = append(entries, head)
+			if head.fireAt.After(last) {
+				last = head.fireAt
+			}
 		}
 		taken := head.slot
 		limit := now.Add(-head.MaxLate - head.MaxDelay)

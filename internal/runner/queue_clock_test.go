@@ -226,3 +226,38 @@ func TestQueueRewindKeepsPendingSlot(t *testing.T) {
 		}
 	})
 }
+
+// A Rewind back past earlier slots while one is pending hands the earlier
+// ones over again, each when due by the corrected clock, and passes over
+// the pending one, which its group claims: every slot fires once.
+func TestQueueRewindPastPendingSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var q Queue[int]
+		var clk stepClock
+		var mu sync.Mutex
+		fired := map[time.Time]int{}
+		q.Add(&Entry[int]{Next: every(time.Second), MaxLate: 5 * time.Second}, clk.now())
+		const lead = 100 * time.Millisecond
+		stop := runGroupsLead(&q, clk.now, lead, func(_ int, slot, _, clock time.Time) {
+			mu.Lock()
+			defer mu.Unlock()
+			if clock.Before(slot) {
+				t.Errorf("slot %v went at %v by the queue's clock: early", slot, clock)
+			}
+			fired[slot]++
+		})
+		slot := time.Now().Truncate(time.Second).Add(time.Second)
+		time.Sleep(time.Until(slot.Add(-lead / 2))) // slot is pending
+		clk.set(-2 * time.Second)                   // the clock was 2 s ahead
+		q.Rewind(clk.now())
+		time.Sleep(time.Until(slot.Add(2*time.Second + time.Millisecond)))
+		stop()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, s := range []time.Time{slot.Add(-2 * time.Second), slot.Add(-time.Second), slot} {
+			if fired[s] != 1 {
+				t.Errorf("slot %v fired %d times, want once (all: %v)", s, fired[s], fired)
+			}
+		}
+	})
+}

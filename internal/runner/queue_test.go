@@ -258,3 +258,47 @@ func TestQueueRunGroupsGathersWithinWindow(t *testing.T) {
 		}
 	})
 }
+
+// Replace while the old entry's slot is handed over ahead of its time and
+// still delayed by its jitter gives that slot to the new entry: the
+// caller leaves the old entry's copy out, so the slot is not lost.
+func TestQueueReplaceWithinLead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var q Queue[string]
+		const lead = 100 * time.Millisecond
+		const jitter = 80 * time.Millisecond
+		delay := func(time.Time) time.Duration { return jitter }
+		old := &Entry[string]{Value: "old", Next: every(time.Minute), MaxLate: time.Minute, MaxDelay: jitter, Delay: delay}
+		q.Add(old, time.Now())
+		var mu sync.Mutex
+		fired := map[string][]time.Time{}
+		ctx, cancel := context.WithCancel(context.Background())
+		var inflight sync.WaitGroup
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			q.RunGroups(ctx, time.Now, 0, lead, &inflight, func(ctx context.Context, g *Group[string]) {
+				if !g.Wait(ctx) {
+					return
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				for _, d := range g.Due {
+					fired[d.V] = append(fired[d.V], d.Slot)
+				}
+			})
+		}()
+		slot := time.Now().Truncate(time.Minute).Add(time.Minute)
+		time.Sleep(time.Until(slot.Add(30 * time.Millisecond))) // handed over at slot+80ms−100ms, due at slot+80ms
+		q.Replace(old, &Entry[string]{Value: "new", Next: every(time.Minute), MaxLate: time.Minute, MaxDelay: jitter, Delay: delay}, time.Now())
+		time.Sleep(time.Until(slot.Add(time.Second)))
+		cancel()
+		<-done
+		inflight.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		if got := fired["new"]; len(got) != 1 || !got[0].Equal(slot) {
+			t.Errorf("the replacement fired %v, want the slot %v once (old fired %v)", got, slot, fired["old"])
+		}
+	})
+}
