@@ -368,7 +368,7 @@ func (q *Queue[T]) run(ctx context.Context, now func() time.Time, window, lead t
 func (q *Queue[T]) take(horizon, t time.Time, now func() time.Time) *Group[T] {
 	g := &Group[T]{}
 	var at time.Time
-	g.Due, g.entries, at = q.takeDue(horizon, nil, nil)
+	g.Due, g.entries, at = q.takeDue(horizon)
 	if !at.After(t) {
 		g.entries = nil // due now: nothing to wait for, nothing pending
 		return g
@@ -385,13 +385,12 @@ func (q *Queue[T]) take(horizon, t time.Time, now func() time.Time) *Group[T] {
 	return g
 }
 
-// takeDue appends the slots that fire by now to batch, and their entries
-// to entries, moves their jobs on, and returns the latest fire time among
-// them. The next slot comes after the one taken; after a long pause (a
-// suspended machine) it skips ahead to what is still within MaxLate
-// instead of replaying every slot in between. q.mu is held.
-func (q *Queue[T]) takeDue(now time.Time, batch []Due[T], entries []*Entry[T]) ([]Due[T], []*Entry[T], time.Time) {
-	var last time.Time
+// takeDue returns the slots that fire by now, their entries and the
+// latest fire time among them, and moves their jobs on. The next slot
+// comes after the one taken; after a long pause (a suspended machine) it
+// skips ahead to what is still within MaxLate instead of replaying every
+// slot in between. q.mu is held.
+func (q *Queue[T]) takeDue(now time.Time) (batch []Due[T], entries []*Entry[T], last time.Time) {
 	for len(q.h) > 0 && !q.h[0].fireAt.After(now) {
 		head := q.h[0]
 		// A slot a group holds already (Rewind moved the entry back to or
