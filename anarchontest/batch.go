@@ -718,11 +718,14 @@ func testRunBatchBurst(t *testing.T, h Harness) {
 	base := baseSlot()
 	racers := max(h.Racers/2, 2)
 	type win struct {
-		g     int
-		fence uint64
+		g      int
+		fence  uint64
+		holder string
+		until  time.Time
 	}
 	var mu sync.Mutex
-	wins := map[[2]int][]win{} // (round, job) -> its wins
+	wins := map[[2]int][]win{}    // (round, job) -> its wins
+	running := map[[2]int][]win{} // (round, job) -> the holders and lease ends its running answers gave
 	var errs atomic.Int32
 	fail := func(format string, args ...any) {
 		if errs.Add(1) <= 5 {
@@ -776,9 +779,13 @@ func testRunBatchBurst(t *testing.T, h Harness) {
 						}
 						mu.Lock()
 						key := [2]int{r, order[i]}
-						wins[key] = append(wins[key], win{g, out.Fence})
+						wins[key] = append(wins[key], win{g, out.Fence, out.Holder, out.LeaseUntil})
 						mu.Unlock()
 					case anarchon.OutcomeRunning:
+						mu.Lock()
+						key := [2]int{r, order[i]}
+						running[key] = append(running[key], win{g, 0, out.Holder, out.LeaseUntil})
+						mu.Unlock()
 					case anarchon.OutcomeOverlap, anarchon.OutcomeNone:
 						// overlap is not allowed this round and the job's
 						// run of the round before is live: the first claim
@@ -817,6 +824,15 @@ func testRunBatchBurst(t *testing.T, h Harness) {
 				t.Errorf("%s, round %d: won with Fence %d, not above the round before's %d", jobs[k], r, w[0].fence, last)
 			}
 			last = w[0].fence
+			// the winner's lease is never renewed here: every claim that
+			// met it live reports its holder and its lease end, whether
+			// the win or the answer came from a batch or a single claim
+			for _, o := range running[[2]int{r, k}] {
+				if o.holder != w[0].holder || !sameMs(o.until, w[0].until) {
+					t.Errorf("%s, round %d: racer %d was answered running by %q until %v; the win was %q's until %v",
+						jobs[k], r, o.g, o.holder, o.until.UTC(), w[0].holder, w[0].until.UTC())
+				}
+			}
 		}
 	}
 

@@ -187,8 +187,10 @@ func (b *Backend) ClaimBatch(ctx context.Context, in []anarchon.ClaimInput) ([]a
 // pause state (beside one read of the server clock when the cached
 // sample is stale); the never-early and MaxLate checks answer from the
 // clock; the runs are created, all published before any acknowledgement
-// is awaited; and each won run is listed in its job's key and recorded
-// in history as a single claim does, the slots side by side. A slot whose
+// is awaited; the won runs are listed in their jobs' keys (commitJobs)
+// and then recorded in history, the records all published before any
+// acknowledgement is awaited, beside one direct get request per
+// directBatch runs that reads their lease ends (settleWins). A slot whose
 // run exists, whose job is paused or which is late, or whose create lost,
 // takes the single path (SPEC §6's table), side by side with the others.
 // The error is non-nil only when no claim got an answer.
@@ -340,12 +342,23 @@ func (r *RunStore) ClaimRuns(ctx context.Context, in []anarchon.RunClaim) ([]ana
 	}
 	listed := make(map[int]bool, len(pi))
 	lctx, cancel := b.bound(ctx)
+	var settle []int // the won creates the batch listed: settled together
 	for k, ok := range b.commitJobs(lctx, h, pj, ps, pl) {
 		listed[pi[k]] = ok
+		if ok {
+			settle = append(settle, pi[k])
+		}
 	}
 	cancel()
+	settled := b.settleWins(ctx, h, in, jobs, settle, func(i int) (string, uint64, time.Time) {
+		j := created[i]
+		return ckeys[j], revs[j], los[j]
+	}, out)
 	forEach(len(order), func(k int) {
 		for _, i := range decide[order[k]] {
+			if settled[i] {
+				continue
+			}
 			j, ok := created[i]
 			if !ok {
 				out[i].Outcome, out[i].Err = b.claimRun(ctx, in[i])
@@ -361,6 +374,63 @@ func (r *RunStore) ClaimRuns(ctx context.Context, in []anarchon.RunClaim) ([]ana
 		}
 	})
 	return out, nil
+}
+
+// settleWins completes the won claims idx of in whose slots the batch
+// already listed in their job keys (commitJobs), as settleWinBy completes
+// one, with each step taken for all of them at once: their claim records
+// are published to history, all before any acknowledgement is awaited
+// (repeated on an election only, as RecordClaims's are), beside one
+// direct get request per directBatch runs that reads back the server
+// timestamps of the revisions the creates wrote (the lease ends). So the
+// batch waits for one round trip, where settleWinBy sent two requests
+// per claim. A run whose read shows another revision (a heartbeat or a
+// takeover already replaced it) or none (a replica that has not seen the
+// create yet) has its lease end read as leaseEnd reads it. at(i) is claim
+// i's run key, the revision its create wrote and a lower bound of the
+// server time before the create. It sets out[i] of each claim of idx and
+// reports them in settled.
+func (b *Backend) settleWins(ctx context.Context, h handles, in []anarchon.RunClaim, jobs []string, idx []int,
+	at func(i int) (key string, rev uint64, lo time.Time), out []anarchon.RunClaimAnswer) (settled map[int]bool) {
+	settled = make(map[int]bool, len(idx))
+	if len(idx) == 0 {
+		return settled
+	}
+	keys := make([]string, len(idx))
+	for k, i := range idx {
+		keys[k], _, _ = at(i)
+	}
+	sctx, cancel := b.bound(ctx)
+	defer cancel()
+	var ends map[string]kvEntry
+	var wg sync.WaitGroup
+	wg.Go(func() { ends, _ = b.getMany(sctx, h, keys) }) // a failed read falls back below
+	errs := make([]error, len(in))
+	b.publishAllBy(sctx, b.resendOnElection, "record claim", idx, make([]uint64, len(in)), errs, func(i int) (*nats.Msg, []jetstream.PublishOpt) {
+		return b.claimMsg(jobs[i], in[i].ClaimInput, 1, false)
+	})
+	wg.Wait()
+	var unread []int // their lease ends are read one by one
+	for _, i := range idx {
+		key, rev, _ := at(i)
+		c := in[i]
+		if errs[i] != nil {
+			b.recordFailed(ctx, c.ClaimInput, 1, b.wrap("record claim", errs[i]))
+		}
+		out[i].Outcome = anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: 1, Holder: c.InstanceID, Fence: rev}
+		if e, ok := ends[key]; ok && e.rev == rev {
+			out[i].Outcome.LeaseUntil = leaseFrom(e.created, c.Lease)
+		} else {
+			unread = append(unread, i)
+		}
+		settled[i] = true
+	}
+	forEach(len(unread), func(k int) {
+		i := unread[k]
+		key, rev, lo := at(i)
+		out[i].Outcome.LeaseUntil = b.leaseEnd(sctx, h, key, rev, lo, in[i].Lease)
+	})
+	return settled
 }
 
 // answerRead answers the lease claim c in out from e, the state of its

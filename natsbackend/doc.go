@@ -329,11 +329,13 @@
 // one slot in the batch are listed in their job keys together (one read
 // of the keys, one of the runs they list, the compare-and-sets published
 // before any acknowledgement is awaited; a key another writer changed
-// meanwhile takes the single path's step); the claim record and the
-// lease end, and the rows of SPEC §6's table that write, take the single
-// path's steps, jobs side by side and the claims of one job in turn: 402
-// requests for 100 new slots of 100 jobs (501 before the job keys were
-// batched), against 700 for single claims. The rows that only read are
+// meanwhile takes the single path's step); the claim records of those
+// wins are then published together, beside one read of their lease ends
+// (the revisions' server timestamps, for up to 256 runs); the rows of
+// SPEC §6's table that write take the single path's steps, jobs side by
+// side and the claims of one job in turn: 303 requests for 100 new slots
+// of 100 jobs (402 while each win read its lease end alone, 501 before
+// the job keys were batched), against 700 for single claims. The rows that only read are
 // answered from the batch's reads: a run another instance holds on a
 // live lease (running) or a settled run, found by the first read or by
 // one more read of the runs whose creates lost, so that the losers of a

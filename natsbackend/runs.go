@@ -338,8 +338,9 @@ func checkLease(c anarchon.RunClaim) error {
 	return nil
 }
 
-// leaseFrom is the lease end a won claim reports: lo, a lower bound of
-// the server time before the write, plus the lease as stored (whole ms).
+// leaseFrom is lo plus the lease as stored (whole ms): the lease end of
+// a revision the server stamped at lo, or, lo being a lower bound of the
+// server time before the write, one never later than the real end.
 func leaseFrom(lo time.Time, lease time.Duration) time.Time {
 	return lo.Add(time.Duration(lease.Milliseconds()) * time.Millisecond).UTC()
 }
@@ -481,18 +482,23 @@ func (b *Backend) settleWinBy(ctx context.Context, h handles, job, key string, r
 		perr = b.publishClaim(ctx, job, c.ClaimInput, attempt, false)
 	}
 	if err == nil && ok && perr != nil {
-		// The run is ours in the bucket (and listed in the job key) with
-		// its lease: the claim is won whatever became of its history
-		// record. Failing it would run the slot nowhere and, worse, leave
-		// a running run that no one heartbeats or finishes, which every
-		// later slot's overlap check counts as live until its lease ends
-		// (a history stream electing a leader did that: 20 s of slots
-		// skipped). History shows the run once its result is stored.
-		b.logger().LogAttrs(ctx, slog.LevelWarn, "nats: a won claim's history record failed; the run goes on, and history shows it when its result is stored",
-			slog.String("job", c.Job), slog.Time("slot", time.UnixMilli(c.Slot).UTC()), slog.Int("attempt", attempt), slog.String("error", perr.Error()))
+		b.recordFailed(ctx, c.ClaimInput, attempt, perr)
 	}
 	until = <-ends
 	return until, ok, err
+}
+
+// recordFailed logs the history record of a won lease claim that failed
+// with err. The run is ours in the bucket (and listed in the job key)
+// with its lease: the claim is won whatever became of its history
+// record. Failing it would run the slot nowhere and, worse, leave a
+// running run that no one heartbeats or finishes, which every later
+// slot's overlap check counts as live until its lease ends (a history
+// stream electing a leader did that: 20 s of slots skipped). History
+// shows the run once its result is stored.
+func (b *Backend) recordFailed(ctx context.Context, c anarchon.ClaimInput, attempt int, err error) {
+	b.logger().LogAttrs(ctx, slog.LevelWarn, "nats: a won claim's history record failed; the run goes on, and history shows it when its result is stored",
+		slog.String("job", c.Job), slog.Time("slot", time.UnixMilli(c.Slot).UTC()), slog.Int("attempt", attempt), slog.String("error", err.Error()))
 }
 
 // leaseEnd returns the end of the lease granted by revision rev of key:
@@ -505,7 +511,7 @@ func (b *Backend) leaseEnd(ctx context.Context, h handles, key string, rev uint6
 	if err != nil {
 		return leaseFrom(lo, lease)
 	}
-	return e.Created().Add(time.Duration(lease.Milliseconds()) * time.Millisecond).UTC()
+	return leaseFrom(e.Created(), lease)
 }
 
 // readJob reads the per-job key; a missing key is an empty list with
