@@ -1,6 +1,7 @@
 package natsbackend
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -976,6 +977,14 @@ func (b *Backend) WatchRuns(ctx context.Context) (<-chan anarchon.RunEvent, erro
 	return ch, nil
 }
 
+// runningPrefix begins the value of every running run encodeRun writes
+// (State is runValue's first field). Half of a burst's run writes are
+// claims, and every instance's watch receives each of them: runEvent
+// passes over them without decoding their keys and values.
+var runningPrefix = encodeRun(runValue{State: anarchon.RunStateRunning})[:len(`{"st":"running"`)]
+
+// runEvent is the event of a watched put, if it is one the scheduler
+// waits for.
 func runEvent(e jetstream.KeyValueEntry) (anarchon.RunEvent, bool) {
 	if e == nil || e.Operation() != jetstream.KeyValuePut {
 		return anarchon.RunEvent{}, false
@@ -987,6 +996,9 @@ func runEvent(e jetstream.KeyValueEntry) (anarchon.RunEvent, bool) {
 	}
 	if len(parts) != 3 || parts[0] != "r" {
 		return anarchon.RunEvent{}, false
+	}
+	if bytes.HasPrefix(e.Value(), runningPrefix) {
+		return anarchon.RunEvent{}, false // a claim or a renewal: no event
 	}
 	job, ok := decodeJob(parts[1])
 	if !ok {
