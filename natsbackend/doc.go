@@ -347,11 +347,11 @@
 // burst send one request per batch, not one per slot
 // (TestClaimBatchRequests: 1 request for 100 claims of runs held by
 // another). BenchmarkClaimBatch measured a burst of
-// 1,000 plain claims (1,000 jobs) at 25 ms as one batch against 140 ms as
-// single claims (5.5×) and 19 ms for 1,000 bare creates published before
-// any acknowledgement is awaited (1.39×); lease claims at 353 ms against
-// 608 ms (2.1×). Loopback, nats-server v2.14.10, a 2-core machine at load
-// average 33.
+// 1,000 plain claims (1,000 jobs) at 28–29 ms as one batch against
+// 293–319 ms as single claims (10–12×), 1.8× the 15–16 ms of 1,000 bare
+// creates published before any acknowledgement is awaited; lease claims
+// at 395–408 ms against 2.3–2.4 s (5.7–6.4×). Loopback, nats-server
+// v2.14.10, a 2-core machine at load average 0–2.4 (BENCHMARKS.md §1).
 //
 // A batch of heartbeats ([RunStore.Heartbeats]) reads every run in one
 // direct get request and publishes the compare-and-set updates of the
