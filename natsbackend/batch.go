@@ -327,8 +327,7 @@ func (r *RunStore) ClaimRuns(ctx context.Context, in []anarchon.RunClaim) ([]ana
 		decide[jobs[i]] = append(decide[jobs[i]], i)
 	}
 	// The job keys of the jobs with one won create in the batch (a burst's
-	// every job) are updated together (commitJobs); the rest list their
-	// slots one by one in claimCreated.
+	// every job) are updated together (commitJobs).
 	var pj []string
 	var ps []int64
 	var pl, pi []int
@@ -340,23 +339,25 @@ func (r *RunStore) ClaimRuns(ctx context.Context, in []anarchon.RunClaim) ([]ana
 			}
 		}
 	}
+	// The wins the batch listed are settled together (settleWins); the
+	// others list their slots one by one in claimCreated.
 	listed := make(map[int]bool, len(pi))
+	var settle []int
 	lctx, cancel := b.bound(ctx)
-	var settle []int // the won creates the batch listed: settled together
 	for k, ok := range b.commitJobs(lctx, h, pj, ps, pl) {
-		listed[pi[k]] = ok
 		if ok {
+			listed[pi[k]] = true
 			settle = append(settle, pi[k])
 		}
 	}
 	cancel()
-	settled := b.settleWins(ctx, h, in, jobs, settle, func(i int) (string, uint64, time.Time) {
+	b.settleWins(ctx, h, in, jobs, settle, func(i int) (string, uint64, time.Time) {
 		j := created[i]
 		return ckeys[j], revs[j], los[j]
 	}, out)
 	forEach(len(order), func(k int) {
 		for _, i := range decide[order[k]] {
-			if settled[i] {
+			if listed[i] {
 				continue
 			}
 			j, ok := created[i]
@@ -365,7 +366,7 @@ func (r *RunStore) ClaimRuns(ctx context.Context, in []anarchon.RunClaim) ([]ana
 				continue
 			}
 			sctx, cancel := b.bound(ctx)
-			o, retry, err := b.claimCreated(sctx, h, jobs[i], ckeys[j], revs[j], los[j], in[i], 1, listed[i])
+			o, retry, err := b.claimCreated(sctx, h, jobs[i], ckeys[j], revs[j], los[j], in[i], 1)
 			cancel()
 			if retry {
 				o, err = b.claimRun(ctx, in[i])
@@ -377,24 +378,22 @@ func (r *RunStore) ClaimRuns(ctx context.Context, in []anarchon.RunClaim) ([]ana
 }
 
 // settleWins completes the won claims idx of in whose slots the batch
-// already listed in their job keys (commitJobs), as settleWinBy completes
+// already listed in their job keys (commitJobs), as settleWin completes
 // one, with each step taken for all of them at once: their claim records
 // are published to history, all before any acknowledgement is awaited
 // (repeated on an election only, as RecordClaims's are), beside one
 // direct get request per directBatch runs that reads back the server
 // timestamps of the revisions the creates wrote (the lease ends). So the
-// batch waits for one round trip, where settleWinBy sent two requests
+// batch waits for one round trip, where settleWin sends two requests
 // per claim. A run whose read shows another revision (a heartbeat or a
 // takeover already replaced it) or none (a replica that has not seen the
 // create yet) has its lease end read as leaseEnd reads it. at(i) is claim
 // i's run key, the revision its create wrote and a lower bound of the
-// server time before the create. It sets out[i] of each claim of idx and
-// reports them in settled.
+// server time before the create. It sets out[i] of each claim of idx.
 func (b *Backend) settleWins(ctx context.Context, h handles, in []anarchon.RunClaim, jobs []string, idx []int,
-	at func(i int) (key string, rev uint64, lo time.Time), out []anarchon.RunClaimAnswer) (settled map[int]bool) {
-	settled = make(map[int]bool, len(idx))
+	at func(i int) (key string, rev uint64, lo time.Time), out []anarchon.RunClaimAnswer) {
 	if len(idx) == 0 {
-		return settled
+		return
 	}
 	keys := make([]string, len(idx))
 	for k, i := range idx {
@@ -423,14 +422,12 @@ func (b *Backend) settleWins(ctx context.Context, h handles, in []anarchon.RunCl
 		} else {
 			unread = append(unread, i)
 		}
-		settled[i] = true
 	}
 	forEach(len(unread), func(k int) {
 		i := unread[k]
 		key, rev, lo := at(i)
 		out[i].Outcome.LeaseUntil = b.leaseEnd(sctx, h, key, rev, lo, in[i].Lease)
 	})
-	return settled
 }
 
 // answerRead answers the lease claim c in out from e, the state of its

@@ -252,7 +252,7 @@ func (b *Backend) claimRun(ctx context.Context, c anarchon.RunClaim) (anarchon.C
 				return anarchon.ClaimOutcome{}, b.wrap("renew lease", err)
 			}
 			if !slices.Contains(jv.Slots, c.Slot) {
-				out, retry, err := b.claimCreated(ctx, h, job, key, rev, lo, c, v.Attempt, false)
+				out, retry, err := b.claimCreated(ctx, h, job, key, rev, lo, c, v.Attempt)
 				if retry {
 					continue
 				}
@@ -395,7 +395,7 @@ func (b *Backend) claimAbsent(ctx context.Context, h handles, job, key string, c
 	if err != nil {
 		return out, false, b.wrap("claim run", err)
 	}
-	return b.claimCreated(ctx, h, job, key, rev, lo, c, 1, false)
+	return b.claimCreated(ctx, h, job, key, rev, lo, c, 1)
 }
 
 // overlapLimit is the job key's limit of live runs for claim c: 0 (no
@@ -416,21 +416,16 @@ func newRun(c anarchon.RunClaim) runValue {
 // attempt attempt, at revision rev: the create of an absent run (newRun,
 // attempt 1), or the renewal of a run an earlier try of the same token
 // wrote but never settled (see claimRun). lo is a lower bound of the
-// server time before the write; listed, that a batch listed the slot in
-// the job key already (commitJobs). The overlap check applies to a
+// server time before the write. The overlap check applies to a
 // first attempt only, as a takeover of a later one skips it (the slot
 // was admitted). retry is true when the run changed meanwhile and the
 // caller must decide again.
-func (b *Backend) claimCreated(ctx context.Context, h handles, job, key string, rev uint64, lo time.Time, c anarchon.RunClaim, attempt int, listed bool) (out anarchon.ClaimOutcome, retry bool, err error) {
+func (b *Backend) claimCreated(ctx context.Context, h handles, job, key string, rev uint64, lo time.Time, c anarchon.RunClaim, attempt int) (out anarchon.ClaimOutcome, retry bool, err error) {
 	limit := overlapLimit(c)
 	if attempt > 1 {
 		limit = 0
 	}
-	commit := func() (bool, error) { return b.commitJob(ctx, h, job, c.Slot, limit) }
-	if listed {
-		commit = func() (bool, error) { return true, nil }
-	}
-	until, ok, err := b.settleWinBy(ctx, h, job, key, rev, lo, c, attempt, limit, commit)
+	until, ok, err := b.settleWin(ctx, h, job, key, rev, lo, c, attempt, limit)
 	if err != nil {
 		return out, false, err
 	}
@@ -459,15 +454,6 @@ func (b *Backend) claimCreated(ctx context.Context, h handles, job, key string, 
 // is lo, a lower bound of the server time before the write, plus the
 // lease.
 func (b *Backend) settleWin(ctx context.Context, h handles, job, key string, rev uint64, lo time.Time, c anarchon.RunClaim, attempt int, limit int) (until time.Time, ok bool, err error) {
-	return b.settleWinBy(ctx, h, job, key, rev, lo, c, attempt, limit, func() (bool, error) {
-		return b.commitJob(ctx, h, job, c.Slot, limit)
-	})
-}
-
-// settleWinBy is settleWin with the job key's step commit: commitJob, or
-// a listing a batch already made (commitJobs).
-func (b *Backend) settleWinBy(ctx context.Context, h handles, job, key string, rev uint64, lo time.Time, c anarchon.RunClaim, attempt int, limit int,
-	commit func() (bool, error)) (until time.Time, ok bool, err error) {
 	ends := make(chan time.Time, 1)
 	go func() { ends <- b.leaseEnd(ctx, h, key, rev, lo, c.Lease) }()
 	var pub chan error
@@ -475,7 +461,7 @@ func (b *Backend) settleWinBy(ctx context.Context, h handles, job, key string, r
 		pub = make(chan error, 1)
 		go func() { pub <- b.publishClaim(ctx, job, c.ClaimInput, attempt, false) }()
 	}
-	ok, err = commit()
+	ok, err = b.commitJob(ctx, h, job, c.Slot, limit)
 	var perr error
 	if pub != nil {
 		perr = <-pub
