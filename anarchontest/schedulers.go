@@ -21,20 +21,31 @@ const schedTick = 500 * time.Millisecond
 // ranLedger counts handler runs per job, slot and attempt, as the jobs'
 // own evidence. A leased slot may run again under a higher attempt when
 // its holder lost the lease (SPEC §6, a takeover fenced by Run.Attempt);
-// one attempt of one slot must never run twice.
+// one attempt of one slot must never run twice. Manual runs (Trigger,
+// RunNow) are counted under job+manualRuns.
 type ranLedger struct {
 	mu   sync.Mutex
 	runs map[string]map[[2]int64]int
 }
 
+// manualRuns keeps a job's manual runs apart from its scheduled slots in
+// a ranLedger: the triggered job's hourly schedule fires a slot of its
+// own when a test runs across the top of an hour (a CI run at 17:00 UTC
+// did, and counted that slot as a second triggered run).
+const manualRuns = " (manual)"
+
 func (l *ranLedger) handler(job string) anarchon.Handler {
 	return func(ctx context.Context, run *anarchon.Run) error {
+		key := job
+		if run.Manual {
+			key += manualRuns
+		}
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		if l.runs[job] == nil {
-			l.runs[job] = map[[2]int64]int{}
+		if l.runs[key] == nil {
+			l.runs[key] = map[[2]int64]int{}
 		}
-		l.runs[job][[2]int64{run.Slot.UnixMilli(), int64(run.Attempt)}]++
+		l.runs[key][[2]int64{run.Slot.UnixMilli(), int64(run.Attempt)}]++
 		return nil
 	}
 }
@@ -164,7 +175,7 @@ func testControlSchedulers(t *testing.T, h Harness, hasLeases bool) {
 			t.Errorf("Trigger %d = %+v, want %+v", i, recs[i], recs[0])
 		}
 	}
-	if n, most := l.slots(trig); n != 1 || most != 1 {
+	if n, most := l.slots(trig + manualRuns); n != 1 || most != 1 {
 		t.Errorf("50 triggers with one key ran the job on %d slots (most %d per slot), want once", n, most)
 	}
 	found := false
