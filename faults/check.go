@@ -88,9 +88,15 @@ type Spec struct {
 	// retried: fail closed). Defaults to 2 s.
 	Reconnect time.Duration
 	// MaxLate is the jobs' MaxLate: a first attempt (or a plain run) that
-	// starts more than MaxLate + Tolerance after its slot is a late start.
-	// 0: not checked.
+	// starts more than MaxLate + Tolerance + Spawn after its slot is a
+	// late start. 0: not checked.
 	MaxLate time.Duration
+	// Spawn is how long after the scheduler starts a handler the ledger's
+	// start may be stamped: zero for a handler in the instance's process;
+	// for the daemon's shell jobs the fork and exec of the shell and of
+	// date(1), which the scheduler's lateness check cannot see. Only the
+	// late-start check allows it; the early-start check does not.
+	Spawn time.Duration
 	// ClockSync is the instances' Options.ClockSyncInterval. A clock_step
 	// fault's instance must measure its offset right again (within
 	// StepSettle) within ClockSync of each step (the step and the step
@@ -296,7 +302,7 @@ func Check(spec Spec, entries []Entry, history map[string][]anarchon.RunRecord, 
 		if lr.job == spec.LeasedJob && lr.attempt > 1 {
 			r.Takeovers++
 		}
-		if spec.MaxLate > 0 && lr.attempt <= 1 && lead > spec.MaxLate+spec.Tolerance {
+		if spec.MaxLate > 0 && lr.attempt <= 1 && lead > spec.MaxLate+spec.Tolerance+spec.Spawn {
 			r.LateStarts++
 			bad("%s slot %s attempt %d started %v after its slot on %s, past MaxLate %v",
 				lr.job, fmtMs(lr.slot), lr.attempt, lead, lr.inst, spec.MaxLate)

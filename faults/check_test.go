@@ -115,6 +115,10 @@ func TestCheck(t *testing.T) {
 			goodHistory, nil, "past MaxLate"},
 		{"started inside MaxLate", cat(good, run("i3.1", "plain", "l", time.Second, 1, 2500*ms, 2600*ms, faults.ResultCompleted)),
 			goodHistory, nil, ""},
+		{"started past MaxLate, inside Spawn", cat(good, run("i3.1", "plain", "l", time.Second, 1, 3150*ms, 3600*ms, faults.ResultCompleted)),
+			goodHistory, nil, ""},
+		{"started past MaxLate and Spawn", cat(good, run("i3.1", "plain", "l", time.Second, 1, 3250*ms, 3600*ms, faults.ResultCompleted)),
+			goodHistory, nil, "past MaxLate"},
 		{"lost during a node fault", good[:2], map[string][]anarchon.RunRecord{"leased": goodHistory["leased"][:1]},
 			[]faults.Fault{{Kind: faults.FaultNodeKill, Targets: []string{"n1"}, Start: base.Add(2500 * ms), End: base.Add(4 * time.Second)}}, ""},
 		// Fencing tokens: a takeover above the holder it replaced, each
@@ -142,6 +146,9 @@ func TestCheck(t *testing.T) {
 			sp := spec()
 			if strings.Contains(tc.name, "MaxLate") {
 				sp.MaxLate = 2 * time.Second
+			}
+			if strings.Contains(tc.name, "Spawn") {
+				sp.Spawn = 200 * time.Millisecond
 			}
 			sp.Fence = strings.HasPrefix(tc.name, "Fence required")
 			r := faults.Check(sp, tc.entries, tc.history, tc.faults)

@@ -438,7 +438,7 @@ func daemonDrillOnce(t *testing.T, bin string, top daemonTopology) {
 		LeasedJob: "leased", PlainJob: "plain",
 		LeasedInterval: time.Second, PlainInterval: time.Second, Lease: top.lease, Work: drillWork,
 		From: booted.Add(4 * time.Second), To: stopAt.Add(-3 * time.Second),
-		RecoveryBound: kill.bound, MaxLate: top.maxLate,
+		RecoveryBound: kill.bound, MaxLate: top.maxLate, Spawn: drillSpawn,
 	}
 	if kill.job != "" {
 		// Only one job's keys were on the killed node: Check's recovery

@@ -88,7 +88,10 @@
 // shell; the leader or primary is SIGKILLed mid-run, and [Check] reads
 // the ledger and `anarchon history --json`. Where the daemon sets
 // ANARCHON_FENCE (not empty, not 0), each slot's later holders must carry
-// a larger fence, and no two starts of a job may share one.
+// a larger fence, and no two starts of a job may share one. The shell
+// stamps a start after the daemon's lateness check, by the fork and exec
+// of sh and date(1): a start counts as past MaxLate only beyond
+// [Spec.Spawn] (200 ms) more.
 //
 // # Running
 //

@@ -54,6 +54,11 @@ const (
 	drillMaxLate = 5 * time.Second
 	drillStall   = 3 * time.Second        // replication stalled before the kill (ANARCHON_REDIS_FAILOVER_LAG=stall)
 	drillWork    = 300 * time.Millisecond // each handler's run
+	// drillSpawn is how long after the daemon starts a job the job's
+	// shell may stamp its start in the ledger: fork and exec of sh, then
+	// of date(1), on a loaded 2-core machine. The daemon's lateness check
+	// is before them (faults.Spec.Spawn).
+	drillSpawn = 200 * time.Millisecond
 )
 
 // drillStart is one handler start of the ledger.
