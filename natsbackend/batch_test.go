@@ -129,6 +129,33 @@ func TestClaimBatchRequests(t *testing.T) {
 	if want := uint64(3*n + 3); batched > want {
 		t.Errorf("a batch of %d lease claims sent %d requests, want at most %d (single claims: %d)", n, batched, want, singles)
 	}
+	// Later slots of the same jobs (overlap allowed) while the earlier
+	// ones still run: each
+	// job key lists them all, but a commit without the overlap check reads
+	// at most two of them (pruneProbes), so the requests do not grow with
+	// the lists (10 listed runs of 100 jobs would take 4 direct gets).
+	var later uint64
+	for range 10 {
+		later = sent(func() {
+			rc := leases(batch("lease"))
+			for i := range rc {
+				rc[i].AllowOverlap = true
+			}
+			out, err := runs.ClaimRuns(ctx, rc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, a := range out {
+				if a.Err != nil || a.Outcome.Kind != anarchon.OutcomeWon {
+					t.Fatalf("later lease claim %d: %+v", i, a)
+				}
+			}
+		})
+	}
+	// The first batch's requests and one read of the probed runs.
+	if want := uint64(3*n + 4); later > want {
+		t.Errorf("a batch of %d lease claims of jobs listing 10 running slots each sent %d requests, want at most %d", n, later, want)
+	}
 }
 
 // Each answer of a batch is what a single claim of the same input gives

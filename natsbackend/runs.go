@@ -536,14 +536,7 @@ func (b *Backend) commitJob(ctx context.Context, h handles, job string, slot int
 		if err != nil {
 			return false, err
 		}
-		others := slices.DeleteFunc(slices.Clone(jv.Slots), func(s int64) bool { return s == slot })
-		probe := others
-		if limit == 0 && len(others) > pruneProbes {
-			probe = make([]int64, 0, pruneProbes)
-			for _, i := range rand.Perm(len(others))[:pruneProbes] {
-				probe = append(probe, others[i])
-			}
-		}
+		probe := probed(jv, slot, limit)
 		keys := make([]string, len(probe))
 		for k, s := range probe {
 			keys[k] = runKey(job, s)
@@ -573,11 +566,26 @@ func (b *Backend) commitJob(ctx context.Context, h handles, job string, slot int
 	return false, fmt.Errorf("natsbackend: job key %s: %w", jobKey(job), ErrContention)
 }
 
+// probed is which slots of the list jv, other than slot, a commit reads:
+// all of them for the overlap check (limit > 0), else at most pruneProbes
+// at random.
+func probed(jv jobValue, slot int64, limit int) []int64 {
+	others := slices.DeleteFunc(slices.Clone(jv.Slots), func(s int64) bool { return s == slot })
+	if limit > 0 || len(others) <= pruneProbes {
+		return others
+	}
+	probe := make([]int64, 0, pruneProbes)
+	for _, i := range rand.Perm(len(others))[:pruneProbes] {
+		probe = append(probe, others[i])
+	}
+	return probe
+}
+
 // commitJobs is commitJob for the won creates of a batch: item k lists
 // slots[k] in the key of jobs[k] (the jobs distinct) under limits[k].
-// The job keys are read in one request and every slot they list in one
-// more (commitJob, without the overlap check, probes two of a long list;
-// a batch reads them all in the same request); the lists are decided as
+// The job keys are read in one request and the slots commitJob would
+// read (probed: all of a list for the overlap check, else at most
+// pruneProbes) in one more; the lists are decided as
 // commitJob decides them (settled and absent runs dropped, live leases
 // counted against the limit) and written with compare-and-sets, all
 // published before any acknowledgement is awaited. committed[k] is true
@@ -600,6 +608,7 @@ func (b *Backend) commitJobs(ctx context.Context, h handles, jobs []string, slot
 	lists := make([]jobValue, len(jobs))
 	revs := make([]uint64, len(jobs)) // 0: no key yet, written as a create
 	readable := make([]bool, len(jobs))
+	probes := make([][]int64, len(jobs))
 	var rkeys []string
 	for k := range jobs {
 		if e, ok := got[jkeys[k]]; ok {
@@ -609,10 +618,9 @@ func (b *Backend) commitJobs(ctx context.Context, h handles, jobs []string, slot
 			revs[k] = e.rev
 		}
 		readable[k] = true
-		for _, s := range lists[k].Slots {
-			if s != slots[k] {
-				rkeys = append(rkeys, runKey(jobs[k], s))
-			}
+		probes[k] = probed(lists[k], slots[k], limits[k])
+		for _, s := range probes[k] {
+			rkeys = append(rkeys, runKey(jobs[k], s))
 		}
 	}
 	runs, err := b.readMany(ctx, h, rkeys, true)
@@ -627,7 +635,7 @@ func (b *Backend) commitJobs(ctx context.Context, h handles, jobs []string, slot
 		if !readable[k] {
 			continue
 		}
-		keep, ok, err := b.listed(ctx, h, jobs[k], slots[k], limits[k], lists[k], lists[k].Slots, runs)
+		keep, ok, err := b.listed(ctx, h, jobs[k], slots[k], limits[k], lists[k], probes[k], runs)
 		if err != nil || !ok {
 			continue
 		}
