@@ -347,11 +347,11 @@
 // burst send one request per batch, not one per slot
 // (TestClaimBatchRequests: 1 request for 100 claims of runs held by
 // another). BenchmarkClaimBatch measured a burst of
-// 1,000 plain claims (1,000 jobs) at 28–29 ms as one batch against
-// 293–319 ms as single claims (10–12×), 1.8× the 15–16 ms of 1,000 bare
+// 1,000 plain claims (1,000 jobs) at 27–28 ms as one batch against
+// 297–298 ms as single claims (11×), 1.9–2.0× the 15–16 ms of 1,000 bare
 // creates published before any acknowledgement is awaited; lease claims
-// at 395–408 ms against 2.3–2.4 s (5.7–6.4×). Loopback, nats-server
-// v2.14.10, a 2-core machine at load average 0–2.4 (BENCHMARKS.md §1).
+// at 144–155 ms against 1.9–2.1 s (14×). Loopback, nats-server v2.14.10,
+// a 2-core machine at load average 2.2–2.7 (BENCHMARKS.md §1).
 //
 // A batch of heartbeats ([RunStore.Heartbeats]) reads every run in one
 // direct get request and publishes the compare-and-set updates of the
