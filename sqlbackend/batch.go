@@ -160,8 +160,14 @@ func (b *SQLBackend) insertClaims(ctx context.Context, tx Querier, in []anarchon
 // typed parameters, joined with UNION ALL, and returns the statement in
 // the database's placeholder syntax with the arguments of the rows,
 // row(0) … row(n-1), in order; the arguments of stmt's own `?` after
-// {keys} follow them.
+// {keys} follow them. With SQLDialect.JSONKeys the rows go as one JSON
+// argument instead (jsonKeys), where their texts allow it.
 func (b *SQLBackend) unionKeys(stmt, key string, n int, row func(n int) []any) (string, []any) {
+	if b.d.JSONKeys {
+		if keys, arg, ok := jsonKeys(key, n, row); ok {
+			return b.rewrite(strings.Replace(stmt, "{keys}", keys, 1)), []any{arg}
+		}
+	}
 	var keys strings.Builder
 	var args []any
 	for k := range n {
@@ -172,6 +178,42 @@ func (b *SQLBackend) unionKeys(stmt, key string, n int, row func(n int) []any) (
 		args = append(args, row(k)...)
 	}
 	return b.rewrite(strings.Replace(stmt, "{keys}", keys.String(), 1)), args
+}
+
+// jsonKeys is the {keys} of unionKeys as one SELECT over json_each of a
+// JSON array of the n rows (each an array of row(k)'s values), and that
+// array: the k-th `?` of key reads the row's k-th element. The statement
+// is the same short text whatever n, where n rows joined with UNION ALL
+// are n SELECTs for the database to parse and plan: with SQLite that
+// parse was about a third of a burst's claim transactions, which run one
+// at a time across processes (BENCHMARKS.md §8). ok is false when a text
+// value is not valid UTF-8 or holds NUL, which JSON would change: the
+// caller joins the rows instead.
+func jsonKeys(key string, n int, row func(n int) []any) (keys string, arg string, ok bool) {
+	rows := make([][]any, n)
+	for k := range n {
+		rows[k] = row(k)
+		for _, v := range rows[k] {
+			if t, isText := v.(string); isText && !textSafe(t) {
+				return "", "", false
+			}
+		}
+	}
+	js, err := json.Marshal(rows)
+	if err != nil {
+		return "", "", false
+	}
+	var q strings.Builder
+	i := 0
+	for part := range strings.SplitSeq(key, "?") {
+		if i > 0 {
+			fmt.Fprintf(&q, "json_extract(value, '$[%d]')", i-1)
+		}
+		q.WriteString(part)
+		i++
+	}
+	q.WriteString(" FROM json_each(?)")
+	return q.String(), string(js), true
 }
 
 // heldChunk is the most slots one read of answerHeld asks for: two

@@ -122,6 +122,16 @@ type SQLDialect struct {
 	// the Upsert assignments. Nil means "excluded.col"; MySQL "VALUES(col)".
 	Excluded func(col string) string
 
+	// JSONKeys is true when the database has SQLite's json_each and
+	// json_extract: a batch's statements (heldSlots, plainClaims,
+	// leaseClaims) then take their slots as one JSON array argument, read
+	// with json_each, instead of one SELECT of parameters per slot joined
+	// with UNION ALL, so that the statement stays short, and as quick to
+	// parse and plan, whatever the batch's size. A batch with a
+	// text that JSON would change (invalid UTF-8, NUL) uses the UNION ALL.
+	// False: every batch uses the UNION ALL, which every SQL database reads.
+	JSONKeys bool
+
 	// NoReturning is true when the database has no UPDATE/DELETE …
 	// RETURNING (MySQL; MariaDB has it for DELETE only). The base then runs
 	// a statement that would return rows — heartbeat, finish, release,

@@ -35,6 +35,7 @@ const MinVersion = "3.35.0"
 // run one after the other, across processes too.
 var Dialect = sqlbackend.SQLDialect{
 	BigInt:    "INTEGER",
+	JSONKeys:  true,
 	NowMs:     "(CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER))",
 	ForUpdate: "",
 	Serialize: "",
