@@ -216,6 +216,18 @@ func jsonKeys(key string, n int, row func(n int) []any) (keys string, arg string
 	return q.String(), string(js), true
 }
 
+// jsonTexts is names, texts, as a JSON array; ok is false when one of
+// them is not valid UTF-8 or holds NUL (jsonKeys).
+func jsonTexts(names []any) (string, bool) {
+	for _, v := range names {
+		if t, _ := v.(string); !textSafe(t) {
+			return "", false
+		}
+	}
+	js, err := json.Marshal(names)
+	return string(js), err == nil
+}
+
 // heldChunk is the most slots one read of answerHeld asks for: two
 // parameters each, well below SQLite's and MySQL's limits on a
 // statement's parameters (32,766 and 65,535) whatever Options.BatchSize.
@@ -472,7 +484,14 @@ func (b *SQLBackend) claimNewRuns(ctx context.Context, tx Querier, in []anarchon
 			won[i] = anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: 1, Holder: in[i].InstanceID, LeaseUntil: time.UnixMilli(until).UTC()}
 			names = append(names, k.job)
 		}
-		q = b.rewrite(strings.Replace(b.q.takeFences, "{names}", strings.Repeat("?, ", len(names)-1)+"?", 1))
+		list := strings.Repeat("?, ", len(names)-1) + "?"
+		if b.d.JSONKeys {
+			// As jsonKeys: one short statement whatever the batch's size.
+			if js, ok := jsonTexts(names); ok {
+				list, names = "SELECT value FROM json_each(?)", []any{js}
+			}
+		}
+		q = b.rewrite(strings.Replace(b.q.takeFences, "{names}", list, 1))
 		rows, err = b.all(ctx, tx, q, names...)
 		if err != nil {
 			return nil, err

@@ -56,9 +56,9 @@ func (c *texts) reset() {
 
 // TestBatchKeysAsJSON: SQLite's batches pass their slots as one JSON
 // array read with json_each (sqlbackend.SQLDialect.JSONKeys), plain and
-// lease, read and write; a batch with a text JSON would change (invalid
-// UTF-8, NUL) joins its slots with UNION ALL instead, and is answered the
-// same.
+// lease, read and write, and a lease batch takes its won jobs' fences
+// the same way; a batch with a text JSON would change (invalid UTF-8,
+// NUL) joins its slots with UNION ALL instead, and is answered the same.
 func TestBatchKeysAsJSON(t *testing.T) {
 	db, err := sql.Open(sqlitefile.DriverName, sqlitefile.DSN(filepath.Join(t.TempDir(), "keys.db"), 10_000))
 	if err != nil {
@@ -116,6 +116,10 @@ func TestBatchKeysAsJSON(t *testing.T) {
 		if !strings.Contains(all, "json_each(") || json == strings.Contains(all, "UNION ALL") {
 			t.Errorf("instance %q: want json_each for every batch statement%s; statements:\n%s", inst,
 				map[bool]string{true: "", false: " but the claims' writes, joined with UNION ALL"}[json], all)
+		}
+		// The fences of the won jobs, whose names are safe either way.
+		if strings.Contains(all, "job IN (?") {
+			t.Errorf("instance %q: the fences were taken with a list of parameters, want json_each:\n%s", inst, all)
 		}
 		c.reset()
 	}

@@ -43,7 +43,10 @@ LEFT JOIN {runs} AS r ON r.job = ? AND r.slot = ?
 -- with UNION ALL, which every SQL database reads. SQLite spends less on
 -- it than on the same slots as a chain of "(job = ? AND slot = ?)" joined
 -- with OR: 4.7–5.6 µs per lost claim of a batch of 256 against 5.6–7.0
--- (BENCHMARKS.md §1, BenchmarkClaimBatch).
+-- (BENCHMARKS.md §1, BenchmarkClaimBatch). With SQLDialect.JSONKeys
+-- (SQLite) {keys} is instead one SELECT of the same columns from
+-- json_each of a JSON array of the slots (unionKeys, jsonKeys), here and
+-- in plainClaims and leaseClaims.
 SELECT r.job, r.slot, r.token, r.instance, r.attempt, r.state, r.status, r.lease_until, {now}
 FROM ({keys}) AS k JOIN {runs} AS r ON r.job = k.job AND r.slot = k.slot
 

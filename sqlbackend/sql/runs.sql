@@ -70,7 +70,8 @@ RETURNING job, slot, lease_until
 
 -- name: takeFences
 -- The fencing tokens of the jobs whose slots leaseClaims won, one each;
--- {names} is one ? per job.
+-- {names} is one ? per job, or with SQLDialect.JSONKeys a SELECT of the
+-- values of json_each of one JSON array of them.
 UPDATE {jobs} SET fence = fence + 1 WHERE job IN ({names})
 RETURNING job, fence
 
