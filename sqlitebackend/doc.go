@@ -19,21 +19,27 @@
 // anarchon.Permanent; SQLITE_BUSY and the like are retried.
 //
 // Batches (anarchon.BatchClaimer, anarchon.RunBatchClaimer, SPEC §4
-// "Batches") are one BEGIN IMMEDIATE transaction each, one hold of the
-// write lock, in which every claim runs the statements it runs alone
-// (sqlitefile's TestBatchRoundTrips: n+2 statements for n won plain
-// claims, 5n+2 for n won lease claims). So are batches of results,
-// heartbeats and finishes (anarchon.ResultBatcher,
-// anarchon.HeartbeatBatcher, anarchon.FinishBatcher): 5n+2 statements
-// for n results, n+2 for n heartbeats, 5n+2 for n finishes, each entry
-// as its single call; the HeartbeatBatch, ResultBatch and FinishBatch
-// conformance subtests pass on a file. Each statement is prepared once
-// per transaction: sqlitefile's BenchmarkClaimBatch (batches of 256 new
-// slots, 2026-12-02) measured 34.5 µs per won claim and 46.9 µs per lost
-// one, where preparing every statement again for each claim had cost
-// 64.7 and 88.9 µs; the raw floor, 256 prepared INSERT … ON CONFLICT DO
-// NOTHING in one transaction, was 5.7–6.7 µs per row (won/raw 5.1×,
-// 13.3× before).
+// "Batches") first read the rows of their slots in one SELECT, which
+// answers the slots already held without the write lock, then decide the
+// others in one BEGIN IMMEDIATE transaction, one hold of the lock: the
+// new slots of a plain batch with one INSERT (sqlitefile's
+// TestBatchRoundTrips: 4 statements for a won batch of up to 500 slots),
+// the lease claims that are their job's only one in the batch with one
+// INSERT and one UPDATE of their fences, and every other claim with the
+// statements it runs alone. The slots go to those statements as one
+// JSON array read with json_each (SQLDialect.JSONKeys), a statement of
+// the same short text whatever the batch's size (TestBatchKeysAsJSON).
+// Batches of results, heartbeats and finishes (anarchon.ResultBatcher,
+// anarchon.HeartbeatBatcher, anarchon.FinishBatcher) are one transaction
+// too, each entry as its single call (5n+2 statements for n results,
+// n+2 for n heartbeats, 5n+2 for n finishes); the HeartbeatBatch,
+// ResultBatch and FinishBatch conformance subtests pass on a file. Each
+// statement is prepared once per transaction. sqlitefile's
+// BenchmarkClaimBatch (batches of 256 new slots, 2026-12-04) measured
+// 14.7–19.3 µs per won claim and 4.4–6.1 µs per lost one, 2.98–3.36× the
+// raw floor of 256 prepared INSERT … ON CONFLICT DO NOTHING in one
+// transaction (3.66–4.09× with the slots joined by UNION ALL instead of
+// JSON; BENCHMARKS.md §1).
 //
 // Fencing tokens (SPEC §6, "Fencing"): the base's per-job counter, in the
 // jobs row of the database file, raised by every won lease claim in its
