@@ -2,8 +2,6 @@ package sqlitefile_test
 
 import (
 	"context"
-	"database/sql"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -13,7 +11,6 @@ import (
 	"github.com/anarchon/anarchon"
 	"github.com/anarchon/anarchon/sqlbackend"
 	"github.com/anarchon/anarchon/sqlitebackend"
-	"github.com/anarchon/anarchon/sqlitefile"
 )
 
 // texts is a sqlbackend.Conn that keeps the text of every statement run
@@ -60,12 +57,7 @@ func (c *texts) reset() {
 // the same way; a batch with a text JSON would change (invalid UTF-8,
 // NUL) joins its slots with UNION ALL instead, and is answered the same.
 func TestBatchKeysAsJSON(t *testing.T) {
-	db, err := sql.Open(sqlitefile.DriverName, sqlitefile.DSN(filepath.Join(t.TempDir(), "keys.db"), 10_000))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	c := &texts{conn: sqlbackend.DB{DB: db, Begin: "BEGIN IMMEDIATE"}}
+	c := &texts{conn: fileConn(t)}
 	b, err := sqlitebackend.NewFromConn(c, nil)
 	if err != nil {
 		t.Fatal(err)

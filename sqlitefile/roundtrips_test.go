@@ -18,17 +18,24 @@ import (
 // statement counter.
 func countedBackend(t *testing.T) (*sqlitebackend.Backend, *sqlbackendtest.Counter) {
 	t.Helper()
-	db, err := sql.Open(sqlitefile.DriverName, sqlitefile.DSN(filepath.Join(t.TempDir(), "count.db"), 10_000))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	c := sqlbackendtest.Count(sqlbackend.DB{DB: db, Begin: "BEGIN IMMEDIATE"})
+	c := sqlbackendtest.Count(fileConn(t))
 	b, err := sqlitebackend.NewFromConn(c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return b, c
+}
+
+// fileConn opens a new database file as the backend's Conn, closed when
+// t ends.
+func fileConn(t *testing.T) sqlbackend.DB {
+	t.Helper()
+	db, err := sql.Open(sqlitefile.DriverName, sqlitefile.DSN(filepath.Join(t.TempDir(), "conn.db"), 10_000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return sqlbackend.DB{DB: db, Begin: "BEGIN IMMEDIATE"}
 }
 
 // TestClaimRoundTrips counts the statements of each kind of claim (the
