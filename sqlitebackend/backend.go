@@ -24,7 +24,8 @@ import (
 const DefaultBusyTimeout = 10 * time.Second
 
 // MinVersion is the oldest SQLite library the backend accepts: 3.35.0
-// brought RETURNING, which the plain claim needs.
+// brought RETURNING, which the plain claim needs. Init also needs the
+// JSON functions (json_each, json_extract), built in since 3.38.0.
 const MinVersion = "3.35.0"
 
 // Dialect is the SQLite dialect of the SQL base (SPEC §7). The clock is
@@ -266,6 +267,9 @@ func check(ctx context.Context, c sqlbackend.Conn, qc *queuedConn, wal bool) err
 	}
 }
 
+// jsonProbe is a statement that needs the JSON functions of the batches.
+const jsonProbe = "SELECT json_extract(value, '$[0]') FROM json_each('[[1]]')"
+
 func checkOnce(ctx context.Context, c sqlbackend.Conn, wal bool) error {
 	rows, err := c.All(ctx, "SELECT sqlite_version()")
 	if err != nil {
@@ -280,6 +284,14 @@ func checkOnce(ctx context.Context, c sqlbackend.Conn, wal bool) error {
 	}
 	if !versionAtLeast(v, MinVersion) {
 		return anarchon.Permanent(fmt.Errorf("SQLite %s is older than %s (RETURNING is needed)", v, MinVersion))
+	}
+	// The batches read their slots with json_each (Dialect.JSONKeys):
+	// built in since 3.38.0, an extension (JSON1) of older libraries.
+	if _, err := c.All(ctx, jsonProbe); err != nil {
+		if isBusy(err) {
+			return err
+		}
+		return anarchon.Permanent(fmt.Errorf("SQLite %s lacks the JSON functions json_each and json_extract, which batches of claims use (built in since 3.38.0; older libraries need the JSON1 extension): %w", v, err))
 	}
 	if wal {
 		return switchToWAL(ctx, c)

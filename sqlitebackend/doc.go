@@ -112,7 +112,11 @@
 //
 // # Server requirements
 //
-// SQLite 3.35.0 or newer ([MinVersion]; RETURNING), checked by Init. A
+// SQLite 3.35.0 or newer ([MinVersion]; RETURNING) with the JSON
+// functions json_each and json_extract, which batches of claims use
+// (built in since 3.38.0; an older library needs its JSON1 extension),
+// both checked by Init, which refuses a library without them with a
+// permanent error. A
 // local file system: SQLite's locks are unreliable on network file systems,
 // so instances on several hosts need a server database (pgbackend).
 //
