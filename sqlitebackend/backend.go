@@ -270,6 +270,15 @@ func check(ctx context.Context, c sqlbackend.Conn, qc *queuedConn, wal bool) err
 // jsonProbe is a statement that needs the JSON functions of the batches.
 const jsonProbe = "SELECT json_extract(value, '$[0]') FROM json_each('[[1]]')"
 
+// noJSON reports whether err, from jsonProbe, is SQLite's answer for a
+// library without the JSON functions: "no such function: json_extract"
+// or "no such table: json_each" (SQLite's own messages, whatever the
+// driver wraps them in).
+func noJSON(err error) bool {
+	m := err.Error()
+	return strings.Contains(m, "no such function: json_") || strings.Contains(m, "no such table: json_each")
+}
+
 func checkOnce(ctx context.Context, c sqlbackend.Conn, wal bool) error {
 	rows, err := c.All(ctx, "SELECT sqlite_version()")
 	if err != nil {
@@ -288,8 +297,8 @@ func checkOnce(ctx context.Context, c sqlbackend.Conn, wal bool) error {
 	// The batches read their slots with json_each (Dialect.JSONKeys):
 	// built in since 3.38.0, an extension (JSON1) of older libraries.
 	if _, err := c.All(ctx, jsonProbe); err != nil {
-		if isBusy(err) {
-			return err
+		if !noJSON(err) {
+			return err // busy, I/O, a closed pool…: as the version query's
 		}
 		return anarchon.Permanent(fmt.Errorf("SQLite %s lacks the JSON functions json_each and json_extract, which batches of claims use (built in since 3.38.0; older libraries need the JSON1 extension): %w", v, err))
 	}
