@@ -216,18 +216,6 @@ func jsonKeys(key string, n int, row func(n int) []any) (keys string, arg string
 	return q.String(), string(js), true
 }
 
-// jsonTexts is names, texts, as a JSON array; ok is false when one of
-// them is not valid UTF-8 or holds NUL (jsonKeys).
-func jsonTexts(names []any) (string, bool) {
-	for _, v := range names {
-		if t, _ := v.(string); !textSafe(t) {
-			return "", false
-		}
-	}
-	js, err := json.Marshal(names)
-	return string(js), err == nil
-}
-
 // heldChunk is the most slots one read of answerHeld asks for: two
 // parameters each, well below SQLite's and MySQL's limits on a
 // statement's parameters (32,766 and 65,535) whatever Options.BatchSize.
@@ -469,7 +457,7 @@ func (b *SQLBackend) claimNewRuns(ctx context.Context, tx Querier, in []anarchon
 		if len(rows) == 0 {
 			continue
 		}
-		names := make([]any, 0, len(rows))
+		names := make([]string, 0, len(rows))
 		for _, row := range rows {
 			rd := reader(row)
 			k := slotKey{rd.string(), rd.int64()}
@@ -484,15 +472,8 @@ func (b *SQLBackend) claimNewRuns(ctx context.Context, tx Querier, in []anarchon
 			won[i] = anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: 1, Holder: in[i].InstanceID, LeaseUntil: time.UnixMilli(until).UTC()}
 			names = append(names, k.job)
 		}
-		list := strings.Repeat("?, ", len(names)-1) + "?"
-		if b.d.JSONKeys {
-			// As jsonKeys: one short statement whatever the batch's size.
-			if js, ok := jsonTexts(names); ok {
-				list, names = "SELECT value FROM json_each(?)", []any{js}
-			}
-		}
-		q = b.rewrite(strings.Replace(b.q.takeFences, "{names}", list, 1))
-		rows, err = b.all(ctx, tx, q, names...)
+		q, args = b.unionKeys(b.q.takeFences, b.q.takeFenceKey, len(names), func(n int) []any { return []any{names[n]} })
+		rows, err = b.all(ctx, tx, q, args...)
 		if err != nil {
 			return nil, err
 		}

@@ -124,7 +124,7 @@ type SQLDialect struct {
 
 	// JSONKeys is true when the database has SQLite's json_each and
 	// json_extract: a batch's statements (heldSlots, plainClaims,
-	// leaseClaims) then take their slots as one JSON array argument, read
+	// leaseClaims, takeFences) then take their slots as one JSON array argument, read
 	// with json_each, instead of one SELECT of parameters per slot joined
 	// with UNION ALL, so that the statement stays short, and as quick to
 	// parse and plan, whatever the batch's size. A batch with a

@@ -32,7 +32,7 @@ type queries struct {
 
 	plainClaim, selectToken, heldSlots, heldSlotKey, insertManual string
 	plainClaims, plainClaimKey                                    string
-	leaseClaims, leaseClaimKey, takeFences                        string
+	leaseClaims, leaseClaimKey, takeFences, takeFenceKey          string
 	upsertResult, finishPlain                                     string
 	trimResults, trimRuns                                         string
 
@@ -173,6 +173,8 @@ func buildQueries(qualify, quote func(string) string, d SQLDialect) queries {
 		heldSlotKey: r.Replace("SELECT CAST(? AS {tcast}) AS job, CAST(? AS {bcast}) AS slot"),
 		plainClaims: unrewritten("plainClaims"),
 		leaseClaims: unrewritten("leaseClaims"), takeFences: unrewritten("takeFences"),
+		// One job of takeFences's {keys}.
+		takeFenceKey: r.Replace("SELECT CAST(? AS {tcast}) AS job"),
 		leaseClaimKey: r.Replace("SELECT CAST(? AS {bcast}) AS ord, CAST(? AS {tcast}) AS job, CAST(? AS {bcast}) AS slot, " +
 			"CAST(? AS {tcast}) AS token, CAST(? AS {tcast}) AS inst, CAST(? AS {bcast}) AS lease, " +
 			"CAST(? AS {bcast}) AS maxlate, CAST(? AS {bcast}) AS overlap, CAST(? AS {bcast}) AS lim"),

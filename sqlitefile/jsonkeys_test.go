@@ -6,7 +6,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/anarchon/anarchon"
 	"github.com/anarchon/anarchon/sqlbackend"
@@ -41,9 +40,6 @@ func (c *texts) Transaction(ctx context.Context, fn func(tx sqlbackend.Querier) 
 	})
 }
 
-// textSafe: valid UTF-8 without NUL, which JSON keeps as it is.
-func textSafe(s string) bool { return utf8.ValidString(s) && !strings.Contains(s, "\x00") }
-
 // reset forgets the statements kept so far.
 func (c *texts) reset() {
 	c.mu.Lock()
@@ -55,34 +51,53 @@ func (c *texts) reset() {
 // array read with json_each (sqlbackend.SQLDialect.JSONKeys), plain and
 // lease, read and write, and a lease batch takes its won jobs' fences
 // the same way; a batch with a text JSON would change (invalid UTF-8,
-// NUL) joins its slots with UNION ALL instead, and is answered the same.
+// NUL) joins its slots with UNION ALL instead, and is answered the same,
+// as is every batch of the SQL base on SQLite with JSONKeys off.
 func TestBatchKeysAsJSON(t *testing.T) {
+	ctx := t.Context()
 	c := &texts{conn: fileConn(t)}
 	b, err := sqlitebackend.NewFromConn(c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := t.Context()
-	if err := b.Init(ctx); err != nil {
+	off := &texts{conn: fileConn(t)}
+	d := sqlitebackend.Dialect
+	d.JSONKeys = false
+	ob, err := sqlbackend.New(sqlbackend.Config{Name: "sqlite", Dialect: d, Conn: off})
+	if err != nil {
 		t.Fatal(err)
 	}
+	for _, be := range []anarchon.Backend{b, ob} {
+		if err := be.Init(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
 	slot := time.Now().Add(-time.Minute).Truncate(time.Second).UnixMilli()
-	for _, inst := range []string{"plain-instance", "bad\xff\x00instance"} {
-		json := textSafe(inst)
+	for _, tc := range []struct {
+		name string
+		b    batches
+		c    *texts
+		inst string
+		json bool // every batch statement in its JSON form; false: the claims' writes and fences joined with UNION ALL
+	}{
+		{"JSON", b, c, "plain-instance", true},
+		{"an instance ID JSON would change", b, c, "bad\xff\x00instance", false},
+		{"JSONKeys off", ob, off, "plain-instance", false},
+	} {
 		in := make([]anarchon.ClaimInput, 3)
 		for i := range in {
-			in[i] = anarchon.ClaimInput{Job: "job" + string(rune('a'+i)), Slot: slot, Token: "tok-" + inst, InstanceID: inst}
+			in[i] = anarchon.ClaimInput{Job: "job" + string(rune('a'+i)), Slot: slot, Token: "tok-" + tc.inst, InstanceID: tc.inst}
 		}
 		slot += 1000
-		c.reset()
+		tc.c.reset()
 		for round := range 2 { // the new slots, then the same again: read, answered won
-			out, err := b.ClaimBatch(ctx, in)
+			out, err := tc.b.ClaimBatch(ctx, in)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for i, a := range out {
 				if !a.Won || a.Err != nil {
-					t.Fatalf("instance %q round %d claim %d: %+v", inst, round, i, a)
+					t.Fatalf("%s: round %d claim %d: %+v", tc.name, round, i, a)
 				}
 			}
 		}
@@ -90,29 +105,49 @@ func TestBatchKeysAsJSON(t *testing.T) {
 		for i := range rc {
 			rc[i] = anarchon.RunClaim{ClaimInput: in[i], Lease: time.Minute, AllowOverlap: true}
 			rc[i].Job += "-lease"
+			// A job row, so that the claims are won together (leaseClaims,
+			// takeFences), not one by one.
+			if err := tc.b.PrepareJob(ctx, anarchon.PrepareJobInput{Job: rc[i].Job}); err != nil {
+				t.Fatal(err)
+			}
 		}
-		out, err := b.Runs().(anarchon.RunBatchClaimer).ClaimRuns(ctx, rc)
+		out, err := tc.b.Runs().(anarchon.RunBatchClaimer).ClaimRuns(ctx, rc)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i, a := range out {
 			if a.Err != nil || a.Outcome.Kind != anarchon.OutcomeWon {
-				t.Fatalf("instance %q lease claim %d: %+v", inst, i, a)
+				t.Fatalf("%s: lease claim %d: %+v", tc.name, i, a)
 			}
 		}
-		if c.qs == nil {
+		if tc.c.qs == nil {
 			t.Fatal("no statement was kept")
 		}
-		all := strings.Join(c.qs, "\n")
-		// The reads of the slots' rows carry no instance: JSON either way.
-		if !strings.Contains(all, "json_each(") || json == strings.Contains(all, "UNION ALL") {
-			t.Errorf("instance %q: want json_each for every batch statement%s; statements:\n%s", inst,
-				map[bool]string{true: "", false: " but the claims' writes, joined with UNION ALL"}[json], all)
+		all := strings.Join(tc.c.qs, "\n")
+		// With JSONKeys the reads of the slots' rows, which carry no
+		// instance, are JSON either way.
+		if jsonKeys := tc.c != off; jsonKeys != strings.Contains(all, "json_each(") || tc.json == strings.Contains(all, "UNION ALL") {
+			t.Errorf("%s: json_each %v, UNION ALL %v, want %v and %v; statements:\n%s", tc.name,
+				strings.Contains(all, "json_each("), strings.Contains(all, "UNION ALL"), jsonKeys, !tc.json, all)
 		}
-		// The fences of the won jobs, whose names are safe either way.
-		if strings.Contains(all, "job IN (?") {
-			t.Errorf("instance %q: the fences were taken with a list of parameters, want json_each:\n%s", inst, all)
+		// The fences of the won jobs, whose names are safe: JSON with
+		// JSONKeys, a list of parameters never.
+		fences := ""
+		for _, q := range tc.c.qs {
+			if strings.Contains(q, "SET fence = fence + 1") {
+				fences = q
+			}
 		}
-		c.reset()
+		if fences == "" || strings.Contains(fences, "job IN (?") || (tc.c != off) != strings.Contains(fences, "json_each(") {
+			t.Errorf("%s: the fences were taken by %q", tc.name, fences)
+		}
+		tc.c.reset()
 	}
+}
+
+// batches is what TestBatchKeysAsJSON claims through.
+type batches interface {
+	anarchon.Backend
+	anarchon.BatchClaimer
+	Runs() anarchon.RunStore
 }

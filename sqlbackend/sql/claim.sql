@@ -46,7 +46,7 @@ LEFT JOIN {runs} AS r ON r.job = ? AND r.slot = ?
 -- (BENCHMARKS.md §1, BenchmarkClaimBatch). With SQLDialect.JSONKeys
 -- (SQLite) {keys} is instead one SELECT of the same columns from
 -- json_each of a JSON array of the slots (unionKeys, jsonKeys), here and
--- in plainClaims and leaseClaims.
+-- in plainClaims, leaseClaims and takeFences.
 SELECT r.job, r.slot, r.token, r.instance, r.attempt, r.state, r.status, r.lease_until, {now}
 FROM ({keys}) AS k JOIN {runs} AS r ON r.job = k.job AND r.slot = k.slot
 

@@ -70,9 +70,9 @@ RETURNING job, slot, lease_until
 
 -- name: takeFences
 -- The fencing tokens of the jobs whose slots leaseClaims won, one each;
--- {names} is one ? per job, or with SQLDialect.JSONKeys a SELECT of the
--- values of json_each of one JSON array of them.
-UPDATE {jobs} SET fence = fence + 1 WHERE job IN ({names})
+-- {keys} is one "SELECT CAST(? AS …) AS job" per job, joined with UNION
+-- ALL (or their JSON form, as heldSlots's).
+UPDATE {jobs} SET fence = fence + 1 WHERE job IN ({keys})
 RETURNING job, fence
 
 -- name: liveOtherRun
