@@ -85,18 +85,21 @@ func TestClaimBatchRequests(t *testing.T) {
 		}
 		return rc
 	}
-	held := leases(batch("lease"))
-	batched := sent(func() {
-		out, err := runs.ClaimRuns(ctx, held)
+	// won claims rc in one batch, which must win every slot.
+	won := func(what string, rc []anarchon.RunClaim) {
+		t.Helper()
+		out, err := runs.ClaimRuns(ctx, rc)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i, a := range out {
 			if a.Err != nil || a.Outcome.Kind != anarchon.OutcomeWon {
-				t.Fatalf("lease claim %d: %+v", i, a)
+				t.Fatalf("%s %d: %+v", what, i, a)
 			}
 		}
-	})
+	}
+	held := leases(batch("lease"))
+	batched := sent(func() { won("lease claim", held) })
 	// Another instance's claims of the held runs are answered from the
 	// batch's one read: running, with no request per slot.
 	for i := range held {
@@ -130,27 +133,17 @@ func TestClaimBatchRequests(t *testing.T) {
 		t.Errorf("a batch of %d lease claims sent %d requests, want at most %d (single claims: %d)", n, batched, want, singles)
 	}
 	// Later slots of the same jobs (overlap allowed) while the earlier
-	// ones still run: each
-	// job key lists them all, but a commit without the overlap check reads
-	// at most two of them (pruneProbes), so the requests do not grow with
-	// the lists (10 listed runs of 100 jobs would take 4 direct gets).
+	// ones still run: each job key lists them all, but a commit without
+	// the overlap check reads at most two of them (pruneProbes), so the
+	// requests do not grow with the lists (10 listed runs of 100 jobs
+	// would take 4 direct gets).
 	var later uint64
 	for range 10 {
-		later = sent(func() {
-			rc := leases(batch("lease"))
-			for i := range rc {
-				rc[i].AllowOverlap = true
-			}
-			out, err := runs.ClaimRuns(ctx, rc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, a := range out {
-				if a.Err != nil || a.Outcome.Kind != anarchon.OutcomeWon {
-					t.Fatalf("later lease claim %d: %+v", i, a)
-				}
-			}
-		})
+		rc := leases(batch("lease"))
+		for i := range rc {
+			rc[i].AllowOverlap = true
+		}
+		later = sent(func() { won("later lease claim", rc) })
 	}
 	// The first batch's requests and one read of the probed runs.
 	if want := uint64(3*n + 4); later > want {

@@ -23,7 +23,8 @@
 // answers the slots already held without the write lock, then decide the
 // others in one BEGIN IMMEDIATE transaction, one hold of the lock: the
 // new slots of a plain batch with one INSERT (sqlitefile's
-// TestBatchRoundTrips: 4 statements for a won batch of up to 500 slots),
+// TestBatchRoundTrips: 4 statements for a won batch of 1, 10 or 100
+// slots; one INSERT per 500),
 // the lease claims that are their job's only one in the batch with one
 // INSERT and one UPDATE of their fences, and every other claim with the
 // statements it runs alone. The slots go to those statements as one
