@@ -200,6 +200,12 @@ func Run(t *testing.T, h Harness) {
 		}
 		testResultBatch(t, h)
 	})
+	t.Run("ResultBatchJobs", func(t *testing.T) {
+		if !has.results {
+			t.Skip("backend has no anarchon.ResultBatcher")
+		}
+		testResultBatchJobs(t, h)
+	})
 	t.Run("RecordBatch", func(t *testing.T) {
 		if !has.records {
 			t.Skip("backend's ClaimRecorder has no anarchon.ClaimRecordBatcher")
@@ -211,6 +217,12 @@ func Run(t *testing.T, h Harness) {
 			t.Skip("backend has no anarchon.FinishBatcher")
 		}
 		testFinishBatch(t, h)
+	})
+	t.Run("FinishBatchJobs", func(t *testing.T) {
+		if !hasLeases || !has.finishes {
+			t.Skip("backend has no anarchon.FinishBatcher")
+		}
+		testFinishBatchJobs(t, h)
 	})
 	t.Run("Registry", func(t *testing.T) {
 		if !has.registry {

@@ -472,7 +472,7 @@ func (b *SQLBackend) claimNewRuns(ctx context.Context, tx Querier, in []anarchon
 			won[i] = anarchon.ClaimOutcome{Kind: anarchon.OutcomeWon, Attempt: 1, Holder: in[i].InstanceID, LeaseUntil: time.UnixMilli(until).UTC()}
 			names = append(names, k.job)
 		}
-		q, args = b.unionKeys(b.q.takeFences, b.q.takeFenceKey, len(names), func(n int) []any { return []any{names[n]} })
+		q, args = b.unionKeys(b.q.takeFences, b.q.jobKey, len(names), func(n int) []any { return []any{names[n]} })
 		rows, err = b.all(ctx, tx, q, args...)
 		if err != nil {
 			return nil, err

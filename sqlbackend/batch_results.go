@@ -61,7 +61,7 @@ func (s *RunStore) Heartbeats(ctx context.Context, in []anarchon.HeartbeatInput)
 		func(tx Querier, i int) (err error) {
 			out[i].Held, err = b.heartbeat(ctx, tx, in[i])
 			return err
-		})
+		}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +108,8 @@ func (b *SQLBackend) SaveResults(ctx context.Context, in []anarchon.SaveResultIn
 			return err
 		},
 		func(i int) { errs[i] = b.SaveResult(ctx, in[i]) },
-		func(tx Querier, i int) error { return b.saveResult(ctx, tx, srs[i]) })
+		func(tx Querier, i int) error { return b.saveResult(ctx, tx, srs[i]) },
+		b.lone(srs, func(tx Querier, todo []int) error { return b.writeSets(ctx, tx, srs, todo, nil) }))
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +153,8 @@ func (s *RunStore) FinishResults(ctx context.Context, in []anarchon.SaveResultIn
 		func(tx Querier, i int) (err error) {
 			out[i].Held, err = b.finishResult(ctx, tx, srs[i])
 			return err
-		})
+		},
+		b.lone(srs, func(tx Querier, todo []int) error { return b.writeSets(ctx, tx, srs, todo, out) }))
 	if err != nil {
 		return nil, err
 	}
@@ -162,11 +164,13 @@ func (s *RunStore) FinishResults(ctx context.Context, in []anarchon.SaveResultIn
 // decide does a batch's todo entries. With a routine (routined), the
 // entries its JSON argument can carry (safe) go in one call of routine
 // and the others alone through their single call (alone), after it;
-// without, every entry's single-call body (single) runs in one
-// transaction, which any error rolls back whole. op names the batch in
-// the error, which is then the whole batch's.
+// without, the entries run in one transaction, which any error rolls
+// back whole: those sets takes (nil: none) with its one statement per
+// step, then every other entry's single-call body (single). op names the
+// batch in the error, which is then the whole batch's.
 func (b *SQLBackend) decide(ctx context.Context, op string, todo []int, routined bool,
-	safe func(i int) bool, routine func(todo []int) error, alone func(i int), single func(tx Querier, i int) error) error {
+	safe func(i int) bool, routine func(todo []int) error, alone func(i int), single func(tx Querier, i int) error,
+	sets func(tx Querier, todo []int) ([]int, error)) error {
 	if routined {
 		todo, lone := split(todo, safe)
 		if len(todo) > 0 {
@@ -180,7 +184,14 @@ func (b *SQLBackend) decide(ctx context.Context, op string, todo []int, routined
 		return nil
 	}
 	err := b.cfg.Conn.Transaction(ctx, func(tx Querier) error {
-		for _, i := range todo {
+		rest := todo
+		if sets != nil {
+			var err error
+			if rest, err = sets(tx, todo); err != nil {
+				return err
+			}
+		}
+		for _, i := range rest {
 			if err := single(tx, i); err != nil {
 				return err
 			}
@@ -191,6 +202,23 @@ func (b *SQLBackend) decide(ctx context.Context, op string, todo []int, routined
 		return b.errorf(op, err)
 	}
 	return nil
+}
+
+// lone returns decide's sets for a batch of results srs: where setsWrite
+// holds, write takes the entries whose job is alone in the batch
+// (loneJobs), and the others are left to their single-call bodies; nil
+// elsewhere.
+func (b *SQLBackend) lone(srs []saved, write func(tx Querier, todo []int) error) func(tx Querier, todo []int) ([]int, error) {
+	if !b.setsWrite() {
+		return nil
+	}
+	return func(tx Querier, todo []int) ([]int, error) {
+		lone, rest := loneJobs(todo, func(i int) string { return srs[i].job })
+		if len(lone) == 0 {
+			return rest, nil
+		}
+		return rest, write(tx, lone)
+	}
 }
 
 // entries readies the backend for a batch of n entries (op names it in

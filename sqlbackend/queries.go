@@ -32,9 +32,15 @@ type queries struct {
 
 	plainClaim, selectToken, heldSlots, heldSlotKey, insertManual string
 	plainClaims, plainClaimKey                                    string
-	leaseClaims, leaseClaimKey, takeFences, takeFenceKey          string
+	leaseClaims, leaseClaimKey, takeFences, jobKey                string
 	upsertResult, finishPlain                                     string
 	trimResults, trimRuns                                         string
+
+	// A batch of results in one statement per step (batch_sets.go),
+	// with their {keys}.
+	insertJobs, upsertResults, finishPlains, finishRuns string
+	trimResultsOf, trimRunsOf, raiseWatermarks          string
+	resultKey, finishKey, trimKey, watermarkKey         string
 
 	historyRuns, historyResults       string
 	historyRunsAll, historyResultsAll string
@@ -173,8 +179,8 @@ func buildQueries(qualify, quote func(string) string, d SQLDialect) queries {
 		heldSlotKey: r.Replace("SELECT CAST(? AS {tcast}) AS job, CAST(? AS {bcast}) AS slot"),
 		plainClaims: unrewritten("plainClaims"),
 		leaseClaims: unrewritten("leaseClaims"), takeFences: unrewritten("takeFences"),
-		// One job of takeFences's {keys}.
-		takeFenceKey: r.Replace("SELECT CAST(? AS {tcast}) AS job"),
+		// One job of takeFences's and insertJobs's {keys}.
+		jobKey: r.Replace("SELECT CAST(? AS {tcast}) AS job"),
 		leaseClaimKey: r.Replace("SELECT CAST(? AS {bcast}) AS ord, CAST(? AS {tcast}) AS job, CAST(? AS {bcast}) AS slot, " +
 			"CAST(? AS {tcast}) AS token, CAST(? AS {tcast}) AS inst, CAST(? AS {bcast}) AS lease, " +
 			"CAST(? AS {bcast}) AS maxlate, CAST(? AS {bcast}) AS overlap, CAST(? AS {bcast}) AS lim"),
@@ -183,6 +189,22 @@ func buildQueries(qualify, quote func(string) string, d SQLDialect) queries {
 			"CAST(? AS {tcast}) AS token, CAST(? AS {tcast}) AS inst, CAST(? AS {tcast}) AS ptok"),
 		upsertResult: q("upsertResult"), finishPlain: q("finishPlain"),
 		trimResults: q("trimResults"), trimRuns: q("trimRuns"),
+
+		insertJobs: unrewritten("insertJobs"), upsertResults: unrewritten("upsertResults"),
+		finishPlains: unrewritten("finishPlains"), finishRuns: unrewritten("finishRuns"),
+		trimResultsOf: unrewritten("trimResultsOf"), trimRunsOf: unrewritten("trimRunsOf"),
+		raiseWatermarks: unrewritten("raiseWatermarks"),
+		// One result of upsertResults's and finishPlains's {keys}.
+		resultKey: r.Replace("SELECT CAST(? AS {tcast}) AS job, CAST(? AS {tcast}) AS token, CAST(? AS {bcast}) AS slot, " +
+			"CAST(? AS {tcast}) AS inst, CAST(? AS {bcast}) AS attempt, CAST(? AS {tcast}) AS status, " +
+			"CAST(? AS {tcast}) AS ctok, CAST(? AS {bcast}) AS started, CAST(? AS {bcast}) AS finished, " +
+			"CAST(? AS {tcast}) AS err, CAST(? AS {tcast}) AS output, CAST(? AS {bcast}) AS manual, CAST(? AS {bcast}) AS plain"),
+		// One run of finishRuns's {keys}.
+		finishKey: r.Replace("SELECT CAST(? AS {tcast}) AS job, CAST(? AS {bcast}) AS slot, CAST(? AS {tcast}) AS token, CAST(? AS {tcast}) AS status"),
+		// One job of trimResultsOf's and trimRunsOf's {keys}.
+		trimKey: r.Replace("SELECT CAST(? AS {tcast}) AS job, CAST(? AS {bcast}) AS off, CAST(? AS {bcast}) AS ttl"),
+		// One job of raiseWatermarks's {keys}.
+		watermarkKey: r.Replace("SELECT CAST(? AS {tcast}) AS job, CAST(? AS {bcast}) AS top"),
 
 		historyRuns: q("historyRuns"), historyRunsAll: q("historyRunsAll"),
 		historyResults: q("historyResults"), historyResultsAll: q("historyResultsAll"),

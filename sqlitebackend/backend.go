@@ -24,8 +24,10 @@ import (
 const DefaultBusyTimeout = 10 * time.Second
 
 // MinVersion is the oldest SQLite library the backend accepts: 3.35.0
-// brought RETURNING, which the plain claim needs. Init also needs the
-// JSON functions (json_each, json_extract), built in since 3.38.0.
+// brought RETURNING, which the plain claim needs (the batches of results
+// also use UPDATE … FROM, 3.33.0, and window functions, 3.25.0). Init
+// also needs the JSON functions (json_each, json_extract), built in since
+// 3.38.0.
 const MinVersion = "3.35.0"
 
 // Dialect is the SQLite dialect of the SQL base (SPEC §7). The clock is
@@ -300,7 +302,7 @@ func checkOnce(ctx context.Context, c sqlbackend.Conn, wal bool) error {
 		if !noJSON(err) {
 			return err // busy, I/O, a closed pool…: as the version query's
 		}
-		return anarchon.Permanent(fmt.Errorf("SQLite %s lacks the JSON functions json_each and json_extract, which batches of claims use (built in since 3.38.0; older libraries need the JSON1 extension): %w", v, err))
+		return anarchon.Permanent(fmt.Errorf("SQLite %s lacks the JSON functions json_each and json_extract, which batches of claims and results use (built in since 3.38.0; older libraries need the JSON1 extension): %w", v, err))
 	}
 	if wal {
 		return switchToWAL(ctx, c)

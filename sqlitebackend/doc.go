@@ -32,9 +32,18 @@
 // the same short text whatever the batch's size (TestBatchKeysAsJSON).
 // Batches of results, heartbeats and finishes (anarchon.ResultBatcher,
 // anarchon.HeartbeatBatcher, anarchon.FinishBatcher) are one transaction
-// too, each entry as its single call (5n+2 statements for n results,
-// n+2 for n heartbeats, 5n+2 for n finishes); the HeartbeatBatch,
-// ResultBatch and FinishBatch conformance subtests pass on a file. Each
+// too. The results and finishes of jobs that have one entry each in the
+// batch (a burst's) take each step of the single call for all of them
+// at once, a statement per step with the entries as one JSON array: the
+// jobs' rows, the runs finished (finishes) or settled (plain results),
+// the results stored, the history trimmed, the watermarks raised over
+// trimmed runs (sqlitefile's TestBurstBatchRoundTrips: 7 statements for
+// 100 results, and for 100 finishes). Entries of a job that has several
+// in the batch run as their single call (5 statements each); a
+// heartbeat is 1 statement each. The HeartbeatBatch, ResultBatch,
+// ResultBatchJobs, FinishBatch and FinishBatchJobs conformance subtests
+// pass on a file (the *Jobs ones compare a batch of one entry per job
+// with the same entries sent as single calls). Each
 // statement is prepared once per transaction. sqlitefile's
 // BenchmarkClaimBatch (batches of 256 new slots, 2026-12-04) measured
 // 14.7–19.3 µs per won claim and 4.4–6.1 µs per lost one, 2.98–3.36× the
@@ -114,7 +123,7 @@
 // # Server requirements
 //
 // SQLite 3.35.0 or newer ([MinVersion]; RETURNING) with the JSON
-// functions json_each and json_extract, which batches of claims use
+// functions json_each and json_extract, which batches of claims and results use
 // (built in since 3.38.0; an older library needs its JSON1 extension),
 // both checked by Init, which refuses a library without them with a
 // permanent error. A

@@ -2,6 +2,7 @@ package sqlitefile_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -52,7 +53,9 @@ func (c *texts) reset() {
 // lease, read and write, and a lease batch takes its won jobs' fences
 // the same way; a batch with a text JSON would change (invalid UTF-8,
 // NUL) joins its slots with UNION ALL instead, and is answered the same,
-// as is every batch of the SQL base on SQLite with JSONKeys off.
+// as is every batch of the SQL base on SQLite with JSONKeys off. The
+// batches of the claims' results and finishes take their entries the
+// same way.
 func TestBatchKeysAsJSON(t *testing.T) {
 	ctx := t.Context()
 	c := &texts{conn: fileConn(t)}
@@ -120,6 +123,33 @@ func TestBatchKeysAsJSON(t *testing.T) {
 				t.Fatalf("%s: lease claim %d: %+v", tc.name, i, a)
 			}
 		}
+		// The batches of their results and finishes, each job once:
+		// written one step at a time for the whole batch, their keys in
+		// the same form as the claims'.
+		res := make([]anarchon.SaveResultInput, 0, 2*len(in))
+		for _, c := range append(slices.Clone(in), claimsOf(rc)...) {
+			res = append(res, anarchon.SaveResultInput{Job: c.Job, Result: anarchon.StoredResult{
+				Slot: c.Slot, Token: c.Token, InstanceID: c.InstanceID, Attempt: 1, Status: anarchon.StatusSuccess}})
+		}
+		errs, err := tc.b.SaveResults(ctx, res[:len(in)])
+		if err != nil || slices.ContainsFunc(errs, func(e error) bool { return e != nil }) {
+			t.Fatalf("%s: SaveResults: %v, %v", tc.name, errs, err)
+		}
+		held, err := tc.b.Runs().(anarchon.FinishBatcher).FinishResults(ctx, res[len(in):])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, h := range held {
+			if !h.Held || h.Err != nil {
+				t.Fatalf("%s: finish %d: %+v", tc.name, i, h)
+			}
+		}
+		for _, r := range res {
+			recs, err := tc.b.History(ctx, r.Job, 1)
+			if err != nil || len(recs) != 1 || recs[0].Token != r.Result.Token || recs[0].Status != anarchon.StatusSuccess || recs[0].ClaimedAt.IsZero() {
+				t.Errorf("%s: History(%s) = %+v, %v; want the success of %s", tc.name, r.Job, recs, err, r.Result.Token)
+			}
+		}
 		if tc.c.qs == nil {
 			t.Fatal("no statement was kept")
 		}
@@ -145,9 +175,19 @@ func TestBatchKeysAsJSON(t *testing.T) {
 	}
 }
 
-// batches is what TestBatchKeysAsJSON claims through.
+// batches is what TestBatchKeysAsJSON claims and stores through.
 type batches interface {
 	anarchon.Backend
 	anarchon.BatchClaimer
+	anarchon.ResultBatcher
 	Runs() anarchon.RunStore
+}
+
+// claimsOf returns the plain part of each lease claim of rc.
+func claimsOf(rc []anarchon.RunClaim) []anarchon.ClaimInput {
+	out := make([]anarchon.ClaimInput, len(rc))
+	for i, c := range rc {
+		out[i] = c.ClaimInput
+	}
+	return out
 }

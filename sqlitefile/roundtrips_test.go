@@ -133,7 +133,9 @@ func TestBatchBeyondOneRead(t *testing.T) {
 // TestBurstBatchRoundTrips counts batches shaped like a burst, one new
 // slot of each of 100 jobs: a plain batch is the read, BEGIN, one INSERT
 // and COMMIT; a lease batch the read, BEGIN, one INSERT, one UPDATE of
-// the fences and COMMIT, whatever the number of claims up to 500.
+// the fences and COMMIT; the batch of their results, and the one of their
+// finishes, one statement per step in one transaction (7), whatever the
+// number of entries up to 500.
 func TestBurstBatchRoundTrips(t *testing.T) {
 	b, c := countedBackend(t)
 	ctx := t.Context()
@@ -184,5 +186,47 @@ func TestBurstBatchRoundTrips(t *testing.T) {
 	}
 	if got := c.N() - before; got != 5 {
 		t.Errorf("lease burst batch of %d: %d statements, want 5", n, got)
+	}
+	results := func(in []anarchon.ClaimInput) []anarchon.SaveResultInput {
+		out := make([]anarchon.SaveResultInput, len(in))
+		for i, c := range in {
+			out[i] = anarchon.SaveResultInput{Job: c.Job, HistorySize: 10, Result: anarchon.StoredResult{
+				Slot: c.Slot, Token: c.Token, InstanceID: c.InstanceID, Attempt: 1, Status: anarchon.StatusSuccess}}
+		}
+		return out
+	}
+	before = c.N()
+	errs, err := b.SaveResults(ctx, results(plain))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range errs {
+		if e != nil {
+			t.Fatalf("result %d: %v", i, e)
+		}
+	}
+	// BEGIN, the jobs' rows, the results, the plain runs settled, the
+	// two trims, COMMIT.
+	if got := c.N() - before; got != 7 {
+		t.Errorf("burst batch of %d results: %d statements, want 7", n, got)
+	}
+	fb, ok := anarchon.As[anarchon.FinishBatcher](b)
+	if !ok {
+		t.Fatal("no FinishBatcher")
+	}
+	before = c.N()
+	held, err := fb.FinishResults(ctx, results(claimsOf(lease)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, h := range held {
+		if !h.Held || h.Err != nil {
+			t.Fatalf("finish %d = %+v, want held", i, h)
+		}
+	}
+	// BEGIN, the jobs' rows, the runs finished, the results, the two
+	// trims, COMMIT.
+	if got := c.N() - before; got != 7 {
+		t.Errorf("burst batch of %d finishes: %d statements, want 7", n, got)
 	}
 }

@@ -53,3 +53,75 @@ SELECT slot FROM {runs} WHERE job = ? AND (
 	slot < (SELECT cut.slot FROM (SELECT slot FROM {runs} WHERE job = ? ORDER BY slot DESC LIMIT 1 OFFSET ?) AS cut)
 	OR (CAST(? AS {bcast}) > 0 AND claimed_at < {now} - CAST(? AS {bcast})))
 AND (state IN ('done', 'missed', 'skipped') OR lease_until IS NULL){fu}
+
+-- The statements below write a batch of results (SaveResults,
+-- FinishResults) one step at a time for every entry of {keys}, on a
+-- database whose write transactions run one at a time (SQLite) and so
+-- need no job lock between the steps. Each entry of {keys} is its job's
+-- only one in the batch, so that the steps of one job run in the order
+-- of the single call's (upsertResult, finishPlain, trimResults,
+-- trimRuns, raiseWatermark).
+
+-- name: insertJobs
+-- insertJob for every job of {keys} ("SELECT CAST(? AS …) AS job" per
+-- job); SQLite needs the WHERE to read ON CONFLICT as the upsert's.
+INSERT INTO {jobs} (job, watermark, created_at)
+SELECT k.job, NULL, {now} FROM ({keys}) AS k WHERE 1 = 1 {ignore job}
+
+-- name: upsertResults
+-- upsertResult for every result of {keys}: one "SELECT CAST(? AS …) AS
+-- job, … AS token, … AS slot, … AS inst, … AS attempt, … AS status, …
+-- AS ctok, … AS started, … AS finished, … AS err, … AS output, … AS
+-- manual, … AS plain" per result (ctok: the token whose run row holds
+-- the claim time; plain: 1 when finishPlains settles its run row). The
+-- assignments are upsertResult's.
+INSERT INTO {results} (job, token, slot, instance, attempt, status, claimed_at, started_at, finished_at, error, output, manual, saved_at)
+SELECT k.job, k.token, k.slot, k.inst, k.attempt, k.status,
+	(SELECT r.claimed_at FROM {runs} AS r WHERE r.job = k.job AND r.slot = k.slot AND r.token = k.ctok),
+	k.started, k.finished, k.err, k.output, k.manual, {now}
+FROM ({keys}) AS k WHERE 1 = 1
+{upsert job, token} slot = {new slot}, instance = {new instance},
+	attempt = CASE WHEN {new attempt} > {results}.attempt THEN {new attempt} ELSE {results}.attempt END,
+	status = {new status}, claimed_at = COALESCE({new claimed_at}, {results}.claimed_at),
+	started_at = {new started_at}, finished_at = {new finished_at}, error = {new error},
+	output = {new output}, manual = {new manual}, saved_at = {new saved_at}
+
+-- name: finishPlains
+-- finishPlain for every result of upsertResults's {keys} whose plain is 1.
+UPDATE {runs} AS r SET state = 'done', status = k.status
+FROM ({keys}) AS k
+WHERE r.job = k.job AND r.slot = k.slot AND r.token = k.token AND k.plain = 1
+AND r.state = 'running' AND r.lease_until IS NULL
+
+-- name: trimResultsOf
+-- trimResults for every job of {keys} ("SELECT CAST(? AS …) AS job, …
+-- AS off, … AS ttl" per job: off is the history size minus one, ttl in
+-- ms, 0 for none). trimResults's cutoff is the slot off rows below the
+-- newest, and the rows below it go: those with more than off rows of
+-- newer slots, a rank (equal slots ranked alike) above off + 1.
+DELETE FROM {results} WHERE (job, token) IN (
+	SELECT x.job, x.token FROM (
+		SELECT r.job, r.token, r.saved_at, k.off, k.ttl,
+			RANK() OVER (PARTITION BY r.job ORDER BY r.slot DESC) AS rk
+		FROM ({keys}) AS k JOIN {results} AS r ON r.job = k.job) AS x
+	WHERE x.rk > x.off + 1 OR (x.ttl > 0 AND x.saved_at < {now} - x.ttl))
+
+-- name: trimRunsOf
+-- trimRuns for every job of {keys}, ranked as in trimResultsOf over all
+-- of the job's rows; it returns the job and slot of every row it
+-- deletes, for raiseWatermarks.
+DELETE FROM {runs} WHERE (job, slot) IN (
+	SELECT x.job, x.slot FROM (
+		SELECT r.job, r.slot, r.claimed_at, r.state, r.lease_until, k.off, k.ttl,
+			RANK() OVER (PARTITION BY r.job ORDER BY r.slot DESC) AS rk
+		FROM ({keys}) AS k JOIN {runs} AS r ON r.job = k.job) AS x
+	WHERE (x.rk > x.off + 1 OR (x.ttl > 0 AND x.claimed_at < {now} - x.ttl))
+	AND (x.state IN ('done', 'missed', 'skipped') OR x.lease_until IS NULL))
+RETURNING job, slot
+
+-- name: raiseWatermarks
+-- raiseWatermark for every job of {keys} ("SELECT CAST(? AS …) AS job,
+-- … AS top" per job).
+UPDATE {jobs} AS w SET watermark = k.top
+FROM ({keys}) AS k
+WHERE w.job = k.job AND (w.watermark IS NULL OR w.watermark < k.top)

@@ -115,3 +115,15 @@ WHERE job = ? AND slot = ? AND token = ? AND state = 'running' AND lease_until I
 -- name: active
 SELECT slot, token, instance, attempt, state, lease_until, {now} FROM {runs}
 WHERE job = ? AND state IN ('running', 'released') AND lease_until IS NOT NULL ORDER BY slot
+
+-- name: finishRuns
+-- finish for every run of {keys} ("SELECT CAST(? AS …) AS job, … AS
+-- slot, … AS token, … AS status" per run, each its job's only one), as
+-- FinishResults writes a batch where write transactions run one at a
+-- time (results.sql, upsertResults). It returns the job of every run it
+-- finished.
+UPDATE {runs} AS r SET state = 'done', status = k.status, lease_until = NULL
+FROM ({keys}) AS k
+WHERE r.job = k.job AND r.slot = k.slot AND r.token = k.token
+AND (r.state IN ('running', 'released') OR (r.state = 'done' AND r.status = k.status))
+RETURNING job
