@@ -41,9 +41,10 @@ func loneJobs(todo []int, job func(i int) string) (lone, rest []int) {
 // (finishRuns, finish) and out's answers set, then the results stored
 // (upsertResults), plain claims' runs settled (finishPlains, SaveResults
 // only), and the history trimmed with the watermarks raised over the
-// deleted runs (trimResultsOf, trimRunsOf, raiseWatermarks). A burst's
-// batch of results is then 5 statements, or 6 with deleted runs, where
-// the single calls' are 5 each (sqlitefile's TestBurstBatchRoundTrips).
+// deleted runs (trimSets). A burst's batch of results or finishes, its
+// jobs of one history size and without a TTL, is then 5 statements, or
+// 6 with deleted runs, where the single calls' are 5 each (sqlitefile's
+// TestBurstBatchRoundTrips).
 func (b *SQLBackend) writeSets(ctx context.Context, tx Querier, srs []saved, todo []int, out []anarchon.HeldAnswer) error {
 	for chunk := range slices.Chunk(todo, heldChunk) {
 		q, args := b.unionKeys(b.q.insertJobs, b.q.jobKey, len(chunk), func(n int) []any { return []any{srs[chunk[n]].job} })
@@ -124,21 +125,54 @@ func (b *SQLBackend) finishSets(ctx context.Context, tx Querier, recs []saved, c
 
 // trimSets trims the history of the jobs of recs, each to its entry's
 // size and TTL, as trim does for one, and raises each job's watermark
-// over its deleted runs.
+// over its deleted runs. The cutoffs go one statement per table for the
+// jobs of each history size (a burst's jobs mostly share one), then the
+// TTLs one statement per table for the jobs that have one.
 func (b *SQLBackend) trimSets(ctx context.Context, tx Querier, recs []saved) error {
-	trim := func(n int) []any { return []any{recs[n].job, recs[n].size - 1, recs[n].ttlMs} }
-	q, args := b.unionKeys(b.q.trimResultsOf, b.q.trimKey, len(recs), trim)
-	if _, err := b.all(ctx, tx, q, args...); err != nil {
-		return err
+	bySize := make(map[int64][]string)
+	var sizes []int64
+	var aged []saved
+	for _, sr := range recs {
+		if _, ok := bySize[sr.size]; !ok {
+			sizes = append(sizes, sr.size)
+		}
+		bySize[sr.size] = append(bySize[sr.size], sr.job)
+		if sr.ttlMs > 0 {
+			aged = append(aged, sr)
+		}
 	}
-	q, args = b.unionKeys(b.q.trimRunsOf, b.q.trimKey, len(recs), trim)
-	rows, err := b.all(ctx, tx, q, args...)
-	if err != nil || len(rows) == 0 {
-		return err
+	agedRow := func(n int) []any { return []any{aged[n].job, aged[n].ttlMs} }
+	var deleted [][]any // (job, slot) of the runs deleted
+	for _, table := range []struct{ of, aged string }{{b.q.trimResultsOf, b.q.trimResultsAged}, {b.q.trimRunsOf, b.q.trimRunsAged}} {
+		runs := table.of == b.q.trimRunsOf
+		for _, size := range sizes {
+			jobs := bySize[size]
+			q, args := b.unionKeys(table.of, b.q.jobKey, len(jobs), func(n int) []any { return []any{jobs[n]} })
+			rows, err := b.all(ctx, tx, q, append(args, size-1)...)
+			if err != nil {
+				return err
+			}
+			if runs {
+				deleted = append(deleted, rows...)
+			}
+		}
+		if len(aged) > 0 {
+			q, args := b.unionKeys(table.aged, b.q.agedKey, len(aged), agedRow)
+			rows, err := b.all(ctx, tx, q, args...)
+			if err != nil {
+				return err
+			}
+			if runs {
+				deleted = append(deleted, rows...)
+			}
+		}
 	}
-	top := make(map[string]int64, len(rows))
+	if len(deleted) == 0 {
+		return nil
+	}
+	top := make(map[string]int64, len(deleted))
 	var jobs []string
-	for _, row := range rows {
+	for _, row := range deleted {
 		rd := reader(row)
 		job, slot := rd.string(), rd.int64()
 		if err := rd.Err(); err != nil {
@@ -151,7 +185,7 @@ func (b *SQLBackend) trimSets(ctx context.Context, tx Querier, recs []saved) err
 			top[job] = slot
 		}
 	}
-	q, args = b.unionKeys(b.q.raiseWatermarks, b.q.watermarkKey, len(jobs), func(n int) []any { return []any{jobs[n], top[jobs[n]]} })
-	_, err = b.all(ctx, tx, q, args...)
+	q, args := b.unionKeys(b.q.raiseWatermarks, b.q.watermarkKey, len(jobs), func(n int) []any { return []any{jobs[n], top[jobs[n]]} })
+	_, err := b.all(ctx, tx, q, args...)
 	return err
 }

@@ -38,9 +38,9 @@ type queries struct {
 
 	// A batch of results in one statement per step (batch_sets.go),
 	// with their {keys}.
-	insertJobs, upsertResults, finishPlains, finishRuns string
-	trimResultsOf, trimRunsOf, raiseWatermarks          string
-	resultKey, finishKey, trimKey, watermarkKey         string
+	insertJobs, upsertResults, finishPlains, finishRuns          string
+	trimResultsOf, trimResultsAged, trimRunsOf, trimRunsAged     string
+	raiseWatermarks, resultKey, finishKey, agedKey, watermarkKey string
 
 	historyRuns, historyResults       string
 	historyRunsAll, historyResultsAll string
@@ -179,7 +179,7 @@ func buildQueries(qualify, quote func(string) string, d SQLDialect) queries {
 		heldSlotKey: r.Replace("SELECT CAST(? AS {tcast}) AS job, CAST(? AS {bcast}) AS slot"),
 		plainClaims: unrewritten("plainClaims"),
 		leaseClaims: unrewritten("leaseClaims"), takeFences: unrewritten("takeFences"),
-		// One job of takeFences's and insertJobs's {keys}.
+		// One job of takeFences's, insertJobs's and the trims' {keys}.
 		jobKey: r.Replace("SELECT CAST(? AS {tcast}) AS job"),
 		leaseClaimKey: r.Replace("SELECT CAST(? AS {bcast}) AS ord, CAST(? AS {tcast}) AS job, CAST(? AS {bcast}) AS slot, " +
 			"CAST(? AS {tcast}) AS token, CAST(? AS {tcast}) AS inst, CAST(? AS {bcast}) AS lease, " +
@@ -192,7 +192,8 @@ func buildQueries(qualify, quote func(string) string, d SQLDialect) queries {
 
 		insertJobs: unrewritten("insertJobs"), upsertResults: unrewritten("upsertResults"),
 		finishPlains: unrewritten("finishPlains"), finishRuns: unrewritten("finishRuns"),
-		trimResultsOf: unrewritten("trimResultsOf"), trimRunsOf: unrewritten("trimRunsOf"),
+		trimResultsOf: unrewritten("trimResultsOf"), trimResultsAged: unrewritten("trimResultsAged"),
+		trimRunsOf: unrewritten("trimRunsOf"), trimRunsAged: unrewritten("trimRunsAged"),
 		raiseWatermarks: unrewritten("raiseWatermarks"),
 		// One result of upsertResults's and finishPlains's {keys}.
 		resultKey: r.Replace("SELECT CAST(? AS {tcast}) AS job, CAST(? AS {tcast}) AS token, CAST(? AS {bcast}) AS slot, " +
@@ -201,8 +202,8 @@ func buildQueries(qualify, quote func(string) string, d SQLDialect) queries {
 			"CAST(? AS {tcast}) AS err, CAST(? AS {tcast}) AS output, CAST(? AS {bcast}) AS manual, CAST(? AS {bcast}) AS plain"),
 		// One run of finishRuns's {keys}.
 		finishKey: r.Replace("SELECT CAST(? AS {tcast}) AS job, CAST(? AS {bcast}) AS slot, CAST(? AS {tcast}) AS token, CAST(? AS {tcast}) AS status"),
-		// One job of trimResultsOf's and trimRunsOf's {keys}.
-		trimKey: r.Replace("SELECT CAST(? AS {tcast}) AS job, CAST(? AS {bcast}) AS off, CAST(? AS {bcast}) AS ttl"),
+		// One job of trimResultsAged's and trimRunsAged's {keys}.
+		agedKey: r.Replace("SELECT CAST(? AS {tcast}) AS job, CAST(? AS {bcast}) AS ttl"),
 		// One job of raiseWatermarks's {keys}.
 		watermarkKey: r.Replace("SELECT CAST(? AS {tcast}) AS job, CAST(? AS {bcast}) AS top"),
 

@@ -94,29 +94,41 @@ WHERE r.job = k.job AND r.slot = k.slot AND r.token = k.token AND k.plain = 1
 AND r.state = 'running' AND r.lease_until IS NULL
 
 -- name: trimResultsOf
--- trimResults for every job of {keys} ("SELECT CAST(? AS …) AS job, …
--- AS off, … AS ttl" per job: off is the history size minus one, ttl in
--- ms, 0 for none). trimResults's cutoff is the slot off rows below the
--- newest, and the rows below it go: those with more than off rows of
--- newer slots, a rank (equal slots ranked alike) above off + 1.
+-- trimResults's cutoff for every job of {keys} ("SELECT CAST(? AS …) AS
+-- job" per job) whose history size is the last argument's plus one:
+-- each job's rows below the slot that many rows below its newest go.
+-- The cutoff, read once per job, bounds the range of the job's slots
+-- the statement deletes, and each job is read through its index
+-- (job, slot) alone.
 DELETE FROM {results} WHERE (job, token) IN (
-	SELECT x.job, x.token FROM (
-		SELECT r.job, r.token, r.saved_at, k.off, k.ttl,
-			RANK() OVER (PARTITION BY r.job ORDER BY r.slot DESC) AS rk
-		FROM ({keys}) AS k JOIN {results} AS r ON r.job = k.job) AS x
-	WHERE x.rk > x.off + 1 OR (x.ttl > 0 AND x.saved_at < {now} - x.ttl))
+	SELECT r.job, r.token FROM ({keys}) AS k JOIN {results} AS r ON r.job = k.job
+	AND r.slot < (SELECT c.slot FROM {results} AS c WHERE c.job = k.job ORDER BY c.slot DESC LIMIT 1 OFFSET ?))
+
+-- name: trimResultsAged
+-- trimResults's TTL for every job of {keys} ("SELECT CAST(? AS …) AS
+-- job, … AS ttl" per job, ttl > 0 in ms), after trimResultsOf, whose
+-- cutoff counts the rows this one deletes, as trimResults's does.
+DELETE FROM {results} WHERE (job, token) IN (
+	SELECT r.job, r.token FROM ({keys}) AS k JOIN {results} AS r ON r.job = k.job
+	WHERE r.saved_at < {now} - k.ttl)
 
 -- name: trimRunsOf
--- trimRuns for every job of {keys}, ranked as in trimResultsOf over all
--- of the job's rows; it returns the job and slot of every row it
--- deletes, for raiseWatermarks.
+-- trimRuns's cutoff for every job of {keys}, as trimResultsOf; it
+-- returns the job and slot of every row it deletes, for
+-- raiseWatermarks.
 DELETE FROM {runs} WHERE (job, slot) IN (
-	SELECT x.job, x.slot FROM (
-		SELECT r.job, r.slot, r.claimed_at, r.state, r.lease_until, k.off, k.ttl,
-			RANK() OVER (PARTITION BY r.job ORDER BY r.slot DESC) AS rk
-		FROM ({keys}) AS k JOIN {runs} AS r ON r.job = k.job) AS x
-	WHERE (x.rk > x.off + 1 OR (x.ttl > 0 AND x.claimed_at < {now} - x.ttl))
-	AND (x.state IN ('done', 'missed', 'skipped') OR x.lease_until IS NULL))
+	SELECT r.job, r.slot FROM ({keys}) AS k JOIN {runs} AS r ON r.job = k.job
+	AND r.slot < (SELECT c.slot FROM {runs} AS c WHERE c.job = k.job ORDER BY c.slot DESC LIMIT 1 OFFSET ?)
+	WHERE r.state IN ('done', 'missed', 'skipped') OR r.lease_until IS NULL)
+RETURNING job, slot
+
+-- name: trimRunsAged
+-- trimRuns's TTL for every job of {keys}, as trimResultsAged, after
+-- trimRunsOf; it returns what it deletes, as trimRunsOf.
+DELETE FROM {runs} WHERE (job, slot) IN (
+	SELECT r.job, r.slot FROM ({keys}) AS k JOIN {runs} AS r ON r.job = k.job
+	WHERE r.claimed_at < {now} - k.ttl
+	AND (r.state IN ('done', 'missed', 'skipped') OR r.lease_until IS NULL))
 RETURNING job, slot
 
 -- name: raiseWatermarks
