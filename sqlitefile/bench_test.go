@@ -4,7 +4,9 @@ import (
 	"context"
 	"strconv"
 	"testing"
+	"time"
 
+	"github.com/anarchon/anarchon"
 	"github.com/anarchon/anarchon/sqlbackend/sqlbackendtest"
 	"github.com/anarchon/anarchon/sqlitebackend"
 )
@@ -60,6 +62,24 @@ func BenchmarkFinishResult(b *testing.B) {
 // operation, 256 prepared INSERT … ON CONFLICT DO NOTHING of new rows in
 // one BEGIN IMMEDIATE transaction.
 func BenchmarkClaimBatch(b *testing.B) {
+	be, raw := batchBench(b)
+	sqlbackendtest.ClaimBatch(b, be, be, raw)
+}
+
+// BenchmarkClaimRunsBatch does the same with lease claims
+// (sqlbackendtest.ClaimRunsBatch): the losing batch meets the winner's
+// live leases.
+func BenchmarkClaimRunsBatch(b *testing.B) {
+	be, raw := batchBench(b)
+	rb := be.Runs().(anarchon.RunBatchClaimer)
+	sqlbackendtest.ClaimRunsBatch(b, rb, rb, raw)
+}
+
+// batchBench opens an initialised backend on a new file with a bare
+// claims table, and returns it with the raw operation of a batch: 256
+// prepared INSERT … ON CONFLICT DO NOTHING of new rows in one BEGIN
+// IMMEDIATE transaction.
+func batchBench(b *testing.B) (*sqlitebackend.Backend, func(ctx context.Context, slot int64) error) {
 	be := open(b, 1)[0]
 	ctx := b.Context()
 	if err := be.Init(ctx); err != nil {
@@ -69,7 +89,7 @@ func BenchmarkClaimBatch(b *testing.B) {
 	if err := rawTable(be).Create(ctx); err != nil {
 		b.Fatal(err)
 	}
-	sqlbackendtest.ClaimBatch(b, be, be, func(ctx context.Context, slot int64) error {
+	return be, func(ctx context.Context, slot int64) error {
 		c, err := db.Conn(ctx)
 		if err != nil {
 			return err
@@ -90,5 +110,91 @@ func BenchmarkClaimBatch(b *testing.B) {
 		}
 		_, err = c.ExecContext(ctx, "COMMIT")
 		return err
-	})
+	}
+}
+
+// BenchmarkResultBatch measures a batch of 256 plain results, one each of
+// 256 jobs whose histories are full (100 records, the default size), so
+// that every result trims a record and a run: a burst's results in a
+// long-running service. Each iteration claims a new slot of every job
+// (untimed), saves their results with one anarchon.ResultBatcher call
+// (result-us, µs per result), and inserts 256 result rows of the same
+// shape into a bare table with prepared statements in one BEGIN IMMEDIATE
+// transaction, the raw operation (raw-us); result/raw is the median of
+// each iteration's ratio.
+func BenchmarkResultBatch(b *testing.B) {
+	be, _ := batchBench(b)
+	ctx := b.Context()
+	db := be.DB()
+	if _, err := db.ExecContext(ctx, `CREATE TABLE raw_results (job TEXT NOT NULL, token TEXT NOT NULL, slot INTEGER NOT NULL,
+		instance TEXT NOT NULL, status TEXT NOT NULL, saved_at INTEGER NOT NULL, PRIMARY KEY (job, token))`); err != nil {
+		b.Fatal(err)
+	}
+	const n = sqlbackendtest.BatchSize
+	slot0 := time.Now().Truncate(time.Second).Add(-48 * time.Hour).UnixMilli()
+	round := func(r int) (in []anarchon.ClaimInput, res []anarchon.SaveResultInput) {
+		for k := range n {
+			c := anarchon.ClaimInput{Job: "j" + strconv.Itoa(k), Slot: slot0 + int64(r)*1000, Token: "t" + strconv.Itoa(r), InstanceID: "a"}
+			in = append(in, c)
+			res = append(res, anarchon.SaveResultInput{Job: c.Job, Result: anarchon.StoredResult{
+				Slot: c.Slot, Token: c.Token, InstanceID: "a", Attempt: 1, Status: anarchon.StatusSuccess}})
+		}
+		return in, res
+	}
+	save := func(r int) time.Duration {
+		in, res := round(r)
+		if _, err := be.ClaimBatch(ctx, in); err != nil {
+			b.Fatal(err)
+		}
+		t0 := time.Now()
+		errs, err := be.SaveResults(ctx, res)
+		d := time.Since(t0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, e := range errs {
+			if e != nil {
+				b.Fatal(e)
+			}
+		}
+		return d
+	}
+	raw := func(r int) time.Duration {
+		t0 := time.Now()
+		c, err := db.Conn(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+			b.Fatal(err)
+		}
+		st, err := c.PrepareContext(ctx, `INSERT INTO raw_results (job, token, slot, instance, status, saved_at) VALUES (?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer st.Close()
+		for k := range n {
+			if _, err := st.ExecContext(ctx, "j"+strconv.Itoa(k), "t"+strconv.Itoa(r), slot0+int64(r)*1000, "a", "success", slot0); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, err := c.ExecContext(ctx, "COMMIT"); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(t0)
+	}
+	const full = anarchon.DefaultHistorySize
+	for r := range full {
+		save(r)
+	}
+	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 / n }
+	var saved, rawUs, ratio []float64
+	for r := full; b.Loop(); r++ {
+		s, w := us(save(r)), us(raw(r))
+		saved, rawUs, ratio = append(saved, s), append(rawUs, w), append(ratio, s/w)
+	}
+	b.ReportMetric(sqlbackendtest.Median(saved), "result-us")
+	b.ReportMetric(sqlbackendtest.Median(rawUs), "raw-us")
+	b.ReportMetric(sqlbackendtest.Median(ratio), "result/raw")
 }

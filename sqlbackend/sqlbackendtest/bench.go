@@ -229,14 +229,14 @@ func batches(b *testing.B, win, lose func(ctx context.Context, slot int64, token
 		})
 		won, lost, rawUs, ratio = append(won, w), append(lost, l), append(rawUs, r), append(ratio, w/r)
 	}
-	b.ReportMetric(median(won), "won-us")
-	b.ReportMetric(median(lost), "lost-us")
-	b.ReportMetric(median(rawUs), "raw-us")
-	b.ReportMetric(median(ratio), "won/raw")
+	b.ReportMetric(Median(won), "won-us")
+	b.ReportMetric(Median(lost), "lost-us")
+	b.ReportMetric(Median(rawUs), "raw-us")
+	b.ReportMetric(Median(ratio), "won/raw")
 }
 
-// median is the middle value of v (the upper one of an even count).
-func median(v []float64) float64 {
+// Median is the middle value of v (the upper one of an even count).
+func Median(v []float64) float64 {
 	s := slices.Clone(v)
 	slices.Sort(s)
 	return s[len(s)/2]
