@@ -18,29 +18,52 @@ import (
 // SQLite does), which testResultBatch and testFinishBatch do not send.
 
 // jobsPerBatch is the jobs of each group; jobRounds the batches sent, one
-// slot each, more than jobsHistory so that every job's history is trimmed.
+// slot each, more than any job's history size so that every history is
+// trimmed.
 const (
 	jobsPerBatch = 5
-	jobRounds    = 5
-	jobsHistory  = 3
+	jobRounds    = 6
 )
 
+// jobHistory is the history size of job number j: 3 or 4, so that a batch
+// carries two sizes.
+func jobHistory(j int) int { return 3 + j%2 }
+
 // twinJobs prepares the batched group and the single-call group of jobs,
-// with jobsHistory records each.
+// with jobHistory(j) records each.
 func twinJobs(s *store, base string) (batched, single []string) {
 	for j := range jobsPerBatch {
 		batched = append(batched, jobName(fmt.Sprintf("%s-batch-%d", base, j)))
 		single = append(single, jobName(fmt.Sprintf("%s-single-%d", base, j)))
-		s.prepare(batched[j], jobsHistory)
-		s.prepare(single[j], jobsHistory)
+		s.prepare(batched[j], jobHistory(j))
+		s.prepare(single[j], jobHistory(j))
 	}
 	return batched, single
 }
 
+// roundHistory is the history size the results of round r of job number
+// j carry: jobHistory(j), one less in the last round, whose trim then
+// deletes two slots at once.
+func roundHistory(j, r int) int {
+	if r == jobRounds-1 {
+		return jobHistory(j) - 1
+	}
+	return jobHistory(j)
+}
+
+// trimmedSlot is the newest slot that trimming job number j's history
+// deletes after jobRounds slots from slot0, in the last round's trim with
+// an older one: a claim of it must lose, which it does only if the
+// watermark was raised over every slot a trim deleted, not just the
+// oldest.
+func trimmedSlot(j int, slot0 int64) int64 {
+	return slot0 + int64(jobRounds-roundHistory(j, jobRounds-1)-1)*1000
+}
+
 // jobResult is the result the tests save for job number j's run of slot
-// under tok, started at start: successes, an error with its text and output, and a third
-// kind for j = 2 (kind: an error without text in testResultBatchJobs, the
-// token of another instance in testFinishBatchJobs).
+// under tok, started at start: successes, an error with its text and
+// output (j = 1), and an error without text (j = 2; testFinishBatchJobs
+// sends that job's last result under a token that holds nothing).
 func jobResult(j int, slot int64, tok string, start time.Time) anarchon.StoredResult {
 	r := resultAt(slot, tok, "a", 1, anarchon.StatusSuccess, start)
 	switch j {
@@ -54,14 +77,14 @@ func jobResult(j int, slot int64, tok string, start time.Time) anarchon.StoredRe
 
 // sameHistories fails t unless job a's history and job b's agree record
 // by record in everything but the job's name and the tokens, which
-// differ between the groups, and unless each holds jobsHistory records
-// to most (trimming keeps a slot's records together, or counts records:
-// the stores differ).
-func sameHistories(t *testing.T, s *store, a, b string, most int) {
+// differ between the groups, and unless each holds least to most records
+// (trimming keeps a slot's records together, or counts records: the
+// stores differ).
+func sameHistories(t *testing.T, s *store, a, b string, least, most int) {
 	t.Helper()
 	ra, rb := s.history(1, a, 0), s.history(1, b, 0)
-	if len(ra) != len(rb) || len(ra) < jobsHistory || len(ra) > most {
-		t.Errorf("History: %s has %d records, %s %d; want the same, %d to %d:\n%+v\n%+v", a, len(ra), b, len(rb), jobsHistory, most, ra, rb)
+	if len(ra) != len(rb) || len(ra) < least || len(ra) > most {
+		t.Errorf("History: %s has %d records, %s %d; want the same, %d to %d:\n%+v\n%+v", a, len(ra), b, len(rb), least, most, ra, rb)
 		return
 	}
 	for k := range ra {
@@ -94,7 +117,7 @@ func testResultBatchJobs(t *testing.T, h Harness) {
 		for j := range jobsPerBatch {
 			ta, tb := token(), token()
 			ca, cb := input(batched[j], slot, ta, "a"), input(single[j], slot, tb, "a")
-			ca.HistorySize, cb.HistorySize = jobsHistory, jobsHistory
+			ca.HistorySize, cb.HistorySize = roundHistory(j, r), roundHistory(j, r)
 			if j == 3 {
 				// The slot goes to another token first: the result
 				// of a claim that lost settles nothing.
@@ -102,8 +125,8 @@ func testResultBatchJobs(t *testing.T, h Harness) {
 			}
 			s.claim(1, ca)
 			s.claim(1, cb)
-			in = append(in, anarchon.SaveResultInput{Job: batched[j], HistorySize: jobsHistory, Result: jobResult(j, slot, ta, start)})
-			s.save(0, single[j], jobResult(j, slot, tb, start), jobsHistory, 0)
+			in = append(in, anarchon.SaveResultInput{Job: batched[j], HistorySize: roundHistory(j, r), Result: jobResult(j, slot, ta, start)})
+			s.save(0, single[j], jobResult(j, slot, tb, start), roundHistory(j, r), 0)
 		}
 		errs, err := rb.SaveResults(s.ctx, in)
 		if err != nil || len(errs) != len(in) {
@@ -116,16 +139,15 @@ func testResultBatchJobs(t *testing.T, h Harness) {
 		}
 	}
 	for j := range jobsPerBatch {
-		n := jobsHistory
+		n := roundHistory(j, jobRounds-1)
 		if j == 3 {
 			n *= 2 // each kept slot's claim, running, and the result of the token that lost it
 		}
-		sameHistories(t, s, batched[j], single[j], n)
-		// The first slot was trimmed away: a new claim of it loses on
-		// both groups.
+		sameHistories(t, s, batched[j], single[j], roundHistory(j, jobRounds-1), n)
+		// The trimmed slots stay lost to new claims on both groups.
 		for _, job := range []string{batched[j], single[j]} {
-			if s.claim(1, input(job, slot0, token(), "b")) {
-				t.Errorf("%s: a claim of the trimmed slot %d won", job, slot0)
+			if slot := trimmedSlot(j, slot0); s.claim(1, input(job, slot, token(), "b")) {
+				t.Errorf("%s: a claim of the trimmed slot %d won", job, slot)
 			}
 		}
 	}
@@ -162,8 +184,8 @@ func testFinishBatchJobs(t *testing.T, h Harness) {
 			if j == 2 && r == jobRounds-1 {
 				ta, tb = token(), token()
 			}
-			in = append(in, anarchon.SaveResultInput{Job: batched[j], HistorySize: jobsHistory, Result: jobResult(j, slot, ta, start)})
-			held = append(held, s.finishResult(0, single[j], jobResult(j, slot, tb, start), jobsHistory))
+			in = append(in, anarchon.SaveResultInput{Job: batched[j], HistorySize: roundHistory(j, r), Result: jobResult(j, slot, ta, start)})
+			held = append(held, s.finishResult(0, single[j], jobResult(j, slot, tb, start), roundHistory(j, r)))
 		}
 		out, err := fb.FinishResults(s.ctx, in)
 		if err != nil || len(out) != len(in) {
@@ -176,14 +198,14 @@ func testFinishBatchJobs(t *testing.T, h Harness) {
 		}
 	}
 	for j := range jobsPerBatch {
-		n := jobsHistory
+		n := roundHistory(j, jobRounds-1)
 		if j == 2 {
 			n++ // the run still held, and the lease_lost result
 		}
-		sameHistories(t, s, batched[j], single[j], n)
+		sameHistories(t, s, batched[j], single[j], roundHistory(j, jobRounds-1), n)
 		for _, job := range []string{batched[j], single[j]} {
-			if out := s.lclaim(1, rclaim(job, slot0, token(), "b", longLease)); out.Kind == anarchon.OutcomeWon {
-				t.Errorf("%s: a lease claim of the trimmed slot %d won", job, slot0)
+			if slot := trimmedSlot(j, slot0); s.lclaim(1, rclaim(job, slot, token(), "b", longLease)).Kind == anarchon.OutcomeWon {
+				t.Errorf("%s: a lease claim of the trimmed slot %d won", job, slot)
 			}
 		}
 	}

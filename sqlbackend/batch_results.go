@@ -80,7 +80,10 @@ func (s *RunStore) Heartbeats(ctx context.Context, in []anarchon.HeartbeatInput)
 // taken in that order, so that two batches never deadlock; two results of
 // one job keep their order. With the routine, a result whose job, token,
 // instance or status the JSON argument cannot carry goes alone through
-// SaveResult after the statement, as in Heartbeats.
+// SaveResult after the statement, as in Heartbeats. Where write
+// transactions run one at a time (SQLite: no job locks), the results of
+// jobs that have one each in the batch go first, each step of SaveResult
+// for all of them at once (writeSets), then the others one by one.
 func (b *SQLBackend) SaveResults(ctx context.Context, in []anarchon.SaveResultInput) ([]error, error) {
 	const op = "save result"
 	errs := make([]error, len(in))
@@ -123,7 +126,8 @@ func (b *SQLBackend) SaveResults(ctx context.Context, in []anarchon.SaveResultIn
 // An entry FinishResult would refuse (an empty token or status, a manual
 // result, what SaveResult refuses) is that entry's Err, and the others
 // are finished. Any other error rolls the whole batch back and is
-// returned for all of it. The order, and the entries that go alone, are
+// returned for all of it. The order, the entries that go alone, and the
+// steps taken for all the jobs with one entry each (SQLite) are
 // SaveResults'.
 func (s *RunStore) FinishResults(ctx context.Context, in []anarchon.SaveResultInput) ([]anarchon.HeldAnswer, error) {
 	b := s.b()

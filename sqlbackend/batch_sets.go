@@ -125,9 +125,10 @@ func (b *SQLBackend) finishSets(ctx context.Context, tx Querier, recs []saved, c
 
 // trimSets trims the history of the jobs of recs, each to its entry's
 // size and TTL, as trim does for one, and raises each job's watermark
-// over its deleted runs. The cutoffs go one statement per table for the
-// jobs of each history size (a burst's jobs mostly share one), then the
-// TTLs one statement per table for the jobs that have one.
+// over its deleted runs. Each table is trimmed in turn, results then
+// runs: first the cutoffs, one statement for the jobs of each history
+// size (a burst's jobs mostly share one), then the TTLs, one statement
+// for the jobs that have one.
 func (b *SQLBackend) trimSets(ctx context.Context, tx Querier, recs []saved) error {
 	bySize := make(map[int64][]string)
 	var sizes []int64

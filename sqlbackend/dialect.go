@@ -124,10 +124,12 @@ type SQLDialect struct {
 
 	// JSONKeys is true when the database has SQLite's json_each and
 	// json_extract: a batch's statements (heldSlots, plainClaims,
-	// leaseClaims, takeFences) then take their slots as one JSON array argument, read
-	// with json_each, instead of one SELECT of parameters per slot joined
-	// with UNION ALL, so that the statement stays short, and as quick to
-	// parse and plan, whatever the batch's size. A batch with a
+	// leaseClaims, takeFences, and the result and finish batches'
+	// statements of batch_sets.go) then take their entries as one JSON
+	// array argument, read with json_each, instead of one SELECT of
+	// parameters per entry joined with UNION ALL, so that the statement
+	// stays short, and as quick to parse and plan, whatever the batch's
+	// size. A batch with a
 	// text that JSON would change (invalid UTF-8, NUL) uses the UNION ALL.
 	// False: every batch uses the UNION ALL, which every SQL database reads.
 	JSONKeys bool

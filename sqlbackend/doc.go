@@ -136,6 +136,9 @@
 // (anarchon.ResultBatcher, anarchon.HeartbeatBatcher,
 // anarchon.FinishBatcher: the single calls' statements per entry, or one
 // statement with Routines' SaveResults, Heartbeats and FinishResults).
+// Where write transactions run one at a time (SQLite), the results and
+// finishes of jobs with one entry each in the batch take each step of
+// the single call for all of them at once, one statement per step.
 // With [DB.PrepareOnce] (sqlitebackend sets it) each query is prepared
 // once per transaction and run from the prepared statement for every
 // entry of the batch, so a batch parses its few statements once.

@@ -179,7 +179,8 @@ func buildQueries(qualify, quote func(string) string, d SQLDialect) queries {
 		heldSlotKey: r.Replace("SELECT CAST(? AS {tcast}) AS job, CAST(? AS {bcast}) AS slot"),
 		plainClaims: unrewritten("plainClaims"),
 		leaseClaims: unrewritten("leaseClaims"), takeFences: unrewritten("takeFences"),
-		// One job of takeFences's, insertJobs's and the trims' {keys}.
+		// One job of takeFences's, insertJobs's, trimResultsOf's and
+		// trimRunsOf's {keys}.
 		jobKey: r.Replace("SELECT CAST(? AS {tcast}) AS job"),
 		leaseClaimKey: r.Replace("SELECT CAST(? AS {bcast}) AS ord, CAST(? AS {tcast}) AS job, CAST(? AS {bcast}) AS slot, " +
 			"CAST(? AS {tcast}) AS token, CAST(? AS {tcast}) AS inst, CAST(? AS {bcast}) AS lease, " +

@@ -25,7 +25,7 @@ const DefaultBusyTimeout = 10 * time.Second
 
 // MinVersion is the oldest SQLite library the backend accepts: 3.35.0
 // brought RETURNING, which the plain claim needs (the batches of results
-// also use UPDATE … FROM, 3.33.0, and window functions, 3.25.0). Init
+// also use UPDATE … FROM, 3.33.0, and row values, 3.15.0). Init
 // also needs the JSON functions (json_each, json_extract), built in since
 // 3.38.0.
 const MinVersion = "3.35.0"

@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -134,8 +135,8 @@ func TestBatchBeyondOneRead(t *testing.T) {
 // slot of each of 100 jobs: a plain batch is the read, BEGIN, one INSERT
 // and COMMIT; a lease batch the read, BEGIN, one INSERT, one UPDATE of
 // the fences and COMMIT; the batch of their results, and the one of their
-// finishes, one statement per step in one transaction (7), whatever the
-// number of entries up to 500.
+// finishes, one statement per step in one transaction (7; the statements
+// are the same for any number of entries up to 500, TestBatchBeyondOneChunk).
 func TestBurstBatchRoundTrips(t *testing.T) {
 	b, c := countedBackend(t)
 	ctx := t.Context()
@@ -228,5 +229,62 @@ func TestBurstBatchRoundTrips(t *testing.T) {
 	// trims, COMMIT.
 	if got := c.N() - before; got != 7 {
 		t.Errorf("burst batch of %d finishes: %d statements, want 7", n, got)
+	}
+}
+
+// TestBatchBeyondOneChunk: the results, and the finishes, of a batch of
+// 1,200 jobs with one entry each go in chunks of 500 (sqlbackend's
+// heldChunk), each chunk one statement per step: 2 + 3 × 5 statements,
+// and every entry stored.
+func TestBatchBeyondOneChunk(t *testing.T) {
+	b, c := countedBackend(t)
+	ctx := t.Context()
+	const n = 1200
+	slot := time.Now().Add(-time.Minute).Truncate(time.Second).UnixMilli()
+	plain := make([]anarchon.ClaimInput, n)
+	lease := make([]anarchon.RunClaim, n)
+	for i := range n {
+		job := fmt.Sprintf("chunks-%04d", i)
+		plain[i] = anarchon.ClaimInput{Job: job, Slot: slot, Token: "p-" + job, InstanceID: "a"}
+		lease[i] = anarchon.RunClaim{ClaimInput: anarchon.ClaimInput{Job: job, Slot: slot + 1000, Token: "l-" + job, InstanceID: "a"},
+			Lease: time.Hour, AllowOverlap: true, MaxAttempts: 1}
+	}
+	results := func(in []anarchon.ClaimInput) []anarchon.SaveResultInput {
+		out := make([]anarchon.SaveResultInput, len(in))
+		for i, c := range in {
+			out[i] = anarchon.SaveResultInput{Job: c.Job, Result: anarchon.StoredResult{
+				Slot: c.Slot, Token: c.Token, InstanceID: c.InstanceID, Attempt: 1, Status: anarchon.StatusSuccess}}
+		}
+		return out
+	}
+	if _, err := b.ClaimBatch(ctx, plain); err != nil {
+		t.Fatal(err)
+	}
+	before := c.N()
+	errs, err := b.SaveResults(ctx, results(plain))
+	if err != nil || slices.ContainsFunc(errs, func(e error) bool { return e != nil }) {
+		t.Fatalf("SaveResults: %v, %v", errs, err)
+	}
+	if got := c.N() - before; got != 17 {
+		t.Errorf("%d results: %d statements, want 17", n, got)
+	}
+	rb := b.Runs().(anarchon.RunBatchClaimer)
+	if _, err := rb.ClaimRuns(ctx, lease); err != nil {
+		t.Fatal(err)
+	}
+	before = c.N()
+	held, err := b.Runs().(anarchon.FinishBatcher).FinishResults(ctx, results(claimsOf(lease)))
+	if err != nil || slices.ContainsFunc(held, func(h anarchon.HeldAnswer) bool { return !h.Held || h.Err != nil }) {
+		t.Fatalf("FinishResults: %v", err)
+	}
+	if got := c.N() - before; got != 17 {
+		t.Errorf("%d finishes: %d statements, want 17", n, got)
+	}
+	for i := range n {
+		recs, err := b.History(ctx, plain[i].Job, 0)
+		if err != nil || len(recs) != 2 || recs[0].Token != lease[i].Token || recs[1].Token != plain[i].Token ||
+			recs[0].Status != anarchon.StatusSuccess || recs[1].Status != anarchon.StatusSuccess {
+			t.Fatalf("History(%s) = %+v, %v; want the finished lease run over the plain one", plain[i].Job, recs, err)
+		}
 	}
 }
