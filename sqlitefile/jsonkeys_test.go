@@ -126,11 +126,7 @@ func TestBatchKeysAsJSON(t *testing.T) {
 		// The batches of their results and finishes, each job once:
 		// written one step at a time for the whole batch, their keys in
 		// the same form as the claims'.
-		res := make([]anarchon.SaveResultInput, 0, 2*len(in))
-		for _, c := range append(slices.Clone(in), claimsOf(rc)...) {
-			res = append(res, anarchon.SaveResultInput{Job: c.Job, Result: anarchon.StoredResult{
-				Slot: c.Slot, Token: c.Token, InstanceID: c.InstanceID, Attempt: 1, Status: anarchon.StatusSuccess}})
-		}
+		res := successes(append(slices.Clone(in), claimsOf(rc)...))
 		errs, err := tc.b.SaveResults(ctx, res[:len(in)])
 		if err != nil || slices.ContainsFunc(errs, func(e error) bool { return e != nil }) {
 			t.Fatalf("%s: SaveResults: %v, %v", tc.name, errs, err)

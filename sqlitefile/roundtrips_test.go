@@ -188,16 +188,8 @@ func TestBurstBatchRoundTrips(t *testing.T) {
 	if got := c.N() - before; got != 5 {
 		t.Errorf("lease burst batch of %d: %d statements, want 5", n, got)
 	}
-	results := func(in []anarchon.ClaimInput) []anarchon.SaveResultInput {
-		out := make([]anarchon.SaveResultInput, len(in))
-		for i, c := range in {
-			out[i] = anarchon.SaveResultInput{Job: c.Job, HistorySize: 10, Result: anarchon.StoredResult{
-				Slot: c.Slot, Token: c.Token, InstanceID: c.InstanceID, Attempt: 1, Status: anarchon.StatusSuccess}}
-		}
-		return out
-	}
 	before = c.N()
-	errs, err := b.SaveResults(ctx, results(plain))
+	errs, err := b.SaveResults(ctx, successes(plain))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +208,7 @@ func TestBurstBatchRoundTrips(t *testing.T) {
 		t.Fatal("no FinishBatcher")
 	}
 	before = c.N()
-	held, err := fb.FinishResults(ctx, results(claimsOf(lease)))
+	held, err := fb.FinishResults(ctx, successes(claimsOf(lease)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,19 +241,11 @@ func TestBatchBeyondOneChunk(t *testing.T) {
 		lease[i] = anarchon.RunClaim{ClaimInput: anarchon.ClaimInput{Job: job, Slot: slot + 1000, Token: "l-" + job, InstanceID: "a"},
 			Lease: time.Hour, AllowOverlap: true, MaxAttempts: 1}
 	}
-	results := func(in []anarchon.ClaimInput) []anarchon.SaveResultInput {
-		out := make([]anarchon.SaveResultInput, len(in))
-		for i, c := range in {
-			out[i] = anarchon.SaveResultInput{Job: c.Job, Result: anarchon.StoredResult{
-				Slot: c.Slot, Token: c.Token, InstanceID: c.InstanceID, Attempt: 1, Status: anarchon.StatusSuccess}}
-		}
-		return out
-	}
 	if _, err := b.ClaimBatch(ctx, plain); err != nil {
 		t.Fatal(err)
 	}
 	before := c.N()
-	errs, err := b.SaveResults(ctx, results(plain))
+	errs, err := b.SaveResults(ctx, successes(plain))
 	if err != nil || slices.ContainsFunc(errs, func(e error) bool { return e != nil }) {
 		t.Fatalf("SaveResults: %v, %v", errs, err)
 	}
@@ -273,7 +257,7 @@ func TestBatchBeyondOneChunk(t *testing.T) {
 		t.Fatal(err)
 	}
 	before = c.N()
-	held, err := b.Runs().(anarchon.FinishBatcher).FinishResults(ctx, results(claimsOf(lease)))
+	held, err := b.Runs().(anarchon.FinishBatcher).FinishResults(ctx, successes(claimsOf(lease)))
 	if err != nil || slices.ContainsFunc(held, func(h anarchon.HeldAnswer) bool { return !h.Held || h.Err != nil }) {
 		t.Fatalf("FinishResults: %v", err)
 	}
@@ -287,4 +271,15 @@ func TestBatchBeyondOneChunk(t *testing.T) {
 			t.Fatalf("History(%s) = %+v, %v; want the finished lease run over the plain one", plain[i].Job, recs, err)
 		}
 	}
+}
+
+// successes returns a success result for each claim of in, under its
+// token, with the default history size.
+func successes(in []anarchon.ClaimInput) []anarchon.SaveResultInput {
+	out := make([]anarchon.SaveResultInput, len(in))
+	for i, c := range in {
+		out[i] = anarchon.SaveResultInput{Job: c.Job, Result: anarchon.StoredResult{
+			Slot: c.Slot, Token: c.Token, InstanceID: c.InstanceID, Attempt: 1, Status: anarchon.StatusSuccess}}
+	}
+	return out
 }
