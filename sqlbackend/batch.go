@@ -424,16 +424,7 @@ func (s *RunStore) ClaimRuns(ctx context.Context, in []anarchon.RunClaim) ([]ana
 // not win (a row is there, the job has no row yet, or a check refuses it),
 // and the claims of other jobs do not depend on these.
 func (b *SQLBackend) claimNewRuns(ctx context.Context, tx Querier, in []anarchon.RunClaim, todo []int) (map[int]anarchon.ClaimOutcome, error) {
-	count := make(map[string]int, len(todo))
-	for _, i := range todo {
-		count[in[i].Job]++
-	}
-	var alone []int
-	for _, i := range todo {
-		if count[in[i].Job] == 1 {
-			alone = append(alone, i)
-		}
-	}
+	alone, _ := loneJobs(todo, func(i int) string { return in[i].Job })
 	won := make(map[int]anarchon.ClaimOutcome, len(alone))
 	for chunk := range slices.Chunk(alone, heldChunk) {
 		of := make(map[slotKey]int, len(chunk)) // the claims by slot: one per job

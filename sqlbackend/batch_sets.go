@@ -18,7 +18,9 @@ import (
 func (b *SQLBackend) setsWrite() bool { return b.writesInTurn() && !b.d.NoReturning }
 
 // loneJobs parts todo into the entries whose job no other entry of todo
-// has (job(i) is entry i's) and the others, keeping todo's order in both.
+// has (job(i) is entry i's) and the others, keeping todo's order in both:
+// the entries a batch writes together (writeSets; claimNewRuns's lease
+// claims).
 func loneJobs(todo []int, job func(i int) string) (lone, rest []int) {
 	count := make(map[string]int, len(todo))
 	for _, i := range todo {
@@ -42,9 +44,9 @@ func loneJobs(todo []int, job func(i int) string) (lone, rest []int) {
 // (upsertResults), plain claims' runs settled (finishPlains, SaveResults
 // only), and the history trimmed with the watermarks raised over the
 // deleted runs (trimSets). A burst's batch of results or finishes, its
-// jobs of one history size and without a TTL, is then 5 statements, or
-// 6 with deleted runs, where the single calls' are 5 each (sqlitefile's
-// TestBurstBatchRoundTrips).
+// jobs of one history size and without a TTL, is then 5 statements per
+// chunk where the single calls' are 5 per entry (sqlitefile's
+// TestBurstBatchRoundTrips and TestBatchBeyondOneChunk count them).
 func (b *SQLBackend) writeSets(ctx context.Context, tx Querier, srs []saved, todo []int, out []anarchon.HeldAnswer) error {
 	for chunk := range slices.Chunk(todo, heldChunk) {
 		q, args := b.unionKeys(b.q.insertJobs, b.q.jobKey, len(chunk), func(n int) []any { return []any{srs[chunk[n]].job} })
