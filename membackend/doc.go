@@ -63,9 +63,9 @@
 // # Performance
 //
 // Every call is one mutex section, no I/O. BENCHMARKS.md §1 measured a
-// plain claim at 1.4 µs p50 (1 claimer; 1.6 µs with 4 and 16) and a lease
-// claim at 1.6–2.1 µs p50, against 0.3–0.5 µs for a bare map insert under
-// a mutex.
+// plain claim at 1.6 µs p50 (1 claimer; 1.7 and 1.9 µs with 4 and 16) and
+// a lease claim at 1.8–2.2 µs p50, against 0.4–0.5 µs for a bare map
+// insert under a mutex.
 // History costs a sort of the job's retained records.
 //
 // # Dedupe window and memory

@@ -124,8 +124,8 @@
 // the driver begins a READ COMMITTED transaction with two statements, and
 // TestClaimRoundTrips counts the rest. On MariaDB 10.11 on loopback, on a
 // 2-core machine (BENCHMARKS.md §1 and §2), bench/run.sh claim measured
-// the plain claim's median at 4.3–4.5× the bare INSERT IGNORE's (1, 4 and
-// 16 claimers; 257 µs with one) and the lease claim's at 13–19× (799 µs
+// the plain claim's median at 4.0–4.4× the bare INSERT IGNORE's (1, 4 and
+// 16 claimers; 259 µs with one) and the lease claim's at 11–17× (692 µs
 // with one); bench/run.sh contest had no slot without exactly one winner,
 // 2 to 32 instances.
 package mysqlbackend

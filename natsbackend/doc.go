@@ -310,11 +310,11 @@
 // (job control), then the KV Create; when the cached clock sample is
 // stale (no decision in the last 2 s), the clock is read beside the Get.
 // BenchmarkClaim measured it at 1.7–1.9× a bare KV Create with one
-// claimer (loopback, nats-server v2.14.10), and BENCHMARKS.md §1 at 2.0×
-// with one and four claimers (300 µs p50 with one). A lease claim reads
+// claimer (loopback, nats-server v2.14.10), and BENCHMARKS.md §1 at 2.2×
+// with one and four claimers (442 µs p50 with one). A lease claim reads
 // the run, writes it by compare-and-set and reads the server's time,
-// retrying on a conflict: §1 measured 1.8 ms p50 with one claimer (12×
-// the bare Create) and 8–26 ms with 4–16 (40–44×), the slowest of the
+// retrying on a conflict: §1 measured 2.6 ms p50 with one claimer (13×
+// the bare Create) and 10–34 ms with 4–16 (36–57×), the slowest of the
 // stores. History reads the job's
 // subject of the history stream.
 //
@@ -347,11 +347,11 @@
 // burst send one request per batch, not one per slot
 // (TestClaimBatchRequests: 1 request for 100 claims of runs held by
 // another). BenchmarkClaimBatch measured a burst of
-// 1,000 plain claims (1,000 jobs) at 27–28 ms as one batch against
-// 297–298 ms as single claims (11×), 1.9–2.0× the 15–16 ms of 1,000 bare
-// creates published before any acknowledgement is awaited; lease claims
-// at 144–155 ms against 1.9–2.1 s (14×). Loopback, nats-server v2.14.10,
-// a 2-core machine at load average 2.2–2.7 (BENCHMARKS.md §1).
+// 1,000 plain claims (1,000 jobs) at 31–34 ms as one batch against
+// 338–340 ms as single claims (10–11×), 2.0–2.1× the 15–19 ms of 1,000
+// bare creates published before any acknowledgement is awaited; lease
+// claims at 137–149 ms against 1.9–2.1 s (13–15×). Loopback, nats-server
+// v2.14.10, a 2-core machine at load average 0.8–3.0 (BENCHMARKS.md §1).
 //
 // A batch of heartbeats ([RunStore.Heartbeats]) reads every run in one
 // direct get request and publishes the compare-and-set updates of the

@@ -150,7 +150,7 @@ const hedgeCopies = 3
 // sends another copy: a fifth of readTry, at least 2 × resendPoll (500 ms
 // with the default Timeout). A healthy server answers in about a
 // millisecond, so the copy is only sent where one would wait for readTry:
-// in BENCHMARKS.md §8's bursts of 10,000 slots the server received as many
+// in the bursts of 10,000 slots of bench/HISTORY.md §8 the server received as many
 // messages per burst after the hedge as before it (60,434 against 60,436
 // plain, 89,279 against 89,566 lease), so no copy went out there.
 func (b *Backend) hedgeAfter() time.Duration { return max(b.readTry()/5, 2*resendPoll) }

@@ -39,8 +39,8 @@
 // arguments, up to 512 calls per EVALSHA (one per cluster slot through a
 // cluster client, whose scripts may not span slots). A burst of 10,000
 // plain slots on 3 processes took 191 script calls instead of 40,018; the
-// server's CPU per burst did not fall (0.40 s against 0.36 s, BENCHMARKS.md
-// §8): it goes to the scripts' own work. A call whose
+// server's CPU per burst did not fall (0.40 s against 0.36 s,
+// bench/HISTORY.md §8): it goes to the scripts' own work. A call whose
 // script fails (an error reply, a Lua error) gets that error as its own
 // answer; the other calls of the batch are answered. Each answer is the
 // one a single claim gives, one winner per slot across batches and single claims: the
@@ -294,27 +294,27 @@
 // decides SPEC §6's table server-side, FinishResult finishes, saves and
 // trims at once. With [Options.Replicas], a winning claim adds a WAIT in
 // the same pipeline. BENCHMARKS.md §1 measured, on loopback: a plain claim
-// at 64 µs p50 with one claimer (1.45× a bare SET NX) and 97 µs with 4
-// (1.02×); a lease claim at 64 µs and 136 µs p50 (1.44× both); about
-// 30,000 plain and 22,000 lease claims/s with 4 claimers.
+// at 59 µs p50 with one claimer (1.14× a bare SET NX) and 94 µs with 4
+// (1.21×); a lease claim at 66 µs and 132 µs p50 (1.29×, 1.70×); about
+// 32,000 plain and 23,000 lease claims/s with 4 claimers.
 //
 // A batch ([Backend.ClaimBatch], [RunStore.ClaimRuns]: the
-// anarchon.BatchClaimer and anarchon.RunBatchClaimer abilities) sends one
-// EVALSHA per claim, all of them in one pipeline: one round trip per
-// batch, whatever its size. New slots of paused jobs add one pipeline for
+// anarchon.BatchClaimer and anarchon.RunBatchClaimer abilities) sends
+// the claims as the claim script's batch form, one EVALSHA for up to 512
+// of them, in one pipeline: one round trip per batch, whatever its size. New slots of paused jobs add one pipeline for
 // their settling script, and a server that lost its script cache
 // (NOSCRIPT) one more with EVAL; through a ClusterClient go-redis sends
 // each master its share side by side; with [Options.Replicas] each
 // master's pipeline ends with one WAIT (TestClaimBatchRoundTrips counts
-// the pipelines; TestClaimBatchReplicas). The server still runs one
-// script per claim, so a batch saves round trips, not script time:
+// the pipelines; TestClaimBatchReplicas). The server still runs each
+// claim's script text, so a batch saves round trips, not script time:
 // BenchmarkClaimBatch measured a burst of 1,000 plain claims (1,000 jobs)
-// at 91 ms as one batch against 347 ms as single claims (4.0×) and 18 ms
-// for 1,000 SET NX PX in one pipeline (5.2×); lease claims at 173 ms
-// against 409 ms (2.1×). Loopback, redis-server 7.0.15, a 2-core machine
-// at load average 32–35, where the server's command statistics gave
-// 34 µs per plain claim script, 142 µs per lease claim script and 6–8 µs
-// per SET.
+// at 11–12 ms as one batch against 74–77 ms as single claims (6.3–6.6×)
+// and 3.5–3.7 ms for 1,000 SET NX PX in one pipeline (3.5–3.6×); lease
+// claims at 27–29 ms against 97 ms (3.3–3.4×). Loopback, redis-server
+// 7.0.15, a 2-core machine at load average 0.4–0.8, where the server's
+// command statistics gave 7.6–7.9 µs per plain claim and 16.6–18.2 µs per
+// lease claim of a batch, and 1.4–1.8 µs per SET (BENCHMARKS.md §1).
 //
 // Heartbeats, results and finishes of many runs
 // ([RunStore.Heartbeats], [Backend.SaveResults], [RunStore.FinishResults]:

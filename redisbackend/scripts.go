@@ -50,7 +50,7 @@ type script struct {
 // would. It judges a lease's end, never-early and max-late by the
 // batch's start, at most the batch's run time (a few milliseconds,
 // maxBatchCalls) before the call's own reading, and saves a TIME call
-// per call on the server's one thread (BENCHMARKS.md §1, "Batch claims").
+// per call on the server's one thread (bench/HISTORY.md §1, "Batch claims").
 const luaArgs = `local K, A = KEYS, ARGV
 local batch_now
 local function server_ms()

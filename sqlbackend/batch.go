@@ -54,7 +54,7 @@ var (
 // one statement per batch instead of one each (TestBatchRoundTrips and
 // TestBurstBatchRoundTrips on SQLite: 4 statements for a won batch of 1,
 // 10 or 100);
-// BenchmarkClaimBatch's figures before and after are in BENCHMARKS.md
+// BenchmarkClaimBatch's figures before and after are in bench/HISTORY.md
 // §1, "Batch claims". MySQL, without RETURNING, runs the single claim's
 // statements for every slot.
 func (b *SQLBackend) ClaimBatch(ctx context.Context, in []anarchon.ClaimInput) ([]anarchon.ClaimAnswer, error) {

@@ -47,13 +47,14 @@
 // BenchmarkResultBatch (256 results of jobs with full histories,
 // 2026-12-04) measured 117–124 µs per result this way against 150–159
 // µs with each result alone, and an instance of a burst of 10,000 jobs
-// on 3 processes spent 9–24% less CPU (BENCHMARKS.md §8). Each
-// statement is prepared once per transaction. sqlitefile's
-// BenchmarkClaimBatch (batches of 256 new slots, 2026-12-04) measured
-// 14.7–19.3 µs per won claim and 4.4–6.1 µs per lost one, 2.98–3.36× the
-// raw floor of 256 prepared INSERT … ON CONFLICT DO NOTHING in one
-// transaction (3.66–4.09× with the slots joined by UNION ALL instead of
-// JSON; BENCHMARKS.md §1).
+// on 3 processes spent 9–24% less CPU (bench/HISTORY.md §8); 122–128 µs
+// per result on 2026-12-05 (BENCHMARKS.md §1). Each statement is
+// prepared once per transaction. sqlitefile's BenchmarkClaimBatch
+// (batches of 256 new slots, 2026-12-05) measured 14.2 µs per won claim
+// and 4.3 µs per lost one, 3.1–3.2× the raw floor of 256 prepared INSERT
+// … ON CONFLICT DO NOTHING in one transaction (BENCHMARKS.md §1; with the
+// slots joined by UNION ALL instead of JSON it measured 3.66–4.09× where
+// JSON measured 2.98–3.36×, bench/HISTORY.md §1).
 //
 // Fencing tokens (SPEC §6, "Fencing"): the base's per-job counter, in the
 // jobs row of the database file, raised by every won lease claim in its
@@ -161,9 +162,9 @@
 // # Performance
 //
 // Writers take turns on the file's write lock. BENCHMARKS.md §1 measured,
-// with modernc.org/sqlite on one host: a plain claim at 72 µs p50 with
-// one claimer, 486 µs with 4 and 2.3 ms with 16 (a bare autocommit INSERT:
-// 29–31 µs), a lease claim at 115 µs p50 with one, and about 5,200–9,500
+// with modernc.org/sqlite on one host: a plain claim at 79 µs p50 with
+// one claimer, 564 µs with 4 and 2.4 ms with 16 (a bare autocommit INSERT:
+// 30–31 µs), a lease claim at 85 µs p50 with one, and about 5,000–8,600
 // claims/s in all. Every claimer waits for the lock: the p50 and p99 grow
-// with their number (p99 2.5 ms with 4, 9.8 ms with 16).
+// with their number (p99 2.5 ms with 4, 11.3 ms with 16).
 package sqlitebackend
