@@ -351,7 +351,7 @@
 // 338–340 ms as single claims (10–11×), 2.0–2.1× the 15–19 ms of 1,000
 // bare creates published before any acknowledgement is awaited; lease
 // claims at 137–149 ms against 1.9–2.1 s (13–15×). Loopback, nats-server
-// v2.14.10, a 2-core machine at load average 0.8–3.0 (BENCHMARKS.md §1).
+// v2.14.10, a 2-core machine at load average 0.8–3.2 (BENCHMARKS.md §1).
 //
 // A batch of heartbeats ([RunStore.Heartbeats]) reads every run in one
 // direct get request and publishes the compare-and-set updates of the
