@@ -244,6 +244,15 @@ func splitLine(text string, opts crontabOptions) (cronLine, error) {
 		if f[4] == "" {
 			return ln, fmt.Errorf("a job line needs %s and a command: %q", fieldHelp, text)
 		}
+		if !isCronField(f[4]) {
+			// "* * * * /bin/true": a time field short. Said as such, not
+			// as a schedule that takes the command for its day of week.
+			k := 0
+			for isCronField(f[k]) {
+				k++
+			}
+			return ln, fmt.Errorf("a job line needs %s and a command: %q has %d before %q", fieldHelp, text, k, f[k])
+		}
 		n := 5
 		switch {
 		case isCronField(f[5]) && isYearField(f[6]) && hasCommand(r, opts):

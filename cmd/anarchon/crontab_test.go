@@ -110,6 +110,16 @@ CRON_TZ=Mars/Olympus
 			t.Errorf("error %d = %q, want prefix %q", i, got[i], p)
 		}
 	}
+	for _, tc := range []struct{ line, want string }{
+		{"* * * * /bin/true", `"* * * * /bin/true" has 4 before "/bin/true"`},
+		{"*/5 * * echo hi there", `has 3 before "echo"`},
+		{"hourly * * * x", `has 0 before "hourly"`},
+	} {
+		_, errs := parseCrontab("short.cron", []byte(tc.line+"\n"))
+		if len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.want) || !strings.Contains(errs[0].Error(), "5 time fields") {
+			t.Errorf("%q: errors %v, want one saying it %s", tc.line, errs, tc.want)
+		}
+	}
 	if !strings.Contains(got[2], "Mars/Olympus") {
 		t.Errorf("zone error %q does not name the zone", got[2])
 	}
