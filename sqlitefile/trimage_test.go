@@ -137,11 +137,7 @@ func TestFinishBatchNotifies(t *testing.T) {
 	if _, err := b.Runs().(anarchon.RunBatchClaimer).ClaimRuns(ctx, claims); err != nil {
 		t.Fatal(err)
 	}
-	var in []anarchon.SaveResultInput
-	for _, c := range claims {
-		in = append(in, anarchon.SaveResultInput{Job: c.Job, Result: anarchon.StoredResult{
-			Slot: c.Slot, Token: c.Token, InstanceID: "a", Attempt: 1, Status: anarchon.StatusSuccess}})
-	}
+	in := successes(claimsOf(claims))
 	// A token that holds nothing: not finished, no event.
 	in = append(in, anarchon.SaveResultInput{Job: "notify-e", Result: anarchon.StoredResult{
 		Slot: slot, Token: "stranger", InstanceID: "b", Attempt: 1, Status: anarchon.StatusSuccess}})

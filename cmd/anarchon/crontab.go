@@ -19,6 +19,7 @@ var (
 	nameComment = regexp.MustCompile(`^#\s*name:\s*(.*?)\s*$`)
 	cronToken   = regexp.MustCompile(`^[0-9*?,/\-LW#]+$`)
 	dayNames    = regexp.MustCompile(`(?i)SUN|MON|TUE|WED|THU|FRI|SAT`)
+	monthNames  = regexp.MustCompile(`(?i)JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC`)
 )
 
 // maxCrontabLine bounds one crontab line (bytes).
@@ -244,11 +245,11 @@ func splitLine(text string, opts crontabOptions) (cronLine, error) {
 		if f[4] == "" {
 			return ln, fmt.Errorf("a job line needs %s and a command: %q", fieldHelp, text)
 		}
-		if !isCronField(f[4]) {
+		if !isTimeField(f[4]) {
 			// "* * * * /bin/true": a time field short. Said as such, not
 			// as a schedule that takes the command for its day of week.
 			k := 0
-			for isCronField(f[k]) {
+			for isTimeField(f[k]) {
 				k++
 			}
 			return ln, fmt.Errorf("a job line needs %s and a command: %q has %d before %q", fieldHelp, text, k, f[k])
@@ -389,6 +390,15 @@ func bigSteps(fields []string) []string {
 // last of six time fields rather than the command's first word.
 func isCronField(tok string) bool {
 	return cronToken.MatchString(dayNames.ReplaceAllString(tok, "0"))
+}
+
+// isTimeField reports whether tok reads as any of a line's first five
+// fields, month names included: the fifth is the month in six and seven
+// fields (second first). isCronField, which decides on six or seven
+// fields, leaves the month names out: the sixth and seventh fields are
+// never months, and a command named like one ("mar") stays a command.
+func isTimeField(tok string) bool {
+	return isCronField(tok) || cronToken.MatchString(monthNames.ReplaceAllString(tok, "1"))
 }
 
 // splitFields returns the first n whitespace-separated tokens of s (missing

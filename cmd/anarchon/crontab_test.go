@@ -114,6 +114,7 @@ CRON_TZ=Mars/Olympus
 		{"* * * * /bin/true", `"* * * * /bin/true" has 4 before "/bin/true"`},
 		{"*/5 * * echo hi there", `has 3 before "echo"`},
 		{"hourly * * * x", `has 0 before "hourly"`},
+		{"0 9 1 JAN /bin/true", `has 4 before "/bin/true"`},
 	} {
 		_, errs := parseCrontab("short.cron", []byte(tc.line+"\n"))
 		if len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.want) || !strings.Contains(errs[0].Error(), "5 time fields") {
@@ -136,6 +137,8 @@ func TestSixFieldDetection(t *testing.T) {
 		{"0 9 * * 1 mon-script --x", "0 9 * * 1", "mon-script --x"},
 		{"0 9 * * * ls -l", "0 9 * * *", "ls -l"},
 		{"0 0 9 * * 5L ./x", "0 0 9 * * 5L", "./x"},
+		{"0 0 9 1 JAN * ./new-year", "0 0 9 1 JAN *", "./new-year"},
+		{"0 0 9 1 jan-mar mon ./q", "0 0 9 1 jan-mar mon", "./q"},
 	} {
 		s, c, err := splitCronLine(tc.line)
 		if err != nil || s != tc.schedule || c != tc.cmd {
