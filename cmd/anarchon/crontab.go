@@ -20,6 +20,7 @@ var (
 	cronToken   = regexp.MustCompile(`^[0-9*?,/\-LW#]+$`)
 	dayNames    = regexp.MustCompile(`(?i)SUN|MON|TUE|WED|THU|FRI|SAT`)
 	monthNames  = regexp.MustCompile(`(?i)JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC`)
+	timeStart   = regexp.MustCompile(`(?i)^([0-9*?]|SUN|MON|TUE|WED|THU|FRI|SAT|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC)`)
 )
 
 // maxCrontabLine bounds one crontab line (bytes).
@@ -245,9 +246,12 @@ func splitLine(text string, opts crontabOptions) (cronLine, error) {
 		if f[4] == "" {
 			return ln, fmt.Errorf("a job line needs %s and a command: %q", fieldHelp, text)
 		}
-		if !isTimeField(f[4]) {
+		if !isTimeField(f[4]) && !timeStart.MatchString(f[4]) {
 			// "* * * * /bin/true": a time field short. Said as such, not
 			// as a schedule that takes the command for its day of week.
+			// A fifth word that starts as a time field does ("MON-FUN",
+			// "MONDAY") is a field mistyped: the schedule's parser names
+			// the fault.
 			k := 0
 			for isTimeField(f[k]) {
 				k++

@@ -121,6 +121,14 @@ CRON_TZ=Mars/Olympus
 			t.Errorf("%q: errors %v, want one saying it %s", tc.line, errs, tc.want)
 		}
 	}
+	// A mistyped fifth field is left to the schedule's parser, which
+	// names the fault, not called a field short.
+	for _, line := range []string{"0 0 * * MON-FUN echo x", "0 0 * * MONDAY echo x"} {
+		jobs, errs := parseCrontab("typo.cron", []byte(line+"\n"))
+		if len(errs) != 0 || len(jobs) != 1 || checkJobs(jobs) == nil {
+			t.Errorf("%q: jobs %v, errors %v; want the line read and its schedule refused", line, jobs, errs)
+		}
+	}
 	if !strings.Contains(got[2], "Mars/Olympus") {
 		t.Errorf("zone error %q does not name the zone", got[2])
 	}
