@@ -18,8 +18,11 @@ const (
 	EventRunEnd
 	// EventSlotSkipped: a slot was not run: Status is StatusMissed,
 	// StatusSkipped or (leased jobs) StatusPaused, Lateness is set for
-	// missed slots. A plain claim that a pause settled is reported as a
-	// lost EventClaim.
+	// missed slots. Attempt is the won attempt that the scheduler
+	// settled instead of running it (OverlapBufferOne, or a takeover
+	// under OverlapSkip or OverlapLimit: SPEC §6, overlap), 0 when the
+	// store settled the slot. A plain claim that a pause settled is
+	// reported as a lost EventClaim.
 	EventSlotSkipped
 	// EventStoreError: a store call failed. Op names the call ("Claim",
 	// "SaveResult", …) and Err is the error. Failed claims are not run (fail

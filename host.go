@@ -348,6 +348,12 @@ func (h host) Execute(ctx context.Context, a *attempt) runner.Result {
 		return runner.Result{Token: a.Token, Attempt: a.Number, Status: runner.StatusError,
 			Error: fmt.Sprintf("attempt %d not run: it came after the job's next slot was due (overlap %s)", a.Number, j.opt.Overlap)}
 	}
+	if j := a.Job.job; a.Leased && a.Number > 1 && !a.Job.backfill {
+		if limit := j.overlapLimit(); limit > 0 && h.s.takeoverOverlaps(ctx, j, a.Slot, limit) {
+			h.Settled(ctx, a, runner.StatusSkipped)
+			return runner.Result{Token: a.Token, Attempt: a.Number, Status: runner.StatusSkipped}
+		}
+	}
 	if j := a.Job.job; j.opt.Overlap == OverlapBufferOne && a.Leased && !a.Job.backfill {
 		if skip := h.s.bufferOne(ctx, j, a.Slot); skip {
 			h.Settled(ctx, a, runner.StatusSkipped)
@@ -404,7 +410,7 @@ func (h host) Retrying(ctx context.Context, a *runner.Leased[slotRun], res *runn
 func (h host) Settled(ctx context.Context, a *attempt, st runner.Status) {
 	h.s.log.LogAttrs(ctx, slog.LevelInfo, "slot not run",
 		slog.String("job", a.Name), slog.Time("slot", a.SlotTime()), slog.String("status", string(st)))
-	h.s.emit(Event{Kind: EventSlotSkipped, Job: a.Name, Slot: a.SlotTime(), Status: Status(st), Lateness: h.s.now().Sub(a.SlotTime())})
+	h.s.emit(Event{Kind: EventSlotSkipped, Job: a.Name, Slot: a.SlotTime(), Attempt: a.Number, Status: Status(st), Lateness: h.s.now().Sub(a.SlotTime())})
 }
 
 func (h host) StoreError(ctx context.Context, op string, a *attempt, err error) {

@@ -78,7 +78,9 @@ const (
 	// the job runs as with OverlapAllow.
 	OverlapDefault OverlapPolicy = iota
 	// OverlapSkip skips a slot while another run of the job holds a live
-	// lease; the slot is recorded as skipped. Kubernetes calls this
+	// lease; the slot is recorded as skipped. A backup that takes over a
+	// crashed run, or a retry, after a later slot has started is skipped
+	// the same way (SPEC §6, overlap). Kubernetes calls this
 	// concurrencyPolicy Forbid, Temporal's schedules ScheduleOverlapPolicy
 	// Skip.
 	OverlapSkip
@@ -97,7 +99,8 @@ const (
 	// other runs of the job hold live leases, across the cluster, and
 	// skips it (recorded skipped) otherwise. The count is made by the
 	// store in the same atomic step as the claim, so two instances
-	// claiming different slots at once never both pass the limit.
+	// claiming different slots at once never both pass the limit. A
+	// takeover or a retry is held to the limit too (SPEC §6, overlap).
 	// OverlapLimit with a limit of 1 is OverlapSkip. Kubernetes has no
 	// equivalent (parallelism is per Job, not per CronJob); Temporal's
 	// schedules neither. See SPEC §6, overlap.

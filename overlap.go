@@ -45,3 +45,53 @@ func (s *Scheduler) bufferOne(ctx context.Context, j *job, slot int64) bool {
 		}
 	}
 }
+
+// overlapLimit is how many other runs of j may hold live leases when one
+// of its slots starts: 0 where the policy lets slots overlap (allow, and
+// buffer_one and replace, which claim with overlap allowed and decide
+// after the win), max(OverlapLimit, 1) under OverlapLimit, 1 under skip
+// (the default with a RunStore).
+func (j *job) overlapLimit() int {
+	switch j.opt.Overlap {
+	case OverlapAllow, OverlapBufferOne, OverlapReplace:
+		return 0
+	case OverlapLimit:
+		return max(j.opt.OverlapLimit, 1)
+	}
+	return 1
+}
+
+// takeoverOverlaps applies the overlap policies skip and limit N to a
+// takeover or a retry (attempt > 1) of slot (Unix ms) that this instance
+// has won, holding its lease: it reports true when limit other slots of
+// the job hold live leases, so that the slot is to be finished skipped
+// instead of run (SPEC §6, overlap).
+//
+// The store's claim counts live runs only when an absent slot is claimed
+// (SPEC §6's table), and a takeover comes when the previous holder's
+// lease has run out: by then a later slot may have been claimed and be
+// running, because the expired run no longer counted against it. Each
+// claim that wins makes its run live in its atomic step, so of a later
+// slot's first claim and this takeover, whichever the store decided
+// second sees the other: either the later slot was refused (overlap), or
+// it won before this takeover and this listing, made after it, shows its
+// run live. Two takeovers that race may both see each other and both be
+// skipped; never both run past the limit. The listing uses only Active,
+// which every RunStore has. A listing that fails is logged and the
+// attempt runs, as it did before the check: a store that cannot answer
+// Active just after answering the claim is failing, and the run's fence
+// still orders its writes.
+func (s *Scheduler) takeoverOverlaps(ctx context.Context, j *job, slot int64, limit int) bool {
+	runs, err := s.runs.Active(ctx, j.name)
+	if err != nil {
+		s.storeError(ctx, "Active", j.name, time.UnixMilli(slot).UTC(), err)
+		return false
+	}
+	others := 0
+	for _, r := range runs {
+		if r.Slot != slot && r.Live {
+			others++
+		}
+	}
+	return others >= limit
+}

@@ -115,9 +115,10 @@ func (s *Scheduler) lease(j *job, slot time.Time, maxLate time.Duration) *runner
 	// (bufferOne).
 	// Replace claims with overlap allowed and settles the earlier runs
 	// after the win (replaceEarlier).
-	a.AllowOverlap = j.opt.Overlap == OverlapAllow || j.opt.Overlap == OverlapBufferOne || j.opt.Overlap == OverlapReplace
+	limit := j.overlapLimit()
+	a.AllowOverlap = limit == 0
 	if j.opt.Overlap == OverlapLimit {
-		a.Limit = j.opt.OverlapLimit
+		a.Limit = limit
 	}
 	return a
 }

@@ -101,6 +101,7 @@ func TestOutcomeLines(t *testing.T) {
 	o.observe(anarchon.Event{Kind: anarchon.EventSlotSkipped, Job: "j", Slot: slot, Status: anarchon.StatusSkipped})
 	o.observe(anarchon.Event{Kind: anarchon.EventRunEnd, Job: "j", Slot: slot, Attempt: 1, Status: anarchon.StatusSuccess})
 	o.observe(anarchon.Event{Kind: anarchon.EventSlotSkipped, Job: "j", Slot: slot, Status: anarchon.StatusMissed, Lateness: 3 * time.Second})
+	o.observe(anarchon.Event{Kind: anarchon.EventSlotSkipped, Job: "j", Slot: slot, Attempt: 2, Status: anarchon.StatusSkipped})
 	var recs []map[string]any
 	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
 		var m map[string]any
@@ -109,7 +110,7 @@ func TestOutcomeLines(t *testing.T) {
 		}
 		recs = append(recs, m)
 	}
-	if len(recs) != 5 {
+	if len(recs) != 6 {
 		t.Fatalf("%d lines:\n%s", len(recs), buf.String())
 	}
 	if recs[0]["msg"] != "taking over a run another instance did not finish" || recs[0]["attempt"] != float64(2) {
@@ -127,6 +128,9 @@ func TestOutcomeLines(t *testing.T) {
 	}
 	if recs[4]["level"] != "WARN" || recs[4]["status"] != "missed" || !strings.Contains(recs[4]["reason"].(string), "3s after the slot") {
 		t.Errorf("missed %v", recs[4])
+	}
+	if recs[5]["status"] != "skipped" || !strings.Contains(recs[5]["reason"].(string), "attempt 2 took over a run") {
+		t.Errorf("skipped takeover %v", recs[5])
 	}
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os/exec"
 	"strings"
@@ -106,6 +107,9 @@ func skipReason(e anarchon.Event) string {
 	case anarchon.StatusMissed:
 		return "too late to start: " + e.Lateness.Round(time.Millisecond).String() + " after the slot, past max_late"
 	case anarchon.StatusSkipped:
+		if e.Attempt > 1 {
+			return fmt.Sprintf("attempt %d took over a run whose holder stopped, after a later slot of the job had started (overlap: skip or limit): it is recorded skipped instead of running beside that slot", e.Attempt)
+		}
 		// The store's view: a run it holds as live may be one whose claim
 		// answer or finish was lost (a store failing over), which no
 		// instance works until its lease ends.
