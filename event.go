@@ -14,7 +14,11 @@ const (
 	// after the slot the claim was sent (store clock).
 	EventClaim EventKind = iota + 1
 	// EventRunEnd: a handler returned. Status and Duration are set; Err is
-	// the handler's error.
+	// the handler's error. When the handler returned a context error
+	// because its context was cancelled, Err also wraps the cancellation's
+	// cause (its text adds "(cause: …)", as the stored result's does), so
+	// that errors.Is tells ErrStopped (Stop hands the run over, or a plain
+	// one is interrupted), ErrLeaseLost, ErrReplaced and ErrTimeout apart.
 	EventRunEnd
 	// EventSlotSkipped: a slot was not run: Status is StatusMissed,
 	// StatusSkipped or (leased jobs) StatusPaused, Lateness is set for

@@ -142,16 +142,17 @@ func (s *Scheduler) execute(ctx context.Context, j *job, run *Run, cs ClaimSpan)
 		Slot: run.Slot.UnixMilli(), Token: run.Token, InstanceID: run.InstanceID, Attempt: run.Attempt,
 		Status: StatusSuccess, StartedAt: start, FinishedAt: end, Manual: run.Manual, Output: run.output,
 	}
+	endErr := err // err, and why the handler's context ended if it returned on that
 	if err != nil {
 		res.Status = StatusError
-		res.Error = err.Error()
 		if cause := context.Cause(ctx); cause != nil && cause != err && !errors.Is(err, cause) &&
 			(errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
-			res.Error = fmt.Sprintf("%v (cause: %v)", err, cause)
+			endErr = fmt.Errorf("%w (cause: %w)", err, cause)
 		}
+		res.Error = endErr.Error()
 	}
-	s.emit(Event{Kind: EventRunEnd, Job: run.Job, Slot: run.Slot, Attempt: run.Attempt, Status: res.Status, Duration: end.Sub(start), Err: err})
-	re := RunEnd{Status: res.Status, StartedAt: start, FinishedAt: end, Err: err}
+	s.emit(Event{Kind: EventRunEnd, Job: run.Job, Slot: run.Slot, Attempt: run.Attempt, Status: res.Status, Duration: end.Sub(start), Err: endErr})
+	re := RunEnd{Status: res.Status, StartedAt: start, FinishedAt: end, Err: endErr}
 	if !run.Manual {
 		re.Lateness = start.Sub(run.Slot)
 	}

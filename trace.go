@@ -80,7 +80,7 @@ type RunEnd struct {
 	StartedAt  time.Time
 	FinishedAt time.Time
 	Lateness   time.Duration // StartedAt minus the slot (store clock); 0 for a manual run
-	Err        error         // the handler's error
+	Err        error         // the handler's error; see EventRunEnd for the cause it wraps
 }
 
 // nopSpan is the span of a scheduler without a Tracer.

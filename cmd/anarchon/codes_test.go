@@ -75,7 +75,9 @@ CRON_TZ=Atlantis/Capital
 
 // validate's line for each file counts the jobs that are valid, and says
 // how many are not: a job the scheduler refuses, a line or YAML job that
-// could not be read at all, a job whose user does not exist.
+// could not be read at all, a job whose user does not exist, the job lines
+// under an unknown CRON_TZ and a job line under an empty "# name:" (which
+// is not also warned about as unnamed).
 func TestValidateCounts(t *testing.T) {
 	dir := t.TempDir()
 	ct := writeFile(t, dir, "jobs.cron", `# name: ok
@@ -88,6 +90,11 @@ CRON_TZ=Atlantis/Capital
 @daily echo again
 # name: fine
 @hourly echo fine
+CRON_TZ=UTC
+# name:
+@daily echo empty-name
+# name: last
+@daily echo last
 `)
 	yml := writeFile(t, dir, "jobs.yaml", `jobs:
   - name: y
@@ -105,13 +112,16 @@ CRON_TZ=Atlantis/Capital
 	good := writeFile(t, dir, "good.cron", "# name: a\n@daily echo a\n# name: b\n@daily echo b\n")
 	code, out, _ := cli(t, "validate", "--crontab", ct, "--config", yml, "--crontab", good)
 	for _, want := range []string{
-		ct + ": user crontab (detected: not a system crontab path, six fields: seconds reading), 2 valid jobs, 3 invalid\n",
+		ct + ": user crontab (detected: not a system crontab path, six fields: seconds reading), 2 valid jobs, 5 invalid\n",
 		yml + ": YAML, 1 valid job, 3 invalid\n",
 		good + ": user crontab (detected: not a system crontab path, six fields: seconds reading), 2 jobs\n",
 	} {
 		if code != 1 || !strings.Contains(out, want) {
 			t.Errorf("exit %d, want 1 and %q in:\n%s", code, want, out)
 		}
+	}
+	if strings.Contains(out, "unnamed job") {
+		t.Errorf("the job under the empty name is also warned about as unnamed:\n%s", out)
 	}
 	code, out, _ = cli(t, "validate", "--crontab", good)
 	if code != 0 || !strings.HasSuffix(out, "), 2 jobs\nok: 2 jobs\n") {

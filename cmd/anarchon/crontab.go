@@ -86,10 +86,14 @@ func parseCrontabWith(file string, data []byte, opts crontabOptions) ([]*jobSpec
 		shell     = defaultShell
 		name      string // from a "# name:" comment on the previous line
 		nameLine  int
+		nameErr   *posError // an empty "# name:" on the previous line
+		zoneErr   *posError // the unknown CRON_TZ or TZ the job lines below are under
 		mailWarns bool
 	)
-	fail := func(line int, code, format string, args ...any) {
-		errs = append(errs, &posError{File: file, Line: line, Msg: fmt.Sprintf(format, args...), Code: code})
+	fail := func(line int, code, format string, args ...any) *posError {
+		pe := &posError{File: file, Line: line, Msg: fmt.Sprintf(format, args...), Code: code}
+		errs = append(errs, pe)
+		return pe
 	}
 	// A job line that cannot be read is an invalid job too.
 	failJob := func(line int, err error) {
@@ -104,15 +108,17 @@ func parseCrontabWith(file string, data []byte, opts crontabOptions) ([]*jobSpec
 	for sc.Scan() {
 		lineNo++
 		text := strings.TrimSpace(sc.Text()) // also drops the \r of CRLF files
-		pending, pendingLine := name, nameLine
-		name, nameLine = "", 0
+		pending, pendingLine, pendingErr := name, nameLine, nameErr
+		name, nameLine, nameErr = "", 0, nil
 		switch {
 		case text == "":
 			continue
 		case strings.HasPrefix(text, "#"):
 			if m := nameComment.FindStringSubmatch(text); m != nil {
 				if m[1] == "" {
-					fail(lineNo, string(anarchon.CodeEmptyName), "empty job name in %q", text)
+					// The job line below is invalid with it: it is
+					// counted so, and not also warned about as unnamed.
+					nameErr = fail(lineNo, string(anarchon.CodeEmptyName), "empty job name in %q", text)
 					continue
 				}
 				name, nameLine = m[1], lineNo
@@ -123,9 +129,11 @@ func parseCrontabWith(file string, data []byte, opts crontabOptions) ([]*jobSpec
 			key, val := m[1], unquote(m[2])
 			switch key {
 			case "CRON_TZ", "TZ":
+				zoneErr = nil
 				if val != "" {
 					if _, err := anarchon.LoadLocation(val); err != nil {
-						fail(lineNo, string(anarchon.CodeUnknownZone), "%s: unknown time zone %q", key, val)
+						// Every job line under it is invalid with it.
+						zoneErr = fail(lineNo, string(anarchon.CodeUnknownZone), "%s: unknown time zone %q", key, val)
 						val = ""
 					}
 				}
@@ -173,14 +181,23 @@ func parseCrontabWith(file string, data []byte, opts crontabOptions) ([]*jobSpec
 			File:     file,
 			Line:     lineNo,
 		}
-		if j.Name == "" {
-			key := ln.schedule
-			if ln.user != "" {
-				key += " " + ln.user
-			}
+		if zoneErr != nil {
+			zoneErr.jobs = append(zoneErr.jobs, j)
+		}
+		key := ln.schedule
+		if ln.user != "" {
+			key += " " + ln.user
+		}
+		switch {
+		case pendingErr != nil:
+			// Invalid with its empty name; the hash names it in the
+			// messages of the other checks.
+			pendingErr.job = j
+			j.Name = hashName(key, ln.command)
+		case j.Name == "":
 			j.Name = hashName(key, ln.command)
 			j.Unnamed = true
-		} else {
+		default:
 			j.Lines = map[string]int{"name": pendingLine}
 		}
 		jobs = append(jobs, j)
@@ -315,9 +332,17 @@ func splitLine(text string, opts crontabOptions) (cronLine, error) {
 		// "* * * * * * * * cmd": one more time field would run as a shell
 		// glob. No real command starts with * or ?.
 		return ln, fmt.Errorf("the command starts with %q: too many time fields (%s)", first[0], fieldHelp)
+	} else if numericField.MatchString(first[0]) && ln.warning == "" {
+		// "30 2 * * * 5 6 cmd" reads as six fields (a second first) and
+		// runs "6 cmd": a number as a command's name, which no real one
+		// is. A warning, not an error, as a script could be named "6".
+		ln.warning = fmt.Sprintf("the command starts with %q, which reads as a time field: if the line has one too many (%s), the shell will run %q as a command", first[0], fieldHelp, first[0])
 	}
 	return ln, nil
 }
+
+// numericField is a time field of numbers only: 5, 1-5, 0,30, 10-50/5.
+var numericField = regexp.MustCompile(`^[0-9]+([-,/][0-9]+)*$`)
 
 // hasCommand reports whether rest, what follows seven time-like fields,
 // still holds a command (and a user, in a system crontab).

@@ -137,6 +137,31 @@ CRON_TZ=Mars/Olympus
 	}
 }
 
+// A command that starts with a number is read, with a warning that the
+// line may have a time field too many; a program whose name only starts
+// with a digit is not warned about.
+func TestNumericCommandWarning(t *testing.T) {
+	for _, tc := range []struct{ line, warn string }{
+		{"30 2 * * * 5 6 /usr/bin/backup", `the command starts with "6", which reads as a time field`},
+		{"0 3 * * * 1-5 2,4 echo x", `the command starts with "2,4"`},
+		{"0 3 * * * 7z a /tmp/etc.7z /etc", ""},
+		{"0 3 * * * echo 5", ""},
+	} {
+		jobs, all := parseCrontab("n.cron", []byte(tc.line+"\n"))
+		errs, warns := splitWarnings(all)
+		if len(errs) != 0 || len(jobs) != 1 {
+			t.Errorf("%q: jobs %v, errors %v; want the line read", tc.line, jobs, errs)
+			continue
+		}
+		switch {
+		case tc.warn == "" && len(warns) != 0:
+			t.Errorf("%q: warnings %v, want none", tc.line, warns)
+		case tc.warn != "" && (len(warns) != 1 || !strings.Contains(warns[0].Error(), tc.warn)):
+			t.Errorf("%q: warnings %v, want one saying %s", tc.line, warns, tc.warn)
+		}
+	}
+}
+
 func TestSixFieldDetection(t *testing.T) {
 	for _, tc := range []struct{ line, schedule, cmd string }{
 		{"*/5 * * * * * date", "*/5 * * * * *", "date"},

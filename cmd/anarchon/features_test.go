@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -102,6 +103,8 @@ func TestOutcomeLines(t *testing.T) {
 	o.observe(anarchon.Event{Kind: anarchon.EventRunEnd, Job: "j", Slot: slot, Attempt: 1, Status: anarchon.StatusSuccess})
 	o.observe(anarchon.Event{Kind: anarchon.EventSlotSkipped, Job: "j", Slot: slot, Status: anarchon.StatusMissed, Lateness: 3 * time.Second})
 	o.observe(anarchon.Event{Kind: anarchon.EventSlotSkipped, Job: "j", Slot: slot, Attempt: 2, Status: anarchon.StatusSkipped})
+	o.observe(anarchon.Event{Kind: anarchon.EventRunEnd, Job: "j", Slot: slot, Attempt: 1, Status: anarchon.StatusError,
+		Err: fmt.Errorf("%w (process group stopped: signal: terminated)", anarchon.ErrStopped)})
 	var recs []map[string]any
 	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
 		var m map[string]any
@@ -110,7 +113,7 @@ func TestOutcomeLines(t *testing.T) {
 		}
 		recs = append(recs, m)
 	}
-	if len(recs) != 6 {
+	if len(recs) != 7 {
 		t.Fatalf("%d lines:\n%s", len(recs), buf.String())
 	}
 	if recs[0]["msg"] != "taking over a run another instance did not finish" || recs[0]["attempt"] != float64(2) {
@@ -131,6 +134,9 @@ func TestOutcomeLines(t *testing.T) {
 	}
 	if recs[5]["status"] != "skipped" || !strings.Contains(recs[5]["reason"].(string), "attempt 2 took over a run") {
 		t.Errorf("skipped takeover %v", recs[5])
+	}
+	if recs[6]["level"] != "INFO" || recs[6]["msg"] != "run handed over" || !strings.Contains(recs[6]["reason"].(string), "stopping") {
+		t.Errorf("hand-over %v", recs[6])
 	}
 }
 

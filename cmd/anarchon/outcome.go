@@ -44,6 +44,13 @@ func (o *outcomes) observe(e anarchon.Event) {
 			o.log.Info("run succeeded", append(attrs, slog.Int("exit_code", 0))...)
 			return
 		}
+		if errors.Is(e.Err, anarchon.ErrStopped) {
+			// Stop's deadline came: the run is released to a replica
+			// standing by (every daemon job holds a lease), not failed.
+			o.log.Info("run handed over", append(attrs, slog.String("reason",
+				"this replica is stopping and --stop-timeout has passed: the command was stopped and its lease released, so a replica standing by runs the slot again as the next attempt"))...)
+			return
+		}
 		code, sig := exitOf(e.Err)
 		switch {
 		case sig != "":

@@ -87,10 +87,12 @@ type posError struct {
 	// unscheduled is the job a warning left out of the schedule (a
 	// one-off whose time has passed), for the daemon to drop it.
 	unscheduled *jobSpec
-	// job is the job a mistake makes invalid, and entry the line of a
-	// crontab job line or YAML job that could not be read as a job at
-	// all, for validate's count of invalid jobs.
+	// job is the job a mistake makes invalid, jobs further ones (a
+	// crontab's unknown CRON_TZ: every job line under it), and entry the
+	// line of a crontab job line or YAML job that could not be read as a
+	// job at all, for validate's count of invalid jobs.
 	job   *jobSpec
+	jobs  []*jobSpec
 	entry int
 }
 
@@ -341,6 +343,9 @@ func countJobs(infos []fileInfo, errs []error) {
 		var pe *posError
 		if !errors.As(e, &pe) || pe.Warning {
 			continue
+		}
+		for _, j := range pe.jobs {
+			bad[j] = true
 		}
 		switch {
 		case pe.job != nil:
