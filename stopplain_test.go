@@ -2,7 +2,9 @@ package anarchon_test
 
 import (
 	"context"
+	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -56,5 +58,46 @@ func TestStopRecordsInterruptedPlainRun(t *testing.T) {
 		<-returned
 		synctest.Wait()
 		check("after the handler returned")
+	})
+}
+
+// A handler that returns its context's error when Stop hands its run over
+// ends with an EventRunEnd whose Err wraps both that error and the cause,
+// ErrStopped, as the stored result's text says.
+func TestRunEndCarriesTheCause(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var ends []anarchon.Event
+		s := newSched(t, membackend.New(nil), "a", &anarchon.Options{OnEvent: func(e anarchon.Event) {
+			if e.Kind == anarchon.EventRunEnd {
+				mu.Lock()
+				ends = append(ends, e)
+				mu.Unlock()
+			}
+		}})
+		started := make(chan struct{})
+		h := func(ctx context.Context, run *anarchon.Run) error {
+			close(started)
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		if err := s.Every("job", time.Minute, h, nil); err != nil {
+			t.Fatal(err)
+		}
+		mustStart(t, s)
+		<-started
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel() // no time to finish: the run is handed over at once
+		if err := s.Stop(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			t.Fatalf("Stop: %v", err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(ends) != 1 || !errors.Is(ends[0].Err, anarchon.ErrStopped) || !errors.Is(ends[0].Err, context.Canceled) {
+			t.Fatalf("run ends %+v, want one whose Err is both context.Canceled and ErrStopped", ends)
+		}
+		if !strings.Contains(ends[0].Err.Error(), "(cause: "+anarchon.ErrStopped.Error()+")") {
+			t.Errorf("Err %q, want the cause in its text", ends[0].Err)
+		}
 	})
 }
