@@ -72,7 +72,12 @@
 //     ".../ReleasedTakeover", ".../AttemptsUsedUp/...", ".../Late",
 //     ".../Overlap"; ".../Overlap/Limit", ".../Overlap/LimitExpired" and
 //     ".../Overlap/LimitRace" for RunClaim.Limit: exactly Limit of many
-//     racing claims of different slots over several handles win), token
+//     racing claims of different slots over several handles win;
+//     ".../Overlap/TakeoverAfterLaterSlot" and
+//     ".../Overlap/TakeoverBeforeLaterSlot" for what the scheduler's
+//     overlap check on takeovers relies on: Active, read after a takeover,
+//     lists a later slot's run that won first, and a takeover made first
+//     makes the later slot's claim answer overlap), token
 //     checks of Heartbeat, Finish and Release, lease
 //     extension by Heartbeat, Active, a race of lease claims, and the
 //     history of lease runs: a won claim is a record with its attempt; a

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/anarchon/anarchon"
 )
@@ -54,6 +55,7 @@ func testOverlapLimit(t *testing.T, h Harness) {
 		c.AllowOverlap, c.Limit = false, 2
 		want(t, "claim of slot 3 after the leases of slots 1 and 2 expired", s.lclaim(1, c), anarchon.OutcomeWon)
 	})
+	testOverlapTakeover(t, h)
 	t.Run("Overlap/LimitRace", func(t *testing.T) {
 		t.Parallel()
 		testOverlapLimitRace(t, h)
@@ -117,4 +119,59 @@ func testOverlapLimitRace(t *testing.T, h Harness) {
 			t.Errorf("round %d: Active lists %d live runs, want the %d won", r, live, won)
 		}
 	}
+}
+
+// testOverlapTakeover checks what the scheduler's overlap check on
+// takeovers relies on (SPEC §6, overlap, "Takeovers under skip and limit
+// N"): once a run's lease has run out, a later slot's first claim with
+// overlap refused wins; a takeover of the expired run still wins (the
+// claim table has no overlap check there), and Active, read after it,
+// lists the later slot's run live beside it; the takeover then settled
+// skipped (FinishResult, or Finish and SaveResult) leaves the slot done
+// with status skipped, and its history the expired attempt lease_lost
+// and the takeover skipped. In the other order, a takeover made first
+// makes the later slot's claim answer overlap.
+func testOverlapTakeover(t *testing.T, h Harness) {
+	refused := func(job string, slot int64, inst string, lease time.Duration) anarchon.RunClaim {
+		c := rclaim(job, slot, token(), inst, lease)
+		c.AllowOverlap = false
+		return c
+	}
+	leaseTest(t, h, "Overlap/TakeoverAfterLaterSlot", func(t *testing.T, s *store, job string, slot int64) {
+		first := refused(job, slot, "a", h.Lease)
+		want(t, "claim of slot 1", s.lclaim(0, first), anarchon.OutcomeWon)
+		h.Sleep(h.expiry())
+		later := slot + 1000
+		want(t, "claim of slot 2 after slot 1's lease ran out", s.lclaim(1, refused(job, later, "b", longLease)), anarchon.OutcomeWon)
+		backup := refused(job, slot, "c", longLease)
+		out := s.lclaim(0, backup)
+		want(t, "takeover of slot 1 while slot 2 runs", out, anarchon.OutcomeWon)
+		if out.Attempt != 2 {
+			t.Fatalf("takeover of slot 1: attempt %d, want 2", out.Attempt)
+		}
+		live := map[int64]bool{}
+		for _, a := range s.active(0, job) {
+			live[a.Slot] = a.Live
+		}
+		if !live[later] || !live[slot] {
+			t.Fatalf("Active after the takeover: live %v, want slots %d and %d live", live, slot, later)
+		}
+		if !s.finishResult(0, job, result(slot, backup.Token, "c", 2, anarchon.StatusSkipped), 100) {
+			t.Fatal("settling the takeover skipped: its token no longer held the slot")
+		}
+		done := s.lclaim(1, refused(job, slot, "d", longLease))
+		want(t, "claim of slot 1 after its takeover was settled", done, anarchon.OutcomeDone)
+		if done.Status != anarchon.StatusSkipped {
+			t.Errorf("claim of slot 1 after its takeover was settled: status %q, want skipped", done.Status)
+		}
+		_, by := s.histRecords(1, job)
+		checkRecord(t, by, first.Token, "a", 1, anarchon.StatusLeaseLost, true)
+		checkRecord(t, by, backup.Token, "c", 2, anarchon.StatusSkipped, true)
+	})
+	leaseTest(t, h, "Overlap/TakeoverBeforeLaterSlot", func(t *testing.T, s *store, job string, slot int64) {
+		want(t, "claim of slot 1", s.lclaim(0, refused(job, slot, "a", h.Lease)), anarchon.OutcomeWon)
+		h.Sleep(h.expiry())
+		want(t, "takeover of slot 1", s.lclaim(1, refused(job, slot, "b", longLease)), anarchon.OutcomeWon)
+		want(t, "claim of slot 2 while slot 1's takeover runs", s.lclaim(0, refused(job, slot+1000, "c", longLease)), anarchon.OutcomeOverlap)
+	})
 }
