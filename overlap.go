@@ -76,11 +76,13 @@ func (j *job) overlapLimit() int {
 // second sees the other: either the later slot was refused (overlap), or
 // it won before this takeover and this listing, made after it, shows its
 // run live. Two takeovers that race may both see each other and both be
-// skipped; never both run past the limit. The listing uses only Active,
-// which every RunStore has. A listing that fails is logged and the
-// attempt runs, as it did before the check: a store that cannot answer
-// Active just after answering the claim is failing, and the run's fence
-// still orders its writes.
+// skipped. The check lives here, not in the claim table's takeover row,
+// because it needs only Active, which every RunStore has: a backend
+// written against the SPI gets it unchanged, and no store's claim, the
+// path a burst measures, does more work. A listing that fails is logged
+// and the attempt runs: a store that cannot answer Active just after
+// answering the claim is failing, and the run's fence still orders its
+// writes.
 func (s *Scheduler) takeoverOverlaps(ctx context.Context, j *job, slot int64, limit int) bool {
 	runs, err := s.runs.Active(ctx, j.name)
 	if err != nil {

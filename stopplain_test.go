@@ -101,3 +101,33 @@ func TestRunEndCarriesTheCause(t *testing.T) {
 		}
 	})
 }
+
+// A handler that returns its context's error when JobOptions.Timeout ends
+// it ends with an EventRunEnd whose Err is both context.DeadlineExceeded
+// and ErrTimeout.
+func TestRunEndCarriesTheTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ends := make(chan anarchon.Event, 1)
+		s := newSched(t, membackend.New(nil), "a", &anarchon.Options{OnEvent: func(e anarchon.Event) {
+			if e.Kind == anarchon.EventRunEnd {
+				select {
+				case ends <- e:
+				default:
+				}
+			}
+		}})
+		h := func(ctx context.Context, run *anarchon.Run) error {
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		if err := s.Every("job", time.Minute, h, &anarchon.JobOptions{Timeout: time.Second}); err != nil {
+			t.Fatal(err)
+		}
+		mustStart(t, s)
+		e := <-ends
+		stopAll(t, s)
+		if !errors.Is(e.Err, anarchon.ErrTimeout) || !errors.Is(e.Err, context.DeadlineExceeded) {
+			t.Fatalf("run end %+v, want an Err that is both context.DeadlineExceeded and ErrTimeout", e)
+		}
+	})
+}

@@ -18,9 +18,10 @@ import (
 // claim goes through Claim.
 type gatedStore struct {
 	*membackend.Backend
-	slot int64 // Unix ms
-	from time.Time
-	gate chan struct{}
+	slot       int64 // Unix ms
+	from       time.Time
+	gate       chan struct{}
+	failActive bool // Active fails as if the store were unreachable
 }
 
 func (g *gatedStore) Runs() anarchon.RunStore { return gatedRuns{g.Backend.Runs(), g} }
@@ -39,6 +40,13 @@ func (r gatedRuns) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.Cla
 		}
 	}
 	return r.RunStore.Claim(ctx, c)
+}
+
+func (r gatedRuns) Active(ctx context.Context, job string) ([]anarchon.ActiveRun, error) {
+	if r.g.failActive {
+		return nil, errPartition
+	}
+	return r.RunStore.Active(ctx, job)
 }
 
 func (r gatedRuns) Heartbeat(ctx context.Context, in anarchon.HeartbeatInput) (bool, error) {
@@ -62,24 +70,27 @@ func (r gatedRuns) Heartbeat(ctx context.Context, in anarchon.HeartbeatInput) (b
 // Attempt 2 finds slot 10's live run and is settled skipped: no handler
 // of slot 0 runs beside slot 10's. Under OverlapLimit 2 one other live
 // run is within the limit, and under OverlapAllow nothing is counted:
-// attempt 2 runs.
+// attempt 2 runs. Under skip with a store whose Active fails, the failure
+// is reported (EventStoreError, op Active) and attempt 2 runs.
 func TestTakeoverSkipsWhileLaterSlotRuns(t *testing.T) {
-	t.Run("skip", func(t *testing.T) { testTakeoverBesideLaterSlot(t, &anarchon.JobOptions{}, false) })
+	t.Run("skip", func(t *testing.T) { testTakeoverBesideLaterSlot(t, &anarchon.JobOptions{}, false, false) })
 	t.Run("limit1", func(t *testing.T) {
-		testTakeoverBesideLaterSlot(t, &anarchon.JobOptions{Overlap: anarchon.OverlapLimit, OverlapLimit: 1}, false)
+		testTakeoverBesideLaterSlot(t, &anarchon.JobOptions{Overlap: anarchon.OverlapLimit, OverlapLimit: 1}, false, false)
 	})
 	t.Run("limit2", func(t *testing.T) {
-		testTakeoverBesideLaterSlot(t, &anarchon.JobOptions{Overlap: anarchon.OverlapLimit, OverlapLimit: 2}, true)
+		testTakeoverBesideLaterSlot(t, &anarchon.JobOptions{Overlap: anarchon.OverlapLimit, OverlapLimit: 2}, false, true)
 	})
 	t.Run("allow", func(t *testing.T) {
-		testTakeoverBesideLaterSlot(t, &anarchon.JobOptions{Overlap: anarchon.OverlapAllow}, true)
+		testTakeoverBesideLaterSlot(t, &anarchon.JobOptions{Overlap: anarchon.OverlapAllow}, false, true)
 	})
+	t.Run("skipActiveFails", func(t *testing.T) { testTakeoverBesideLaterSlot(t, &anarchon.JobOptions{}, true, true) })
 }
 
 // testTakeoverBesideLaterSlot plays TestTakeoverSkipsWhileLaterSlotRuns's
-// timeline with opts (its Lease is set here): attempt 2 of slot 0 runs if
-// runs, and is settled skipped otherwise.
-func testTakeoverBesideLaterSlot(t *testing.T, opts *anarchon.JobOptions, runs bool) {
+// timeline with opts (its Lease is set here), Active failing if
+// failActive: attempt 2 of slot 0 runs if runs, and is settled skipped
+// otherwise.
+func testTakeoverBesideLaterSlot(t *testing.T, opts *anarchon.JobOptions, failActive, runs bool) {
 	synctest.Test(t, func(t *testing.T) {
 		store := membackend.New(nil)
 		t0 := time.Now().Truncate(10 * time.Second).Add(10 * time.Second).UTC()
@@ -87,6 +98,7 @@ func testTakeoverBesideLaterSlot(t *testing.T, opts *anarchon.JobOptions, runs b
 		var mu sync.Mutex
 		var starts []anarchon.Run
 		var skipped []anarchon.Event
+		activeErrs := 0
 		h := func(ctx context.Context, run *anarchon.Run) error {
 			mu.Lock()
 			starts = append(starts, *run)
@@ -103,12 +115,15 @@ func testTakeoverBesideLaterSlot(t *testing.T, opts *anarchon.JobOptions, runs b
 		}
 		var ss []*anarchon.Scheduler
 		for _, id := range []string{"a", "b"} {
-			g := &gatedStore{Backend: store, slot: t0.UnixMilli(), from: t0.Add(time.Second), gate: gate}
+			g := &gatedStore{Backend: store, slot: t0.UnixMilli(), from: t0.Add(time.Second), gate: gate, failActive: failActive}
 			s := newSched(t, g, id, &anarchon.Options{OnEvent: func(e anarchon.Event) {
-				if e.Kind == anarchon.EventSlotSkipped {
-					mu.Lock()
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case e.Kind == anarchon.EventSlotSkipped:
 					skipped = append(skipped, e)
-					mu.Unlock()
+				case e.Kind == anarchon.EventStoreError && e.Op == "Active":
+					activeErrs++
 				}
 			}})
 			o := *opts
@@ -135,6 +150,9 @@ func testTakeoverBesideLaterSlot(t *testing.T, opts *anarchon.JobOptions, runs b
 		statuses := map[anarchon.Status]int{}
 		for _, r := range recs {
 			statuses[r.Status]++
+		}
+		if failActive != (activeErrs > 0) {
+			t.Errorf("%d failed Active calls reported, with Active failing %v", activeErrs, failActive)
 		}
 		if runs {
 			if got := ran[t0.UnixMilli()]; len(got) != 2 || got[0] != 1 || got[1] != 2 {

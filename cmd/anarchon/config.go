@@ -98,8 +98,9 @@ func parseConfig(file string, data []byte) ([]*jobSpec, []error) {
 			// Every mistake of a job makes it invalid: validate counts it
 			// so, read (j) or not.
 			if pe, ok := e.(*posError); ok && !pe.Warning {
-				pe.job = j
-				if j == nil {
+				if j != nil {
+					pe.jobs = append(pe.jobs, j)
+				} else {
 					pe.entry = item.Line
 				}
 			}

@@ -18,9 +18,15 @@ var (
 	envLine     = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*)$`)
 	nameComment = regexp.MustCompile(`^#\s*name:\s*(.*?)\s*$`)
 	cronToken   = regexp.MustCompile(`^[0-9*?,/\-LW#]+$`)
-	dayNames    = regexp.MustCompile(`(?i)SUN|MON|TUE|WED|THU|FRI|SAT`)
-	monthNames  = regexp.MustCompile(`(?i)JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC`)
-	timeStart   = regexp.MustCompile(`(?i)^([0-9*?]|SUN|MON|TUE|WED|THU|FRI|SAT|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC)`)
+	dayNames    = regexp.MustCompile(`(?i)` + dayList)
+	monthNames  = regexp.MustCompile(`(?i)` + monthList)
+	timeStart   = regexp.MustCompile(`(?i)^([0-9*?]|` + dayList + `|` + monthList + `)`)
+)
+
+// The names a day-of-week and a month field may use (crontab(5)).
+const (
+	dayList   = `SUN|MON|TUE|WED|THU|FRI|SAT`
+	monthList = `JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC`
 )
 
 // maxCrontabLine bounds one crontab line (bytes).
@@ -184,20 +190,19 @@ func parseCrontabWith(file string, data []byte, opts crontabOptions) ([]*jobSpec
 		if zoneErr != nil {
 			zoneErr.jobs = append(zoneErr.jobs, j)
 		}
-		key := ln.schedule
-		if ln.user != "" {
-			key += " " + ln.user
+		if pendingErr != nil {
+			pendingErr.jobs = append(pendingErr.jobs, j)
 		}
-		switch {
-		case pendingErr != nil:
-			// Invalid with its empty name; the hash names it in the
-			// messages of the other checks.
-			pendingErr.job = j
+		if j.Name == "" {
+			key := ln.schedule
+			if ln.user != "" {
+				key += " " + ln.user
+			}
 			j.Name = hashName(key, ln.command)
-		case j.Name == "":
-			j.Name = hashName(key, ln.command)
-			j.Unnamed = true
-		default:
+			// A job under an empty "# name:" is invalid with it, and
+			// not also warned about as unnamed.
+			j.Unnamed = pendingErr == nil
+		} else {
 			j.Lines = map[string]int{"name": pendingLine}
 		}
 		jobs = append(jobs, j)

@@ -48,7 +48,7 @@ func (o *outcomes) observe(e anarchon.Event) {
 			// Stop's deadline came: the run is released to a replica
 			// standing by (every daemon job holds a lease), not failed.
 			o.log.Info("run handed over", append(attrs, slog.String("reason",
-				"this replica is stopping and --stop-timeout has passed: the command was stopped and its lease released, so a replica standing by runs the slot again as the next attempt"))...)
+				"this replica is stopping and --stop-timeout has passed: the command was stopped and its lease released, so a replica standing by, if any, runs the slot again as the next attempt"))...)
 			return
 		}
 		code, sig := exitOf(e.Err)
@@ -115,7 +115,7 @@ func skipReason(e anarchon.Event) string {
 		return "too late to start: " + e.Lateness.Round(time.Millisecond).String() + " after the slot, past max_late"
 	case anarchon.StatusSkipped:
 		if e.Attempt > 1 {
-			return fmt.Sprintf("attempt %d took over a run whose holder stopped, after a later slot of the job had started (overlap: skip or limit): it is recorded skipped instead of running beside that slot", e.Attempt)
+			return fmt.Sprintf("attempt %d took over a run whose holder stopped while other runs of the job held live leases (overlap: skip, limit or buffer_one): it is recorded skipped instead of running beside them", e.Attempt)
 		}
 		// The store's view: a run it holds as live may be one whose claim
 		// answer or finish was lost (a store failing over), which no

@@ -87,11 +87,10 @@ type posError struct {
 	// unscheduled is the job a warning left out of the schedule (a
 	// one-off whose time has passed), for the daemon to drop it.
 	unscheduled *jobSpec
-	// job is the job a mistake makes invalid, jobs further ones (a
-	// crontab's unknown CRON_TZ: every job line under it), and entry the
-	// line of a crontab job line or YAML job that could not be read as a
-	// job at all, for validate's count of invalid jobs.
-	job   *jobSpec
+	// jobs are the jobs a mistake makes invalid (a crontab's unknown
+	// CRON_TZ: every job line under it), and entry the line of a crontab
+	// job line or YAML job that could not be read as a job at all, for
+	// validate's count of invalid jobs.
 	jobs  []*jobSpec
 	entry int
 }
@@ -226,7 +225,7 @@ func register(s, reboot *anarchon.Scheduler, jobs []*jobSpec, handler func(*jobS
 		}
 		var ve *anarchon.ValidationError
 		if !errors.As(err, &ve) {
-			errs = append(errs, &posError{File: j.File, Line: j.Line, Msg: fmt.Sprintf("job %q: %v", j.Name, err), Err: err, job: j})
+			errs = append(errs, &posError{File: j.File, Line: j.Line, Msg: fmt.Sprintf("job %q: %v", j.Name, err), Err: err, jobs: []*jobSpec{j}})
 			continue
 		}
 		key := yamlKeys[ve.Field]
@@ -263,7 +262,7 @@ func register(s, reboot *anarchon.Scheduler, jobs []*jobSpec, handler func(*jobS
 			}
 			file, line = j.pos("name")
 		}
-		errs = append(errs, &posError{File: file, Line: line, Msg: msg, Code: string(ve.Code), Err: err, job: j})
+		errs = append(errs, &posError{File: file, Line: line, Msg: msg, Code: string(ve.Code), Err: err, jobs: []*jobSpec{j}})
 	}
 	return errs
 }
@@ -347,10 +346,7 @@ func countJobs(infos []fileInfo, errs []error) {
 		for _, j := range pe.jobs {
 			bad[j] = true
 		}
-		switch {
-		case pe.job != nil:
-			bad[pe.job] = true
-		case pe.entry > 0:
+		if len(pe.jobs) == 0 && pe.entry > 0 {
 			if lost[pe.File] == nil {
 				lost[pe.File] = map[int]bool{}
 			}
@@ -463,7 +459,7 @@ func resolveUsers(jobs []*jobSpec) []error {
 		}
 		if err != nil {
 			file, line := j.pos("user")
-			errs = append(errs, &posError{File: file, Line: line, Msg: fmt.Sprintf("job %q: %v", j.Name, err), Code: codeBadUser, Err: err, job: j})
+			errs = append(errs, &posError{File: file, Line: line, Msg: fmt.Sprintf("job %q: %v", j.Name, err), Code: codeBadUser, Err: err, jobs: []*jobSpec{j}})
 			continue
 		}
 		j.account = a
