@@ -341,7 +341,7 @@ func splitLine(text string, opts crontabOptions) (cronLine, error) {
 		// "30 2 * * * 5 6 cmd" reads as six fields (a second first) and
 		// runs "6 cmd": a number as a command's name, which no real one
 		// is. A warning, not an error, as a script could be named "6".
-		ln.warning = fmt.Sprintf("the command starts with %q, which reads as a time field: if the line has one too many (%s), the shell will run %q as a command", first[0], fieldHelp, first[0])
+		ln.warning = fmt.Sprintf("the command starts with %q, which reads as a time field: if the line has one time field too many, the shell will run %q as the command", first[0], first[0])
 	}
 	return ln, nil
 }
