@@ -40,6 +40,7 @@ var Dialect = sqlbackend.SQLDialect{
 	Serialize:        "SELECT 1 FROM pg_advisory_xact_lock(" + strconv.Itoa(lockClass) + ", hashtext(?))",
 	IsAlreadyCreated: IsAlreadyCreated,
 	IsPermanent:      IsPermanent,
+	PartialIndexes:   true,
 }
 
 // sqlStater is the interface of pgconn.PgError (and of lib/pq's error

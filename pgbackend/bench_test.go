@@ -62,6 +62,20 @@ func BenchmarkClaimRunsBatch(b *testing.B) {
 	sqlbackendtest.ClaimRunsBatch(b, bes[0].Runs().(anarchon.RunBatchClaimer), bes[1].Runs().(anarchon.RunBatchClaimer), raw)
 }
 
+// BenchmarkClaimRunsHistory measures a batch of 256 lease claims under
+// overlap skip, when each job keeps no settled run and when it keeps 100
+// (the default HistorySize), against the raw batch insert
+// (sqlbackendtest.ClaimRunsHistory): the overlap check finds the job's
+// live runs through the index runs_live, whatever the history.
+func BenchmarkClaimRunsHistory(b *testing.B) {
+	for _, h := range []int{0, 100} {
+		b.Run("history="+strconv.Itoa(h), func(b *testing.B) {
+			bes, raw := batchBench(b)
+			sqlbackendtest.ClaimRunsHistory(b, bes[0].Runs().(sqlbackendtest.HistoryRuns), h, raw)
+		})
+	}
+}
+
 // batchBench opens two initialised backends on a fresh schema with a bare
 // claims table, and returns them with the raw operation of a batch: one
 // INSERT … SELECT FROM unnest(…) ON CONFLICT DO NOTHING of

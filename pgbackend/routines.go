@@ -12,7 +12,7 @@ import (
 // routineVersion ends the name of every stored function, so that two
 // versions of anarchon sharing a database in a rolling deploy each call
 // the body they were built with. A change of any body takes a new version.
-const routineVersion = "_v9"
+const routineVersion = "_v10"
 
 // The bodies of the stored functions, one CREATE per file, after a
 // comment header that is dropped.

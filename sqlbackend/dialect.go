@@ -161,6 +161,14 @@ type SQLDialect struct {
 	// slot) must be declared inside CREATE TABLE, because the database has
 	// no CREATE INDEX IF NOT EXISTS (MySQL 8). False runs createResultsSlot.
 	InlineIndexes bool
+
+	// PartialIndexes is true when the database takes CREATE INDEX IF NOT
+	// EXISTS … WHERE (PostgreSQL, SQLite): Init then also creates the
+	// index runs_live on the runs that hold a lease (sql/schema.sql), which
+	// keeps a lease claim's overlap check from reading every run of the
+	// job's history. False (MySQL) leaves it out: the check reads the
+	// job's runs by the primary key.
+	PartialIndexes bool
 }
 
 // hasColumn returns d.HasColumn's query and arguments, or the standard

@@ -18,7 +18,7 @@
 //     [RunStore.Replace] ([anarchon.Replacer]) is one transaction under
 //     the same lock that settles the earlier runs, stores their records
 //     and notifies. The Overlap/Limit and Replace conformance subtests
-//     pass on SQLite, PostgreSQL (claim routine _v9) and MariaDB/MySQL.
+//     pass on SQLite, PostgreSQL (claim routine _v10) and MariaDB/MySQL.
 //   - Job control (SPEC §12): the plain claim reads the job's row of
 //     <prefix>control in its one INSERT … SELECT, and the lease claim in
 //     its transaction after the job lock, so a claim that reaches the

@@ -127,7 +127,7 @@ func buildQueries(qualify, quote func(string) string, d SQLDialect) queries {
 		"{instances}", qualify("instances"), "{control}", qualify("control"), "{triggers}", qualify("triggers"),
 		"{big}", d.BigInt, "{now}", d.NowMs, "{fu}", d.ForUpdate,
 		"{text}", or(d.Text, "TEXT"), "{tcast}", or(d.TextCast, "TEXT"), "{bcast}", or(d.BigIntCast, d.BigInt),
-		"{results_slot}", quote("results_slot"), "{inline_index}", inlineIndex,
+		"{results_slot}", quote("results_slot"), "{inline_index}", inlineIndex, "{runs_live}", quote("runs_live"),
 	)
 	rewrite := placeholders(d)
 	used := 0
@@ -163,8 +163,12 @@ func buildQueries(qualify, quote func(string) string, d SQLDialect) queries {
 		}
 	}()
 	ddl := []string{q("createJobs"), q("createRuns"), q("createResults"), q("createResultsSlot"), q("createInstances"), q("createControl"), q("createTriggers")}
+	runsLive := q("createRunsLive")
 	if d.InlineIndexes {
 		ddl = slices.Delete(ddl, 3, 4)
+	}
+	if d.PartialIndexes {
+		ddl = append(ddl, runsLive)
 	}
 	return queries{
 		ddl:          ddl,

@@ -223,4 +223,15 @@ func TestDialectPieces(t *testing.T) {
 			t.Errorf("%q missing in %s", c.want, c.s)
 		}
 	}
+	// The partial index on live leases comes only with PartialIndexes,
+	// after the tables.
+	if len(std.ddl) != 7 {
+		t.Errorf("without PartialIndexes: %d DDL statements, want 7", len(std.ddl))
+	}
+	partial := buildQueries(func(s string) string { return `"` + s + `"` }, func(s string) string { return `"p_` + s + `"` },
+		SQLDialect{BigInt: "BIGINT", NowMs: "0", PartialIndexes: true})
+	want := `CREATE INDEX IF NOT EXISTS "p_runs_live" ON "runs" (job) WHERE state = 'running' AND lease_until IS NOT NULL`
+	if len(partial.ddl) != 8 || partial.ddl[7] != want {
+		t.Errorf("with PartialIndexes: %d DDL statements, the last %q; want 8, the last %q", len(partial.ddl), partial.ddl[len(partial.ddl)-1], want)
+	}
 }

@@ -54,6 +54,7 @@ var Dialect = sqlbackend.SQLDialect{
 		}
 		return "SELECT 1 FROM pragma_table_info(?, ?) WHERE name = ?", []any{table, schema, column}
 	},
+	PartialIndexes: true,
 }
 
 // Options configures a [Backend]. A nil *Options means all defaults.

@@ -75,6 +75,20 @@ func BenchmarkClaimRunsBatch(b *testing.B) {
 	sqlbackendtest.ClaimRunsBatch(b, rb, rb, raw)
 }
 
+// BenchmarkClaimRunsHistory measures a batch of 256 lease claims under
+// overlap skip, when each job keeps no settled run and when it keeps 100
+// (the default HistorySize), against the raw batch insert
+// (sqlbackendtest.ClaimRunsHistory): the overlap check finds the job's
+// live runs through the index runs_live, whatever the history.
+func BenchmarkClaimRunsHistory(b *testing.B) {
+	for _, h := range []int{0, 100} {
+		b.Run("history="+strconv.Itoa(h), func(b *testing.B) {
+			be, raw := batchBench(b)
+			sqlbackendtest.ClaimRunsHistory(b, be.Runs().(sqlbackendtest.HistoryRuns), h, raw)
+		})
+	}
+}
+
 // batchBench opens an initialised backend on a new file with a bare
 // claims table, and returns it with the raw operation of a batch: 256
 // prepared INSERT … ON CONFLICT DO NOTHING of new rows in one BEGIN

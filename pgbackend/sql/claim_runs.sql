@@ -10,7 +10,9 @@
 -- alone. One row per claim: its 1-based index and the claim function's
 -- row.
 --
--- One read first takes the run rows of every slot of the batch. A claim
+-- The claims are read from p_claims into typed columns in one pass
+-- (jsonb_to_recordset) wherever a statement needs them, not field by field
+-- per claim. One read first takes the run rows of every slot of the batch. A claim
 -- whose slot's row is another token's live lease, a plain claim, or a
 -- settled slot (done, missed, skipped, paused) is answered from that row
 -- as the claim function would answer it, without taking the job's lock
@@ -21,14 +23,16 @@
 -- released lease) writes, under its job's lock: the rows of those jobs
 -- are locked next, in one statement, in the order Go sorts the claims
 -- (job by bytes), so that two batches never wait for each other in a
--- cycle.
+-- cycle; the jobs are looked up by key (IN, not = ANY of the array, which
+-- the planner reads as a scan of every job, matched against the array).
 --
 -- A claim of a new slot (no row at the read) that is its job's only claim
--- to write in the batch, of a job that has a row, is then decided with
+-- in the batch, of a job that has a row, is then decided with
 -- the others like it in one INSERT and one UPDATE of the fences, when it
 -- is won as the claim function would win it: the slot is above the
 -- watermark, not ahead of the server's clock, the job is not paused, the
--- slot is not past its max-late, and the overlap limit leaves room. This
+-- slot is not past its max-late, and the overlap limit leaves room (the
+-- job's live runs are counted through the index runs_live). This
 -- is the winning claim of a burst; it costs no function call and no
 -- statement of its own. Every claim this does not win (a conflict, or one
 -- of those checks) goes, like every other claim that writes, to the
@@ -43,15 +47,17 @@ DECLARE
 	v jsonb;
 	v_todo integer[] := '{}';  -- the claims that write, in the batch's order
 	v_jobs text[] := '{}';     -- their jobs
-	v_new integer[] := '{}';   -- those of them with no row at the read
-	v_newjobs text[] := '{}';  -- their jobs
-	v_ord jsonb;               -- job -> claim, of the new slots the set may win
+	v_set boolean[];           -- by claim: a new slot the set may win
+	v_any boolean := false;    -- v_set holds one
 	v_won boolean[];           -- by claim: won by the set
 BEGIN
+	v_set := array_fill(false, ARRAY[coalesce(jsonb_array_length(p_claims), 0)]);
+	v_won := v_set;
 	FOR v_c IN
-		SELECT x.ord::integer AS ord, x.v, r.token, r.instance, r.attempt, r.state, r.status, r.lease_until
-		FROM jsonb_array_elements(p_claims) WITH ORDINALITY AS x(v, ord)
-		LEFT JOIN {runs} AS r ON r.job = x.v ->> 'j' AND r.slot = (x.v ->> 's')::bigint
+		SELECT x.ord::integer AS ord, x.j, x.t, count(*) OVER (PARTITION BY x.j) AS per_job,
+			r.token, r.instance, r.attempt, r.state, r.status, r.lease_until
+		FROM ROWS FROM (jsonb_to_recordset(p_claims) AS (j text, s bigint, t text)) WITH ORDINALITY AS x(j, s, t, ord)
+		LEFT JOIN {runs} AS r ON r.job = x.j AND r.slot = x.s
 		ORDER BY x.ord
 	LOOP
 		o_idx := v_c.ord;
@@ -67,7 +73,7 @@ BEGIN
 		ELSIF v_c.state IN ('missed', 'skipped', 'paused') THEN
 			o_kind := 'none';
 			o_status := v_c.status;
-		ELSIF v_c.state = 'running' AND v_c.token <> (v_c.v ->> 't')
+		ELSIF v_c.state = 'running' AND v_c.token <> v_c.t
 				AND (v_c.lease_until IS NULL OR v_c.lease_until > v_now) THEN
 			o_kind := 'running';
 			o_attempt := v_c.attempt;
@@ -75,10 +81,10 @@ BEGIN
 			o_until := v_c.lease_until;
 		ELSE
 			v_todo := v_todo || v_c.ord;
-			v_jobs := v_jobs || (v_c.v ->> 'j');
-			IF v_c.state IS NULL THEN
-				v_new := v_new || v_c.ord;
-				v_newjobs := v_newjobs || (v_c.v ->> 'j');
+			v_jobs := v_jobs || v_c.j;
+			IF v_c.state IS NULL AND v_c.per_job = 1 THEN
+				v_set[v_c.ord] := true;
+				v_any := true;
 			END IF;
 			CONTINUE;
 		END IF;
@@ -87,22 +93,14 @@ BEGIN
 	IF cardinality(v_todo) = 0 THEN
 		RETURN;
 	END IF;
-	PERFORM 1 FROM {jobs} WHERE job = ANY (v_jobs) ORDER BY job COLLATE "C" FOR UPDATE;
-	v_won := array_fill(false, ARRAY[coalesce(jsonb_array_length(p_claims), 0)]);
-	IF cardinality(v_new) > 0 THEN
-		-- a job with more than one claim to write goes to the claim function
-		SELECT jsonb_object_agg(n.job, n.ord) INTO v_ord
-		FROM unnest(v_newjobs, v_new) AS n(job, ord)
-		WHERE n.job IN (SELECT j.job FROM unnest(v_jobs) AS j(job) GROUP BY j.job HAVING count(*) = 1);
-	END IF;
-	IF v_ord IS NOT NULL THEN
+	PERFORM 1 FROM {jobs} WHERE job IN (SELECT unnest(v_jobs)) ORDER BY job COLLATE "C" FOR UPDATE;
+	IF v_any THEN
 		v_now := {now};
 		FOR v_c IN
 			WITH c AS (
-				SELECT x.v ->> 'j' AS job, (x.v ->> 's')::bigint AS slot, x.v ->> 't' AS token,
-					x.v ->> 'i' AS inst, (x.v ->> 'l')::bigint AS lease, (x.v ->> 'm')::bigint AS max_late,
-					(x.v ->> 'o')::boolean AS overlap, (x.v ->> 'n')::bigint AS lim
-				FROM jsonb_each_text(v_ord) AS n(job, ord), LATERAL (SELECT p_claims -> (n.ord::integer - 1) AS v) AS x
+				SELECT x.* FROM ROWS FROM (jsonb_to_recordset(p_claims) AS (j text, s bigint, t text, i text, l bigint, m bigint, o boolean, n bigint))
+					WITH ORDINALITY AS x(job, slot, token, inst, lease, max_late, overlap, lim, ord)
+				WHERE v_set[x.ord]
 			), ins AS (
 				INSERT INTO {runs} (job, slot, token, instance, attempt, state, status, lease_until, claimed_at)
 				SELECT c.job, c.slot, c.token, c.inst, 1, 'running', '', v_now + c.lease, v_now
@@ -117,10 +115,10 @@ BEGIN
 				ON CONFLICT (job, slot) DO NOTHING
 				RETURNING job, instance, lease_until
 			)
-			UPDATE {jobs} AS w SET fence = w.fence + 1 FROM ins WHERE w.job = ins.job
-			RETURNING w.job, w.fence, ins.instance, ins.lease_until
+			UPDATE {jobs} AS w SET fence = w.fence + 1 FROM ins JOIN c ON c.job = ins.job WHERE w.job = ins.job
+			RETURNING c.ord, w.fence, ins.instance, ins.lease_until
 		LOOP
-			o_idx := (v_ord ->> v_c.job)::integer;
+			o_idx := v_c.ord;
 			o_kind := 'won';
 			o_attempt := 1;
 			o_holder := v_c.instance;

@@ -39,6 +39,14 @@ CREATE TABLE IF NOT EXISTS {runs} (
 	PRIMARY KEY (job, slot)
 )
 
+-- name: createRunsLive
+-- The runs that hold a lease, by job (SQLDialect.PartialIndexes): a lease
+-- claim's overlap check (SPEC §6) counts the job's live runs through it,
+-- so it reads those alone and not every run the job's history keeps (up
+-- to HistorySize, 100 by default). Plain claims (no lease) and settled
+-- runs are not in it.
+CREATE INDEX IF NOT EXISTS {runs_live} ON {runs} (job) WHERE state = 'running' AND lease_until IS NOT NULL
+
 -- name: createResults
 CREATE TABLE IF NOT EXISTS {results} (
 	job {key 1024} NOT NULL,

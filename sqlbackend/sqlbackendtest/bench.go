@@ -206,6 +206,80 @@ func ClaimRunsBatch(b *testing.B, win, lose anarchon.RunBatchClaimer, raw func(c
 	batches(b, batch(win), batch(lose), raw)
 }
 
+// ClaimRunsHistory measures a batch of BatchSize lease claims under the
+// default overlap policy (skip: AllowOverlap false, Limit 1), each of a
+// new slot of its own job ("h0" … "h255"), when every job already keeps
+// history settled runs (SPEC §6: the overlap check counts the job's live
+// runs, which a store must find without reading its settled ones). The
+// history is made first through rs itself: history batches of claims,
+// each finished (FinishResults, HistorySize history+1, so none is
+// trimmed). Each iteration then times one batch, which must win every
+// slot, finishes it untimed so that the next one meets no live run, and
+// times raw on a slot of its own. It reports won-us, raw-us (µs per
+// claim, medians over the iterations) and won/raw (the median of each
+// iteration's ratio). It fails b when a claim does not answer won or a
+// finish is refused.
+func ClaimRunsHistory(b *testing.B, rs HistoryRuns, history int, raw func(ctx context.Context, slot int64) error) {
+	ctx := b.Context()
+	slot0 := time.Now().Truncate(time.Minute).Add(-48 * time.Hour).UnixMilli()
+	claim := func(slot int64, token string) {
+		in := make([]anarchon.RunClaim, BatchSize)
+		for k := range in {
+			in[k] = anarchon.RunClaim{ClaimInput: anarchon.ClaimInput{Job: "h" + strconv.Itoa(k), Slot: slot, Token: token, InstanceID: "a"},
+				Lease: time.Minute, Limit: 1, MaxAttempts: 3}
+		}
+		out, err := rs.ClaimRuns(ctx, in)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, a := range out {
+			if a.Err != nil || a.Outcome.Kind != anarchon.OutcomeWon {
+				b.Fatalf("lease claim of slot %d: %+v, want won", slot, a)
+			}
+		}
+	}
+	finish := func(slot int64, token string) {
+		now := time.Now()
+		in := make([]anarchon.SaveResultInput, BatchSize)
+		for k := range in {
+			in[k] = anarchon.SaveResultInput{Job: "h" + strconv.Itoa(k), HistorySize: history + 1, Result: anarchon.StoredResult{
+				Slot: slot, Token: token, InstanceID: "a", Attempt: 1, Status: anarchon.StatusSuccess, StartedAt: now, FinishedAt: now}}
+		}
+		held, err := rs.FinishResults(ctx, in)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, h := range held {
+			if h.Err != nil || !h.Held {
+				b.Fatalf("finish of slot %d: %+v", slot, h)
+			}
+		}
+	}
+	for i := range history {
+		slot, token := slot0+int64(i)*1000, "old"+strconv.Itoa(i)
+		claim(slot, token)
+		finish(slot, token)
+	}
+	perClaim := func(t0 time.Time) float64 { return float64(time.Since(t0).Nanoseconds()) / 1000 / BatchSize }
+	var won, rawUs, ratio []float64
+	for i := 0; b.Loop(); i++ {
+		slot, token := slot0+int64(history+i)*1000, "t"+strconv.Itoa(i)
+		t0 := time.Now()
+		claim(slot, token)
+		w := perClaim(t0)
+		finish(slot, token)
+		t1 := time.Now()
+		if err := raw(ctx, slot); err != nil {
+			b.Fatal(err)
+		}
+		r := perClaim(t1)
+		won, rawUs, ratio = append(won, w), append(rawUs, r), append(ratio, w/r)
+	}
+	b.ReportMetric(Median(won), "won-us")
+	b.ReportMetric(Median(rawUs), "raw-us")
+	b.ReportMetric(Median(ratio), "won/raw")
+}
+
 // batches times win (token "t", every claim won), lose (token "u", every
 // claim lost) and raw on one new slot per iteration and reports each in
 // µs per claim, the median over the iterations.
@@ -240,4 +314,10 @@ func Median(v []float64) float64 {
 	s := slices.Clone(v)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// HistoryRuns is what ClaimRunsHistory needs of a run store.
+type HistoryRuns interface {
+	anarchon.RunBatchClaimer
+	anarchon.FinishBatcher
 }
