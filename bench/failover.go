@@ -38,8 +38,16 @@ type FailoverConfig struct {
 // ErrNoTakeover is returned when the backup did not start the run in time.
 var ErrNoTakeover = errors.New("bench: backup did not take the run over")
 
+// failoverPeriod is the interval of Failover's job. It is not the poll
+// interval (1 s): a backup that polls asks again one PollInterval after
+// its stand-by answer, which comes just after a slot, so with a job every
+// second each poll met the next slot's run, live for the few ms its
+// instant handler took, and the takeover was skipped beside it (SPEC §6,
+// overlap) in trial after trial on the memory store.
+const failoverPeriod = 2 * time.Second
+
 // Failover runs two instances A and B, each on its own backend, with a
-// leased job every second under the default overlap policy (skip). The
+// leased job every failoverPeriod under the default overlap policy (skip). The
 // first slot's first handler blocks (the later slots' return at once);
 // then the holder crashes (scenario crash: after a successful heartbeat
 // every call of its backend fails, as if the process died) or stops
@@ -110,7 +118,7 @@ func failoverTrial(ctx context.Context, st *Store, scenario string, cfg Failover
 		}
 		w, sb := Wrap(be, !cfg.Watch)
 		s := anarchon.New(sb, &anarchon.Options{InstanceID: id, Logger: quietLogger(), OnEvent: onEvent})
-		if err := s.Every(job, time.Second, h, &anarchon.JobOptions{Lease: cfg.Lease}); err != nil {
+		if err := s.Every(job, failoverPeriod, h, &anarchon.JobOptions{Lease: cfg.Lease}); err != nil {
 			return FailoverTrial{}, err
 		}
 		wraps[id], scheds[id] = w, s
