@@ -6,7 +6,7 @@
 // # Guarantees
 //
 //   - Job control and triggers: those of sqlbackend; the claim function
-//     (anarchon_claim_v9) reads the control row after the job lock, and a
+//     (anarchon_claim_v10) reads the control row after the job lock, and a
 //     trigger request is announced with NOTIFY. The Control and Trigger
 //     subtests pass against a real server (every conformance variant).
 //   - Plain claims: one INSERT … ON CONFLICT (job, slot) DO NOTHING
@@ -26,21 +26,24 @@
 //     all, so instances with skewed clocks agree; [Backend.ServerTime]
 //     exposes it (anarchon.ServerClock).
 //   - Batches (anarchon.BatchClaimer, anarchon.RunBatchClaimer, SPEC §4
-//     "Batches"): one call of anarchon_claim_batch_v9 decides a batch of
+//     "Batches"): one call of anarchon_claim_batch_v10 decides a batch of
 //     plain claims with two statements for the whole batch (one INSERT
 //     … ON CONFLICT DO NOTHING of every slot's run row in the batch's
 //     order, then one SELECT of those rows that answers each claim as
 //     the plain claim alone would), and one call of
-//     anarchon_claim_runs_v9 a batch of lease claims: one read of the
+//     anarchon_claim_runs_v10 a batch of lease claims: one read of the
 //     batch's run rows answers, without a lock, the claims of slots held
 //     by another live lease or settled (what the claim function would
 //     answer them, and writes nothing: the losing claims of a burst);
 //     one statement then locks the job rows of every other claim, in
 //     job order; the new slots among them that are their job's only
-//     claim to write in the batch (the winning claims of a burst) are
-//     won together by one INSERT and one UPDATE of the jobs' fences,
-//     with the checks the claim function makes (watermark, early,
-//     paused, max-late, overlap limit); and anarchon_claim_v9 decides
+//     claim in the batch (the winning claims of a burst) are won
+//     together by one INSERT and one UPDATE of the jobs' fences, with
+//     the checks the claim function makes (watermark, early, paused,
+//     max-late, overlap limit: the job's live runs are counted through
+//     the partial index anarchon_runs_live, so a claim does not read the
+//     settled runs the job's history keeps; BenchmarkClaimRunsHistory);
+//     and anarchon_claim_v10 decides
 //     each claim left, in the batch's order, under the job's lock.
 //     TestClaimRunsPreRead checks the read's answers and the
 //     conformance subtest RunBatch/Burst races such batches against
@@ -63,11 +66,11 @@
 //     conformance subtests pass against a real server, also with
 //     instances without the functions on the same tables
 //     (TestConformanceMixed).
-//   - The functions (anarchon_lock_job_v9, anarchon_trim_history_v9,
-//     anarchon_claim_v9, anarchon_finish_v9, anarchon_release_v9,
-//     anarchon_finish_result_v9, anarchon_claim_batch_v9,
-//     anarchon_claim_runs_v9, anarchon_save_result_v9,
-//     anarchon_save_results_v9, anarchon_finish_results_v9,
+//   - The functions (anarchon_lock_job_v10, anarchon_trim_history_v10,
+//     anarchon_claim_v10, anarchon_finish_v10, anarchon_release_v10,
+//     anarchon_finish_result_v10, anarchon_claim_batch_v10,
+//     anarchon_claim_runs_v10, anarchon_save_result_v10,
+//     anarchon_save_results_v10, anarchon_finish_results_v10,
 //     named with the table prefix and in the tables' schema) are created
 //     by Init, each only if absent, in the migration transaction under an
 //     advisory lock, so instances starting at once do not race and a role
@@ -77,7 +80,7 @@
 //     exactly as the SQL base's plain transactions, which they serialise
 //     with (both lock the job row first).
 //   - Fencing tokens (SPEC §6, "Fencing"): the job row's fence column,
-//     raised by one in each won branch of anarchon_claim_v9 (a new slot,
+//     raised by one in each won branch of anarchon_claim_v10 (a new slot,
 //     a renewal by the same token, a takeover) after lock_job locked the
 //     row, in the call's own transaction, and returned as o_fence;
 //     claim_runs passes it on per slot, and the SQL base's plain
@@ -223,4 +226,11 @@
 // 13.3–13.5 µs per won claim (2.2–2.3× the raw insert's 6.1–6.2 µs) and
 // 10.5–11.1 µs per lost one; with two statements per claim
 // (claim_batch_v6), 19.3 µs won (3.0–3.1×) and 20.8–21.0 µs lost.
+//
+// BenchmarkClaimRunsHistory times a batch of 256 lease claims under the
+// default overlap policy whose jobs keep 0 or 100 settled runs: 22.1–22.6
+// and 34.5–34.6 µs per won claim (3.3× and 5.0× the raw insert; two runs
+// of 50x, load 3.6–6.1, BENCHMARKS.md §1 "History"). Without the index
+// runs_live the overlap count read every run the job keeps: 158 µs per
+// claim at 100 runs (one run of 20x).
 package pgbackend

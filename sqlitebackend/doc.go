@@ -48,13 +48,24 @@
 // 2026-12-04) measured 117–124 µs per result this way against 150–159
 // µs with each result alone, and an instance of a burst of 10,000 jobs
 // on 3 processes spent 9–24% less CPU (bench/HISTORY.md §8); 122–128 µs
-// per result on 2026-12-05 (BENCHMARKS.md §1). Each statement is
+// per result at 01:17 on 2026-12-05, 112–120 µs at 08:29 with the
+// partial index runs_live (BENCHMARKS.md §1). Each statement is
 // prepared once per transaction. sqlitefile's BenchmarkClaimBatch
-// (batches of 256 new slots, 2026-12-05) measured 14.2 µs per won claim
-// and 4.3 µs per lost one, 3.1–3.2× the raw floor of 256 prepared INSERT
-// … ON CONFLICT DO NOTHING in one transaction (BENCHMARKS.md §1; with the
-// slots joined by UNION ALL instead of JSON it measured 3.66–4.09× where
-// JSON measured 2.98–3.36×, bench/HISTORY.md §1).
+// (batches of 256 new slots, 2026-12-05 07:59) measured 15.7–17.2 µs per
+// won claim and 4.9–5.0 µs per lost one, 3.0–3.2× the raw floor of 256
+// prepared INSERT … ON CONFLICT DO NOTHING in one transaction
+// (BENCHMARKS.md §1; with the slots joined by UNION ALL instead of JSON
+// it measured 3.66–4.09× where JSON measured 2.98–3.36×,
+// bench/HISTORY.md §1).
+//
+// A lease claim's overlap check counts the job's live runs through the
+// partial index runs_live (SQLDialect.PartialIndexes), so it does not read
+// the settled runs the job's history keeps: sqlitefile's
+// BenchmarkClaimRunsHistory measured 18.1–18.7 µs per won claim of a batch
+// of 256 when the jobs keep no settled run and 30.6–30.9 µs when they keep
+// 100 (BENCHMARKS.md §1, "History"), where the count without the index
+// took 231 µs per claim at 100 runs (one run of 20x);
+// TestOverlapCheckUsesLiveIndex checks that the planner reads the index.
 //
 // Fencing tokens (SPEC §6, "Fencing"): the base's per-job counter, in the
 // jobs row of the database file, raised by every won lease claim in its
