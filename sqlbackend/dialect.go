@@ -167,7 +167,11 @@ type SQLDialect struct {
 	// index runs_live on the runs that hold a lease (sql/schema.sql), which
 	// keeps a lease claim's overlap check from reading every run of the
 	// job's history. False (MySQL) leaves it out: the check reads the
-	// job's runs by the primary key.
+	// job's runs by the primary key. On a database an older version made,
+	// the first Init after the upgrade builds the index in its migration
+	// transaction, which holds back writes to the runs table meanwhile
+	// (PostgreSQL's CREATE INDEX, not CONCURRENTLY); its time grows with
+	// the table, which keeps about HistorySize runs per job.
 	PartialIndexes bool
 }
 
