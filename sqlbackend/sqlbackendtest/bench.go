@@ -260,19 +260,16 @@ func ClaimRunsHistory(b *testing.B, rs HistoryRuns, history int, raw func(ctx co
 		claim(slot, token)
 		finish(slot, token)
 	}
-	perClaim := func(t0 time.Time) float64 { return float64(time.Since(t0).Nanoseconds()) / 1000 / BatchSize }
 	var won, rawUs, ratio []float64
 	for i := 0; b.Loop(); i++ {
 		slot, token := slot0+int64(history+i)*1000, "t"+strconv.Itoa(i)
-		t0 := time.Now()
-		claim(slot, token)
-		w := perClaim(t0)
+		w := usPerClaim(func() { claim(slot, token) })
 		finish(slot, token)
-		t1 := time.Now()
-		if err := raw(ctx, slot); err != nil {
-			b.Fatal(err)
-		}
-		r := perClaim(t1)
+		r := usPerClaim(func() {
+			if err := raw(ctx, slot); err != nil {
+				b.Fatal(err)
+			}
+		})
 		won, rawUs, ratio = append(won, w), append(rawUs, r), append(ratio, w/r)
 	}
 	b.ReportMetric(Median(won), "won-us")
@@ -285,18 +282,13 @@ func ClaimRunsHistory(b *testing.B, rs HistoryRuns, history int, raw func(ctx co
 // µs per claim, the median over the iterations.
 func batches(b *testing.B, win, lose func(ctx context.Context, slot int64, token string, want bool), raw func(ctx context.Context, slot int64) error) {
 	ctx := b.Context()
-	timed := func(f func()) float64 {
-		t0 := time.Now()
-		f()
-		return float64(time.Since(t0).Nanoseconds()) / 1000 / BatchSize
-	}
 	slot0 := time.Now().Truncate(time.Minute).Add(-48 * time.Hour).UnixMilli()
 	var won, lost, rawUs, ratio []float64
 	for i := 0; b.Loop(); i++ {
 		slot := slot0 + int64(i)*1000
-		w := timed(func() { win(ctx, slot, "t", true) })
-		l := timed(func() { lose(ctx, slot, "u", false) })
-		r := timed(func() {
+		w := usPerClaim(func() { win(ctx, slot, "t", true) })
+		l := usPerClaim(func() { lose(ctx, slot, "u", false) })
+		r := usPerClaim(func() {
 			if err := raw(ctx, slot); err != nil {
 				b.Fatal(err)
 			}
@@ -320,4 +312,12 @@ func Median(v []float64) float64 {
 type HistoryRuns interface {
 	anarchon.RunBatchClaimer
 	anarchon.FinishBatcher
+}
+
+// usPerClaim times f, one batch of BatchSize claims or rows, in µs per
+// claim.
+func usPerClaim(f func()) float64 {
+	t0 := time.Now()
+	f()
+	return float64(time.Since(t0).Nanoseconds()) / 1000 / BatchSize
 }
