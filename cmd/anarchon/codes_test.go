@@ -46,6 +46,8 @@ CRON_TZ=Atlantis/Capital
 		{[]string{"run", "--poll"}, 2, []string{"flag needs an argument: --poll (bad_flag)"}},
 		{[]string{"run", "--poll", "0s", "--crontab", good}, 2, []string{"--poll 0s: must be positive (bad_flag)"}},
 		{[]string{"run", "--log-level", "loud", "--crontab", good}, 2, []string{"(bad_flag)"}},
+		{[]string{"run", "--http-token-file", good, "--crontab", good}, 2, []string{"--http-token-file has no effect without --http ADDR (bad_flag)"}},
+		{[]string{"run", "--status-output", "--crontab", good}, 2, []string{"--status-output has no effect without --http ADDR (bad_flag)"}},
 		{[]string{"validate"}, 2, []string{"nothing to validate", "(bad_flag)"}},
 		{[]string{"validate", "--crontab", bad}, 1, []string{
 			`bad.cron:4: job "hour": schedule: cron: "0 25 * * *" at 2 (hour): value 25 out of range 0-23 (bad_cron)`,

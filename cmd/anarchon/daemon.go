@@ -228,7 +228,9 @@ func (e *listError) Unwrap() []error { return e.errs }
 // where 0 has no meaning (--poll, --registry-ttl). A zero --stop-timeout
 // hands running jobs over at once, a zero --kill-grace sends SIGKILL
 // with SIGTERM, a zero --watch reloads only on SIGHUP and a zero
-// --max-log-bytes logs all output, as the README says.
+// --max-log-bytes logs all output, as the README says. The HTTP
+// endpoint's own flags (--http-token-file, --status-output) without
+// --http are refused too.
 func checkRunFlags(g *globalFlags, rf *runFlags) error {
 	for _, d := range []struct {
 		name     string
@@ -251,6 +253,17 @@ func checkRunFlags(g *globalFlags, rf *runFlags) error {
 	}
 	if g.maxLogBytes < 0 {
 		return usageError{codeBadFlag, fmt.Errorf("--max-log-bytes %d: must not be negative (0: no bound)", g.maxLogBytes)}
+	}
+	// Flags of the HTTP endpoint without the endpoint would be dropped
+	// unread: an operator who set a token believes /status is guarded
+	// somewhere, so the line is refused instead.
+	if rf.http == "" {
+		switch {
+		case rf.httpTokenFile != "":
+			return usageError{codeBadFlag, errors.New("--http-token-file has no effect without --http ADDR")}
+		case rf.statusOutput:
+			return usageError{codeBadFlag, errors.New("--status-output has no effect without --http ADDR")}
+		}
 	}
 	return nil
 }

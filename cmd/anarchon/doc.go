@@ -101,7 +101,9 @@
 // credential variables unless --pass-secrets; --http beyond loopback
 // without --http-token-file or ANARCHON_UI_TOKEN keeps /healthz and /readyz
 // open for probes and answers 403 on /status, /metrics and /ui/ (with a
-// WARN at start); /status omits output tails unless --status-output. Usage errors exit
+// WARN at start); /status omits output tails unless --status-output.
+// --http-token-file or --status-output without --http is a usage error,
+// not a setting silently dropped. Usage errors exit
 // with status 2 (a --store URL that does not parse, names no store or has
 // a parameter the store does not take among them); run-now exits with the
 // job's own status.
