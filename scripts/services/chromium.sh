@@ -15,12 +15,16 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 service_workdir chromium "$@"
 
+# The binary itself first: Debian's /usr/bin/chromium-headless-shell is a
+# shell script that runs it as a child, not by exec, so a test that ends
+# the browser by killing the process it started would kill the script
+# and leave the browser running, orphaned, after the test.
 find_chrome() {
-	for c in chromium-headless-shell chrome-headless-shell; do
-		command -v "$c" 2>/dev/null && return
-	done
 	for p in /usr/lib/chromium/chromium-headless-shell /usr/lib/chromium/chrome-headless-shell /usr/lib/chromium/headless_shell; do
 		[ -x "$p" ] && { echo "$p"; return; }
+	done
+	for c in chromium-headless-shell chrome-headless-shell; do
+		command -v "$c" 2>/dev/null && return
 	done
 	true
 }
