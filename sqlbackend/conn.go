@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/anarchon/anarchon"
 )
@@ -84,6 +85,86 @@ type DB struct {
 	// TxOptions, if set, is passed to BeginTx when Begin and Prepare are
 	// unset, e.g. MySQL's READ COMMITTED isolation level.
 	TxOptions *sql.TxOptions
+	// Statements, if set, keeps each query prepared on the pool across
+	// calls, for a database whose statements cost most in their
+	// preparing (SQLite, in process): All runs it through one *sql.Stmt
+	// per query text, which database/sql prepares once on each pooled
+	// connection and forgets with the connection, and a transaction runs
+	// it through Tx.StmtContext, which reuses the connection's. It is
+	// used only where Begin and Prepare are unset (a connection the
+	// adapter must prepare, or begin a transaction on itself, is a
+	// *sql.Conn, on which no pooled statement runs). The caller closes
+	// it (StatementCache.Close) before or with the *sql.DB.
+	Statements *StatementCache
+}
+
+// StatementCache holds the pooled statements of [DB.Statements], one per
+// query text, up to maxCachedStatements; a query beyond them runs
+// unprepared, as without a cache. The zero value is ready to use.
+type StatementCache struct {
+	mu     sync.Mutex
+	stmts  map[string]*sql.Stmt
+	closed bool
+}
+
+// maxCachedStatements bounds a StatementCache. The SQL base runs a few
+// dozen query texts (their {keys} lists, where the dialect has no JSON
+// form, vary with the batch's size); the bound keeps a cache of texts
+// that never come again from growing without end.
+const maxCachedStatements = 256
+
+// get returns the pooled statement of query, nil if there is none; with
+// prepare, a query that has none is prepared on db first (nil and no
+// error once the cache is full or closed). A caller that holds one of
+// db's connections (a transaction) must not ask to prepare: the prepare
+// takes a connection of the pool, and a pool of one would wait for ever.
+func (c *StatementCache) get(ctx context.Context, db *sql.DB, query string, prepare bool) (*sql.Stmt, error) {
+	c.mu.Lock()
+	st, ok := c.stmts[query]
+	full := c.closed || len(c.stmts) >= maxCachedStatements
+	c.mu.Unlock()
+	if ok || !prepare || full {
+		return st, nil
+	}
+	// Prepared without the lock: the prepare may wait for a connection
+	// that a transaction holds, and the transaction may be asking for
+	// its statements meanwhile. Two first uses of one query may both
+	// prepare it; the second one's statement is closed.
+	st, err := db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if have, ok := c.stmts[query]; ok {
+		_ = st.Close()
+		return have, nil
+	}
+	if c.closed || len(c.stmts) >= maxCachedStatements {
+		// Closed or filled while this one was prepared: it is not
+		// kept, and runs unprepared by the cache.
+		_ = st.Close()
+		return nil, nil
+	}
+	if c.stmts == nil {
+		c.stmts = make(map[string]*sql.Stmt)
+	}
+	c.stmts[query] = st
+	return st, nil
+}
+
+// Close closes every statement of the cache; queries after it run
+// unprepared.
+func (c *StatementCache) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	var errs []error
+	for _, st := range c.stmts {
+		errs = append(errs, st.Close())
+	}
+	c.stmts = nil
+	return errors.Join(errs...)
 }
 
 type rowQuerier interface {
@@ -95,24 +176,39 @@ type rowQuerier interface {
 // A batch of claims runs the same few statements for each of its slots,
 // and preparing (parsing and planning) them once instead of once per slot
 // is what SQLite, in process, spends most of such a statement's time on.
+//
+// With pooled statements (DB.Statements, a *sql.Tx), a query is taken
+// from the pool's statement instead, through Tx.StmtContext: no
+// preparing on a connection that has it prepared already.
 type stmtCache struct {
 	on interface {
 		rowQuerier
 		PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
 	}
 	prepare bool
+	pooled  func(ctx context.Context, query string) (*sql.Stmt, error) // nil: none
 	stmts   map[string]*sql.Stmt
 }
 
 func (c *stmtCache) all(ctx context.Context, query string, args ...any) ([][]any, error) {
-	if !c.prepare {
+	if !c.prepare && c.pooled == nil {
 		return allRows(ctx, c.on, query, args)
 	}
 	st, ok := c.stmts[query]
 	if !ok {
 		var err error
-		if st, err = c.on.PrepareContext(ctx, query); err != nil {
+		if c.pooled != nil {
+			st, err = c.pooled(ctx, query)
+		}
+		switch {
+		case err != nil:
 			return nil, err
+		case st == nil && !c.prepare:
+			return allRows(ctx, c.on, query, args)
+		case st == nil:
+			if st, err = c.on.PrepareContext(ctx, query); err != nil {
+				return nil, err
+			}
 		}
 		if c.stmts == nil {
 			c.stmts = map[string]*sql.Stmt{}
@@ -140,6 +236,15 @@ func (q stmtQuerier) QueryContext(ctx context.Context, _ string, args ...any) (*
 // All runs query on the pool and returns its rows.
 func (d DB) All(ctx context.Context, query string, args ...any) ([][]any, error) {
 	if d.Prepare == nil {
+		if d.Statements != nil {
+			st, err := d.Statements.get(ctx, d.DB, query, true)
+			if err != nil {
+				return nil, err
+			}
+			if st != nil {
+				return allRows(ctx, stmtQuerier{st}, query, args)
+			}
+		}
 		return allRows(ctx, d.DB, query, args)
 	}
 	c, err := d.DB.Conn(ctx)
@@ -163,12 +268,32 @@ func (d DB) Transaction(ctx context.Context, fn func(tx Querier) error) (err err
 			return err
 		}
 		st := stmtCache{on: tx, prepare: d.PrepareOnce}
+		var missed []string // queries without a pooled statement yet
+		if d.Statements != nil {
+			st.pooled = func(ctx context.Context, query string) (*sql.Stmt, error) {
+				p, err := d.Statements.get(ctx, d.DB, query, false)
+				if p == nil || err != nil {
+					missed = append(missed, query)
+					return nil, err
+				}
+				return tx.StmtContext(ctx, p), nil
+			}
+		}
 		err = fn(QuerierFunc(st.all))
 		st.close()
 		if err != nil {
-			return errors.Join(err, ignoreDone(tx.Rollback()))
+			err = errors.Join(err, ignoreDone(tx.Rollback()))
+		} else {
+			err = tx.Commit()
 		}
-		return tx.Commit()
+		// The transaction's connection is back in the pool: the queries
+		// it ran without a pooled statement get one for the next
+		// transaction. A failed prepare here only leaves the query
+		// unpooled; its next run reports what is wrong with it.
+		for _, q := range missed {
+			_, _ = d.Statements.get(ctx, d.DB, q, true)
+		}
+		return err
 	}
 	c, err := d.DB.Conn(ctx)
 	if err != nil {

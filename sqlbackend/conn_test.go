@@ -5,8 +5,10 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"io"
+	"runtime"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // prepCounter is a database/sql driver that counts the statements its
@@ -92,3 +94,107 @@ type connector struct{ d *prepCounter }
 
 func (c connector) Connect(context.Context) (driver.Conn, error) { return prepConn(c), nil }
 func (c connector) Driver() driver.Driver                        { return c.d }
+
+// With Statements a query is prepared once on the pool's connection and
+// reused by every later call and transaction, where PrepareOnce alone
+// prepares it again in every transaction. The pool has one connection:
+// a transaction that asked the pool for a statement while it held that
+// connection would wait for ever (the context ends the wait and fails
+// the test). After Close the queries run unprepared by the cache, as
+// without one.
+func TestStatementCache(t *testing.T) {
+	d := &prepCounter{}
+	db := sql.OpenDB(connector{d})
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cache := &StatementCache{}
+	conn := DB{DB: db, PrepareOnce: true, Statements: cache}
+	queries := []string{"SELECT a WHERE b = ?", "SELECT c WHERE d = ?"}
+	run := func() {
+		t.Helper()
+		err := conn.Transaction(ctx, func(tx Querier) error {
+			for i := range 5 {
+				for _, q := range queries {
+					if _, err := tx.All(ctx, q, i); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The first transaction prepares its two queries for itself, then
+	// once more each on the pool, for the transactions after it.
+	run()
+	if got := d.prepared.Load(); got != 4 {
+		t.Fatalf("first transaction: %d statements prepared, want 4", got)
+	}
+	run()
+	run()
+	for i := range 5 {
+		if _, err := conn.All(ctx, "SELECT e WHERE f = ?", i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := d.prepared.Load(); got != 5 {
+		t.Errorf("three transactions and five single runs of a third query: %d statements prepared, want 5", got)
+	}
+	if err := cache.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := conn.All(ctx, "SELECT e WHERE f = ?", i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := d.prepared.Load(); got != 8 {
+		t.Errorf("three runs after Close: %d statements prepared in all, want 8 (each run its own)", got)
+	}
+}
+
+// A first use of a query outside a transaction waits for a connection
+// while the pool's only one is in a transaction; the transaction must
+// still get its own statements from the cache and end, and the waiting
+// call then runs.
+func TestStatementCacheWaitsBesideTransaction(t *testing.T) {
+	d := &prepCounter{}
+	db := sql.OpenDB(connector{d})
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn := DB{DB: db, PrepareOnce: true, Statements: &StatementCache{}}
+	// The transaction's query gets a pooled statement.
+	if _, err := conn.All(ctx, "SELECT a WHERE b = ?", 1); err != nil {
+		t.Fatal(err)
+	}
+	other := make(chan error, 1)
+	err := conn.Transaction(ctx, func(tx Querier) error {
+		waits := db.Stats().WaitCount
+		go func() {
+			_, err := conn.All(ctx, "SELECT c WHERE d = ?", 2)
+			other <- err
+		}()
+		// Until the other call waits for the connection this
+		// transaction holds.
+		for db.Stats().WaitCount == waits {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			runtime.Gosched()
+		}
+		_, err := tx.All(ctx, "SELECT a WHERE b = ?", 3)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-other; err != nil {
+		t.Fatal(err)
+	}
+}

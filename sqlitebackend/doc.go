@@ -50,7 +50,8 @@
 // on 3 processes spent 9–24% less CPU (bench/HISTORY.md §8); 122–128 µs
 // per result at 01:17 on 2026-12-05, 112–120 µs at 08:29 with the
 // partial index runs_live (BENCHMARKS.md §1). Each statement is
-// prepared once per transaction. sqlitefile's BenchmarkClaimBatch
+// prepared once per transaction, or once per pooled connection with
+// Options.DriverLocks ("Prepared statements" below). sqlitefile's BenchmarkClaimBatch
 // (batches of 256 new slots, 2026-12-05 07:59) measured 15.7–17.2 µs per
 // won claim and 4.9–5.0 µs per lost one, 3.0–3.2× the raw floor of 256
 // prepared INSERT … ON CONFLICT DO NOTHING in one transaction
@@ -135,6 +136,32 @@
 // timeout 1 ms, batches of 100 claims) sees no SQLITE_BUSY; without the
 // lock file, 10 of 30 batches of one process failed in one run.
 // BENCHMARKS.md §8 measures the bursts of three processes.
+//
+// # Prepared statements
+//
+// SQLite runs in the process, so a statement's parsing and planning is
+// CPU time of the caller's own, and for the backend's statements (a
+// plain claim is one INSERT … SELECT with three subqueries) it was the
+// larger part: about 40% of a single claim's CPU in sqlitefile's
+// BenchmarkClaimVsRawInsert, most of the rest being the statement's run
+// and the write of its pages to the WAL. With Options.DriverLocks
+// (sqlitefile sets it) the backend keeps one *sql.Stmt per statement
+// text (sqlbackend.DB.Statements), which database/sql prepares once on
+// each pooled connection, and runs its transactions as database/sql's
+// own (the DSN's _txlock=immediate makes them BEGIN IMMEDIATE), which
+// reuse the connection's statements (Tx.StmtContext); a statement a
+// transaction runs first is prepared for that transaction, then on the
+// pool once it has ended. Without DriverLocks (a *sql.DB of the
+// caller's, which may lack those DSN parameters) the backend begins its
+// transactions itself on a *sql.Conn, where no pooled statement runs,
+// and prepares each statement once per transaction. sqlitefile's
+// BenchmarkClaimVsRawInsert and BenchmarkLeaseClaimVsRawInsert, the two
+// ways in turn, three runs each (2026-12-05 10:47 UTC, load average
+// 0.8): a plain claim 67–82 µs, 1.32–1.35× the raw insert, against
+// 116–158 µs, 2.21–2.46×, preparing in every call; a lease claim 128–149
+// µs, 2.39–2.58×, against 149–202 µs, 3.02–3.15×, preparing once per
+// transaction (its transaction commits more pages: the run, the index
+// of live runs and the job's fence).
 //
 // # Server requirements
 //

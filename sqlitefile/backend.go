@@ -97,6 +97,11 @@ func open(path string, opts *sqlitebackend.Options, dsn func(string, int64) stri
 		o.BusyTimeout = sqlitebackend.DefaultBusyTimeout
 	}
 	o.CloseDB = true
+	// The DSN's _txlock=immediate and busy_timeout are the driver's own
+	// BEGIN IMMEDIATE and busy timeout, so the backend keeps its
+	// statements prepared on the pool (TestDriverTransactionsLock checks
+	// that they take the write lock).
+	o.DriverLocks = true
 	if o.File == "" {
 		o.File = path // the check for a file replaced under the process
 	}
