@@ -41,7 +41,8 @@ var (
 // whose slots their owners have claimed, then cost one SELECT per batch,
 // run beside the writers (WAL), instead of two statements each under the
 // database's write lock. A slot settled by a pause, and a slot with no
-// row, go to the transaction.
+// row, go to the transaction. On SQLite a batch whose first slot has no
+// row skips the read (preRead).
 //
 // In the transaction, a dialect with RETURNING (SQLite; PostgreSQL
 // without its routines) inserts every slot of the batch with one
@@ -268,6 +269,14 @@ func (b *SQLBackend) readHeld(ctx context.Context, keys []slotKey) (map[slotKey]
 // slots' rows (readHeld), and returns the others' indexes, in todo's
 // order. key is claim i's slot; answer reports whether a row answers
 // claim i, and records the answer.
+//
+// Where write transactions run one at a time (SQLite), a batch of more
+// than one slot whose first slot has no row skips the read and goes to
+// the transaction whole: a burst's first wave, whose slots are new, would
+// read them all for nothing, on the CPU its claims' transactions wait
+// for (the read of one slot costs a few µs, that of a batch of 256 about
+// 1 ms; BENCHMARKS.md §1). The transaction decides every claim either
+// way, a slot that has a row by the single claim's statements.
 func (b *SQLBackend) preRead(ctx context.Context, todo []int, key func(i int) slotKey, answer func(i int, row heldRow) bool) ([]int, error) {
 	var keys []slotKey
 	seen := make(map[slotKey]bool, len(todo))
@@ -275,6 +284,15 @@ func (b *SQLBackend) preRead(ctx context.Context, todo []int, key func(i int) sl
 		if k := key(i); !seen[k] {
 			seen[k] = true
 			keys = append(keys, k)
+		}
+	}
+	if len(keys) > 1 && b.writesInTurn() {
+		first, err := b.readHeld(ctx, keys[:1])
+		if err != nil {
+			return nil, err
+		}
+		if len(first) == 0 {
+			return todo, nil
 		}
 	}
 	held, err := b.readHeld(ctx, keys)
@@ -338,7 +356,8 @@ func (b *SQLBackend) answerHeldRuns(ctx context.Context, in []anarchon.RunClaim,
 // rows. The read is the claim's moment. The losing claims of a burst's
 // later waves (SPEC §4, "Waves") then cost one SELECT per batch beside
 // the writers, not the job's lock and three statements each under the
-// database's write lock. Every other claim goes to the transaction.
+// database's write lock. Every other claim goes to the transaction. On
+// SQLite a batch whose first slot has no row skips the read (preRead).
 //
 // Where write transactions run one at a time (SQLite), the transaction
 // first wins together the claims that are their job's only one in it

@@ -20,7 +20,9 @@
 //
 // Batches (anarchon.BatchClaimer, anarchon.RunBatchClaimer, SPEC §4
 // "Batches") first read the rows of their slots in one SELECT, which
-// answers the slots already held without the write lock, then decide the
+// answers the slots already held without the write lock (a batch whose
+// first slot has no row, a burst's first wave, skips that read after a
+// read of that one row), then decide the
 // others in one BEGIN IMMEDIATE transaction, one hold of the lock: the
 // new slots of a plain batch with one INSERT (sqlitefile's
 // TestBatchRoundTrips: 4 statements for a won batch of 1, 10 or 100
