@@ -129,9 +129,10 @@ var (
 // Every transaction is opened with BEGIN IMMEDIATE on one pooled
 // connection, and every connection gets PRAGMA busy_timeout before use,
 // so the caller's DSN needs neither; with Options.DriverLocks the DSN
-// has both, and the backend keeps its statements prepared on the pool. The backend leaves the pool's size to
-// the caller: bound it (SetMaxOpenConns, with SetMaxIdleConns to the same
-// number, as sqlitefile.Open does with 16, see its package doc), or a
+// has both, and the backend keeps its statements prepared on the pool.
+// The backend leaves the pool's size to the caller: bound it
+// (SetMaxOpenConns, with SetMaxIdleConns to the same number, as
+// sqlitefile.Open does with 16, see its package doc), or a
 // burst of claims opens a connection per slot in flight. An in-memory
 // database (":memory:") is private to one connection: give such a db
 // SetMaxOpenConns(1).

@@ -54,8 +54,8 @@
 // partial index runs_live (BENCHMARKS.md §1). Each statement is
 // prepared once per transaction, or once per pooled connection with
 // Options.DriverLocks ("Prepared statements" below). sqlitefile's BenchmarkClaimBatch
-// (batches of 256 new slots, 2026-12-05 07:59) measured 15.7–17.2 µs per
-// won claim and 4.9–5.0 µs per lost one, 3.0–3.2× the raw floor of 256
+// (batches of 256 new slots, 2026-12-05 11:03) measured 12.9–13.8 µs per
+// won claim and 4.6 µs per lost one, 2.6× the raw floor of 256
 // prepared INSERT … ON CONFLICT DO NOTHING in one transaction
 // (BENCHMARKS.md §1; with the slots joined by UNION ALL instead of JSON
 // it measured 3.66–4.09× where JSON measured 2.98–3.36×,
@@ -64,8 +64,8 @@
 // A lease claim's overlap check counts the job's live runs through the
 // partial index runs_live (SQLDialect.PartialIndexes), so it does not read
 // the settled runs the job's history keeps: sqlitefile's
-// BenchmarkClaimRunsHistory measured 18.1–18.7 µs per won claim of a batch
-// of 256 when the jobs keep no settled run and 30.6–30.9 µs when they keep
+// BenchmarkClaimRunsHistory measured 16.1–16.3 µs per won claim of a batch
+// of 256 when the jobs keep no settled run and 25.1–25.5 µs when they keep
 // 100 (BENCHMARKS.md §1, "History"), where the count without the index
 // took 231 µs per claim at 100 runs (one run of 20x);
 // TestOverlapCheckUsesLiveIndex checks that the planner reads the index.

@@ -20,7 +20,8 @@ const DriverName = "sqlite"
 
 // Open opens (creating it if absent) the SQLite database file at path and
 // returns a backend that owns it: the backend's Close closes the database.
-// opts may be nil; opts.CloseDB is forced on.
+// opts may be nil; opts.CloseDB and opts.DriverLocks (its DSN has
+// _txlock=immediate and busy_timeout) are forced on.
 //
 // The connection sets busy_timeout, journal_mode=WAL and
 // synchronous=NORMAL (durable across process crashes; a power loss may
