@@ -103,14 +103,8 @@ func (c connector) Driver() driver.Driver                        { return c.d }
 // the test). After Close the queries run unprepared by the cache, as
 // without one.
 func TestStatementCache(t *testing.T) {
-	d := &prepCounter{}
-	db := sql.OpenDB(connector{d})
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cache := &StatementCache{}
-	conn := DB{DB: db, PrepareOnce: true, Statements: cache}
+	d, conn, ctx := cachedPoolOfOne(t)
+	cache := conn.Statements
 	queries := []string{"SELECT a WHERE b = ?", "SELECT c WHERE d = ?"}
 	run := func() {
 		t.Helper()
@@ -162,13 +156,8 @@ func TestStatementCache(t *testing.T) {
 // still get its own statements from the cache and end, and the waiting
 // call then runs.
 func TestStatementCacheWaitsBesideTransaction(t *testing.T) {
-	d := &prepCounter{}
-	db := sql.OpenDB(connector{d})
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn := DB{DB: db, PrepareOnce: true, Statements: &StatementCache{}}
+	_, conn, ctx := cachedPoolOfOne(t)
+	db := conn.DB
 	// The transaction's query gets a pooled statement.
 	if _, err := conn.All(ctx, "SELECT a WHERE b = ?", 1); err != nil {
 		t.Fatal(err)
@@ -197,4 +186,17 @@ func TestStatementCacheWaitsBesideTransaction(t *testing.T) {
 	if err := <-other; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// cachedPoolOfOne is a DB with a StatementCache over a pool of one
+// connection of the counting driver, and a context that ends the test's
+// waits after 10 s (a wait for ever is the failure these tests look for).
+func cachedPoolOfOne(t *testing.T) (*prepCounter, DB, context.Context) {
+	d := &prepCounter{}
+	db := sql.OpenDB(connector{d})
+	t.Cleanup(func() { db.Close() })
+	db.SetMaxOpenConns(1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return d, DB{DB: db, PrepareOnce: true, Statements: &StatementCache{}}, ctx
 }
