@@ -56,10 +56,12 @@ type Config struct {
 	// Close is called once by SQLBackend.Close to close what the backend
 	// opened itself. Nil means nothing to close.
 	Close func(ctx context.Context) error
-	// Guard, if set, is called before every claim (plain and lease); an
-	// error fails the claim closed and is returned as it is. SQLite uses
-	// it to stop claiming once its database file was replaced or deleted
-	// under the process. Nil means none.
+	// Guard, if set, is called before every claim (plain and lease) and
+	// every ServerTime; an error fails the call closed and is returned as
+	// it is. SQLite uses it to stop claiming once its database file was
+	// replaced or deleted under the process; ServerTime failing too is
+	// what a readiness check built on it (the daemon's /readyz) reports.
+	// Nil means none.
 	Guard func(ctx context.Context) error
 }
 
@@ -330,9 +332,15 @@ func (b *SQLBackend) ready(ctx context.Context, op string) error {
 
 // ServerTime reads the database server's clock (SQLDialect.NowMs),
 // implementing anarchon.ServerClock. Its resolution is a millisecond.
+// It fails closed with the claims, on Config.Guard's error.
 func (b *SQLBackend) ServerTime(ctx context.Context) (time.Time, error) {
 	if err := b.checkOpen("server time"); err != nil {
 		return time.Time{}, err
+	}
+	if g := b.cfg.Guard; g != nil {
+		if err := g(ctx); err != nil {
+			return time.Time{}, err
+		}
 	}
 	now, err := b.nowMs(ctx, b.cfg.Conn)
 	if err != nil {

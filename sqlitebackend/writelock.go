@@ -33,10 +33,13 @@ type writerQueue struct {
 	files *crossLock // nil: other processes meet SQLite's busy handler only
 }
 
-// crossLock opens the lock file at the first write, not at Init: a
-// process that only reads (the daemon's read-only commands) creates no
-// file beside the database. A file that could not be opened is not tried
-// again in the life of the process.
+// crossLock opens the lock file at the first write transaction or
+// statement, not when the backend is made. Init's schema check is one
+// (a BEGIN IMMEDIATE transaction of CREATE … IF NOT EXISTS statements,
+// which change nothing in a database that has the tables), so every
+// process that calls Init makes the lock file, the daemon's read-only
+// commands too. A file that could not be opened is not tried again in
+// the life of the process.
 func (q *writerQueue) crossLock() *crossLock {
 	q.once.Do(func() { q.files = openCrossLock(q.path+LockFileSuffix, q.path) })
 	return q.files

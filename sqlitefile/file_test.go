@@ -105,6 +105,11 @@ func TestFileReplaced(t *testing.T) {
 			if !errors.Is(err, sqlitebackend.ErrFileReplaced) {
 				t.Fatalf("lease claim after the file was %s: %v", how, err)
 			}
+			// The store's clock, which the daemon's /readyz reads, fails
+			// closed too: the process is not ready to claim.
+			if _, err := b.ServerTime(ctx); !errors.Is(err, sqlitebackend.ErrFileReplaced) {
+				t.Fatalf("ServerTime after the file was %s: %v, want ErrFileReplaced", how, err)
+			}
 			if n := strings.Count(logs.String(), "level=ERROR"); n != 1 || !strings.Contains(logs.String(), path) {
 				t.Errorf("%d ERROR lines, want one naming %s: %q", n, path, logs.String())
 			}

@@ -451,7 +451,9 @@ func (s *server) serve(addr string) {
 }
 
 // readyz answers 200 when the store answers a cheap read within 2 s: its
-// clock where it has one, else Init.
+// clock where it has one, else Init. A SQLite store whose file was
+// replaced under the process fails its clock as it fails its claims
+// (sqlbackend.Config.Guard), so the replica is not ready.
 func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
