@@ -502,6 +502,23 @@ func TestHTTPEndpoints(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &st); code != 200 || err != nil || len(st.Jobs) != 1 || st.Instance != "h" {
 		t.Errorf("/status %d %v %s", code, err, body)
 	}
+	// The database file deleted under the process: it claims nothing
+	// more (fail closed), and /readyz says so (the file check runs at
+	// most once a second).
+	if err := os.Remove(filepath.Join(dir, "a.db")); err != nil {
+		t.Fatal(err)
+	}
+	notReady := time.Now().Add(10 * time.Second)
+	for {
+		code, body := get("/readyz")
+		if code == 503 && strings.Contains(body, "deleted") {
+			break
+		}
+		if time.Now().After(notReady) {
+			t.Fatalf("/readyz after the database file was deleted: %d %q, want 503 naming the deletion", code, body)
+		}
+		time.Sleep(100 * time.Millisecond) // the daemon is another process
+	}
 	p.stop(t, 15*time.Second)
 }
 
