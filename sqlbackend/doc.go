@@ -141,7 +141,10 @@
 // the single call for all of them at once, one statement per step.
 // With [DB.PrepareOnce] (sqlitebackend sets it) each query is prepared
 // once per transaction and run from the prepared statement for every
-// entry of the batch, so a batch parses its few statements once.
+// entry of the batch, so a batch parses its few statements once; with
+// [DB.Statements] (sqlitebackend with Options.DriverLocks, as sqlitefile
+// opens it) each stays prepared on the pool's connections from one call
+// to the next.
 // sqlbackendtest.BatchRoundTrips counts them all. What each costs on a real server is in the
 // Performance sections of sqlitebackend and pgbackend.
 //
