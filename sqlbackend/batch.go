@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -271,12 +272,15 @@ func (b *SQLBackend) readHeld(ctx context.Context, keys []slotKey) (map[slotKey]
 // claim i, and records the answer.
 //
 // Where write transactions run one at a time (SQLite), a batch of more
-// than one slot whose first slot has no row skips the read and goes to
-// the transaction whole: a burst's first wave, whose slots are new, would
-// read them all for nothing, on the CPU its claims' transactions wait
-// for (the read of one slot costs a few µs, that of a batch of 256 about
-// 1 ms; BENCHMARKS.md §1). The transaction decides every claim either
-// way, a slot that has a row by the single claim's statements.
+// than one slot reads its first slot's row alone (the probe), and when it
+// has none skips the read of the others and goes to the transaction
+// whole: a burst's first wave, whose slots are new, would read them all
+// for nothing, on the CPU its claims' transactions wait for (a read of
+// 256 held slots costs about 1.2 ms: BENCHMARKS.md §1, 4.6–4.7 µs per
+// lost claim of a batch). A batch whose first slot has a row reads the
+// others' rows next. The transaction decides every claim either way, a
+// slot that has a row by the single claim's statements. Elsewhere
+// (MySQL) the probe would be one more round trip for every held batch.
 func (b *SQLBackend) preRead(ctx context.Context, todo []int, key func(i int) slotKey, answer func(i int, row heldRow) bool) ([]int, error) {
 	var keys []slotKey
 	seen := make(map[slotKey]bool, len(todo))
@@ -286,19 +290,22 @@ func (b *SQLBackend) preRead(ctx context.Context, todo []int, key func(i int) sl
 			keys = append(keys, k)
 		}
 	}
+	var probed map[slotKey]heldRow
 	if len(keys) > 1 && b.writesInTurn() {
-		first, err := b.readHeld(ctx, keys[:1])
-		if err != nil {
+		var err error
+		if probed, err = b.readHeld(ctx, keys[:1]); err != nil {
 			return nil, err
 		}
-		if len(first) == 0 {
+		if len(probed) == 0 {
 			return todo, nil
 		}
+		keys = keys[1:]
 	}
 	held, err := b.readHeld(ctx, keys)
 	if err != nil {
 		return nil, err
 	}
+	maps.Copy(held, probed)
 	rest := todo[:0]
 	for _, i := range todo {
 		row, ok := held[key(i)]

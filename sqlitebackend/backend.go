@@ -95,9 +95,9 @@ type Options struct {
 	// DSN has). New then runs transactions as database/sql's own and
 	// keeps each statement prepared on the pool's connections from one
 	// call to the next (sqlbackend.DB.Statements), where it otherwise
-	// prepares every statement in every call, once per transaction: the
-	// parsing and planning was about 40% of a single claim's CPU time
-	// (the package doc, "Prepared statements"). Set it only for such a
+	// prepares every statement in every call, once per transaction
+	// (the package doc, "Prepared statements", has what that cost and
+	// what this saves). Set it only for such a
 	// DSN: a transaction that does not take the write lock as it begins
 	// breaks the one-writer-at-a-time order the claims rely on
 	// (Dialect), and BusyTimeout then only bounds the wait for the lock

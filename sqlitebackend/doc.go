@@ -144,9 +144,12 @@
 // SQLite runs in the process, so a statement's parsing and planning is
 // CPU time of the caller's own, and for the backend's statements (a
 // plain claim is one INSERT … SELECT with three subqueries) it was the
-// larger part: about 40% of a single claim's CPU in sqlitefile's
-// BenchmarkClaimVsRawInsert, most of the rest being the statement's run
-// and the write of its pages to the WAL. With Options.DriverLocks
+// largest share: sqlite3_prepare_v2 took about 40% of a single plain
+// claim's CPU, and 37% of a lease claim's, in a CPU profile of
+// sqlitefile's BenchmarkClaimVsRawInsert and BenchmarkLeaseClaimVsRawInsert
+// (go test -bench ClaimVsRawInsert -cpuprofile, 2026-12-05), most of the
+// rest being the statements' run and the write of their pages to the
+// WAL. With Options.DriverLocks
 // (sqlitefile sets it) the backend keeps one *sql.Stmt per statement
 // text (sqlbackend.DB.Statements), which database/sql prepares once on
 // each pooled connection, and runs its transactions as database/sql's

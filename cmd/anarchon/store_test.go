@@ -286,3 +286,22 @@ func TestRepeatedParameterRefused(t *testing.T) {
 		t.Errorf("x.db: %v, want it not created", err)
 	}
 }
+
+// An "sqlite:" URL's path is a URL path: %XX escapes are decoded (the
+// README's store table says so), a "?" starts the parameters, and a "%"
+// without two hex digits after it is kept as it is.
+func TestSQLitePathDecoding(t *testing.T) {
+	for raw, want := range map[string]string{
+		"sqlite:/var/lib/p%41.db":      "/var/lib/pA.db",
+		"sqlite:./a%3Fb.db?prefix=x_":  "./a?b.db",
+		"sqlite:./100%25.db":           "./100%.db",
+		"sqlite:///abs/x%20y.db":       "/abs/x y.db",
+		"sqlite:./100%.db":             "./100%.db",
+		"sqlite:./a#b.db":              "./a#b.db",
+		"sqlite:./plain.db?prefix=t1_": "./plain.db",
+	} {
+		if got := sqlitePath(raw); got != want {
+			t.Errorf("sqlitePath(%q) = %q, want %q", raw, got, want)
+		}
+	}
+}
