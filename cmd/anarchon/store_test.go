@@ -288,20 +288,34 @@ func TestRepeatedParameterRefused(t *testing.T) {
 }
 
 // An "sqlite:" URL's path is a URL path: %XX escapes are decoded (the
-// README's store table says so), a "?" starts the parameters, and a "%"
-// without two hex digits after it is kept as it is.
+// README's store table says so; the file is made under the decoded name)
+// and a "?" starts the parameters, while a "%" without two hex digits
+// after it makes the whole URL bad_url, as any URL that does not parse.
 func TestSQLitePathDecoding(t *testing.T) {
 	for raw, want := range map[string]string{
 		"sqlite:/var/lib/p%41.db":      "/var/lib/pA.db",
 		"sqlite:./a%3Fb.db?prefix=x_":  "./a?b.db",
 		"sqlite:./100%25.db":           "./100%.db",
 		"sqlite:///abs/x%20y.db":       "/abs/x y.db",
-		"sqlite:./100%.db":             "./100%.db",
 		"sqlite:./a#b.db":              "./a#b.db",
 		"sqlite:./plain.db?prefix=t1_": "./plain.db",
 	} {
 		if got := sqlitePath(raw); got != want {
 			t.Errorf("sqlitePath(%q) = %q, want %q", raw, got, want)
 		}
+	}
+	dir := t.TempDir()
+	b, err := openStore("sqlite:" + dir + "/p%41.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Close(context.Background())
+	if _, err := os.Stat(filepath.Join(dir, "pA.db")); err != nil {
+		t.Errorf("sqlite:DIR/p%%41.db did not make DIR/pA.db: %v", err)
+	}
+	_, err = openStore("sqlite:" + dir + "/p100%.db")
+	var se *StoreURLError
+	if !errors.As(err, &se) || se.Code != StoreBadURL {
+		t.Errorf("sqlite:DIR/p100%%.db: %v, want bad_url", err)
 	}
 }
