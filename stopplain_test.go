@@ -91,6 +91,9 @@ func TestRunEndCarriesTheCause(t *testing.T) {
 		if err := s.Stop(ctx); err != nil && !errors.Is(err, context.Canceled) {
 			t.Fatalf("Stop: %v", err)
 		}
+		// Stop's context had ended, so it returned without waiting for the
+		// handler; the run's end comes once the handler has returned.
+		synctest.Wait()
 		mu.Lock()
 		defer mu.Unlock()
 		if len(ends) != 1 || !errors.Is(ends[0].Err, anarchon.ErrStopped) || !errors.Is(ends[0].Err, context.Canceled) {
