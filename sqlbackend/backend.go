@@ -81,6 +81,7 @@ type SQLBackend struct {
 
 	initMu   sync.Mutex
 	inited   atomic.Bool
+	jsonEach string // the JSON table function of jsonKeys, set by Init (probeJSONB)
 	closeMu  sync.Mutex
 	closeErr error
 	closeRan bool
@@ -265,6 +266,13 @@ func (b *SQLBackend) Init(ctx context.Context) error {
 		if err := b.cfg.Check(ctx, b.cfg.Conn); err != nil {
 			return b.errorf("server check", err)
 		}
+	}
+	if b.d.JSONKeys {
+		each, err := b.probeJSONB(ctx)
+		if err != nil {
+			return b.errorf("server check", err)
+		}
+		b.jsonEach = each
 	}
 	var err error
 	for range 5 {

@@ -166,7 +166,7 @@ func (b *SQLBackend) insertClaims(ctx context.Context, tx Querier, in []anarchon
 // argument instead (jsonKeys), where their texts allow it.
 func (b *SQLBackend) unionKeys(stmt, key string, n int, row func(n int) []any) (string, []any) {
 	if b.d.JSONKeys {
-		if keys, arg, ok := jsonKeys(key, n, row); ok {
+		if keys, arg, ok := jsonKeys(cmp.Or(b.jsonEach, "json_each"), key, n, row); ok {
 			return b.rewrite(strings.Replace(stmt, "{keys}", keys, 1)), []any{arg}
 		}
 	}
@@ -182,16 +182,19 @@ func (b *SQLBackend) unionKeys(stmt, key string, n int, row func(n int) []any) (
 	return b.rewrite(strings.Replace(stmt, "{keys}", keys.String(), 1)), args
 }
 
-// jsonKeys is the {keys} of unionKeys as one SELECT over json_each of a
-// JSON array of the n rows (each an array of row(k)'s values), and that
-// array: the k-th `?` of key reads the row's k-th element. The statement
+// jsonKeys is the {keys} of unionKeys as one SELECT over each (json_each
+// or jsonb_each, probeJSONB) of a JSON array of the n rows (each an array
+// of row(k)'s values), and that array: the k-th `?` of key reads the
+// row's k-th element. The statement
 // is the same short text whatever n, where n rows joined with UNION ALL
 // are n SELECTs for the database to parse and plan: with SQLite that
 // parse was about a third of a burst's claim transactions, which run one
-// at a time across processes (BENCHMARKS.md §8). ok is false when a text
+// at a time across processes (BENCHMARKS.md §8). A key of one `?`
+// (takeFences's job) reads a flat array of the values, each row's value
+// itself, without json_extract. ok is false when a text
 // value is not valid UTF-8 or holds NUL, which JSON would change: the
 // caller joins the rows instead.
-func jsonKeys(key string, n int, row func(n int) []any) (keys string, arg string, ok bool) {
+func jsonKeys(each, key string, n int, row func(n int) []any) (keys string, arg string, ok bool) {
 	rows := make([][]any, n)
 	for k := range n {
 		rows[k] = row(k)
@@ -201,21 +204,54 @@ func jsonKeys(key string, n int, row func(n int) []any) (keys string, arg string
 			}
 		}
 	}
-	js, err := json.Marshal(rows)
+	var v any = rows
+	flat := strings.Count(key, "?") == 1
+	if flat {
+		col := make([]any, n)
+		for k := range n {
+			col[k] = rows[k][0]
+		}
+		v = col
+	}
+	js, err := json.Marshal(v)
 	if err != nil {
 		return "", "", false
 	}
 	var q strings.Builder
 	i := 0
 	for part := range strings.SplitSeq(key, "?") {
-		if i > 0 {
+		if i > 0 && flat {
+			q.WriteString("value")
+		} else if i > 0 {
 			fmt.Fprintf(&q, "json_extract(value, '$[%d]')", i-1)
 		}
 		q.WriteString(part)
 		i++
 	}
-	q.WriteString(" FROM json_each(?)")
+	q.WriteString(" FROM " + each + "(?)")
 	return q.String(), string(js), true
+}
+
+// probeJSONB returns the JSON table function jsonKeys reads its array
+// with: jsonb_each where the database has it (SQLite 3.45.0 and later),
+// else json_each. jsonb_each hands each row's array to json_extract in
+// SQLite's binary JSON, which json_extract reads as it is; json_each
+// hands it over as text, which json_extract parses again for each
+// column. With jsonb_each a won claim of a batch cost 10.5–11.2 µs
+// against 12.0–13.3, a won lease claim 14.1–16.5 against 16.9–19.7
+// (sqlitefile's BenchmarkClaimBatch and BenchmarkClaimRunsBatch, the two
+// builds in turn, bench/HISTORY.md §1). Any error but SQLite's "no such
+// table: jsonb_each" (busy, I/O) is returned: Init then fails and runs
+// again at the next call.
+func (b *SQLBackend) probeJSONB(ctx context.Context) (string, error) {
+	_, err := b.all(ctx, b.cfg.Conn, "SELECT 1 FROM jsonb_each('[1]')")
+	switch {
+	case err == nil:
+		return "jsonb_each", nil
+	case strings.Contains(err.Error(), "no such table: jsonb_each"):
+		return "json_each", nil
+	}
+	return "", err
 }
 
 // heldChunk is the most slots one read of answerHeld asks for: two

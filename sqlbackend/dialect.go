@@ -126,7 +126,8 @@ type SQLDialect struct {
 	// json_extract: a batch's statements (heldSlots, plainClaims,
 	// leaseClaims, takeFences, and the result and finish batches'
 	// statements of batch_sets.go) then take their entries as one JSON
-	// array argument, read with json_each, instead of one SELECT of
+	// array argument, read with json_each (jsonb_each where Init's probe
+	// finds it: SQLite 3.45.0 and later), instead of one SELECT of
 	// parameters per entry joined with UNION ALL, so that the statement
 	// stays short, and as quick to parse and plan, whatever the batch's
 	// size. A batch with a

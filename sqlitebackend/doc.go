@@ -31,7 +31,11 @@
 // INSERT and one UPDATE of their fences, and every other claim with the
 // statements it runs alone. The slots go to those statements as one
 // JSON array read with json_each (SQLDialect.JSONKeys), a statement of
-// the same short text whatever the batch's size (TestBatchKeysAsJSON).
+// the same short text whatever the batch's size (TestBatchKeysAsJSON);
+// on SQLite 3.45.0 and later, which Init finds by a probe, with
+// jsonb_each, which hands each entry to json_extract in SQLite's binary
+// JSON instead of text it parses again (TestJSONEachBeforeJSONB covers
+// an older library).
 // Batches of results, heartbeats and finishes (anarchon.ResultBatcher,
 // anarchon.HeartbeatBatcher, anarchon.FinishBatcher) are one transaction
 // too. The results and finishes of jobs that have one entry each in the

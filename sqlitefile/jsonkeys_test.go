@@ -2,6 +2,7 @@ package sqlitefile_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -49,7 +50,8 @@ func (c *texts) reset() {
 }
 
 // TestBatchKeysAsJSON: SQLite's batches pass their slots as one JSON
-// array read with json_each (sqlbackend.SQLDialect.JSONKeys), plain and
+// array read with jsonb_each (sqlbackend.SQLDialect.JSONKeys; the
+// library here is newer than 3.45.0), plain and
 // lease, read and write, and a lease batch takes its won jobs' fences
 // the same way; a batch with a text JSON would change (invalid UTF-8,
 // NUL) joins its slots with UNION ALL instead, and is answered the same,
@@ -152,9 +154,9 @@ func TestBatchKeysAsJSON(t *testing.T) {
 		all := strings.Join(tc.c.qs, "\n")
 		// With JSONKeys the reads of the slots' rows, which carry no
 		// instance, are JSON either way.
-		if jsonKeys := tc.c != off; jsonKeys != strings.Contains(all, "json_each(") || tc.json == strings.Contains(all, "UNION ALL") {
-			t.Errorf("%s: json_each %v, UNION ALL %v, want %v and %v; statements:\n%s", tc.name,
-				strings.Contains(all, "json_each("), strings.Contains(all, "UNION ALL"), jsonKeys, !tc.json, all)
+		if jsonKeys := tc.c != off; jsonKeys != strings.Contains(all, "jsonb_each(") || tc.json == strings.Contains(all, "UNION ALL") {
+			t.Errorf("%s: jsonb_each %v, UNION ALL %v, want %v and %v; statements:\n%s", tc.name,
+				strings.Contains(all, "jsonb_each("), strings.Contains(all, "UNION ALL"), jsonKeys, !tc.json, all)
 		}
 		// The fences of the won jobs, whose names are safe: JSON with
 		// JSONKeys, a list of parameters never.
@@ -164,7 +166,7 @@ func TestBatchKeysAsJSON(t *testing.T) {
 				fences = q
 			}
 		}
-		if fences == "" || strings.Contains(fences, "job IN (?") || (tc.c != off) != strings.Contains(fences, "json_each(") {
+		if fences == "" || strings.Contains(fences, "job IN (?") || (tc.c != off) != strings.Contains(fences, "jsonb_each(") {
 			t.Errorf("%s: the fences were taken by %q", tc.name, fences)
 		}
 		tc.c.reset()
@@ -186,4 +188,96 @@ func claimsOf(rc []anarchon.RunClaim) []anarchon.ClaimInput {
 		out[i] = c.ClaimInput
 	}
 	return out
+}
+
+// olderLibrary is a sqlbackend.Conn that answers as a SQLite library
+// older than 3.45.0, which has json_each but not jsonb_each: a statement
+// naming jsonb_each fails with that library's error, or with probeErr
+// while it is set. The statements it ran go to texts.
+type olderLibrary struct {
+	texts
+	probeErr error
+}
+
+func (c *olderLibrary) refuse(q string) error {
+	if !strings.Contains(q, "jsonb_each(") {
+		return nil
+	}
+	if c.probeErr != nil {
+		return c.probeErr
+	}
+	return errors.New("SQL logic error: no such table: jsonb_each (1)")
+}
+
+func (c *olderLibrary) All(ctx context.Context, q string, args ...any) ([][]any, error) {
+	if err := c.refuse(q); err != nil {
+		return nil, err
+	}
+	return c.texts.All(ctx, q, args...)
+}
+
+func (c *olderLibrary) Transaction(ctx context.Context, fn func(tx sqlbackend.Querier) error) error {
+	return c.texts.Transaction(ctx, func(tx sqlbackend.Querier) error {
+		return fn(sqlbackend.QuerierFunc(func(ctx context.Context, q string, args ...any) ([][]any, error) {
+			if err := c.refuse(q); err != nil {
+				return nil, err
+			}
+			return tx.All(ctx, q, args...)
+		}))
+	})
+}
+
+// TestJSONEachBeforeJSONB: on a library without jsonb_each (before
+// 3.45.0) Init finds so and the batches read their JSON array with
+// json_each, and are answered as on a newer library; a failure of the
+// probe that is not the missing function (here a busy database) fails
+// Init with it, and the next Init probes again.
+func TestJSONEachBeforeJSONB(t *testing.T) {
+	ctx := t.Context()
+	c := &olderLibrary{texts: texts{conn: fileConn(t)}, probeErr: errors.New("database is locked (5) (SQLITE_BUSY)")}
+	b, err := sqlitebackend.NewFromConn(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Init(ctx); err == nil || !strings.Contains(err.Error(), "SQLITE_BUSY") {
+		t.Fatalf("Init with the probe busy: %v, want the busy error", err)
+	}
+	c.probeErr = nil
+	if err := b.Init(ctx); err != nil {
+		t.Fatalf("Init on a library without jsonb_each: %v", err)
+	}
+	c.reset()
+	slot := time.Now().Add(-time.Minute).Truncate(time.Second).UnixMilli()
+	in := make([]anarchon.ClaimInput, 3)
+	rc := make([]anarchon.RunClaim, len(in))
+	for i := range in {
+		in[i] = anarchon.ClaimInput{Job: "job" + string(rune('a'+i)), Slot: slot, Token: "tok", InstanceID: "inst"}
+		rc[i] = anarchon.RunClaim{ClaimInput: in[i], Lease: time.Minute}
+		rc[i].Job += "-lease"
+		if err := b.PrepareJob(ctx, anarchon.PrepareJobInput{Job: rc[i].Job}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := b.ClaimBatch(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range out {
+		if !a.Won || a.Err != nil {
+			t.Errorf("claim %d: %+v, want won", i, a)
+		}
+	}
+	lease, err := b.Runs().(anarchon.RunBatchClaimer).ClaimRuns(ctx, rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range lease {
+		if a.Err != nil || a.Outcome.Kind != anarchon.OutcomeWon || a.Outcome.Fence == 0 {
+			t.Errorf("lease claim %d: %+v, want won with a fence", i, a)
+		}
+	}
+	all := strings.Join(c.qs, "\n")
+	if !strings.Contains(all, "json_each(") || strings.Contains(all, "jsonb_each(") || strings.Contains(all, "UNION ALL") {
+		t.Errorf("the batches' statements on a library without jsonb_each:\n%s", all)
+	}
 }
