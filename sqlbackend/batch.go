@@ -237,10 +237,11 @@ func jsonKeys(each, key string, n int, row func(n int) []any) (keys string, arg 
 // else json_each. jsonb_each hands each row's array to json_extract in
 // SQLite's binary JSON, which json_extract reads as it is; json_each
 // hands it over as text, which json_extract parses again for each
-// column. With jsonb_each a won claim of a batch cost 10.5–11.2 µs
-// against 12.0–13.3, a won lease claim 14.1–16.5 against 16.9–19.7
-// (sqlitefile's BenchmarkClaimBatch and BenchmarkClaimRunsBatch, the two
-// builds in turn, bench/HISTORY.md §1). Any error but SQLite's "no such
+// column. With jsonb_each a won claim of a batch cost 2.08–2.23× the raw
+// inserts of the same run against 2.68–2.85× with json_each, a won lease
+// claim 3.04–3.20× against 3.83–4.00× (sqlitefile's BenchmarkClaimBatch
+// and BenchmarkClaimRunsBatch, three runs of each build in turn,
+// bench/HISTORY.md, "jsonb_each"). Any error but SQLite's "no such
 // table: jsonb_each" (busy, I/O) is returned: Init then fails and runs
 // again at the next call.
 func (b *SQLBackend) probeJSONB(ctx context.Context) (string, error) {

@@ -1,6 +1,7 @@
 package sqlitebackend
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -103,6 +104,19 @@ type Options struct {
 	// (Dialect), and BusyTimeout then only bounds the wait for the lock
 	// file, the connections' timeout being the DSN's.
 	DriverLocks bool
+	// Checkpoints makes the backend checkpoint the WAL itself, from a
+	// goroutine of its own, off the writers' turn: a PASSIVE checkpoint
+	// (PRAGMA wal_checkpoint(PASSIVE)) once the process's writers of the
+	// file have been idle for CheckpointIdle, or, while they never are,
+	// CheckpointEvery after the last one. Set it with a DSN that turns
+	// SQLite's automatic checkpoint off (_pragma=wal_autocheckpoint(0)),
+	// as sqlitefile.Open's does: that checkpoint runs inside the COMMIT
+	// that takes the WAL past 1,000 pages, while every other writer of
+	// every process waits for it, several times in a burst's first
+	// claims (BENCHMARKS.md §8 has what moving it saved). With New only
+	// (NewFromConn has no *sql.DB); Close stops the goroutine. Without
+	// the DSN's setting both checkpoint, which is only slower.
+	Checkpoints bool
 }
 
 // Backend is the SQLite backend: the SQL base ([sqlbackend.SQLBackend]) on
@@ -112,6 +126,7 @@ type Options struct {
 type Backend struct {
 	*sqlbackend.SQLBackend
 	db *sql.DB
+	qc *queuedConn
 }
 
 var (
@@ -155,8 +170,12 @@ func New(db *sql.DB, opts *Options) (*Backend, error) {
 	if o.DriverLocks {
 		conn = sqlbackend.DB{DB: db, PrepareOnce: true, Statements: &sqlbackend.StatementCache{}}
 	}
+	var ckpt *checkpointer
 	closeFn := func(context.Context) error {
 		var err error
+		if ckpt != nil {
+			ckpt.close()
+		}
 		if conn.Statements != nil {
 			err = conn.Statements.Close()
 		}
@@ -165,7 +184,14 @@ func New(db *sql.DB, opts *Options) (*Backend, error) {
 		}
 		return err
 	}
-	return newBackend(conn, db, o, closeFn)
+	b, err := newBackend(conn, db, o, closeFn)
+	if err != nil {
+		return nil, err
+	}
+	if o.Checkpoints {
+		ckpt = startCheckpointer(db, b.qc, cmp.Or(o.Logger, slog.Default()))
+	}
+	return b, nil
 }
 
 // NewFromConn returns a SQLite backend over a caller's own client through
@@ -217,7 +243,7 @@ func newBackend(conn sqlbackend.Conn, db *sql.DB, o Options, closeFn func(contex
 	if err != nil {
 		return nil, err
 	}
-	return &Backend{SQLBackend: base, db: db}, nil
+	return &Backend{SQLBackend: base, db: db, qc: qc}, nil
 }
 
 // DB returns the *sql.DB the backend uses, nil for a backend made by

@@ -143,6 +143,28 @@
 // lock file, 10 of 30 batches of one process failed in one run.
 // BENCHMARKS.md §8 measures the bursts of three processes.
 //
+// # Checkpoints
+//
+// In WAL mode SQLite copies the WAL back into the database file in a
+// checkpoint, which it runs by itself inside the COMMIT that takes the
+// WAL past 1,000 pages (PRAGMA wal_autocheckpoint): the copy and its
+// fsyncs then happen while that writer still holds the process's turn
+// and the lock file, and every other writer of every process waits for
+// them. A burst's claims write several thousand pages, so several such
+// waits fell inside each burst's first claims. With Options.Checkpoints
+// (sqlitefile sets it, and turns the automatic checkpoint off in its
+// DSN) a goroutine of the backend runs a PASSIVE checkpoint from a
+// connection of the pool, outside the turn, once the process's writers
+// of the file have been idle for [CheckpointIdle] (100 ms), or, while
+// they never are, [CheckpointEvery] (5 s) after the last one; writers go
+// on appending to the WAL while it copies. The WAL then holds at most
+// the writes of one busy stretch or 5 s, and SQLite starts it over at
+// the first write after a checkpoint that copied all of it.
+// TestCheckpointsOffTheTurn (sqlitefile) checks that 8 MiB written stay
+// out of the database file until the writers are idle and are in it
+// after; TestCheckpointerWaitsForIdleWriters checks the timing.
+// BENCHMARKS.md §8 has the bursts before and after.
+//
 // # Prepared statements
 //
 // SQLite runs in the process, so a statement's parsing and planning is

@@ -26,6 +26,8 @@ var writeLocks struct {
 // process's own writers; the lock file, where it can be opened, orders
 // the processes (see crossLock).
 type writerQueue struct {
+	writerActivity // for the checkpointer (Options.Checkpoints)
+
 	turn chan struct{} // capacity 1: holding a value is holding the turn
 	path string        // of the database file
 
@@ -120,12 +122,17 @@ func (c *queuedConn) wait(ctx context.Context) (release func(), err error) {
 	if q == nil {
 		return func() {}, nil
 	}
+	q.enter()
 	select {
 	case q.turn <- struct{}{}:
 	case <-ctx.Done():
+		q.leave(time.Now())
 		return nil, context.Cause(ctx)
 	}
-	leave := func() { <-q.turn }
+	leave := func() {
+		<-q.turn
+		q.leave(time.Now())
+	}
 	files := q.crossLock()
 	if files == nil {
 		return leave, nil

@@ -20,13 +20,16 @@ const DriverName = "sqlite"
 
 // Open opens (creating it if absent) the SQLite database file at path and
 // returns a backend that owns it: the backend's Close closes the database.
-// opts may be nil; opts.CloseDB and opts.DriverLocks (its DSN has
-// _txlock=immediate and busy_timeout) are forced on.
+// opts may be nil; opts.CloseDB, opts.DriverLocks (its DSN has
+// _txlock=immediate and busy_timeout) and opts.Checkpoints are forced on.
 //
 // The connection sets busy_timeout, journal_mode=WAL and
 // synchronous=NORMAL (durable across process crashes; a power loss may
 // lose the last transactions, never corrupt the file), and opens write
-// transactions with BEGIN IMMEDIATE. The file's directory must exist; a
+// transactions with BEGIN IMMEDIATE (DSN); it also turns SQLite's
+// automatic WAL checkpoint off (wal_autocheckpoint(0)), and the backend
+// checkpoints the WAL itself, off the writers' turn, when they are idle
+// (sqlitebackend.Options.Checkpoints; TestCheckpointsOffTheTurn). The file's directory must exist; a
 // new file is created with mode 0600. opts.File defaults to path, so a
 // file deleted or replaced under the process is detected and claims fail
 // closed (sqlitebackend.ErrFileReplaced); the pool's connections open the
@@ -58,7 +61,11 @@ func Open(path string, opts *sqlitebackend.Options) (*sqlitebackend.Backend, err
 		return nil, fmt.Errorf("sqlitefile: %w", err)
 	}
 	f.Close()
-	return open(path, opts, DSN)
+	return open(path, opts, func(path string, busyMs int64) string {
+		// The backend checkpoints the WAL itself, off the writers' turn
+		// (sqlitebackend.Options.Checkpoints).
+		return DSN(path, busyMs) + "&_pragma=" + url.QueryEscape("wal_autocheckpoint(0)")
+	}, true)
 }
 
 // OpenExisting is Open for a reader that must change nothing in the file:
@@ -82,11 +89,13 @@ func OpenExisting(path string, opts *sqlitebackend.Options) (*sqlitebackend.Back
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("sqlitefile: %w", err)
 	}
-	return open(path, opts, existingDSN)
+	return open(path, opts, existingDSN, false)
 }
 
-// open opens the file at path, which exists, with the DSN dsn makes.
-func open(path string, opts *sqlitebackend.Options, dsn func(string, int64) string) (*sqlitebackend.Backend, error) {
+// open opens the file at path, which exists, with the DSN dsn makes;
+// checkpoints sets Options.Checkpoints, for a DSN that turns SQLite's own
+// off.
+func open(path string, opts *sqlitebackend.Options, dsn func(string, int64) string, checkpoints bool) (*sqlitebackend.Backend, error) {
 	var o sqlitebackend.Options
 	if opts != nil {
 		o = *opts
@@ -103,6 +112,7 @@ func open(path string, opts *sqlitebackend.Options, dsn func(string, int64) stri
 	// statements prepared on the pool (TestDriverTransactionsLock checks
 	// that they take the write lock).
 	o.DriverLocks = true
+	o.Checkpoints = checkpoints
 	if o.File == "" {
 		o.File = path // the check for a file replaced under the process
 	}

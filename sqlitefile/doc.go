@@ -35,6 +35,13 @@
 // finds all 16 busy waits for one, for as long as its context allows.
 // Writers take turns on the file's write lock whatever the pool's size.
 //
+// Open's connections run no automatic WAL checkpoint
+// (wal_autocheckpoint(0)); the backend checkpoints the WAL itself when
+// its writers are idle (sqlitebackend.Options.Checkpoints, and
+// sqlitebackend's doc, "Checkpoints"), so that no writer waits for a
+// checkpoint inside another's commit. OpenExisting keeps SQLite's
+// automatic checkpoint: its callers do not write.
+//
 // # Server requirements
 //
 // None beyond sqlitebackend's: a local file system (SQLite's locks are
