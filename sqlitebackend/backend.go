@@ -112,8 +112,9 @@ type Options struct {
 	// SQLite's automatic checkpoint off (_pragma=wal_autocheckpoint(0)),
 	// as sqlitefile.Open's does: that checkpoint runs inside the COMMIT
 	// that takes the WAL past 1,000 pages, while every other writer of
-	// every process waits for it, several times in a burst's first
-	// claims (BENCHMARKS.md §8 has what moving it saved). With New only
+	// every process waits for it, about four times in the first claims
+	// of a lease burst of 10,000 (the package doc, "Checkpoints";
+	// BENCHMARKS.md §8 has what moving it saved). With New only
 	// (NewFromConn has no *sql.DB); Close stops the goroutine. Without
 	// the DSN's setting both checkpoint, which is only slower.
 	Checkpoints bool

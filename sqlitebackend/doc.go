@@ -150,8 +150,9 @@
 // WAL past 1,000 pages (PRAGMA wal_autocheckpoint): the copy and its
 // fsyncs then happen while that writer still holds the process's turn
 // and the lock file, and every other writer of every process waits for
-// them. A burst's claims write several thousand pages, so several such
-// waits fell inside each burst's first claims. With Options.Checkpoints
+// them. The 10,000 first claims of a burst (batches of 256) wrote 4,081
+// WAL frames as lease claims and 1,884 as plain ones: about four such
+// waits inside a lease burst's first claims. With Options.Checkpoints
 // (sqlitefile sets it, and turns the automatic checkpoint off in its
 // DSN) a goroutine of the backend runs a PASSIVE checkpoint from a
 // connection of the pool, outside the turn, once the process's writers
