@@ -3,6 +3,8 @@ package anarchon_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -28,6 +30,20 @@ type countStore struct {
 	recordsBatched        atomic.Int64  // claims recorded in RecordClaims
 	sizes                 sync.Map      // batch size -> count, of both kinds
 	delay                 time.Duration // each first-claim batch takes this long (a store's round trip)
+
+	mu        sync.Mutex
+	batchJobs [][]string // the jobs of each first-claim batch of either kind, in its order
+}
+
+// keep records the jobs of a first-claim batch.
+func (c *countStore) keep(n int, job func(i int) string) {
+	jobs := make([]string, n)
+	for i := range jobs {
+		jobs[i] = job(i)
+	}
+	c.mu.Lock()
+	c.batchJobs = append(c.batchJobs, jobs)
+	c.mu.Unlock()
 }
 
 func (c *countStore) Unwrap() anarchon.Backend { return c.Backend }
@@ -40,6 +56,7 @@ func (c *countStore) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, e
 func (c *countStore) ClaimBatch(ctx context.Context, in []anarchon.ClaimInput) ([]anarchon.ClaimAnswer, error) {
 	c.batches.Add(1)
 	c.size(len(in))
+	c.keep(len(in), func(i int) string { return in[i].Job })
 	time.Sleep(c.delay)
 	return c.Backend.ClaimBatch(ctx, in)
 }
@@ -77,6 +94,7 @@ func (r countRuns) Claim(ctx context.Context, rc anarchon.RunClaim) (anarchon.Cl
 func (r countRuns) ClaimRuns(ctx context.Context, in []anarchon.RunClaim) ([]anarchon.RunClaimAnswer, error) {
 	r.c.runBatches.Add(1)
 	r.c.size(len(in))
+	r.c.keep(len(in), func(i int) string { return in[i].Job })
 	time.Sleep(r.c.delay)
 	return r.RunStore.ClaimRuns(ctx, in)
 }
@@ -118,6 +136,50 @@ func (r countRuns) Heartbeats(ctx context.Context, in []anarchon.HeartbeatInput)
 // once across the three. Plain and leased claims, the default batch size
 // and a small one that makes batches of the three schedulers overlap in
 // part.
+// TestBurstBatchesInNameOrder: a burst's batches take its slots in the
+// order of their jobs' names, whatever the order the jobs were added in,
+// so that each batch claims one range of names and no two batches'
+// ranges interleave (SPEC §4, "Batches"); every slot runs once.
+func TestBurstBatchesInNameOrder(t *testing.T) {
+	for _, leased := range []bool{false, true} {
+		t.Run(fmt.Sprintf("leased=%v", leased), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c := &countStore{Backend: membackend.New(nil)}
+				s := newSched(t, c, "s", &anarchon.Options{BatchSize: 50})
+				var ran atomic.Int32
+				h := func(context.Context, *anarchon.Run) error { ran.Add(1); return nil }
+				const k = 600
+				for _, i := range rand.New(rand.NewPCG(1, 2)).Perm(k) {
+					if err := s.Every(fmt.Sprintf("job-%04d", i), time.Minute, h, &anarchon.JobOptions{NoLease: !leased}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				mustStart(t, s)
+				time.Sleep(time.Until(time.Now().Truncate(time.Minute).Add(time.Minute + 30*time.Second)))
+				stopAll(t, s)
+				if n := ran.Load(); n != k {
+					t.Fatalf("%d runs, want %d", n, k)
+				}
+				c.mu.Lock()
+				defer c.mu.Unlock()
+				if len(c.batchJobs) != k/50 {
+					t.Fatalf("%d batches, want %d", len(c.batchJobs), k/50)
+				}
+				for i, b := range c.batchJobs {
+					if !slices.IsSorted(b) {
+						t.Errorf("batch %d is not in name order: %v", i, b)
+					}
+					for j, o := range c.batchJobs[:i] {
+						if b[0] <= o[len(o)-1] && o[0] <= b[len(b)-1] {
+							t.Errorf("batches %d (%s…%s) and %d (%s…%s) interleave", j, o[0], o[len(o)-1], i, b[0], b[len(b)-1])
+						}
+					}
+				}
+			})
+		})
+	}
+}
+
 func TestBurstClaimsInBatches(t *testing.T) {
 	for _, tc := range []struct {
 		name      string

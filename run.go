@@ -1,12 +1,14 @@
 package anarchon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -65,8 +67,22 @@ type wave struct {
 // empty reports whether the wave has no attempt.
 func (w wave) empty() bool { return len(w.plain) == 0 && len(w.leased) == 0 }
 
-// prepareWave builds the attempts of one wave's slots.
+// prepareWave builds the attempts of one wave's slots, in the order of
+// their jobs' names (then slots), in which they are cut into batches
+// (SPEC §4, "Batches"): each batch then claims one narrow range of the
+// store's keys, where the group's own order (the queue's) spreads every
+// batch over all of them. On SQLite a batch's commit writes the pages of
+// the jobs table and of the runs' indexes its claims touch: a third of
+// 10,000 jobs claimed in batches of 256 wrote 328 WAL frames in name
+// order against 1,611–1,618 in random order (lease claims; plain 150
+// against 264–265), and took 51–58 ms against 73–84 (sqlitefile, three
+// runs). The group's slice is left as it is: its order is the queue's
+// (runner.Group).
 func (s *Scheduler) prepareWave(group []runner.Due[*job]) wave {
+	group = slices.Clone(group)
+	slices.SortFunc(group, func(a, b runner.Due[*job]) int {
+		return cmp.Or(strings.Compare(a.V.name, b.V.name), a.Slot.Compare(b.Slot))
+	})
 	var w wave
 	for _, d := range group {
 		j := d.V
