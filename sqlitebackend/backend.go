@@ -112,11 +112,11 @@ type Options struct {
 	// SQLite's automatic checkpoint off (_pragma=wal_autocheckpoint(0)),
 	// as sqlitefile.Open's does: that checkpoint runs inside the COMMIT
 	// that takes the WAL past 1,000 pages, while every other writer of
-	// every process waits for it, about four times in the first claims
-	// of a lease burst of 10,000 (the package doc, "Checkpoints";
-	// BENCHMARKS.md §8 has what moving it saved). With New only
-	// (NewFromConn has no *sql.DB); Close stops the goroutine. Without
-	// the DSN's setting both checkpoint, which is only slower.
+	// every process waits for it, several times in a burst's first
+	// claims (the package doc, "Checkpoints"; BENCHMARKS.md §8 has what
+	// moving it saved). With New only (NewFromConn has no *sql.DB);
+	// Close stops the goroutine. Without the DSN's setting SQLite
+	// checkpoints too, as before.
 	Checkpoints bool
 }
 

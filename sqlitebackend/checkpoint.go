@@ -23,11 +23,12 @@ const CheckpointEvery = 5 * time.Second
 // runs inside the COMMIT that takes the WAL past its threshold (PRAGMA
 // wal_autocheckpoint, 1,000 pages by default), while that writer still
 // holds the file's turn (queuedConn): every other writer of every process
-// waits for the copy of the WAL into the database and its fsyncs. The
-// 10,000 first claims of a burst, in batches of 256 on one file, wrote
-// 4,081 WAL frames (pages) as lease claims and 1,884 as plain ones, so
-// about four such waits fell inside a lease burst's first claims and two
-// inside a plain one's (BENCHMARKS.md §8 has the bursts). A PASSIVE
+// waits for the copy of the WAL into the database and its fsyncs. One
+// instance's third of a 10,000-job burst's lease claims, in batches of
+// 256 in the queue's order, wrote 1,353 WAL frames (pages)
+// (sqlitefile's TestBatchesInNameOrderWriteFewerPages), so a burst's
+// first claims passed the threshold several times (BENCHMARKS.md §8 has
+// the bursts before and after). A PASSIVE
 // checkpoint from another connection takes only the checkpoint lock:
 // writers go on appending to the WAL meanwhile.
 type checkpointer struct {
@@ -140,12 +141,15 @@ func (a *writerActivity) enter() {
 	a.mu.Unlock()
 }
 
-// leave counts a writer that gave the turn back (or never got it), at now.
-func (a *writerActivity) leave(now time.Time) {
+// leave counts a writer that gave the turn back at now, having written
+// in it when wrote (false: its wait ended before it got the turn).
+func (a *writerActivity) leave(now time.Time, wrote bool) {
 	a.mu.Lock()
 	a.inTurn--
-	a.lastWrite = now
-	a.writes++
+	if wrote {
+		a.lastWrite = now
+		a.writes++
+	}
 	a.mu.Unlock()
 }
 

@@ -70,7 +70,7 @@ func TestCheckpointerWaitsForIdleWriters(t *testing.T) {
 		// first look after it.
 		q.enter()
 		time.Sleep(30 * time.Millisecond)
-		q.leave(time.Now())
+		q.leave(time.Now(), true)
 		time.Sleep(CheckpointIdle / 2)
 		want("a write, not idle long enough", 0)
 		time.Sleep(CheckpointIdle + CheckpointIdle/2)
@@ -86,11 +86,11 @@ func TestCheckpointerWaitsForIdleWriters(t *testing.T) {
 				q.enter()
 				select {
 				case <-busy:
-					q.leave(time.Now())
+					q.leave(time.Now(), true)
 					return
 				case <-time.After(10 * time.Millisecond):
 				}
-				q.leave(time.Now())
+				q.leave(time.Now(), true)
 			}
 		}()
 		defer close(busy)
@@ -119,7 +119,7 @@ func TestCheckpointerWaitsForIdleWriters(t *testing.T) {
 
 		c.close()
 		q.enter()
-		q.leave(time.Now())
+		q.leave(time.Now(), true)
 		time.Sleep(time.Second)
 		want("after close", 6)
 	})

@@ -150,17 +150,17 @@
 // WAL past 1,000 pages (PRAGMA wal_autocheckpoint): the copy and its
 // fsyncs then happen while that writer still holds the process's turn
 // and the lock file, and every other writer of every process waits for
-// them. The 10,000 first claims of a burst (batches of 256) wrote 4,081
-// WAL frames as lease claims and 1,884 as plain ones: about four such
-// waits inside a lease burst's first claims. With Options.Checkpoints
+// them. One instance's third of a 10,000-job burst's lease claims
+// (batches of 256, in the queue's order) wrote 1,353 WAL frames
+// (sqlitefile's TestBatchesInNameOrderWriteFewerPages): several such
+// waits inside a burst's first claims. With Options.Checkpoints
 // (sqlitefile sets it, and turns the automatic checkpoint off in its
 // DSN) a goroutine of the backend runs a PASSIVE checkpoint from a
 // connection of the pool, outside the turn, once the process's writers
 // of the file have been idle for [CheckpointIdle] (100 ms), or, while
 // they never are, [CheckpointEvery] (5 s) after the last one; writers go
-// on appending to the WAL while it copies. The WAL then holds at most
-// the writes of one busy stretch or 5 s, and SQLite starts it over at
-// the first write after a checkpoint that copied all of it.
+// on appending to the WAL while it copies. A checkpoint that fails
+// (another connection's holds the lock) is tried again at the next look.
 // TestCheckpointsOffTheTurn (sqlitefile) checks that 8 MiB written stay
 // out of the database file until the writers are idle and are in it
 // after; TestCheckpointerWaitsForIdleWriters checks the timing.

@@ -126,12 +126,12 @@ func (c *queuedConn) wait(ctx context.Context) (release func(), err error) {
 	select {
 	case q.turn <- struct{}{}:
 	case <-ctx.Done():
-		q.leave(time.Now())
+		q.leave(time.Now(), false)
 		return nil, context.Cause(ctx)
 	}
 	leave := func() {
 		<-q.turn
-		q.leave(time.Now())
+		q.leave(time.Now(), true)
 	}
 	files := q.crossLock()
 	if files == nil {
