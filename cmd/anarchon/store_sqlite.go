@@ -26,7 +26,10 @@ func init() { openers["sqlite"] = openSQLite }
 // checked the URL's parameters before: a URL that cannot be used is a
 // usage error whether or not its file exists.
 func openSQLite(u *url.URL, raw, prefix string, mustExist bool) (anarchon.Backend, error) {
-	path := sqlitePath(raw)
+	path, err := sqlitePath(raw)
+	if err != nil {
+		return nil, &StoreURLError{Code: StoreBadURL, Reason: fmt.Sprintf("does not parse: %v", err), Err: err}
+	}
 	if path == "" {
 		return nil, &StoreURLError{Code: StoreBadURL, Reason: "no file path: want sqlite:PATH, e.g. sqlite:./anarchon.db"}
 	}
@@ -55,7 +58,10 @@ func sqliteUndo(raw string) func() {
 	if !strings.HasPrefix(strings.ToLower(raw), "sqlite:") {
 		return func() {}
 	}
-	path := sqlitePath(raw)
+	path, err := sqlitePath(raw)
+	if err != nil {
+		return func() {}
+	}
 	if _, err := os.Lstat(path); path == "" || !errors.Is(err, fs.ErrNotExist) {
 		return func() {}
 	}
@@ -79,14 +85,13 @@ func sqliteUndo(raw string) func() {
 }
 
 // sqlitePath is the file path of an "sqlite:" URL: after "sqlite:" (and
-// "//"), before the query, unescaped.
-func sqlitePath(raw string) string {
+// "//"), before the query, unescaped. A "%" not followed by two hex
+// digits is an error (url.PathUnescape's): the path is not a URL path,
+// and using it as it is would open another file than the one meant.
+func sqlitePath(raw string) (string, error) {
 	path := strings.TrimPrefix(raw[len("sqlite:"):], "//")
 	if i := strings.IndexByte(path, '?'); i >= 0 {
 		path = path[:i]
 	}
-	if p, err := url.PathUnescape(path); err == nil {
-		path = p
-	}
-	return path
+	return url.PathUnescape(path)
 }

@@ -300,8 +300,8 @@ func TestSQLitePathDecoding(t *testing.T) {
 		"sqlite:./a#b.db":              "./a#b.db",
 		"sqlite:./plain.db?prefix=t1_": "./plain.db",
 	} {
-		if got := sqlitePath(raw); got != want {
-			t.Errorf("sqlitePath(%q) = %q, want %q", raw, got, want)
+		if got, err := sqlitePath(raw); got != want || err != nil {
+			t.Errorf("sqlitePath(%q) = %q, %v; want %q", raw, got, err, want)
 		}
 	}
 	dir := t.TempDir()
@@ -317,5 +317,19 @@ func TestSQLitePathDecoding(t *testing.T) {
 	var se *StoreURLError
 	if !errors.As(err, &se) || se.Code != StoreBadURL {
 		t.Errorf("sqlite:DIR/p100%%.db: %v, want bad_url", err)
+	}
+	// A "%" inside the path without two hex digits after it: bad_url
+	// too, for the short form as for sqlite:///, and no file is made.
+	for _, raw := range []string{"sqlite:" + dir + "/x%zz.db", "sqlite:./y%2.db"} {
+		_, err = openStore(raw)
+		if !errors.As(err, &se) || se.Code != StoreBadURL {
+			t.Errorf("%s: %v, want bad_url", raw, err)
+		}
+		if _, err := openStoreMode(raw, true); !errors.As(err, &se) || se.Code != StoreBadURL {
+			t.Errorf("%s, read-only: %v, want bad_url", raw, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "x%zz.db")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("x%%zz.db: %v, want it not created", err)
 	}
 }
