@@ -113,8 +113,8 @@ type Options struct {
 	// as sqlitefile.Open's does: that checkpoint runs inside the COMMIT
 	// that takes the WAL past 1,000 pages, while every other writer of
 	// every process waits for it, several times in a burst's first
-	// claims (the package doc, "Checkpoints"; BENCHMARKS.md §8 has what
-	// moving it saved). With New only (NewFromConn has no *sql.DB);
+	// claims (the package doc, "Checkpoints"; bench/HISTORY.md's §8 of
+	// 2026-12-05 on 8fc7759, 4a04876, has what moving it saved). With New only (NewFromConn has no *sql.DB);
 	// Close stops the goroutine. Without the DSN's setting SQLite
 	// checkpoints too, as before.
 	Checkpoints bool

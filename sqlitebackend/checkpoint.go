@@ -27,8 +27,8 @@ const CheckpointEvery = 5 * time.Second
 // instance's third of a 10,000-job burst's lease claims, in batches of
 // 256 in the queue's order, wrote 1,353 WAL frames (pages)
 // (sqlitefile's TestBatchesInNameOrderWriteFewerPages), so a burst's
-// first claims passed the threshold several times (BENCHMARKS.md §8 has
-// the bursts before and after). A PASSIVE
+// first claims passed the threshold several times (bench/HISTORY.md's
+// §8 of 2026-12-05 on 8fc7759, 4a04876, has the bursts before and after). A PASSIVE
 // checkpoint from another connection takes only the checkpoint lock:
 // writers go on appending to the WAL meanwhile.
 type checkpointer struct {

@@ -60,25 +60,35 @@ func TestBatchesInNameOrderWriteFewerPages(t *testing.T) {
 			}
 			from := walFrames()
 			for chunk := range slices.Chunk(wave, 256) {
-				in := make([]anarchon.RunClaim, len(chunk))
-				for i, job := range chunk {
-					in[i] = anarchon.RunClaim{ClaimInput: anarchon.ClaimInput{Job: job, Slot: slot, Token: "t", InstanceID: "i"}, Lease: time.Minute}
-				}
+				// Every claim must win, or fewer frames would mean fewer writes.
 				if lease {
-					for i := range in {
-						in[i].Slot = slot + 1
+					in := make([]anarchon.RunClaim, len(chunk))
+					for i, job := range chunk {
+						in[i] = anarchon.RunClaim{ClaimInput: anarchon.ClaimInput{Job: job, Slot: slot + 1, Token: "t", InstanceID: "i"}, Lease: time.Minute}
 					}
-					if _, err := b.Runs().(anarchon.RunBatchClaimer).ClaimRuns(ctx, in); err != nil {
+					out, err := b.Runs().(anarchon.RunBatchClaimer).ClaimRuns(ctx, in)
+					if err != nil {
 						t.Fatal(err)
+					}
+					for i, a := range out {
+						if a.Err != nil || a.Outcome.Kind != anarchon.OutcomeWon {
+							t.Fatalf("%s: %+v", in[i].Job, a)
+						}
 					}
 					continue
 				}
-				plain := make([]anarchon.ClaimInput, len(in))
-				for i := range in {
-					plain[i] = in[i].ClaimInput
+				in := make([]anarchon.ClaimInput, len(chunk))
+				for i, job := range chunk {
+					in[i] = anarchon.ClaimInput{Job: job, Slot: slot, Token: "t", InstanceID: "i"}
 				}
-				if _, err := b.ClaimBatch(ctx, plain); err != nil {
+				out, err := b.ClaimBatch(ctx, in)
+				if err != nil {
 					t.Fatal(err)
+				}
+				for i, a := range out {
+					if a.Err != nil || !a.Won {
+						t.Fatalf("%s: %+v", in[i].Job, a)
+					}
 				}
 			}
 			name := fmt.Sprintf("%s lease=%v", order, lease)
