@@ -2,6 +2,7 @@ package natsbackend_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"testing"
@@ -84,6 +85,57 @@ func BenchmarkRunStoreClaim(b *testing.B) {
 	b.ReportMetric(float64(runT.Nanoseconds())/float64(i), "running-ns/op")
 	b.ReportMetric(float64(createT.Nanoseconds())/float64(i), "create-ns/op")
 	b.ReportMetric(float64(wonT)/float64(createT), "won/create")
+}
+
+// BenchmarkReadKeys measures, in the same run and on the same
+// connection, a read of n keys (n = 1, 2, 3, 4, 8; two of them absent when
+// n > 2) made the two ways getMany can make it: one direct get request
+// for all n subjects (multi-us) and one KV Get per key, side by side
+// (each-us), beside one KV Get (one-us). It is what directMin rests on.
+func BenchmarkReadKeys(b *testing.B) {
+	for _, n := range []int{1, 2, 3, 4, 8} {
+		b.Run(fmt.Sprintf("keys=%d", n), func(b *testing.B) {
+			ctx := context.Background()
+			be, kv := benchBackend(b)
+			keys := make([]string, n)
+			present := n
+			if n > 2 {
+				present = n - 2
+			}
+			for k := range keys {
+				keys[k] = "x.read." + strconv.Itoa(k)
+				if k < present {
+					if _, err := kv.Put(ctx, keys[k], []byte(`{"p":false}`)); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			var multi, each, one time.Duration
+			for b.Loop() {
+				t0 := time.Now()
+				got, err := be.ReadKeys(ctx, keys, true)
+				if err != nil || got != present {
+					b.Fatalf("multi: %d of %d keys, %v", got, present, err)
+				}
+				t1 := time.Now()
+				got, err = be.ReadKeys(ctx, keys, false)
+				if err != nil || got != present {
+					b.Fatalf("each: %d of %d keys, %v", got, present, err)
+				}
+				t2 := time.Now()
+				if _, err := kv.Get(ctx, keys[0]); err != nil {
+					b.Fatal(err)
+				}
+				multi += t1.Sub(t0)
+				each += t2.Sub(t1)
+				one += time.Since(t2)
+			}
+			per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(b.N) }
+			b.ReportMetric(per(multi), "multi-us")
+			b.ReportMetric(per(each), "each-us")
+			b.ReportMetric(per(one), "one-us")
+		})
+	}
 }
 
 // benchBackend connects to the test server, makes an initialized backend

@@ -505,23 +505,32 @@
 //     the one assumption that the server's clock is not stepped (rather
 //     than slewed) by more than E within the 2 s a sample lives.
 //
-// Round trips of a lease claim, with a fresh sample:
+// Round trips of a lease claim, with a fresh sample. A claim's first
+// read is the run key's KV Get, with the job's state and its job key read
+// beside it (two more KV Gets, side by side), whose answers only a claim
+// that writes waits for:
 //
 //   - a running run held by another token with a live lease (a backup's
-//     claim): one KV Get of the run key;
-//   - an absent run, overlap allowed (the first claim of a slot): a KV Get
-//     of the run key, a KV Get of the job's state, a KV Create of the run
-//     key, then three exchanges side by side —
-//     the job key update (a Get, at most two probe reads, an Update), the
-//     claim record's publish, and the read-back of the lease's time
-//     stamp — so the claim waits for about six round trips in a row,
-//     whatever the number of the job's unfinished runs;
-//   - an absent run, overlap refused: the same, but the job key update
-//     reads every listed slot (the list then holds only the job's
-//     unfinished runs, normally one or none) and the claim record is
-//     published after it, once the overlap check has passed;
+//     claim): the run's Get;
+//   - an absent run, overlap allowed (the first claim of a slot): the
+//     three reads, then the KV Create of the run key with the job key's
+//     probes (at most two listed runs) read beside it, then three
+//     exchanges side by side — the job key's Update (a compare-and-set on
+//     the revision the first read found), the claim record's publish, and
+//     the read-back of the lease's time stamp — so the claim waits for
+//     about three round trips in a row, whatever the number of the job's
+//     unfinished runs;
+//   - an absent run, overlap refused: the same, but the probes read every
+//     listed slot (the list then holds only the job's unfinished runs,
+//     normally one or none) and the claim record is published after the
+//     Update, once the overlap check has passed: four in a row;
 //   - a takeover: the Get, an Update of the run key, then the same three
 //     exchanges side by side.
+//
+// A compare-and-set that loses (another claim wrote the run or the job
+// key since the first read) reads again and decides again, one step at a
+// time (TestRunStoreClaimRequests counts a claim's requests,
+// BenchmarkRunStoreClaim times it).
 //
 // A decision near a lease's end or the MaxLate limit (within E), or a
 // stale sample, adds one round trip for the clock.

@@ -89,3 +89,20 @@ func (b *Backend) CreateRunOnly(ctx context.Context, c anarchon.RunClaim) error 
 	_, err = h.kv.Create(ctx, runKey(job, c.Slot), encodeRun(newRun(c)))
 	return err
 }
+
+// ReadKeys reads keys as getMany does, with one direct get request for
+// all of them (multi) or with one KV Get each, side by side; it returns
+// how many have a value.
+func (b *Backend) ReadKeys(ctx context.Context, keys []string, multi bool) (int, error) {
+	h, err := b.ready(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var got map[string]kvEntry
+	if multi {
+		got, err = b.directMulti(ctx, keys)
+	} else {
+		got, err = b.getEach(ctx, h, keys)
+	}
+	return len(got), err
+}

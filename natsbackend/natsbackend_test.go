@@ -253,3 +253,61 @@ func TestClaimRequests(t *testing.T) {
 		t.Fatalf("claim of a deleted key = %v, %v; want a win", ok, err)
 	}
 }
+
+// The lease claim's requests are counted as the plain claim's are
+// (TestClaimRequests), with a fresh sample of the server's clock. The
+// first claim of a new slot of a job without a job key sends seven, as
+// many as when each waited for the one before: the run's Get with the
+// job's state and job key read beside it, the Create, the job key's
+// create, the claim record and the read-back of the lease's time stamp;
+// a second slot of the job probes the first one listed, one more Get.
+// (How many go in a row is what BenchmarkRunStoreClaim's times show.) A
+// backup's claim of a run held on a live lease is answered by
+// the run's Get, and sends at most the two side reads more, which it does
+// not wait for (doc.go, "Round trips of a lease claim").
+func TestRunStoreClaimRequests(t *testing.T) {
+	url := natsURL(t)
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	b, err := natsbackend.New(nc, freshOptions(t, url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if err := b.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rs := b.Runs()
+	slot := time.Now().Add(-time.Minute).Truncate(time.Second).UnixMilli()
+	claim := func(s int64, tok string, overlap bool) (anarchon.ClaimOutcome, uint64) {
+		t.Helper()
+		if _, err := b.ServerTime(ctx); err != nil {
+			t.Fatal(err)
+		}
+		before := nc.Stats().OutMsgs
+		out, err := rs.Claim(ctx, anarchon.RunClaim{ClaimInput: anarchon.ClaimInput{Job: "j", Slot: s, Token: tok, InstanceID: tok},
+			Lease: time.Hour, AllowOverlap: overlap})
+		if err != nil {
+			t.Fatalf("claim of slot %d by %s: %v", s, tok, err)
+		}
+		return out, nc.Stats().OutMsgs - before
+	}
+	if out, n := claim(slot, "a", true); out.Kind != anarchon.OutcomeWon || n != 7 {
+		t.Errorf("first slot: %v, %d requests; want won, 7", out.Kind, n)
+	}
+	if out, n := claim(slot+1000, "a", true); out.Kind != anarchon.OutcomeWon || n != 8 {
+		t.Errorf("second slot: %v, %d requests; want won, 8", out.Kind, n)
+	}
+	if out, n := claim(slot, "b", true); out.Kind != anarchon.OutcomeRunning || n < 1 || n > 3 {
+		t.Errorf("backup's claim: %v, %d requests; want running, 1 to 3", out.Kind, n)
+	}
+	// Overlap refused: the three reads, the Create, both listed runs read
+	// (each holds a live lease), the read-back that starts with the
+	// commit, and the Update that settles the new run as skipped.
+	if out, n := claim(slot+2000, "a", false); out.Kind != anarchon.OutcomeOverlap || n != 8 {
+		t.Errorf("third slot, overlap refused: %v, %d requests; want overlap, 8", out.Kind, n)
+	}
+}

@@ -208,22 +208,33 @@ func (b *Backend) claimRun(ctx context.Context, c anarchon.RunClaim) (anarchon.C
 	}
 	maxAttempts := max(c.MaxAttempts, 1)
 	key := runKey(job, c.Slot)
+	var pre *prefetched // the first turn's reads; a later turn reads again
 	for turn := range casRetries {
 		if err := casPause(ctx, turn, "claim run"); err != nil {
 			return anarchon.ClaimOutcome{}, err
 		}
-		e, v, err := b.readRun(ctx, h, key)
+		var e kvEntry
+		var found bool
+		var v runValue
+		var err error
+		if turn == 0 {
+			pre, e, found, v, err = b.prefetch(ctx, h, job, key)
+			defer pre.stop()
+		} else {
+			pre = nil
+			e, found, v, err = b.readRunEntry(ctx, h, key)
+		}
 		if err != nil {
 			return anarchon.ClaimOutcome{}, err
 		}
-		if e == nil {
-			out, retry, err := b.claimAbsent(ctx, h, job, key, c)
+		if !found {
+			out, retry, err := b.claimAbsent(ctx, h, job, key, c, pre)
 			if retry {
 				continue
 			}
 			return out, err
 		}
-		out, decided, err := b.decideRead(ctx, h, c, v, e.Created())
+		out, decided, err := b.decideRead(ctx, h, c, v, e.created)
 		if err != nil || decided {
 			return out, err
 		}
@@ -235,7 +246,7 @@ func (b *Backend) claimRun(ctx context.Context, c anarchon.RunClaim) (anarchon.C
 			// its acknowledgement not, and no step after it ran); no
 			// one was told it won, so it is settled here as that try
 			// would have: listed under the overlap check, recorded.
-			jv, _, err := b.readJob(ctx, h, job)
+			jv, _, err := pre.jobOr(ctx, b, h, job)
 			if err != nil {
 				return anarchon.ClaimOutcome{}, err
 			}
@@ -244,7 +255,7 @@ func (b *Backend) claimRun(ctx context.Context, c anarchon.RunClaim) (anarchon.C
 				return anarchon.ClaimOutcome{}, err
 			}
 			v.LeaseMs = c.Lease.Milliseconds()
-			rev, err := h.kv.Update(ctx, key, encodeRun(v), e.Revision())
+			rev, err := h.kv.Update(ctx, key, encodeRun(v), e.rev)
 			if err != nil {
 				if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 					continue
@@ -252,7 +263,7 @@ func (b *Backend) claimRun(ctx context.Context, c anarchon.RunClaim) (anarchon.C
 				return anarchon.ClaimOutcome{}, b.wrap("renew lease", err)
 			}
 			if !slices.Contains(jv.Slots, c.Slot) {
-				out, retry, err := b.claimCreated(ctx, h, job, key, rev, lo, c, v.Attempt)
+				out, retry, err := b.claimCreated(ctx, h, job, key, rev, lo, c, v.Attempt, pre)
 				if retry {
 					continue
 				}
@@ -265,7 +276,7 @@ func (b *Backend) claimRun(ctx context.Context, c anarchon.RunClaim) (anarchon.C
 		// Expired or released: take over, or give up when attempts are used.
 		if v.Attempt >= maxAttempts {
 			nv := runValue{State: anarchon.RunStateDone, Token: v.Token, Holder: v.Holder, Attempt: v.Attempt, Status: anarchon.StatusAbandoned}
-			if _, err := h.kv.Update(ctx, key, encodeRun(nv), e.Revision()); err != nil {
+			if _, err := h.kv.Update(ctx, key, encodeRun(nv), e.rev); err != nil {
 				if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 					continue
 				}
@@ -278,14 +289,14 @@ func (b *Backend) claimRun(ctx context.Context, c anarchon.RunClaim) (anarchon.C
 			return anarchon.ClaimOutcome{}, err
 		}
 		nv := runValue{State: anarchon.RunStateRunning, Token: c.Token, Holder: c.InstanceID, Attempt: v.Attempt + 1, LeaseMs: c.Lease.Milliseconds()}
-		rev, err := h.kv.Update(ctx, key, encodeRun(nv), e.Revision())
+		rev, err := h.kv.Update(ctx, key, encodeRun(nv), e.rev)
 		if err != nil {
 			if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 				continue
 			}
 			return anarchon.ClaimOutcome{}, b.wrap("take over run", err)
 		}
-		until, _, err := b.settleWin(ctx, h, job, key, rev, lo, c, nv.Attempt, 0)
+		until, _, err := b.settleWin(ctx, h, job, key, rev, lo, c, nv.Attempt, 0, pre)
 		if err != nil {
 			return anarchon.ClaimOutcome{}, err
 		}
@@ -348,7 +359,9 @@ func leaseFrom(lo time.Time, lease time.Duration) time.Time {
 
 // claimAbsent handles the rows of SPEC §6 for an absent run. retry is
 // true when the key appeared meanwhile and the caller must decide again.
-func (b *Backend) claimAbsent(ctx context.Context, h handles, job, key string, c anarchon.RunClaim) (out anarchon.ClaimOutcome, retry bool, err error) {
+// pre, when not nil, holds the job's pause state and job key read with
+// the run (prefetch), which it uses instead of reading them again.
+func (b *Backend) claimAbsent(ctx context.Context, h handles, job, key string, c anarchon.RunClaim, pre *prefetched) (out anarchon.ClaimOutcome, retry bool, err error) {
 	settle := func(state anarchon.RunState, kind anarchon.OutcomeKind) (anarchon.ClaimOutcome, bool, error) {
 		_, err := h.kv.Create(ctx, key, encodeRun(runValue{State: state}))
 		if errors.Is(err, jetstream.ErrKeyExists) {
@@ -359,7 +372,7 @@ func (b *Backend) claimAbsent(ctx context.Context, h handles, job, key string, c
 		}
 		return anarchon.ClaimOutcome{Kind: kind}, false, nil
 	}
-	if st, paused, err := b.admit(ctx, h, job, c.ClaimInput); err != nil {
+	if st, paused, err := pre.admitOr(ctx, b, h, job, c.ClaimInput); err != nil {
 		return out, false, err
 	} else if paused {
 		out, retry, err := settle(anarchon.RunStatePaused, anarchon.OutcomePaused)
@@ -384,6 +397,10 @@ func (b *Backend) claimAbsent(ctx context.Context, h handles, job, key string, c
 	if err != nil {
 		return out, false, err
 	}
+	// The runs commitJob probes, read beside the create.
+	if err := pre.startProbes(ctx, b, h, job, c.Slot, overlapLimit(c)); err != nil {
+		return out, false, err
+	}
 	// Not sent again (see resend). A create that landed but whose
 	// answer was lost is settled by the next try of the same token:
 	// claimRun finds its run unlisted in the job key and completes it
@@ -395,7 +412,7 @@ func (b *Backend) claimAbsent(ctx context.Context, h handles, job, key string, c
 	if err != nil {
 		return out, false, b.wrap("claim run", err)
 	}
-	return b.claimCreated(ctx, h, job, key, rev, lo, c, 1)
+	return b.claimCreated(ctx, h, job, key, rev, lo, c, 1, pre)
 }
 
 // overlapLimit is the job key's limit of live runs for claim c: 0 (no
@@ -419,13 +436,13 @@ func newRun(c anarchon.RunClaim) runValue {
 // server time before the write. The overlap check applies to a
 // first attempt only, as a takeover of a later one skips it (the slot
 // was admitted). retry is true when the run changed meanwhile and the
-// caller must decide again.
-func (b *Backend) claimCreated(ctx context.Context, h handles, job, key string, rev uint64, lo time.Time, c anarchon.RunClaim, attempt int) (out anarchon.ClaimOutcome, retry bool, err error) {
+// caller must decide again. pre, when not nil, is as for claimAbsent.
+func (b *Backend) claimCreated(ctx context.Context, h handles, job, key string, rev uint64, lo time.Time, c anarchon.RunClaim, attempt int, pre *prefetched) (out anarchon.ClaimOutcome, retry bool, err error) {
 	limit := overlapLimit(c)
 	if attempt > 1 {
 		limit = 0
 	}
-	until, ok, err := b.settleWin(ctx, h, job, key, rev, lo, c, attempt, limit)
+	until, ok, err := b.settleWin(ctx, h, job, key, rev, lo, c, attempt, limit, pre)
 	if err != nil {
 		return out, false, err
 	}
@@ -452,8 +469,8 @@ func (b *Backend) claimCreated(ctx context.Context, h handles, job, key string, 
 // timestamp of revision rev plus the lease, exactly what another
 // instance's claim reports as running; if the revision cannot be read it
 // is lo, a lower bound of the server time before the write, plus the
-// lease.
-func (b *Backend) settleWin(ctx context.Context, h handles, job, key string, rev uint64, lo time.Time, c anarchon.RunClaim, attempt int, limit int) (until time.Time, ok bool, err error) {
+// lease. pre, when not nil, is as for claimAbsent.
+func (b *Backend) settleWin(ctx context.Context, h handles, job, key string, rev uint64, lo time.Time, c anarchon.RunClaim, attempt int, limit int, pre *prefetched) (until time.Time, ok bool, err error) {
 	ends := make(chan time.Time, 1)
 	go func() { ends <- b.leaseEnd(ctx, h, key, rev, lo, c.Lease) }()
 	var pub chan error
@@ -461,7 +478,7 @@ func (b *Backend) settleWin(ctx context.Context, h handles, job, key string, rev
 		pub = make(chan error, 1)
 		go func() { pub <- b.publishClaim(ctx, job, c.ClaimInput, attempt, false) }()
 	}
-	ok, err = b.commitJob(ctx, h, job, c.Slot, limit)
+	ok, err = b.commitJob(ctx, h, job, c.Slot, limit, pre)
 	var perr error
 	if pub != nil {
 		perr = <-pub
@@ -527,21 +544,22 @@ const pruneProbes = 2
 // and the listing one step, so two slots committed at once are counted by
 // one of them. With limit 0 it probes at most pruneProbes listed slots.
 // The slots it reads are read in one request (readMany); listed decides.
-func (b *Backend) commitJob(ctx context.Context, h handles, job string, slot int64, limit int) (bool, error) {
+// Its first turn takes the job key from pre when that is not nil (a read
+// made before the claim's write: a key changed since fails the
+// compare-and-set, and the next turn reads it again).
+func (b *Backend) commitJob(ctx context.Context, h handles, job string, slot int64, limit int, pre *prefetched) (bool, error) {
 	for turn := range casRetries {
 		if err := casPause(ctx, turn, "update job"); err != nil {
 			return false, err
 		}
-		jv, rev, err := b.readJob(ctx, h, job)
+		if turn > 0 {
+			pre = nil
+		}
+		jv, rev, err := pre.jobOr(ctx, b, h, job)
 		if err != nil {
 			return false, err
 		}
-		probe := probed(jv, slot, limit)
-		keys := make([]string, len(probe))
-		for k, s := range probe {
-			keys[k] = runKey(job, s)
-		}
-		runs, err := b.readMany(ctx, h, keys, true)
+		probe, runs, err := pre.probesOr(ctx, b, h, job, jv, slot, limit)
 		if err != nil {
 			return false, err
 		}
