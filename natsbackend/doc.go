@@ -311,12 +311,17 @@
 // stale (no decision in the last 2 s), the clock is read beside the Get.
 // BenchmarkClaim measured it at 1.7–1.9× a bare KV Create with one
 // claimer (loopback, nats-server v2.14.10), and BENCHMARKS.md §1 at 2.2×
-// with one and four claimers (442 µs p50 with one). A lease claim reads
-// the run, writes it by compare-and-set and reads the server's time,
-// retrying on a conflict: §1 measured 2.6 ms p50 with one claimer (13×
-// the bare Create) and 10–34 ms with 4–16 (36–57×), the slowest of the
-// stores. History reads the job's
-// subject of the history stream.
+// with one and four claimers (442 µs p50 with one). A lease claim of a
+// new slot waits for about three round trips in a row (its reads, its
+// create, the job key's compare-and-set; "Round trips of a lease claim"
+// below): BenchmarkRunStoreClaim measured a won one at 0.94–1.04 ms,
+// 5.5–5.8× a bare KV Create, where it waited for six in a row before
+// (1.36–1.55 ms, 8.8–8.9×, the two run in turn), and a backup's claim of
+// a live run at 231–255 µs (184–199 before: it now starts the two side
+// reads and ends them); BENCHMARKS.md §1 measured 1.05 ms p50 with one
+// claimer (7.7× the bare Create) and 1.5–4.7 ms with 4–16 (13–14×: the
+// claims of one job contend on its job key), the slowest of the stores.
+// History reads the job's subject of the history stream.
 //
 // A batch of plain claims ([Backend.ClaimBatch]) reads the pause states
 // of all its jobs in one direct get request asking for the last message
