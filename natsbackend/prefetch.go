@@ -31,16 +31,15 @@ import (
 // A prefetched is used by the goroutine of its claim only, which calls
 // stop before it returns: no read outlives the claim.
 type prefetched struct {
-	job, key string
-	stop     func()             // ends the reads still under way and waits for them
-	sctx     context.Context    // the reads' context, ended by stop
-	wg       *sync.WaitGroup    // the reads' goroutines
-	side     chan sideRead      // the pause state and job key, once read
-	got      map[string]kvEntry // that read's keys, absent ones without an entry
-	err      error              // that read's error
-	read     bool               // side has answered into got and err
-	probes   chan probeRead     // startProbes's read, if it started one
-	limit    int                // the overlap limit that read was made for
+	stop   func()             // ends the reads still under way and waits for them
+	sctx   context.Context    // the reads' context, ended by stop
+	wg     *sync.WaitGroup    // the reads' goroutines
+	side   chan sideRead      // the pause state and job key, once read
+	got    map[string]kvEntry // that read's keys, absent ones without an entry
+	err    error              // that read's error
+	read   bool               // side has answered into got and err
+	probes chan probeRead     // startProbes's read, if it started one
+	limit  int                // the overlap limit that read was made for
 }
 
 // sideRead is the answer of prefetch's read of the pause state and the
@@ -64,7 +63,7 @@ type probeRead struct {
 func (b *Backend) prefetch(ctx context.Context, h handles, job, key string) (*prefetched, kvEntry, bool, runValue, error) {
 	sctx, cancel := context.WithCancel(ctx)
 	wg := new(sync.WaitGroup)
-	p := &prefetched{job: job, key: key, sctx: sctx, wg: wg, side: make(chan sideRead, 1)}
+	p := &prefetched{sctx: sctx, wg: wg, side: make(chan sideRead, 1)}
 	p.stop = func() { cancel(); wg.Wait() }
 	fresh := b.clk.fresh()
 	wg.Go(func() {
