@@ -513,7 +513,8 @@
 // Round trips of a lease claim, with a fresh sample. A claim's first
 // read is the run key's KV Get, with the job's state and its job key read
 // beside it (two more KV Gets, side by side), whose answers only a claim
-// that writes waits for:
+// that creates or lists a run waits for (a failed side read leaves each
+// key to be read on its own, as before):
 //
 //   - a running run held by another token with a live lease (a backup's
 //     claim): the run's Get;

@@ -106,3 +106,12 @@ func (b *Backend) ReadKeys(ctx context.Context, keys []string, multi bool) (int,
 	}
 	return len(got), err
 }
+
+// SetSideReadFails makes the read of the pause state and job key that a
+// lease claim sends beside its run read fail with err; it returns the
+// restore.
+func SetSideReadFails(err error) (restore func()) {
+	old := sideReadFails
+	sideReadFails = err
+	return func() { sideReadFails = old }
+}

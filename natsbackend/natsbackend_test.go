@@ -311,3 +311,38 @@ func TestRunStoreClaimRequests(t *testing.T) {
 		t.Errorf("third slot, overlap refused: %v, %d requests; want overlap, 8", out.Kind, n)
 	}
 }
+
+// A lease claim whose side read (the pause state and job key it reads
+// beside the run) fails reads each key on its own, as it did before the
+// reads went side by side: a new slot is still won and listed (a second
+// slot with overlap refused is refused by it), and a paused job's new
+// slot is still settled paused.
+func TestRunStoreClaimSideReadFails(t *testing.T) {
+	url := natsURL(t)
+	b := openN(t, url, freshOptions(t, url), 1)[0]
+	rs := b.Runs()
+	ctx := t.Context()
+	slot := time.Now().Add(-time.Minute).Truncate(time.Second).UnixMilli()
+	defer natsbackend.SetSideReadFails(errors.New("side read refused by the test"))()
+	claim := func(job string, s int64, tok string) anarchon.ClaimOutcome {
+		t.Helper()
+		out, err := rs.Claim(ctx, anarchon.RunClaim{ClaimInput: anarchon.ClaimInput{Job: job, Slot: s, Token: tok, InstanceID: tok},
+			Lease: time.Hour})
+		if err != nil {
+			t.Fatalf("claim of %s slot %d: %v", job, s, err)
+		}
+		return out
+	}
+	if out := claim("j", slot, "a"); out.Kind != anarchon.OutcomeWon {
+		t.Errorf("first slot: %v, want won", out.Kind)
+	}
+	if out := claim("j", slot+1000, "b"); out.Kind != anarchon.OutcomeOverlap {
+		t.Errorf("second slot beside a live run, overlap refused: %v, want overlap", out.Kind)
+	}
+	if _, err := b.SetPaused(ctx, anarchon.PauseInput{Job: "p", Paused: true, By: "ops"}); err != nil {
+		t.Fatal(err)
+	}
+	if out := claim("p", slot, "a"); out.Kind != anarchon.OutcomePaused {
+		t.Errorf("a paused job's slot: %v, want paused", out.Kind)
+	}
+}

@@ -29,7 +29,9 @@ import (
 // a takeover) writes the job key before it is answered won.
 //
 // A prefetched is used by the goroutine of its claim only, which calls
-// stop before it returns: no read outlives the claim.
+// stop before it returns: its reads are ended and waited for (a hedged
+// copy of a read, resend.go, may still be under way, cancelled, and
+// touches nothing of the claim).
 type prefetched struct {
 	stop   func()             // ends the reads still under way and waits for them
 	sctx   context.Context    // the reads' context, ended by stop
@@ -57,30 +59,40 @@ type probeRead struct {
 }
 
 // prefetch reads the run key of job and, in a goroutine of its own, its
-// pause state and job key (with the server clock beside when the cached
-// sample is stale, as ClaimRuns reads it). It returns once the run is
-// read; the other read is waited for by the first use of its keys.
+// pause state and job key, with the server clock beside when the cached
+// sample is stale (through nowBounds, so that a check of the clock made
+// meanwhile waits for that read instead of sending its own). It returns
+// once the run is read; the other read is waited for by the first use of
+// its keys.
 func (b *Backend) prefetch(ctx context.Context, h handles, job, key string) (*prefetched, kvEntry, bool, runValue, error) {
 	sctx, cancel := context.WithCancel(ctx)
 	wg := new(sync.WaitGroup)
 	p := &prefetched{sctx: sctx, wg: wg, side: make(chan sideRead, 1)}
 	p.stop = func() { cancel(); wg.Wait() }
-	fresh := b.clk.fresh()
+	if !b.clk.fresh() {
+		wg.Go(func() { _, _, _ = b.nowBounds(sctx, h) }) // a failure is left to the checks that need the clock
+	}
 	wg.Go(func() {
-		got, err := b.readMany(sctx, h, []string{pauseKey(job), jobKey(job)}, fresh)
+		got, err := b.readMany(sctx, h, []string{pauseKey(job), jobKey(job)}, true)
+		if sideReadFails != nil && err == nil {
+			err = sideReadFails
+		}
 		p.side <- sideRead{got, err}
 	})
 	e, found, v, err := b.readRunEntry(ctx, h, key)
 	return p, e, found, v, err
 }
 
-// others waits for the read of the pause state and the job key.
-func (p *prefetched) others() (map[string]kvEntry, error) {
+// others waits for the read of the pause state and the job key; ok is
+// false when it failed, and the caller then reads the key it needs on its
+// own, as it would have without prefetch (a failed read of one key fails
+// no claim that needs only the other).
+func (p *prefetched) others() (got map[string]kvEntry, ok bool) {
 	if !p.read {
 		r := <-p.side
 		p.got, p.err, p.read = r.got, r.err, true
 	}
-	return p.got, p.err
+	return p.got, p.err == nil
 }
 
 // readRunEntry is readRun with the entry as a kvEntry and found false
@@ -94,15 +106,15 @@ func (b *Backend) readRunEntry(ctx context.Context, h handles, key string) (kvEn
 }
 
 // jobOr is the job key of job (its list and revision, 0 when absent) from
-// p, or read from the bucket when p is nil.
+// p, or read from the bucket when p is nil or its read failed.
 func (p *prefetched) jobOr(ctx context.Context, b *Backend, h handles, job string) (jobValue, uint64, error) {
 	if p == nil {
 		return b.readJob(ctx, h, job)
 	}
 	var v jobValue
-	got, err := p.others()
-	if err != nil {
-		return v, 0, err
+	got, read := p.others()
+	if !read {
+		return b.readJob(ctx, h, job)
 	}
 	e, ok := got[jobKey(job)]
 	if !ok {
@@ -115,20 +127,21 @@ func (p *prefetched) jobOr(ctx context.Context, b *Backend, h handles, job strin
 }
 
 // admitOr is Backend.admit with the pause state from p: only the
-// never-early check is left, answered from the clock sample prefetch
-// took or refreshed. With p nil it is admit.
+// never-early check is left, answered from the cached clock sample (or
+// the read of the clock that prefetch started, if it is still under
+// way). With p nil, or when p's read failed, it is admit.
 func (p *prefetched) admitOr(ctx context.Context, b *Backend, h handles, job string, in anarchon.ClaimInput) (stateValue, bool, error) {
 	if p == nil {
+		return b.admit(ctx, h, job, in)
+	}
+	got, read := p.others()
+	if !read {
 		return b.admit(ctx, h, job, in)
 	}
 	if err := b.checkEarly(ctx, h, in.Job, in.Slot); err != nil {
 		return stateValue{}, false, err
 	}
 	var st stateValue
-	got, err := p.others()
-	if err != nil {
-		return st, false, err
-	}
 	e, ok := got[pauseKey(job)]
 	if !ok {
 		return st, false, nil
@@ -181,3 +194,7 @@ func readProbes(ctx context.Context, b *Backend, h handles, job string, jv jobVa
 	runs, err := b.readMany(ctx, h, keys, true)
 	return probe, runs, err
 }
+
+// sideReadFails, set by tests only, is the error every read of the pause
+// state and job key beside a lease claim's run read answers.
+var sideReadFails error
