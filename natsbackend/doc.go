@@ -97,7 +97,11 @@
 //     stream's leader (the JetStream API's message get, which only the
 //     leader answers) and decided on that, so that a holder is never told
 //     its lease is lost by a copy that has not seen it
-//     (TestLaggingReplicaIsNotARefusal).
+//     (TestLaggingReplicaIsNotARefusal). So is a run that the overlap
+//     check finds absent among the slots a job key lists: the commit's
+//     compare-and-set is on the job key, not on that run, so a live run
+//     read as absent and dropped would let a claim past RunClaim.Limit;
+//     the leader confirms it first (TestLaggingReplicaIsNotAnAbsentRun).
 //   - Disk sync. By default nats-server flushes file storage to disk every
 //     two minutes (sync_interval). A server process that crashes loses
 //     nothing (the data is in the OS page cache, see

@@ -358,9 +358,10 @@ func (b *Backend) historyBehind(ctx context.Context, h handles, subj string, seq
 // leaderMsg is the last message of a subject as the JetStream API's
 // message get answers it (leaderLast); Seq is 0 when there is none.
 type leaderMsg struct {
-	Seq  uint64 `json:"seq"`
-	Hdrs []byte `json:"hdrs"`
-	Data []byte `json:"data"`
+	Seq  uint64    `json:"seq"`
+	Hdrs []byte    `json:"hdrs"`
+	Data []byte    `json:"data"`
+	Time time.Time `json:"time"` // the server's time stamp of the message
 }
 
 // leaderLast asks stream's leader for the last message of subject with

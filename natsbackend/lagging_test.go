@@ -92,3 +92,37 @@ func TestLaggingReplicaIsNotARefusal(t *testing.T) {
 		}
 	}
 }
+
+// TestLaggingReplicaIsNotAnAbsentRun: the overlap check reads the runs a
+// job's key lists, with direct gets that a replica behind the leader may
+// answer "absent". Such a run was dropped from the list uncounted, so a
+// new slot was won beside a live run with overlap refused; now the leader
+// confirms an absent run before it is dropped. Alone and in a batch.
+func TestLaggingReplicaIsNotAnAbsentRun(t *testing.T) {
+	url := natsURL(t)
+	b := openN(t, url, freshOptions(t, url), 1)[0]
+	rs := b.Runs()
+	ctx := t.Context()
+	base := time.Now().Truncate(time.Minute).Add(-10 * time.Minute).UnixMilli()
+	claim := func(job string, slot int64, tok string) anarchon.RunClaim {
+		return anarchon.RunClaim{ClaimInput: anarchon.ClaimInput{Job: job, Slot: slot, Token: tok, InstanceID: tok}, Lease: time.Hour}
+	}
+	for _, job := range []string{"single", "batch"} {
+		if out, err := rs.Claim(ctx, claim(job, base, "first")); err != nil || out.Kind != anarchon.OutcomeWon {
+			t.Fatalf("%s: first claim = %+v, %v", job, out, err)
+		}
+	}
+	// Every direct get of the first slot's runs answers "absent".
+	first := fmt.Sprintf(".%d", base)
+	defer natsbackend.SetLaggingReplica(func(key string) bool { return strings.HasPrefix(key, "r.") && strings.HasSuffix(key, first) })()
+	if out, err := rs.Claim(ctx, claim("single", base+1000, "second")); err != nil || out.Kind != anarchon.OutcomeOverlap {
+		t.Errorf("single claim beside a live run read as absent = %+v, %v; want overlap", out, err)
+	}
+	got, err := rs.(anarchon.RunBatchClaimer).ClaimRuns(ctx, []anarchon.RunClaim{claim("batch", base+1000, "second"), claim("other", base, "x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0].Err != nil || got[0].Outcome.Kind != anarchon.OutcomeOverlap {
+		t.Errorf("batch claim beside a live run read as absent = %+v; want overlap", got[0])
+	}
+}

@@ -683,8 +683,20 @@ func (b *Backend) listed(ctx context.Context, h handles, job string, slot int64,
 		key := runKey(job, s)
 		e, read := runs[key]
 		if !read {
-			drop[s] = true
-			continue
+			// A replica behind the leader answers "absent" for a run it
+			// has not seen yet: dropped uncounted, a live run would let
+			// this commit past the limit. So the leader confirms an
+			// absent run before it is dropped; a listed run whose key
+			// is gone (it aged out) is rare, and dropped once.
+			le, found, err := b.leaderRun(ctx, h, key)
+			if err != nil {
+				return nil, false, err
+			}
+			if !found {
+				drop[s] = true
+				continue
+			}
+			e = le
 		}
 		var v runValue
 		if err := json.Unmarshal(e.val, &v); err != nil {
@@ -733,19 +745,33 @@ func (b *Backend) listed(ctx context.Context, h handles, job string, slot int64,
 // the fast path (an API prefix or a domain) it reads with the KV API as
 // readRun does.
 func (b *Backend) readRunLeader(ctx context.Context, h handles, key string) (rev uint64, v runValue, found bool, err error) {
+	e, found, err := b.leaderRun(ctx, h, key)
+	if err != nil || !found {
+		return 0, v, false, err
+	}
+	if err := json.Unmarshal(e.val, &v); err != nil {
+		return 0, v, false, fmt.Errorf("natsbackend: run %s holds an unreadable value: %w", key, err)
+	}
+	return e.rev, v, true, nil
+}
+
+// leaderRun is readRunLeader's read: the run key's latest value, its
+// revision and the server's time stamp of it, from the stream's leader
+// (read as readRun reads it without the fast path).
+func (b *Backend) leaderRun(ctx context.Context, h handles, key string) (kvEntry, bool, error) {
 	if !b.fastPath() {
-		e, v, err := b.readRun(ctx, h, key)
+		e, _, err := b.readRun(ctx, h, key)
 		if err != nil || e == nil {
-			return 0, v, false, err
+			return kvEntry{}, false, err
 		}
-		return e.Revision(), v, true, nil
+		return kvEntry{val: e.Value(), rev: e.Revision(), created: e.Created()}, true, nil
 	}
 	var m leaderMsg
-	err = b.resendRead(ctx, func(ctx context.Context) (err error) {
+	err := b.resendRead(ctx, func(ctx context.Context) (err error) {
 		m, err = b.leaderLast(ctx, "KV_"+b.opts.Bucket, "$KV."+b.opts.Bucket+"."+key)
 		return err
 	})
-	found = err == nil && m.Seq > 0
+	found := err == nil && m.Seq > 0
 	if found && len(m.Hdrs) > 0 {
 		hdr, herr := nats.DecodeHeadersMsg(m.Hdrs)
 		if herr != nil {
@@ -755,15 +781,12 @@ func (b *Backend) readRunLeader(ctx context.Context, h handles, key string) (rev
 		}
 	}
 	if err != nil {
-		return 0, v, false, b.wrap("read run from the leader", err)
+		return kvEntry{}, false, b.wrap("read run from the leader", err)
 	}
 	if !found {
-		return 0, v, false, nil
+		return kvEntry{}, false, nil
 	}
-	if err := json.Unmarshal(m.Data, &v); err != nil {
-		return 0, v, false, fmt.Errorf("natsbackend: run %s holds an unreadable value: %w", key, err)
-	}
-	return m.Seq, v, true, nil
+	return kvEntry{val: m.Data, rev: m.Seq, created: m.Time}, true, nil
 }
 
 // change reads the run and, if decide accepts its state, writes the new
