@@ -318,13 +318,14 @@
 // with one and four claimers (442 µs p50 with one). A lease claim of a
 // new slot waits for about three round trips in a row (its reads, its
 // create, the job key's compare-and-set; "Round trips of a lease claim"
-// below): BenchmarkRunStoreClaim measured a won one at 0.94–1.04 ms,
-// 5.5–5.8× a bare KV Create, where it waited for six in a row before
-// (1.36–1.55 ms, 8.8–8.9×, the two run in turn), and a backup's claim of
-// a live run at 231–255 µs (184–199 before: it now starts the two side
-// reads and ends them); BENCHMARKS.md §1 measured 1.05 ms p50 with one
-// claimer (7.7× the bare Create) and 1.5–4.7 ms with 4–16 (13–14×: the
-// claims of one job contend on its job key), the slowest of the stores.
+// below): BenchmarkRunStoreClaim measured a won one at 0.89–1.03 ms,
+// 5.4–6.0× a bare KV Create, where it waited for six in a row before
+// (1.36–1.61 ms, 8.7–9.1×, the two run in turn, three times each), and a
+// backup's claim of a live run at 221–251 µs (188–207 before: it now
+// starts the two side reads and ends them); BENCHMARKS.md §1 measured
+// 1.08 ms p50 with one claimer (8.3× the bare Create) and 1.5–5.9 ms with
+// 4–16 (12–18×: the claims of one job contend on its job key), the
+// slowest of the stores.
 // History reads the job's subject of the history stream.
 //
 // A batch of plain claims ([Backend.ClaimBatch]) reads the pause states
