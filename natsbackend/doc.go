@@ -518,8 +518,8 @@
 // Round trips of a lease claim, with a fresh sample. A claim's first
 // read is the run key's KV Get, with the job's state and its job key read
 // beside it (two more KV Gets, side by side), whose answers only a claim
-// that creates or lists a run waits for (a failed side read leaves each
-// key to be read on its own, as before):
+// that creates or lists a run waits for (if the side read fails, each
+// key is read on its own when it is needed):
 //
 //   - a running run held by another token with a live lease (a backup's
 //     claim): the run's Get;
