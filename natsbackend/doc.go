@@ -544,7 +544,8 @@
 // BenchmarkRunStoreClaim times it).
 //
 // A decision near a lease's end or the MaxLate limit (within E), or a
-// stale sample, adds one round trip for the clock.
+// stale sample, adds one round trip for the clock; a stale sample found
+// at a claim's first read is read again beside it.
 //
 // The overlap check uses "j.<job>". A new run is created as running first;
 // then the slot is added to the job key by compare-and-set, and the same

@@ -760,11 +760,8 @@ func (b *Backend) readRunLeader(ctx context.Context, h handles, key string) (rev
 // (read as readRun reads it without the fast path).
 func (b *Backend) leaderRun(ctx context.Context, h handles, key string) (kvEntry, bool, error) {
 	if !b.fastPath() {
-		e, _, err := b.readRun(ctx, h, key)
-		if err != nil || e == nil {
-			return kvEntry{}, false, err
-		}
-		return kvEntry{val: e.Value(), rev: e.Revision(), created: e.Created()}, true, nil
+		e, found, _, err := b.readRunEntry(ctx, h, key)
+		return e, found, err
 	}
 	var m leaderMsg
 	err := b.resendRead(ctx, func(ctx context.Context) (err error) {
