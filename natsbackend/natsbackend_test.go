@@ -254,6 +254,74 @@ func TestClaimRequests(t *testing.T) {
 	}
 }
 
+// A plain claim reads the job's pause state beside its Create. When that
+// read fails, a claim whose Create won reads the state again on its own:
+// a new slot is still won, and a paused job's slot is still settled as
+// paused: its key written over under anarchon.PausedToken (a repeat under
+// the winner's token loses too, after a resume as well), its record saved
+// once.
+func TestClaimSideReadFails(t *testing.T) {
+	url := natsURL(t)
+	b := openN(t, url, freshOptions(t, url), 1)[0]
+	ctx := t.Context()
+	slot := time.Now().Add(-time.Minute).Truncate(time.Second).UnixMilli()
+	if _, err := b.SetPaused(ctx, anarchon.PauseInput{Job: "p", Paused: true, By: "ops", Reason: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, fails := range []bool{false, true} {
+		if fails {
+			defer natsbackend.SetSideReadFails(errors.New("side read refused by the test"))()
+			slot += 1000
+		}
+		claim := func(job, tok string) bool {
+			t.Helper()
+			ok, err := b.Claim(ctx, anarchon.ClaimInput{Job: job, Slot: slot, Token: tok, InstanceID: tok, HistorySize: 10})
+			if err != nil {
+				t.Fatalf("side read fails %v: claim of %s by %s: %v", fails, job, tok, err)
+			}
+			return ok
+		}
+		if !claim("j", "a") {
+			t.Errorf("side read fails %v: a new slot was lost", fails)
+		}
+		if claim("j", "b") {
+			t.Errorf("side read fails %v: a second token won the slot too", fails)
+		}
+		for _, tok := range []string{"a", "a", "b"} {
+			if claim("p", tok) {
+				t.Errorf("side read fails %v: %s won a paused job's slot", fails, tok)
+			}
+		}
+		// Resumed, the job's settled slot stays settled, for its first
+		// claimer's token too.
+		if _, err := b.SetPaused(ctx, anarchon.PauseInput{Job: "p", Paused: false, By: "ops"}); err != nil {
+			t.Fatal(err)
+		}
+		if claim("p", "a") {
+			t.Errorf("side read fails %v: a repeat won a paused slot after the job was resumed", fails)
+		}
+		if _, err := b.SetPaused(ctx, anarchon.PauseInput{Job: "p", Paused: true, By: "ops", Reason: "test"}); err != nil {
+			t.Fatal(err)
+		}
+		recs, err := b.History(ctx, "p", 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, r := range recs {
+			if r.Slot.UnixMilli() == slot {
+				n++
+				if r.Status != anarchon.StatusPaused || r.Token != anarchon.PausedToken(slot) || r.Error != "job paused by ops: test" {
+					t.Errorf("side read fails %v: paused slot's record = %+v", fails, r)
+				}
+			}
+		}
+		if n != 1 {
+			t.Errorf("side read fails %v: %d records of the paused slot, want 1", fails, n)
+		}
+	}
+}
+
 // The lease claim's requests are counted as the plain claim's are
 // (TestClaimRequests), with a fresh sample of the server's clock. The
 // first claim of a new slot of a job without a job key sends seven, as

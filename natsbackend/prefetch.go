@@ -196,5 +196,6 @@ func readProbes(ctx context.Context, b *Backend, h handles, job string, jv jobVa
 }
 
 // sideReadFails, set by tests only, is the error every read of the pause
-// state and job key beside a lease claim's run read answers.
+// state and job key beside a lease claim's run read answers, and every
+// read of the pause state beside a plain claim's Create.
 var sideReadFails error
