@@ -336,16 +336,17 @@
 // History reads the job's subject of the history stream.
 //
 // A batch of plain claims ([Backend.ClaimBatch]) reads the pause states
-// of all its jobs in one direct get request asking for the last message
-// of each key ("multi_last", up to 256 keys a request, nats-server 2.11
-// or newer; older servers, and buckets without direct gets, fall back to
-// one KV Get per key, side by side), publishes one create per slot
-// before it awaits any acknowledgement, and reads the holders of the
-// slots it lost in one more request: about three round trips per batch,
-// and one request per slot plus two or three (TestClaimBatchRequests
-// counts them: 101 for 100 new slots of 100 jobs and 102 for the same
-// batch repeated, where single claims send two per new slot and three per
-// repeat). A batch of lease claims
+// of all its jobs and the claim keys of all its slots with direct get
+// requests asking for the last message of each key ("multi_last", up to
+// 256 keys a request, nats-server 2.11 or newer; older servers, and
+// buckets without direct gets, fall back to one KV Get per key, side by
+// side), answers the slots already held from that read, publishes one
+// create per other slot before it awaits any acknowledgement, and reads
+// the holders of the slots it lost in one more request: about three
+// round trips per batch, one request per new slot plus a few, and only
+// the read for slots held (TestClaimBatchRequests counts them: 101 for
+// 100 new slots of 100 jobs and 1 for the same batch repeated, where
+// single claims send two per new slot and three per repeat). A batch of lease claims
 // ([RunStore.ClaimRuns]) reads every run and pause state in one request
 // and creates the absent runs the same way; the won creates of jobs with
 // one slot in the batch are listed in their job keys together (one read
@@ -364,11 +365,12 @@
 // burst send one request per batch, not one per slot
 // (TestClaimBatchRequests: 1 request for 100 claims of runs held by
 // another). BenchmarkClaimBatch measured a burst of
-// 1,000 plain claims (1,000 jobs) at 31–34 ms as one batch against
-// 338–340 ms as single claims (10–11×), 2.0–2.1× the 15–19 ms of 1,000
-// bare creates published before any acknowledgement is awaited; lease
-// claims at 137–149 ms against 1.9–2.1 s (13–15×). Loopback, nats-server
-// v2.14.10, a 2-core machine at load average 0.8–3.2 (BENCHMARKS.md §1).
+// 1,000 plain claims (1,000 jobs) at 22.9–23.8 ms as one batch against
+// 231–235 ms as single claims (9.8–10.4×), 1.79–1.87× the 13.1–13.2 ms of
+// 1,000 bare creates published before any acknowledgement is awaited;
+// lease claims at 127–128 ms against 941–947 ms (7.5–7.7×). Loopback,
+// nats-server v2.14.10, a 2-core machine at load average 1.9–2.3
+// (BENCHMARKS.md §1).
 //
 // A batch of heartbeats ([RunStore.Heartbeats]) reads every run in one
 // direct get request and publishes the compare-and-set updates of the
