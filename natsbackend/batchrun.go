@@ -307,14 +307,9 @@ func (b *Backend) updateMany(ctx context.Context, h handles, op string, keys []s
 		all[i] = i
 	}
 	return newRevs, b.publishAll(ctx, op, all, newRevs, errs, func(i int) (*nats.Msg, []jetstream.PublishOpt) {
-		return kvMsg(b.opts.Bucket, keys[i], vals[i]),
+		return &nats.Msg{Subject: "$KV." + b.opts.Bucket + "." + keys[i], Data: vals[i]},
 			[]jetstream.PublishOpt{jetstream.WithExpectLastSequencePerSubject(revs[i])}
 	})
-}
-
-// kvMsg is a put of val to key of the bucket, as KV Put sends it.
-func kvMsg(bucket, key string, val []byte) *nats.Msg {
-	return &nats.Msg{Subject: "$KV." + bucket + "." + key, Data: val}
 }
 
 // publishAll publishes msg(i) for each i of idx, all before any

@@ -28,19 +28,6 @@ const claimRetries = 3
 // and answers true if the stored token is in.Token (repeat safety), false
 // otherwise. Claim does not write history; see [Backend.RecordClaim].
 //
-// The job's pause state (SPEC §12, control.go) is read beside the Create,
-// not before it, so a claim waits for one round trip, not two. A claim
-// that wins a paused job's slot writes the key over under
-// anarchon.PausedToken (a compare-and-set on the revision it created),
-// saves the paused record and answers false; so does one that finds its
-// token in the key after it sent its Create twice (an election between the
-// two copies: the first one may have made the key). A repeat of a claim
-// won earlier still wins, whatever the state is now. A win whose state
-// read failed reads the state once more on its own; if that fails too,
-// Claim returns the error and the slot stays claimed under in.Token: it is
-// not run by any instance, as after a Create whose answer was lost (the
-// plain path fails closed, SPEC §3).
-//
 // Errors: ErrInvalid for an empty job or token; anarchon.ErrClosed after
 // Close; server errors wrapped with the jetstream error reachable.
 func (b *Backend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, error) {
@@ -51,55 +38,35 @@ func (b *Backend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, erro
 	defer cancel()
 	val, _ := json.Marshal(claimValue{Token: in.Token, Instance: in.InstanceID})
 	key := claimKey(job, in.Slot)
-	var state *stateRead
-	var pre jetstream.PubAckFuture // the first turn's create, published ahead
-	if b.fastPath() && b.clk.fresh() {
-		// The create is published without waiting for its answer and the
-		// state read sent right behind it, both in this goroutine, so the
-		// two requests leave together.
-		if err := b.checkEarly(ctx, h, in.Job, in.Slot); err != nil {
-			return false, err
-		}
-		// A publish that fails here is sent again by the first turn.
-		pre, _ = b.js.PublishMsgAsync(kvMsg(b.opts.Bucket, key, val), jetstream.WithExpectLastSequencePerSubject(0))
-		state = b.readStateNow(ctx, h, job)
-	} else {
-		// The state is read in a goroutine of its own, beside the read of
-		// the server clock when the cached sample is stale.
-		state = b.readStateBeside(ctx, h, job)
-		defer state.stop()
-		if err := b.checkEarly(ctx, h, in.Job, in.Slot); err != nil {
-			return false, err
-		}
+	st, paused, err := b.admit(ctx, h, job, in)
+	if err != nil {
+		return false, err
+	}
+	if paused {
+		val, _ = json.Marshal(claimValue{Token: anarchon.PausedToken(in.Slot), Instance: in.InstanceID})
 	}
 	for i := range claimRetries {
 		// Sent again if a leader is elected meanwhile (see resend): a
 		// second copy that loses to the first reads this claim's token
 		// below and wins, as a repeated claim does.
-		var rev uint64
-		sent := 0
 		err := b.resend(ctx, func(ctx context.Context) (err error) {
-			sent++
 			if i == 0 {
 				// An Update at revision 0 is the Create's put in one
 				// request: KeyValue.Create reads the key after a loss, to
 				// write over a delete marker, and the read below reads it
 				// anyway. A key found deleted is written by Create on the
 				// next turn.
-				if pre != nil {
-					f := pre
-					pre = nil
-					rev, err = awaitAck(ctx, f, "claim")
-					return err
-				}
-				rev, err = h.kv.Update(ctx, key, val, 0)
+				_, err = h.kv.Update(ctx, key, val, 0)
 			} else {
-				rev, err = h.kv.Create(ctx, key, val)
+				_, err = h.kv.Create(ctx, key, val)
 			}
 			return err
 		})
 		if err == nil {
-			return b.settleClaim(ctx, h, job, key, rev, in, state)
+			if paused {
+				return false, b.savePaused(ctx, in, st)
+			}
+			return true, nil
 		}
 		if !errors.Is(err, jetstream.ErrKeyExists) && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 			return false, b.wrap("claim", err)
@@ -112,95 +79,16 @@ func (b *Backend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, erro
 		if e == nil {
 			continue // aged out (or deleted) before the read
 		}
-		if cv.Token != in.Token {
-			return false, nil
-		}
-		if sent == 1 {
-			// The key was there before this claim's one Create: a
-			// repeat of a claim won earlier, which keeps its answer
-			// whatever the state is now.
-			return true, nil
-		}
-		// One of this claim's copies may have made the key: it is
-		// settled as a Create that won is.
-		return b.settleClaim(ctx, h, job, key, e.Revision(), in, state)
+		return cv.Token == in.Token, nil
 	}
 	return false, fmt.Errorf("natsbackend: claim %s: the key kept vanishing", key)
 }
 
-// stateRead is the read of a job's pause state that Claim sends beside
-// its Create.
-type stateRead struct {
-	done chan struct{} // closed once st, set and err are set
-	st   stateValue    // the state read
-	set  bool          // the job has a state entry
-	err  error         // the read's error
-	stop func()        // ends the read if it is still under way and waits for it
-}
-
-// readStateBeside starts reading job's pause state in a goroutine of its
-// own.
-func (b *Backend) readStateBeside(ctx context.Context, h handles, job string) *stateRead {
-	sctx, cancel := context.WithCancel(ctx)
-	r := &stateRead{done: make(chan struct{})}
-	r.stop = func() { cancel(); <-r.done }
-	go r.read(sctx, b, h, job)
-	return r
-}
-
-// readStateNow reads job's pause state before it returns.
-func (b *Backend) readStateNow(ctx context.Context, h handles, job string) *stateRead {
-	r := &stateRead{done: make(chan struct{}), stop: func() {}}
-	r.read(ctx, b, h, job)
-	return r
-}
-
-// read reads job's pause state into r and closes r.done
-// (SetSideReadFails fails it in tests).
-func (r *stateRead) read(ctx context.Context, b *Backend, h handles, job string) {
-	defer close(r.done)
-	var e jetstream.KeyValueEntry
-	r.st, e, r.err = b.readState(ctx, h, job)
-	if sideReadFails != nil && r.err == nil {
-		r.err = sideReadFails
-	}
-	r.set = e != nil
-}
-
-// settleClaim ends a Claim that holds key (at revision rev) under
-// in.Token: a win, unless the job is paused, when the key is written over
-// under anarchon.PausedToken and the paused record saved (Claim's doc).
-func (b *Backend) settleClaim(ctx context.Context, h handles, job, key string, rev uint64, in anarchon.ClaimInput, r *stateRead) (bool, error) {
-	<-r.done
-	st, set, err := r.st, r.set, r.err
-	if err != nil {
-		var e jetstream.KeyValueEntry
-		if st, e, err = b.readState(ctx, h, job); err != nil {
-			return false, err
-		}
-		set = e != nil
-	}
-	if !set || !st.Paused {
-		return true, nil
-	}
-	val, _ := json.Marshal(claimValue{Token: anarchon.PausedToken(in.Slot), Instance: in.InstanceID})
-	if err := b.resend(ctx, func(ctx context.Context) error {
-		_, err := h.kv.Update(ctx, key, val, rev)
-		return err
-	}); err != nil && !errors.Is(err, jetstream.ErrKeyExists) && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-		// A copy resent after an election that finds the key written
-		// over already is the first copy's success.
-		return false, b.wrap("claim", err)
-	}
-	return false, b.savePaused(ctx, in, st)
-}
-
-// admit makes the checks a lease claim makes before it creates a new
-// slot's run when its side read failed (prefetched.admitOr): never early
-// (checkEarly) and the job's pause state, read just before the Create (see
-// control.go for the window). When the cached clock sample is stale, the
-// clock read and the state read go side by side, so the Create waits for
-// one round trip, not two.
+// admit makes the checks both claim paths make before they create a new
+// slot's key: never early (checkEarly) and the job's pause state, read
+// just before the Create (see control.go for the window). When the cached
+// clock sample is stale, the clock read and the state read go side by
+// side, so the Create waits for one round trip, not two.
 func (b *Backend) admit(ctx context.Context, h handles, job string, in anarchon.ClaimInput) (stateValue, bool, error) {
 	early := make(chan error, 1)
 	if b.clk.fresh() {

@@ -22,16 +22,12 @@ var (
 // Job control (SPEC §12): a job's state is the key "p.<job>" of the
 // bucket (JSON; At is the server timestamp of its revision). JetStream KV
 // has no write conditioned on another key, so a claim reads the state
-// on its way to its Create: a single plain claim beside the Create
-// (Backend.Claim), a lease claim beside its read of the run (prefetch.go)
-// and a batch before its creates. A pause stored while that read and the
-// Create are under way may not be seen by that one claim, a window of
-// about one round trip to the server; every claim that starts after
-// SetPaused returned sees it. A paused slot is settled (plain: the claim
-// key under anarchon.PausedToken, created so by a batch, written over
-// under it by a single claim whose Create won; lease: the run key
-// created in state paused), and the claimer whose Create won saves its
-// history record.
+// just before its Create: a pause stored between that read and the Create
+// is not seen by that one claim, a window of one round trip to the
+// server. Every claim that starts after SetPaused returned sees it. A
+// paused slot is created settled (plain: the claim key under
+// anarchon.PausedToken; lease: the run key in state paused), and the
+// claimer whose Create won saves its history record.
 //
 // Triggers: "t.<job>.<key>" holds each request (JSON, key base64url) and
 // "q.<job>.<key>" marks it pending; a claim moves the request from

@@ -12,24 +12,19 @@
 //
 // # Guarantees
 //
-// Job control (SPEC §12) is not atomic with the claim: JetStream KV has no
-// write conditioned on another key, so a claim reads the job's state
-// ("p.<job>") on its way to its Create (a single plain claim beside the
-// Create, a lease claim beside its read of the run). A pause stored while
-// that read and the Create are under way may be missed by that one claim:
-// the window is about one round trip to the server; on a single server
-// (R1) every claim that starts after SetPaused returned sees it. A single
-// plain claim that wins a paused job's slot writes its claim key over
-// under anarchon.PausedToken before it answers; if it cannot read the
-// state after its Create won, it returns the error and no instance runs
-// the slot (the plain path fails closed). With R3 the read is a direct get
-// (the bucket allows them), which any replica may answer: one that has not
-// yet applied the pause widens the window by its lag. The claim whose
-// Create settled a slot as paused then publishes the slot's history
-// record: a claimer that dies between the two leaves the slot settled (no
-// instance runs it) without its record. Trigger requests are claimed by a
-// revision compare-and-set, so one token wins. The Control and Trigger
-// subtests pass against a real server.
+// Job control (SPEC §12) is not atomic with the claim: JetStream KV has
+// no write conditioned on another key, so a claim reads the job's state
+// ("p.<job>") just before its Create. A pause stored between that read
+// and the Create is missed by that one claim: the window is about one
+// round trip to the server; on a single server (R1) every claim that
+// starts after SetPaused returned sees it. With R3 the read is a direct
+// get (the bucket allows them), which any replica may answer: one that
+// has not yet applied the pause widens the window by its lag. The claim
+// whose Create settled a slot as paused then publishes the slot's history
+// record: a claimer that dies between the two leaves the slot settled
+// (no instance runs it) without its record. Trigger requests are claimed
+// by a revision compare-and-set, so one token wins. The Control and
+// Trigger subtests pass against a real server.
 //
 // Overlap limit and replace (SPEC §6): the overlap check of a claim
 // counts the job's live runs (RunClaim.Limit) in the compare-and-set of
@@ -315,14 +310,18 @@
 //
 // # Performance
 //
-// A plain claim sends two requests side by side: the KV Create, published
-// without waiting for its answer, and right behind it a KV Get of the
-// job's state (job control); when the cached clock sample is stale (no
-// decision in the last 2 s), the Get goes beside the read of the clock
-// and the Create after both. BenchmarkClaim measured it at 1.26–1.27× a
-// bare KV Create with one claimer (loopback, nats-server v2.14.10), where
-// it was 2.02–2.05× while the Get went before the Create (the two run in
-// turn, three times each). A lease claim of a
+// A plain claim is two round trips in a row: a KV Get of the job's state
+// (job control), then the KV Create; when the cached clock sample is
+// stale (no decision in the last 2 s), the clock is read beside the Get.
+// BenchmarkClaim measured it at 2.02–2.05× a bare KV Create with one
+// claimer (loopback, nats-server v2.14.10). Sending the Get beside the
+// Create measured 1.26–1.27× in turn with it, and was not kept: a claim
+// must then decide from a state read that the server may answer before
+// or after it stores the Create, and two claims under one token (a
+// repeat beside the first) can read the state on the two sides of a
+// pause and answer the slot both won and paused (TestClaimPausedRaces
+// fails so). Read first, the state decides what the Create writes, and
+// every claim of the slot answers from the one key. A lease claim of a
 // new slot waits for about three round trips in a row (its reads, its
 // create, the job key's compare-and-set; "Round trips of a lease claim"
 // below): BenchmarkRunStoreClaim measured a won one at 0.89–1.03 ms,

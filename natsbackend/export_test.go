@@ -108,8 +108,8 @@ func (b *Backend) ReadKeys(ctx context.Context, keys []string, multi bool) (int,
 }
 
 // SetSideReadFails makes the read of the pause state and job key that a
-// lease claim sends beside its run read, and the pause state read a plain
-// claim sends beside its Create, fail with err; it returns the restore.
+// lease claim sends beside its run read fail with err; it returns the
+// restore.
 func SetSideReadFails(err error) (restore func()) {
 	old := sideReadFails
 	sideReadFails = err

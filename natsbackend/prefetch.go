@@ -196,6 +196,5 @@ func readProbes(ctx context.Context, b *Backend, h handles, job string, jv jobVa
 }
 
 // sideReadFails, set by tests only, is the error every read of the pause
-// state and job key beside a lease claim's run read answers, and every
-// read of the pause state beside a plain claim's Create.
+// state and job key beside a lease claim's run read answers.
 var sideReadFails error
