@@ -364,12 +364,11 @@
 // burst send one request per batch, not one per slot
 // (TestClaimBatchRequests: 1 request for 100 claims of runs held by
 // another). BenchmarkClaimBatch measured a burst of
-// 1,000 plain claims (1,000 jobs) at 22.9–23.8 ms as one batch against
-// 231–235 ms as single claims (9.8–10.4×), 1.79–1.87× the 13.1–13.2 ms of
-// 1,000 bare creates published before any acknowledgement is awaited;
-// lease claims at 127–128 ms against 941–947 ms (7.5–7.7×). Loopback,
-// nats-server v2.14.10, a 2-core machine at load average 1.9–2.3
-// (BENCHMARKS.md §1).
+// 1,000 plain claims (1,000 jobs) at 22.5–23.2 ms as one batch against
+// 338–341 ms as single claims (15×), 1.69–1.94× the 12.5–13.7 ms of 1,000
+// bare creates published before any acknowledgement is awaited; lease
+// claims at 122–135 ms against 940–942 ms (7.7×). Loopback, nats-server
+// v2.14.10, a 2-core machine at load average 1.9–2.9 (BENCHMARKS.md §1).
 //
 // A batch of heartbeats ([RunStore.Heartbeats]) reads every run in one
 // direct get request and publishes the compare-and-set updates of the
