@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -38,14 +37,7 @@ func (k *stepKV) Update(ctx context.Context, key string, val []byte, rev uint64)
 // each with its KeyValue wrapped in a stepKV.
 func openStepped(t *testing.T, n int, timeout time.Duration) ([]*Backend, []*stepKV) {
 	t.Helper()
-	url := os.Getenv("ANARCHON_TEST_NATS_URL")
-	if url == "" {
-		msg := "ANARCHON_TEST_NATS_URL is not set: start a server with scripts/services/nats.sh to run the NATS tests"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	url := ServerURL(t)
 	id := make([]byte, 6)
 	_, _ = rand.Read(id)
 	o := &Options{Bucket: "anarchon_s_" + hex.EncodeToString(id), HistoryStream: "ANARCHON_S_" + hex.EncodeToString(id),

@@ -2,6 +2,8 @@ package natsbackend
 
 import (
 	"context"
+	"os"
+	"testing"
 	"time"
 
 	"github.com/anarchon/anarchon"
@@ -114,4 +116,19 @@ func SetSideReadFails(err error) (restore func()) {
 	old := sideReadFails
 	sideReadFails = err
 	return func() { sideReadFails = old }
+}
+
+// ServerURL returns the test server's URL from ANARCHON_TEST_NATS_URL. It
+// skips the test when the variable is unset, or fails it under CI=true.
+func ServerURL(t testing.TB) string {
+	t.Helper()
+	url := os.Getenv("ANARCHON_TEST_NATS_URL")
+	if url == "" {
+		msg := "ANARCHON_TEST_NATS_URL is not set: start a server with scripts/services/nats.sh to run the NATS tests"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return url
 }

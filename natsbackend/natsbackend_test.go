@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,15 +20,7 @@ import (
 // skips the test when the variable is unset, or fails it under CI=true.
 func natsURL(t testing.TB) string {
 	t.Helper()
-	url := os.Getenv("ANARCHON_TEST_NATS_URL")
-	if url == "" {
-		msg := "ANARCHON_TEST_NATS_URL is not set: start a server with scripts/services/nats.sh to run the NATS tests"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return url
+	return natsbackend.ServerURL(t)
 }
 
 func randHex(n int) string {
