@@ -132,10 +132,10 @@ func TestClaimRepeatAcrossElectionKeepsWin(t *testing.T) {
 // token (repeats), some with a stale clock sample, while the job is
 // paused before them, paused beside them, or not paused: at most one
 // token wins; a slot paused before the claims is won by none and
-// recorded paused once; no slot is both won and recorded paused. (A claim
-// that read the pause state beside its Create instead of before it failed
-// the last check: its repeat, reading the state after a pause stored
-// between the two, settled a slot the first call had answered won.)
+// recorded paused once; no slot is both won and recorded paused. (Claims
+// that read the pause state beside their Create, not before it, failed
+// these checks: a repeat could win a slot its first call was settling as
+// paused, or settle one the first call had answered won.)
 func TestClaimPausedRaces(t *testing.T) {
 	rounds := 60
 	if testing.Short() {

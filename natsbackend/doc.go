@@ -345,8 +345,8 @@
 // round trips per batch, one request per new slot plus a few, and only
 // the read for slots held (TestClaimBatchRequests counts them: 101 for
 // 100 new slots of 100 jobs and 1 for the same batch repeated, where
-// single claims send two per new slot and three per repeat). A batch of lease claims
-// ([RunStore.ClaimRuns]) reads every run and pause state in one request
+// single claims send two per new slot and three per repeat). A batch of
+// lease claims ([RunStore.ClaimRuns]) reads every run and pause state in one request
 // and creates the absent runs the same way; the won creates of jobs with
 // one slot in the batch are listed in their job keys together (one read
 // of the keys, one of the runs they list, the compare-and-sets published
