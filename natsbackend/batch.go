@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -374,7 +375,41 @@ func (r *RunStore) ClaimRuns(ctx context.Context, in []anarchon.RunClaim) ([]ana
 			out[i].Outcome, out[i].Err = o, err
 		}
 	})
+	b.listRunning(ctx, h, in, jobs, live, isSingle, out)
 	return out, nil
+}
+
+// listRunning lists in their job keys the runs that the batch's reads
+// answered running (ensureListed says why), reading the job keys of all
+// of them in one step first: a burst's later waves are answered running
+// for runs their owners listed already, which costs that read alone.
+func (b *Backend) listRunning(ctx context.Context, h handles, in []anarchon.RunClaim, jobs []string, live []int, single map[int]bool, out []anarchon.RunClaimAnswer) {
+	var running []int
+	var keys []string
+	for _, i := range live {
+		if !single[i] && out[i].Err == nil && out[i].Outcome.Kind == anarchon.OutcomeRunning {
+			running = append(running, i)
+			keys = append(keys, jobKey(jobs[i]))
+		}
+	}
+	if len(running) == 0 {
+		return
+	}
+	rctx, cancel := b.bound(ctx)
+	defer cancel()
+	got, err := b.readMany(rctx, h, keys, true)
+	forEach(len(running), func(k int) {
+		i := running[k]
+		if e, ok := got[jobKey(jobs[i])]; err == nil && ok {
+			var jv jobValue
+			if json.Unmarshal(e.val, &jv) == nil && slices.Contains(jv.Slots, in[i].Slot) {
+				return
+			}
+		}
+		if err := b.ensureListed(rctx, h, jobs[i], in[i].Slot, nil); err != nil {
+			out[i].Outcome, out[i].Err = anarchon.ClaimOutcome{}, err
+		}
+	})
 }
 
 // settleWins completes the won claims idx of in whose slots the batch

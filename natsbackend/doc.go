@@ -29,7 +29,10 @@
 // Overlap limit and replace (SPEC §6): the overlap check of a claim
 // counts the job's live runs (RunClaim.Limit) in the compare-and-set of
 // the job key, so of two claims listed at once the second counts the
-// first; [RunStore.Replace] ([anarchon.Replacer]) settles each earlier run
+// first; a claim answered running for a run its holder has created but
+// not listed yet lists it first (ensureListed), so that no claim made
+// after that answer finds the job key without it
+// (TestRunningBeforeListedCountsForOverlap); [RunStore.Replace] ([anarchon.Replacer]) settles each earlier run
 // by its own compare-and-set (a run is replaced once), but checks that
 // the caller holds its slot in a separate read. The Overlap/Limit
 // (racing claims of different slots) and Replace subtests pass against a
@@ -360,9 +363,10 @@
 // the job keys were batched), against 700 for single claims. The rows that only read are
 // answered from the batch's reads: a run another instance holds on a
 // live lease (running) or a settled run, found by the first read or by
-// one more read of the runs whose creates lost, so that the losers of a
-// burst send one request per batch, not one per slot
-// (TestClaimBatchRequests: 1 request for 100 claims of runs held by
+// one more read of the runs whose creates lost, and the running ones
+// checked listed in their job keys by one more read (listRunning), so
+// that the losers of a burst send two requests per batch, not one per
+// slot (TestClaimBatchRequests: 2 requests for 100 claims of runs held by
 // another). BenchmarkClaimBatch measured a burst of
 // 1,000 plain claims (1,000 jobs) at 22.5–23.2 ms as one batch against
 // 338–341 ms as single claims (15×), 1.69–1.94× the 12.5–13.7 ms of 1,000

@@ -235,6 +235,9 @@ func (b *Backend) claimRun(ctx context.Context, c anarchon.RunClaim) (anarchon.C
 			return out, err
 		}
 		out, decided, err := b.decideRead(ctx, h, c, v, e.created)
+		if err == nil && decided && out.Kind == anarchon.OutcomeRunning {
+			err = b.ensureListed(ctx, h, job, c.Slot, pre)
+		}
 		if err != nil || decided {
 			return out, err
 		}
@@ -527,6 +530,48 @@ func (b *Backend) readJob(ctx context.Context, h handles, job string) (jobValue,
 		return jobValue{}, 0, err
 	}
 	return v, e.Revision(), nil
+}
+
+// ensureListed lists slot in job's key if it is not listed yet. A run is
+// running from its create on, and its claimer lists it with a
+// compare-and-set after that: a claim answered running for it before
+// that step must not be followed by a claim of another slot, with
+// overlap refused, that finds the job key without it. So a claim that
+// answers running lists the run itself first; the holder's own
+// compare-and-set then fails, reads the key again and finds its slot
+// there. Its first turn takes the job key from pre when that is not nil.
+func (b *Backend) ensureListed(ctx context.Context, h handles, job string, slot int64, pre *prefetched) error {
+	for turn := range casRetries {
+		if err := casPause(ctx, turn, "update job"); err != nil {
+			return err
+		}
+		if turn > 0 {
+			pre = nil
+		}
+		jv, rev, err := pre.jobOr(ctx, b, h, job)
+		if err != nil {
+			return err
+		}
+		if slices.Contains(jv.Slots, slot) {
+			return nil
+		}
+		keep := append(slices.Clone(jv.Slots), slot)
+		slices.Sort(keep)
+		val, _ := json.Marshal(jobValue{Slots: keep})
+		if rev == 0 {
+			_, err = h.kv.Create(ctx, jobKey(job), val)
+		} else {
+			_, err = h.kv.Update(ctx, jobKey(job), val, rev)
+		}
+		if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			continue
+		}
+		if err != nil {
+			return b.wrap("update job", err)
+		}
+		return nil
+	}
+	return fmt.Errorf("natsbackend: job key %s: %w", jobKey(job), ErrContention)
 }
 
 // pruneProbes is how many listed slots commitJob reads, when it does not
