@@ -557,21 +557,30 @@ func (b *Backend) ensureListed(ctx context.Context, h handles, job string, slot 
 		}
 		keep := append(slices.Clone(jv.Slots), slot)
 		slices.Sort(keep)
-		val, _ := json.Marshal(jobValue{Slots: keep})
-		if rev == 0 {
-			_, err = h.kv.Create(ctx, jobKey(job), val)
-		} else {
-			_, err = h.kv.Update(ctx, jobKey(job), val, rev)
-		}
-		if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		if changed, err := b.writeJob(ctx, h, job, keep, rev); err != nil {
+			return err
+		} else if changed {
 			continue
-		}
-		if err != nil {
-			return b.wrap("update job", err)
 		}
 		return nil
 	}
 	return fmt.Errorf("natsbackend: job key %s: %w", jobKey(job), ErrContention)
+}
+
+// writeJob writes slots as job's key by compare-and-set on rev (0: the
+// key is absent, a create). changed reports a key written by another
+// since rev was read: the caller reads it again and decides again.
+func (b *Backend) writeJob(ctx context.Context, h handles, job string, slots []int64, rev uint64) (changed bool, err error) {
+	val, _ := json.Marshal(jobValue{Slots: slots})
+	if rev == 0 {
+		_, err = h.kv.Create(ctx, jobKey(job), val)
+	} else {
+		_, err = h.kv.Update(ctx, jobKey(job), val, rev)
+	}
+	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		return true, nil
+	}
+	return false, b.wrap("update job", err)
 }
 
 // pruneProbes is how many listed slots commitJob reads, when it does not
@@ -612,17 +621,10 @@ func (b *Backend) commitJob(ctx context.Context, h handles, job string, slot int
 		if err != nil || !ok {
 			return false, err
 		}
-		val, _ := json.Marshal(jobValue{Slots: keep})
-		if rev == 0 {
-			_, err = h.kv.Create(ctx, jobKey(job), val)
-		} else {
-			_, err = h.kv.Update(ctx, jobKey(job), val, rev)
-		}
-		if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		if changed, err := b.writeJob(ctx, h, job, keep, rev); err != nil {
+			return false, err
+		} else if changed {
 			continue
-		}
-		if err != nil {
-			return false, b.wrap("update job", err)
 		}
 		return true, nil
 	}
