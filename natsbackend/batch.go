@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -381,8 +380,9 @@ func (r *RunStore) ClaimRuns(ctx context.Context, in []anarchon.RunClaim) ([]ana
 
 // listRunning lists in their job keys the runs that the batch's reads
 // answered running (ensureListed says why), reading the job keys of all
-// of them in one step first: a burst's later waves are answered running
-// for runs their owners listed already, which costs that read alone.
+// of them in one step first, which ensureListed decides from: a burst's
+// later waves are answered running for runs their owners listed
+// already, which costs that read alone.
 func (b *Backend) listRunning(ctx context.Context, h handles, in []anarchon.RunClaim, jobs []string, live []int, single map[int]bool, out []anarchon.RunClaimAnswer) {
 	var running []int
 	var keys []string
@@ -400,13 +400,11 @@ func (b *Backend) listRunning(ctx context.Context, h handles, in []anarchon.RunC
 	got, err := b.readMany(rctx, h, keys, true)
 	forEach(len(running), func(k int) {
 		i := running[k]
-		if e, ok := got[jobKey(jobs[i])]; err == nil && ok {
-			var jv jobValue
-			if json.Unmarshal(e.val, &jv) == nil && slices.Contains(jv.Slots, in[i].Slot) {
-				return
-			}
+		var first func() (jobValue, uint64, error)
+		if err == nil {
+			first = func() (jobValue, uint64, error) { return jobIn(got, jobs[i]) }
 		}
-		if err := b.ensureListed(rctx, h, jobs[i], in[i].Slot, nil); err != nil {
+		if err := b.ensureListed(rctx, h, jobs[i], in[i].Slot, first); err != nil {
 			out[i].Outcome, out[i].Err = anarchon.ClaimOutcome{}, err
 		}
 	})

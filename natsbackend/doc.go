@@ -365,9 +365,9 @@
 // live lease (running) or a settled run, found by the first read or by
 // one more read of the runs whose creates lost, and the running ones
 // checked listed in their job keys by one more read (listRunning), so
-// that the losers of a burst send two requests per batch, not one per
-// slot (TestClaimBatchRequests: 2 requests for 100 claims of runs held by
-// another). BenchmarkClaimBatch measured a burst of
+// that the losers of a burst send two reads per batch (each up to 256
+// keys a request), not a request per slot (TestClaimBatchRequests: 2
+// requests for 100 claims of runs held by another). BenchmarkClaimBatch measured a burst of
 // 1,000 plain claims (1,000 jobs) at 22.5–23.2 ms as one batch against
 // 338–341 ms as single claims (15×), 1.69–1.94× the 12.5–13.7 ms of 1,000
 // bare creates published before any acknowledgement is awaited; lease

@@ -111,11 +111,17 @@ func (p *prefetched) jobOr(ctx context.Context, b *Backend, h handles, job strin
 	if p == nil {
 		return b.readJob(ctx, h, job)
 	}
-	var v jobValue
 	got, read := p.others()
 	if !read {
 		return b.readJob(ctx, h, job)
 	}
+	return jobIn(got, job)
+}
+
+// jobIn is the job key of job (its list and revision, 0 when absent) in
+// got, a read of keys that included it.
+func jobIn(got map[string]kvEntry, job string) (jobValue, uint64, error) {
+	var v jobValue
 	e, ok := got[jobKey(job)]
 	if !ok {
 		return v, 0, nil

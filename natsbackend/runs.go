@@ -236,7 +236,7 @@ func (b *Backend) claimRun(ctx context.Context, c anarchon.RunClaim) (anarchon.C
 		}
 		out, decided, err := b.decideRead(ctx, h, c, v, e.created)
 		if err == nil && decided && out.Kind == anarchon.OutcomeRunning {
-			err = b.ensureListed(ctx, h, job, c.Slot, pre)
+			err = b.ensureListed(ctx, h, job, c.Slot, func() (jobValue, uint64, error) { return pre.jobOr(ctx, b, h, job) })
 		}
 		if err != nil || decided {
 			return out, err
@@ -539,16 +539,21 @@ func (b *Backend) readJob(ctx context.Context, h handles, job string) (jobValue,
 // overlap refused, that finds the job key without it. So a claim that
 // answers running lists the run itself first; the holder's own
 // compare-and-set then fails, reads the key again and finds its slot
-// there. Its first turn takes the job key from pre when that is not nil.
-func (b *Backend) ensureListed(ctx context.Context, h handles, job string, slot int64, pre *prefetched) error {
+// there. Its first turn takes the job key from first (a read the caller
+// made already) when that is not nil; the others read it.
+func (b *Backend) ensureListed(ctx context.Context, h handles, job string, slot int64, first func() (jobValue, uint64, error)) error {
 	for turn := range casRetries {
 		if err := casPause(ctx, turn, "update job"); err != nil {
 			return err
 		}
-		if turn > 0 {
-			pre = nil
+		var jv jobValue
+		var rev uint64
+		var err error
+		if turn == 0 && first != nil {
+			jv, rev, err = first()
+		} else {
+			jv, rev, err = b.readJob(ctx, h, job)
 		}
-		jv, rev, err := pre.jobOr(ctx, b, h, job)
 		if err != nil {
 			return err
 		}
