@@ -10,11 +10,14 @@
 # _SCALE_STORE, see bench/cmd/anarchonbench/burst.go). Flags go to the
 # harness, e.g. -short for a quick smoke run or -stores memory,redis.
 #
-# Server stores are started with scripts/services/<name>.sh under
-# $ANARCHON_BENCH_WORKDIR (default: a directory under /tmp) unless their
-# variable (ANARCHON_TEST_POSTGRES_URL, ANARCHON_TEST_MYSQL_DSN,
-# ANARCHON_TEST_REDIS_ADDR, ANARCHON_TEST_NATS_URL) is already set. The servers are left running for
-# the next part; their pids are in <workdir>/<name>/<name>.pid. The burst
+# The server stores the part measures (those -stores names, every one
+# without it; the burst part's scaling store too) are started with
+# scripts/services/<name>.sh under $ANARCHON_BENCH_WORKDIR (default: a
+# directory under /tmp) unless their variable (ANARCHON_TEST_POSTGRES_URL,
+# ANARCHON_TEST_MYSQL_DSN, ANARCHON_TEST_REDIS_ADDR, ANARCHON_TEST_NATS_URL)
+# is already set, and stopped when the part ends, so that no idle server
+# of one part shares the machine with the next; ANARCHON_BENCH_KEEP_SERVERS=1
+# leaves them running (their pids are in <workdir>/<name>/<name>.pid). The burst
 # part reads NATS's message counters from ANARCHON_TEST_NATS_MONITOR_URL,
 # which scripts/services/nats.sh prints too; set it beside a preset
 # ANARCHON_TEST_NATS_URL, or the NATS rows show only counted calls.
@@ -30,9 +33,50 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 workdir=${ANARCHON_BENCH_WORKDIR:-/tmp/anarchon-bench}
 mkdir -p "$workdir"
 
+# The -stores list of the flags ("-stores a,b" or "-stores=a,b", one or
+# two dashes); every store when the flags have none.
+stores=all
+prev=
+for arg in "$@"; do
+	case $arg in
+	-stores=* | --stores=*) stores=${arg#*=} ;;
+	esac
+	case $prev in
+	-stores | --stores) stores=$arg ;;
+	esac
+	prev=$arg
+done
+# The burst part's scaling table runs on its own store (burst.go).
+if [ "$part" = burst ] && [ "$stores" != all ] && [ -n "${ANARCHON_BENCH_BURST_SCALE-1,3,6}" ]; then
+	scale=${ANARCHON_BENCH_BURST_SCALE_STORE:-redis/plain}
+	stores="$stores,${scale%%/*}"
+fi
+wanted() { # wanted <store>: whether the part measures it
+	[ "$stores" = all ] && return 0
+	case ",$stores," in
+	*",$1,"*) return 0 ;;
+	esac
+	return 1
+}
+
+started=()
+stop_started() {
+	[ "${ANARCHON_BENCH_KEEP_SERVERS:-}" = 1 ] && return 0
+	local name pid
+	for name in "${started[@]}"; do
+		pid=$(cat "$workdir/$name/$name.pid" 2>/dev/null) || continue
+		kill "$pid" 2>/dev/null || continue
+		for _ in $(seq 1 100); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+	done
+}
+trap stop_started EXIT
+
 start() { # start <script> <variable>
 	local name=$1 var=$2
-	if [ -n "${!var:-}" ]; then
+	if [ -n "${!var:-}" ] || ! wanted "$name"; then
 		return
 	fi
 	if [ ! -f "$root/scripts/services/$name.sh" ]; then
@@ -44,6 +88,7 @@ start() { # start <script> <variable>
 		echo "starting $name failed: its rows are skipped" >&2
 		return
 	fi
+	started+=("$name")
 	while IFS= read -r line; do
 		case $line in
 		*=*) export "${line?}" ;;
@@ -65,4 +110,4 @@ esac
 
 bin="$workdir/anarchonbench"
 (cd "$root/bench" && go build -o "$bin" ./cmd/anarchonbench)
-exec "$bin" "$part" -workdir "$workdir" "$@"
+"$bin" "$part" -workdir "$workdir" "$@"
