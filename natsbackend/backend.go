@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,8 +47,9 @@ type Options struct {
 	// Defaults to DefaultHistoryStream ("ANARCHON_HISTORY").
 	HistoryStream string
 	// HistorySubject is the subject prefix the history stream captures
-	// ("<prefix>.>"); a job's records are published to
-	// "<prefix>.<job>.c" (claims) and "<prefix>.<job>.r" (results).
+	// ("<prefix>.>"); a job's records, claims and results alike (each
+	// record says which it is), are published to "<prefix>.<job>", the
+	// job's name encoded as in the bucket's keys (package doc, "Storage").
 	// Defaults to DefaultHistorySubject ("anarchon.history").
 	HistorySubject string
 	// ClaimTTL is the KV bucket's TTL (stream MaxAge): how long a claim,
@@ -157,6 +159,12 @@ type Backend struct {
 	elected  atomic.Bool // the bucket has more than one replica: a lost leader is replaced by an election
 	wasBound bool        // bound once: creating the bucket or stream again means a loss
 	topo     Topology    // what the first bind found; guarded by mu
+
+	// dialErr is the last failed connection attempt's error, kept by the
+	// ReconnectErrHandler that Open installs: nats.go clears the
+	// connection's LastError when it starts a new attempt, so Init would
+	// otherwise report no cause for most of a retry's wait.
+	dialErr atomic.Pointer[error]
 }
 
 var (
@@ -219,7 +227,15 @@ func Open(url string, opts *Options, natsOpts ...nats.Option) (*Backend, error) 
 	if err != nil {
 		return nil, err
 	}
-	natsOpts = append([]nats.Option{nats.Name("anarchon"), nats.Timeout(o.Timeout)}, natsOpts...)
+	b := &Backend{}
+	// The handler comes first: one in natsOpts replaces it (Init then
+	// names only the connection's LastError).
+	natsOpts = append([]nats.Option{nats.Name("anarchon"), nats.Timeout(o.Timeout),
+		nats.ReconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				b.dialErr.Store(&err)
+			}
+		})}, natsOpts...)
 	nc, err := nats.Connect(url, natsOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("natsbackend: connect to %s: %w", redactURL(url), err)
@@ -229,7 +245,8 @@ func Open(url string, opts *Options, natsOpts ...nats.Option) (*Backend, error) 
 		nc.Close()
 		return nil, fmt.Errorf("natsbackend: %w", err)
 	}
-	return newBackend(js, nc, true, opts)
+	b.opts, b.js, b.nc, b.own = o, js, nc, true
+	return b, nil
 }
 
 func newBackend(js jetstream.JetStream, nc *nats.Conn, own bool, opts *Options) (*Backend, error) {
@@ -290,17 +307,34 @@ func (b *Backend) CheckJob(l anarchon.JobLimits) error {
 // On a connection that is not connected yet (one opened with
 // nats.RetryOnFailedConnect while no server answers) Init fails at once
 // with a transient error naming the connection's last error, rather than
-// waiting out its timeout; the caller may call it again.
+// waiting out its timeout; the caller may call it again. A port that
+// accepts the connection but never greets it as a NATS server does (a
+// monitoring or HTTP port: the attempt ends in a read timeout) is named
+// as such in that error.
 func (b *Backend) Init(ctx context.Context) error {
 	if nc := b.js.Conn(); nc != nil && !nc.IsConnected() && !nc.IsClosed() {
-		why := "no server answered yet"
-		if err := nc.LastError(); err != nil {
-			why = err.Error()
-		}
-		return fmt.Errorf("natsbackend: init: not connected to a server (%s)", why)
+		return fmt.Errorf("natsbackend: init: not connected to a server (%s)", notConnected(nc.LastError(), b.dialErr.Load()))
 	}
 	_, err := b.ready(ctx)
 	return err
+}
+
+// notConnected says why a connection is not up: its own last error, else
+// the last failed attempt's, with a hint for a read timeout (the server
+// accepted the TCP connection and sent no INFO line, which a NATS server
+// sends first: nats.go's "read tcp …: i/o timeout").
+func notConnected(last error, dial *error) string {
+	if last == nil && dial != nil {
+		last = *dial
+	}
+	if last == nil {
+		return "no server answered yet"
+	}
+	var ne net.Error
+	if errors.As(last, &ne) && ne.Timeout() && strings.HasPrefix(last.Error(), "read ") {
+		return last.Error() + ": the port accepted the connection but sent no NATS greeting; is it the server's client port (4222 by default), not its monitoring, cluster or HTTP port?"
+	}
+	return last.Error()
 }
 
 type handles struct {
@@ -443,6 +477,11 @@ func (b *Backend) bindBucket(ctx context.Context) (kv jetstream.KeyValue, made b
 		}
 	}
 	if err != nil {
+		if errors.Is(err, nats.ErrNoResponders) {
+			// The JetStream API has no subscriber: a server started
+			// without -js, or an account without JetStream.
+			err = fmt.Errorf("%w (no JetStream answered: is JetStream enabled on the server, nats-server -js, and for this account?)", err)
+		}
 		return nil, false, b.wrap("bind bucket "+b.opts.Bucket, err)
 	}
 	st, err := kv.Status(ctx)

@@ -410,10 +410,14 @@
 //
 // One stream ([Options.HistoryStream], subjects "<HistorySubject>.>")
 // holds history: a claim record and a result record per run, published to
-// "<HistorySubject>.<job>". The bucket and the stream are created by Init
-// if absent, with file storage, [Options.Replicas] replicas and one value
-// per key; a bucket made by someone else is used as it is, after checking
-// its TTL (see Dedupe window).
+// "<HistorySubject>.<job>" (the job encoded as in the keys). The bucket
+// and the stream are created by Init if absent, with file storage,
+// [Options.Replicas] replicas and one value per key; a bucket made by
+// someone else is used as it is, after checking its TTL (see Dedupe
+// window). Init's error for a server without JetStream (no responders to
+// its first request) says to enable it, and one for a port that accepts
+// the connection but never greets it as a NATS server (a monitoring port)
+// says to use the client port.
 //
 // A bucket or stream deleted under running instances, or lost with the
 // server's JetStream directory, is created again: a call that meets a

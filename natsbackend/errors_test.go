@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,4 +118,35 @@ func TestErrorClasses(t *testing.T) {
 	}
 	_, err = b.Claim(ctx, in(job, 1000, "t", "i"))
 	check("Claim after Close", err, true)
+}
+
+// TestInitNamesMissingJetStream checks the error of a first bind that no
+// JetStream API answers (a server started without -js): a JetStream
+// context whose API prefix no server serves meets the same "no
+// responders" on a real server, and Init's error keeps it reachable and
+// says what to check.
+func TestInitNamesMissingJetStream(t *testing.T) {
+	url := natsURL(t)
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.NewWithAPIPrefix(nc, "ANARCHON_NO_JS_"+randHex(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := natsbackend.NewJetStream(js, freshOptions(t, url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = b.Init(ctx)
+	if !errors.Is(err, nats.ErrNoResponders) || !strings.Contains(err.Error(), "is JetStream enabled") {
+		t.Fatalf("Init: %v, want nats.ErrNoResponders with a hint to enable JetStream", err)
+	}
+	if anarchon.IsPermanent(err) {
+		t.Fatalf("Init: %v is permanent; a server may enable JetStream later", err)
+	}
 }
