@@ -116,10 +116,19 @@ func parseCrontabWith(file string, data []byte, opts crontabOptions) ([]*jobSpec
 		text := strings.TrimSpace(sc.Text()) // also drops the \r of CRLF files
 		pending, pendingLine, pendingErr := name, nameLine, nameErr
 		name, nameLine, nameErr = "", 0, nil
+		// A name with no job line right under it names nothing: said, so
+		// that the job below a blank line does not run unnamed unnoticed.
+		orphan := func(what string) {
+			if pending != "" {
+				warn(pendingLine, "\"# name: %s\" names no job: line %d below it is %s, and a name applies only to the job line directly under it", pending, lineNo, what)
+			}
+		}
 		switch {
 		case text == "":
+			orphan("blank")
 			continue
 		case strings.HasPrefix(text, "#"):
+			orphan("a comment")
 			if m := nameComment.FindStringSubmatch(text); m != nil {
 				if m[1] == "" {
 					// The job line below is invalid with it: it is
@@ -132,6 +141,7 @@ func parseCrontabWith(file string, data []byte, opts crontabOptions) ([]*jobSpec
 			continue
 		}
 		if m := envLine.FindStringSubmatch(text); m != nil {
+			orphan("an environment setting")
 			key, val := m[1], unquote(m[2])
 			switch key {
 			case "CRON_TZ", "TZ":
@@ -206,6 +216,9 @@ func parseCrontabWith(file string, data []byte, opts crontabOptions) ([]*jobSpec
 			j.Lines = map[string]int{"name": pendingLine}
 		}
 		jobs = append(jobs, j)
+	}
+	if name != "" {
+		warn(nameLine, "\"# name: %s\" names no job: it is the file's last line", name)
 	}
 	if err := sc.Err(); err != nil {
 		fail(lineNo+1, codeBadLine, "%v", err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -212,4 +213,37 @@ func FuzzParseCrontabFormats(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A "# name:" comment names only the job line directly under it; one with
+// anything else under it (a blank line, a comment, an environment
+// setting, the end of the file) names nothing, and validate says so at
+// the comment's line, while the job below runs under its hashed name.
+func TestOrphanNameWarning(t *testing.T) {
+	for _, tc := range []struct {
+		src, warn string
+		line      int
+		named     bool
+	}{
+		{"# name: backup\n\n0 3 * * * /usr/bin/backup\n", "line 2 below it is blank", 1, false},
+		{"# name: backup\n# nightly\n0 3 * * * /usr/bin/backup\n", "line 2 below it is a comment", 1, false},
+		{"# name: backup\nPATH=/usr/bin\n0 3 * * * backup\n", "line 2 below it is an environment setting", 1, false},
+		{"# name: backup\nCRON_TZ=UTC\n0 3 * * * backup\n", "line 2 below it is an environment setting", 1, false},
+		{"0 3 * * * backup\n# name: later\n", "it is the file's last line", 2, false},
+		{"# name: backup\n0 3 * * * /usr/bin/backup\n", "", 0, true},
+	} {
+		jobs, all := parseCrontab("o.cron", []byte(tc.src))
+		errs, warns := splitWarnings(all)
+		if len(errs) != 0 || len(jobs) != 1 || (jobs[0].Name == "backup") != tc.named {
+			t.Errorf("%q: jobs %v, errors %v; want one job, named backup: %v", tc.src, jobs, errs, tc.named)
+			continue
+		}
+		switch {
+		case tc.warn == "" && len(warns) != 0:
+			t.Errorf("%q: warnings %v, want none", tc.src, warns)
+		case tc.warn != "" && (len(warns) != 1 || !strings.Contains(warns[0].Error(), tc.warn) ||
+			!strings.HasPrefix(warns[0].Error(), fmt.Sprintf("o.cron:%d:", tc.line))):
+			t.Errorf("%q: warnings %v, want one at line %d saying %s", tc.src, warns, tc.line, tc.warn)
+		}
+	}
 }
