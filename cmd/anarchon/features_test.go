@@ -234,6 +234,7 @@ func TestCrontabDir(t *testing.T) {
 	writeFile(t, dir, "app", "# name: app\n0 0 * * * root echo\n")
 	writeFile(t, dir, "app.dpkg-old", "garbage\n")
 	writeFile(t, dir, "app~", "garbage\n")
+	writeFile(t, dir, ".placeholder", "garbage\n")
 	code, out, _ := cli(t, "validate", "--crontab-dir", dir)
 	if os.Geteuid() != 0 {
 		if code != 1 || !strings.Contains(out, "not root") {
@@ -243,6 +244,14 @@ func TestCrontabDir(t *testing.T) {
 	}
 	if code != 0 || !strings.Contains(out, "system crontab (detected: a --crontab-dir file") || !strings.HasSuffix(out, "ok: 1 job\n") {
 		t.Errorf("exit %d\n%s", code, out)
+	}
+	// The skipped files are named, but for the dot file (Debian ships
+	// /etc/cron.d/.placeholder).
+	for name, said := range map[string]bool{"app.dpkg-old": true, "app~": true, ".placeholder": false} {
+		line := filepath.Join(dir, name) + ": warning: skipped:"
+		if strings.Contains(out, line) != said {
+			t.Errorf("%q in the output: %v, want %v\n%s", line, !said, said, out)
+		}
 	}
 }
 

@@ -392,11 +392,12 @@ func (src sources) load() ([]*jobSpec, []error, []fileInfo) {
 		files = append(files, crontabFile{f, false})
 	}
 	for _, d := range src.CrontabDirs {
-		names, err := crontabDirFiles(d)
+		names, skipped, err := crontabDirFiles(d)
 		if err != nil {
 			errs = append(errs, noFile(err))
 			continue
 		}
+		errs = append(errs, skipped...)
 		for _, n := range names {
 			files = append(files, crontabFile{n, true})
 		}
@@ -472,20 +473,26 @@ func resolveUsers(jobs []*jobSpec) []error {
 // and dot files are skipped.
 var cronDirName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
-// crontabDirFiles lists the crontab files of dir, sorted by name.
-func crontabDirFiles(dir string) ([]string, error) {
+// crontabDirFiles lists the crontab files of dir, sorted by name, and
+// a warning for each other file it skips, so that a crontab named
+// "backup.cron" is not left out unnoticed. Dot files are skipped without
+// one: Debian ships /etc/cron.d/.placeholder.
+func crontabDirFiles(dir string) (files []string, skipped []error, err error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("--crontab-dir: %w", err)
+		return nil, nil, fmt.Errorf("--crontab-dir: %w", err)
 	}
-	var out []string
 	for _, e := range entries {
-		if e.IsDir() || !cronDirName.MatchString(e.Name()) {
-			continue
+		switch {
+		case e.IsDir() || strings.HasPrefix(e.Name(), "."):
+		case !cronDirName.MatchString(e.Name()):
+			skipped = append(skipped, &posError{File: filepath.Join(dir, e.Name()), Warning: true,
+				Msg: "skipped: cron reads only files named with letters, digits, _ and - from a crontab directory (run-parts' rule), and so does --crontab-dir"})
+		default:
+			files = append(files, filepath.Join(dir, e.Name()))
 		}
-		out = append(out, filepath.Join(dir, e.Name()))
 	}
-	return out, nil
+	return files, skipped, nil
 }
 
 // detectFormat chooses the format of a crontab given without --format:
