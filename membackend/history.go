@@ -18,7 +18,12 @@ type entry struct {
 }
 
 // history is a job's retained history. Entries with a token are unique per
-// token; a result without a token stands alone.
+// token; a result without a token stands alone. The entries are kept
+// oldest first, in the reverse of the order BuildHistory gives records
+// (newestFirst), so that trim drops the oldest from the front instead of
+// sorting the history at every claim and result: an entry is put in place
+// when it is added or changed, almost always at the end, since runs are
+// recorded in slot order.
 type history struct {
 	entries []*entry
 	byToken map[string]*entry
@@ -29,27 +34,57 @@ func (h *history) has(token string) bool {
 	return ok
 }
 
-func (h *history) get(token string) *entry {
+// get returns token's entry and its index, or a new entry, not in entries
+// yet, and -1; the caller fills it and calls place.
+func (h *history) get(token string) (*entry, int) {
 	if token != "" {
 		if e := h.byToken[token]; e != nil {
-			return e
+			// From the end: the entry changed is most often a recent run's.
+			for i := len(h.entries) - 1; i >= 0; i-- {
+				if h.entries[i] == e {
+					return e, i
+				}
+			}
 		}
 	}
 	e := &entry{}
-	h.entries = append(h.entries, e)
 	if token != "" {
 		if h.byToken == nil {
 			h.byToken = make(map[string]*entry)
 		}
 		h.byToken[token] = e
 	}
-	return e
+	return e, -1
+}
+
+// oldestFirst is the order of entries: newestFirst reversed.
+func oldestFirst(a, b *entry) int { return newestFirst(b, a) }
+
+// place puts e, at index i of entries (-1: not there yet), where its sort
+// key puts it now. An entry equal in key to others goes before them, so
+// that trim drops it first, as a stable sort newest first kept the earlier
+// one.
+func (h *history) place(e *entry, i int) {
+	n := len(h.entries)
+	if i >= 0 {
+		if (i == 0 || oldestFirst(h.entries[i-1], e) <= 0) && (i == n-1 || oldestFirst(e, h.entries[i+1]) <= 0) {
+			return
+		}
+		h.entries = slices.Delete(h.entries, i, i+1)
+		n--
+	}
+	if n == 0 || oldestFirst(h.entries[n-1], e) < 0 {
+		h.entries = append(h.entries, e)
+		return
+	}
+	at, _ := slices.BinarySearchFunc(h.entries, e, oldestFirst)
+	h.entries = slices.Insert(h.entries, at, e)
 }
 
 // addClaim records a claim. A second claim record for the same token keeps
 // the first one's time but takes a higher attempt.
 func (h *history) addClaim(c anarchon.ClaimRecord, now time.Time) {
-	e := h.get(c.Token)
+	e, i := h.get(c.Token)
 	if e.claim == nil {
 		e.claim = &c
 	} else {
@@ -57,14 +92,16 @@ func (h *history) addClaim(c anarchon.ClaimRecord, now time.Time) {
 		e.claim.Manual = e.claim.Manual || c.Manual
 	}
 	e.written = now
+	h.place(e, i)
 }
 
 // addResult stores a result; a later result of the same token replaces an
 // earlier one (as in BuildHistory).
 func (h *history) addResult(r anarchon.StoredResult, now time.Time) {
-	e := h.get(r.Token)
+	e, i := h.get(r.Token)
 	e.result = &r
 	e.written = now
+	h.place(e, i)
 }
 
 // addResultIfNone stores r only if the token has no result yet, so a
@@ -122,27 +159,31 @@ func newestFirst(a, b *entry) int {
 }
 
 // trim drops entries written more than ttl ago (ttl > 0), then all but the
-// size newest (size > 0).
+// size newest (size > 0), which are the last size entries.
 func (h *history) trim(size int, ttl time.Duration, now time.Time) {
-	keep := h.entries[:0]
-	for _, e := range h.entries {
-		if ttl > 0 && now.Sub(e.written) > ttl {
-			h.drop(e)
-			continue
+	if ttl > 0 {
+		keep := h.entries[:0]
+		for _, e := range h.entries {
+			if now.Sub(e.written) > ttl {
+				h.drop(e)
+				continue
+			}
+			keep = append(keep, e)
 		}
-		keep = append(keep, e)
+		clear(h.entries[len(keep):])
+		h.entries = keep
 	}
-	clear(h.entries[len(keep):])
-	h.entries = keep
 	if size <= 0 || len(h.entries) <= size {
 		return
 	}
-	slices.SortStableFunc(h.entries, newestFirst)
-	for _, e := range h.entries[size:] {
+	old := len(h.entries) - size
+	for _, e := range h.entries[:old] {
 		h.drop(e)
 	}
-	clear(h.entries[size:])
-	h.entries = h.entries[:size]
+	// Cleared, so that the array behind the slice, which append reuses
+	// until it is full, holds no dropped entry.
+	clear(h.entries[:old])
+	h.entries = h.entries[old:]
 }
 
 func (h *history) drop(e *entry) {
