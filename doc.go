@@ -109,9 +109,10 @@
 // before the losing ones, and the runs spread evenly over the instances;
 // an instance that does not claim costs its slots one wave's wait and the
 // pause (SPEC §4, "Waves"). While a burst's claims are in flight, the
-// results of the instance's plain runs, and the finishes of its leased
-// runs whose lease and next slot leave time, wait for them, up to
-// [ResultHold] (SPEC §4, "Claims first").
+// results of the instance's plain runs wait for them, and the finishes of
+// its leased runs whose lease and next slot leave time wait for its first
+// wave and the pause after it, up to [ResultHold] (SPEC §4, "Claims
+// first").
 //
 // # Clocks
 //

@@ -271,7 +271,7 @@ func (h host) Release(ctx context.Context, a *attempt) error {
 }
 
 func (h host) Finish(ctx context.Context, a *attempt, st runner.Status) (bool, error) {
-	h.s.bursts.wait(ctx, h.s.finishHold(a))
+	h.s.firstWaves.wait(ctx, h.s.finishHold(a))
 	return h.s.runs.Finish(ctx, FinishInput{Job: a.Name, Slot: a.Slot, Token: a.Token, Status: Status(st)})
 }
 
@@ -290,7 +290,7 @@ func (h host) result(a *attempt, r *runner.Result) SaveResultInput {
 // FinishBatcher call with the others ending within BatchWindow where the
 // store has one.
 func (h host) FinishResult(ctx context.Context, a *attempt, r *runner.Result) error {
-	h.s.bursts.wait(ctx, h.s.finishHold(a))
+	h.s.firstWaves.wait(ctx, h.s.finishHold(a))
 	var err error
 	if h.s.finishes == nil {
 		_, err = h.s.finisher.FinishResult(ctx, h.result(a, r))

@@ -35,8 +35,9 @@ func (s *Scheduler) fire(ctx context.Context, j *job, slot time.Time) {
 // batches where it takes them (Options.BatchSize), in waves by the slots'
 // rank among the live instances (waves, SPEC §4), and each slot then takes
 // the path fire would have given it. A group of more slots than one batch
-// is a burst: the results of plain runs wait for its claims (claims
-// first, SPEC §4).
+// is a burst: the results of plain runs wait for its claims, and the
+// finishes of leased runs for its first wave and the pause after it
+// (claims first, SPEC §4).
 //
 // The timer loop hands a group over up to PrepareLead before it is due
 // (SPEC §4, "Prepared ahead"): its waves and attempts are built then, and
@@ -50,12 +51,13 @@ func (s *Scheduler) fireGroup(ctx context.Context, g *runner.Group[*job]) {
 	if !g.Wait(ctx) {
 		return // Stop began: no new claims
 	}
-	var done func()
+	var done, firstDone func()
 	if len(g.Due) > s.opts.BatchSize {
 		s.bursts.enter()
-		done = s.bursts.leave
+		s.firstWaves.enter()
+		done, firstDone = s.bursts.leave, s.firstWaves.leave
 	}
-	s.fireWaves(ctx, prepared, done)
+	s.fireWaves(ctx, prepared, done, firstDone)
 }
 
 // wave is the attempts of one wave of a group, built ahead of its time.

@@ -182,6 +182,9 @@ type Scheduler struct {
 	reg    *registration         // the instance registry entry while started; guarded by mu
 	peers  atomic.Pointer[peers] // this instance's place in the last registry listing; nil before one
 	bursts claimsFirst           // bursts whose claims are in flight: plain results wait for them
+	// bursts whose first wave, and the pause after it, are not over:
+	// leased finishes wait for them (SPEC §4, "Claims first")
+	firstWaves claimsFirst
 
 	watching bool // the watch goroutine runs; guarded by mu
 
@@ -796,6 +799,7 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 
 	s.loopCancel()
 	s.bursts.stop()
+	s.firstWaves.stop()
 	done := make(chan struct{})
 	go func() {
 		s.bg.Wait() // the loop has exited: no slot goroutine starts after this

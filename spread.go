@@ -100,8 +100,11 @@ const MaxWavePause = 250 * time.Millisecond
 // wave's answer.
 //
 // done, if not nil, is called once every claim of the last wave is
-// answered.
-func (s *Scheduler) fireWaves(ctx context.Context, ws []wave, done func()) {
+// answered; firstDone, if not nil, once the first wave's claims are
+// answered and the pause after it is over (when the next wave is sent),
+// or with done when there is no later wave. done and firstDone are both
+// nil or both set.
+func (s *Scheduler) fireWaves(ctx context.Context, ws []wave, done, firstDone func()) {
 	var answered sync.WaitGroup
 	began := time.Now()
 	s.fireWave(ctx, ws[0], &answered)
@@ -117,6 +120,9 @@ func (s *Scheduler) fireWaves(ctx context.Context, ws []wave, done func()) {
 		defer s.inflight.Done()
 		answered.Wait()
 		if len(rest) == 0 {
+			if firstDone != nil {
+				firstDone()
+			}
 			done()
 			return
 		}
@@ -126,16 +132,24 @@ func (s *Scheduler) fireWaves(ctx context.Context, ws []wave, done func()) {
 		case <-ctx.Done():
 			pause.Stop()
 		}
-		s.fireWaves(ctx, rest, done)
+		if firstDone != nil {
+			firstDone()
+		}
+		s.fireWaves(ctx, rest, done, nil)
 	}()
 }
 
 // ResultHold is the longest a run's result waits for the claims of a
 // burst (SPEC §4, "Claims first"): while an instance's claims of a group
 // of more slots than one batch are in flight, the results of its plain
-// runs, and the finishes of its leased runs that can wait (finishHold),
-// are held until the last of those claims is answered, or this long,
-// whichever comes first.
+// runs are held until the last of those claims is answered, and the
+// finishes of its leased runs that can wait (finishHold) until its first
+// wave's claims are answered and the pause after it is over (fireWaves),
+// or this long, whichever comes first. A finish is held for less than a
+// result because a holder killed while it waits leaves a run that ended
+// to a backup, which runs it again (SPEC §6); the first wave's pause is
+// the time the other instances' first waves, whose claims it would slow,
+// are expected to take.
 const ResultHold = time.Second
 
 // finishHold is how long the finish of a's leased run may wait for a
@@ -157,7 +171,8 @@ func (s *Scheduler) finishHold(a *attempt) time.Duration {
 }
 
 // claimsFirst holds result saves while bursts' claims are in flight
-// (SPEC §4, "Claims first"). The zero value has no burst in flight.
+// (SPEC §4, "Claims first"), or leased finishes while bursts' first waves
+// are (Scheduler.firstWaves). The zero value has no burst in flight.
 type claimsFirst struct {
 	mu      sync.Mutex
 	n       int           // bursts whose claims are in flight

@@ -247,9 +247,11 @@ func (c *claimsFirstStore) SaveResults(ctx context.Context, in []anarchon.SaveRe
 	return c.Backend.SaveResults(ctx, in)
 }
 
-// In a burst (more slots than one batch) the results of plain runs, and
-// the finishes of leased runs, wait for the instance's claims of the
-// burst: none is sent before the last claim batch is answered, though the
+// In a burst (more slots than one batch) of one instance (one wave: the
+// test with two is TestBurstLeasedFinishesWaitForTheFirstWave) the
+// results of plain runs, and the finishes of leased runs, wait for the
+// instance's claims of the burst: none is sent before the last claim
+// batch is answered, though the
 // handlers of the first batch ended long before. When the claims take
 // longer than ResultHold, they go after ResultHold. A group of one batch
 // holds nothing, and neither does a leased run whose lease ends, or whose
@@ -432,6 +434,135 @@ func TestBurstWavesPause(t *testing.T) {
 					}
 					if len(offsets) != 2 || offsets[1]-offsets[0] != tc.gap {
 						t.Errorf("%s sent its batches of the burst at %v after the slot, want two, %v apart", id, offsets, tc.gap)
+					}
+				}
+			})
+		})
+	}
+}
+
+// waveLog is a memory store whose first-claim batches, plain and leased,
+// take delay to answer; it notes per instance when its claim batches were
+// sent and answered and when its first result or finish batch was sent.
+type waveLog struct {
+	*membackend.Backend
+	delay time.Duration
+
+	mu             sync.Mutex
+	sent, answered map[string][]time.Time
+	firstEnd       map[string]time.Time
+}
+
+func (w *waveLog) claim(id string) func() {
+	w.mu.Lock()
+	w.sent[id] = append(w.sent[id], time.Now())
+	w.mu.Unlock()
+	time.Sleep(w.delay)
+	return func() {
+		w.mu.Lock()
+		w.answered[id] = append(w.answered[id], time.Now())
+		w.mu.Unlock()
+	}
+}
+
+func (w *waveLog) end(id string) {
+	w.mu.Lock()
+	if _, ok := w.firstEnd[id]; !ok {
+		w.firstEnd[id] = time.Now()
+	}
+	w.mu.Unlock()
+}
+
+func (w *waveLog) ClaimBatch(ctx context.Context, in []anarchon.ClaimInput) ([]anarchon.ClaimAnswer, error) {
+	defer w.claim(in[0].InstanceID)()
+	return w.Backend.ClaimBatch(ctx, in)
+}
+
+func (w *waveLog) SaveResults(ctx context.Context, in []anarchon.SaveResultInput) ([]error, error) {
+	w.end(in[0].Result.InstanceID)
+	return w.Backend.SaveResults(ctx, in)
+}
+
+func (w *waveLog) Runs() anarchon.RunStore {
+	return waveLogRuns{w.Backend.Runs().(*membackend.RunStore), w}
+}
+
+// waveLogRuns is waveLog's RunStore.
+type waveLogRuns struct {
+	*membackend.RunStore
+	w *waveLog
+}
+
+func (r waveLogRuns) ClaimRuns(ctx context.Context, in []anarchon.RunClaim) ([]anarchon.RunClaimAnswer, error) {
+	defer r.w.claim(in[0].InstanceID)()
+	return r.RunStore.ClaimRuns(ctx, in)
+}
+
+func (r waveLogRuns) FinishResults(ctx context.Context, in []anarchon.SaveResultInput) ([]anarchon.HeldAnswer, error) {
+	r.w.end(in[0].Result.InstanceID)
+	return r.RunStore.FinishResults(ctx, in)
+}
+
+// With two instances a burst is two waves: each instance's own slots when
+// they come due, answered 40 ms later, then, after a pause as long, the
+// other's (sent at 80 ms, answered at 120 ms). The finishes of leased runs
+// wait for the first wave and its pause only: the first is sent when the
+// second wave is (a holder killed while its finishes wait leaves runs that
+// ended to backups, SPEC §4 "Claims first"), before that wave's answers.
+// The results of plain runs, which no backup runs again, wait for the
+// last wave's answers.
+func TestBurstLeasedFinishesWaitForTheFirstWave(t *testing.T) {
+	const delay = 40 * time.Millisecond
+	for _, leased := range []bool{true, false} {
+		t.Run(map[bool]string{true: "leased", false: "plain"}[leased], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := &waveLog{Backend: membackend.New(nil), delay: delay,
+					sent: map[string][]time.Time{}, answered: map[string][]time.Time{}, firstEnd: map[string]time.Time{}}
+				ids := []string{"s0", "s1"}
+				var ss []*anarchon.Scheduler
+				nop := func(context.Context, *anarchon.Run) error { return nil }
+				for _, id := range ids {
+					s := newSched(t, store, id, &anarchon.Options{BatchSize: 16})
+					for i := range 100 {
+						if err := s.Every(fmt.Sprintf("job-%03d", i), time.Minute, nop, &anarchon.JobOptions{NoLease: !leased}); err != nil {
+							t.Fatal(err)
+						}
+					}
+					ss = append(ss, s)
+				}
+				for _, s := range ss {
+					mustStart(t, s)
+				}
+				slot := time.Now().Truncate(time.Minute).Add(time.Minute)
+				time.Sleep(time.Until(slot.Add(30 * time.Second)))
+				stopAll(t, ss...)
+				store.mu.Lock()
+				defer store.mu.Unlock()
+				after := func(ts []time.Time) []time.Duration {
+					var out []time.Duration
+					for _, at := range ts {
+						if !at.Before(slot) {
+							out = append(out, at.Sub(slot))
+						}
+					}
+					return out
+				}
+				for _, id := range ids {
+					sent, answered := after(store.sent[id]), after(store.answered[id])
+					if len(sent) == 0 || len(answered) != len(sent) || sent[len(sent)-1] != 2*delay || answered[len(answered)-1] != 3*delay {
+						t.Fatalf("%s: claim batches sent at %v and answered at %v after the slot, want the last sent at %v and answered at %v",
+							id, sent, answered, 2*delay, 3*delay)
+					}
+					end, ok := store.firstEnd[id]
+					if !ok {
+						t.Fatalf("%s sent no result or finish", id)
+					}
+					got := end.Sub(slot)
+					if leased && (got < 2*delay || got >= 3*delay) {
+						t.Errorf("%s: first finish sent %v after the slot, want from the second wave's send (%v) to before its answer (%v)", id, got, 2*delay, 3*delay)
+					}
+					if !leased && got < 3*delay {
+						t.Errorf("%s: first result sent %v after the slot, want after the last wave's answer (%v)", id, got, 3*delay)
 					}
 				}
 			})
