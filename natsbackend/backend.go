@@ -221,7 +221,8 @@ func NewJetStream(js jetstream.JetStream, opts *Options) (*Backend, error) {
 // list for a cluster) with natsOpts and returns a Backend that owns the
 // connection: Close closes it. Connection errors are returned with the
 // nats.go error reachable through errors.Is; the URL's credentials never
-// appear in them.
+// appear in them. A port that accepts the connection but never greets it
+// as a NATS server does (a monitoring port) is named as such in the error.
 func Open(url string, opts *Options, natsOpts ...nats.Option) (*Backend, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
@@ -238,6 +239,9 @@ func Open(url string, opts *Options, natsOpts ...nats.Option) (*Backend, error) 
 		})}, natsOpts...)
 	nc, err := nats.Connect(url, natsOpts...)
 	if err != nil {
+		if silentPort(err) {
+			err = hinted{err, silentPortHint}
+		}
 		return nil, fmt.Errorf("natsbackend: connect to %s: %w", redactURL(url), err)
 	}
 	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(asyncAckTimeout), jetstream.WithPublishAsyncMaxPending(asyncMaxPending))
@@ -330,12 +334,30 @@ func notConnected(last error, dial *error) string {
 	if last == nil {
 		return "no server answered yet"
 	}
-	var ne net.Error
-	if errors.As(last, &ne) && ne.Timeout() && strings.HasPrefix(last.Error(), "read ") {
-		return last.Error() + ": the port accepted the connection but sent no NATS greeting; is it the server's client port (4222 by default), not its monitoring, cluster or HTTP port?"
+	if silentPort(last) {
+		return last.Error() + ": " + silentPortHint
 	}
 	return last.Error()
 }
+
+const silentPortHint = "the port accepted the connection but sent no NATS greeting; is it the server's client port (4222 by default), not its monitoring, cluster or HTTP port?"
+
+// silentPort reports whether err is nats.go's read timeout waiting for
+// the server's INFO line on a connection the port accepted.
+func silentPort(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout() && strings.HasPrefix(err.Error(), "read ")
+}
+
+// hinted is err with what to check added to its text; err stays
+// reachable (errors.Is, errors.As, errors.Unwrap).
+type hinted struct {
+	err  error
+	hint string
+}
+
+func (h hinted) Error() string { return h.err.Error() + ": " + h.hint }
+func (h hinted) Unwrap() error { return h.err }
 
 type handles struct {
 	kv   jetstream.KeyValue

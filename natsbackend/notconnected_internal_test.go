@@ -64,3 +64,38 @@ func TestNotConnectedNamesSilentPort(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenNamesSilentPort checks Open's error for a port that accepts the
+// connection and never sends NATS's INFO line (as a monitoring port
+// does): it names the client port, and keeps nats.go's timeout reachable.
+func TestOpenNamesSilentPort(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		var held []net.Conn // open until the listener closes, silent
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	b, err := Open("nats://"+ln.Addr().String(), &Options{Timeout: 500 * time.Millisecond})
+	if err == nil {
+		b.Close(t.Context())
+		t.Fatal("Open on a silent port succeeded")
+	}
+	var ne net.Error
+	if !strings.Contains(err.Error(), "is it the server's client port") || !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatalf("Open: %v, want the client-port hint and a net.Error timeout", err)
+	}
+}

@@ -131,11 +131,19 @@ func TestSystemExampleValidates(t *testing.T) {
 	}
 }
 
+// The examples validate, and the README's first command, the daemon on
+// examples/crontab, warns of nothing: the only warning validate gives is
+// the unnamed job the crontab shows on purpose.
 func TestExamplesValidate(t *testing.T) {
 	for _, args := range [][]string{{"--crontab", "../../examples/crontab"}, {"--config", "../../examples/anarchon.yaml"}} {
 		code, out, errOut := cli(t, append([]string{"validate"}, args...)...)
 		if code != 0 {
 			t.Errorf("%s: exit %d:\n%s%s", args[1], code, out, errOut)
+		}
+		for _, line := range strings.Split(out+errOut, "\n") {
+			if strings.Contains(line, "warning:") && !strings.Contains(line, "unnamed job") {
+				t.Errorf("%s: %s", args[1], line)
+			}
 		}
 	}
 }

@@ -21,7 +21,7 @@ var pathSchemes = map[string]bool{"sqlite": true, "memory": true, "file": true}
 
 // userSchemes keep the user name when a password follows it; in the other
 // schemes a user name alone is a credential (a NATS token: nats://TOKEN@h).
-var userSchemes = map[string]bool{"postgres": true, "postgresql": true, "redis": true, "rediss": true, "redis+sentinel": true, "rediss+sentinel": true}
+var userSchemes = map[string]bool{"postgres": true, "postgresql": true, "mysql": true, "redis": true, "rediss": true, "redis+sentinel": true, "rediss+sentinel": true}
 
 // secretParams are query parameters whose values are credentials.
 var secretParams = []string{"pass", "pwd", "token", "secret", "key", "auth", "cred", "jwt", "seed", "nkey", "sig"}

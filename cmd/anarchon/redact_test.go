@@ -13,6 +13,8 @@ func TestRedactForms(t *testing.T) {
 		"postgres://bob:Sup3r@S3cret@127.0.0.1:1/db":                           "postgres://bob:xxxxx@127.0.0.1:1/db",
 		"postgres://bob:pa@ssw0rd123@127.0.0.1:1/db":                           "postgres://bob:xxxxx@127.0.0.1:1/db",
 		"redis://:pw@h:1":                                                      "redis://xxxxx@h:1",
+		"mysql://app:pw@h:3306/db":                                             "mysql://app:xxxxx@h:3306/db",
+		"mysql://root@h:3306/db":                                               "mysql://xxxxx@h:3306/db",
 		"nats://s3cr3ttoken@h:4222":                                            "nats://xxxxx@h:4222",
 		"nats://user:pass@h:4222,nats://h2":                                    "nats://xxxxx@h:4222,nats://h2",
 		"postgres://u:p/a@s?s#w@h:5432/db":                                     "postgres://u:xxxxx@h:5432/db",
