@@ -89,10 +89,10 @@ CRON_TZ=Atlantis/Capital
 	want := []string{
 		ct + `:4: job "badfield": schedule:`,
 		ct + `:6: CRON_TZ: unknown time zone "Atlantis/Capital"`,
-		ct + `:8: job "good": duplicate name (first defined at ` + ct + `:2)`,
+		ct + `:8: job "good": duplicate name (first defined at ` + ct + `:1)`,
 		cfg + `:5: job "neg": timeout: -5s is negative`,
 		cfg + `:8: job "zone": zone: unknown time zone "Mars/Base"`,
-		cfg + `:10: job "good": duplicate name (first defined at ` + ct + `:2)`,
+		cfg + `:10: job "good": duplicate name (first defined at ` + ct + `:1)`,
 	}
 	if len(lines) != len(want) {
 		t.Fatalf("got %d errors, want %d:\n%s", len(lines), len(want), out)

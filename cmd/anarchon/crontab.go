@@ -17,10 +17,15 @@ import (
 var (
 	envLine     = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*)$`)
 	nameComment = regexp.MustCompile(`^#\s*name:\s*(.*?)\s*$`)
-	cronToken   = regexp.MustCompile(`^[0-9*?,/\-LW#]+$`)
-	dayNames    = regexp.MustCompile(`(?i)` + dayList)
-	monthNames  = regexp.MustCompile(`(?i)` + monthList)
-	timeStart   = regexp.MustCompile(`(?i)^([0-9*?]|` + dayList + `|` + monthList + `)`)
+	// nameAnyCase is a name comment in other letter cases ("# Name: x"),
+	// which is not one: warned of, since the job below stays unnamed.
+	nameAnyCase = regexp.MustCompile(`(?i)^#\s*name\s*:`)
+	// upperWord is a word in capitals: a day's or month's name, mistyped.
+	upperWord  = regexp.MustCompile(`^[A-Z]{3,}$`)
+	cronToken  = regexp.MustCompile(`^[0-9*?,/\-LW#]+$`)
+	dayNames   = regexp.MustCompile(`(?i)` + dayList)
+	monthNames = regexp.MustCompile(`(?i)` + monthList)
+	timeStart  = regexp.MustCompile(`(?i)^([0-9*?]|` + dayList + `|` + monthList + `)`)
 )
 
 // The names a day-of-week and a month field may use (crontab(5)).
@@ -137,6 +142,8 @@ func parseCrontabWith(file string, data []byte, opts crontabOptions) ([]*jobSpec
 					continue
 				}
 				name, nameLine = m[1], lineNo
+			} else if nameAnyCase.MatchString(text) {
+				warn(lineNo, "%q is not a name comment, which is \"# name:\" in lower case with the colon right after it: the job below it is unnamed", text)
 			}
 			continue
 		}
@@ -291,7 +298,14 @@ func splitLine(text string, opts crontabOptions) (cronLine, error) {
 			for isTimeField(f[k]) {
 				k++
 			}
-			return ln, fmt.Errorf("a job line needs %s and a command: %q has %d before %q", fieldHelp, text, k, f[k])
+			err := fmt.Errorf("a job line needs %s and a command: %q has %d before %q", fieldHelp, text, k, f[k])
+			if k == 4 && upperWord.MatchString(f[k]) {
+				// "0 0 * * FUNDAY echo x": a word in capitals where the
+				// day of week goes is more likely a name mistyped than a
+				// command.
+				err = fmt.Errorf("%w; if %q is meant as the day of week, it is not a day's name (SUN–SAT, or 0–7)", err, f[k])
+			}
+			return ln, err
 		}
 		n := 5
 		switch {

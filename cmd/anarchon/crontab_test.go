@@ -247,3 +247,30 @@ func TestOrphanNameWarning(t *testing.T) {
 		}
 	}
 }
+
+// Crontab mistakes a new user made: a day's name mistyped in capitals
+// where the day of week goes is said to be no day's name; "# Name:" is
+// warned of as no name comment.
+func TestMistypedNames(t *testing.T) {
+	_, errs := parseCrontab("d.cron", []byte("0 0 * * FUNDAY echo x\n"))
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), `"FUNDAY" is meant as the day of week, it is not a day's name`) {
+		t.Errorf("FUNDAY: %v", errs)
+	}
+	_, errs = parseCrontab("d.cron", []byte("* * * * echo hi\n"))
+	if len(errs) != 1 || strings.Contains(errs[0].Error(), "day's name") {
+		t.Errorf("a command in lower case: %v, want the field count only", errs)
+	}
+	for src, warned := range map[string]bool{
+		"# Name: upper\n0 0 * * * echo x\n":           true,
+		"# NAME : upper\n0 0 * * * echo x\n":          true,
+		"# name: lower\n0 0 * * * echo x\n":           false,
+		"# names: the jobs below\n0 0 * * * echo x\n": false,
+	} {
+		jobs, all := parseCrontab("n.cron", []byte(src))
+		_, warns := splitWarnings(all)
+		got := len(warns) == 1 && strings.Contains(warns[0].Error(), "is not a name comment")
+		if got != warned || len(jobs) != 1 {
+			t.Errorf("%q: jobs %v, warnings %v; want the name-comment warning: %v", src, jobs, warns, warned)
+		}
+	}
+}

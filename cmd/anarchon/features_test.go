@@ -235,6 +235,9 @@ func TestCrontabDir(t *testing.T) {
 	writeFile(t, dir, "app.dpkg-old", "garbage\n")
 	writeFile(t, dir, "app~", "garbage\n")
 	writeFile(t, dir, ".placeholder", "garbage\n")
+	if err := os.Symlink(filepath.Join(dir, "gone"), filepath.Join(dir, "dangling")); err != nil {
+		t.Fatal(err)
+	}
 	code, out, _ := cli(t, "validate", "--crontab-dir", dir)
 	if os.Geteuid() != 0 {
 		if code != 1 || !strings.Contains(out, "not root") {
@@ -246,8 +249,9 @@ func TestCrontabDir(t *testing.T) {
 		t.Errorf("exit %d\n%s", code, out)
 	}
 	// The skipped files are named, but for the dot file (Debian ships
-	// /etc/cron.d/.placeholder).
-	for name, said := range map[string]bool{"app.dpkg-old": true, "app~": true, ".placeholder": false} {
+	// /etc/cron.d/.placeholder); a dangling link is skipped too, and the
+	// directory's other file still runs.
+	for name, said := range map[string]bool{"app.dpkg-old": true, "app~": true, ".placeholder": false, "dangling": true} {
 		line := filepath.Join(dir, name) + ": warning: skipped:"
 		if strings.Contains(out, line) != said {
 			t.Errorf("%q in the output: %v, want %v\n%s", line, !said, said, out)

@@ -258,7 +258,10 @@ func register(s, reboot *anarchon.Scheduler, jobs []*jobSpec, handler func(*jobS
 		msg := fmt.Sprintf("job %q: %s: %s", j.Name, name, reason)
 		if ve.Code == anarchon.CodeDuplicateName {
 			if f := first[j.Name]; f != nil {
-				msg = fmt.Sprintf("job %q: duplicate name (first defined at %s:%d)", j.Name, f.File, f.Line)
+				// Both at the line that names them: the "# name:"
+				// comment, or YAML's name key.
+				ff, fl := f.pos("name")
+				msg = fmt.Sprintf("job %q: duplicate name (first defined at %s:%d)", j.Name, ff, fl)
 			}
 			file, line = j.pos("name")
 		}
@@ -404,6 +407,13 @@ func (src sources) load() ([]*jobSpec, []error, []fileInfo) {
 	}
 	for _, f := range files {
 		data, err := os.ReadFile(f.path)
+		if err != nil && f.fromDir {
+			// A file of a directory that cannot be read (a dangling
+			// link, no permission) is skipped with a warning, as cron
+			// skips it, and the directory's other files still run.
+			errs = append(errs, &posError{File: f.path, Warning: true, Msg: "skipped: " + err.Error()})
+			continue
+		}
 		if err != nil {
 			errs = append(errs, noFile(err))
 			continue
