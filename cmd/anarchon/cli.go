@@ -286,12 +286,13 @@ func applyEnv(c *cobra.Command) error {
 }
 
 // markUsage makes the argument checks of c and its subcommands return
-// usage errors.
+// usage errors that show the command's usage line, which names the
+// arguments cobra's own message only counts.
 func markUsage(c *cobra.Command) {
 	if args := c.Args; args != nil {
 		c.Args = func(cmd *cobra.Command, a []string) error {
 			if err := args(cmd, a); err != nil {
-				return usageError{codeBadArguments, err}
+				return usageError{codeBadArguments, fmt.Errorf("%w; usage: %s", err, cmd.UseLine())}
 			}
 			return nil
 		}

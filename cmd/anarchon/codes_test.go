@@ -41,7 +41,7 @@ CRON_TZ=Atlantis/Capital
 		{[]string{"run", "-x"}, 2, []string{"(unknown_flag)"}},
 		{[]string{"nosuch"}, 2, []string{`unknown command "nosuch" for "anarchon" (unknown_command)`}},
 		{[]string{"rn"}, 2, []string{`unknown command "rn" for "anarchon" (unknown_command)` + "\n", "Did you mean this?"}},
-		{[]string{"history"}, 2, []string{"accepts 1 arg(s), received 0 (bad_arguments)"}},
+		{[]string{"history"}, 2, []string{"accepts 1 arg(s), received 0; usage: anarchon history JOB [flags] (bad_arguments)"}},
 		{[]string{"run", "--poll", "abc", "--crontab", good}, 2, []string{`"--poll" flag`, "(bad_flag)"}},
 		{[]string{"run", "--poll"}, 2, []string{"flag needs an argument: --poll (bad_flag)"}},
 		{[]string{"run", "--poll", "0s", "--crontab", good}, 2, []string{"--poll 0s: must be positive (bad_flag)"}},
