@@ -102,8 +102,8 @@ const MaxWavePause = 250 * time.Millisecond
 // done, if not nil, is called once every claim of the last wave is
 // answered; firstDone, if not nil, once the first wave's claims are
 // answered and the pause after it is over (when the next wave is sent),
-// or with done when there is no later wave. done and firstDone are both
-// nil or both set.
+// or with done when there is no later wave. firstDone is nil when done
+// is, and in the calls for the later waves.
 func (s *Scheduler) fireWaves(ctx context.Context, ws []wave, done, firstDone func()) {
 	var answered sync.WaitGroup
 	began := time.Now()

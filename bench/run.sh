@@ -59,17 +59,16 @@ wanted() { # wanted <store>: whether the part measures it
 	return 1
 }
 
+# stop_pidfile (its log lines read "bench/run.sh: …").
+# shellcheck source=scripts/services/lib.sh
+. "$root/scripts/services/lib.sh"
+name=bench/run
 started=()
 stop_started() {
 	[ "${ANARCHON_BENCH_KEEP_SERVERS:-}" = 1 ] && return 0
-	local name pid
-	for name in "${started[@]}"; do
-		pid=$(cat "$workdir/$name/$name.pid" 2>/dev/null) || continue
-		kill "$pid" 2>/dev/null || continue
-		for _ in $(seq 1 100); do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.1
-		done
+	local s
+	for s in "${started[@]}"; do
+		stop_pidfile "$workdir/$s/$s.pid"
 	done
 }
 trap stop_started EXIT

@@ -161,10 +161,11 @@ type Backend struct {
 	topo     Topology    // what the first bind found; guarded by mu
 
 	// dialErr is the last failed connection attempt's error, kept by the
-	// ReconnectErrHandler that Open installs: nats.go clears the
-	// connection's LastError when it starts a new attempt, so Init would
-	// otherwise report no cause for most of a retry's wait.
-	dialErr atomic.Pointer[error]
+	// ReconnectErrHandler that Open installs (nil for NewJetStream and
+	// New): nats.go clears the connection's LastError when it starts a
+	// new attempt, so Init would otherwise report no cause for most of a
+	// retry's wait.
+	dialErr *atomic.Pointer[error]
 }
 
 var (
@@ -228,19 +229,19 @@ func Open(url string, opts *Options, natsOpts ...nats.Option) (*Backend, error) 
 	if err != nil {
 		return nil, err
 	}
-	b := &Backend{}
 	// The handler comes first: one in natsOpts replaces it (Init then
 	// names only the connection's LastError).
+	dialErr := new(atomic.Pointer[error])
 	natsOpts = append([]nats.Option{nats.Name("anarchon"), nats.Timeout(o.Timeout),
 		nats.ReconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
-				b.dialErr.Store(&err)
+				dialErr.Store(&err)
 			}
 		})}, natsOpts...)
 	nc, err := nats.Connect(url, natsOpts...)
 	if err != nil {
 		if silentPort(err) {
-			err = hinted{err, silentPortHint}
+			err = fmt.Errorf("%w: %s", err, silentPortHint)
 		}
 		return nil, fmt.Errorf("natsbackend: connect to %s: %w", redactURL(url), err)
 	}
@@ -249,7 +250,12 @@ func Open(url string, opts *Options, natsOpts ...nats.Option) (*Backend, error) 
 		nc.Close()
 		return nil, fmt.Errorf("natsbackend: %w", err)
 	}
-	b.opts, b.js, b.nc, b.own = o, js, nc, true
+	b, err := newBackend(js, nc, true, opts)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	b.dialErr = dialErr
 	return b, nil
 }
 
@@ -317,7 +323,11 @@ func (b *Backend) CheckJob(l anarchon.JobLimits) error {
 // as such in that error.
 func (b *Backend) Init(ctx context.Context) error {
 	if nc := b.js.Conn(); nc != nil && !nc.IsConnected() && !nc.IsClosed() {
-		return fmt.Errorf("natsbackend: init: not connected to a server (%s)", notConnected(nc.LastError(), b.dialErr.Load()))
+		var dial *error
+		if b.dialErr != nil {
+			dial = b.dialErr.Load()
+		}
+		return fmt.Errorf("natsbackend: init: not connected to a server (%s)", notConnected(nc.LastError(), dial))
 	}
 	_, err := b.ready(ctx)
 	return err
@@ -345,19 +355,9 @@ const silentPortHint = "the port accepted the connection but sent no NATS greeti
 // silentPort reports whether err is nats.go's read timeout waiting for
 // the server's INFO line on a connection the port accepted.
 func silentPort(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout() && strings.HasPrefix(err.Error(), "read ")
+	var oe *net.OpError
+	return errors.As(err, &oe) && oe.Op == "read" && oe.Timeout()
 }
-
-// hinted is err with what to check added to its text; err stays
-// reachable (errors.Is, errors.As, errors.Unwrap).
-type hinted struct {
-	err  error
-	hint string
-}
-
-func (h hinted) Error() string { return h.err.Error() + ": " + h.hint }
-func (h hinted) Unwrap() error { return h.err }
 
 type handles struct {
 	kv   jetstream.KeyValue

@@ -56,7 +56,7 @@ stop_pidfile() {
 	[ -s "$1" ] || return 0
 	pid=$(cat "$1")
 	kill -0 "$pid" 2>/dev/null || return 0
-	log "stopping the previous server (pid $pid)"
+	log "stopping the server of $1 (pid $pid)"
 	kill "$pid" || true
 	for _ in $(seq 1 100); do
 		kill -0 "$pid" 2>/dev/null || return 0
