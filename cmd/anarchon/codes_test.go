@@ -52,7 +52,7 @@ CRON_TZ=Atlantis/Capital
 		{[]string{"validate", "--crontab", bad}, 1, []string{
 			`bad.cron:4: job "hour": schedule: cron: "0 25 * * *" at 2 (hour): value 25 out of range 0-23 (bad_cron)`,
 			`bad.cron:5: a job line needs 5 time fields (6 or 7 with seconds or a year) and a command: "not a job line" (bad_line)`,
-			`bad.cron:6: CRON_TZ: unknown time zone "Atlantis/Capital" (unknown_zone)`,
+			`bad.cron:6: CRON_TZ: unknown time zone "Atlantis/Capital": the job under it is invalid with it: ok (line 9) (unknown_zone)`,
 			`bad.cron:7: empty job name in "# name:" (empty_name)`,
 			`(duplicate_name)`,
 		}},
@@ -111,10 +111,10 @@ CRON_TZ=UTC
     schedule: "@daily"
     command: [date]
 `)
-	good := writeFile(t, dir, "good.cron", "# name: a\n@daily echo a\n# name: b\n@daily echo b\n")
+	good := writeFile(t, dir, "good.cron", "# name: a\n@daily echo a\n# name: b\n*/10 * * * * MON echo b\n")
 	code, out, _ := cli(t, "validate", "--crontab", ct, "--config", yml, "--crontab", good)
 	for _, want := range []string{
-		ct + ": user crontab (detected: not a system crontab path, six fields: seconds reading), 2 valid jobs, 5 invalid\n",
+		ct + ": user crontab (detected: not a system crontab path), 2 valid jobs, 5 invalid\n",
 		yml + ": YAML, 1 valid job, 3 invalid\n",
 		good + ": user crontab (detected: not a system crontab path, six fields: seconds reading), 2 jobs\n",
 	} {

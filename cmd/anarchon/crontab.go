@@ -89,6 +89,14 @@ func parseCrontab(file string, data []byte) ([]*jobSpec, []error) {
 // command and starts its standard input (each further % is a newline); \%
 // is a literal %.
 func parseCrontabWith(file string, data []byte, opts crontabOptions) ([]*jobSpec, []error) {
+	jobs, errs, _ := parseCrontabFile(file, data, opts)
+	return jobs, errs
+}
+
+// parseCrontabFile is parseCrontabWith, also telling whether a line had
+// six time fields, the lines whose reading --six-fields chooses (validate
+// names the reading only then).
+func parseCrontabFile(file string, data []byte, opts crontabOptions) (_ []*jobSpec, _ []error, sixSeen bool) {
 	var (
 		jobs      []*jobSpec
 		errs      []error
@@ -99,6 +107,7 @@ func parseCrontabWith(file string, data []byte, opts crontabOptions) ([]*jobSpec
 		nameLine  int
 		nameErr   *posError // an empty "# name:" on the previous line
 		zoneErr   *posError // the unknown CRON_TZ or TZ the job lines below are under
+		zoneErrs  []*posError
 		mailWarns bool
 	)
 	fail := func(line int, code, format string, args ...any) *posError {
@@ -157,6 +166,7 @@ func parseCrontabWith(file string, data []byte, opts crontabOptions) ([]*jobSpec
 					if _, err := anarchon.LoadLocation(val); err != nil {
 						// Every job line under it is invalid with it.
 						zoneErr = fail(lineNo, string(anarchon.CodeUnknownZone), "%s: unknown time zone %q", key, val)
+						zoneErrs = append(zoneErrs, zoneErr)
 						val = ""
 					}
 				}
@@ -179,6 +189,7 @@ func parseCrontabWith(file string, data []byte, opts crontabOptions) ([]*jobSpec
 			continue
 		}
 		ln, err := splitLine(text, opts)
+		sixSeen = sixSeen || ln.six
 		if err != nil {
 			failJob(lineNo, err)
 			continue
@@ -230,7 +241,32 @@ func parseCrontabWith(file string, data []byte, opts crontabOptions) ([]*jobSpec
 	if err := sc.Err(); err != nil {
 		fail(lineNo+1, codeBadLine, "%v", err)
 	}
-	return jobs, errs
+	for _, pe := range zoneErrs {
+		pe.Msg += invalidUnder(pe.jobs)
+	}
+	return jobs, errs, sixSeen
+}
+
+// invalidUnder names the jobs an unknown zone line makes invalid, up to
+// maxNamed of them, for its error: the line is far from them, and the
+// count alone does not say which jobs will not run.
+func invalidUnder(jobs []*jobSpec) string {
+	const maxNamed = 5
+	if len(jobs) == 0 {
+		return "; no job line is under it"
+	}
+	var names []string
+	for _, j := range jobs[:min(len(jobs), maxNamed)] {
+		names = append(names, fmt.Sprintf("%s (line %d)", j.Name, j.Line))
+	}
+	more := ""
+	if len(jobs) > maxNamed {
+		more = fmt.Sprintf(" and %d more", len(jobs)-maxNamed)
+	}
+	if len(jobs) == 1 {
+		return ": the job under it is invalid with it: " + names[0]
+	}
+	return fmt.Sprintf(": the %d jobs under it are invalid with it: %s%s", len(jobs), strings.Join(names, ", "), more)
 }
 
 // defaultShell runs crontab commands unless a SHELL= line says otherwise,
@@ -253,6 +289,7 @@ type cronLine struct {
 	command  string
 	reboot   bool
 	warning  string // something validate should point out
+	six      bool   // six time fields, read as --six-fields says
 }
 
 // splitCronLine splits a user crontab's job line into its schedule and
@@ -322,6 +359,7 @@ func splitLine(text string, opts crontabOptions) (cronLine, error) {
 			year = fields[6]
 			fields = fields[:6]
 		case 6:
+			ln.six = true
 			secondsOK := validSchedule(strings.Join(bigSteps(fields), " "))
 			yearOK := isYearField(fields[5]) && validSchedule(strings.Join(bigSteps(fields[:5]), " "))
 			// The warnings are for a reading taken by default: an explicit

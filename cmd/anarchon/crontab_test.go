@@ -274,3 +274,28 @@ func TestMistypedNames(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownZoneNamesItsJobs: an unknown CRON_TZ or TZ line is far from
+// the jobs it makes invalid, so its error names them (the first five, then
+// a count), or says that none is under it.
+func TestUnknownZoneNamesItsJobs(t *testing.T) {
+	var sb strings.Builder
+	sb.WriteString("CRON_TZ=Mars/Olympus\n")
+	for i := range 7 {
+		fmt.Fprintf(&sb, "# name: j%d\n@daily echo %d\n", i, i)
+	}
+	sb.WriteString("TZ=Atlantis/Capital\n# name: last\n@hourly echo last\nCRON_TZ=Nowhere/Else\n")
+	_, errs := parseCrontab("f", []byte(sb.String()))
+	var got []string
+	for _, e := range errs {
+		got = append(got, e.Error())
+	}
+	want := []string{
+		`f:1: CRON_TZ: unknown time zone "Mars/Olympus": the 7 jobs under it are invalid with it: j0 (line 3), j1 (line 5), j2 (line 7), j3 (line 9), j4 (line 11) and 2 more (unknown_zone)`,
+		`f:16: TZ: unknown time zone "Atlantis/Capital": the job under it is invalid with it: last (line 18) (unknown_zone)`,
+		`f:19: CRON_TZ: unknown time zone "Nowhere/Else"; no job line is under it (unknown_zone)`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -321,6 +321,11 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 			endHold(false)
 		}
 	}()
+	// --start-timeout counts from the store's open: a NATS client that
+	// keeps connecting in the background spends its first attempt there
+	// (seconds against a port that never greets it), which a count from
+	// the first start would add to the timeout.
+	opened := time.Now()
 	d, err := openDaemon(g, log, clock, rf.poll, rf.killGrace, rf.registryTTL)
 	if err != nil {
 		return err
@@ -344,7 +349,7 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 	}
 	defer otelShutdown()
 
-	sig, err := startScheduler(d.sched, sigs, rf.startTimeout, func(err error, wait time.Duration) {
+	sig, err := startScheduler(d.sched, sigs, max(rf.startTimeout-time.Since(opened), 0), func(err error, wait time.Duration) {
 		clientLines.discard()
 		log.Warn("the store is not ready; starting again", slog.String("error", scrub(err.Error(), storeOrDefault(g.store))),
 			slog.Duration("retry_in", wait), slog.Duration("start_timeout", rf.startTimeout))
@@ -381,7 +386,10 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 	if strings.EqualFold(g.logFormat, "json") {
 		d.logSummary(srv)
 	} else {
-		d.summary(stdout, srv)
+		// Below INFO the header stays (its "jobs:" line says the start
+		// is done) and the jobs' lines go, as the JSON summary, an INFO
+		// record, goes whole.
+		d.summary(stdout, srv, d.log.Enabled(context.Background(), slog.LevelInfo))
 	}
 
 	watchCtx, stopWatch := context.WithCancel(context.Background())
@@ -540,8 +548,9 @@ func (d *daemon) stop(timeout time.Duration) {
 	d.exec.wait(d.exec.grace + 2*time.Second)
 }
 
-// summary prints the store, the instance and each job with its next slots.
-func (d *daemon) summary(w io.Writer, srv *server) {
+// summary prints the store, the instance and, with perJob, each job with
+// its next slots.
+func (d *daemon) summary(w io.Writer, srv *server, perJob bool) {
 	fmt.Fprintf(w, "anarchon %s\n", version())
 	fmt.Fprintf(w, "store:    %s (%s)\n", d.store, d.backend.Name())
 	if r := storeReplication(d.backend); r != "" {
@@ -552,6 +561,9 @@ func (d *daemon) summary(w io.Writer, srv *server) {
 		fmt.Fprintf(w, "http:     http://%s\n", srv.ln.Addr())
 	}
 	fmt.Fprintf(w, "jobs:     %d\n", len(d.jobList()))
+	if !perJob {
+		return
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, j := range d.jobList() {
 		next := "at start"

@@ -64,6 +64,11 @@ func TestFailureIsLoggedAtWarn(t *testing.T) {
 			if strings.Contains(string(data), "level=INFO") || strings.Contains(string(data), `"level":"INFO"`) {
 				t.Errorf("INFO lines at --log-level warn:\n%s", data)
 			}
+			// The text summary keeps its header and leaves out the jobs'
+			// lines, which a crontab of hundreds of jobs would flood.
+			if format == "text" && (!strings.Contains(string(data), "jobs:     1\n") || strings.Contains(string(data), "next:")) {
+				t.Errorf("summary at --log-level warn: want the header with \"jobs:\" and no job's line:\n%s", data)
+			}
 		})
 	}
 }
@@ -251,10 +256,20 @@ func TestCrontabDir(t *testing.T) {
 	// The skipped files are named, but for the dot file (Debian ships
 	// /etc/cron.d/.placeholder); a dangling link is skipped too, and the
 	// directory's other file still runs.
-	for name, said := range map[string]bool{"app.dpkg-old": true, "app~": true, ".placeholder": false, "dangling": true} {
+	// Each warning says what to do: the name to give a file, the link's
+	// missing target.
+	for name, said := range map[string]string{
+		"app.dpkg-old": `rename it "app" to have it read`,
+		"app~":         `rename it "app_" to have it read`,
+		".placeholder": "",
+		"dangling":     "a link to " + filepath.Join(dir, "gone") + ", which does not exist",
+	} {
 		line := filepath.Join(dir, name) + ": warning: skipped:"
-		if strings.Contains(out, line) != said {
-			t.Errorf("%q in the output: %v, want %v\n%s", line, !said, said, out)
+		if strings.Contains(out, line) != (said != "") {
+			t.Errorf("%q in the output: %v, want %v\n%s", line, !(said != ""), said != "", out)
+		}
+		if said != "" && !strings.Contains(out, said+"\n") {
+			t.Errorf("no %q in the output:\n%s", said, out)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -261,7 +263,7 @@ func register(s, reboot *anarchon.Scheduler, jobs []*jobSpec, handler func(*jobS
 				// Both at the line that names them: the "# name:"
 				// comment, or YAML's name key.
 				ff, fl := f.pos("name")
-				msg = fmt.Sprintf("job %q: duplicate name (first defined at %s:%d)", j.Name, ff, fl)
+				msg = fmt.Sprintf("job %q: duplicate name (first defined at %s:%d); a name is one job's across every job file: rename one of them", j.Name, ff, fl)
 			}
 			file, line = j.pos("name")
 		}
@@ -411,7 +413,11 @@ func (src sources) load() ([]*jobSpec, []error, []fileInfo) {
 			// A file of a directory that cannot be read (a dangling
 			// link, no permission) is skipped with a warning, as cron
 			// skips it, and the directory's other files still run.
-			errs = append(errs, &posError{File: f.path, Warning: true, Msg: "skipped: " + err.Error()})
+			msg := "skipped: " + err.Error()
+			if to, lerr := os.Readlink(f.path); lerr == nil && errors.Is(err, fs.ErrNotExist) {
+				msg = fmt.Sprintf("skipped: a link to %s, which does not exist", to)
+			}
+			errs = append(errs, &posError{File: f.path, Warning: true, Msg: msg})
 			continue
 		}
 		if err != nil {
@@ -423,8 +429,10 @@ func (src sources) load() ([]*jobSpec, []error, []fileInfo) {
 			format, why = detectFormat(f.path, f.fromDir)
 		}
 		opts := crontabOptions{Format: format, SixFields: src.SixFields}
-		why += ", six fields: " + opts.sixFields() + " reading"
-		js, es := parseCrontabWith(f.path, data, opts)
+		js, es, six := parseCrontabFile(f.path, data, opts)
+		if six {
+			why += ", six fields: " + opts.sixFields() + " reading"
+		}
 		jobs = append(jobs, js...)
 		errs = append(errs, es...)
 		if !opts.system() {
@@ -497,12 +505,29 @@ func crontabDirFiles(dir string) (files []string, skipped []error, err error) {
 		case e.IsDir() || strings.HasPrefix(e.Name(), "."):
 		case !cronDirName.MatchString(e.Name()):
 			skipped = append(skipped, &posError{File: filepath.Join(dir, e.Name()), Warning: true,
-				Msg: "skipped: cron reads only files named with letters, digits, _ and - from a crontab directory (run-parts' rule), and so does --crontab-dir"})
+				Msg: "skipped: cron reads only files named with letters, digits, _ and - from a crontab directory (run-parts' rule), and so does --crontab-dir; rename it " +
+					strconv.Quote(cronDirRename(e.Name())) + " to have it read"})
 		default:
 			files = append(files, filepath.Join(dir, e.Name()))
 		}
 	}
 	return files, skipped, nil
+}
+
+// cronDirRename suggests a name that a crontab directory's file named
+// name would be read under: name without its extension ("backup.cron"
+// becomes "backup", as Debian's packages name their files), each other
+// character run-parts refuses made "_".
+func cronDirRename(name string) string {
+	if base := strings.TrimSuffix(name, filepath.Ext(name)); base != "" {
+		name = base
+	}
+	return strings.Map(func(r rune) rune {
+		if r == '_' || r == '-' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' {
+			return r
+		}
+		return '_'
+	}, name)
 }
 
 // detectFormat chooses the format of a crontab given without --format:

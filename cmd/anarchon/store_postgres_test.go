@@ -142,7 +142,7 @@ func TestOpenStorePostgresMultiHostServer(t *testing.T) {
 	}
 	d := &daemon{backend: b, store: redact(raw)}
 	var sb strings.Builder
-	d.summary(&sb, nil)
+	d.summary(&sb, nil, true)
 	if !strings.Contains(sb.String(), "replication: "+r) || strings.Contains(sb.String(), "anarchon@") {
 		t.Errorf("summary:\n%s", sb.String())
 	}
