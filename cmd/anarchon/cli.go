@@ -285,6 +285,26 @@ func applyEnv(c *cobra.Command) error {
 	return errors.Join(errs...)
 }
 
+// argsHint is err, cobra's count of a command's arguments, said in the
+// command's own words where its usage names one argument: "JOB is
+// missing", and for EXPR given as several words, the advice to quote it
+// (an unquoted "0 12 * * *" is five arguments, the stars expanded by the
+// shell).
+func argsHint(cmd *cobra.Command, a []string, err error) error {
+	words := strings.Fields(cmd.Use)
+	if len(words) < 2 || strings.HasPrefix(words[1], "-") {
+		return err
+	}
+	arg := words[1]
+	switch {
+	case len(a) == 0:
+		return fmt.Errorf("%s is missing (%w)", arg, err)
+	case arg == "EXPR":
+		return fmt.Errorf("%w: quote the schedule as one argument, as in: anarchon %s '0 12 * * *'", err, words[0])
+	}
+	return err
+}
+
 // markUsage makes the argument checks of c and its subcommands return
 // usage errors that show the command's usage line, which names the
 // arguments cobra's own message only counts.
@@ -292,7 +312,7 @@ func markUsage(c *cobra.Command) {
 	if args := c.Args; args != nil {
 		c.Args = func(cmd *cobra.Command, a []string) error {
 			if err := args(cmd, a); err != nil {
-				return usageError{codeBadArguments, fmt.Errorf("%w; usage: %s", err, cmd.UseLine())}
+				return usageError{codeBadArguments, fmt.Errorf("%w; usage: %s", argsHint(cmd, a, err), cmd.UseLine())}
 			}
 			return nil
 		}
