@@ -411,6 +411,19 @@ func runCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
 	return c
 }
 
+// sharedStore refuses the memory store for a command that acts only
+// through the store the replicas share (history, status, pause, resume,
+// trigger): memory: would be the command's own store, empty and gone at
+// its exit, and a pause there would change nothing while saying it had.
+func sharedStore(g *globalFlags, command string) error {
+	// Only the valid URL (memory: takes no parameters): another one of
+	// the scheme is the URL's own mistake, said as for every command.
+	if strings.EqualFold(storeOrDefault(g.store), "memory:") {
+		return usageError{codeBadFlag, fmt.Errorf("--store memory: would be this command's own store, empty and gone when it exits; %s acts through the store the replicas share: give its URL", command)}
+	}
+	return nil
+}
+
 // openForRead opens the store with a scheduler that knows the jobs of the
 // given files (if any), for the read-only commands. With mustExist an
 // SQLite store's file, an SQL store's tables, a Redis store's sentinel key
@@ -476,6 +489,9 @@ names it: then it has simply not run yet.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			if n <= 0 {
 				return usageError{codeBadFlag, errors.New("-n must be positive")}
+			}
+			if err := sharedStore(g, "history"); err != nil {
+				return err
 			}
 			d, err := openForRead(g, c.ErrOrStderr(), false, true)
 			if err != nil {
@@ -620,6 +636,9 @@ next slots, active leases (with the holder's state in the registry) and last
 result.`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
+			if err := sharedStore(g, "status"); err != nil {
+				return err
+			}
 			d, err := openForRead(g, stderr, false, true)
 			if err != nil {
 				return err

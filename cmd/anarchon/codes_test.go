@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -209,5 +210,50 @@ func TestHistoryUnknownJobHint(t *testing.T) {
 	code, _, errOut = cli(t, "history", "idle", "--crontab", ct, "--store", store)
 	if code != 0 || errOut != "job \"idle\" has not run yet\n" {
 		t.Errorf("a job of the files that has not run: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// TestValidateWarnsOfCommandsThatCannotStart: a crontab's SHELL, a YAML
+// command's program or workdir that is not on this machine is a warning
+// at its line (validate still passes: the replicas may be other
+// machines), and a job whose program is found through its own PATH is not.
+func TestValidateWarnsOfCommandsThatCannotStart(t *testing.T) {
+	dir := t.TempDir()
+	ct := writeFile(t, dir, "c.cron", "SHELL=/bin/fishy\n# name: s1\n0 1 * * * echo s1\nSHELL=/bin/sh\n# name: s2\n0 1 * * * echo s2\n")
+	yml := writeFile(t, dir, "y.yaml", `jobs:
+  - name: y1
+    schedule: "@daily"
+    workdir: `+filepath.Join(dir, "gone")+`
+    shell: echo y
+  - name: y2
+    schedule: "@daily"
+    command: [nosuchprog, x]
+  - name: y3
+    schedule: "@daily"
+    command: [c.cron]
+    env:
+      PATH: `+dir+`
+`)
+	code, out, _ := cli(t, "validate", "--crontab", ct, "--config", yml)
+	for _, want := range []string{
+		ct + `:3: warning: job "s1": its shell "/bin/fishy" is not an executable file on this machine: every run of it here would fail to start`,
+		yml + `:4: warning: job "y1": workdir "` + filepath.Join(dir, "gone") + `" does not exist or cannot be read (no such file or directory)`,
+		yml + `:8: warning: job "y2": its program "nosuchprog" is not an executable file on this machine`,
+		yml + `:11: warning: job "y3": its program "c.cron" is not an executable file`,
+		"ok: 5 jobs",
+	} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("exit %d, want 0 and %q in:\n%s", code, want, out)
+		}
+	}
+	if strings.Contains(out, `"s2"`) {
+		t.Errorf("a job whose shell is there was warned about:\n%s", out)
+	}
+	// The same file made executable: found through the job's PATH.
+	if err := os.Chmod(ct, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, out, _ := cli(t, "validate", "--config", yml); strings.Contains(out, `"y3"`) {
+		t.Errorf("a program on the job's own PATH was warned about:\n%s", out)
 	}
 }

@@ -90,6 +90,9 @@ unless --catch-up asks for one run in their place. Both need --crontab or
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			name := args[0]
+			if err := sharedStore(g, c.Name()); err != nil {
+				return err
+			}
 			d, err := openForRead(g, stderr, true, false)
 			if err != nil {
 				return err
@@ -172,6 +175,9 @@ know the job.`,
 			if timeout <= 0 {
 				return usageError{codeBadFlag, errors.New("--timeout must be positive")}
 			}
+			if err := sharedStore(g, "trigger"); err != nil {
+				return err
+			}
 			d, err := openForRead(g, stderr, true, false)
 			if err != nil {
 				return err
@@ -185,6 +191,11 @@ know the job.`,
 				return classify(name, err)
 			}
 			rec, err := s.WaitTrigger(ctx, name, req.Key)
+			if errors.Is(err, context.DeadlineExceeded) {
+				// The request stays pending: waiting again under its key
+				// runs the job once, where a new trigger could run it twice.
+				err = fmt.Errorf("%w; it stays pending and runs once when a replica with the job is live: wait for it with anarchon trigger %s --key %s", err, name, req.Key)
+			}
 			if err != nil {
 				return classify(name, err)
 			}
@@ -194,11 +205,11 @@ know the job.`,
 			}
 			if asJSON {
 				if err := writeJSON(stdout, triggerJSON{Job: name, Key: rec.Key, By: rec.By, Instance: rec.InstanceID,
-					Slot: formatSlot(time.UnixMilli(rec.Slot)), Status: string(rec.Status), Error: rec.Error, ExitCode: code}); err != nil {
+					Slot: formatTime(time.UnixMilli(rec.Slot)), Status: string(rec.Status), Error: rec.Error, ExitCode: code}); err != nil {
 					return err
 				}
 			} else {
-				fmt.Fprintf(stdout, "%s ran on %s (slot %s): %s", name, rec.InstanceID, formatSlot(time.UnixMilli(rec.Slot)), rec.Status)
+				fmt.Fprintf(stdout, "%s ran on %s (slot %s): %s", name, rec.InstanceID, formatTime(time.UnixMilli(rec.Slot)), rec.Status)
 				if rec.Error != "" {
 					fmt.Fprintf(stdout, ": %s", firstLine(rec.Error))
 				}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -93,6 +94,10 @@ func jobControl(t *testing.T, store string) {
 	o, e, code := anarchonCmd(t, dir, append([]string{"trigger", "fail", "--timeout", "30s"}, cli...)...)
 	if code != 3 || !strings.Contains(o, "fail ran on r") {
 		t.Errorf("trigger fail: exit %d, want 3 and where it ran\n%s%s", code, o, e)
+	}
+	// The slot as history shows it: three fraction digits, zeros kept.
+	if !regexp.MustCompile(`\(slot \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\)`).MatchString(o) {
+		t.Errorf("trigger fail: the slot not in history's form:\n%s", o)
 	}
 	if _, e, code := anarchonCmd(t, dir, append([]string{"pause", "nope"}, cli...)...); code != 1 || !strings.Contains(e, "(unknown_job)") {
 		t.Errorf("pause nope: exit %d, stderr %q; want 1 and (unknown_job)", code, e)

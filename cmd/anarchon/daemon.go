@@ -123,6 +123,11 @@ func openDaemon(g *globalFlags, log *slog.Logger, clock anarchon.Clock, poll, gr
 	}
 	jobs, all, _ := src.load()
 	errs, warns := splitWarnings(all)
+	// Warnings first, also when mistakes stop the start: a file skipped
+	// for its name may be why a job is missing or defined twice.
+	for _, w := range warns {
+		log.Warn(w.Error())
+	}
 	if len(errs) > 0 {
 		// Every mistake at once, as validate lists them: those of the
 		// lines that parsed (a duplicate name, a bad duration) too.
@@ -130,9 +135,6 @@ func openDaemon(g *globalFlags, log *slog.Logger, clock anarchon.Clock, poll, gr
 		errs = append(errs, more...)
 		sortByPosition(errs)
 		return nil, joinErrors(errs)
-	}
-	for _, w := range warns {
-		log.Warn(w.Error())
 	}
 	if len(jobs) == 0 {
 		return nil, errors.New("no jobs in the given files")
@@ -368,7 +370,7 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 		// The signal came as the start ended: stop as below, without
 		// starting what a running daemon would.
 		log.Info("stopping", slog.String("signal", sig.String()), slog.Duration("stop_timeout", rf.stopTimeout))
-		go d.exitOnSignal(sigs)
+		go d.exitOnSignal(sigs, sig, time.Now())
 		d.stop(rf.stopTimeout)
 		log.Info("stopped")
 		return nil
@@ -407,7 +409,7 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 	}
 	stopWatch()
 	log.Info("stopping", slog.String("signal", sig.String()), slog.Duration("stop_timeout", rf.stopTimeout))
-	go d.exitOnSignal(sigs)
+	go d.exitOnSignal(sigs, sig, time.Now())
 	d.stop(rf.stopTimeout)
 	if srv != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -418,10 +420,28 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 	return nil
 }
 
+// echoWindow is how soon after the signal that stops the daemon the same
+// signal again is taken as the same one: GNU timeout, and other tools
+// that stop a command, send it to the command and then to its process
+// group, which the command is in, so the daemon may receive it twice
+// within microseconds. A person's second Ctrl-C comes later.
+const echoWindow = 250 * time.Millisecond
+
+// secondSignal returns the first signal from sigs that is not first
+// again within echoWindow of at.
+func secondSignal(sigs <-chan os.Signal, first os.Signal, at time.Time) os.Signal {
+	for {
+		s := <-sigs
+		if s != first || time.Since(at) >= echoWindow {
+			return s
+		}
+	}
+}
+
 // exitOnSignal waits for a second signal while the daemon stops, then
 // kills the running commands and exits at once.
-func (d *daemon) exitOnSignal(sigs <-chan os.Signal) {
-	s := <-sigs
+func (d *daemon) exitOnSignal(sigs <-chan os.Signal, first os.Signal, at time.Time) {
+	s := secondSignal(sigs, first, at)
 	d.log.Error("second signal: killing running commands and exiting at once", slog.String("signal", s.String()))
 	d.exec.killAll()
 	os.Exit(128 + int(s.(syscall.Signal)))

@@ -153,8 +153,13 @@ func (e *executor) handler(j *jobSpec) anarchon.Handler {
 			cmd = newCmd()
 			if err := startChild(cmd); err != nil { // tracked: the reaper leaves it to cmd.Wait
 				if j.Workdir != "" {
-					if fi, serr := os.Stat(j.Workdir); serr != nil || !fi.IsDir() {
-						return fmt.Errorf("workdir %q is not a directory here: %w", j.Workdir, err)
+					// exec's own error names the program ("fork/exec
+					// /bin/sh: no such file or directory") for a missing
+					// directory: say which is missing.
+					if fi, serr := os.Stat(j.Workdir); serr != nil {
+						return fmt.Errorf("workdir %q: %v; the command did not start", j.Workdir, errors.Unwrap(serr))
+					} else if !fi.IsDir() {
+						return fmt.Errorf("workdir %q is not a directory; the command did not start", j.Workdir)
 					}
 				}
 				return fmt.Errorf("start %s: %w", j.Argv[0], err)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -56,6 +57,12 @@ func TestHandlerEnvAndExitStatus(t *testing.T) {
 	rec = runOnce(t, &jobSpec{Name: "missing", Schedule: "@daily", Argv: []string{"/nonexistent/cmd"}}, time.Second)
 	if rec.Status != anarchon.StatusError || !strings.Contains(rec.Error, "/nonexistent/cmd") {
 		t.Errorf("missing command: %s %q", rec.Status, rec.Error)
+	}
+	// A missing workdir is named as such, not as exec's missing shell.
+	gone := filepath.Join(dir, "gone")
+	rec = runOnce(t, &jobSpec{Name: "nowhere", Schedule: "@daily", Workdir: gone, Argv: []string{"/bin/sh", "-c", "true"}}, time.Second)
+	if want := fmt.Sprintf("workdir %q: no such file or directory; the command did not start", gone); rec.Status != anarchon.StatusError || rec.Error != want {
+		t.Errorf("missing workdir: %s %q, want %q", rec.Status, rec.Error, want)
 	}
 }
 

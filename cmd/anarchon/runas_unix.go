@@ -100,14 +100,3 @@ func runAs(cmd *exec.Cmd, j *jobSpec) {
 	}
 	cmd.Env = append(cmd.Env, "USER="+a.Name, "LOGNAME="+a.Name)
 }
-
-// envValue returns the value of key in env ("" if absent).
-func envValue(env []string, key string) string {
-	v := ""
-	for _, kv := range env {
-		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
-			v = val
-		}
-	}
-	return v
-}

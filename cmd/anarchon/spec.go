@@ -452,7 +452,75 @@ func (src sources) load() ([]*jobSpec, []error, []fileInfo) {
 		infos = append(infos, fileInfo{File: f, Format: "yaml", Jobs: len(js)})
 	}
 	errs = append(errs, resolveUsers(jobs)...)
+	errs = append(errs, startWarnings(jobs)...)
 	return jobs, errs, infos
+}
+
+// startWarnings warns about each job whose command cannot start on this
+// machine as written: its program (the SHELL a crontab line runs with,
+// or a YAML command's first word) is not there, or its workdir is not a
+// directory. Warnings, not errors: the replicas may be other machines
+// than the one that validates, and a program can be installed later; but
+// on this one every run of the job would fail to start.
+func startWarnings(jobs []*jobSpec) []error {
+	var out []error
+	for _, j := range jobs {
+		// At the YAML key where there is one, else at the job's line.
+		warn := func(field, format string, args ...any) {
+			file, line := j.pos(field)
+			out = append(out, &posError{File: file, Line: line, Warning: true,
+				Msg: fmt.Sprintf("job %q: ", j.Name) + fmt.Sprintf(format, args...) + ": every run of it here would fail to start"})
+		}
+		if j.Workdir != "" {
+			if fi, err := os.Stat(j.Workdir); err != nil {
+				warn("workdir", "workdir %q does not exist or cannot be read (%v)", j.Workdir, errors.Unwrap(err))
+			} else if !fi.IsDir() {
+				warn("workdir", "workdir %q is not a directory", j.Workdir)
+			}
+		}
+		if len(j.Argv) == 0 {
+			continue
+		}
+		prog, field, what := j.Argv[0], "command", "program"
+		if len(j.Argv) == 3 && j.Argv[1] == "-c" {
+			field, what = "shell", "shell" // a crontab's SHELL=, or YAML's shell:
+		}
+		if !findProgram(prog, envValue(j.Env, "PATH")) {
+			warn(field, "its %s %q is not an executable file on this machine", what, prog)
+		}
+	}
+	return out
+}
+
+// findProgram reports whether prog names an executable file: as a path
+// when it has a slash, else in path's directories (the job's PATH), or
+// the daemon's own PATH when the job sets none, as exec.Cmd looks it up.
+func findProgram(prog, path string) bool {
+	if strings.Contains(prog, "/") || path == "" {
+		_, err := exec.LookPath(prog)
+		return err == nil
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			dir = "."
+		}
+		if fi, err := os.Stat(filepath.Join(dir, prog)); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// envValue is the value of key in env's KEY=value pairs, the last one
+// set; "" when unset.
+func envValue(env []string, key string) string {
+	v := ""
+	for _, kv := range env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
+			v = val
+		}
+	}
+	return v
 }
 
 // resolveUsers looks up the user of every job that names one and returns an

@@ -118,3 +118,35 @@ func TestStartSchedulerRetries(t *testing.T) {
 		}
 	})
 }
+
+// TestSecondSignalIgnoresEcho: the stopping signal received again within
+// echoWindow (GNU timeout sends it to the daemon and to its process
+// group) is not the second signal that exits at once; the same signal
+// later, or another one, is.
+func TestSecondSignalIgnoresEcho(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sigs := make(chan os.Signal, 4)
+		at := time.Now()
+		sigs <- syscall.SIGTERM // the echo, at once
+		got := make(chan os.Signal, 1)
+		go func() { got <- secondSignal(sigs, syscall.SIGTERM, at) }()
+		synctest.Wait()
+		select {
+		case s := <-got:
+			t.Fatalf("the echo was taken as a second signal: %v", s)
+		default:
+		}
+		time.Sleep(echoWindow)
+		sigs <- syscall.SIGTERM
+		if s := <-got; s != syscall.SIGTERM {
+			t.Errorf("second signal %v, want SIGTERM", s)
+		}
+
+		at = time.Now()
+		go func() { got <- secondSignal(sigs, syscall.SIGTERM, at) }()
+		sigs <- syscall.SIGINT // another signal, at once
+		if s := <-got; s != syscall.SIGINT {
+			t.Errorf("second signal %v, want SIGINT", s)
+		}
+	})
+}

@@ -184,6 +184,15 @@ func TestStoreURLExitStatus(t *testing.T) {
 	if code, _, errOut := cli(t, "history", "a"); code != 2 || !strings.Contains(errOut, "(bad_url)") {
 		t.Errorf("ANARCHON_STORE=memory:/x history: exit %d, stderr %q", code, errOut)
 	}
+	// memory: is a process's own store: the commands that act through the
+	// replicas' shared store refuse it rather than act on an empty one.
+	t.Setenv("ANARCHON_STORE", "memory:")
+	for _, args := range [][]string{{"history", "a"}, {"status"}, {"pause", "a", "--crontab", ct}, {"resume", "a", "--crontab", ct}, {"trigger", "a", "--crontab", ct}} {
+		code, _, errOut := cli(t, args...)
+		if want := args[0] + " acts through the store the replicas share: give its URL (bad_flag)"; code != 2 || !strings.Contains(errOut, want) {
+			t.Errorf("%v on memory: exit %d, stderr %q; want 2 and %q", args, code, errOut, want)
+		}
+	}
 }
 
 // A store URL error shows the URL once, redacted: the backends' own
