@@ -203,7 +203,8 @@ func Parse(expr string) (*Expr, error) {
 	e.src = strings.Join(parts, " ")
 	e.fillMasks()
 	if !e.canFire() {
-		return nil, &ParseError{Expr: expr, Pos: toks[3].pos, Msg: "expression can never fire", err: ErrNeverFires}
+		return nil, &ParseError{Expr: expr, Pos: toks[3].pos,
+			Msg: "expression can never fire: none of the months it names has a day its day fields name (such as 30 February)", err: ErrNeverFires}
 	}
 	return e, nil
 }
