@@ -445,7 +445,7 @@ func openForRead(g *globalFlags, stderr io.Writer, needJobs, mustExist bool) (_ 
 	}
 	var d *daemon
 	if needJobs || !g.sources().empty() {
-		if d, err = openDaemon(g, log, nil, 0, 5*time.Second, 0); err != nil {
+		if d, err = openDaemon(g, log, slog.LevelDebug, nil, 0, 5*time.Second, 0); err != nil {
 			return nil, err
 		}
 	} else {

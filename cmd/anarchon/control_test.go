@@ -17,3 +17,22 @@ func TestTriggerTimeoutNamesItsKey(t *testing.T) {
 		t.Errorf("exit %d, stderr:\n%s\nwant 1 and %q", code, errOut, want)
 	}
 }
+
+// TestReadCommandsKeepFileWarningsAtDebug: the commands that read the job
+// files only to know the jobs do not repeat the files' warnings at every
+// call; --log-level debug shows them.
+func TestReadCommandsKeepFileWarningsAtDebug(t *testing.T) {
+	dir := t.TempDir()
+	ct := writeFile(t, dir, "t.cron", "# name: t\n@daily echo t\n# name: pct\n@hourly echo 50%\n")
+	store := "sqlite:" + filepath.Join(dir, "s.db")
+	for _, args := range [][]string{{"run-now", "t"}, {"history", "t"}, {"status"}} {
+		code, _, errOut := cli(t, append(args, "--crontab", ct, "--store", store)...)
+		if code != 0 || strings.Contains(errOut, "warning:") {
+			t.Errorf("%s: exit %d, stderr:\n%s\nwant 0 and no file warning", args[0], code, errOut)
+		}
+	}
+	code, _, errOut := cli(t, "history", "t", "--crontab", ct, "--store", store, "--log-level", "debug")
+	if code != 0 || !strings.Contains(errOut, "level=DEBUG") || !strings.Contains(errOut, "warning:") {
+		t.Errorf("history --log-level debug: exit %d, stderr:\n%s\nwant 0 and the file's warning at DEBUG", code, errOut)
+	}
+}

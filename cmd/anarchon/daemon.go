@@ -116,7 +116,7 @@ func (d *daemon) stopReboot(ctx context.Context) {
 
 // openDaemon loads the jobs, opens the store and registers every job on a
 // new scheduler. Job mistakes come back as one error listing them all.
-func openDaemon(g *globalFlags, log *slog.Logger, clock anarchon.Clock, poll, grace, registryTTL time.Duration) (*daemon, error) {
+func openDaemon(g *globalFlags, log *slog.Logger, warnAt slog.Level, clock anarchon.Clock, poll, grace, registryTTL time.Duration) (*daemon, error) {
 	src := g.sources()
 	if src.empty() {
 		return nil, usageError{codeBadFlag, errors.New("no jobs: give --crontab FILE, --crontab-dir DIR or --config FILE")}
@@ -124,9 +124,13 @@ func openDaemon(g *globalFlags, log *slog.Logger, clock anarchon.Clock, poll, gr
 	jobs, all, _ := src.load()
 	errs, warns := splitWarnings(all)
 	// Warnings first, also when mistakes stop the start: a file skipped
-	// for its name may be why a job is missing or defined twice.
+	// for its name may be why a job is missing or defined twice. They
+	// are logged at warnAt: WARN for "run"; DEBUG for the commands that
+	// read the files only to know the jobs (history, status, run-now,
+	// pause, resume, trigger, backfill), which would repeat them at every
+	// call.
 	for _, w := range warns {
-		log.Warn(w.Error())
+		log.Log(context.Background(), warnAt, w.Error())
 	}
 	if len(errs) > 0 {
 		// Every mistake at once, as validate lists them: those of the
@@ -328,7 +332,7 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 	// (seconds against a port that never greets it), which a count from
 	// the first start would add to the timeout.
 	opened := time.Now()
-	d, err := openDaemon(g, log, clock, rf.poll, rf.killGrace, rf.registryTTL)
+	d, err := openDaemon(g, log, slog.LevelWarn, clock, rf.poll, rf.killGrace, rf.registryTTL)
 	if err != nil {
 		return err
 	}

@@ -124,7 +124,7 @@ func TestRunWithPastAt(t *testing.T) {
 	g := &globalFlags{store: "sqlite:" + filepath.Join(dir, "a.db"), configs: []string{cfg}, format: formatAuto, instance: "b3"}
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
-	d, err := openDaemon(g, log, nil, 0, 5*time.Second, 0)
+	d, err := openDaemon(g, log, slog.LevelWarn, nil, 0, 5*time.Second, 0)
 	if err != nil {
 		t.Fatalf("openDaemon: %v", err)
 	}
