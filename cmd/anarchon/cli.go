@@ -838,7 +838,7 @@ func (g *globalFlags) resolveStore(c *cobra.Command) error {
 	}
 	data, err := os.ReadFile(g.storeFile)
 	if err != nil {
-		return usageError{codeBadFlag, fmt.Errorf("--store-file: %w", err)}
+		return noFile(fmt.Errorf("--store-file: %w", err))
 	}
 	line, _, _ := strings.Cut(string(data), "\n")
 	line = strings.TrimSpace(line)

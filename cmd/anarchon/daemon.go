@@ -301,6 +301,9 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 		}
 		addr = a
 		if hc, err = httpConfigFrom(rf, addr); err != nil {
+			if isNoFile(err) {
+				return err // a file that cannot be read, as --crontab's
+			}
 			return usageError{codeBadFlag, err}
 		}
 		if hc.locked {

@@ -356,7 +356,7 @@ func httpConfigFrom(rf *runFlags, addr string) (httpConfig, error) {
 	if rf.httpTokenFile != "" {
 		data, err := os.ReadFile(rf.httpTokenFile)
 		if err != nil {
-			return hc, fmt.Errorf("--http-token-file: %w", err)
+			return hc, noFile(fmt.Errorf("--http-token-file: %w", err))
 		}
 		line, _, _ := strings.Cut(string(data), "\n")
 		hc.token = strings.TrimSpace(line)

@@ -62,7 +62,7 @@ const (
 	codeBadLine = "bad_line" // a crontab line that cannot be read: time fields, user column, command
 	codeBadYAML = "bad_yaml" // a YAML file or job that cannot be read: syntax, an unknown key, a value of the wrong kind
 	codeBadUser = "bad_user" // a job's user does not exist, or is another than the daemon's own and the daemon is not root
-	codeNoFile  = "no_file"  // a --crontab or --config file, or a --crontab-dir, that does not exist or cannot be read
+	codeNoFile  = "no_file"  // a --crontab or --config file, a --crontab-dir, or a --store-file or --http-token-file, that does not exist or cannot be read
 )
 
 // noFile is the error of a job file (or --crontab-dir) that cannot be
@@ -70,7 +70,7 @@ const (
 // code no_file.
 func noFile(err error) error { return codedError{codeNoFile, err} }
 
-// isNoFile reports whether err is a job file that cannot be read.
+// isNoFile reports whether err is a file that cannot be read (no_file).
 func isNoFile(err error) bool {
 	var ce codedError
 	return errors.As(err, &ce) && ce.code == codeNoFile
