@@ -192,9 +192,10 @@ know the job.`,
 			}
 			rec, err := s.WaitTrigger(ctx, name, req.Key)
 			if errors.Is(err, context.DeadlineExceeded) {
-				// The request stays pending: waiting again under its key
-				// runs the job once, where a new trigger could run it twice.
-				err = fmt.Errorf("%w; it stays pending and runs once when a replica with the job is live: wait for it with anarchon trigger %s --key %s", err, name, req.Key)
+				// The request is kept, pending or running: waiting again
+				// under its key runs the job no second time, where a new
+				// trigger could.
+				err = fmt.Errorf("%w; the request is kept and runs once, whoever asks: wait for it with anarchon trigger %s --key %s", err, name, req.Key)
 			}
 			if err != nil {
 				return classify(name, err)

@@ -65,7 +65,8 @@ const (
 	codeNoFile  = "no_file"  // a --crontab or --config file, a --crontab-dir, or a --store-file or --http-token-file, that does not exist or cannot be read
 )
 
-// noFile is the error of a job file (or --crontab-dir) that cannot be
+// noFile is the error of a file a flag names (a job file, a
+// --crontab-dir, a --store-file or --http-token-file) that cannot be
 // read: the I/O error ("open FILE: no such file or directory") with the
 // code no_file.
 func noFile(err error) error { return codedError{codeNoFile, err} }
