@@ -342,7 +342,7 @@ func notConnected(last error, dial *error) string {
 		last = *dial
 	}
 	if last == nil {
-		return "no server answered yet"
+		return "no server answered yet: the first connection attempt is still under way"
 	}
 	if silentPort(last) {
 		return last.Error() + ": " + silentPortHint

@@ -48,7 +48,7 @@ func TestNotConnectedNamesSilentPort(t *testing.T) {
 		want      string
 		wantsHint bool
 	}{
-		{"nothing yet", nil, nil, "no server answered yet", false},
+		{"nothing yet", nil, nil, "no server answered yet: the first connection attempt is still under way", false},
 		{"silent port, last error", timeout, nil, timeout.Error(), true},
 		{"silent port, failed attempt", nil, timeout, timeout.Error(), true},
 		{"refused", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}, nil, "connection refused", false},

@@ -419,7 +419,11 @@ func sharedStore(g *globalFlags, command string) error {
 	// Only the valid URL (memory: takes no parameters): another one of
 	// the scheme is the URL's own mistake, said as for every command.
 	if strings.EqualFold(storeOrDefault(g.store), "memory:") {
-		return usageError{codeBadFlag, fmt.Errorf("--store memory: would be this command's own store, empty and gone when it exits; %s acts through the store the replicas share: give its URL", command)}
+		verb := "acts through"
+		if command == "history" || command == "status" {
+			verb = "reads"
+		}
+		return usageError{codeBadFlag, fmt.Errorf("--store memory: would be this command's own store, empty and gone when it exits; %s %s the store the replicas share: give its URL", command, verb)}
 	}
 	return nil
 }
@@ -803,6 +807,9 @@ Jobs are checked as a store with leases and no dedupe window would check them;
 			}
 			if len(errs) > 0 {
 				return exitError{1}
+			}
+			if len(jobs) == 0 {
+				return errNoJobs // as run refuses them
 			}
 			fmt.Fprintf(stdout, "ok: %s\n", plural(len(jobs), "job"))
 			return nil

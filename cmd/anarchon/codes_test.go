@@ -49,6 +49,9 @@ CRON_TZ=Atlantis/Capital
 		{[]string{"run", "--poll", "0s", "--crontab", good}, 2, []string{"--poll 0s: must be positive (bad_flag)"}},
 		{[]string{"run", "--log-level", "loud", "--crontab", good}, 2, []string{"(bad_flag)"}},
 		{[]string{"run", "--http-token-file", good, "--crontab", good}, 2, []string{"--http-token-file has no effect without --http ADDR (bad_flag)"}},
+		// Files without a job: validate fails as run would.
+		{[]string{"validate", "--crontab", writeFile(t, dir, "empty.cron", "# nothing yet\n")}, 1, []string{"no jobs in the given files: run would have nothing to schedule (no_jobs)"}},
+		{[]string{"run", "--crontab", filepath.Join(dir, "empty.cron"), "--store", "memory:"}, 1, []string{"(no_jobs)"}},
 		// A file a flag names that cannot be read is no_file, as a --crontab is.
 		{[]string{"history", "x", "--store-file", filepath.Join(dir, "nonexistent")}, 1, []string{"--store-file: open ", "no such file or directory (no_file)"}},
 		{[]string{"run", "--crontab", good, "--store", "memory:", "--http", "127.0.0.1:0", "--http-token-file", filepath.Join(dir, "nonexistent")}, 1, []string{"--http-token-file: open ", "(no_file)"}},

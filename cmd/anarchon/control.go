@@ -195,7 +195,7 @@ know the job.`,
 				// The request is kept, pending or running: waiting again
 				// under its key runs the job no second time, where a new
 				// trigger could.
-				err = fmt.Errorf("%w; the request is kept and runs once, whoever asks: wait for it with anarchon trigger %s --key %s", err, name, req.Key)
+				err = fmt.Errorf("%w; the request is kept and runs once, whoever asks: wait for it by running this command again with --key %s", err, req.Key)
 			}
 			if err != nil {
 				return classify(name, err)

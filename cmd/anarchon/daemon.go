@@ -141,7 +141,7 @@ func openDaemon(g *globalFlags, log *slog.Logger, warnAt slog.Level, clock anarc
 		return nil, joinErrors(errs)
 	}
 	if len(jobs) == 0 {
-		return nil, errors.New("no jobs in the given files")
+		return nil, errNoJobs
 	}
 	// Jobs the scheduler refuses leave no new SQLite file behind.
 	undo := sqliteUndo(storeOrDefault(g.store))

@@ -123,8 +123,16 @@ func (e *executor) handler(j *jobSpec) anarchon.Handler {
 		}()
 		e.out.apply(stdout, stderr, attrs)
 
+		// The program is looked up in the job's own PATH when it sets
+		// one (validate looks it up the same way: lookProgram), not in
+		// the daemon's, which exec.Command would use.
+		prog, lerr := lookProgram(j.Argv[0], envValue(j.Env, "PATH"))
+		if lerr != nil {
+			return fmt.Errorf("start %s: %w", j.Argv[0], lerr)
+		}
 		newCmd := func() *exec.Cmd {
-			cmd := exec.Command(j.Argv[0], j.Argv[1:]...)
+			cmd := exec.Command(prog, j.Argv[1:]...)
+			cmd.Args[0] = j.Argv[0] // as given, as a shell passes it
 			cmd.Dir = j.Workdir
 			cmd.Env = append(append(jobEnviron(os.Environ(), e.passSecrets), j.Env...),
 				"ANARCHON_JOB="+run.Job,

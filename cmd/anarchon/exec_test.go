@@ -58,6 +58,23 @@ func TestHandlerEnvAndExitStatus(t *testing.T) {
 	if rec.Status != anarchon.StatusError || !strings.Contains(rec.Error, "/nonexistent/cmd") {
 		t.Errorf("missing command: %s %q", rec.Status, rec.Error)
 	}
+	// A program is looked up in the job's own PATH when it sets one, as
+	// validate looks it up (lookProgram), not in the daemon's.
+	bin := filepath.Join(dir, "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "myprog"), []byte("#!/bin/sh\necho \"mine $0\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rec = runOnce(t, &jobSpec{Name: "own", Schedule: "@daily", Env: []string{"PATH=" + bin}, Argv: []string{"myprog"}}, time.Second)
+	if rec.Status != anarchon.StatusSuccess || !strings.Contains(rec.Output, "mine ") {
+		t.Errorf("a program on the job's PATH: %s %q %q", rec.Status, rec.Error, rec.Output)
+	}
+	rec = runOnce(t, &jobSpec{Name: "other", Schedule: "@daily", Env: []string{"PATH=" + filepath.Join(dir, "none")}, Argv: []string{"sh", "-c", "true"}}, time.Second)
+	if want := `start sh: "sh" not found in the job's PATH ` + filepath.Join(dir, "none"); rec.Status != anarchon.StatusError || rec.Error != want {
+		t.Errorf("a program only on the daemon's PATH: %s %q, want %q", rec.Status, rec.Error, want)
+	}
 	// A missing workdir is named as such, not as exec's missing shell.
 	gone := filepath.Join(dir, "gone")
 	rec = runOnce(t, &jobSpec{Name: "nowhere", Schedule: "@daily", Workdir: gone, Argv: []string{"/bin/sh", "-c", "true"}}, time.Second)

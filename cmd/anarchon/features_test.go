@@ -239,6 +239,9 @@ func TestCrontabDir(t *testing.T) {
 	writeFile(t, dir, "app", "# name: app\n0 0 * * * root echo\n")
 	writeFile(t, dir, "app.dpkg-old", "garbage\n")
 	writeFile(t, dir, "app~", "garbage\n")
+	writeFile(t, dir, "app.cron", "garbage\n")
+	writeFile(t, dir, "job.v1", "garbage\n")
+	writeFile(t, dir, "job.v2", "garbage\n")
 	writeFile(t, dir, ".placeholder", "garbage\n")
 	if err := os.Symlink(filepath.Join(dir, "gone"), filepath.Join(dir, "dangling")); err != nil {
 		t.Fatal(err)
@@ -259,8 +262,11 @@ func TestCrontabDir(t *testing.T) {
 	// Each warning says what to do: the name to give a file, the link's
 	// missing target.
 	for name, said := range map[string]string{
-		"app.dpkg-old": `rename it "app" to have it read`,
-		"app~":         `rename it "app_" to have it read`,
+		"app.dpkg-old": "it looks like a copy a package manager or an editor left: remove it, or give it such a name if it is to run",
+		"app~":         "it looks like a copy a package manager or an editor left: remove it, or give it such a name if it is to run",
+		"app.cron":     `rename it "app_cron" to have it read`, // "app" is taken
+		"job.v1":       `rename it "job" to have it read`,
+		"job.v2":       `rename it "job_v2" to have it read`, // "job" was suggested already
 		".placeholder": "",
 		"dangling":     "a link to " + filepath.Join(dir, "gone") + ", which does not exist",
 	} {

@@ -38,7 +38,7 @@ func (d *daemon) reloadFrom(src sources) (reloadResult, error) {
 		return reloadResult{}, joinErrors(errs)
 	}
 	if len(jobs) == 0 {
-		return reloadResult{}, errors.New("no jobs in the given files")
+		return reloadResult{}, errNoJobs
 	}
 	// Check the new set against the store as a start would, on
 	// schedulers that are never started.

@@ -62,8 +62,13 @@ const (
 	codeBadLine = "bad_line" // a crontab line that cannot be read: time fields, user column, command
 	codeBadYAML = "bad_yaml" // a YAML file or job that cannot be read: syntax, an unknown key, a value of the wrong kind
 	codeBadUser = "bad_user" // a job's user does not exist, or is another than the daemon's own and the daemon is not root
+	codeNoJobs  = "no_jobs"  // the files hold no job: run would have nothing to schedule
 	codeNoFile  = "no_file"  // a --crontab or --config file, a --crontab-dir, or a --store-file or --http-token-file, that does not exist or cannot be read
 )
+
+// errNoJobs is the error of files that hold no job (an empty crontab, a
+// --crontab-dir whose files are all skipped): validate and run alike.
+var errNoJobs = codedError{codeNoJobs, errors.New("no jobs in the given files: run would have nothing to schedule")}
 
 // noFile is the error of a file a flag names (a job file, a
 // --crontab-dir, a --store-file or --http-token-file) that cannot be
@@ -486,30 +491,31 @@ func startWarnings(jobs []*jobSpec) []error {
 		if len(j.Argv) == 3 && j.Argv[1] == "-c" {
 			field, what = "shell", "shell" // a crontab's SHELL=, or YAML's shell:
 		}
-		if !findProgram(prog, envValue(j.Env, "PATH")) {
+		if _, err := lookProgram(prog, envValue(j.Env, "PATH")); err != nil {
 			warn(field, "its %s %q is not an executable file on this machine", what, prog)
 		}
 	}
 	return out
 }
 
-// findProgram reports whether prog names an executable file: as a path
-// when it has a slash, else in path's directories (the job's PATH), or
-// the daemon's own PATH when the job sets none, as exec.Cmd looks it up.
-func findProgram(prog, path string) bool {
+// lookProgram finds the file a job's program names, as the executor
+// starts it: prog itself when it has a slash; else in path's directories,
+// the job's own PATH (a crontab's PATH= line, YAML env), as a shell
+// would look it up; else, when the job sets no PATH, in the daemon's.
+func lookProgram(prog, path string) (string, error) {
 	if strings.Contains(prog, "/") || path == "" {
-		_, err := exec.LookPath(prog)
-		return err == nil
+		return exec.LookPath(prog)
 	}
 	for _, dir := range filepath.SplitList(path) {
 		if dir == "" {
 			dir = "."
 		}
-		if fi, err := os.Stat(filepath.Join(dir, prog)); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
-			return true
+		f := filepath.Join(dir, prog)
+		if fi, err := os.Stat(f); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return f, nil
 		}
 	}
-	return false
+	return "", fmt.Errorf("%q not found in the job's PATH %s", prog, path)
 }
 
 // envValue is the value of key in env's KEY=value pairs, the last one
@@ -569,13 +575,24 @@ func crontabDirFiles(dir string) (files []string, skipped []error, err error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("--crontab-dir: %w", err)
 	}
+	taken := map[string]bool{} // names in dir, and names suggested already
+	for _, e := range entries {
+		taken[e.Name()] = true
+	}
 	for _, e := range entries {
 		switch {
 		case e.IsDir() || strings.HasPrefix(e.Name(), "."):
 		case !cronDirName.MatchString(e.Name()):
-			skipped = append(skipped, &posError{File: filepath.Join(dir, e.Name()), Warning: true,
-				Msg: "skipped: cron reads only files named with letters, digits, _ and - from a crontab directory (run-parts' rule), and so does --crontab-dir; rename it " +
-					strconv.Quote(cronDirRename(e.Name())) + " to have it read"})
+			msg := "skipped: cron reads only files named with letters, digits, _ and - from a crontab directory (run-parts' rule), and so does --crontab-dir"
+			if leftover(e.Name()) {
+				msg += "; it looks like a copy a package manager or an editor left: remove it, or give it such a name if it is to run"
+			} else if to := cronDirRename(e.Name(), taken); to != "" {
+				taken[to] = true
+				msg += "; rename it " + strconv.Quote(to) + " to have it read"
+			} else {
+				msg += "; give it such a name, one no other file has, to have it read"
+			}
+			skipped = append(skipped, &posError{File: filepath.Join(dir, e.Name()), Warning: true, Msg: msg})
 		default:
 			files = append(files, filepath.Join(dir, e.Name()))
 		}
@@ -583,20 +600,39 @@ func crontabDirFiles(dir string) (files []string, skipped []error, err error) {
 	return files, skipped, nil
 }
 
-// cronDirRename suggests a name that a crontab directory's file named
-// name would be read under: name without its extension ("backup.cron"
-// becomes "backup", as Debian's packages name their files), each other
-// character run-parts refuses made "_".
-func cronDirRename(name string) string {
-	if base := strings.TrimSuffix(name, filepath.Ext(name)); base != "" {
-		name = base
-	}
-	return strings.Map(func(r rune) rune {
-		if r == '_' || r == '-' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' {
-			return r
+// leftover reports whether name is a copy that a package manager (dpkg,
+// ucf, rpm) or an editor leaves beside a file: not to be read, nor
+// renamed into a name that would be.
+func leftover(name string) bool {
+	for _, suffix := range []string{".dpkg-old", ".dpkg-new", ".dpkg-dist", ".dpkg-tmp", ".dpkg-bak",
+		".ucf-old", ".ucf-new", ".ucf-dist", ".rpmsave", ".rpmnew", ".rpmorig", "~", ".bak", ".orig", ".swp"} {
+		if strings.HasSuffix(name, suffix) {
+			return true
 		}
-		return '_'
-	}, name)
+	}
+	return false
+}
+
+// cronDirRename suggests a name that a crontab directory's file named
+// name would be read under and that no name in taken has: name without
+// its extension ("backup.cron" becomes "backup", as Debian's packages
+// name their files), else the whole name ("backup_cron"), each character
+// run-parts refuses made "_"; "" when both are taken.
+func cronDirRename(name string, taken map[string]bool) string {
+	safe := func(s string) string {
+		return strings.Map(func(r rune) rune {
+			if r == '_' || r == '-' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' {
+				return r
+			}
+			return '_'
+		}, s)
+	}
+	for _, to := range []string{safe(strings.TrimSuffix(name, filepath.Ext(name))), safe(name)} {
+		if to != "" && !taken[to] {
+			return to
+		}
+	}
+	return ""
 }
 
 // detectFormat chooses the format of a crontab given without --format:
