@@ -55,6 +55,28 @@ func testOverlapLimit(t *testing.T, h Harness) {
 		c.AllowOverlap, c.Limit = false, 2
 		want(t, "claim of slot 3 after the leases of slots 1 and 2 expired", s.lclaim(1, c), anarchon.OutcomeWon)
 	})
+	leaseTest(t, h, "Overlap/ManualRuns", func(t *testing.T, s *store, job string, slot int64) {
+		// SPEC §12: a manual run holds no lease and is not counted by the
+		// overlap policy, which is about the job's scheduled slots.
+		limited := func(slot int64, inst string) anarchon.RunClaim {
+			c := rclaim(job, slot, token(), inst, longLease)
+			c.AllowOverlap, c.Limit = false, 1
+			return c
+		}
+		first := limited(slot, "a")
+		want(t, "claim of slot 1", s.lclaim(0, first), anarchon.OutcomeWon)
+		if _, err := s.bs[1].RecordManualRun(s.ctx, input(job, slot+500, token(), "b")); err != nil {
+			t.Fatalf("RecordManualRun while slot 1 runs: %v", err)
+		}
+		want(t, "claim of slot 2 while slot 1 runs", s.lclaim(1, limited(slot+1000, "c")), anarchon.OutcomeOverlap)
+		if !s.finish(0, job, slot, first.Token, anarchon.StatusSuccess) {
+			t.Fatal("Finish of slot 1 returned false")
+		}
+		if _, err := s.bs[0].RecordManualRun(s.ctx, input(job, slot+1500, token(), "d")); err != nil {
+			t.Fatalf("RecordManualRun: %v", err)
+		}
+		want(t, "claim of slot 3 after two manual runs, no scheduled run live", s.lclaim(1, limited(slot+2000, "e")), anarchon.OutcomeWon)
+	})
 	testOverlapTakeover(t, h)
 	t.Run("Overlap/LimitRace", func(t *testing.T) {
 		t.Parallel()

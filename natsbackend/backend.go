@@ -161,8 +161,8 @@ type Backend struct {
 	topo     Topology    // what the first bind found; guarded by mu
 
 	// dialErr is the last failed connection attempt's error, kept by the
-	// ReconnectErrHandler that Open installs (nil for NewJetStream and
-	// New): nats.go clears the connection's LastError when it starts a
+	// ReconnectErrHandler that Open installs (it stays empty for
+	// NewJetStream and New): nats.go clears the connection's LastError when it starts a
 	// new attempt, so Init would otherwise report no cause for most of a
 	// retry's wait.
 	dialErr *atomic.Pointer[error]
@@ -264,7 +264,7 @@ func newBackend(js jetstream.JetStream, nc *nats.Conn, own bool, opts *Options) 
 	if err != nil {
 		return nil, err
 	}
-	return &Backend{opts: o, js: js, nc: nc, own: own}, nil
+	return &Backend{opts: o, js: js, nc: nc, own: own, dialErr: new(atomic.Pointer[error])}, nil
 }
 
 // redactURL drops user info from every URL of a comma-separated list.
@@ -323,11 +323,7 @@ func (b *Backend) CheckJob(l anarchon.JobLimits) error {
 // as such in that error.
 func (b *Backend) Init(ctx context.Context) error {
 	if nc := b.js.Conn(); nc != nil && !nc.IsConnected() && !nc.IsClosed() {
-		var dial *error
-		if b.dialErr != nil {
-			dial = b.dialErr.Load()
-		}
-		return fmt.Errorf("natsbackend: init: not connected to a server (%s)", notConnected(nc.LastError(), dial))
+		return fmt.Errorf("natsbackend: init: not connected to a server (%s)", notConnected(nc.LastError(), b.dialErr.Load()))
 	}
 	_, err := b.ready(ctx)
 	return err

@@ -139,7 +139,7 @@ func TestCorpusParse(t *testing.T) {
 			if opts.Format != w.format {
 				t.Errorf("format %q, want %q", opts.Format, w.format)
 			}
-			jobs, all := parseCrontabWith(file, data, opts)
+			jobs, all, _ := parseCrontabWith(file, data, opts)
 			all = append(all, checkJobs(jobs)...)
 			if !opts.system() {
 				all = append(all, userColumnWarnings(jobs)...)
@@ -296,7 +296,7 @@ func TestCorpusRunNow(t *testing.T) {
 			for _, j := range w.jobs {
 				name := j.name
 				if name == "*" {
-					jobs, _ := parseCrontabWith(file, mustRead(t, file), optionsFor(t, file, w, mustRead(t, file)))
+					jobs, _, _ := parseCrontabWith(file, mustRead(t, file), optionsFor(t, file, w, mustRead(t, file)))
 					for _, pj := range jobs {
 						if pj.Line == j.line {
 							name = pj.Name

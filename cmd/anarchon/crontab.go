@@ -71,7 +71,8 @@ func (o crontabOptions) sixFields() string {
 
 // parseCrontab reads a user crontab with the default options.
 func parseCrontab(file string, data []byte) ([]*jobSpec, []error) {
-	return parseCrontabWith(file, data, crontabOptions{})
+	jobs, errs, _ := parseCrontabWith(file, data, crontabOptions{})
+	return jobs, errs
 }
 
 // parseCrontabWith reads a crontab. It returns the jobs of every line it
@@ -88,15 +89,10 @@ func parseCrontab(file string, data []byte) ([]*jobSpec, []error) {
 // name, then a shell command. In the command, an unescaped % ends the
 // command and starts its standard input (each further % is a newline); \%
 // is a literal %.
-func parseCrontabWith(file string, data []byte, opts crontabOptions) ([]*jobSpec, []error) {
-	jobs, errs, _ := parseCrontabFile(file, data, opts)
-	return jobs, errs
-}
-
-// parseCrontabFile is parseCrontabWith, also telling whether a line had
-// six time fields, the lines whose reading --six-fields chooses (validate
-// names the reading only then).
-func parseCrontabFile(file string, data []byte, opts crontabOptions) (_ []*jobSpec, _ []error, sixSeen bool) {
+//
+// sixSeen tells whether a line had six time fields, the lines whose
+// reading --six-fields chooses (validate names the reading only then).
+func parseCrontabWith(file string, data []byte, opts crontabOptions) (_ []*jobSpec, _ []error, sixSeen bool) {
 	var (
 		jobs      []*jobSpec
 		errs      []error
@@ -107,7 +103,6 @@ func parseCrontabFile(file string, data []byte, opts crontabOptions) (_ []*jobSp
 		nameLine  int
 		nameErr   *posError // an empty "# name:" on the previous line
 		zoneErr   *posError // the unknown CRON_TZ or TZ the job lines below are under
-		zoneErrs  []*posError
 		mailWarns bool
 	)
 	fail := func(line int, code, format string, args ...any) *posError {
@@ -166,7 +161,6 @@ func parseCrontabFile(file string, data []byte, opts crontabOptions) (_ []*jobSp
 					if _, err := anarchon.LoadLocation(val); err != nil {
 						// Every job line under it is invalid with it.
 						zoneErr = fail(lineNo, string(anarchon.CodeUnknownZone), "%s: unknown time zone %q", key, val)
-						zoneErrs = append(zoneErrs, zoneErr)
 						val = ""
 					}
 				}
@@ -241,8 +235,10 @@ func parseCrontabFile(file string, data []byte, opts crontabOptions) (_ []*jobSp
 	if err := sc.Err(); err != nil {
 		fail(lineNo+1, codeBadLine, "%v", err)
 	}
-	for _, pe := range zoneErrs {
-		pe.Msg += invalidUnder(pe.jobs)
+	for _, e := range errs {
+		if pe := e.(*posError); pe.Code == string(anarchon.CodeUnknownZone) {
+			pe.Msg += invalidUnder(pe.jobs)
+		}
 	}
 	return jobs, errs, sixSeen
 }

@@ -200,7 +200,7 @@ func FuzzParseCrontabFormats(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		for _, format := range []string{formatUser, formatSystem, formatSupercronic} {
 			for _, six := range []string{"", sixSeconds, sixYear} {
-				jobs, _ := parseCrontabWith("f", []byte(s), crontabOptions{Format: format, SixFields: six})
+				jobs, _, _ := parseCrontabWith("f", []byte(s), crontabOptions{Format: format, SixFields: six})
 				for _, j := range jobs {
 					if j.Schedule == "" || len(j.Argv) != 3 || strings.TrimSpace(j.Argv[2]) == "" && j.Stdin == "" {
 						t.Fatalf("%s/%s: job %+v", format, six, j)

@@ -123,12 +123,16 @@ func (e *executor) handler(j *jobSpec) anarchon.Handler {
 		}()
 		e.out.apply(stdout, stderr, attrs)
 
-		// The program is looked up in the job's own PATH when it sets
-		// one (validate looks it up the same way: lookProgram), not in
-		// the daemon's, which exec.Command would use.
-		prog, lerr := lookProgram(j.Argv[0], envValue(j.Env, "PATH"))
-		if lerr != nil {
-			return fmt.Errorf("start %s: %w", j.Argv[0], lerr)
+		// A program without a slash is looked up in the job's own PATH
+		// when it sets one (validate looks it up the same way:
+		// lookProgram), not in the daemon's, which exec.Command uses.
+		prog := j.Argv[0]
+		if path := envValue(j.Env, "PATH"); path != "" && !strings.Contains(prog, "/") {
+			found, lerr := lookProgram(prog, path)
+			if lerr != nil {
+				return fmt.Errorf("start %s: %w", prog, lerr)
+			}
+			prog = found
 		}
 		newCmd := func() *exec.Cmd {
 			cmd := exec.Command(prog, j.Argv[1:]...)

@@ -435,7 +435,7 @@ func (src sources) load() ([]*jobSpec, []error, []fileInfo) {
 			format, why = detectFormat(f.path, f.fromDir)
 		}
 		opts := crontabOptions{Format: format, SixFields: src.SixFields}
-		js, es, six := parseCrontabFile(f.path, data, opts)
+		js, es, six := parseCrontabWith(f.path, data, opts)
 		if six {
 			why += ", six fields: " + opts.sixFields() + " reading"
 		}
