@@ -128,7 +128,7 @@ func (e *executor) handler(j *jobSpec) anarchon.Handler {
 		// lookProgram), not in the daemon's, which exec.Command uses.
 		prog := j.Argv[0]
 		if path := envValue(j.Env, "PATH"); path != "" && !strings.Contains(prog, "/") {
-			found, lerr := lookProgram(prog, path)
+			found, lerr := lookProgram(prog, path, j.Workdir)
 			if lerr != nil {
 				return fmt.Errorf("start %s: %w", prog, lerr)
 			}

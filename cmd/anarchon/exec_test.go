@@ -71,6 +71,19 @@ func TestHandlerEnvAndExitStatus(t *testing.T) {
 	if rec.Status != anarchon.StatusSuccess || !strings.Contains(rec.Output, "mine ") {
 		t.Errorf("a program on the job's PATH: %s %q %q", rec.Status, rec.Error, rec.Output)
 	}
+	// A relative directory of the job's PATH, and a relative program, are
+	// taken from the job's workdir, as exec takes a relative path from Dir.
+	for _, j := range []*jobSpec{
+		{Name: "relpath", Schedule: "@daily", Workdir: dir, Env: []string{"PATH=bin"}, Argv: []string{"myprog"}},
+		{Name: "dotslash", Schedule: "@daily", Workdir: dir, Argv: []string{"./bin/myprog"}},
+	} {
+		if rec = runOnce(t, j, time.Second); rec.Status != anarchon.StatusSuccess || !strings.Contains(rec.Output, "mine ") {
+			t.Errorf("%s: %s %q %q", j.Name, rec.Status, rec.Error, rec.Output)
+		}
+		if errs := startWarnings([]*jobSpec{j}); len(errs) != 0 {
+			t.Errorf("%s: validate would warn %v of a job that runs", j.Name, errs)
+		}
+	}
 	rec = runOnce(t, &jobSpec{Name: "other", Schedule: "@daily", Env: []string{"PATH=" + filepath.Join(dir, "none")}, Argv: []string{"sh", "-c", "true"}}, time.Second)
 	if want := `start sh: "sh" not found in the job's PATH ` + filepath.Join(dir, "none"); rec.Status != anarchon.StatusError || rec.Error != want {
 		t.Errorf("a program only on the daemon's PATH: %s %q, want %q", rec.Status, rec.Error, want)

@@ -491,7 +491,12 @@ func startWarnings(jobs []*jobSpec) []error {
 		if len(j.Argv) == 3 && j.Argv[1] == "-c" {
 			field, what = "shell", "shell" // a crontab's SHELL=, or YAML's shell:
 		}
-		if _, err := lookProgram(prog, envValue(j.Env, "PATH")); err != nil {
+		path := envValue(j.Env, "PATH")
+		switch _, err := lookProgram(prog, path, j.Workdir); {
+		case err == nil:
+		case path != "" && !strings.Contains(prog, "/"):
+			warn(field, "its %s %q is not an executable file in the job's PATH %s", what, prog, path)
+		default:
 			warn(field, "its %s %q is not an executable file on this machine", what, prog)
 		}
 	}
@@ -501,16 +506,28 @@ func startWarnings(jobs []*jobSpec) []error {
 // lookProgram finds the file a job's program names, as the executor
 // starts it: prog itself when it has a slash; else in path's directories,
 // the job's own PATH (a crontab's PATH= line, YAML env), as a shell
-// would look it up; else, when the job sets no PATH, in the daemon's.
-func lookProgram(prog, path string) (string, error) {
-	if strings.Contains(prog, "/") || path == "" {
+// would look it up; else, when the job sets no PATH, in the daemon's. A
+// relative name with a slash, and a relative directory of path, are taken
+// from workdir when the job has one, as exec.Cmd takes a relative Path
+// from its Dir.
+func lookProgram(prog, path, workdir string) (string, error) {
+	in := func(f string) string {
+		if workdir != "" && !filepath.IsAbs(f) {
+			return filepath.Join(workdir, f)
+		}
+		return f
+	}
+	if strings.Contains(prog, "/") {
+		return exec.LookPath(in(prog))
+	}
+	if path == "" {
 		return exec.LookPath(prog)
 	}
 	for _, dir := range filepath.SplitList(path) {
 		if dir == "" {
 			dir = "."
 		}
-		f := filepath.Join(dir, prog)
+		f := in(filepath.Join(dir, prog))
 		if fi, err := os.Stat(f); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
 			return f, nil
 		}
