@@ -220,3 +220,70 @@ func TestTriggerWatchRunsAtOnce(t *testing.T) {
 		}
 	})
 }
+
+// A manual run's result is stored however long its handler ran, and a
+// RunNow whose context ends while its handler runs still stores the
+// result (the handler sees the end): no manual run's record is left
+// running by a store call that timed out with the run, or by a caller that
+// gave up (SPEC §12).
+func TestManualRunOutlivesStoreTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := ctxStore{membackend.New(nil)}
+		s := newSched(t, b, "i0", nil)
+		long := func(ctx context.Context, _ *anarchon.Run) error {
+			select {
+			case <-time.After(2 * time.Minute):
+				return nil
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			}
+		}
+		if err := s.Every("long", 24*time.Hour, long, nil); err != nil {
+			t.Fatal(err)
+		}
+		mustStart(t, s)
+		defer stopAll(t, s)
+		tctx, tcancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer tcancel()
+		rec, err := s.Trigger(tctx, "long", "k")
+		if err != nil || rec.State != anarchon.TriggerDone || rec.Status != anarchon.StatusSuccess {
+			t.Errorf("Trigger of a 2-minute run = %+v, %v; want done, success", rec, err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		got, err := s.RunNow(ctx, "long")
+		if err != nil || got.Status != anarchon.StatusError || !strings.Contains(got.Error, "deadline") {
+			t.Errorf("RunNow cut short by its context = %+v, %v; want its record, status error", got, err)
+		}
+		hist, err := s.History(context.Background(), "long", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range hist {
+			if r.Status == anarchon.StatusRunning {
+				t.Errorf("slot %v is still running in the history: %+v", r.Slot, r)
+			}
+		}
+		if len(hist) != 2 {
+			t.Errorf("%d records, want 2: %+v", len(hist), hist)
+		}
+	})
+}
+
+// ctxStore is the memory store with a network store's answer to a call
+// whose context has ended: the context's error, and nothing written.
+type ctxStore struct{ *membackend.Backend }
+
+func (c ctxStore) SaveResult(ctx context.Context, in anarchon.SaveResultInput) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return c.Backend.SaveResult(ctx, in)
+}
+
+func (c ctxStore) FinishTrigger(ctx context.Context, in anarchon.FinishTriggerInput) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return c.Backend.FinishTrigger(ctx, in)
+}

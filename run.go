@@ -207,12 +207,19 @@ func (s *Scheduler) runManual(ctx, parent context.Context, j *job, run *Run) (St
 	hctx, cancel := context.WithCancelCause(parent)
 	res, _ := s.execute(hctx, j, run, cs)
 	cancel(nil)
-	if err := s.backend.SaveResult(ctx, SaveResultInput{Job: j.name, Result: res, HistorySize: j.opt.HistorySize, HistoryTTL: j.opt.HistoryTTL}); err != nil {
-		s.storeError(ctx, "SaveResult", j.name, run.Slot, err)
+	// The store holds the run as running: its result is stored however
+	// long the handler ran and whether or not ctx ended meanwhile (a
+	// caller of RunNow that gave up, the deadline of a trigger's store
+	// calls), each call within controlTimeout of the handler's return, as
+	// Stop stores a stopped run's (SPEC §3).
+	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), controlTimeout)
+	defer scancel()
+	if err := s.backend.SaveResult(sctx, SaveResultInput{Job: j.name, Result: res, HistorySize: j.opt.HistorySize, HistoryTTL: j.opt.HistoryTTL}); err != nil {
+		s.storeError(sctx, "SaveResult", j.name, run.Slot, err)
 		return res, err
 	}
 	if res.Status == StatusError {
-		s.afterFailure(ctx, j, res.Error)
+		s.afterFailure(sctx, j, res.Error)
 	}
 	return res, nil
 }

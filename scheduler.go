@@ -825,6 +825,10 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 // for the handler and returns the run's record; the handler's error is in
 // the record, not in the returned error, which is for store errors and
 // ErrNotFound. A failed run counts toward JobOptions.PauseOnFailure.
+// When ctx ends while the handler runs, the handler's context ends with
+// it, and the run's result is stored all the same (with its own 30 s for
+// the store's calls): a run in the history is never left running by a
+// caller that gave up (SPEC §12).
 func (s *Scheduler) RunNow(ctx context.Context, name string) (RunRecord, error) {
 	j, err := s.readyJob(ctx, name)
 	if err != nil {

@@ -253,7 +253,8 @@ func (s *Scheduler) takeTriggers(ctx context.Context, ts TriggerStore) {
 // runTrigger runs a won trigger request: recorded as a manual run, with
 // who asked in the run's Run.TriggeredBy, then reported to the store.
 func (s *Scheduler) runTrigger(j *job, p TriggerRecord, token string, ts TriggerStore) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.runCtx), controlTimeout)
+	base := context.WithoutCancel(s.runCtx)
+	ctx, cancel := context.WithTimeout(base, controlTimeout)
 	defer cancel()
 	run := &Run{Job: j.name, InstanceID: s.opts.InstanceID, Token: token, Attempt: 1,
 		Manual: true, TriggerKey: p.Key, TriggeredBy: p.By}
@@ -263,7 +264,10 @@ func (s *Scheduler) runTrigger(j *job, p TriggerRecord, token string, ts Trigger
 	if res.Status == "" {
 		finish.Status, finish.Error = StatusError, "the store did not record the run: "+err.Error()
 	}
-	s.finishTrigger(ctx, ts, finish)
+	// ctx's time went to the run itself, which may have taken longer
+	fctx, fcancel := context.WithTimeout(base, controlTimeout)
+	defer fcancel()
+	s.finishTrigger(fctx, ts, finish)
 }
 
 func (s *Scheduler) finishTrigger(ctx context.Context, ts TriggerStore, in FinishTriggerInput) {
