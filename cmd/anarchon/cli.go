@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -590,7 +591,10 @@ func runNowCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
 manual run is never deduplicated), records it in the history and prints the
 record. It needs --crontab or --config to know the command. It exits with
 the command's own exit status (128+N for a command killed by signal N, 1 for
-a command that could not start).`,
+a command that could not start). SIGINT (Ctrl-C) or SIGTERM stops the
+command as the daemon stops its runs (SIGTERM to its process group, SIGKILL
+after 5 s) and records the run with its error; a second signal
+kills it at once.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			d, err := openForRead(g, stderr, true, false)
@@ -606,7 +610,8 @@ a command that could not start).`,
 			if !known {
 				return unknownJob(name)
 			}
-			ctx := context.Background()
+			ctx, stop := stopOnSignal(d.exec)
+			defer stop()
 			rec, err := d.schedFor(name).RunNow(ctx, name)
 			if err != nil {
 				return err
@@ -626,6 +631,44 @@ a command that could not start).`,
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the record as JSON")
 	return c
+}
+
+// stopOnSignal returns the context of a command run in the foreground
+// (run-now) and a func that ends it: SIGINT or SIGTERM ends the context,
+// so the executor stops the command (SIGTERM to its process group, SIGKILL
+// after the grace) and the run's result is still stored; a second signal,
+// other than the first one's echo (echoWindow), kills the command's group
+// at once. Without this the signal would end anarchon and leave the
+// command running in its own group, and its history record running.
+func stopOnSignal(e *executor) (context.Context, func()) {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	done := make(chan struct{})
+	go func() {
+		var first os.Signal
+		var at time.Time
+		for {
+			select {
+			case <-done:
+				return
+			case s := <-sigs:
+				switch {
+				case first == nil:
+					first, at = s, time.Now()
+					cancel(fmt.Errorf("stopped by signal %s", s))
+				case s != first || time.Since(at) >= echoWindow:
+					e.log.Error("second signal: killing the command", slog.String("signal", s.String()))
+					e.killAll()
+				}
+			}
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel(nil)
+	}
 }
 
 func statusCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
@@ -740,6 +783,10 @@ func next(w io.Writer, expr, zone, after string, n int) error {
 	if err := s.Cron("next", expr, noop, &anarchon.JobOptions{Zone: zone}); err != nil {
 		var ve *anarchon.ValidationError
 		if errors.As(err, &ve) {
+			if ve.Code == anarchon.CodeUnknownZone {
+				// a flag's value, as --after's: a usage error
+				return usageError{codeBadFlag, fmt.Errorf("--zone: %s", scheduleReason(ve))}
+			}
 			return codedError{string(ve.Code), fmt.Errorf("%s: %s", strings.ToLower(ve.Field), scheduleReason(ve))}
 		}
 		return err

@@ -43,7 +43,7 @@ func TestNextDST(t *testing.T) {
 		t.Errorf("bad --after: exit %d, %q", code, errOut)
 	}
 	code, _, errOut = cli(t, "next", "@hourly", "--zone", "Nowhere/Land")
-	if code != 1 || !strings.Contains(errOut, "Nowhere/Land") {
+	if code != 2 || !strings.Contains(errOut, "Nowhere/Land") { // a bad flag value too
 		t.Errorf("bad zone: exit %d, %q", code, errOut)
 	}
 }

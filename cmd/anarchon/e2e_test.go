@@ -585,3 +585,75 @@ func TestSecondSignal(t *testing.T) {
 		time.Sleep(20 * time.Millisecond) // another process's state: nothing to wait on
 	}
 }
+
+// TestRunNowSignal: Ctrl-C (SIGINT) to "anarchon run-now" stops the
+// command as the daemon stops its runs and records the run with its
+// error, and run-now exits with the command's status; a command that
+// ignores SIGTERM is killed by a second signal. Before, the signal ended
+// anarchon alone: the command ran on in its own process group and its
+// history record stayed running.
+func TestRunNowSignal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the anarchon binary")
+	}
+	t.Parallel()
+	for _, tc := range []struct {
+		name, job string
+		signals   int
+		status    int // run-now's exit status: the command's
+		errText   string
+	}{
+		{"sigint", "echo $$ > PIDFILE; exec sleep 60", 1, 128 + int(syscall.SIGTERM), "signal: terminated"},
+		// the crontab's shell is the command: it ignores SIGTERM
+		{"second", "trap '' TERM; echo $$ > PIDFILE; sleep 60; sleep 60", 2, 128 + int(syscall.SIGKILL), "signal: killed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			pidFile := filepath.Join(dir, "pid")
+			crontab := writeFile(t, dir, "crontab", "# name: long\n@daily "+strings.ReplaceAll(tc.job, "PIDFILE", pidFile)+"\n")
+			store := "sqlite:" + filepath.Join(dir, "a.db")
+			cmd := exec.Command(daemonBinary(t), "run-now", "long", "--crontab", crontab, "--store", store, "--json")
+			var stdout strings.Builder
+			cmd.Stdout = &stdout
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			var pid int
+			deadline := time.Now().Add(30 * time.Second)
+			for pid == 0 {
+				data, _ := os.ReadFile(pidFile)
+				pid, _ = strconv.Atoi(strings.TrimSpace(string(data)))
+				if time.Now().After(deadline) {
+					t.Fatal("the command did not start")
+				}
+				time.Sleep(20 * time.Millisecond) // another process's file: nothing to wait on
+			}
+			_ = cmd.Process.Signal(syscall.SIGINT)
+			if tc.signals == 2 {
+				// A second signal within echoWindow is the first one's
+				// echo: this one comes later, as a person's would.
+				time.Sleep(time.Second)
+				_ = cmd.Process.Signal(syscall.SIGINT)
+			}
+			select {
+			case err := <-exited:
+				ee, ok := err.(*exec.ExitError)
+				if !ok || ee.ExitCode() != tc.status {
+					t.Errorf("run-now: %v, want exit status %d\n%s", err, tc.status, stdout.String())
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("run-now did not end after the signal")
+			}
+			if !gone(pid) {
+				t.Errorf("command %d still running after run-now ended", pid)
+			}
+			recs := historyJSON(t, dir, store, "long", "--crontab", crontab)
+			if len(recs) != 1 || recs[0].Status != "error" || !strings.Contains(recs[0].Error, tc.errText) || !strings.Contains(recs[0].Error, "stopped by signal interrupt") {
+				t.Errorf("history %+v, want one record, status error, naming the signal and %q", recs, tc.errText)
+			}
+		})
+	}
+}

@@ -221,12 +221,21 @@ func (e *executor) handler(j *jobSpec) anarchon.Handler {
 			log.Warn("stopping command", slog.Any("cause", cause), slog.Duration("grace", e.grace))
 			terminateGroup(proc)
 			t := time.NewTimer(e.grace)
+			killed := false
 			select {
 			case err = <-done:
 			case <-t.C:
 				log.Warn("killing command: it outlived the grace period")
 				killGroup(proc)
+				killed = true
 				err = <-done
+			}
+			// The command exited; a process of its group that ignores
+			// SIGTERM would outlive it, orphaned: the group gets SIGKILL
+			// at the grace period's end all the same.
+			if !killed && groupAlive(proc) && !waitGroup(proc, t.C) {
+				log.Warn("killing the rest of the command's process group: it outlived the grace period")
+				killGroup(proc)
 			}
 			t.Stop()
 			stdout.flush()
@@ -260,6 +269,25 @@ func (e *executor) handler(j *jobSpec) anarchon.Handler {
 		return nil
 	}
 }
+
+// waitGroup waits until the process group that p led has no member
+// (true) or end fires (false), looking every groupPoll: the members are
+// not the daemon's children, so there is nothing to wait on.
+func waitGroup(p *os.Process, end <-chan time.Time) bool {
+	tick := time.NewTicker(groupPoll)
+	defer tick.Stop()
+	for groupAlive(p) {
+		select {
+		case <-end:
+			return false
+		case <-tick.C:
+		}
+	}
+	return true
+}
+
+// groupPoll is how often waitGroup looks at a stopped command's group.
+const groupPoll = 20 * time.Millisecond
 
 // killAll kills the process group of every running command (on Windows the
 // command alone), for an exit that cannot wait.

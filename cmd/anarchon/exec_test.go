@@ -154,6 +154,35 @@ func TestTimeoutKillsProcessGroup(t *testing.T) {
 	}
 }
 
+// TestStopKillsGroupAfterLeader: the command exits on the stop's SIGTERM,
+// but a process of its group ignores it (and holds none of its output);
+// the group gets SIGKILL at the grace period's end all the same, instead
+// of that process running on, orphaned.
+func TestStopKillsGroupAfterLeader(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	j := &jobSpec{
+		Name: "leader", Schedule: "@daily", Options: anarchon.JobOptions{Timeout: 2 * time.Second},
+		Argv: []string{"/bin/sh", "-c", `sh -c 'trap "" TERM; sleep 30' >/dev/null 2>&1 & echo $! > ` + pidFile + `; echo started; exec sleep 30`},
+	}
+	rec := runOnce(t, j, 500*time.Millisecond)
+	if rec.Status != anarchon.StatusError || !strings.Contains(rec.Error, "signal: terminated") || !strings.Contains(rec.Output, "started") {
+		t.Fatalf("status %s error %q output %q", rec.Status, rec.Error, rec.Output)
+	}
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	deadline := time.Now().Add(5 * time.Second)
+	for !gone(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d of the stopped command's group still running", pid)
+		}
+		time.Sleep(20 * time.Millisecond) // polling another process's state: no channel can say it
+	}
+}
+
 // gone reports whether pid no longer runs (absent or a zombie).
 func gone(pid int) bool {
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")

@@ -19,3 +19,11 @@ func terminateGroup(p *os.Process) { _ = syscall.Kill(-p.Pid, syscall.SIGTERM) }
 
 // killGroup sends SIGKILL to the process group that p leads.
 func killGroup(p *os.Process) { _ = syscall.Kill(-p.Pid, syscall.SIGKILL) }
+
+// groupAlive reports whether the process group that p led still has a
+// member. A group's ID is not reused while it has one, so the answer is
+// about p's group even after p itself was reaped.
+func groupAlive(p *os.Process) bool {
+	err := syscall.Kill(-p.Pid, 0)
+	return err == nil || err == syscall.EPERM
+}

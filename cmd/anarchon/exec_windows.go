@@ -18,3 +18,7 @@ func terminateGroup(p *os.Process) { _ = p.Kill() }
 
 // killGroup kills p (TerminateProcess); its own children keep running.
 func killGroup(p *os.Process) { _ = p.Kill() }
+
+// groupAlive reports false: without process groups there is no member to
+// wait for once p has exited.
+func groupAlive(*os.Process) bool { return false }

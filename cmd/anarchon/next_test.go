@@ -25,7 +25,8 @@ func TestNextErrors(t *testing.T) {
 			t.Errorf("next %q: exit %d, stdout %q, stderr\n %q\nwant\n %q", tc.expr, code, out, errOut, "anarchon: "+tc.msg+"\n")
 		}
 	}
-	if code, _, errOut := cli(t, "next", "@hourly", "--zone", "Nowhere/Land"); code != 1 || !strings.HasSuffix(errOut, `"Nowhere/Land" (unknown_zone)`+"\n") {
+	// --zone's value is a flag's, as --after's: a usage error
+	if code, _, errOut := cli(t, "next", "@hourly", "--zone", "Nowhere/Land"); code != 2 || errOut != `anarchon: --zone: unknown time zone "Nowhere/Land" (bad_flag)`+"\n" {
 		t.Errorf("bad zone: exit %d, %q", code, errOut)
 	}
 	// A YAML schedule is read as next reads it, and reported alike.
