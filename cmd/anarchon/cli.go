@@ -613,6 +613,11 @@ kills it at once.`,
 			ctx, stop := stopOnSignal(d.exec)
 			defer stop()
 			rec, err := d.schedFor(name).RunNow(ctx, name)
+			if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+				// The signal came before the run was recorded (the
+				// result's store calls after the run do not end with ctx)
+				return fmt.Errorf("%v before the run was recorded: the command did not run", context.Cause(ctx))
+			}
 			if err != nil {
 				return err
 			}
