@@ -137,21 +137,9 @@ func TestTimeoutKillsProcessGroup(t *testing.T) {
 	if rec.Status != anarchon.StatusError || !strings.Contains(rec.Error, anarchon.ErrTimeout.Error()) || !strings.Contains(rec.Output, "started") {
 		t.Fatalf("status %s error %q output %q", rec.Status, rec.Error, rec.Output)
 	}
-	data, err := os.ReadFile(pidFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
 	// The background child ignores SIGTERM: only the SIGKILL after the
-	// grace period ends it. It may linger as a zombie until its new parent
-	// reaps it, which counts as ended.
-	deadline := time.Now().Add(5 * time.Second)
-	for !gone(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("background child %d still running", pid)
-		}
-		time.Sleep(20 * time.Millisecond) // polling another process's state: no channel can say it
-	}
+	// grace period ends it.
+	waitGonePID(t, pidFile, "background child")
 }
 
 // TestStopKillsGroupAfterLeader: the command exits on the stop's SIGTERM,
@@ -169,6 +157,14 @@ func TestStopKillsGroupAfterLeader(t *testing.T) {
 	if rec.Status != anarchon.StatusError || !strings.Contains(rec.Error, "signal: terminated") || !strings.Contains(rec.Output, "started") {
 		t.Fatalf("status %s error %q output %q", rec.Status, rec.Error, rec.Output)
 	}
+	waitGonePID(t, pidFile, "process of the stopped command's group")
+}
+
+// waitGonePID waits up to 5 s for the process whose PID is in pidFile to
+// end (what names it in the failure). It may linger as a zombie until its
+// new parent reaps it, which counts as ended.
+func waitGonePID(t *testing.T, pidFile, what string) {
+	t.Helper()
 	data, err := os.ReadFile(pidFile)
 	if err != nil {
 		t.Fatal(err)
@@ -177,7 +173,7 @@ func TestStopKillsGroupAfterLeader(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for !gone(pid) {
 		if time.Now().After(deadline) {
-			t.Fatalf("process %d of the stopped command's group still running", pid)
+			t.Fatalf("%s %d still running", what, pid)
 		}
 		time.Sleep(20 * time.Millisecond) // polling another process's state: no channel can say it
 	}
