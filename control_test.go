@@ -70,7 +70,8 @@ func TestControlUnknownJob(t *testing.T) {
 		defer cancel()
 		_, err := s.Trigger(ctx, "known", "k1")
 		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), `job "known"`) ||
-			!strings.Contains(err.Error(), `"k1"`) || !strings.Contains(err.Error(), "5s") {
+			!strings.Contains(err.Error(), `"k1"`) || !strings.Contains(err.Error(), "5s") ||
+			!strings.Contains(err.Error(), "pending: no live instance that has the job took it") {
 			t.Errorf("Trigger nobody runs = %v, want a deadline error naming the job, key and wait", err)
 		}
 	})
@@ -243,9 +244,18 @@ func TestManualRunOutlivesStoreTimeout(t *testing.T) {
 		}
 		mustStart(t, s)
 		defer stopAll(t, s)
+		if _, err := s.RequestTrigger(context.Background(), "long", "k"); err != nil {
+			t.Fatal(err)
+		}
+		// a wait that gives up while the run goes on says where it runs
+		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer scancel()
+		if _, err := s.WaitTrigger(sctx, "long", "k"); err == nil || !strings.Contains(err.Error(), "running on i0 since 2000-01-01T00:00:00Z") {
+			t.Errorf("a wait shorter than the run = %v, want it to say where and since when the run goes on", err)
+		}
 		tctx, tcancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer tcancel()
-		rec, err := s.Trigger(tctx, "long", "k")
+		rec, err := s.WaitTrigger(tctx, "long", "k")
 		if err != nil || rec.State != anarchon.TriggerDone || rec.Status != anarchon.StatusSuccess {
 			t.Errorf("Trigger of a 2-minute run = %+v, %v; want done, success", rec, err)
 		}
@@ -286,4 +296,54 @@ func (c ctxStore) FinishTrigger(ctx context.Context, in anarchon.FinishTriggerIn
 		return err
 	}
 	return c.Backend.FinishTrigger(ctx, in)
+}
+
+// Stop's deadline settles a triggered run whose handler has not returned:
+// its result is stored (an error naming the stop) and its request
+// finished before Stop returns, as a plain run's is, and the handler that
+// returns later stores nothing (SPEC §3, §12). Before, the run's own
+// goroutine stored them after Stop, if the process was still there.
+func TestStopSettlesTriggeredRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := membackend.New(nil)
+		s := newSched(t, b, "i0", nil)
+		started, release := make(chan struct{}), make(chan struct{})
+		var once atomic.Bool
+		stubborn := func(context.Context, *anarchon.Run) error {
+			if once.CompareAndSwap(false, true) {
+				close(started)
+			}
+			<-release // ignores its context
+			return nil
+		}
+		if err := s.Every("stubborn", 24*time.Hour, stubborn, nil); err != nil {
+			t.Fatal(err)
+		}
+		mustStart(t, s)
+		ctx := context.Background()
+		if _, err := s.RequestTrigger(ctx, "stubborn", "k"); err != nil {
+			t.Fatal(err)
+		}
+		<-started
+		stopCtx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		if err := s.Stop(stopCtx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Stop = %v, want its deadline", err)
+		}
+		check := func(when string) {
+			t.Helper()
+			rec, err := b.LookupTrigger(ctx, "stubborn", "k")
+			if err != nil || rec.State != anarchon.TriggerDone || rec.Status != anarchon.StatusError || !strings.Contains(rec.Error, "scheduler stopped") {
+				t.Errorf("%s: request %+v, %v; want done, error naming the stop", when, rec, err)
+			}
+			hist, err := s.History(ctx, "stubborn", 0)
+			if err != nil || len(hist) != 1 || hist[0].Status != anarchon.StatusError || !strings.Contains(hist[0].Error, "scheduler stopped") || !hist[0].Manual {
+				t.Errorf("%s: history %+v, %v; want one manual run, error naming the stop", when, hist, err)
+			}
+		}
+		check("after Stop")
+		close(release) // the handler returns now: it stores nothing
+		synctest.Wait()
+		check("after the handler returned")
+	})
 }

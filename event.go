@@ -68,6 +68,7 @@ type Event struct {
 	Op       string
 	Err      error
 	Offset   time.Duration
+	Manual   bool // EventRunEnd: a manual run (RunNow, Trigger), which has no lease and no backup
 
 	JobSetDiffs []JobSetDiff // EventJobSetMismatch only
 }

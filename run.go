@@ -169,7 +169,7 @@ func (s *Scheduler) execute(ctx context.Context, j *job, run *Run, cs ClaimSpan)
 		}
 		res.Error = endErr.Error()
 	}
-	s.emit(Event{Kind: EventRunEnd, Job: run.Job, Slot: run.Slot, Attempt: run.Attempt, Status: res.Status, Duration: end.Sub(start), Err: endErr})
+	s.emit(Event{Kind: EventRunEnd, Job: run.Job, Slot: run.Slot, Attempt: run.Attempt, Status: res.Status, Duration: end.Sub(start), Err: endErr, Manual: run.Manual})
 	re := RunEnd{Status: res.Status, StartedAt: start, FinishedAt: end, Err: endErr}
 	if !run.Manual {
 		re.Lateness = start.Sub(run.Slot)
@@ -187,7 +187,12 @@ func (s *Scheduler) execute(ctx context.Context, j *job, run *Run, cs ClaimSpan)
 // ctx bounds the store calls. It returns the stored result (zero Status
 // when the store did not record the run, so nothing ran) and the failed
 // store call's error, which it has logged.
-func (s *Scheduler) runManual(ctx, parent context.Context, j *job, run *Run) (StoredResult, error) {
+//
+// lt, for a triggered run, makes the run known to Stop from its record to
+// its result: if Stop's deadline takes it first (stopTriggers), Stop
+// stores the run's outcome and runManual stores nothing, returning the
+// result Stop stored and errSettledByStop.
+func (s *Scheduler) runManual(ctx, parent context.Context, j *job, run *Run, lt *liveTrigger) (StoredResult, error) {
 	in := ClaimInput{
 		Job: j.name, Slot: s.now().UnixMilli(), Token: run.Token, InstanceID: run.InstanceID,
 		HistorySize: j.opt.HistorySize, HistoryTTL: j.opt.HistoryTTL,
@@ -204,9 +209,22 @@ func (s *Scheduler) runManual(ctx, parent context.Context, j *job, run *Run) (St
 	if slot != 0 {
 		run.Slot = time.UnixMilli(slot).UTC()
 	}
+	if lt != nil {
+		lt.start = s.now().Round(0)
+		s.addTrigger(lt)
+		defer s.dropTrigger(lt)
+	}
 	hctx, cancel := context.WithCancelCause(parent)
 	res, _ := s.execute(hctx, j, run, cs)
 	cancel(nil)
+	if lt != nil {
+		if !lt.taken.CompareAndSwap(false, true) {
+			<-lt.settled
+			return lt.res, errSettledByStop
+		}
+		// the outcome is this run's: runTrigger closes lt.settled once
+		// it is stored, which Stop waits for
+	}
 	// The store holds the run as running: its result is stored however
 	// long the handler ran and whether or not ctx ended meanwhile (a
 	// caller of RunNow that gave up, the deadline of a trigger's store

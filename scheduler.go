@@ -190,6 +190,9 @@ type Scheduler struct {
 
 	tstore      TriggerStore  // nil without triggers
 	triggerWake chan struct{} // the watch saw a trigger request
+
+	tmu      sync.Mutex
+	triggers map[*liveTrigger]struct{} // triggered runs recorded and not yet settled; guarded by tmu
 }
 
 const (
@@ -770,14 +773,16 @@ func (s *Scheduler) Start(ctx context.Context) error {
 // cancelled with cause ErrStopped. Under leases their runs are released at
 // once so a backup takes them over (hand-over) and recorded as
 // StatusHandedOver; plain runs are recorded as StatusError (their error
-// names ErrStopped). Those records are stored before Stop returns, and a
-// handler that returns later stores nothing, so no record of this instance
-// says running once Stop has returned. Two cases are not covered: a run
+// names ErrStopped), and so are triggered runs (Trigger), whose requests
+// are finished with that error. Those records are stored before Stop
+// returns, and a handler that returns later stores nothing, so no record
+// of this instance says running once Stop has returned. Two cases are not covered: a run
 // whose handler had already returned and whose result the store had not
 // yet taken at the deadline (its store calls go on, bounded by 30 s and
 // given up at once on a permanent error), and a claim sent before Stop and
 // answered after the deadline (its slot then runs with a cancelled
-// context and is recorded when it ends). Stop returns ctx's
+// context and is recorded when it ends; so does a triggered run recorded
+// after the deadline). Stop returns ctx's
 // error if it had to cancel handlers, nil otherwise, and ErrNotStarted if
 // Start never succeeded. It does not close the backend.
 //
@@ -813,7 +818,12 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 	}
+	// Triggered runs are taken first, as HandOver marks its runs before
+	// it cancels them: a handler that returns on the cancellation then
+	// stores nothing of its own.
+	taken, storing := s.stopTriggers()
 	s.run.HandOver(ctx, func() { s.runCancel(ErrStopped) })
+	s.settleTriggers(taken, storing)
 	s.log.LogAttrs(context.WithoutCancel(ctx), slog.LevelInfo, "scheduler stopped; running jobs handed over")
 	return ctx.Err()
 }
@@ -848,7 +858,7 @@ func (s *Scheduler) RunNow(ctx context.Context, name string) (RunRecord, error) 
 		}
 	}
 	run := &Run{Job: name, InstanceID: s.opts.InstanceID, Token: s.newToken(), Attempt: 1, Manual: true}
-	res, err := s.runManual(ctx, ctx, j, run)
+	res, err := s.runManual(ctx, ctx, j, run, nil)
 	if err != nil {
 		return RunRecord{}, err
 	}

@@ -3,8 +3,11 @@ package anarchon
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -179,12 +182,17 @@ func (s *Scheduler) waitTrigger(ctx context.Context, ts TriggerStore, rec Trigge
 	for {
 		select {
 		case <-ctx.Done():
-			state := rec.State
-			if state == "" {
-				state = "unknown"
+			if rec.State == "" {
+				// ended before any look at the store answered: one more,
+				// briefly, so that the error says where the request stands
+				lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lastLook)
+				if got, err := ts.LookupTrigger(lctx, name, key); err == nil {
+					rec = got
+				}
+				cancel()
 			}
-			return rec, fmt.Errorf("anarchon: job %q: trigger %q not done after waiting %v (state %s; is the job on a live instance?): %w",
-				name, key, time.Since(start).Round(time.Millisecond), state, context.Cause(ctx))
+			return rec, fmt.Errorf("anarchon: job %q: trigger %q not done after waiting %v (%s): %w",
+				name, key, time.Since(start).Round(time.Millisecond), waitState(rec), context.Cause(ctx))
 		case <-t.C:
 		}
 		got, err := ts.LookupTrigger(ctx, name, key)
@@ -259,7 +267,12 @@ func (s *Scheduler) runTrigger(j *job, p TriggerRecord, token string, ts Trigger
 	run := &Run{Job: j.name, InstanceID: s.opts.InstanceID, Token: token, Attempt: 1,
 		Manual: true, TriggerKey: p.Key, TriggeredBy: p.By}
 	s.log.LogAttrs(ctx, slog.LevelInfo, "triggered run", slog.String("job", j.name), slog.String("key", p.Key), slog.String("by", p.By))
-	res, err := s.runManual(ctx, s.runCtx, j, run)
+	lt := &liveTrigger{j: j, run: run, req: p, ts: ts, settled: make(chan struct{})}
+	res, err := s.runManual(ctx, s.runCtx, j, run, lt)
+	if errors.Is(err, errSettledByStop) {
+		return // Stop stored the result and finished the request
+	}
+	defer close(lt.settled) // after the finish below: a Stop waits for it
 	finish := FinishTriggerInput{Job: p.Job, Key: p.Key, Token: token, Slot: run.Slot.UnixMilli(), Status: res.Status, Error: res.Error}
 	if res.Status == "" {
 		finish.Status, finish.Error = StatusError, "the store did not record the run: "+err.Error()
@@ -274,4 +287,107 @@ func (s *Scheduler) finishTrigger(ctx context.Context, ts TriggerStore, in Finis
 	if err := ts.FinishTrigger(ctx, in); err != nil {
 		s.storeError(ctx, "FinishTrigger", in.Job, time.UnixMilli(in.Slot), err)
 	}
+}
+
+// lastLook bounds the look at the store of a wait that ended before it
+// knew the request's state.
+const lastLook = 2 * time.Second
+
+// waitState says where a request that a wait gave up on stands.
+func waitState(rec TriggerRecord) string {
+	switch rec.State {
+	case TriggerPending:
+		return "pending: no live instance that has the job took it"
+	case TriggerRunning:
+		return fmt.Sprintf("running on %s since %s: it is done when that run ends, never if %s died running it",
+			rec.InstanceID, rec.ClaimedAt.UTC().Format(time.RFC3339), rec.InstanceID)
+	case "":
+		return "state unknown"
+	}
+	return "state " + string(rec.State)
+}
+
+// liveTrigger is a triggered run from its record (RecordManualRun) to its
+// outcome (its result and its request's finish), known to Stop from its
+// record until its handler returns. Whichever
+// of the run and Stop's deadline takes it first (taken) stores the
+// outcome; the other stores nothing. So a run that Stop cuts short is
+// settled before Stop returns, as HandOver settles a plain run (SPEC §3,
+// §12), instead of by its goroutine after the process may have exited
+// with its record and its request left running.
+type liveTrigger struct {
+	j       *job
+	run     *Run
+	req     TriggerRecord
+	ts      TriggerStore
+	start   time.Time     // when the handler started (set before addTrigger)
+	taken   atomic.Bool   // the outcome is the run's (runManual) or Stop's
+	settled chan struct{} // closed once the outcome is stored (or given up)
+	res     StoredResult  // what Stop stored; read after settled
+}
+
+// errSettledByStop is runManual's error for a triggered run whose outcome
+// Stop stored.
+var errSettledByStop = errors.New("anarchon: the run's outcome was stored by Stop")
+
+func (s *Scheduler) addTrigger(lt *liveTrigger) {
+	s.tmu.Lock()
+	defer s.tmu.Unlock()
+	if s.triggers == nil {
+		s.triggers = make(map[*liveTrigger]struct{})
+	}
+	s.triggers[lt] = struct{}{}
+}
+
+func (s *Scheduler) dropTrigger(lt *liveTrigger) {
+	s.tmu.Lock()
+	defer s.tmu.Unlock()
+	delete(s.triggers, lt)
+}
+
+// stopTriggers is Stop's, at its deadline: it takes every triggered run
+// still going that has not taken its own outcome, and returns those, and
+// those whose own outcome is being stored, which settleTriggers waits for.
+func (s *Scheduler) stopTriggers() (taken, storing []*liveTrigger) {
+	s.tmu.Lock()
+	defer s.tmu.Unlock()
+	for lt := range s.triggers {
+		if lt.taken.CompareAndSwap(false, true) {
+			taken = append(taken, lt)
+		} else {
+			storing = append(storing, lt)
+		}
+	}
+	return taken, storing
+}
+
+// settleTriggers stores the outcome of each run Stop took (an error: the
+// handler had not returned; the request finished with it), each store
+// call within controlTimeout, and waits for the runs storing their own.
+func (s *Scheduler) settleTriggers(taken, storing []*liveTrigger) {
+	var wg sync.WaitGroup
+	for _, lt := range taken {
+		wg.Go(func() {
+			defer close(lt.settled)
+			j, run := lt.j, lt.run
+			lt.res = StoredResult{
+				Slot: run.Slot.UnixMilli(), Token: run.Token, InstanceID: run.InstanceID, Attempt: run.Attempt,
+				Status: StatusError, StartedAt: lt.start, FinishedAt: s.now().Round(0), Manual: true,
+				Error: "interrupted: " + ErrStopped.Error() + " before the handler returned",
+			}
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(s.runCtx), controlTimeout)
+			defer cancel()
+			if err := s.backend.SaveResult(ctx, SaveResultInput{Job: j.name, Result: lt.res, HistorySize: j.opt.HistorySize, HistoryTTL: j.opt.HistoryTTL}); err != nil {
+				s.storeError(ctx, "SaveResult", j.name, run.Slot, err)
+			}
+			fctx, fcancel := context.WithTimeout(context.WithoutCancel(s.runCtx), controlTimeout)
+			defer fcancel()
+			s.finishTrigger(fctx, lt.ts, FinishTriggerInput{Job: lt.req.Job, Key: lt.req.Key, Token: run.Token,
+				Slot: lt.res.Slot, Status: lt.res.Status, Error: lt.res.Error})
+		})
+	}
+	for _, lt := range storing {
+		wg.Go(func() { <-lt.settled })
+	}
+	wg.Wait()
 }

@@ -610,7 +610,10 @@ kills it at once.`,
 			if !known {
 				return unknownJob(name)
 			}
-			ctx, stop := stopOnSignal(d.exec)
+			ctx, stop := stopOnSignal(context.Background(), func(s os.Signal) {
+				d.exec.log.Error("second signal: killing the command", slog.String("signal", s.String()))
+				d.exec.killAll()
+			})
 			defer stop()
 			rec, err := d.schedFor(name).RunNow(ctx, name)
 			if errors.Is(err, context.Canceled) && ctx.Err() != nil {
@@ -638,17 +641,20 @@ kills it at once.`,
 	return c
 }
 
-// stopOnSignal returns the context of a command run in the foreground
-// (run-now) and a func that ends it: SIGINT or SIGTERM ends the context,
-// so the executor stops the command (SIGTERM to its process group, SIGKILL
-// after the grace) and the run's result is still stored; a second signal,
-// other than the first one's echo (echoWindow), kills the command's group
-// at once. Without this the signal would end anarchon and leave the
-// command running in its own group, and its history record running.
-func stopOnSignal(e *executor) (context.Context, func()) {
+// stopOnSignal returns a context derived from parent that SIGINT or
+// SIGTERM ends, with the cause "stopped by signal NAME", and a func that
+// stops the watch. A second signal, other than the first one's echo
+// (echoWindow), is passed to second when it is set. run-now runs its
+// command under it: the executor then stops the command (SIGTERM to its
+// process group, SIGKILL after the grace) and the run's result is still
+// stored, and a second signal kills the group at once; without it the
+// signal would end anarchon and leave the command running in its own group,
+// and its history record running. trigger waits under it, to say that the
+// request is kept.
+func stopOnSignal(parent context.Context, second func(os.Signal)) (context.Context, func()) {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	ctx, cancel := context.WithCancelCause(context.Background())
+	ctx, cancel := context.WithCancelCause(parent)
 	done := make(chan struct{})
 	go func() {
 		var first os.Signal
@@ -662,9 +668,8 @@ func stopOnSignal(e *executor) (context.Context, func()) {
 				case first == nil:
 					first, at = s, time.Now()
 					cancel(fmt.Errorf("stopped by signal %s", s))
-				case s != first || time.Since(at) >= echoWindow:
-					e.log.Error("second signal: killing the command", slog.String("signal", s.String()))
-					e.killAll()
+				case second != nil && (s != first || time.Since(at) >= echoWindow):
+					second(s)
 				}
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"time"
 
@@ -167,8 +168,9 @@ func triggerCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
 process), waits until a replica has run it, prints where it ran and how it
 ended, and exits with the job's exit status. Triggers with the same --key run
 once however many are sent. With no replica that knows the job, it gives up
-after --timeout (exit 1, code timeout). It needs --crontab or --config to
-know the job.`,
+after --timeout (exit 1, code timeout). Ctrl-C ends the wait, not the
+request (exit 130, naming the --key to wait for it under). It needs
+--crontab or --config to know the job.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			name := args[0]
@@ -190,12 +192,23 @@ know the job.`,
 			if err != nil {
 				return classify(name, err)
 			}
-			rec, err := s.WaitTrigger(ctx, name, req.Key)
-			if errors.Is(err, context.DeadlineExceeded) {
-				// The request is kept, pending or running: waiting again
-				// under its key runs the job no second time, where a new
-				// trigger could.
-				err = fmt.Errorf("%w; the request is kept and runs once, whoever asks: wait for it by running this command again with --key %s", err, req.Key)
+			// Ctrl-C ends the wait, not the request, and says so
+			wctx, stopSignals := stopOnSignal(ctx, nil)
+			defer stopSignals()
+			d.log.Debug("waiting for a replica to run the trigger", slog.String("job", name), slog.String("key", req.Key),
+				slog.String("state", string(req.State)), slog.Duration("timeout", timeout))
+			rec, err := s.WaitTrigger(wctx, name, req.Key)
+			// The request is kept, pending or running: waiting again
+			// under its key runs the job no second time, where a new
+			// trigger could.
+			kept := "the request is kept and runs once, whoever asks: wait for it by running this command again with --key " + req.Key
+			switch {
+			case errors.Is(err, context.DeadlineExceeded):
+				err = fmt.Errorf("%w; %s", err, kept)
+			case err != nil && wctx.Err() != nil && ctx.Err() == nil:
+				// the wait's error names the request's state and the signal
+				fmt.Fprintf(stderr, "anarchon: %v; %s\n", err, kept)
+				return exitError{130}
 			}
 			if err != nil {
 				return classify(name, err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -184,4 +185,122 @@ func TestJobControlPostgres(t *testing.T) {
 	}
 	t.Parallel()
 	jobControl(t, store)
+}
+
+// TestStoppedDaemonSettlesTrigger: a daemon stopped past --stop-timeout
+// while it runs a triggered job records the run as an error and finishes
+// the request before it exits, so the waiting "trigger" ends with that
+// error and the history has no run left running. Before, the daemon
+// exited first: both stayed running for good, and trigger waited out its
+// timeout.
+func TestStoppedDaemonSettlesTrigger(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a daemon")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	crontab := writeFile(t, dir, "crontab", "# name: long\n@daily echo $$ > "+pidFile+"; sleep 60\n")
+	store := "sqlite:" + filepath.Join(dir, "a.db")
+	p := startDaemon(t, dir, "d1", "--crontab", crontab, "--store", store, "--stop-timeout", "1s", "--kill-grace", "1s")
+	p.waitReady(t, 60*time.Second)
+	trig := exec.Command(daemonBinary(t), "trigger", "long", "--crontab", crontab, "--store", store, "--key", "k1", "--timeout", "2m")
+	trig.Dir = dir
+	var tout, terr strings.Builder
+	trig.Stdout, trig.Stderr = &tout, &terr
+	if err := trig.Start(); err != nil {
+		t.Fatal(err)
+	}
+	trigDone := make(chan error, 1)
+	go func() { trigDone <- trig.Wait() }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if data, _ := os.ReadFile(pidFile); len(data) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the triggered command did not start")
+		}
+		time.Sleep(20 * time.Millisecond) // another process's file: nothing to wait on
+	}
+	p.stop(t, 30*time.Second)
+	select {
+	case err := <-trigDone:
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() == 0 || !strings.Contains(tout.String(), "scheduler stopped") {
+			t.Errorf("trigger: %v\nstdout %s\nstderr %s\nwant a failure naming the stop", err, tout.String(), terr.String())
+		}
+	case <-time.After(30 * time.Second):
+		_ = trig.Process.Kill()
+		t.Fatalf("trigger still waiting 30 s after the daemon stopped\nstderr %s", terr.String())
+	}
+	recs := historyJSON(t, dir, store, "long")
+	if len(recs) != 1 || recs[0].Status != "error" || !strings.Contains(recs[0].Error, "scheduler stopped") {
+		t.Errorf("history %+v, want one run, error naming the stop", recs)
+	}
+	data, _ := os.ReadFile(p.logPath)
+	if !strings.Contains(string(data), "manual run stopped") || strings.Contains(string(data), "run handed over") {
+		t.Errorf("the daemon's log does not say the manual run was stopped (and not handed over):\n%s", data)
+	}
+}
+
+// TestTriggerInterrupted: Ctrl-C ends trigger's wait, not the request:
+// it exits 130 and says where the request stands and the key to wait for
+// it under (a random one, here), instead of ending silently.
+func TestTriggerInterrupted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the anarchon binary")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	crontab := writeFile(t, dir, "crontab", "# name: j\n@daily true\n")
+	store := "sqlite:" + filepath.Join(dir, "a.db")
+	trig := exec.Command(daemonBinary(t), "trigger", "j", "--crontab", crontab, "--store", store, "--timeout", "2m", "--log-level", "debug")
+	trig.Dir = dir
+	errPipe, err := trig.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := trig.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The request is stored and the wait has begun once its line is out.
+	waiting := make(chan struct{})
+	var terr strings.Builder
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		sc := bufio.NewScanner(errPipe)
+		seen := false
+		for sc.Scan() {
+			terr.WriteString(sc.Text() + "\n")
+			if !seen && strings.Contains(sc.Text(), "waiting for a replica to run the trigger") {
+				seen = true
+				close(waiting)
+			}
+		}
+	}()
+	select {
+	case <-waiting:
+	case <-time.After(30 * time.Second):
+		_ = trig.Process.Kill()
+		t.Fatal("trigger did not begin its wait")
+	}
+	done := make(chan error, 1)
+	go func() {
+		<-read // every line read before Wait closes the pipe
+		done <- trig.Wait()
+	}()
+	_ = trig.Process.Signal(syscall.SIGINT)
+	select {
+	case err := <-done:
+		ee, ok := err.(*exec.ExitError)
+		msg := terr.String()
+		if !ok || ee.ExitCode() != 130 ||
+			!regexp.MustCompile(`(?m)^anarchon: .*pending: no live instance.*stopped by signal interrupt; .*--key \S+$`).MatchString(msg) {
+			t.Errorf("trigger after SIGINT: %v\n%s\nwant exit 130 naming the state and the key", err, msg)
+		}
+	case <-time.After(20 * time.Second):
+		_ = trig.Process.Kill()
+		t.Fatal("trigger did not end on SIGINT")
+	}
 }

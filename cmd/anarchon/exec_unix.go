@@ -21,9 +21,12 @@ func terminateGroup(p *os.Process) { _ = syscall.Kill(-p.Pid, syscall.SIGTERM) }
 func killGroup(p *os.Process) { _ = syscall.Kill(-p.Pid, syscall.SIGKILL) }
 
 // groupAlive reports whether the process group that p led still has a
-// member. A group's ID is not reused while it has one, so the answer is
-// about p's group even after p itself was reaped.
+// member that is not a zombie (on Linux; elsewhere, any member). A group's
+// ID is not reused while it has a member, so the answer is about p's group
+// even after p itself was reaped.
 func groupAlive(p *os.Process) bool {
-	err := syscall.Kill(-p.Pid, 0)
-	return err == nil || err == syscall.EPERM
+	if err := syscall.Kill(-p.Pid, 0); err != nil && err != syscall.EPERM {
+		return false
+	}
+	return groupMembersLive(p.Pid)
 }

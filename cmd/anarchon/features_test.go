@@ -110,6 +110,8 @@ func TestOutcomeLines(t *testing.T) {
 	o.observe(anarchon.Event{Kind: anarchon.EventSlotSkipped, Job: "j", Slot: slot, Attempt: 2, Status: anarchon.StatusSkipped})
 	o.observe(anarchon.Event{Kind: anarchon.EventRunEnd, Job: "j", Slot: slot, Attempt: 1, Status: anarchon.StatusError,
 		Err: fmt.Errorf("%w (process group stopped: signal: terminated)", anarchon.ErrStopped)})
+	o.observe(anarchon.Event{Kind: anarchon.EventRunEnd, Job: "j", Slot: slot, Attempt: 1, Status: anarchon.StatusError, Manual: true,
+		Err: fmt.Errorf("%w (process group stopped: signal: terminated)", anarchon.ErrStopped)})
 	var recs []map[string]any
 	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
 		var m map[string]any
@@ -118,7 +120,7 @@ func TestOutcomeLines(t *testing.T) {
 		}
 		recs = append(recs, m)
 	}
-	if len(recs) != 7 {
+	if len(recs) != 8 {
 		t.Fatalf("%d lines:\n%s", len(recs), buf.String())
 	}
 	if recs[0]["msg"] != "taking over a run another instance did not finish" || recs[0]["attempt"] != float64(2) {
@@ -142,6 +144,10 @@ func TestOutcomeLines(t *testing.T) {
 	}
 	if recs[6]["level"] != "INFO" || recs[6]["msg"] != "run handed over" || !strings.Contains(recs[6]["reason"].(string), "stopping") {
 		t.Errorf("hand-over %v", recs[6])
+	}
+	// a manual run has no backup: not "handed over"
+	if recs[7]["level"] != "WARN" || recs[7]["msg"] != "manual run stopped" || !strings.Contains(recs[7]["reason"].(string), "nothing runs it again") {
+		t.Errorf("manual run stopped %v", recs[7])
 	}
 }
 

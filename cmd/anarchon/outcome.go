@@ -44,6 +44,12 @@ func (o *outcomes) observe(e anarchon.Event) {
 			o.log.Info("run succeeded", append(attrs, slog.Int("exit_code", 0))...)
 			return
 		}
+		if errors.Is(e.Err, anarchon.ErrStopped) && e.Manual {
+			// a manual run has no lease and no replica standing by
+			o.log.Warn("manual run stopped", append(attrs, slog.String("reason",
+				"this replica is stopping and --stop-timeout has passed: the command was stopped and the run recorded as an error; nothing runs it again (trigger it again to)"))...)
+			return
+		}
 		if errors.Is(e.Err, anarchon.ErrStopped) {
 			// Stop's deadline came: the run is released to a replica
 			// standing by (every daemon job holds a lease), not failed.

@@ -185,3 +185,26 @@ func procStatFields(pid int) ([][]byte, bool) {
 	}
 	return bytes.Fields(data[i+1:]), true
 }
+
+// groupMembersLive reports whether a process of group pgid other than a
+// zombie exists. A zombie counts as a member for kill(2) until its parent
+// reaps it, which for an orphan is init's business and may take a while
+// (or, under an init that does not reap, forever); it runs nothing.
+func groupMembersLive(pgid int) bool {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return true // cannot tell: as kill(2) says
+	}
+	want := []byte(strconv.Itoa(pgid))
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		f, ok := procStatFields(pid)
+		if ok && len(f) > 2 && bytes.Equal(f[2], want) && !bytes.Equal(f[0], []byte("Z")) {
+			return true
+		}
+	}
+	return false
+}

@@ -30,3 +30,7 @@ func startReaper(log *slog.Logger, subreaper bool) (func(), error) {
 	}
 	return nil, nil
 }
+
+// groupMembersLive reports true: this platform has no /proc to tell a
+// zombie member from a live one, so kill(2)'s answer stands.
+func groupMembersLive(int) bool { return true }
