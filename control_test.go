@@ -71,7 +71,7 @@ func TestControlUnknownJob(t *testing.T) {
 		_, err := s.Trigger(ctx, "known", "k1")
 		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), `job "known"`) ||
 			!strings.Contains(err.Error(), `"k1"`) || !strings.Contains(err.Error(), "5s") ||
-			!strings.Contains(err.Error(), "pending: no live instance that has the job took it") {
+			!strings.Contains(err.Error(), "pending: no instance that has the job took it yet") {
 			t.Errorf("Trigger nobody runs = %v, want a deadline error naming the job, key and wait", err)
 		}
 	})
