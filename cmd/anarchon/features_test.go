@@ -248,6 +248,7 @@ func TestCrontabDir(t *testing.T) {
 	writeFile(t, dir, "app.cron", "garbage\n")
 	writeFile(t, dir, "job.v1", "garbage\n")
 	writeFile(t, dir, "job.v2", "garbage\n")
+	writeFile(t, dir, "cleanup.sh", "garbage\n")
 	writeFile(t, dir, ".placeholder", "garbage\n")
 	if err := os.Symlink(filepath.Join(dir, "gone"), filepath.Join(dir, "dangling")); err != nil {
 		t.Fatal(err)
@@ -270,9 +271,10 @@ func TestCrontabDir(t *testing.T) {
 	for name, said := range map[string]string{
 		"app.dpkg-old": "it looks like a copy a package manager or an editor left: remove it, or give it such a name if it is to run",
 		"app~":         "it looks like a copy a package manager or an editor left: remove it, or give it such a name if it is to run",
-		"app.cron":     `rename it "app_cron" to have it read`, // "app" is taken
-		"job.v1":       `rename it "job" to have it read`,
-		"job.v2":       `rename it "job_v2" to have it read`, // "job" was suggested already
+		"app.cron":     `"app" is read: if this is another version of it, remove it; to run both, rename it "app_cron"`,
+		"job.v1":       `"job.v1" and "job.v2" look like versions of one job "job": rename the one that is to run "job" and remove the others`,
+		"job.v2":       `"job.v1" and "job.v2" look like versions of one job "job": rename the one that is to run "job" and remove the others`,
+		"cleanup.sh":   `rename it "cleanup" to have it read`,
 		".placeholder": "",
 		"dangling":     "a link to " + filepath.Join(dir, "gone") + ", which does not exist",
 	} {

@@ -593,21 +593,43 @@ func crontabDirFiles(dir string) (files []string, skipped []error, err error) {
 		return nil, nil, fmt.Errorf("--crontab-dir: %w", err)
 	}
 	taken := map[string]bool{} // names in dir, and names suggested already
+	read := map[string]bool{}  // names cron reads
+	stems := map[string][]string{}
 	for _, e := range entries {
-		taken[e.Name()] = true
+		name := e.Name()
+		taken[name] = true
+		switch {
+		case e.IsDir() || strings.HasPrefix(name, "."):
+		case cronDirName.MatchString(name):
+			read[name] = true
+		case !leftover(name):
+			stems[cronDirStem(name)] = append(stems[cronDirStem(name)], name)
+		}
 	}
 	for _, e := range entries {
 		switch {
 		case e.IsDir() || strings.HasPrefix(e.Name(), "."):
 		case !cronDirName.MatchString(e.Name()):
 			msg := "skipped: cron reads only files named with letters, digits, _ and - from a crontab directory (run-parts' rule), and so does --crontab-dir"
-			if leftover(e.Name()) {
+			stem := cronDirStem(e.Name())
+			switch {
+			case leftover(e.Name()):
 				msg += "; it looks like a copy a package manager or an editor left: remove it, or give it such a name if it is to run"
-			} else if to := cronDirRename(e.Name(), taken); to != "" {
-				taken[to] = true
-				msg += "; rename it " + strconv.Quote(to) + " to have it read"
-			} else {
-				msg += "; give it such a name, one no other file has, to have it read"
+			case len(stems[stem]) > 1:
+				// job.v1 and job.v2: renaming both would run both
+				msg += fmt.Sprintf("; %s look like versions of one job %q: rename the one that is to run %q and remove the others",
+					quoteList(stems[stem]), stem, stem)
+			case read[stem]:
+				// backup.cron beside backup: an old copy, or a second job
+				msg += fmt.Sprintf("; %q is read: if this is another version of it, remove it; to run both, rename it %q",
+					stem, cronDirRename(e.Name(), taken))
+			default:
+				if to := cronDirRename(e.Name(), taken); to != "" {
+					taken[to] = true
+					msg += "; rename it " + strconv.Quote(to) + " to have it read"
+				} else {
+					msg += "; give it such a name, one no other file has, to have it read"
+				}
 			}
 			skipped = append(skipped, &posError{File: filepath.Join(dir, e.Name()), Warning: true, Msg: msg})
 		default:
@@ -636,20 +658,40 @@ func leftover(name string) bool {
 // name their files), else the whole name ("backup_cron"), each character
 // run-parts refuses made "_"; "" when both are taken.
 func cronDirRename(name string, taken map[string]bool) string {
-	safe := func(s string) string {
-		return strings.Map(func(r rune) rune {
-			if r == '_' || r == '-' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' {
-				return r
-			}
-			return '_'
-		}, s)
-	}
-	for _, to := range []string{safe(strings.TrimSuffix(name, filepath.Ext(name))), safe(name)} {
+	for _, to := range []string{cronDirStem(name), cronDirSafe(name)} {
 		if to != "" && !taken[to] {
 			return to
 		}
 	}
 	return ""
+}
+
+// quoteList quotes names and joins them: "a" and "b", or "a", "b" and "c".
+func quoteList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	if len(q) == 1 {
+		return q[0]
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " and " + q[len(q)-1]
+}
+
+// cronDirStem is name without its extension, made a name cron reads
+// (cronDirSafe): the name its file is most likely meant to have.
+func cronDirStem(name string) string {
+	return cronDirSafe(strings.TrimSuffix(name, filepath.Ext(name)))
+}
+
+// cronDirSafe is s with each character run-parts refuses made "_".
+func cronDirSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '_' || r == '-' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' {
+			return r
+		}
+		return '_'
+	}, s)
 }
 
 // detectFormat chooses the format of a crontab given without --format:
