@@ -621,8 +621,12 @@ func crontabDirFiles(dir string) (files []string, skipped []error, err error) {
 					quoteList(stems[stem]), stem, stem)
 			case read[stem]:
 				// backup.cron beside backup: an old copy, or a second job
-				msg += fmt.Sprintf("; %q is read: if this is another version of it, remove it; to run both, rename it %q",
-					stem, cronDirRename(e.Name(), taken))
+				to := "a name no other file has"
+				if name := cronDirRename(e.Name(), taken); name != "" {
+					taken[name] = true
+					to = strconv.Quote(name)
+				}
+				msg += fmt.Sprintf("; %q is read: if this is another version of it, remove it; to run both, rename it %s", stem, to)
 			default:
 				if to := cronDirRename(e.Name(), taken); to != "" {
 					taken[to] = true
