@@ -249,6 +249,9 @@ func TestCrontabDir(t *testing.T) {
 	writeFile(t, dir, "job.v1", "garbage\n")
 	writeFile(t, dir, "job.v2", "garbage\n")
 	writeFile(t, dir, "cleanup.sh", "garbage\n")
+	writeFile(t, dir, "app.v1", "garbage\n") // with app.cron, beside app
+	writeFile(t, dir, "cron_d", "# name: cd\n0 0 * * * root echo\n")
+	writeFile(t, dir, "cron.d.bak2", "garbage\n")
 	writeFile(t, dir, ".placeholder", "garbage\n")
 	if err := os.Symlink(filepath.Join(dir, "gone"), filepath.Join(dir, "dangling")); err != nil {
 		t.Fatal(err)
@@ -260,7 +263,7 @@ func TestCrontabDir(t *testing.T) {
 		}
 		return
 	}
-	if code != 0 || !strings.Contains(out, "system crontab (detected: a --crontab-dir file") || !strings.HasSuffix(out, "ok: 1 job\n") {
+	if code != 0 || !strings.Contains(out, "system crontab (detected: a --crontab-dir file") || !strings.HasSuffix(out, "ok: 2 jobs\n") {
 		t.Errorf("exit %d\n%s", code, out)
 	}
 	// The skipped files are named, but for the dot file (Debian ships
@@ -271,7 +274,9 @@ func TestCrontabDir(t *testing.T) {
 	for name, said := range map[string]string{
 		"app.dpkg-old": "it looks like a copy a package manager or an editor left: remove it, or give it such a name if it is to run",
 		"app~":         "it looks like a copy a package manager or an editor left: remove it, or give it such a name if it is to run",
-		"app.cron":     `"app" is read: if this is another version of it, remove it; to run both, rename it "app_cron"`,
+		"app.cron":     `"app.cron" and "app.v1" look like other versions of "app", which is read: remove them, or give one a name no other file has to run it too`,
+		"app.v1":       `"app.cron" and "app.v1" look like other versions of "app", which is read: remove them, or give one a name no other file has to run it too`,
+		"cron.d.bak2":  `"cron_d" is read: if this is another version of it, remove it; to run both, rename it "cron_d_bak2"`,
 		"job.v1":       `"job.v1" and "job.v2" look like versions of one job "job": rename the one that is to run "job" and remove the others`,
 		"job.v2":       `"job.v1" and "job.v2" look like versions of one job "job": rename the one that is to run "job" and remove the others`,
 		"cleanup.sh":   `rename it "cleanup" to have it read`,

@@ -615,6 +615,9 @@ func crontabDirFiles(dir string) (files []string, skipped []error, err error) {
 			switch {
 			case leftover(e.Name()):
 				msg += "; it looks like a copy a package manager or an editor left: remove it, or give it such a name if it is to run"
+			case len(stems[stem]) > 1 && read[stem]:
+				msg += fmt.Sprintf("; %s look like other versions of %q, which is read: remove them, or give one a name no other file has to run it too",
+					quoteList(stems[stem]), stem)
 			case len(stems[stem]) > 1:
 				// job.v1 and job.v2: renaming both would run both
 				msg += fmt.Sprintf("; %s look like versions of one job %q: rename the one that is to run %q and remove the others",
