@@ -824,7 +824,7 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	taken, storing := s.stopTriggers()
 	s.run.HandOver(ctx, func() { s.runCancel(ErrStopped) })
 	s.settleTriggers(taken, storing)
-	s.log.LogAttrs(context.WithoutCancel(ctx), slog.LevelInfo, "scheduler stopped; running jobs handed over")
+	s.log.LogAttrs(context.WithoutCancel(ctx), slog.LevelInfo, "scheduler stopped at its deadline; running jobs handed over (leased) or recorded as cut short")
 	return ctx.Err()
 }
 

@@ -92,7 +92,7 @@ before running any (with the refusal's code).`,
 				return err
 			}
 			if p.failed() > 0 {
-				return exitError{1}
+				return exitError{code: 1}
 			}
 			return nil
 		},

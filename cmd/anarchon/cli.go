@@ -144,8 +144,12 @@ func (g *globalFlags) newLogger(w io.Writer) (*slog.Logger, error) {
 	return nil, usageError{codeBadFlag, fmt.Errorf("--log-format %q: want text or json", g.logFormat)}
 }
 
-// exitError ends the program with a code after its message was printed.
-type exitError struct{ code int }
+// exitError ends the program with a code: after its message was
+// printed, or, with err set, printing err as every other error.
+type exitError struct {
+	code int
+	err  error
+}
 
 func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
@@ -201,14 +205,17 @@ func execute(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
+	code := 1
 	var ee exitError
 	if errors.As(err, &ee) {
-		return ee.code
+		if ee.err == nil {
+			return ee.code
+		}
+		err, code = ee.err, ee.code
 	}
 	if strings.HasPrefix(err.Error(), "unknown command") {
 		err = usageError{codeUnknownCommand, err}
 	}
-	code := 1
 	var ue usageError
 	var se *StoreURLError
 	if errors.As(err, &ue) || errors.As(err, &se) && se.usage() {
@@ -632,7 +639,7 @@ kills it at once.`,
 				printRecords(stdout, []anarchon.RunRecord{rec})
 			}
 			if rec.Status != anarchon.StatusSuccess {
-				return exitError{exitCode(rec.Error)}
+				return exitError{code: exitCode(rec.Error)}
 			}
 			return nil
 		},
@@ -863,7 +870,7 @@ Jobs are checked as a store with leases and no dedupe window would check them;
 				return joinErrors(unread)
 			}
 			if len(errs) > 0 {
-				return exitError{1}
+				return exitError{code: 1}
 			}
 			if len(jobs) == 0 {
 				return errNoJobs // as run refuses them

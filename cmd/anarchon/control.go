@@ -20,6 +20,7 @@ const (
 	codeUnknownJob   = "unknown_job"   // the job is not in the given files (history: nor in the store's history)
 	codeNotSupported = "not_supported" // the store has no job control or triggers
 	codeTimeout      = "timeout"       // no replica ran the trigger within --timeout
+	codeInterrupted  = "interrupted"   // a signal ended the trigger's wait (exit 130)
 )
 
 // codedError is a control command's failure with a stable code.
@@ -207,8 +208,7 @@ request (exit 130, naming the --key to wait for it under). It needs
 				err = fmt.Errorf("%w; %s", err, kept)
 			case err != nil && wctx.Err() != nil && ctx.Err() == nil:
 				// the wait's error names the request's state and the signal
-				fmt.Fprintf(stderr, "anarchon: %v; %s\n", err, kept)
-				return exitError{130}
+				return exitError{code: 130, err: codedError{codeInterrupted, fmt.Errorf("%w; %s", err, kept)}}
 			}
 			if err != nil {
 				return classify(name, err)
@@ -230,7 +230,7 @@ request (exit 130, naming the --key to wait for it under). It needs
 				fmt.Fprintln(stdout)
 			}
 			if code != 0 {
-				return exitError{code}
+				return exitError{code: code}
 			}
 			return nil
 		},

@@ -296,7 +296,7 @@ func TestTriggerInterrupted(t *testing.T) {
 		ee, ok := err.(*exec.ExitError)
 		msg := terr.String()
 		if !ok || ee.ExitCode() != 130 ||
-			!regexp.MustCompile(`(?m)^anarchon: .*pending: no instance that has the job took it yet.*stopped by signal interrupt; .*--key \S+$`).MatchString(msg) {
+			!regexp.MustCompile(`(?m)^anarchon: job "j": .*pending: no instance that has the job took it yet.*stopped by signal interrupt; .*--key \S+ \(interrupted\)$`).MatchString(msg) {
 			t.Errorf("trigger after SIGINT: %v\n%s\nwant exit 130 naming the state and the key", err, msg)
 		}
 	case <-time.After(20 * time.Second):

@@ -569,7 +569,7 @@ func (d *daemon) stop(timeout time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	if err := d.sched.Stop(ctx); err != nil {
-		d.log.Warn("stop deadline passed: running jobs were handed over", slog.Any("error", err))
+		d.log.Warn("stop deadline passed: running jobs were stopped, leased ones handed over to standing-by replicas and manual ones recorded as errors", slog.Any("error", err))
 	}
 	d.stopReboot(ctx)
 	d.exec.wait(d.exec.grace + 2*time.Second)
