@@ -211,8 +211,7 @@ func (s *Scheduler) runManual(ctx, parent context.Context, j *job, run *Run, lt 
 	}
 	if lt != nil {
 		lt.start = s.now().Round(0)
-		s.addTrigger(lt)
-		defer s.dropTrigger(lt)
+		s.addTrigger(lt) // runTrigger drops it once the outcome is stored
 	}
 	hctx, cancel := context.WithCancelCause(parent)
 	res, _ := s.execute(hctx, j, run, cs)

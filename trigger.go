@@ -268,6 +268,7 @@ func (s *Scheduler) runTrigger(j *job, p TriggerRecord, token string, ts Trigger
 		Manual: true, TriggerKey: p.Key, TriggeredBy: p.By}
 	s.log.LogAttrs(ctx, slog.LevelInfo, "triggered run", slog.String("job", j.name), slog.String("key", p.Key), slog.String("by", p.By))
 	lt := &liveTrigger{j: j, run: run, req: p, ts: ts, settled: make(chan struct{})}
+	defer s.dropTrigger(lt) // known to Stop until its outcome is stored
 	res, err := s.runManual(ctx, s.runCtx, j, run, lt)
 	if errors.Is(err, errSettledByStop) {
 		return // Stop stored the result and finished the request
@@ -308,13 +309,13 @@ func waitState(rec TriggerRecord) string {
 }
 
 // liveTrigger is a triggered run from its record (RecordManualRun) to its
-// outcome (its result and its request's finish), known to Stop from its
-// record until its handler returns. Whichever
-// of the run and Stop's deadline takes it first (taken) stores the
-// outcome; the other stores nothing. So a run that Stop cuts short is
-// settled before Stop returns, as HandOver settles a plain run (SPEC §3,
-// §12), instead of by its goroutine after the process may have exited
-// with its record and its request left running.
+// outcome (its result and its request's finish), known to Stop all that
+// time. Whichever of the run and Stop's deadline takes it first (taken)
+// stores the outcome; the other stores nothing, and Stop waits for an
+// outcome the run took. So a run that Stop cuts short is settled before
+// Stop returns, as HandOver settles a plain run (SPEC §3, §12), instead of
+// by its goroutine after the process may have exited with its record and
+// its request left running.
 type liveTrigger struct {
 	j       *job
 	run     *Run
