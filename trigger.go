@@ -298,7 +298,7 @@ const lastLook = 2 * time.Second
 func waitState(rec TriggerRecord) string {
 	switch rec.State {
 	case TriggerPending:
-		return "pending: no instance that has the job took it yet; started ones look every PollInterval, at once when the store has a Watcher"
+		return "pending: no instance that has the job took it yet; started ones look for requests at every poll, or at once when the store has a Watcher"
 	case TriggerRunning:
 		return fmt.Sprintf("running on %s since %s: it is done when that run ends, never if %s died running it",
 			rec.InstanceID, rec.ClaimedAt.UTC().Format(time.RFC3339), rec.InstanceID)

@@ -86,7 +86,8 @@ func controlCmd(g *globalFlags, stdout, stderr io.Writer, pause bool) *cobra.Com
 		Short: short,
 		Long: `pause stores the job's paused state in the store: no replica runs a slot of
 it whose claim reaches the store afterwards, and each such slot is recorded
-in the history as paused. resume clears it; paused slots are not replayed
+in the history as paused (a job paused already is left as it is). resume
+clears it; paused slots are not replayed
 unless --catch-up asks for one run in their place. Both need --crontab or
 --config to know the job, and print the stored state.`,
 		Args: cobra.ExactArgs(1),
@@ -104,7 +105,23 @@ unless --catch-up asks for one run in their place. Both need --crontab or
 			defer cancel()
 			var st anarchon.JobState
 			if pause {
-				st, err = d.schedFor(name).Pause(ctx, name, anarchon.PauseOptions{Reason: reason, By: who()})
+				// A job paused already keeps its pause (who, when, why:
+				// a resume's catch-up is keyed by that time), and the
+				// command says so rather than "paused".
+				if st, err = d.schedFor(name).JobState(ctx, name); err == nil && st.Paused {
+					if asJSON {
+						return writeJSON(stdout, toStateJSON(st))
+					}
+					fmt.Fprintf(stdout, "%s is paused already, by %s at %s", name, st.By, formatTime(st.At))
+					if st.Reason != "" {
+						fmt.Fprintf(stdout, ": %s", st.Reason)
+					}
+					fmt.Fprintln(stdout, "; nothing changed (resume it first to pause it anew)")
+					return nil
+				}
+				if err == nil {
+					st, err = d.schedFor(name).Pause(ctx, name, anarchon.PauseOptions{Reason: reason, By: who()})
+				}
 			} else {
 				// A job that is not paused is left as it is, and the
 				// command says so rather than "resumed".

@@ -77,6 +77,11 @@ func jobControl(t *testing.T, store string) {
 		t.Fatalf("pause: exit %d\n%s%s", code, o, e)
 	}
 	paused := time.Now()
+	// Paused already: a second pause keeps the first and says so.
+	if o, e, code := anarchonCmd(t, dir, append([]string{"pause", "tick", "--reason", "again"}, cli...)...); code != 0 ||
+		!strings.Contains(o, "tick is paused already, by ") || !strings.Contains(o, ": e2e; nothing changed") {
+		t.Errorf("pause of a paused job: exit %d\n%s%s", code, o, e)
+	}
 	time.Sleep(5500 * time.Millisecond) // five slots
 	rep := statusJSON(t, dir, cli...)
 	if len(rep.Paused) != 1 || rep.Paused[0].Job != "tick" || rep.Paused[0].Reason != "e2e" || rep.Paused[0].By == "" {

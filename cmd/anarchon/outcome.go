@@ -47,7 +47,7 @@ func (o *outcomes) observe(e anarchon.Event) {
 		if errors.Is(e.Err, anarchon.ErrStopped) && e.Manual {
 			// a manual run has no lease and no replica standing by
 			o.log.Warn("manual run stopped", append(attrs, slog.String("reason",
-				"this replica is stopping and --stop-timeout has passed: the command was stopped and the run recorded as an error; nothing runs it again (trigger it again to)"))...)
+				"this replica is stopping and --stop-timeout has passed: the command was stopped and the run recorded as an error; nothing runs it again unless it is triggered again"))...)
 			return
 		}
 		if errors.Is(e.Err, anarchon.ErrStopped) {
