@@ -10,8 +10,15 @@ import (
 )
 
 // controlTimeout bounds the store calls of a job-set change made while
-// the scheduler runs (PrepareJob in Add and Update).
+// the scheduler runs (PrepareJob in Add and Update), and each store call
+// that must be made whatever ended its caller's context (storeCallCtx).
 const controlTimeout = 30 * time.Second
+
+// storeCallCtx is the context of one such call: ctx's values, not its end
+// or deadline, and controlTimeout of its own.
+func storeCallCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), controlTimeout)
+}
 
 // enqueue puts a started scheduler's job in the queue: in old's place if
 // old is set (Update), else as a new job, which then catches up and adopts
@@ -148,7 +155,7 @@ func (s *Scheduler) Update(j Job) error {
 		return fmt.Errorf("%w: %q", ErrNotFound, j.Name)
 	}
 	if state == stateStarted && jb.opt.HistorySize != old.opt.HistorySize {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(s.loopCtx), controlTimeout)
+		ctx, cancel := storeCallCtx(s.loopCtx)
 		err := s.backend.PrepareJob(ctx, PrepareJobInput{Job: jb.name, HistorySize: jb.opt.HistorySize})
 		cancel()
 		if err != nil {

@@ -229,7 +229,7 @@ func (s *Scheduler) runManual(ctx, parent context.Context, j *job, run *Run, lt 
 	// caller of RunNow that gave up, the deadline of a trigger's store
 	// calls), each call within controlTimeout of the handler's return, as
 	// Stop stores a stopped run's (SPEC §3).
-	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), controlTimeout)
+	sctx, scancel := storeCallCtx(ctx)
 	defer scancel()
 	if err := s.backend.SaveResult(sctx, SaveResultInput{Job: j.name, Result: res, HistorySize: j.opt.HistorySize, HistoryTTL: j.opt.HistoryTTL}); err != nil {
 		s.storeError(sctx, "SaveResult", j.name, run.Slot, err)

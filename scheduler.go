@@ -364,7 +364,7 @@ func (s *Scheduler) Add(j Job) error {
 	case stateStopped:
 		return ErrStopped
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.loopCtx), controlTimeout)
+	ctx, cancel := storeCallCtx(s.loopCtx)
 	defer cancel()
 	if err := s.backend.PrepareJob(ctx, PrepareJobInput{Job: jb.name, HistorySize: jb.opt.HistorySize}); err != nil {
 		return err

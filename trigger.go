@@ -261,8 +261,7 @@ func (s *Scheduler) takeTriggers(ctx context.Context, ts TriggerStore) {
 // runTrigger runs a won trigger request: recorded as a manual run, with
 // who asked in the run's Run.TriggeredBy, then reported to the store.
 func (s *Scheduler) runTrigger(j *job, p TriggerRecord, token string, ts TriggerStore) {
-	base := context.WithoutCancel(s.runCtx)
-	ctx, cancel := context.WithTimeout(base, controlTimeout)
+	ctx, cancel := storeCallCtx(s.runCtx)
 	defer cancel()
 	run := &Run{Job: j.name, InstanceID: s.opts.InstanceID, Token: token, Attempt: 1,
 		Manual: true, TriggerKey: p.Key, TriggeredBy: p.By}
@@ -274,18 +273,20 @@ func (s *Scheduler) runTrigger(j *job, p TriggerRecord, token string, ts Trigger
 		return // Stop stored the result and finished the request
 	}
 	defer close(lt.settled) // after the finish below: a Stop waits for it
-	finish := FinishTriggerInput{Job: p.Job, Key: p.Key, Token: token, Slot: run.Slot.UnixMilli(), Status: res.Status, Error: res.Error}
 	if res.Status == "" {
-		finish.Status, finish.Error = StatusError, "the store did not record the run: "+err.Error()
+		res.Status, res.Error = StatusError, "the store did not record the run: "+err.Error()
 	}
-	// ctx's time went to the run itself, which may have taken longer
-	fctx, fcancel := context.WithTimeout(base, controlTimeout)
-	defer fcancel()
-	s.finishTrigger(fctx, ts, finish)
+	s.finishTrigger(lt, res)
 }
 
-func (s *Scheduler) finishTrigger(ctx context.Context, ts TriggerStore, in FinishTriggerInput) {
-	if err := ts.FinishTrigger(ctx, in); err != nil {
+// finishTrigger reports lt's request done with res's status and error,
+// within a call time of its own (the run before it may have taken longer
+// than ctx's).
+func (s *Scheduler) finishTrigger(lt *liveTrigger, res StoredResult) {
+	ctx, cancel := storeCallCtx(s.runCtx)
+	defer cancel()
+	in := FinishTriggerInput{Job: lt.req.Job, Key: lt.req.Key, Token: lt.run.Token, Slot: lt.run.Slot.UnixMilli(), Status: res.Status, Error: res.Error}
+	if err := lt.ts.FinishTrigger(ctx, in); err != nil {
 		s.storeError(ctx, "FinishTrigger", in.Job, time.UnixMilli(in.Slot), err)
 	}
 }
@@ -376,15 +377,12 @@ func (s *Scheduler) settleTriggers(taken, storing []*liveTrigger) {
 				Status: StatusError, StartedAt: lt.start, FinishedAt: s.now().Round(0), Manual: true,
 				Error: "interrupted: " + ErrStopped.Error() + " before the handler returned",
 			}
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(s.runCtx), controlTimeout)
+			ctx, cancel := storeCallCtx(s.runCtx)
 			defer cancel()
 			if err := s.backend.SaveResult(ctx, SaveResultInput{Job: j.name, Result: lt.res, HistorySize: j.opt.HistorySize, HistoryTTL: j.opt.HistoryTTL}); err != nil {
 				s.storeError(ctx, "SaveResult", j.name, run.Slot, err)
 			}
-			fctx, fcancel := context.WithTimeout(context.WithoutCancel(s.runCtx), controlTimeout)
-			defer fcancel()
-			s.finishTrigger(fctx, lt.ts, FinishTriggerInput{Job: lt.req.Job, Key: lt.req.Key, Token: run.Token,
-				Slot: lt.res.Slot, Status: lt.res.Status, Error: lt.res.Error})
+			s.finishTrigger(lt, lt.res)
 		})
 	}
 	for _, lt := range storing {

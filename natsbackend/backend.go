@@ -162,9 +162,9 @@ type Backend struct {
 
 	// dialErr is the last failed connection attempt's error, kept by the
 	// ReconnectErrHandler that Open installs (it stays empty for
-	// NewJetStream and New): nats.go clears the connection's LastError when it starts a
-	// new attempt, so Init would otherwise report no cause for most of a
-	// retry's wait.
+	// NewJetStream and New): nats.go clears the connection's LastError
+	// when it starts a new attempt, so Init would otherwise report no
+	// cause for most of a retry's wait.
 	dialErr *atomic.Pointer[error]
 }
 

@@ -675,7 +675,7 @@ func stopOnSignal(parent context.Context, second func(os.Signal)) (context.Conte
 				case first == nil:
 					first, at = s, time.Now()
 					cancel(fmt.Errorf("stopped by signal %s", s))
-				case second != nil && (s != first || time.Since(at) >= echoWindow):
+				case second != nil && !echo(s, first, at):
 					second(s)
 				}
 			}

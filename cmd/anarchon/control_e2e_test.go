@@ -218,16 +218,7 @@ func TestStoppedDaemonSettlesTrigger(t *testing.T) {
 	}
 	trigDone := make(chan error, 1)
 	go func() { trigDone <- trig.Wait() }()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if data, _ := os.ReadFile(pidFile); len(data) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the triggered command did not start")
-		}
-		time.Sleep(20 * time.Millisecond) // another process's file: nothing to wait on
-	}
+	waitPID(t, pidFile, 30*time.Second)
 	p.stop(t, 30*time.Second)
 	select {
 	case err := <-trigDone:

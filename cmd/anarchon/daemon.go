@@ -434,15 +434,20 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 // within microseconds. A person's second Ctrl-C comes later.
 const echoWindow = 250 * time.Millisecond
 
-// secondSignal returns the first signal from sigs that is not first
-// again within echoWindow of at.
+// secondSignal returns the first signal from sigs that is not first's
+// echo.
 func secondSignal(sigs <-chan os.Signal, first os.Signal, at time.Time) os.Signal {
 	for {
-		s := <-sigs
-		if s != first || time.Since(at) >= echoWindow {
+		if s := <-sigs; !echo(s, first, at) {
 			return s
 		}
 	}
+}
+
+// echo reports whether s is first again within echoWindow of at, when
+// first came.
+func echo(s, first os.Signal, at time.Time) bool {
+	return s == first && time.Since(at) < echoWindow
 }
 
 // exitOnSignal waits for a second signal while the daemon stops, then

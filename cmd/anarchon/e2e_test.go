@@ -586,6 +586,23 @@ func TestSecondSignal(t *testing.T) {
 	}
 }
 
+// waitPID waits up to within for a command to write its PID to pidFile
+// and returns it.
+func waitPID(t *testing.T, pidFile string, within time.Duration) int {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		data, _ := os.ReadFile(pidFile)
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && pid > 0 {
+			return pid
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no PID in %s after %v: the command did not start", pidFile, within)
+		}
+		time.Sleep(20 * time.Millisecond) // another process's file: nothing to wait on
+	}
+}
+
 // TestRunNowSignal: Ctrl-C (SIGINT) to "anarchon run-now" stops the
 // command as the daemon stops its runs and records the run with its
 // error, and run-now exits with the command's status; a command that
@@ -621,16 +638,7 @@ func TestRunNowSignal(t *testing.T) {
 			}
 			exited := make(chan error, 1)
 			go func() { exited <- cmd.Wait() }()
-			var pid int
-			deadline := time.Now().Add(30 * time.Second)
-			for pid == 0 {
-				data, _ := os.ReadFile(pidFile)
-				pid, _ = strconv.Atoi(strings.TrimSpace(string(data)))
-				if time.Now().After(deadline) {
-					t.Fatal("the command did not start")
-				}
-				time.Sleep(20 * time.Millisecond) // another process's file: nothing to wait on
-			}
+			pid := waitPID(t, pidFile, 30*time.Second)
 			_ = cmd.Process.Signal(syscall.SIGINT)
 			if tc.signals == 2 {
 				// A second signal within echoWindow is the first one's

@@ -233,7 +233,7 @@ func (e *executor) handler(j *jobSpec) anarchon.Handler {
 			// The command exited; a process of its group that ignores
 			// SIGTERM would outlive it, orphaned: the group gets SIGKILL
 			// at the grace period's end all the same.
-			if !killed && groupAlive(proc) && !waitGroup(proc, t.C) {
+			if !killed && !waitGroup(proc, t.C) {
 				log.Warn("killing the rest of the command's process group: it outlived the grace period")
 				killGroup(proc)
 			}
@@ -271,8 +271,9 @@ func (e *executor) handler(j *jobSpec) anarchon.Handler {
 }
 
 // waitGroup waits until the process group that p led has no member
-// (true) or end fires (false), looking every groupPoll: the members are
-// not the daemon's children, so there is nothing to wait on.
+// (true, at once when it has none) or end fires (false), looking every
+// groupPoll: the members are not the daemon's children, so there is
+// nothing to wait on.
 func waitGroup(p *os.Process, end <-chan time.Time) bool {
 	tick := time.NewTicker(groupPoll)
 	defer tick.Stop()

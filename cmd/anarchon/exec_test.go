@@ -165,11 +165,7 @@ func TestStopKillsGroupAfterLeader(t *testing.T) {
 // new parent reaps it, which counts as ended.
 func waitGonePID(t *testing.T, pidFile, what string) {
 	t.Helper()
-	data, err := os.ReadFile(pidFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	pid := waitPID(t, pidFile, 0) // written before the run ended
 	deadline := time.Now().Add(5 * time.Second)
 	for !gone(pid) {
 		if time.Now().After(deadline) {
