@@ -2,4 +2,4 @@ module github.com/anarchon/anarchon
 
 go 1.25
 
-toolchain go1.26.11
+toolchain go1.27.4

@@ -2,7 +2,7 @@ module github.com/anarchon/anarchon/deploy
 
 go 1.26.0
 
-toolchain go1.26.11
+toolchain go1.27.4
 
 require (
 	k8s.io/api v0.37.2

@@ -2,7 +2,7 @@ module github.com/anarchon/anarchon/otelanarchon
 
 go 1.26.0
 
-toolchain go1.26.11
+toolchain go1.27.4
 
 require (
 	github.com/anarchon/anarchon v0.1.0
