@@ -163,16 +163,30 @@ unless --catch-up asks for one run in their place. Both need --crontab or
 	return c
 }
 
-// triggerJSON is a trigger's result as "trigger --json" prints it.
+// writeUnfinished prints, for "trigger --json", a request the wait gave
+// up on: its state (pending, or running with its instance), no slot,
+// status or exit code yet. The error and exit status follow as for any
+// error, so a script reads the key to wait under from stdout.
+func writeUnfinished(stdout io.Writer, req, rec anarchon.TriggerRecord) {
+	if rec.State == "" {
+		rec = req // no look at the store answered: what the request said
+	}
+	_ = writeJSON(stdout, triggerJSON{Job: req.Job, Key: req.Key, By: req.By, State: string(rec.State), Instance: rec.InstanceID})
+}
+
+// triggerJSON is a trigger's result as "trigger --json" prints it. State
+// is the request's: done, or pending or running when the wait gave up,
+// and then Slot and Status are empty and ExitCode is left out.
 type triggerJSON struct {
 	Job      string `json:"job"`
 	Key      string `json:"key"`
 	By       string `json:"by"`
+	State    string `json:"state"`
 	Instance string `json:"instance"`
 	Slot     string `json:"slot"`
 	Status   string `json:"status"`
 	Error    string `json:"error"`
-	ExitCode int    `json:"exit_code"`
+	ExitCode *int   `json:"exit_code,omitempty"`
 }
 
 func triggerCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
@@ -203,13 +217,18 @@ request (exit 130, naming the --key to wait for it under). It needs
 				return err
 			}
 			defer d.close()
-			ctx, cancel := context.WithTimeout(context.Background(), timeout)
-			defer cancel()
 			s := d.schedFor(name)
-			req, err := s.RequestTrigger(ctx, name, key)
+			// --timeout bounds the wait, not the request: a short one
+			// still stores the request and names its key. The request
+			// gets the 30 s of every other command's store call.
+			rctx, rcancel := context.WithTimeout(context.Background(), 30*time.Second)
+			req, err := s.RequestTrigger(rctx, name, key)
+			rcancel()
 			if err != nil {
 				return classify(name, err)
 			}
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
 			// Ctrl-C ends the wait, not the request, and says so
 			wctx, stopSignals := stopOnSignal(ctx, nil)
 			defer stopSignals()
@@ -223,8 +242,14 @@ request (exit 130, naming the --key to wait for it under). It needs
 			switch {
 			case errors.Is(err, context.DeadlineExceeded):
 				err = fmt.Errorf("%w; %s", err, kept)
+				if asJSON {
+					writeUnfinished(stdout, req, rec)
+				}
 			case err != nil && wctx.Err() != nil && ctx.Err() == nil:
 				// the wait's error names the request's state and the signal
+				if asJSON {
+					writeUnfinished(stdout, req, rec)
+				}
 				return exitError{code: 130, err: codedError{codeInterrupted, fmt.Errorf("%w; %s", err, kept)}}
 			}
 			if err != nil {
@@ -235,8 +260,8 @@ request (exit 130, naming the --key to wait for it under). It needs
 				code = exitCode(rec.Error)
 			}
 			if asJSON {
-				if err := writeJSON(stdout, triggerJSON{Job: name, Key: rec.Key, By: rec.By, Instance: rec.InstanceID,
-					Slot: formatTime(time.UnixMilli(rec.Slot)), Status: string(rec.Status), Error: rec.Error, ExitCode: code}); err != nil {
+				if err := writeJSON(stdout, triggerJSON{Job: name, Key: rec.Key, By: rec.By, State: string(rec.State), Instance: rec.InstanceID,
+					Slot: formatTime(time.UnixMilli(rec.Slot)), Status: string(rec.Status), Error: rec.Error, ExitCode: &code}); err != nil {
 					return err
 				}
 			} else {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,6 +16,15 @@ func TestTriggerTimeoutNamesItsKey(t *testing.T) {
 	code, _, errOut := cli(t, "trigger", "t", "--crontab", ct, "--store", "sqlite:"+filepath.Join(dir, "s.db"), "--timeout", "200ms", "--key", "k1")
 	if want := "wait for it by running this command again with --key k1 (timeout)"; code != 1 || !strings.Contains(errOut, want) {
 		t.Errorf("exit %d, stderr:\n%s\nwant 1 and %q", code, errOut, want)
+	}
+	// --timeout bounds the wait, not the request: one that ends before
+	// the request is stored still stores it and names its key; --json
+	// prints the request as it stands.
+	code, out, errOut := cli(t, "trigger", "t", "--crontab", ct, "--store", "sqlite:"+filepath.Join(dir, "s.db"), "--timeout", "1ns", "--key", "k2", "--json")
+	var got map[string]any
+	if err := json.Unmarshal([]byte(out), &got); err != nil || code != 1 || !strings.Contains(errOut, "--key k2 (timeout)") ||
+		got["key"] != "k2" || got["state"] != "pending" || got["job"] != "t" || got["exit_code"] != nil {
+		t.Errorf("--timeout 1ns --json: exit %d, stdout %q (%v), stderr:\n%s\nwant 1, the pending request k2 without an exit code, and its key named", code, out, err, errOut)
 	}
 }
 
