@@ -1,12 +1,15 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"os/user"
+	"strconv"
 	"time"
 
 	"github.com/anarchon/anarchon"
@@ -50,14 +53,20 @@ func classify(name string, err error) error {
 	return err
 }
 
-// who names the person or process that asks: USER@host.
+// who names the person or process that asks: user@host. The user is
+// $USER, else $LOGNAME, else the name of the process's uid (a container or
+// a service often sets neither variable), else "uid N".
 func who() string {
 	host, _ := os.Hostname()
-	user := os.Getenv("USER")
-	if user == "" {
-		user = "anarchon"
+	name := cmp.Or(os.Getenv("USER"), os.Getenv("LOGNAME"))
+	if name == "" {
+		if u, err := user.Current(); err == nil && u.Username != "" {
+			name = u.Username
+		} else {
+			name = "uid " + strconv.Itoa(os.Getuid())
+		}
 	}
-	return user + "@" + host + " (cli)"
+	return name + "@" + host + " (cli)"
 }
 
 // stateJSON is a job's control state as the commands print it.

@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -44,5 +46,23 @@ func TestReadCommandsKeepFileWarningsAtDebug(t *testing.T) {
 	code, _, errOut := cli(t, "history", "t", "--crontab", ct, "--store", store, "--log-level", "debug")
 	if code != 0 || !strings.Contains(errOut, "level=DEBUG") || !strings.Contains(errOut, "warning:") {
 		t.Errorf("history --log-level debug: exit %d, stderr:\n%s\nwant 0 and the file's warning at DEBUG", code, errOut)
+	}
+}
+
+// TestWhoWithoutUser: pause and trigger record who asked; without $USER
+// (a container, a service) that is $LOGNAME, else the uid's own name.
+func TestWhoWithoutUser(t *testing.T) {
+	t.Setenv("USER", "")
+	t.Setenv("LOGNAME", "lg")
+	if got := who(); !strings.HasPrefix(got, "lg@") {
+		t.Errorf("who() with LOGNAME=lg = %q", got)
+	}
+	t.Setenv("LOGNAME", "")
+	u, err := user.Current()
+	if err != nil {
+		t.Skipf("no user for uid %d: %v", os.Getuid(), err)
+	}
+	if got := who(); !strings.HasPrefix(got, u.Username+"@") {
+		t.Errorf("who() without USER and LOGNAME = %q, want %s@…", got, u.Username)
 	}
 }
