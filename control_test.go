@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -345,5 +346,95 @@ func TestStopSettlesTriggeredRun(t *testing.T) {
 		close(release) // the handler returns now: it stores nothing
 		synctest.Wait()
 		check("after the handler returned")
+	})
+}
+
+// silentRegistry is a store on which one instance's registry renewals
+// fail once mute is set: to the registry, the instance died.
+type silentRegistry struct {
+	*membackend.Backend
+	mute atomic.Bool
+}
+
+func (c *silentRegistry) Unwrap() anarchon.Backend { return c.Backend }
+
+func (c *silentRegistry) RegisterInstance(ctx context.Context, info anarchon.InstanceInfo, ttl time.Duration) error {
+	if c.mute.Load() {
+		return errors.New("renewal lost")
+	}
+	return c.Backend.RegisterInstance(ctx, info, ttl)
+}
+
+// A trigger's wait ends, with ErrTriggerRunnerGone, once the instance
+// running the request is gone by the registry: its record dead, or started
+// again after it took the request; the request is left running, and the
+// instance, if it lives, still finishes it (SPEC §12). Before, the wait
+// lasted until its context ended. While the instance renews its record,
+// the wait goes on.
+func TestTriggerRunnerGone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := membackend.New(nil)
+		sr := &silentRegistry{Backend: b}
+		const ttl = 3 * time.Second
+		r := newSched(t, sr, "r", &anarchon.Options{RegistryTTL: ttl})
+		started, release := make(chan struct{}, 2), make(chan struct{})
+		stuck := func(context.Context, *anarchon.Run) error {
+			started <- struct{}{}
+			<-release // ignores its context
+			return nil
+		}
+		w := newSched(t, b, "w", nil) // the waiter: has the job, not started
+		for _, s := range []*anarchon.Scheduler{r, w} {
+			if err := s.Every("stuck", 24*time.Hour, stuck, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mustStart(t, r)
+		var freed sync.Once
+		free := func() { freed.Do(func() { close(release) }) }
+		defer func() { free(); stopAll(t, r) }()
+		ctx := context.Background()
+		if _, err := w.RequestTrigger(ctx, "stuck", "k"); err != nil {
+			t.Fatal(err)
+		}
+		<-started
+
+		// r renews its record: the wait lasts until its context ends.
+		wctx, cancel := context.WithTimeout(ctx, 4*ttl)
+		_, err := w.WaitTrigger(wctx, "stuck", "k")
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, anarchon.ErrTriggerRunnerGone) {
+			t.Fatalf("wait while r lives = %v, want its deadline", err)
+		}
+
+		// r's renewals fail: its record is dead ttl later, and the wait
+		// says so long before its deadline.
+		sr.mute.Store(true)
+		t0 := time.Now()
+		wctx, cancel = context.WithTimeout(ctx, time.Hour)
+		rec, err := w.WaitTrigger(wctx, "stuck", "k")
+		cancel()
+		if !errors.Is(err, anarchon.ErrTriggerRunnerGone) || !strings.Contains(err.Error(), "registry record is dead") ||
+			rec.State != anarchon.TriggerRunning || rec.InstanceID != "r" || time.Since(t0) > 2*ttl {
+			t.Fatalf("wait after r went silent = %+v, %v after %v; want running on r, ErrTriggerRunnerGone naming the dead record, within %v", rec, err, time.Since(t0), 2*ttl)
+		}
+
+		// Another process with r's ID starts: its record is live, but it
+		// started after the claim, so the run is not its.
+		info := anarchon.InstanceInfo{ID: "r", StartedAt: time.Now()}
+		if err := b.RegisterInstance(ctx, info, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.WaitTrigger(ctx, "stuck", "k"); !errors.Is(err, anarchon.ErrTriggerRunnerGone) || !strings.Contains(err.Error(), "started again") {
+			t.Fatalf("wait after r restarted = %v, want ErrTriggerRunnerGone naming the restart", err)
+		}
+
+		// The request was left as it was: r, alive after all, finishes it.
+		free()
+		synctest.Wait()
+		got, err := w.WaitTrigger(ctx, "stuck", "k")
+		if err != nil || got.State != anarchon.TriggerDone || got.Status != anarchon.StatusSuccess {
+			t.Errorf("after r's run returned: %+v, %v; want done, success", got, err)
+		}
 	})
 }

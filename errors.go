@@ -40,6 +40,13 @@ var (
 	ErrRemoved = errors.New("anarchon: job removed")
 	// ErrNotStarted is returned by Stop on a scheduler that was never started.
 	ErrNotStarted = errors.New("anarchon: scheduler not started")
+
+	// ErrTriggerRunnerGone is returned (wrapped) by Scheduler.Trigger and
+	// WaitTrigger when the instance running the request is gone by the
+	// instance registry: its record is dead or stopped, or says it started
+	// again after it took the request (SPEC §12). The request is left as
+	// it is, running.
+	ErrTriggerRunnerGone = errors.New("anarchon: the instance running the trigger is gone")
 	// ErrNoBackend is returned by Start, and wrapped in the ValidationError
 	// of every job added, when New was given a nil Backend.
 	ErrNoBackend = errors.New("anarchon: no backend")

@@ -140,8 +140,12 @@ func (s *Scheduler) RequestTrigger(ctx context.Context, name, key string) (Trigg
 // with a Watcher at once, others within their PollInterval. It runs even
 // while the job is paused. When ctx ends first the error names the job,
 // the key and how long it waited, and wraps ctx's error; the request
-// stays pending and an instance may still run it. The handler's error is
-// in the record, not in the returned error. RunNow is the local variant.
+// stays pending and an instance may still run it. When the backend has an
+// InstanceRegistry and the instance running the request is gone by it
+// (its record dead or stopped, or started again after it took the
+// request), the wait ends with an error wrapping ErrTriggerRunnerGone and
+// the record as it stands (SPEC §12). The handler's error is in the
+// record, not in the returned error. RunNow is the local variant.
 func (s *Scheduler) Trigger(ctx context.Context, name, key string) (TriggerRecord, error) {
 	rec, err := s.RequestTrigger(ctx, name, key)
 	if err != nil {
@@ -201,12 +205,56 @@ func (s *Scheduler) waitTrigger(ctx context.Context, ts TriggerStore, rec Trigge
 			return got, nil
 		case err == nil:
 			rec = got
+			if gone := s.runnerGone(ctx, rec); gone != "" {
+				return rec, fmt.Errorf("anarchon: job %q: trigger %q %s: %w", name, key, gone, ErrTriggerRunnerGone)
+			}
 		case ctx.Err() == nil:
 			return TriggerRecord{}, err
 		}
 		t.Reset(wait)
 		wait = min(2*wait, maxWait)
 	}
+}
+
+// restartMargin is how much later than a request's claim an instance's
+// registry record may say it started and still be the process that
+// claimed it: both times are the store's, the start by the instance's
+// estimate of it (SPEC §10), and a scheduler takes the requests pending
+// at its start within milliseconds of it.
+const restartMargin = time.Second
+
+// runnerGone says why the instance running the request rec can no longer
+// finish it, by the instance registry (SPEC §10, §12), or "" when it may
+// (or the backend has no registry, or the registry cannot be read, or it
+// has no record of the instance). An instance whose record is dead or
+// stopped died or lost the store; one whose record started after the
+// claim is a later process with the same ID, which knows nothing of the
+// run.
+func (s *Scheduler) runnerGone(ctx context.Context, rec TriggerRecord) string {
+	if rec.State != TriggerRunning {
+		return ""
+	}
+	reg, ok := As[InstanceRegistry](s.backend)
+	if !ok {
+		return ""
+	}
+	list, err := reg.Instances(ctx)
+	if err != nil {
+		return ""
+	}
+	since := rec.ClaimedAt.UTC().Format(time.RFC3339)
+	for _, r := range list {
+		switch {
+		case r.ID != rec.InstanceID:
+		case !r.Live():
+			return fmt.Sprintf("running on %s since %s, whose registry record is %s since %s: it died or lost the store, and the run ends only if that process is alive and reaches the store again",
+				r.ID, since, r.State, r.ExpiresAt.UTC().Format(time.RFC3339))
+		case r.StartedAt.After(rec.ClaimedAt.Add(restartMargin)):
+			return fmt.Sprintf("running on %s since %s, which started again at %s: the run ended with the process before it, and no instance will finish the request",
+				r.ID, since, r.StartedAt.UTC().Format(time.RFC3339))
+		}
+	}
+	return ""
 }
 
 // triggerLoop runs, on a started scheduler whose backend has a

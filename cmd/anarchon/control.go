@@ -24,6 +24,7 @@ const (
 	codeNotSupported = "not_supported" // the store has no job control or triggers
 	codeTimeout      = "timeout"       // no replica ran the trigger within --timeout
 	codeInterrupted  = "interrupted"   // a signal ended the trigger's wait (exit 130)
+	codeRunnerGone   = "runner_gone"   // the replica running the trigger is gone by the registry
 )
 
 // codedError is a control command's failure with a stable code.
@@ -260,6 +261,12 @@ request (exit 130, naming the --key to wait for it under). It needs
 					writeUnfinished(stdout, req, rec)
 				}
 				return exitError{code: 130, err: codedError{codeInterrupted, fmt.Errorf("%w; %s", err, kept)}}
+			case errors.Is(err, anarchon.ErrTriggerRunnerGone):
+				// the error says why; the request stays running
+				if asJSON {
+					writeUnfinished(stdout, req, rec)
+				}
+				return codedError{codeRunnerGone, fmt.Errorf("%w; a trigger with another --key runs the job again", err)}
 			}
 			if err != nil {
 				return classify(name, err)

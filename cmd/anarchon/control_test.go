@@ -1,12 +1,16 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/user"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/anarchon/anarchon"
 )
 
 // TestTriggerTimeoutNamesItsKey: a trigger no replica ran within
@@ -64,5 +68,42 @@ func TestWhoWithoutUser(t *testing.T) {
 	}
 	if got := who(); !strings.HasPrefix(got, u.Username+"@") {
 		t.Errorf("who() without USER and LOGNAME = %q, want %s@…", got, u.Username)
+	}
+}
+
+// TestTriggerRunnerGone: a trigger whose request a replica took and whose
+// registry record is dead ends at once with runner_gone, not at
+// --timeout; --json prints the request, still running there.
+func TestTriggerRunnerGone(t *testing.T) {
+	dir := t.TempDir()
+	ct := writeFile(t, dir, "t.cron", "# name: t\n@daily echo t\n")
+	store := "sqlite:" + filepath.Join(dir, "s.db")
+	b, err := openStore(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// A replica "ghost" took the request, then died: its record, renewed
+	// for the last time with a TTL of a millisecond, is dead.
+	ts, _ := anarchon.As[anarchon.TriggerStore](b)
+	reg, _ := anarchon.As[anarchon.InstanceRegistry](b)
+	if ts == nil || reg == nil {
+		t.Fatal("the sqlite store has no TriggerStore or no InstanceRegistry")
+	}
+	if err := reg.RegisterInstance(ctx, anarchon.InstanceInfo{ID: "ghost", StartedAt: time.Now().Add(-time.Minute)}, time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.RequestTrigger(ctx, anarchon.TriggerInput{Job: "t", Key: "k", By: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := ts.ClaimTrigger(ctx, anarchon.ClaimTriggerInput{Job: "t", Key: "k", Token: "tok", InstanceID: "ghost"}); !ok || err != nil {
+		t.Fatalf("claim: %v %v", ok, err)
+	}
+	_ = b.Close(ctx)
+	code, out, errOut := cli(t, "trigger", "t", "--crontab", ct, "--store", store, "--key", "k", "--timeout", "1h", "--json")
+	var got map[string]any
+	if err := json.Unmarshal([]byte(out), &got); err != nil || code != 1 || got["state"] != "running" || got["instance"] != "ghost" ||
+		!strings.Contains(errOut, "registry record is dead") || !strings.Contains(errOut, "(runner_gone)") {
+		t.Errorf("exit %d, stdout %q (%v), stderr:\n%s\nwant 1, the request running on ghost, and runner_gone", code, out, err, errOut)
 	}
 }
