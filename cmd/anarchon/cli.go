@@ -718,6 +718,7 @@ result.`,
 			fmt.Fprintf(stdout, "store: %s (%s)\n", rep.Store, rep.Backend)
 			printReplicas(stdout, rep)
 			printPaused(stdout, rep)
+			printPendingTriggers(stdout, rep)
 			if g.sources().empty() {
 				fmt.Fprintln(stdout, "\njobs: give --crontab or --config to show each job's next slots, leases and last result")
 			}

@@ -299,6 +299,22 @@ request (exit 130, naming the --key to wait for it under). It needs
 	return c
 }
 
+// printPendingTriggers prints the trigger requests of a status report
+// that no replica has taken yet.
+func printPendingTriggers(w io.Writer, rep statusReport) {
+	switch {
+	case rep.TriggersError != "":
+		fmt.Fprintf(w, "\npending triggers: cannot read: %s\n", rep.TriggersError)
+	case len(rep.PendingTriggers) == 0:
+		fmt.Fprintln(w, "\npending triggers: none")
+	default:
+		fmt.Fprintln(w, "\npending triggers (no replica took them yet: does a live one have the job?):")
+		for _, p := range rep.PendingTriggers {
+			fmt.Fprintf(w, "  %s  key %s  by %s at %s\n", p.Job, p.Key, p.By, p.RequestedAt)
+		}
+	}
+}
+
 // printPaused prints the paused jobs of a status report.
 func printPaused(w io.Writer, rep statusReport) {
 	switch {

@@ -32,6 +32,18 @@ func TestTriggerTimeoutNamesItsKey(t *testing.T) {
 		got["key"] != "k2" || got["state"] != "pending" || got["job"] != "t" || got["exit_code"] != nil {
 		t.Errorf("--timeout 1ns --json: exit %d, stdout %q (%v), stderr:\n%s\nwant 1, the pending request k2 without an exit code, and its key named", code, out, err, errOut)
 	}
+	// status lists both requests, still pending.
+	code, out, errOut = cli(t, "status", "--store", "sqlite:"+filepath.Join(dir, "s.db"), "--json")
+	var rep struct {
+		Pending []map[string]string `json:"pending_triggers"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 || len(rep.Pending) != 2 ||
+		rep.Pending[0]["key"] != "k1" || rep.Pending[1]["key"] != "k2" || rep.Pending[0]["job"] != "t" || rep.Pending[0]["requested_at"] == "" {
+		t.Errorf("status --json: exit %d, %v, pending %v, stderr:\n%s\nwant k1 and k2 pending", code, err, rep.Pending, errOut)
+	}
+	if code, out, _ = cli(t, "status", "--store", "sqlite:"+filepath.Join(dir, "s.db")); code != 0 || !strings.Contains(out, "pending triggers (") || !strings.Contains(out, "  t  key k2  by ") {
+		t.Errorf("status: exit %d, stdout:\n%s\nwant the pending requests listed", code, out)
+	}
 }
 
 // TestReadCommandsKeepFileWarningsAtDebug: the commands that read the job

@@ -680,6 +680,19 @@ type statusReport struct {
 	// when and why (every job of the store, not only the given files').
 	Paused      []stateJSON `json:"paused"`
 	PausedError string      `json:"paused_error,omitempty"`
+	// PendingTriggers lists the trigger requests no replica has taken yet
+	// (every job of the store), oldest first; a stuck one names a job no
+	// live replica has. TriggersError says why they could not be read.
+	PendingTriggers []pendingTriggerJSON `json:"pending_triggers"`
+	TriggersError   string               `json:"triggers_error,omitempty"`
+}
+
+// pendingTriggerJSON is a trigger request no replica has taken yet.
+type pendingTriggerJSON struct {
+	Job         string `json:"job"`
+	Key         string `json:"key"`
+	By          string `json:"by"`
+	RequestedAt string `json:"requested_at"`
 }
 
 type jobStatus struct {
@@ -723,6 +736,16 @@ func (d *daemon) status(ctx context.Context) statusReport {
 			if st.Paused {
 				rep.Paused = append(rep.Paused, toStateJSON(st))
 			}
+		}
+	}
+	rep.PendingTriggers = []pendingTriggerJSON{}
+	if ts, ok := anarchon.As[anarchon.TriggerStore](d.backend); ok {
+		pending, err := ts.PendingTriggers(ctx)
+		if err != nil {
+			rep.TriggersError = err.Error()
+		}
+		for _, p := range pending {
+			rep.PendingTriggers = append(rep.PendingTriggers, pendingTriggerJSON{Job: p.Job, Key: p.Key, By: p.By, RequestedAt: formatTime(p.RequestedAt)})
 		}
 	}
 	var runs anarchon.RunStore
