@@ -122,8 +122,17 @@ func (g *globalFlags) newLogger(w io.Writer) (*slog.Logger, error) {
 	// so a driver's error repeating the store's password never reaches
 	// the log.
 	raw := g.store
-	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+	jsonLog := strings.ToLower(g.logFormat) == "json"
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
 		switch a.Value.Kind() {
+		case slog.KindTime:
+			// The JSON handler writes a time as RFC 3339 with its
+			// trailing zeros cut (a slot at .860 as .86Z); the text
+			// handler, history and status write milliseconds, always
+			// three digits. The record's own time keeps its precision.
+			if jsonLog && (len(groups) > 0 || a.Key != slog.TimeKey) {
+				a.Value = slog.StringValue(a.Value.Time().Format("2006-01-02T15:04:05.000Z07:00"))
+			}
 		case slog.KindString:
 			if s := a.Value.String(); raw != "" && s != "" {
 				a.Value = slog.StringValue(scrub(s, raw))

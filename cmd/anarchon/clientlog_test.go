@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The clients' lines are WARNs but for go-redis's report of the Sentinel
@@ -72,5 +73,27 @@ func TestClientLinesHeldDuringStart(t *testing.T) {
 		!strings.Contains(lines[1], "level=WARN") || !strings.Contains(lines[1], "attempt two") ||
 		!strings.Contains(lines[2], "level=WARN") || !strings.Contains(lines[2], "running") {
 		t.Errorf("lines:\n%s\nwant attempt one at DEBUG, attempt two and running at WARN", buf.String())
+	}
+}
+
+// A time in a JSON log line has three decimals, as in the text log, the
+// history and status (a slot at .860 was ".86Z"); the record's own time
+// keeps the handler's full precision.
+func TestJSONLogTimes(t *testing.T) {
+	for _, format := range []string{"json", "text"} {
+		var buf bytes.Buffer
+		g := &globalFlags{logFormat: format, logLevel: "info"}
+		log, err := g.newLogger(&buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slot := time.UnixMilli(1796558400860).UTC() // 2026-12-06T...:00.860Z
+		log.Info("run started", slog.Time("slot", slot), slog.Group("g", slog.Time("at", slot.Add(100*time.Millisecond))))
+		line := buf.String()
+		for _, want := range []string{"2026-12-06T12:00:00.860Z", "2026-12-06T12:00:00.960Z"} {
+			if !strings.Contains(line, want) {
+				t.Errorf("%s: %s\nwant %s", format, line, want)
+			}
+		}
 	}
 }
