@@ -64,7 +64,7 @@ CRON_TZ=Atlantis/Capital
 			`bad.cron:7: empty job name in "# name:" (empty_name)`,
 			`(duplicate_name)`,
 		}},
-		{[]string{"validate", "--config", yml}, 1, []string{`bad.yaml:5: jitter: "soon" is not a Go duration (like 30s, 5m, 1h30m) (bad_yaml)`}},
+		{[]string{"validate", "--config", yml}, 1, []string{`bad.yaml:5: job "y": jitter: "soon" is not a Go duration (like 30s, 5m, 1h30m) (bad_yaml)`}},
 		{[]string{"run", "--crontab", bad, "--store", "memory:"}, 1, []string{"(bad_cron)", "(bad_line)"}},
 		{[]string{"history", "nojob", "--store", store}, 1, []string{`no run of job "nojob" was ever recorded`, "(unknown_job)"}},
 	} {

@@ -118,8 +118,21 @@ func parseConfig(file string, data []byte) ([]*jobSpec, []error) {
 // the errors.
 func decodeJob(file string, n *yaml.Node) (*jobSpec, []error) {
 	var errs []error
+	// A mistake names its job, as the scheduler's validation errors do,
+	// when the job has a name, wherever its key stands in the mapping.
+	name := ""
+	for i := 0; n.Kind == yaml.MappingNode && i+1 < len(n.Content); i += 2 {
+		if k, v := n.Content[i], n.Content[i+1]; k.Value == "name" && v.Kind == yaml.ScalarNode && v.Tag != "!!null" && v.Value != "" {
+			name = v.Value
+			break
+		}
+	}
 	fail := func(line int, format string, args ...any) {
-		errs = append(errs, &posError{File: file, Line: line, Msg: fmt.Sprintf(format, args...), Code: codeBadYAML})
+		msg := fmt.Sprintf(format, args...)
+		if name != "" {
+			msg = fmt.Sprintf("job %q: %s", name, msg)
+		}
+		errs = append(errs, &posError{File: file, Line: line, Msg: msg, Code: codeBadYAML})
 	}
 	if n.Kind != yaml.MappingNode {
 		fail(n.Line, "a job must be a mapping with name, schedule and command or shell")
@@ -211,12 +224,18 @@ func decodeJob(file string, n *yaml.Node) (*jobSpec, []error) {
 				fail(v.Line, "command: want a list of arguments (argv); use shell for a command line")
 				continue
 			}
+			bad := false
 			for _, a := range v.Content {
 				if a.Kind != yaml.ScalarNode {
 					fail(a.Line, "command: every argument must be a string")
+					bad = true
 					continue
 				}
 				j.Argv = append(j.Argv, a.Value)
+			}
+			if bad {
+				// no command half read: nothing else is said of its program
+				j.Argv = nil
 			}
 			if len(v.Content) == 0 {
 				fail(v.Line, "command: empty list")
@@ -301,22 +320,22 @@ func decodeJob(file string, n *yaml.Node) (*jobSpec, []error) {
 	_, hasAt := j.Lines["at"]
 	switch {
 	case hasSchedule && hasAt:
-		fail(j.Lines["at"], "job %q: give schedule or at, not both", j.Name)
+		fail(j.Lines["at"], "give schedule or at, not both")
 	case !hasSchedule && !hasAt:
-		fail(n.Line, "job %q: no schedule", j.Name)
+		fail(n.Line, "no schedule")
 	}
 	_, hasShell := j.Lines["shell"]
 	switch {
 	case hasShell && hasCommand:
-		fail(j.Lines["shell"], "job %q: give command or shell, not both", j.Name)
+		fail(j.Lines["shell"], "give command or shell, not both")
 	case !hasShell && !hasCommand:
-		fail(n.Line, "job %q: no command or shell", j.Name)
+		fail(n.Line, "no command or shell")
 	case hasShell:
 		j.Argv = []string{"/bin/sh", "-c", shell}
 	}
 	if j.Name == "" || j.Schedule == "" || len(j.Argv) == 0 {
 		if len(errs) == 0 {
-			fail(n.Line, "job %q: incomplete", j.Name)
+			fail(n.Line, "incomplete")
 		}
 		return nil, errs
 	}

@@ -36,6 +36,9 @@ func scheduleReason(ve *anarchon.ValidationError) string {
 	fields := strings.FieldsFunc(pe.Expr, func(r rune) bool { return r == ' ' || r == '\t' })
 	if n := len(fields); pe.Field == "" && n > 0 && n != 5 && n != 6 && !strings.HasPrefix(fields[0], "@") {
 		msg = fmt.Sprintf("%d fields: %s", n, cronFieldsWant)
+		if n == 1 {
+			msg = "1 field: " + cronFieldsWant
+		}
 	}
 	return fmt.Sprintf("cron: %q%s%s: %s", pe.Expr, at, field, msg)
 }

@@ -13,6 +13,7 @@ func TestNextErrors(t *testing.T) {
 	const want = `want 5 (minute hour day-of-month month day-of-week), 6 (a second first) or a descriptor such as @daily or "@every 10s"`
 	for _, tc := range []struct{ expr, msg string }{
 		{"bad expr", `schedule: cron: "bad expr": 2 fields: ` + want + ` (bad_cron)`},
+		{"5", `schedule: cron: "5": 1 field: ` + want + ` (bad_cron)`},
 		{"* * *", `schedule: cron: "* * *": 3 fields: ` + want + ` (bad_cron)`},
 		{"0 0 * * * * *", `schedule: cron: "0 0 * * * * *" at 12: 7 fields: ` + want + ` (bad_cron)`},
 		{"@every", `schedule: cron: "@every" (descriptor): @every needs a duration (bad_cron)`},

@@ -45,7 +45,7 @@ func TestParseRetry(t *testing.T) {
 		{"negative backoff", "{max_retries: 1, initial_backoff: -1s}", `r.yaml:4: job "a": retry.initial_backoff: -1s is negative`},
 		{"negative max backoff", "{max_retries: 1, max_backoff: -5s}", `r.yaml:4: job "a": retry.max_backoff: -5s is negative`},
 		{"negative retries", "{max_retries: -1}", `r.yaml:4: job "a": retry.max_retries: -1 is negative`},
-		{"not a mapping", "3", `r.yaml:4: retry: want a mapping`},
+		{"not a mapping", "3", `r.yaml:4: job "a": retry: want a mapping`},
 		{"bad code", "{max_retries: 1, permanent_exit_codes: [0]}", `retry.permanent_exit_codes: "0"`},
 		{"unknown key", "{max_retry: 1}", `retry: unknown key "max_retry"`},
 		{"multiplier", "{max_retries: 1, multiplier: x}", `retry.multiplier: "x" is not a number`},
@@ -104,7 +104,7 @@ func TestParseAt(t *testing.T) {
 
 	for _, tc := range []struct{ name, src, want string }{
 		{"both", "- name: a\n  schedule: '@daily'\n  at: 2030-01-01T00:00:00Z\n  shell: date\n", `a.yaml:3: job "a": give schedule or at, not both`},
-		{"bad time", "- name: a\n  at: tomorrow\n  shell: date\n", `a.yaml:2: at: "tomorrow" is not an RFC 3339 time`},
+		{"bad time", "- name: a\n  at: tomorrow\n  shell: date\n", `a.yaml:2: job "a": at: "tomorrow" is not an RFC 3339 time`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, errs := parseConfig("a.yaml", []byte(tc.src))
