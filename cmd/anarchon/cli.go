@@ -182,15 +182,21 @@ type usageError struct {
 // Error returns the message with " (code)" at the end of its first line:
 // cobra's suggestions ("Did you mean this?") follow on further lines.
 func (e usageError) Error() string {
-	msg := e.err.Error()
 	if e.code == "" {
-		return msg
+		return e.err.Error()
 	}
+	return withCode(e.err.Error(), e.code)
+}
+
+// withCode puts " (code)" at the end of msg's first line, where the README
+// says every error's code stands: a message of several lines (cobra's
+// suggestions, a PostgreSQL error's detail and hint) keeps the rest below.
+func withCode(msg, code string) string {
 	first, rest, more := strings.Cut(msg, "\n")
 	if !more {
-		return fmt.Sprintf("%s (%s)", msg, e.code)
+		return fmt.Sprintf("%s (%s)", msg, code)
 	}
-	return fmt.Sprintf("%s (%s)\n%s", first, e.code, rest)
+	return fmt.Sprintf("%s (%s)\n%s", first, code, rest)
 }
 
 func (e usageError) Unwrap() error { return e.err }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -261,5 +262,21 @@ func TestValidateWarnsOfCommandsThatCannotStart(t *testing.T) {
 	}
 	if _, out, _ := cli(t, "validate", "--config", yml); strings.Contains(out, `"y3"`) {
 		t.Errorf("a program on the job's own PATH was warned about:\n%s", out)
+	}
+}
+
+// A message of several lines (a PostgreSQL error's detail and hint) has
+// its code at the end of the first line, where a reader and a script look.
+func TestCodeOnFirstLine(t *testing.T) {
+	multi := errors.New("connect failed: FATAL: role \"x\" does not exist\nDETAIL: …\nHINT: create it")
+	for _, err := range []error{
+		&StoreURLError{URL: "postgres://h/db", Code: StoreOpenFailed, Reason: multi.Error()},
+		codedError{codeTimeout, multi},
+		usageError{codeBadFlag, multi},
+	} {
+		first, rest, _ := strings.Cut(err.Error(), "\n")
+		if !strings.HasSuffix(first, ")") || !strings.Contains(first, "does not exist (") || rest != "DETAIL: …\nHINT: create it" {
+			t.Errorf("%T: %q, want the code ending the first line and the rest below", err, err.Error())
+		}
 	}
 }

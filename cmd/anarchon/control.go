@@ -33,7 +33,7 @@ type codedError struct {
 	err  error
 }
 
-func (e codedError) Error() string { return fmt.Sprintf("%v (%s)", e.err, e.code) }
+func (e codedError) Error() string { return withCode(e.err.Error(), e.code) }
 func (e codedError) Unwrap() error { return e.err }
 
 // unknownJob is the error of a command given a job its files do not have.

@@ -38,9 +38,10 @@ type StoreURLError struct {
 	Err    error          // the backend's error, if any
 }
 
-// Error returns "store URL <redacted>: <reason> (<code>)".
+// Error returns "store URL <redacted>: <reason> (<code>)", the code at the
+// end of the first line when the reason has several.
 func (e *StoreURLError) Error() string {
-	return fmt.Sprintf("store URL %s: %s (%s)", e.URL, e.Reason, e.Code)
+	return withCode(fmt.Sprintf("store URL %s: %s", e.URL, e.Reason), string(e.Code))
 }
 
 // Unwrap returns the backend's error, if any.
