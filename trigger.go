@@ -195,8 +195,12 @@ func (s *Scheduler) waitTrigger(ctx context.Context, ts TriggerStore, rec Trigge
 				}
 				cancel()
 			}
+			state := waitState(rec)
+			if rec.State == TriggerPending && s.noLiveInstance(context.WithoutCancel(ctx)) {
+				state += "; the store's registry lists no live instance"
+			}
 			return rec, fmt.Errorf("anarchon: job %q: trigger %q not done after waiting %v (%s): %w",
-				name, key, time.Since(start).Round(time.Millisecond), waitState(rec), context.Cause(ctx))
+				name, key, time.Since(start).Round(time.Millisecond), state, context.Cause(ctx))
 		case <-t.C:
 		}
 		got, err := ts.LookupTrigger(ctx, name, key)
@@ -255,6 +259,28 @@ func (s *Scheduler) runnerGone(ctx context.Context, rec TriggerRecord) string {
 		}
 	}
 	return ""
+}
+
+// noLiveInstance reports whether the backend's instance registry lists no
+// live instance, looking for lastLook at most; false without a registry or
+// an answer.
+func (s *Scheduler) noLiveInstance(ctx context.Context) bool {
+	reg, ok := As[InstanceRegistry](s.backend)
+	if !ok {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, lastLook)
+	defer cancel()
+	list, err := reg.Instances(ctx)
+	if err != nil {
+		return false
+	}
+	for _, r := range list {
+		if r.Live() {
+			return false
+		}
+	}
+	return true
 }
 
 // triggerLoop runs, on a started scheduler whose backend has a

@@ -20,8 +20,9 @@ func TestTriggerTimeoutNamesItsKey(t *testing.T) {
 	dir := t.TempDir()
 	ct := writeFile(t, dir, "t.cron", "# name: t\n@daily echo t\n")
 	code, _, errOut := cli(t, "trigger", "t", "--crontab", ct, "--store", "sqlite:"+filepath.Join(dir, "s.db"), "--timeout", "200ms", "--key", "k1")
-	if want := "wait for it by running this command again with --key k1 (timeout)"; code != 1 || !strings.Contains(errOut, want) {
-		t.Errorf("exit %d, stderr:\n%s\nwant 1 and %q", code, errOut, want)
+	if want := "wait for it by running this command again with --key k1 (timeout)"; code != 1 || !strings.Contains(errOut, want) ||
+		!strings.Contains(errOut, "the store's registry lists no live instance") {
+		t.Errorf("exit %d, stderr:\n%s\nwant 1 and %q, saying no instance is live", code, errOut, want)
 	}
 	// --timeout bounds the wait, not the request: one that ends before
 	// the request is stored still stores it and names its key; --json
