@@ -349,22 +349,6 @@ func TestStopSettlesTriggeredRun(t *testing.T) {
 	})
 }
 
-// silentRegistry is a store on which one instance's registry renewals
-// fail once mute is set: to the registry, the instance died.
-type silentRegistry struct {
-	*membackend.Backend
-	mute atomic.Bool
-}
-
-func (c *silentRegistry) Unwrap() anarchon.Backend { return c.Backend }
-
-func (c *silentRegistry) RegisterInstance(ctx context.Context, info anarchon.InstanceInfo, ttl time.Duration) error {
-	if c.mute.Load() {
-		return errors.New("renewal lost")
-	}
-	return c.Backend.RegisterInstance(ctx, info, ttl)
-}
-
 // A trigger's wait ends, with ErrTriggerRunnerGone, once the instance
 // running the request is gone by the registry: its record dead, or started
 // again after it took the request; the request is left running, and the
@@ -374,7 +358,7 @@ func (c *silentRegistry) RegisterInstance(ctx context.Context, info anarchon.Ins
 func TestTriggerRunnerGone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := membackend.New(nil)
-		sr := &silentRegistry{Backend: b}
+		sr := &failingRegistry{Backend: b}
 		const ttl = 3 * time.Second
 		r := newSched(t, sr, "r", &anarchon.Options{RegistryTTL: ttl})
 		started, release := make(chan struct{}, 2), make(chan struct{})
@@ -409,7 +393,7 @@ func TestTriggerRunnerGone(t *testing.T) {
 
 		// r's renewals fail: its record is dead ttl later, and the wait
 		// says so long before its deadline.
-		sr.mute.Store(true)
+		sr.fail.Store(true)
 		t0 := time.Now()
 		wctx, cancel = context.WithTimeout(ctx, time.Hour)
 		rec, err := w.WaitTrigger(wctx, "stuck", "k")

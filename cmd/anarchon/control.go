@@ -302,34 +302,36 @@ request (exit 130, naming the --key to wait for it under). It needs
 // printPendingTriggers prints the trigger requests of a status report
 // that no replica has taken yet.
 func printPendingTriggers(w io.Writer, rep statusReport) {
-	switch {
-	case rep.TriggersError != "":
-		fmt.Fprintf(w, "\npending triggers: cannot read: %s\n", rep.TriggersError)
-	case len(rep.PendingTriggers) == 0:
-		fmt.Fprintln(w, "\npending triggers: none")
-	default:
-		fmt.Fprintln(w, "\npending triggers (no replica took them yet: does a live one have the job?):")
-		for _, p := range rep.PendingTriggers {
-			fmt.Fprintf(w, "  %s  key %s  by %s at %s\n", p.Job, p.Key, p.By, p.RequestedAt)
-		}
-	}
+	printSection(w, "pending triggers", "pending triggers (no replica took them yet: does a live one have the job?)", rep.TriggersError, rep.PendingTriggers,
+		func(p pendingTriggerJSON) string {
+			return fmt.Sprintf("%s  key %s  by %s at %s", p.Job, p.Key, p.By, p.RequestedAt)
+		})
 }
 
 // printPaused prints the paused jobs of a status report.
 func printPaused(w io.Writer, rep statusReport) {
+	printSection(w, "paused", "paused", rep.PausedError, rep.Paused, func(p stateJSON) string {
+		line := fmt.Sprintf("%s  by %s at %s", p.Job, p.By, p.At)
+		if p.Reason != "" {
+			line += ": " + p.Reason
+		}
+		return line
+	})
+}
+
+// printSection prints one list of a status report after a blank line:
+// "name: cannot read: …" when readErr says so, "name: none" when it is
+// empty, else the heading and one indented line per item.
+func printSection[T any](w io.Writer, name, heading, readErr string, items []T, line func(T) string) {
 	switch {
-	case rep.PausedError != "":
-		fmt.Fprintf(w, "\npaused: cannot read: %s\n", rep.PausedError)
-	case len(rep.Paused) == 0:
-		fmt.Fprintln(w, "\npaused: none")
+	case readErr != "":
+		fmt.Fprintf(w, "\n%s: cannot read: %s\n", name, readErr)
+	case len(items) == 0:
+		fmt.Fprintf(w, "\n%s: none\n", name)
 	default:
-		fmt.Fprintln(w, "\npaused:")
-		for _, p := range rep.Paused {
-			fmt.Fprintf(w, "  %s  by %s at %s", p.Job, p.By, p.At)
-			if p.Reason != "" {
-				fmt.Fprintf(w, ": %s", p.Reason)
-			}
-			fmt.Fprintln(w)
+		fmt.Fprintf(w, "\n%s:\n", heading)
+		for _, it := range items {
+			fmt.Fprintf(w, "  %s\n", line(it))
 		}
 	}
 }
