@@ -422,3 +422,42 @@ func TestTriggerRunnerGone(t *testing.T) {
 		}
 	})
 }
+
+// A canceled request never runs, on an instance started after the cancel
+// as on one running; a wait for it ends with its record, canceled; a
+// cancel of a request that ran answers its record, unchanged (SPEC §12).
+func TestCancelTrigger(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := membackend.New(nil)
+		s := newSched(t, b, "op", nil)
+		var ran atomic.Int64
+		if err := s.Every("j", 24*time.Hour, func(context.Context, *anarchon.Run) error { ran.Add(1); return nil }, nil); err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		if _, err := s.RequestTrigger(ctx, "j", "k"); err != nil {
+			t.Fatal(err)
+		}
+		rec, err := s.CancelTrigger(ctx, "j", "k")
+		if err != nil || rec.State != anarchon.TriggerDone || rec.Status != anarchon.StatusCanceled || rec.Error != anarchon.CanceledError("op") {
+			t.Fatalf("CancelTrigger = %+v, %v; want done, canceled by op", rec, err)
+		}
+		mustStart(t, s)
+		defer stopAll(t, s)
+		time.Sleep(time.Minute) // many polls
+		got, err := s.WaitTrigger(ctx, "j", "k")
+		if err != nil || got.Status != anarchon.StatusCanceled || ran.Load() != 0 {
+			t.Errorf("after a minute: %+v, %v, %d runs; want canceled, none", got, err, ran.Load())
+		}
+		done, err := s.Trigger(ctx, "j", "k2")
+		if err != nil || done.Status != anarchon.StatusSuccess {
+			t.Fatalf("Trigger = %+v, %v", done, err)
+		}
+		if rec, err := s.CancelTrigger(ctx, "j", "k2"); err != nil || rec.Status != anarchon.StatusSuccess || rec.State != anarchon.TriggerDone {
+			t.Errorf("cancel of a request that ran = %+v, %v; want its record", rec, err)
+		}
+		if _, err := s.CancelTrigger(ctx, "j", "nope"); !errors.Is(err, anarchon.ErrNotFound) {
+			t.Errorf("cancel of an unknown request = %v, want ErrNotFound", err)
+		}
+	})
+}

@@ -77,6 +77,39 @@ type FinishTriggerInput struct {
 	Error    string // the run's error text, "" on success
 }
 
+// TriggerCanceler is an optional [TriggerStore] ability: withdrawing a
+// request that no instance has taken yet (SPEC §12, "Cancel").
+type TriggerCanceler interface {
+	// CancelTrigger ends the pending request (in.Job, in.Key) as done,
+	// Status StatusCanceled, Error naming in.By, with no instance, token
+	// or slot, atomically against ClaimTrigger: of a cancel and a claim
+	// of one pending request exactly one takes effect. It returns the
+	// record after the call: canceled (by this call or an earlier one),
+	// or unchanged when an instance took it first (running or done). An
+	// unknown request is an error wrapping ErrNotFound.
+	CancelTrigger(ctx context.Context, in CancelTriggerInput) (TriggerRecord, error)
+}
+
+// CancelTriggerInput is what [TriggerCanceler.CancelTrigger] is given.
+// New fields may be added.
+type CancelTriggerInput struct {
+	Job, Key string
+	By       string // who cancels; may be empty
+}
+
+// StatusCanceled is the Status of a trigger request canceled before any
+// instance took it ([TriggerCanceler]): no run, no history record.
+const StatusCanceled Status = "canceled"
+
+// CanceledError is the Error a store records for a request in.By
+// canceled; stores write this text so that every store reads the same.
+func CanceledError(by string) string {
+	if by == "" {
+		return "canceled before any instance took it"
+	}
+	return "canceled by " + by + " before any instance took it"
+}
+
 // TriggerState is the state of a trigger request.
 type TriggerState string
 
@@ -84,7 +117,7 @@ type TriggerState string
 const (
 	TriggerPending TriggerState = "pending" // requested, not claimed yet
 	TriggerRunning TriggerState = "running" // claimed by InstanceID
-	TriggerDone    TriggerState = "done"    // the run ended with Status
+	TriggerDone    TriggerState = "done"    // the run ended with Status, or the request was canceled (StatusCanceled)
 )
 
 // TriggerRecord is a trigger request as the store keeps it.
@@ -101,6 +134,27 @@ type TriggerRecord struct {
 	FinishedAt  time.Time    `json:"finished_at,omitzero"`
 	Status      Status       `json:"status,omitempty"` // done: how the run ended
 	Error       string       `json:"error,omitempty"`
+}
+
+// CancelTrigger withdraws the trigger request (name, key) if no instance
+// has taken it yet, and returns its record: done with StatusCanceled, or,
+// when an instance took it first, as it stands (running or done; the run
+// goes on). ErrNotFound (wrapped) for an unknown request; ErrNotSupported
+// when the backend's TriggerStore has no TriggerCanceler. The job need not
+// be registered here: a request for a job that no longer exists is what
+// one cancels.
+func (s *Scheduler) CancelTrigger(ctx context.Context, name, key string) (TriggerRecord, error) {
+	if _, err := s.triggerStore(); err != nil {
+		return TriggerRecord{}, err
+	}
+	tc, ok := As[TriggerCanceler](s.backend)
+	if !ok {
+		return TriggerRecord{}, fmt.Errorf("%w: canceling a trigger needs a store with TriggerCanceler; %q has none", ErrNotSupported, s.backend.Name())
+	}
+	if err := s.ensureInit(ctx); err != nil {
+		return TriggerRecord{}, err
+	}
+	return tc.CancelTrigger(ctx, CancelTriggerInput{Job: name, Key: key, By: s.opts.InstanceID})
 }
 
 // triggerStore returns the backend's TriggerStore or ErrNotSupported.

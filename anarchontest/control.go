@@ -219,12 +219,19 @@ func testControlReopen(t *testing.T, h Harness) {
 
 // testTriggers runs the trigger tests of SPEC §12; Run calls it when the
 // backend implements anarchon.TriggerStore.
-func testTriggers(t *testing.T, h Harness, hasWatcher bool) {
+func testTriggers(t *testing.T, h Harness, has abilities) {
 	t.Run("Once", func(t *testing.T) { t.Parallel(); testTriggerOnce(t, h) })
 	t.Run("Unknown", func(t *testing.T) { t.Parallel(); testTriggerUnknown(t, h) })
-	if hasWatcher {
+	if has.watcher {
 		t.Run("Watch", func(t *testing.T) { t.Parallel(); testTriggerWatch(t, h) })
 	}
+	t.Run("Cancel", func(t *testing.T) {
+		if !has.cancel {
+			t.Skip("backend has no anarchon.TriggerCanceler")
+		}
+		t.Parallel()
+		testTriggerCancel(t, h)
+	})
 }
 
 func (s *store) trig(i int) anarchon.TriggerStore {
@@ -365,4 +372,133 @@ func testTriggerWatch(t *testing.T, h Harness) {
 	awaitEvent(t, ch, fmt.Sprintf("RunTriggered event for %q", job), func(ev anarchon.RunEvent) bool {
 		return ev.Kind == anarchon.RunTriggered && ev.Job == job
 	})
+}
+
+func (s *store) cancelTrig(i int) anarchon.TriggerCanceler {
+	s.t.Helper()
+	tc, ok := anarchon.As[anarchon.TriggerCanceler](s.b(i))
+	if !ok {
+		s.t.Fatalf("handle %d has no anarchon.TriggerCanceler", i%len(s.bs))
+	}
+	return tc
+}
+
+// Cancel (SPEC §12): a pending request canceled on one handle reads back
+// done, StatusCanceled, on another, is no longer pending, cannot be
+// claimed, and a second cancel answers the same record; an unknown request
+// is ErrNotFound; a running one is answered unchanged and still finishes.
+// Racers cancel and claim many pending requests on several handles: each
+// ends either canceled with no claim won, or claimed by exactly one token
+// with every cancel answered running.
+func testTriggerCancel(t *testing.T, h Harness) {
+	s := open(t, h, 3)
+	job := jobName("trig-cancel")
+	if _, err := s.cancelTrig(0).CancelTrigger(s.ctx, anarchon.CancelTriggerInput{Job: job, Key: "nope", By: "op"}); !errors.Is(err, anarchon.ErrNotFound) {
+		t.Errorf("CancelTrigger unknown = %v, want ErrNotFound", err)
+	}
+	if _, err := s.trig(0).RequestTrigger(s.ctx, anarchon.TriggerInput{Job: job, Key: "p", By: "me"}); err != nil {
+		t.Fatal(err)
+	}
+	canceled := func(rec anarchon.TriggerRecord) bool {
+		return rec.State == anarchon.TriggerDone && rec.Status == anarchon.StatusCanceled && rec.Error == anarchon.CanceledError("op") &&
+			rec.Token == "" && rec.InstanceID == "" && rec.By == "me" && !rec.FinishedAt.IsZero()
+	}
+	rec, err := s.cancelTrig(1).CancelTrigger(s.ctx, anarchon.CancelTriggerInput{Job: job, Key: "p", By: "op"})
+	if err != nil || !canceled(rec) {
+		t.Errorf("CancelTrigger pending = %+v, %v; want done, canceled by op", rec, err)
+	}
+	if got, err := s.trig(2).LookupTrigger(s.ctx, job, "p"); err != nil || !canceled(got) {
+		t.Errorf("LookupTrigger after the cancel = %+v, %v", got, err)
+	}
+	if pending, _ := s.trig(0).PendingTriggers(s.ctx); countTrigger(pending, job, "p") != 0 {
+		t.Error("a canceled request is still pending")
+	}
+	if ok, err := s.trig(0).ClaimTrigger(s.ctx, anarchon.ClaimTriggerInput{Job: job, Key: "p", Token: "t", InstanceID: "i"}); err != nil || ok {
+		t.Errorf("ClaimTrigger of a canceled request = %v, %v; want false", ok, err)
+	}
+	if again, err := s.cancelTrig(2).CancelTrigger(s.ctx, anarchon.CancelTriggerInput{Job: job, Key: "p", By: "other"}); err != nil || !canceled(again) {
+		t.Errorf("second CancelTrigger = %+v, %v; want the first cancel's record", again, err)
+	}
+
+	// A running request is not canceled, and finishes.
+	if _, err := s.trig(0).RequestTrigger(s.ctx, anarchon.TriggerInput{Job: job, Key: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.trig(1).ClaimTrigger(s.ctx, anarchon.ClaimTriggerInput{Job: job, Key: "r", Token: "tr", InstanceID: "i1"}); err != nil || !ok {
+		t.Fatalf("ClaimTrigger = %v, %v", ok, err)
+	}
+	if rec, err := s.cancelTrig(2).CancelTrigger(s.ctx, anarchon.CancelTriggerInput{Job: job, Key: "r", By: "op"}); err != nil || rec.State != anarchon.TriggerRunning || rec.Token != "tr" {
+		t.Errorf("CancelTrigger running = %+v, %v; want it running, unchanged", rec, err)
+	}
+	if err := s.trig(0).FinishTrigger(s.ctx, anarchon.FinishTriggerInput{Job: job, Key: "r", Token: "tr", Slot: 7, Status: anarchon.StatusSuccess}); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := s.trig(1).LookupTrigger(s.ctx, job, "r"); err != nil || rec.State != anarchon.TriggerDone || rec.Status != anarchon.StatusSuccess {
+		t.Errorf("after its finish = %+v, %v; want done, success", rec, err)
+	}
+
+	// Cancels race claims: one outcome per request.
+	const keys = 8
+	n := max(h.Racers/2, 2)
+	for k := range keys {
+		if _, err := s.trig(k).RequestTrigger(s.ctx, anarchon.TriggerInput{Job: job, Key: fmt.Sprintf("race-%d", k)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type claimRes struct {
+		won bool
+		err error
+	}
+	type cancelRes struct {
+		rec anarchon.TriggerRecord
+		err error
+	}
+	claims := make([][]claimRes, keys)
+	cancels := make([][]cancelRes, keys)
+	var wg sync.WaitGroup
+	for k := range keys {
+		claims[k], cancels[k] = make([]claimRes, n), make([]cancelRes, n)
+		key := fmt.Sprintf("race-%d", k)
+		for i := range n {
+			wg.Go(func() {
+				won, err := s.trig(i).ClaimTrigger(s.ctx, anarchon.ClaimTriggerInput{Job: job, Key: key, Token: fmt.Sprintf("tok-%d", i), InstanceID: "i"})
+				claims[k][i] = claimRes{won, err}
+			})
+			wg.Go(func() {
+				rec, err := s.cancelTrig(i+1).CancelTrigger(s.ctx, anarchon.CancelTriggerInput{Job: job, Key: key, By: "op"})
+				cancels[k][i] = cancelRes{rec, err}
+			})
+		}
+	}
+	wg.Wait()
+	for k := range keys {
+		won := 0
+		for _, c := range claims[k] {
+			if c.err != nil {
+				t.Fatalf("race-%d: ClaimTrigger: %v", k, c.err)
+			}
+			if c.won {
+				won++
+			}
+		}
+		final, err := s.trig(0).LookupTrigger(s.ctx, job, fmt.Sprintf("race-%d", k))
+		if err != nil {
+			t.Fatalf("race-%d: LookupTrigger: %v", k, err)
+		}
+		wasCanceled := final.Status == anarchon.StatusCanceled
+		switch {
+		case wasCanceled && won != 0:
+			t.Errorf("race-%d: canceled, and %d claims won it", k, won)
+		case !wasCanceled && (won != 1 || final.State != anarchon.TriggerRunning):
+			t.Errorf("race-%d: not canceled, %d claims won, record %+v; want one winner, running", k, won, final)
+		}
+		for i, c := range cancels[k] {
+			if c.err != nil {
+				t.Fatalf("race-%d: CancelTrigger %d: %v", k, i, c.err)
+			}
+			if got := c.rec.Status == anarchon.StatusCanceled; got != wasCanceled {
+				t.Errorf("race-%d: cancel %d answered %+v, but the request ended %+v", k, i, c.rec, final)
+			}
+		}
+	}
 }

@@ -143,7 +143,14 @@
 //     over several handles are one request; of Racers claims one token
 //     wins, and its repeat; the finish by that token reads back done on
 //     another handle; unknown requests; with a Watcher, a RunTriggered
-//     event on another handle.
+//     event on another handle. "Trigger/Cancel", for an
+//     [anarchon.TriggerCanceler]: a pending request canceled on one handle
+//     reads back done, StatusCanceled, on another, is no longer pending and
+//     cannot be claimed, and a second cancel answers the same record; an
+//     unknown one is ErrNotFound; a running one is answered unchanged and
+//     still finishes; on 8 pending requests, cancels race claims over
+//     several handles and each request ends canceled with no claim won, or
+//     claimed by one token with every cancel answered running.
 //   - Batch, for an [anarchon.BatchClaimer] (SPEC §4, batches): Racers
 //     goroutines over Handles handles claim Rounds slots of two jobs, half
 //     in batches of 2 to 12 slots that overlap other racers' batches in

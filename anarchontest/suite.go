@@ -146,6 +146,7 @@ func Run(t *testing.T, h Harness) {
 		registry: hasAbility[anarchon.InstanceRegistry](probe[0]),
 		control:  hasAbility[anarchon.JobControl](probe[0]),
 		triggers: hasAbility[anarchon.TriggerStore](probe[0]),
+		cancel:   hasAbility[anarchon.TriggerCanceler](probe[0]),
 		watcher:  hasAbility[anarchon.Watcher](probe[0]),
 		batch:    hasAbility[anarchon.BatchClaimer](probe[0]),
 		runBatch: hasAbility[anarchon.RunBatchClaimer](probe[0]),
@@ -240,7 +241,7 @@ func Run(t *testing.T, h Harness) {
 		if !has.triggers {
 			t.Skip("backend has no anarchon.TriggerStore")
 		}
-		testTriggers(t, h, has.watcher)
+		testTriggers(t, h, has)
 	})
 }
 
@@ -248,6 +249,7 @@ func Run(t *testing.T, h Harness) {
 // once per Run.
 type abilities struct {
 	registry, control, triggers, watcher bool
+	cancel                               bool
 	batch, runBatch, beats               bool
 	results, finishes, records           bool
 }

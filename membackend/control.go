@@ -10,13 +10,15 @@ import (
 )
 
 var (
-	_ anarchon.JobControl   = (*Backend)(nil)
-	_ anarchon.TriggerStore = (*Backend)(nil)
+	_ anarchon.JobControl      = (*Backend)(nil)
+	_ anarchon.TriggerStore    = (*Backend)(nil)
+	_ anarchon.TriggerCanceler = (*Backend)(nil)
 )
 
 // Job control and triggers call Options.Fault with the operation names
 // "SetPaused", "JobState", "JobStates", "RequestTrigger",
-// "PendingTriggers", "ClaimTrigger", "FinishTrigger" and "LookupTrigger".
+// "PendingTriggers", "ClaimTrigger", "FinishTrigger", "CancelTrigger" and
+// "LookupTrigger".
 // Both live in the store's one mutex with the claims, so a claim sees a
 // pause stored before it, atomically.
 
@@ -167,6 +169,23 @@ func (b *Backend) FinishTrigger(ctx context.Context, in anarchon.FinishTriggerIn
 }
 
 // LookupTrigger implements [anarchon.TriggerStore]. It fails after Close.
+// CancelTrigger implements [anarchon.TriggerCanceler] under the store's
+// lock. It fails after Close.
+func (b *Backend) CancelTrigger(ctx context.Context, in anarchon.CancelTriggerInput) (anarchon.TriggerRecord, error) {
+	if err := b.op("CancelTrigger"); err != nil {
+		return anarchon.TriggerRecord{}, err
+	}
+	defer b.mu.Unlock()
+	t := b.triggers[triggerKey{in.Job, in.Key}]
+	if t == nil {
+		return anarchon.TriggerRecord{}, fmt.Errorf("membackend: trigger %q of job %q: %w", in.Key, in.Job, anarchon.ErrNotFound)
+	}
+	if t.State == anarchon.TriggerPending {
+		t.State, t.Status, t.Error, t.FinishedAt = anarchon.TriggerDone, anarchon.StatusCanceled, anarchon.CanceledError(in.By), b.now()
+	}
+	return *t, nil
+}
+
 func (b *Backend) LookupTrigger(ctx context.Context, job, key string) (anarchon.TriggerRecord, error) {
 	if err := b.op("LookupTrigger"); err != nil {
 		return anarchon.TriggerRecord{}, err

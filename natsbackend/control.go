@@ -15,8 +15,9 @@ import (
 )
 
 var (
-	_ anarchon.JobControl   = (*Backend)(nil)
-	_ anarchon.TriggerStore = (*Backend)(nil)
+	_ anarchon.JobControl      = (*Backend)(nil)
+	_ anarchon.TriggerStore    = (*Backend)(nil)
+	_ anarchon.TriggerCanceler = (*Backend)(nil)
 )
 
 // Job control (SPEC §12): a job's state is the key "p.<job>" of the
@@ -360,6 +361,50 @@ func (b *Backend) FinishTrigger(ctx context.Context, in anarchon.FinishTriggerIn
 }
 
 // LookupTrigger implements [anarchon.TriggerStore].
+// CancelTrigger implements [anarchon.TriggerCanceler]: an Update of the
+// request at the revision read pending, as a claim's is, so one of them
+// fails with a revision mismatch and reads again; then the queue entry
+// goes, as after a claim.
+func (b *Backend) CancelTrigger(ctx context.Context, in anarchon.CancelTriggerInput) (anarchon.TriggerRecord, error) {
+	job, err := encodeJob(in.Job)
+	if err != nil {
+		return anarchon.TriggerRecord{}, err
+	}
+	h, err := b.ready(ctx)
+	if err != nil {
+		return anarchon.TriggerRecord{}, err
+	}
+	ctx, cancel := b.bound(ctx)
+	defer cancel()
+	for turn := range casRetries {
+		if err := casPause(ctx, turn, "cancel trigger"); err != nil {
+			return anarchon.TriggerRecord{}, err
+		}
+		v, rev, err := b.readTrigger(ctx, h, job, in.Key)
+		if err != nil {
+			return anarchon.TriggerRecord{}, err
+		}
+		if v.State != anarchon.TriggerPending {
+			return v.record(), nil
+		}
+		now, err := b.serverNow(ctx, h)
+		if err != nil {
+			return anarchon.TriggerRecord{}, err
+		}
+		v.State, v.Status, v.Error, v.Finished = anarchon.TriggerDone, anarchon.StatusCanceled, anarchon.CanceledError(in.By), now.UnixMilli()
+		val, _ := json.Marshal(v)
+		if _, err := h.kv.Update(ctx, triggerKey(job, in.Key), val, rev); err != nil {
+			if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+				continue
+			}
+			return anarchon.TriggerRecord{}, b.wrap("cancel trigger", err)
+		}
+		_ = h.kv.Delete(ctx, queueKey(job, in.Key))
+		return v.record(), nil
+	}
+	return anarchon.TriggerRecord{}, fmt.Errorf("natsbackend: cancel trigger %q: %w", in.Key, ErrContention)
+}
+
 func (b *Backend) LookupTrigger(ctx context.Context, name, key string) (anarchon.TriggerRecord, error) {
 	job, err := encodeJob(name)
 	if err != nil {

@@ -14,8 +14,9 @@ import (
 )
 
 var (
-	_ anarchon.JobControl   = (*Backend)(nil)
-	_ anarchon.TriggerStore = (*Backend)(nil)
+	_ anarchon.JobControl      = (*Backend)(nil)
+	_ anarchon.TriggerStore    = (*Backend)(nil)
+	_ anarchon.TriggerCanceler = (*Backend)(nil)
 )
 
 // Job control (SPEC §12): a job's state is the string key "{job}:ctl"
@@ -40,6 +41,9 @@ var (
 	scriptTriggerRequest = newScript(lua("trigger_request"))
 	scriptTriggerClaim   = newScript(lua("trigger_claim"))
 	scriptTriggerFinish  = newScript(lua("trigger_finish"))
+	// scriptTriggerCancel: KEYS trig; ARGV key, error text. Returns the
+	// request's JSON after it (done, canceled, if it was pending), or nil.
+	scriptTriggerCancel = newScript(lua("trigger_cancel"))
 )
 
 type wireState struct {
@@ -252,6 +256,27 @@ func (b *Backend) FinishTrigger(ctx context.Context, in anarchon.FinishTriggerIn
 		return b.wrap(fmt.Sprintf("finish trigger %q of %q", in.Key, in.Job), err)
 	}
 	return nil
+}
+
+// CancelTrigger implements [anarchon.TriggerCanceler]: one script on the
+// job's request hash, which a claim's script excludes. PendingTriggers
+// drops the canceled request from the queue.
+func (b *Backend) CancelTrigger(ctx context.Context, in anarchon.CancelTriggerInput) (anarchon.TriggerRecord, error) {
+	if err := b.check(); err != nil {
+		return anarchon.TriggerRecord{}, err
+	}
+	raw, err := scriptTriggerCancel.Run(ctx, b.client, []string{b.keys(in.Job).trig}, in.Key, anarchon.CanceledError(in.By)).Text()
+	if errors.Is(err, redis.Nil) {
+		return anarchon.TriggerRecord{}, fmt.Errorf("redisbackend: trigger %q of job %q: %w", in.Key, in.Job, anarchon.ErrNotFound)
+	}
+	if err != nil {
+		return anarchon.TriggerRecord{}, b.wrap(fmt.Sprintf("cancel trigger %q of %q", in.Key, in.Job), err)
+	}
+	var w wireTrigger
+	if err := json.Unmarshal([]byte(raw), &w); err != nil {
+		return anarchon.TriggerRecord{}, b.unexpected("cancel trigger", raw)
+	}
+	return w.record(), nil
 }
 
 // LookupTrigger implements [anarchon.TriggerStore].

@@ -9,8 +9,9 @@ import (
 )
 
 var (
-	_ anarchon.JobControl   = (*SQLBackend)(nil)
-	_ anarchon.TriggerStore = (*SQLBackend)(nil)
+	_ anarchon.JobControl      = (*SQLBackend)(nil)
+	_ anarchon.TriggerStore    = (*SQLBackend)(nil)
+	_ anarchon.TriggerCanceler = (*SQLBackend)(nil)
 )
 
 // Job control (SPEC §12) is the table <prefix>control: a row per job ever
@@ -249,6 +250,20 @@ func (b *SQLBackend) FinishTrigger(ctx context.Context, in anarchon.FinishTrigge
 		return b.errorf(op, err)
 	}
 	return nil
+}
+
+// CancelTrigger implements [anarchon.TriggerCanceler]: one UPDATE from
+// pending, which a claim's UPDATE excludes, then a read of the row. It
+// fails after Close.
+func (b *SQLBackend) CancelTrigger(ctx context.Context, in anarchon.CancelTriggerInput) (anarchon.TriggerRecord, error) {
+	const op = "cancel trigger"
+	if err := b.ready(ctx, op); err != nil {
+		return anarchon.TriggerRecord{}, err
+	}
+	if _, err := b.all(ctx, b.cfg.Conn, b.q.cancelTrigger, anarchon.CanceledError(in.By), in.Job, in.Key); err != nil {
+		return anarchon.TriggerRecord{}, b.errorf(op, err)
+	}
+	return b.LookupTrigger(ctx, in.Job, in.Key)
 }
 
 // LookupTrigger implements [anarchon.TriggerStore]. It fails after Close.

@@ -61,6 +61,7 @@ type queries struct {
 	// Job control and triggers (control.go).
 	pausedResult, selectPaused, setPaused, jobState, jobStates                  string
 	requestTrigger, selectTrigger, pendingTriggers, claimTrigger, finishTrigger string
+	cancelTrigger                                                               string
 	claimTriggerRead                                                            string // NoReturning's twin of claimTrigger
 
 	now       string // SELECT of the server's clock (SQLDialect.NowMs)
@@ -231,6 +232,7 @@ func buildQueries(qualify, quote func(string) string, d SQLDialect) queries {
 		jobState: q("jobState"), jobStates: q("jobStates"),
 		requestTrigger: q("requestTrigger"), selectTrigger: q("selectTrigger"), pendingTriggers: q("pendingTriggers"),
 		claimTrigger: q("claimTrigger"), claimTriggerRead: q("claimTriggerRead"), finishTrigger: q("finishTrigger"),
+		cancelTrigger: q("cancelTrigger"),
 
 		now:       rewrite("SELECT " + d.NowMs),
 		serialize: rewrite(d.Serialize),

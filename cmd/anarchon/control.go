@@ -25,6 +25,9 @@ const (
 	codeTimeout      = "timeout"       // no replica ran the trigger within --timeout
 	codeInterrupted  = "interrupted"   // a signal ended the trigger's wait (exit 130)
 	codeRunnerGone   = "runner_gone"   // the replica running the trigger is gone by the registry
+	codeTaken        = "taken"         // trigger --cancel: a replica took the request first
+	codeUnknownKey   = "unknown_key"   // trigger --cancel: no request with this key for the job
+	codeCanceled     = "canceled"      // the trigger waited for was canceled (trigger --cancel)
 )
 
 // codedError is a control command's failure with a stable code.
@@ -173,15 +176,64 @@ unless --catch-up asks for one run in their place. Both need --crontab or
 	return c
 }
 
-// writeUnfinished prints, for "trigger --json", a request the wait gave
-// up on: its state (pending, or running with its instance), no slot,
-// status or exit code yet. The error and exit status follow as for any
-// error, so a script reads the key to wait under from stdout.
+// cancelTrigger is "trigger JOB --cancel --key K": it withdraws the
+// request if no replica took it yet (exit 0, also when it was canceled
+// before), and otherwise says where it stands (code taken, exit 1).
+func cancelTrigger(g *globalFlags, stdout, stderr io.Writer, name, key string, asJSON bool) error {
+	if key == "" {
+		return usageError{codeBadFlag, errors.New("--cancel needs --key: the request to withdraw")}
+	}
+	if err := sharedStore(g, "trigger"); err != nil {
+		return err
+	}
+	d, err := openForRead(g, stderr, false, false)
+	if err != nil {
+		return err
+	}
+	defer d.close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rec, err := d.sched.CancelTrigger(ctx, name, key)
+	switch {
+	case errors.Is(err, anarchon.ErrNotFound):
+		return codedError{codeUnknownKey, fmt.Errorf("job %q has no trigger request with --key %s", name, key)}
+	case err != nil:
+		return classify(name, err)
+	}
+	if asJSON {
+		out := triggerJSON{Job: rec.Job, Key: rec.Key, By: rec.By, State: string(rec.State), Instance: rec.InstanceID, Status: string(rec.Status), Error: rec.Error}
+		if rec.State == anarchon.TriggerDone && rec.Status != anarchon.StatusCanceled {
+			out.Slot = formatTime(time.UnixMilli(rec.Slot))
+		}
+		if err := writeJSON(stdout, out); err != nil {
+			return err
+		}
+	}
+	switch {
+	case rec.Status == anarchon.StatusCanceled:
+		if !asJSON {
+			fmt.Fprintf(stdout, "%s: trigger %s canceled (%s)\n", name, key, rec.Error)
+		}
+		return nil
+	case rec.State == anarchon.TriggerRunning:
+		return codedError{codeTaken, fmt.Errorf("job %q: trigger %s not canceled: running on %s since %s; a run a replica took goes on",
+			name, key, rec.InstanceID, formatTime(rec.ClaimedAt))}
+	}
+	return codedError{codeTaken, fmt.Errorf("job %q: trigger %s not canceled: it ran on %s (slot %s): %s",
+		name, key, rec.InstanceID, formatTime(time.UnixMilli(rec.Slot)), rec.Status)}
+}
+
+// writeUnfinished prints, for "trigger --json", a request that ran
+// nothing to report: one the wait gave up on (pending, or running with its
+// instance) or one canceled (done, status canceled), with no slot or exit
+// code. The error and exit status follow as for any error, so a script
+// reads the key to wait under from stdout.
 func writeUnfinished(stdout io.Writer, req, rec anarchon.TriggerRecord) {
 	if rec.State == "" {
 		rec = req // no look at the store answered: what the request said
 	}
-	_ = writeJSON(stdout, triggerJSON{Job: req.Job, Key: req.Key, By: req.By, State: string(rec.State), Instance: rec.InstanceID})
+	_ = writeJSON(stdout, triggerJSON{Job: req.Job, Key: req.Key, By: req.By, State: string(rec.State), Instance: rec.InstanceID,
+		Status: string(rec.Status), Error: rec.Error})
 }
 
 // triggerJSON is a trigger's result as "trigger --json" prints it. State
@@ -200,7 +252,7 @@ type triggerJSON struct {
 }
 
 func triggerCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
-	var asJSON bool
+	var asJSON, cancelReq bool
 	var key string
 	var timeout time.Duration
 	c := &cobra.Command{
@@ -216,6 +268,9 @@ request (exit 130, naming the --key to wait for it under). It needs
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			name := args[0]
+			if cancelReq {
+				return cancelTrigger(g, stdout, stderr, name, key, asJSON)
+			}
 			if timeout <= 0 {
 				return usageError{codeBadFlag, errors.New("--timeout must be positive")}
 			}
@@ -271,6 +326,13 @@ request (exit 130, naming the --key to wait for it under). It needs
 			if err != nil {
 				return classify(name, err)
 			}
+			if rec.Status == anarchon.StatusCanceled {
+				// withdrawn before any replica took it: nothing ran
+				if asJSON {
+					writeUnfinished(stdout, req, rec)
+				}
+				return codedError{codeCanceled, fmt.Errorf("job %q: trigger %s did not run: %s", name, rec.Key, rec.Error)}
+			}
 			code := 0
 			if rec.Status != anarchon.StatusSuccess {
 				code = exitCode(rec.Error)
@@ -294,6 +356,7 @@ request (exit 130, naming the --key to wait for it under). It needs
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	c.Flags().BoolVar(&cancelReq, "cancel", false, "withdraw the pending request --key instead of requesting a run (the job need not be in the files)")
 	c.Flags().StringVar(&key, "key", "", "the trigger's identity: triggers with one key run once (default: a random key)")
 	c.Flags().DurationVar(&timeout, "timeout", time.Minute, "how long to wait for a replica to run the job")
 	return c

@@ -120,3 +120,52 @@ func TestTriggerRunnerGone(t *testing.T) {
 		t.Errorf("exit %d, stdout %q (%v), stderr:\n%s\nwant 1, the request running on ghost, and runner_gone", code, out, err, errOut)
 	}
 }
+
+// TestTriggerCancel: trigger --cancel withdraws a pending request, which
+// then never runs; a wait for it says it was canceled; a second cancel
+// says so again; a request a replica took is not canceled (taken); an
+// unknown key is unknown_key; --cancel without --key is a usage error.
+func TestTriggerCancel(t *testing.T) {
+	dir := t.TempDir()
+	ct := writeFile(t, dir, "t.cron", "# name: t\n@daily echo t\n")
+	store := "sqlite:" + filepath.Join(dir, "s.db")
+	if code, _, errOut := cli(t, "trigger", "t", "--crontab", ct, "--store", store, "--timeout", "1ms", "--key", "k"); code != 1 {
+		t.Fatalf("trigger: exit %d, %s", code, errOut)
+	}
+	code, out, errOut := cli(t, "trigger", "t", "--store", store, "--cancel", "--key", "k")
+	if code != 0 || !strings.Contains(out, "t: trigger k canceled (canceled by ") {
+		t.Errorf("cancel: exit %d, stdout %q, stderr %s", code, out, errOut)
+	}
+	code, out, errOut = cli(t, "trigger", "t", "--crontab", ct, "--store", store, "--key", "k", "--json")
+	var got map[string]any
+	if err := json.Unmarshal([]byte(out), &got); err != nil || code != 1 || got["state"] != "done" || got["status"] != "canceled" ||
+		!strings.Contains(errOut, "did not run: canceled by ") || !strings.Contains(errOut, "(canceled)") {
+		t.Errorf("wait for a canceled request: exit %d, stdout %q (%v), stderr %s", code, out, err, errOut)
+	}
+	if code, out, _ = cli(t, "trigger", "t", "--store", store, "--cancel", "--key", "k", "--json"); code != 0 || !strings.Contains(out, `"status": "canceled"`) {
+		t.Errorf("second cancel: exit %d, stdout %q", code, out)
+	}
+	if code, _, errOut = cli(t, "trigger", "t", "--store", store, "--cancel", "--key", "nope"); code != 1 || !strings.Contains(errOut, "(unknown_key)") {
+		t.Errorf("unknown key: exit %d, stderr %s", code, errOut)
+	}
+	if code, _, errOut = cli(t, "trigger", "t", "--store", store, "--cancel"); code != 2 || !strings.Contains(errOut, "(bad_flag)") {
+		t.Errorf("no key: exit %d, stderr %s", code, errOut)
+	}
+	// A request a replica took goes on.
+	b, err := openStore(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ts, _ := anarchon.As[anarchon.TriggerStore](b)
+	if _, err := ts.RequestTrigger(ctx, anarchon.TriggerInput{Job: "t", Key: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := ts.ClaimTrigger(ctx, anarchon.ClaimTriggerInput{Job: "t", Key: "r", Token: "tok", InstanceID: "web-1"}); !ok || err != nil {
+		t.Fatalf("claim: %v %v", ok, err)
+	}
+	_ = b.Close(ctx)
+	if code, _, errOut = cli(t, "trigger", "t", "--store", store, "--cancel", "--key", "r"); code != 1 || !strings.Contains(errOut, "running on web-1") || !strings.Contains(errOut, "(taken)") {
+		t.Errorf("cancel of a taken request: exit %d, stderr %s", code, errOut)
+	}
+}

@@ -133,6 +133,10 @@ RETURNING token
 -- name: claimTriggerRead
 SELECT token FROM {triggers} WHERE job = ? AND tkey = ? AND state = 'pending'{fu}
 
+-- name: cancelTrigger
+UPDATE {triggers} SET state = 'done', status = 'canceled', error = ?, finished_at = {now}
+WHERE job = ? AND tkey = ? AND state = 'pending'
+
 -- name: finishTrigger
 UPDATE {triggers} SET state = 'done', slot = ?, status = ?, error = ?, finished_at = {now}
 WHERE job = ? AND tkey = ? AND token = ? AND state = 'running'
