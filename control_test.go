@@ -438,7 +438,7 @@ func TestCancelTrigger(t *testing.T) {
 		if _, err := s.RequestTrigger(ctx, "j", "k"); err != nil {
 			t.Fatal(err)
 		}
-		rec, err := s.CancelTrigger(ctx, "j", "k")
+		rec, err := s.CancelTrigger(ctx, "j", "k", "")
 		if err != nil || rec.State != anarchon.TriggerDone || rec.Status != anarchon.StatusCanceled || rec.Error != anarchon.CanceledError("op") {
 			t.Fatalf("CancelTrigger = %+v, %v; want done, canceled by op", rec, err)
 		}
@@ -453,10 +453,10 @@ func TestCancelTrigger(t *testing.T) {
 		if err != nil || done.Status != anarchon.StatusSuccess {
 			t.Fatalf("Trigger = %+v, %v", done, err)
 		}
-		if rec, err := s.CancelTrigger(ctx, "j", "k2"); err != nil || rec.Status != anarchon.StatusSuccess || rec.State != anarchon.TriggerDone {
+		if rec, err := s.CancelTrigger(ctx, "j", "k2", ""); err != nil || rec.Status != anarchon.StatusSuccess || rec.State != anarchon.TriggerDone {
 			t.Errorf("cancel of a request that ran = %+v, %v; want its record", rec, err)
 		}
-		if _, err := s.CancelTrigger(ctx, "j", "nope"); !errors.Is(err, anarchon.ErrNotFound) {
+		if _, err := s.CancelTrigger(ctx, "j", "nope", ""); !errors.Is(err, anarchon.ErrNotFound) {
 			t.Errorf("cancel of an unknown request = %v, want ErrNotFound", err)
 		}
 	})

@@ -1,6 +1,7 @@
 package anarchon
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -137,13 +138,15 @@ type TriggerRecord struct {
 }
 
 // CancelTrigger withdraws the trigger request (name, key) if no instance
-// has taken it yet, and returns its record: done with StatusCanceled, or,
+// has taken it yet, recording by as who canceled it (empty: this
+// scheduler's InstanceID), and returns its record: done with
+// StatusCanceled, or,
 // when an instance took it first, as it stands (running or done; the run
 // goes on). ErrNotFound (wrapped) for an unknown request; ErrNotSupported
 // when the backend's TriggerStore has no TriggerCanceler. The job need not
 // be registered here: a request for a job that no longer exists is what
 // one cancels.
-func (s *Scheduler) CancelTrigger(ctx context.Context, name, key string) (TriggerRecord, error) {
+func (s *Scheduler) CancelTrigger(ctx context.Context, name, key, by string) (TriggerRecord, error) {
 	if _, err := s.triggerStore(); err != nil {
 		return TriggerRecord{}, err
 	}
@@ -154,7 +157,7 @@ func (s *Scheduler) CancelTrigger(ctx context.Context, name, key string) (Trigge
 	if err := s.ensureInit(ctx); err != nil {
 		return TriggerRecord{}, err
 	}
-	return tc.CancelTrigger(ctx, CancelTriggerInput{Job: name, Key: key, By: s.opts.InstanceID})
+	return tc.CancelTrigger(ctx, CancelTriggerInput{Job: name, Key: key, By: cmp.Or(by, s.opts.InstanceID)})
 }
 
 // triggerStore returns the backend's TriggerStore or ErrNotSupported.

@@ -193,7 +193,7 @@ func cancelTrigger(g *globalFlags, stdout, stderr io.Writer, name, key string, a
 	defer d.close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rec, err := d.sched.CancelTrigger(ctx, name, key)
+	rec, err := d.sched.CancelTrigger(ctx, name, key, who())
 	switch {
 	case errors.Is(err, anarchon.ErrNotFound):
 		return codedError{codeUnknownKey, fmt.Errorf("job %q has no trigger request with --key %s", name, key)}
