@@ -465,11 +465,12 @@ func openForRead(g *globalFlags, stderr io.Writer, needJobs, mustExist bool) (_ 
 	}
 	if mustExist {
 		g.mustExist = true
-		// The clients' lines wait until the store's data is found: a
-		// store that cannot be reached is this command's error.
-		endHold := holdClientLines()
-		defer func() { endHold(err == nil) }()
 	}
+	// The clients' lines (a Redis client's retries) wait until the store
+	// answered: a store that cannot be reached is this command's error,
+	// with its code, not a page of the client's warnings before it.
+	endHold := holdClientLines()
+	defer func() { endHold(err == nil) }()
 	var d *daemon
 	if needJobs || !g.sources().empty() {
 		if d, err = openDaemon(g, log, slog.LevelDebug, nil, 0, 5*time.Second, 0); err != nil {
@@ -499,6 +500,18 @@ func openForRead(g *globalFlags, stderr io.Writer, needJobs, mustExist bool) (_ 
 			d.close()
 			return nil, err
 		}
+		return d, nil
+	}
+	// A command that writes (run-now, pause, resume, trigger, backfill)
+	// initialises the store through its scheduler, which does it once
+	// for the command's later calls: the registry read is the cheapest
+	// call that does. A store that cannot be reached or initialised is
+	// open_failed, as for run.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := d.sched.Instances(ctx); err != nil && !errors.Is(err, anarchon.ErrNoRegistry) {
+		d.close()
+		return nil, storeErrorFor(err, storeOrDefault(g.store), false)
 	}
 	return d, nil
 }

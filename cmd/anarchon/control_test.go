@@ -169,3 +169,21 @@ func TestTriggerCancel(t *testing.T) {
 		t.Errorf("cancel of a taken request: exit %d, stderr %s", code, errOut)
 	}
 }
+
+// TestWriteCommandsUnreachableStore: a command that writes to a store it
+// cannot reach ends with open_failed, naming the store, and the client's
+// retry warnings are not printed before it (they were, and the error had
+// no code).
+func TestWriteCommandsUnreachableStore(t *testing.T) {
+	dir := t.TempDir()
+	ct := writeFile(t, dir, "t.cron", "# name: t\n@daily echo t\n")
+	for _, args := range [][]string{
+		{"trigger", "t", "--timeout", "5s"}, {"trigger", "t", "--cancel", "--key", "k"},
+		{"pause", "t"}, {"resume", "t"}, {"run-now", "t"},
+	} {
+		code, _, errOut := cli(t, append(args, "--crontab", ct, "--store", "redis://127.0.0.1:1/0")...)
+		if code != 1 || !strings.HasPrefix(errOut, "anarchon: store URL redis://127.0.0.1:1/0: ") || !strings.Contains(errOut, "(open_failed)") || strings.Contains(errOut, "WARN") {
+			t.Errorf("%s: exit %d, stderr:\n%s\nwant 1, open_failed, no client warnings", strings.Join(args, " "), code, errOut)
+		}
+	}
+}
