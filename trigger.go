@@ -267,7 +267,7 @@ func (s *Scheduler) waitTrigger(ctx context.Context, ts TriggerStore, rec Trigge
 		case err == nil:
 			rec = got
 			if gone := s.runnerGone(ctx, rec); gone != "" {
-				return rec, fmt.Errorf("anarchon: job %q: trigger %q %s: %w", name, key, gone, ErrTriggerRunnerGone)
+				return rec, fmt.Errorf("%w: job %q: trigger %q %s", ErrTriggerRunnerGone, name, key, gone)
 			}
 		case ctx.Err() == nil:
 			return TriggerRecord{}, err
@@ -276,6 +276,10 @@ func (s *Scheduler) waitTrigger(ctx context.Context, ts TriggerStore, rec Trigge
 		wait = min(2*wait, maxWait)
 	}
 }
+
+// msLayout is how a trigger's errors write times: UTC, milliseconds, as
+// the daemon's history and status do.
+const msLayout = "2006-01-02T15:04:05.000Z"
 
 // restartMargin is how much later than a request's claim an instance's
 // registry record may say it started and still be the process that
@@ -303,16 +307,16 @@ func (s *Scheduler) runnerGone(ctx context.Context, rec TriggerRecord) string {
 	if err != nil {
 		return ""
 	}
-	since := rec.ClaimedAt.UTC().Format(time.RFC3339)
+	since := rec.ClaimedAt.UTC().Format(msLayout)
 	for _, r := range list {
 		switch {
 		case r.ID != rec.InstanceID:
 		case !r.Live():
-			return fmt.Sprintf("running on %s since %s, whose registry record is %s since %s: it died or lost the store, and the run ends only if that process is alive and reaches the store again",
-				r.ID, since, r.State, r.ExpiresAt.UTC().Format(time.RFC3339))
+			return fmt.Sprintf("running on %s since %s, whose registry record is %s since %s: it died or lost the store, and the request is finished only if that process is alive and reaches the store again",
+				r.ID, since, r.State, r.ExpiresAt.UTC().Format(msLayout))
 		case r.StartedAt.After(rec.ClaimedAt.Add(restartMargin)):
-			return fmt.Sprintf("running on %s since %s, which started again at %s: the run ended with the process before it, and no instance will finish the request",
-				r.ID, since, r.StartedAt.UTC().Format(time.RFC3339))
+			return fmt.Sprintf("running on %s since %s, which started again at %s: the process that took the request is gone, and no instance will finish it",
+				r.ID, since, r.StartedAt.UTC().Format(msLayout))
 		}
 	}
 	return ""
@@ -433,7 +437,7 @@ func waitState(rec TriggerRecord) string {
 		return "pending: no instance that has the job took it yet; started ones look for requests at every poll, or at once when the store has a Watcher"
 	case TriggerRunning:
 		return fmt.Sprintf("running on %s since %s: it is done when that run ends, never if %s died running it",
-			rec.InstanceID, rec.ClaimedAt.UTC().Format(time.RFC3339), rec.InstanceID)
+			rec.InstanceID, rec.ClaimedAt.UTC().Format(msLayout), rec.InstanceID)
 	case "":
 		return "state unknown"
 	}

@@ -122,7 +122,7 @@ func decodeJob(file string, n *yaml.Node) (*jobSpec, []error) {
 	// when the job has a name, wherever its key stands in the mapping.
 	name := ""
 	for i := 0; n.Kind == yaml.MappingNode && i+1 < len(n.Content); i += 2 {
-		if k, v := n.Content[i], n.Content[i+1]; k.Value == "name" && v.Kind == yaml.ScalarNode && v.Tag != "!!null" && v.Value != "" {
+		if k, v := n.Content[i], n.Content[i+1]; k.Value == "name" && v.Kind == yaml.ScalarNode && v.Tag != "!!null" && strings.TrimSpace(v.Value) != "" {
 			name = v.Value
 			break
 		}
@@ -182,7 +182,9 @@ func decodeJob(file string, n *yaml.Node) (*jobSpec, []error) {
 		}
 		switch key {
 		case "name":
-			if s, ok := str(); ok {
+			if s, ok := str(); ok && strings.TrimSpace(s) == "" {
+				fail(v.Line, "name: empty: give the job a name, unique in the files")
+			} else if ok {
 				j.Name = s
 			}
 		case "schedule":

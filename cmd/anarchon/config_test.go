@@ -120,6 +120,8 @@ func TestParseConfigErrors(t *testing.T) {
 			[]string{`c.yaml:4: job "a": overlap: "limit two": "two" is not a whole number`}},
 		{"catch_up", "- name: a\n  schedule: '@daily'\n  shell: date\n  catch_up: {window: 1h, max: x, size: 1}\n",
 			[]string{`c.yaml:4: job "a": catch_up.max: "x"`, `c.yaml:4: job "a": catch_up: unknown key "size"`}},
+		{"empty name", "- name: ' '\n  schedule: '@daily'\n  shell: date\n",
+			[]string{`c.yaml:1: name: empty: give the job a name`}},
 		{"name last", "- schedule: '@daily'\n  timeout: 30\n  shell: date\n  name: late\n",
 			[]string{`c.yaml:2: job "late": timeout: "30" is not a Go duration`}},
 		{"command argument", "- name: a\n  schedule: '@daily'\n  command: [date, {x: y}]\n",

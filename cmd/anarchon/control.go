@@ -203,7 +203,12 @@ func cancelTrigger(g *globalFlags, stdout, stderr io.Writer, name, key string, a
 	if asJSON {
 		out := triggerJSON{Job: rec.Job, Key: rec.Key, By: rec.By, State: string(rec.State), Instance: rec.InstanceID, Status: string(rec.Status), Error: rec.Error}
 		if rec.State == anarchon.TriggerDone && rec.Status != anarchon.StatusCanceled {
-			out.Slot = formatTime(time.UnixMilli(rec.Slot))
+			// it ran: its result, as trigger prints it
+			code := 0
+			if rec.Status != anarchon.StatusSuccess {
+				code = exitCode(rec.Error)
+			}
+			out.Slot, out.ExitCode = formatTime(time.UnixMilli(rec.Slot)), &code
 		}
 		if err := writeJSON(stdout, out); err != nil {
 			return err
@@ -268,7 +273,13 @@ request (exit 130, naming the --key to wait for it under). It needs
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			name := args[0]
+			if c.Flags().Changed("key") && key == "" {
+				return usageError{codeBadFlag, errors.New("--key is empty: leave it out for a random key")}
+			}
 			if cancelReq {
+				if c.Flags().Changed("timeout") {
+					return usageError{codeBadFlag, errors.New("--timeout does not apply to --cancel, which does not wait")}
+				}
 				return cancelTrigger(g, stdout, stderr, name, key, asJSON)
 			}
 			if timeout <= 0 {

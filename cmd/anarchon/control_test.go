@@ -148,8 +148,10 @@ func TestTriggerCancel(t *testing.T) {
 	if code, _, errOut = cli(t, "trigger", "t", "--store", store, "--cancel", "--key", "nope"); code != 1 || !strings.Contains(errOut, "(unknown_key)") {
 		t.Errorf("unknown key: exit %d, stderr %s", code, errOut)
 	}
-	if code, _, errOut = cli(t, "trigger", "t", "--store", store, "--cancel"); code != 2 || !strings.Contains(errOut, "(bad_flag)") {
-		t.Errorf("no key: exit %d, stderr %s", code, errOut)
+	for _, args := range [][]string{{"--cancel"}, {"--cancel", "--key", ""}, {"--key", ""}, {"--cancel", "--key", "k", "--timeout", "5s"}} {
+		if code, _, errOut = cli(t, append([]string{"trigger", "t", "--store", store}, args...)...); code != 2 || !strings.Contains(errOut, "(bad_flag)") {
+			t.Errorf("%v: exit %d, stderr %s; want bad_flag", args, code, errOut)
+		}
 	}
 	// A request a replica took goes on.
 	b, err := openStore(store)
