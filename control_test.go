@@ -251,7 +251,7 @@ func TestManualRunOutlivesStoreTimeout(t *testing.T) {
 		// a wait that gives up while the run goes on says where it runs
 		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer scancel()
-		if _, err := s.WaitTrigger(sctx, "long", "k"); err == nil || !strings.Contains(err.Error(), "running on i0 since 2000-01-01T00:00:00Z") {
+		if _, err := s.WaitTrigger(sctx, "long", "k"); err == nil || !strings.Contains(err.Error(), "running on i0 since 2000-01-01T00:00:00.000Z") {
 			t.Errorf("a wait shorter than the run = %v, want it to say where and since when the run goes on", err)
 		}
 		tctx, tcancel := context.WithTimeout(context.Background(), 10*time.Minute)

@@ -465,12 +465,11 @@ func openForRead(g *globalFlags, stderr io.Writer, needJobs, mustExist bool) (_ 
 	}
 	if mustExist {
 		g.mustExist = true
+		// The clients' lines wait until the store's data is found: a
+		// store that cannot be reached is this command's error.
+		endHold := holdClientLines()
+		defer func() { endHold(err == nil) }()
 	}
-	// The clients' lines (a Redis client's retries) wait until the store
-	// answered: a store that cannot be reached is this command's error,
-	// with its code, not a page of the client's warnings before it.
-	endHold := holdClientLines()
-	defer func() { endHold(err == nil) }()
 	var d *daemon
 	if needJobs || !g.sources().empty() {
 		if d, err = openDaemon(g, log, slog.LevelDebug, nil, 0, 5*time.Second, 0); err != nil {
@@ -500,20 +499,28 @@ func openForRead(g *globalFlags, stderr io.Writer, needJobs, mustExist bool) (_ 
 			d.close()
 			return nil, err
 		}
-		return d, nil
 	}
-	// A command that writes (run-now, pause, resume, trigger, backfill)
-	// initialises the store through its scheduler, which does it once
-	// for the command's later calls: the registry read is the cheapest
-	// call that does. A store that cannot be reached or initialised is
-	// open_failed, as for run.
+	return d, nil
+}
+
+// initStore initialises the store of a command that writes (run-now,
+// pause, resume, trigger) through its scheduler, which then does not do
+// it again for the command's later calls; the registry read is the
+// cheapest call that does. As openForRead does for status, the clients'
+// lines (a Redis client's retries) wait until the store answered: one that
+// cannot be reached or initialised is this command's error, open_failed
+// as for run, not a page of the client's warnings before an error with no
+// code. backfill does not call it: a backfill its flags refuse must leave
+// no new SQLite file behind.
+func (d *daemon) initStore(g *globalFlags) (err error) {
+	endHold := holdClientLines()
+	defer func() { endHold(err == nil) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := d.sched.Instances(ctx); err != nil && !errors.Is(err, anarchon.ErrNoRegistry) {
-		d.close()
-		return nil, storeErrorFor(err, storeOrDefault(g.store), false)
+		return storeErrorFor(err, storeOrDefault(g.store), false)
 	}
-	return d, nil
+	return nil
 }
 
 func historyCmd(g *globalFlags, stdout io.Writer) *cobra.Command {
@@ -644,6 +651,9 @@ kills it at once.`,
 			}
 			if !known {
 				return unknownJob(name)
+			}
+			if err := d.initStore(g); err != nil {
+				return err
 			}
 			ctx, stop := stopOnSignal(context.Background(), func(s os.Signal) {
 				d.exec.log.Error("second signal: killing the command", slog.String("signal", s.String()))

@@ -114,6 +114,9 @@ unless --catch-up asks for one run in their place. Both need --crontab or
 				return err
 			}
 			defer d.close()
+			if err := d.initStore(g); err != nil {
+				return err
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			var st anarchon.JobState
@@ -191,6 +194,9 @@ func cancelTrigger(g *globalFlags, stdout, stderr io.Writer, name, key string, a
 		return err
 	}
 	defer d.close()
+	if err := d.initStore(g); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	rec, err := d.sched.CancelTrigger(ctx, name, key, who())
@@ -293,6 +299,9 @@ request (exit 130, naming the --key to wait for it under). It needs
 				return err
 			}
 			defer d.close()
+			if err := d.initStore(g); err != nil {
+				return err
+			}
 			s := d.schedFor(name)
 			// --timeout bounds the wait, not the request: a short one
 			// still stores the request and names its key. The request
