@@ -284,8 +284,8 @@ const msLayout = "2006-01-02T15:04:05.000Z"
 // restartMargin is how much later than a request's claim an instance's
 // registry record may say it started and still be the process that
 // claimed it: both times are the store's, the start by the instance's
-// estimate of it (SPEC §10), and a scheduler takes the requests pending
-// at its start within milliseconds of it.
+// estimate of it (SPEC §10), and a scheduler may take a request pending
+// at its start right after it.
 const restartMargin = time.Second
 
 // runnerGone says why the instance running the request rec can no longer

@@ -168,7 +168,6 @@ func (b *Backend) FinishTrigger(ctx context.Context, in anarchon.FinishTriggerIn
 	return nil
 }
 
-// LookupTrigger implements [anarchon.TriggerStore]. It fails after Close.
 // CancelTrigger implements [anarchon.TriggerCanceler] under the store's
 // lock. It fails after Close.
 func (b *Backend) CancelTrigger(ctx context.Context, in anarchon.CancelTriggerInput) (anarchon.TriggerRecord, error) {
@@ -186,6 +185,7 @@ func (b *Backend) CancelTrigger(ctx context.Context, in anarchon.CancelTriggerIn
 	return *t, nil
 }
 
+// LookupTrigger implements [anarchon.TriggerStore]. It fails after Close.
 func (b *Backend) LookupTrigger(ctx context.Context, job, key string) (anarchon.TriggerRecord, error) {
 	if err := b.op("LookupTrigger"); err != nil {
 		return anarchon.TriggerRecord{}, err

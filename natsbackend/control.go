@@ -77,15 +77,10 @@ func (b *Backend) savePaused(ctx context.Context, in anarchon.ClaimInput, st sta
 
 // SetPaused implements [anarchon.JobControl]: a Put of the job's state.
 func (b *Backend) SetPaused(ctx context.Context, in anarchon.PauseInput) (anarchon.JobState, error) {
-	job, err := encodeJob(in.Job)
+	h, job, ctx, cancel, err := b.jobArgs(ctx, in.Job)
 	if err != nil {
 		return anarchon.JobState{}, err
 	}
-	h, err := b.ready(ctx)
-	if err != nil {
-		return anarchon.JobState{}, err
-	}
-	ctx, cancel := b.bound(ctx)
 	defer cancel()
 	val, _ := json.Marshal(stateValue{Paused: in.Paused, By: in.By, Reason: in.Reason})
 	if _, err := h.kv.Put(ctx, pauseKey(job), val); err != nil {
@@ -319,15 +314,10 @@ func (b *Backend) ClaimTrigger(ctx context.Context, in anarchon.ClaimTriggerInpu
 
 // FinishTrigger implements [anarchon.TriggerStore].
 func (b *Backend) FinishTrigger(ctx context.Context, in anarchon.FinishTriggerInput) error {
-	job, err := encodeJob(in.Job)
+	h, job, ctx, cancel, err := b.jobArgs(ctx, in.Job)
 	if err != nil {
 		return err
 	}
-	h, err := b.ready(ctx)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := b.bound(ctx)
 	defer cancel()
 	for turn := range casRetries {
 		if err := casPause(ctx, turn, "finish trigger"); err != nil {
@@ -360,21 +350,15 @@ func (b *Backend) FinishTrigger(ctx context.Context, in anarchon.FinishTriggerIn
 	return fmt.Errorf("natsbackend: finish trigger %q: %w", in.Key, ErrContention)
 }
 
-// LookupTrigger implements [anarchon.TriggerStore].
 // CancelTrigger implements [anarchon.TriggerCanceler]: an Update of the
 // request at the revision read pending, as a claim's is, so one of them
 // fails with a revision mismatch and reads again; then the queue entry
 // goes, as after a claim.
 func (b *Backend) CancelTrigger(ctx context.Context, in anarchon.CancelTriggerInput) (anarchon.TriggerRecord, error) {
-	job, err := encodeJob(in.Job)
+	h, job, ctx, cancel, err := b.jobArgs(ctx, in.Job)
 	if err != nil {
 		return anarchon.TriggerRecord{}, err
 	}
-	h, err := b.ready(ctx)
-	if err != nil {
-		return anarchon.TriggerRecord{}, err
-	}
-	ctx, cancel := b.bound(ctx)
 	defer cancel()
 	for turn := range casRetries {
 		if err := casPause(ctx, turn, "cancel trigger"); err != nil {
@@ -405,16 +389,12 @@ func (b *Backend) CancelTrigger(ctx context.Context, in anarchon.CancelTriggerIn
 	return anarchon.TriggerRecord{}, fmt.Errorf("natsbackend: cancel trigger %q: %w", in.Key, ErrContention)
 }
 
+// LookupTrigger implements [anarchon.TriggerStore].
 func (b *Backend) LookupTrigger(ctx context.Context, name, key string) (anarchon.TriggerRecord, error) {
-	job, err := encodeJob(name)
+	h, job, ctx, cancel, err := b.jobArgs(ctx, name)
 	if err != nil {
 		return anarchon.TriggerRecord{}, err
 	}
-	h, err := b.ready(ctx)
-	if err != nil {
-		return anarchon.TriggerRecord{}, err
-	}
-	ctx, cancel := b.bound(ctx)
 	defer cancel()
 	v, _, err := b.readTrigger(ctx, h, job, key)
 	if err != nil {

@@ -176,6 +176,22 @@ func (b *Backend) runArgs(ctx context.Context, job string, token string) (handle
 	return h, enc, ctx, cancel, nil
 }
 
+// jobArgs is runArgs for a call that takes no token (job control and
+// triggers): the job's encoded name, the connection's handles and ctx
+// bounded by the call timeout (the caller defers cancel).
+func (b *Backend) jobArgs(ctx context.Context, job string) (handles, string, context.Context, context.CancelFunc, error) {
+	enc, err := encodeJob(job)
+	if err != nil {
+		return handles{}, "", nil, nil, err
+	}
+	h, err := b.ready(ctx)
+	if err != nil {
+		return handles{}, "", nil, nil, err
+	}
+	ctx, cancel := b.bound(ctx)
+	return h, enc, ctx, cancel, nil
+}
+
 // claimRun decides a lease claim by SPEC §6's table, first match wins. The
 // run's state lives in the key "r.<job>.<slot>"; every change is a KV
 // Create (absent key) or Update with the revision that was read, so two

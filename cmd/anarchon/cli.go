@@ -503,10 +503,29 @@ func openForRead(g *globalFlags, stderr io.Writer, needJobs, mustExist bool) (_ 
 	return d, nil
 }
 
+// openForWrite opens the store of a command that writes through the
+// replicas' store (pause, resume, trigger) as openForRead does, refused
+// on a store only this process sees (sharedStore), and initialises it
+// (initStore). The caller closes the daemon.
+func openForWrite(g *globalFlags, stderr io.Writer, command string, needJobs bool) (*daemon, error) {
+	if err := sharedStore(g, command); err != nil {
+		return nil, err
+	}
+	d, err := openForRead(g, stderr, needJobs, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.initStore(g); err != nil {
+		d.close()
+		return nil, err
+	}
+	return d, nil
+}
+
 // initStore initialises the store of a command that writes (run-now,
 // pause, resume, trigger) through its scheduler, which then does not do
 // it again for the command's later calls; the registry read is the
-// cheapest call that does. As openForRead does for status, the clients'
+// call used to do it. As openForRead does for status, the clients'
 // lines (a Redis client's retries) wait until the store answered: one that
 // cannot be reached or initialised is this command's error, open_failed
 // as for run, not a page of the client's warnings before an error with no

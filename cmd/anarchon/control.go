@@ -106,17 +106,11 @@ unless --catch-up asks for one run in their place. Both need --crontab or
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			name := args[0]
-			if err := sharedStore(g, c.Name()); err != nil {
-				return err
-			}
-			d, err := openForRead(g, stderr, true, false)
+			d, err := openForWrite(g, stderr, c.Name(), true)
 			if err != nil {
 				return err
 			}
 			defer d.close()
-			if err := d.initStore(g); err != nil {
-				return err
-			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			var st anarchon.JobState
@@ -186,17 +180,11 @@ func cancelTrigger(g *globalFlags, stdout, stderr io.Writer, name, key string, a
 	if key == "" {
 		return usageError{codeBadFlag, errors.New("--cancel needs --key: the request to withdraw")}
 	}
-	if err := sharedStore(g, "trigger"); err != nil {
-		return err
-	}
-	d, err := openForRead(g, stderr, false, false)
+	d, err := openForWrite(g, stderr, "trigger", false)
 	if err != nil {
 		return err
 	}
 	defer d.close()
-	if err := d.initStore(g); err != nil {
-		return err
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	rec, err := d.sched.CancelTrigger(ctx, name, key, who())
@@ -291,17 +279,11 @@ request (exit 130, naming the --key to wait for it under). It needs
 			if timeout <= 0 {
 				return usageError{codeBadFlag, errors.New("--timeout must be positive")}
 			}
-			if err := sharedStore(g, "trigger"); err != nil {
-				return err
-			}
-			d, err := openForRead(g, stderr, true, false)
+			d, err := openForWrite(g, stderr, "trigger", true)
 			if err != nil {
 				return err
 			}
 			defer d.close()
-			if err := d.initStore(g); err != nil {
-				return err
-			}
 			s := d.schedFor(name)
 			// --timeout bounds the wait, not the request: a short one
 			// still stores the request and names its key. The request
