@@ -267,7 +267,7 @@ request (exit 130, naming the --key to wait for it under). It needs
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			name := args[0]
-			if c.Flags().Changed("key") && key == "" {
+			if c.Flags().Changed("key") && key == "" && !cancelReq { // --cancel says what it needs
 				return usageError{codeBadFlag, errors.New("--key is empty: leave it out for a random key")}
 			}
 			if cancelReq {
