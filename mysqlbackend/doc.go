@@ -123,9 +123,9 @@
 // the slot and seven when it wins one (eight when it checks for overlap):
 // the driver begins a READ COMMITTED transaction with two statements, and
 // TestClaimRoundTrips counts the rest. On MariaDB 10.11 on loopback, on a
-// 2-core machine (BENCHMARKS.md §1 and §2), bench/run.sh claim measured
-// the plain claim's median at 4.0–4.4× the bare INSERT IGNORE's (1, 4 and
-// 16 claimers; 259 µs with one) and the lease claim's at 11–17× (692 µs
-// with one); bench/run.sh contest had no slot without exactly one winner,
-// 2 to 32 instances.
+// 2-core machine, bench/run.sh claim (BENCHMARKS.md §1) measured the
+// plain claim's median at 4.5–5.2× the bare INSERT IGNORE's (1, 4 and 16
+// claimers; 331 µs with one) and the lease claim's at 12.6–18.7× (800 µs
+// with one); bench/run.sh contest (§2) had no slot without exactly one
+// winner, 2 to 32 instances.
 package mysqlbackend

@@ -317,8 +317,9 @@
 // (job control), then the KV Create; when the cached clock sample is
 // stale (no decision in the last 2 s), the clock is read beside the Get.
 // BenchmarkClaim measured it at 2.02–2.05× a bare KV Create with one
-// claimer (loopback, nats-server v2.14.10). Sending the Get beside the
-// Create measured 1.26–1.27× in turn with it, and was not kept: a claim
+// claimer (loopback, nats-server v2.14.10, 2026-12-05, go1.26.8). Sending
+// the Get beside the Create (54d1f5b; bench/HISTORY.md has its rows of
+// §1) measured 1.26–1.27× in turn with it, and was not kept: a claim
 // must then decide from a state read that the server may answer before
 // or after it stores the Create, and two claims under one token (a
 // repeat beside the first) can read the state on the two sides of a
@@ -327,14 +328,15 @@
 // every claim of the slot answers from the one key. A lease claim of a
 // new slot waits for about three round trips in a row (its reads, its
 // create, the job key's compare-and-set; "Round trips of a lease claim"
-// below): BenchmarkRunStoreClaim measured a won one at 0.89–1.03 ms,
-// 5.4–6.0× a bare KV Create, where it waited for six in a row before
-// (1.36–1.61 ms, 8.7–9.1×, the two run in turn, three times each), and a
-// backup's claim of a live run at 221–251 µs (188–207 before: it now
-// starts the two side reads and ends them); BENCHMARKS.md §1 measured
-// 1.08 ms p50 with one claimer (8.3× the bare Create) and 1.5–5.9 ms with
-// 4–16 (12–18×: the claims of one job contend on its job key), the
-// slowest of the stores.
+// below): on 2026-12-05 (go1.26.8) BenchmarkRunStoreClaim measured a won
+// one at 0.89–1.03 ms, 5.4–6.0× a bare KV Create, where it waited for
+// six in a row before (1.36–1.61 ms, 8.7–9.1×, the two run in turn,
+// three times each), and a backup's claim of a live run at 221–251 µs
+// (188–207 before: it now starts the two side reads and ends them).
+// BENCHMARKS.md §1 measured a lease claim at 1.50 ms p50 with one claimer
+// (12.4× the bare Create), and at 2.2 and 6.9 ms with 4 and 16 (11.3× and
+// 14.7×; the claims of one job contend on its job key): the fewest lease
+// claims a second of any store (493–622).
 // History reads the job's subject of the history stream.
 //
 // A batch of plain claims ([Backend.ClaimBatch]) reads the pause states
@@ -367,12 +369,13 @@
 // checked listed in their job keys by one more read (listRunning), so
 // that the losers of a burst send two reads per batch (each up to 256
 // keys a request), not a request per slot (TestClaimBatchRequests: 2
-// requests for 100 claims of runs held by another). BenchmarkClaimBatch measured a burst of
-// 1,000 plain claims (1,000 jobs) at 22.5–23.2 ms as one batch against
-// 338–341 ms as single claims (15×), 1.69–1.94× the 12.5–13.7 ms of 1,000
-// bare creates published before any acknowledgement is awaited; lease
-// claims at 122–135 ms against 940–942 ms (7.7×). Loopback, nats-server
-// v2.14.10, a 2-core machine at load average 1.9–2.9 (BENCHMARKS.md §1).
+// requests for 100 claims of runs held by another). BenchmarkClaimBatch
+// measured a burst of 1,000 plain claims (1,000 jobs) at 28.3–31.0 ms as
+// one batch against 322–331 ms as single claims (11.3–11.8×), 1.77–1.98×
+// the 15.5–17.8 ms of 1,000 bare creates published before any
+// acknowledgement is awaited; lease claims at 173–187 ms against
+// 1,317–1,349 ms (7.4–7.6×). Loopback, nats-server v2.14.10, a 2-core
+// machine at load average 1.96 (BENCHMARKS.md §1).
 //
 // A batch of heartbeats ([RunStore.Heartbeats]) reads every run in one
 // direct get request and publishes the compare-and-set updates of the

@@ -294,27 +294,28 @@
 // decides SPEC §6's table server-side, FinishResult finishes, saves and
 // trims at once. With [Options.Replicas], a winning claim adds a WAIT in
 // the same pipeline. BENCHMARKS.md §1 measured, on loopback: a plain claim
-// at 59 µs p50 with one claimer (1.14× a bare SET NX) and 94 µs with 4
-// (1.21×); a lease claim at 66 µs and 132 µs p50 (1.29×, 1.70×); about
-// 32,000 plain and 23,000 lease claims/s with 4 claimers.
+// at 68 µs p50 with one claimer (1.20× a bare SET NX) and 131 µs with 4
+// (1.40×); a lease claim at 75 µs and 180 µs p50 (1.33×, 1.92×); about
+// 23,300 plain and 18,600 lease claims/s with 4 claimers.
 //
 // A batch ([Backend.ClaimBatch], [RunStore.ClaimRuns]: the
 // anarchon.BatchClaimer and anarchon.RunBatchClaimer abilities) sends
 // the claims as the claim script's batch form, one EVALSHA for up to 512
-// of them, in one pipeline: one round trip per batch, whatever its size. New slots of paused jobs add one pipeline for
-// their settling script, and a server that lost its script cache
-// (NOSCRIPT) one more with EVAL; through a ClusterClient go-redis sends
-// each master its share side by side; with [Options.Replicas] each
-// master's pipeline ends with one WAIT (TestClaimBatchRoundTrips counts
-// the pipelines; TestClaimBatchReplicas). The server still runs each
-// claim's script text, so a batch saves round trips, not script time:
-// BenchmarkClaimBatch measured a burst of 1,000 plain claims (1,000 jobs)
-// at 11–12 ms as one batch against 74–77 ms as single claims (6.3–6.6×)
-// and 3.5–3.7 ms for 1,000 SET NX PX in one pipeline (3.5–3.6×); lease
-// claims at 27–29 ms against 97 ms (3.3–3.4×). Loopback, redis-server
-// 7.0.15, a 2-core machine at load average 0.4–0.8, where the server's
-// command statistics gave 7.6–7.9 µs per plain claim and 16.6–18.2 µs per
-// lease claim of a batch, and 1.4–1.8 µs per SET (BENCHMARKS.md §1).
+// of them, in one pipeline: one round trip per batch, whatever its size.
+// New slots of paused jobs add one pipeline for their settling script,
+// and a server that lost its script cache (NOSCRIPT) one more with EVAL;
+// through a ClusterClient go-redis sends each master its share side by
+// side; with [Options.Replicas] each master's pipeline ends with one WAIT
+// (TestClaimBatchRoundTrips counts the pipelines; TestClaimBatchReplicas).
+// The server still runs each claim's script text, so a batch saves round
+// trips, not script time: BenchmarkClaimBatch measured a burst of 1,000
+// plain claims (1,000 jobs) at 8.9–10.9 ms as one batch against 66–68 ms
+// as single claims (6.3–7.5×) and 3.3–3.5 ms for 1,000 SET NX PX in one
+// pipeline (2.9–3.4×); lease claims at 22–27 ms against 79–100 ms
+// (3.5–3.7×). Loopback, redis-server 7.0.15, a 2-core machine at load
+// average 2.25, where the server's command statistics gave 5.1–6.8 µs
+// per plain claim and 14.5–16.3 µs per lease claim of a batch, and
+// 1.1–1.9 µs per SET (BENCHMARKS.md §1).
 //
 // Heartbeats, results and finishes of many runs
 // ([RunStore.Heartbeats], [Backend.SaveResults], [RunStore.FinishResults]:
