@@ -160,24 +160,18 @@ func (b *Backend) ServerTime(ctx context.Context) (time.Time, error) {
 	return b.readClock(ctx, h)
 }
 
+// runArgs is jobArgs for a call on a run: it first refuses what runKeyOf
+// refuses (a job name that cannot be a key, then an empty token), in that
+// order, before any round trip.
 func (b *Backend) runArgs(ctx context.Context, job string, token string) (handles, string, context.Context, context.CancelFunc, error) {
-	enc, err := encodeJob(job)
-	if err != nil {
+	if _, err := runKeyOf(job, 0, token); err != nil {
 		return handles{}, "", nil, nil, err
 	}
-	if err := checkToken(token); err != nil {
-		return handles{}, "", nil, nil, err
-	}
-	h, err := b.ready(ctx)
-	if err != nil {
-		return handles{}, "", nil, nil, err
-	}
-	ctx, cancel := b.bound(ctx)
-	return h, enc, ctx, cancel, nil
+	return b.jobArgs(ctx, job)
 }
 
-// jobArgs is runArgs for a call that takes no token (job control and
-// triggers): the job's encoded name, the connection's handles and ctx
+// jobArgs serves a call that takes no token (job control and triggers):
+// it returns the job's encoded name, the connection's handles and ctx
 // bounded by the call timeout (the caller defers cancel).
 func (b *Backend) jobArgs(ctx context.Context, job string) (handles, string, context.Context, context.CancelFunc, error) {
 	enc, err := encodeJob(job)
