@@ -506,10 +506,21 @@ func openForRead(g *globalFlags, stderr io.Writer, needJobs, mustExist bool) (_ 
 // openForWrite opens the store of a command that writes through the
 // replicas' store (pause, resume, trigger) as openForRead does, refused
 // on a store only this process sees (sharedStore), and initialises it
-// (initStore). The caller closes the daemon.
+// (initStore). The caller closes the daemon. An SQLite store must exist:
+// pause, resume and trigger write for the replicas, and a file none of
+// them reads (a mistyped path) would take the write and tell no one.
 func openForWrite(g *globalFlags, stderr io.Writer, command string, needJobs bool) (*daemon, error) {
 	if err := sharedStore(g, command); err != nil {
 		return nil, err
+	}
+	if sqliteMissing(storeOrDefault(g.store)) != nil {
+		// Opened as history opens it, the URL's own errors (usage, exit
+		// 2) come before the missing file's.
+		b, err := openStoreMode(g.store, true)
+		if err != nil {
+			return nil, err
+		}
+		_ = b.Close(context.Background()) // created meanwhile, by a daemon
 	}
 	d, err := openForRead(g, stderr, needJobs, false)
 	if err != nil {

@@ -320,6 +320,7 @@ func TestClockOffsetEnv(t *testing.T) {
 func TestErrorPrefixOnce(t *testing.T) {
 	dir := t.TempDir()
 	crontab := writeFile(t, dir, "jobs.cron", "# name: e\n@daily echo hi\n")
+	writeFile(t, dir, "s.db", "") // trigger never creates the file
 	code, _, errOut := cli(t, "trigger", "e", "--crontab", crontab, "--store", "sqlite:"+filepath.Join(dir, "s.db"), "--timeout", "200ms")
 	if code == 0 || !strings.HasPrefix(errOut, "anarchon: job \"e\": trigger") || strings.Contains(errOut, "anarchon: anarchon:") {
 		t.Fatalf("exit %d, stderr %q; want one \"anarchon: \" before the trigger's timeout", code, errOut)

@@ -249,7 +249,7 @@ func TestTriggerInterrupted(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	crontab := writeFile(t, dir, "crontab", "# name: j\n@daily true\n")
-	store := "sqlite:" + filepath.Join(dir, "a.db")
+	store := "sqlite:" + writeFile(t, dir, "a.db", "") // trigger never creates the file
 	trig := exec.Command(daemonBinary(t), "trigger", "j", "--crontab", crontab, "--store", store, "--timeout", "2m", "--log-level", "debug")
 	trig.Dir = dir
 	errPipe, err := trig.StderrPipe()

@@ -19,6 +19,7 @@ import (
 func TestTriggerTimeoutNamesItsKey(t *testing.T) {
 	dir := t.TempDir()
 	ct := writeFile(t, dir, "t.cron", "# name: t\n@daily echo t\n")
+	writeFile(t, dir, "s.db", "") // trigger never creates the file
 	code, _, errOut := cli(t, "trigger", "t", "--crontab", ct, "--store", "sqlite:"+filepath.Join(dir, "s.db"), "--timeout", "200ms", "--key", "k1")
 	if want := "wait for it by running this command again with --key k1 (timeout)"; code != 1 || !strings.Contains(errOut, want) ||
 		!strings.Contains(errOut, "the store's registry lists no live instance") {
@@ -128,7 +129,7 @@ func TestTriggerRunnerGone(t *testing.T) {
 func TestTriggerCancel(t *testing.T) {
 	dir := t.TempDir()
 	ct := writeFile(t, dir, "t.cron", "# name: t\n@daily echo t\n")
-	store := "sqlite:" + filepath.Join(dir, "s.db")
+	store := "sqlite:" + writeFile(t, dir, "s.db", "") // trigger never creates the file
 	if code, _, errOut := cli(t, "trigger", "t", "--crontab", ct, "--store", store, "--timeout", "1ms", "--key", "k"); code != 1 {
 		t.Fatalf("trigger: exit %d, %s", code, errOut)
 	}

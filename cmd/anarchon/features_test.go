@@ -183,14 +183,20 @@ func TestEnvironmentFlags(t *testing.T) {
 	}
 }
 
-// TestOperatorEdges: read-only commands create no SQLite file, history of
+// TestOperatorEdges: read-only commands, and the commands that write for
+// the replicas (pause, resume, trigger), create no SQLite file, history of
 // an unknown job fails, usage errors exit 2, history shows claim times.
 func TestOperatorEdges(t *testing.T) {
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "typo.db")
+	named := writeFile(t, dir, "named", "# name: x\n@daily echo\n")
 	for _, args := range [][]string{
 		{"history", "x", "--store", "sqlite:" + missing},
 		{"status", "--crontab", writeFile(t, dir, "ct", "@daily echo\n"), "--store", "sqlite:" + missing},
+		{"pause", "x", "--crontab", named, "--store", "sqlite:" + missing},
+		{"resume", "x", "--crontab", named, "--store", "sqlite:" + missing},
+		{"trigger", "x", "--crontab", named, "--timeout", "1s", "--store", "sqlite:" + missing},
+		{"trigger", "x", "--cancel", "--key", "k", "--crontab", named, "--store", "sqlite:" + missing},
 	} {
 		code, _, errOut := cli(t, args...)
 		if code != 1 || !strings.Contains(errOut, "no store at") {

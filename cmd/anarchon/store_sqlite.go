@@ -35,8 +35,8 @@ func openSQLite(u *url.URL, raw, prefix string, mustExist bool) (anarchon.Backen
 	}
 	open := sqlitefile.Open
 	if mustExist {
-		if _, err := os.Stat(path); err != nil {
-			return nil, &StoreURLError{Code: StoreNoData, Reason: fmt.Sprintf("no store at %s: %v (history and status never create one; \"run\" and \"run-now\" do)", path, err), Err: err}
+		if err := noSQLiteFile(path); err != nil {
+			return nil, err
 		}
 		open = sqlitefile.OpenExisting
 	}
@@ -45,6 +45,31 @@ func openSQLite(u *url.URL, raw, prefix string, mustExist bool) (anarchon.Backen
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	return b, nil
+}
+
+// noSQLiteFile is the error of a command that never creates a store for
+// an SQLite file path that does not exist (code no_anarchon_data), nil
+// when it exists: a mistyped path must not become a new, empty store that
+// no replica reads.
+func noSQLiteFile(path string) error {
+	if _, err := os.Stat(path); err != nil {
+		return &StoreURLError{Code: StoreNoData, Reason: fmt.Sprintf("no store at %s: %v (only \"run\", \"run-now\" and \"backfill\" create one)", path, err), Err: err}
+	}
+	return nil
+}
+
+// sqliteMissing reports, as noSQLiteFile does, whether the file of an
+// "sqlite:" store URL is missing: nil for any other store, and for a path
+// that does not parse (opening it says why).
+func sqliteMissing(raw string) error {
+	if !strings.HasPrefix(strings.ToLower(raw), "sqlite:") {
+		return nil
+	}
+	path, err := sqlitePath(raw)
+	if err != nil || path == "" {
+		return nil
+	}
+	return noSQLiteFile(path)
 }
 
 // sqliteUndo returns, for an "sqlite:" store whose file does not exist
