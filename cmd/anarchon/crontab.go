@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/anarchon/anarchon"
+	"go.yaml.in/yaml/v3"
 	"github.com/anarchon/anarchon/membackend"
 )
 
@@ -240,7 +241,36 @@ func parseCrontabWith(file string, data []byte, opts crontabOptions) (_ []*jobSp
 			pe.Msg += invalidUnder(pe.jobs)
 		}
 	}
+	if len(errs) > 0 && looksLikeJobFile(data) {
+		// A job file given as a crontab fails at most of its lines, and
+		// none of those errors says why: the first says it.
+		pe := errs[0].(*posError)
+		pe.Msg += "; this file is a YAML job file: give it with --config, not as a crontab"
+	}
 	return jobs, errs, sixSeen
+}
+
+// looksLikeJobFile reports whether data is YAML in a job file's shape
+// (parseConfig's): a list of mappings, or a mapping with the key "jobs".
+// A crontab never is: its lines decode as one string, or not at all ("*"
+// starts a YAML alias).
+func looksLikeJobFile(data []byte) bool {
+	var doc any
+	if yaml.Unmarshal(data, &doc) != nil {
+		return false
+	}
+	switch v := doc.(type) {
+	case map[string]any:
+		_, ok := v["jobs"]
+		return ok
+	case []any:
+		if len(v) == 0 {
+			return false
+		}
+		_, ok := v[0].(map[string]any)
+		return ok
+	}
+	return false
 }
 
 // invalidUnder names the jobs an unknown zone line makes invalid, up to

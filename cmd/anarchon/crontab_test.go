@@ -299,3 +299,36 @@ func TestUnknownZoneNamesItsJobs(t *testing.T) {
 		t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// A YAML job file given as a crontab fails at its lines, and the first
+// error says to give it with --config; a crontab whose lines are wrong
+// gets no such hint.
+func TestJobFileAsCrontabHint(t *testing.T) {
+	const hint = "give it with --config"
+	for _, src := range []string{
+		"jobs:\n  - name: hello\n    schedule: \"*/5 * * * *\"\n    command: echo hi\n",
+		"- name: a\n  schedule: \"@daily\"\n  shell: echo a\n",
+		"jobs:\n",
+	} {
+		_, errs := parseCrontab("jobs.yaml", []byte(src))
+		if len(errs) == 0 || !strings.Contains(errs[0].Error(), hint) {
+			t.Errorf("%q as a crontab: errors %v, want the first to say %q", src, errs, hint)
+		}
+		for _, e := range errs[1:] {
+			if strings.Contains(e.Error(), hint) {
+				t.Errorf("%q: the hint is repeated in %q", src, e)
+			}
+		}
+	}
+	for _, src := range []string{"* * * *\n", "SHELL=/bin/sh\n# name: x\n0 0 * *\n", "name: x\n"} {
+		_, errs := parseCrontab("bad.cron", []byte(src))
+		if len(errs) == 0 {
+			t.Fatalf("%q: no error", src)
+		}
+		for _, e := range errs {
+			if strings.Contains(e.Error(), hint) {
+				t.Errorf("%q: a crontab's error %q says it is a job file", src, e)
+			}
+		}
+	}
+}
