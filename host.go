@@ -26,7 +26,7 @@ func (s *Scheduler) newRunner(runCtx context.Context) *runner.Runner[slotRun] {
 	return runner.New[slotRun](host{s}, runCtx, runner.Config{
 		Log: s.log, PollInterval: s.opts.PollInterval, Watch: s.watcher != nil,
 		BatchSize: s.batchSize(s.batcher != nil), LeaseBatchSize: s.batchSize(s.runBatcher != nil),
-		ErrLeaseLost: ErrLeaseLost, ErrStopped: ErrStopped, ErrClosed: ErrClosed, ErrPermanent: ErrPermanent, ErrReplaced: ErrReplaced,
+		ErrLeaseLost: ErrLeaseLost, ErrClosed: ErrClosed, ErrPermanent: ErrPermanent, ErrReplaced: ErrReplaced,
 	})
 }
 

@@ -50,7 +50,7 @@ func TestStopRecordsInterruptedPlainRun(t *testing.T) {
 				t.Fatalf("%s: %d records, want 1: %+v", when, len(recs), recs)
 			}
 			r := recs[0]
-			if r.Status != anarchon.StatusError || !strings.Contains(r.Error, anarchon.ErrStopped.Error()) || r.StartedAt.IsZero() || r.FinishedAt.IsZero() {
+			if r.Status != anarchon.StatusError || !strings.HasPrefix(r.Error, "interrupted: the scheduler stopped") || r.StartedAt.IsZero() || r.FinishedAt.IsZero() {
 				t.Fatalf("%s: record %+v; want an error naming the stop, with start and end", when, r)
 			}
 		}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/anarchon/anarchon/internal/runner"
 )
 
 // TriggerStore is an optional Backend interface (SPEC §12): cluster-wide
@@ -510,7 +512,7 @@ func (s *Scheduler) settleTriggers(taken, storing []*liveTrigger) {
 			lt.res = StoredResult{
 				Slot: run.Slot.UnixMilli(), Token: run.Token, InstanceID: run.InstanceID, Attempt: run.Attempt,
 				Status: StatusError, StartedAt: lt.start, FinishedAt: s.now().Round(0), Manual: true,
-				Error: "interrupted: " + ErrStopped.Error() + " before the handler returned",
+				Error: runner.InterruptedError,
 			}
 			ctx, cancel := storeCallCtx(s.runCtx)
 			defer cancel()

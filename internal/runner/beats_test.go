@@ -96,7 +96,7 @@ func newTestRunner(h *fakeHost, watch bool) (*Runner[job], context.CancelCauseFu
 	ctx, cancel := context.WithCancelCause(context.Background())
 	r := New[job](h, ctx, Config{
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), PollInterval: time.Second, Watch: watch,
-		ErrLeaseLost: errLost, ErrStopped: errStopped, ErrReplaced: errReplaced,
+		ErrLeaseLost: errLost, ErrReplaced: errReplaced,
 	})
 	return r, cancel
 }

@@ -122,6 +122,15 @@ func (r *Runner[J]) HandOver(ctx context.Context, cancelRuns func()) {
 	wg.Wait()
 }
 
+// The error texts of the results Stop's deadline records, in the
+// operator's words (they show in history): a leased run released for a
+// backup, and a run that nothing will take over (a plain run, a manual
+// one).
+const (
+	HandedOverError  = "handed over: the scheduler stopped before the run ended"
+	InterruptedError = "interrupted: the scheduler stopped before the run ended"
+)
+
 // handOver releases a's lease and records the hand-over.
 func (a *Attempt[J]) handOver() {
 	r := a.r
@@ -133,7 +142,7 @@ func (a *Attempt[J]) handOver() {
 	a.save(&Result{
 		Token: a.Token, Attempt: a.Number, Status: StatusHandedOver,
 		StartedAt: a.Started, FinishedAt: r.host.Now(),
-		Error: "handed over: " + r.cfg.ErrStopped.Error(),
+		Error: HandedOverError,
 	})
 }
 
@@ -144,7 +153,7 @@ func (a *Attempt[J]) interrupted() {
 	a.save(&Result{
 		Token: a.Token, Attempt: a.Number, Status: StatusError,
 		StartedAt: a.Started, FinishedAt: r.host.Now(),
-		Error: "interrupted: " + r.cfg.ErrStopped.Error() + " before the handler returned",
+		Error: InterruptedError,
 	})
 }
 

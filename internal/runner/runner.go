@@ -112,7 +112,7 @@ type Config struct {
 	// claim per call (the store has no batches).
 	BatchSize, LeaseBatchSize int
 	// The scheduler's sentinels, used as context causes and to stop retries.
-	ErrLeaseLost, ErrStopped, ErrClosed, ErrPermanent error
+	ErrLeaseLost, ErrClosed, ErrPermanent error
 	// ErrReplaced is the cause of a run that a later slot replaced; its
 	// result is stored with StatusReplaced and the slot is not finished
 	// again (the store settled it).
