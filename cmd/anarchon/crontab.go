@@ -11,8 +11,8 @@ import (
 	"strings"
 
 	"github.com/anarchon/anarchon"
-	"go.yaml.in/yaml/v3"
 	"github.com/anarchon/anarchon/membackend"
+	"go.yaml.in/yaml/v3"
 )
 
 var (
