@@ -354,7 +354,7 @@ func TestStopSettlesTriggeredRun(t *testing.T) {
 // again after it took the request; the request is left running, and the
 // instance, if it lives, still finishes it (SPEC §12). Before, the wait
 // lasted until its context ended. While the instance renews its record,
-// the wait goes on.
+// the wait goes on. CancelTrigger answers the same way.
 func TestTriggerRunnerGone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := membackend.New(nil)
@@ -390,6 +390,9 @@ func TestTriggerRunnerGone(t *testing.T) {
 		if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, anarchon.ErrTriggerRunnerGone) {
 			t.Fatalf("wait while r lives = %v, want its deadline", err)
 		}
+		if rec, err := w.CancelTrigger(ctx, "stuck", "k", ""); err != nil || rec.State != anarchon.TriggerRunning {
+			t.Fatalf("cancel while r lives = %+v, %v; want it running, no error", rec, err)
+		}
 
 		// r's renewals fail: its record is dead ttl later, and the wait
 		// says so long before its deadline.
@@ -401,6 +404,11 @@ func TestTriggerRunnerGone(t *testing.T) {
 		if !errors.Is(err, anarchon.ErrTriggerRunnerGone) || !strings.Contains(err.Error(), "registry record is dead") ||
 			rec.State != anarchon.TriggerRunning || rec.InstanceID != "r" || time.Since(t0) > 2*ttl {
 			t.Fatalf("wait after r went silent = %+v, %v after %v; want running on r, ErrTriggerRunnerGone naming the dead record, within %v", rec, err, time.Since(t0), 2*ttl)
+		}
+		// A cancel is answered the same way, and cancels nothing.
+		if rec, err := w.CancelTrigger(ctx, "stuck", "k", ""); !errors.Is(err, anarchon.ErrTriggerRunnerGone) ||
+			!strings.Contains(err.Error(), "registry record is dead") || rec.State != anarchon.TriggerRunning || rec.InstanceID != "r" {
+			t.Fatalf("cancel after r went silent = %+v, %v; want running on r, ErrTriggerRunnerGone", rec, err)
 		}
 
 		// Another process with r's ID starts: its record is live, but it

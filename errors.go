@@ -41,8 +41,8 @@ var (
 	// ErrNotStarted is returned by Stop on a scheduler that was never started.
 	ErrNotStarted = errors.New("anarchon: scheduler not started")
 
-	// ErrTriggerRunnerGone is returned (wrapped) by Scheduler.Trigger and
-	// WaitTrigger when the instance running the request is gone by the
+	// ErrTriggerRunnerGone is returned (wrapped) by Scheduler.Trigger,
+	// WaitTrigger and CancelTrigger when the instance running the request is gone by the
 	// instance registry: its record is dead or stopped, or says it started
 	// again after it took the request (SPEC §12). The request is left as
 	// it is, running.

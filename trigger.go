@@ -144,10 +144,12 @@ type TriggerRecord struct {
 // scheduler's InstanceID), and returns its record: done with
 // StatusCanceled, or,
 // when an instance took it first, as it stands (running or done; the run
-// goes on). ErrNotFound (wrapped) for an unknown request; ErrNotSupported
-// when the backend's TriggerStore has no TriggerCanceler. The job need not
-// be registered here: a request for a job that no longer exists is what
-// one cancels.
+// goes on). A running request whose instance is gone by the registry is
+// returned with an error wrapping ErrTriggerRunnerGone that says which,
+// as a wait for it would end (SPEC §12). ErrNotFound (wrapped) for an
+// unknown request; ErrNotSupported when the backend's TriggerStore has no
+// TriggerCanceler. The job need not be registered here: a request for a
+// job that no longer exists is what one cancels.
 func (s *Scheduler) CancelTrigger(ctx context.Context, name, key, by string) (TriggerRecord, error) {
 	if _, err := s.triggerStore(); err != nil {
 		return TriggerRecord{}, err
@@ -159,7 +161,14 @@ func (s *Scheduler) CancelTrigger(ctx context.Context, name, key, by string) (Tr
 	if err := s.ensureInit(ctx); err != nil {
 		return TriggerRecord{}, err
 	}
-	return tc.CancelTrigger(ctx, CancelTriggerInput{Job: name, Key: key, By: cmp.Or(by, s.opts.InstanceID)})
+	rec, err := tc.CancelTrigger(ctx, CancelTriggerInput{Job: name, Key: key, By: cmp.Or(by, s.opts.InstanceID)})
+	if err != nil {
+		return rec, err
+	}
+	if gone := s.runnerGone(ctx, rec); gone != "" {
+		return rec, fmt.Errorf("%w: job %q: trigger %q not canceled: %s", ErrTriggerRunnerGone, name, key, gone)
+	}
+	return rec, nil
 }
 
 // triggerStore returns the backend's TriggerStore or ErrNotSupported.

@@ -175,7 +175,8 @@ unless --catch-up asks for one run in their place. Both need --crontab or
 
 // cancelTrigger is "trigger JOB --cancel --key K": it withdraws the
 // request if no replica took it yet (exit 0, also when it was canceled
-// before), and otherwise says where it stands (code taken, exit 1).
+// before), and otherwise says where it stands (code taken, exit 1; code
+// runner_gone when the replica running it is gone by the registry).
 func cancelTrigger(g *globalFlags, stdout, stderr io.Writer, name, key string, asJSON bool) error {
 	if key == "" {
 		return usageError{codeBadFlag, errors.New("--cancel needs --key: the request to withdraw")}
@@ -188,10 +189,13 @@ func cancelTrigger(g *globalFlags, stdout, stderr io.Writer, name, key string, a
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	rec, err := d.sched.CancelTrigger(ctx, name, key, who())
+	// A request whose runner is gone is answered as the waiting trigger
+	// answers it (runner_gone), after its record.
+	gone := errors.Is(err, anarchon.ErrTriggerRunnerGone)
 	switch {
 	case errors.Is(err, anarchon.ErrNotFound):
 		return codedError{codeUnknownKey, fmt.Errorf("job %q has no trigger request with --key %s", name, key)}
-	case err != nil:
+	case err != nil && !gone:
 		return classify(name, err)
 	}
 	if asJSON {
@@ -214,6 +218,8 @@ func cancelTrigger(g *globalFlags, stdout, stderr io.Writer, name, key string, a
 			fmt.Fprintf(stdout, "%s: trigger %s canceled (%s)\n", name, key, rec.Error)
 		}
 		return nil
+	case gone:
+		return codedError{codeRunnerGone, fmt.Errorf("%w; a trigger with another --key runs the job again", err)}
 	case rec.State == anarchon.TriggerRunning:
 		return codedError{codeTaken, fmt.Errorf("job %q: trigger %s not canceled: running on %s since %s; a run a replica took goes on",
 			name, key, rec.InstanceID, formatTime(rec.ClaimedAt))}

@@ -87,7 +87,8 @@ func TestWhoWithoutUser(t *testing.T) {
 
 // TestTriggerRunnerGone: a trigger whose request a replica took and whose
 // registry record is dead ends at once with runner_gone, not at
-// --timeout; --json prints the request, still running there.
+// --timeout; --json prints the request, still running there. --cancel of
+// it answers runner_gone too, not taken.
 func TestTriggerRunnerGone(t *testing.T) {
 	dir := t.TempDir()
 	ct := writeFile(t, dir, "t.cron", "# name: t\n@daily echo t\n")
@@ -119,6 +120,13 @@ func TestTriggerRunnerGone(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &got); err != nil || code != 1 || got["state"] != "running" || got["instance"] != "ghost" ||
 		!strings.Contains(errOut, "registry record is dead") || !strings.Contains(errOut, "(runner_gone)") {
 		t.Errorf("exit %d, stdout %q (%v), stderr:\n%s\nwant 1, the request running on ghost, and runner_gone", code, out, err, errOut)
+	}
+	// --cancel says the same, not taken, after the request's record.
+	code, out, errOut = cli(t, "trigger", "t", "--store", store, "--cancel", "--key", "k", "--json")
+	got = nil
+	if err := json.Unmarshal([]byte(out), &got); err != nil || code != 1 || got["state"] != "running" || got["instance"] != "ghost" ||
+		!strings.Contains(errOut, "not canceled") || !strings.Contains(errOut, "registry record is dead") || !strings.Contains(errOut, "(runner_gone)") {
+		t.Errorf("--cancel: exit %d, stdout %q (%v), stderr:\n%s\nwant 1, the request running on ghost, and runner_gone", code, out, err, errOut)
 	}
 }
 
