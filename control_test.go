@@ -387,8 +387,17 @@ func TestTriggerRunnerGone(t *testing.T) {
 		wctx, cancel := context.WithTimeout(ctx, 4*ttl)
 		_, err := w.WaitTrigger(wctx, "stuck", "k")
 		cancel()
-		if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, anarchon.ErrTriggerRunnerGone) {
+		// The error wraps the deadline, and its text does not repeat it
+		// after "not done after waiting".
+		if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, anarchon.ErrTriggerRunnerGone) ||
+			!strings.Contains(err.Error(), "not done after waiting") || strings.Contains(err.Error(), "deadline exceeded") {
 			t.Fatalf("wait while r lives = %v, want its deadline", err)
+		}
+		// A wait canceled otherwise names the cause.
+		cctx, ccancel := context.WithCancelCause(ctx)
+		ccancel(errors.New("operator gave up"))
+		if _, err := w.WaitTrigger(cctx, "stuck", "k"); !strings.HasSuffix(err.Error(), ": operator gave up") {
+			t.Fatalf("canceled wait = %v, want it to end with its cause", err)
 		}
 		if rec, err := w.CancelTrigger(ctx, "stuck", "k", ""); err != nil || rec.State != anarchon.TriggerRunning {
 			t.Fatalf("cancel while r lives = %+v, %v; want it running, no error", rec, err)

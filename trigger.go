@@ -267,8 +267,10 @@ func (s *Scheduler) waitTrigger(ctx context.Context, ts TriggerStore, rec Trigge
 			if rec.State == TriggerPending && s.noLiveInstance(context.WithoutCancel(ctx)) {
 				state += "; the store's registry lists no live instance"
 			}
-			return rec, fmt.Errorf("anarchon: job %q: trigger %q not done after waiting %v (%s): %w",
-				name, key, time.Since(start).Round(time.Millisecond), state, context.Cause(ctx))
+			return rec, &waitEnded{
+				msg:   fmt.Sprintf("anarchon: job %q: trigger %q not done after waiting %v (%s)", name, key, time.Since(start).Round(time.Millisecond), state),
+				cause: context.Cause(ctx),
+			}
 		case <-t.C:
 		}
 		got, err := ts.LookupTrigger(ctx, name, key)
@@ -436,6 +438,25 @@ func (s *Scheduler) finishTrigger(lt *liveTrigger, res StoredResult) {
 		s.storeError(ctx, "FinishTrigger", in.Job, time.UnixMilli(in.Slot), err)
 	}
 }
+
+// waitEnded is the error of a trigger's wait that its context ended: msg
+// says how long it waited and where the request stands, and it wraps the
+// context's cause (errors.Is(err, context.DeadlineExceeded) holds), whose
+// text it adds unless it is the deadline, which "not done after waiting"
+// says already.
+type waitEnded struct {
+	msg   string
+	cause error
+}
+
+func (e *waitEnded) Error() string {
+	if e.cause == context.DeadlineExceeded {
+		return e.msg
+	}
+	return e.msg + ": " + e.cause.Error()
+}
+
+func (e *waitEnded) Unwrap() error { return e.cause }
 
 // lastLook bounds the look at the store of a wait that ended before it
 // knew the request's state.
