@@ -178,3 +178,22 @@ func FuzzParseConfig(f *testing.F) {
 		_ = checkJobs(jobs)
 	})
 }
+
+// Scalars where text is wanted are taken exactly as written (the README's
+// rule): a number-like name keeps its leading zero, environment values
+// keep their spelling, and an empty value is the empty string.
+func TestConfigScalarsAsWritten(t *testing.T) {
+	src := "jobs:\n  - name: 012\n    schedule: \"@daily\"\n    shell: echo\n    env: {A: 1.10, B: true, C: null, D: }\n"
+	jobs, errs := parseConfig("s.yaml", []byte(src))
+	if len(errs) != 0 || len(jobs) != 1 {
+		t.Fatalf("jobs %v, errors %v", jobs, errs)
+	}
+	if jobs[0].Name != "012" {
+		t.Errorf("name %q, want \"012\"", jobs[0].Name)
+	}
+	for _, want := range []string{"A=1.10", "B=true", "C=null", "D="} {
+		if !slices.Contains(jobs[0].Env, want) {
+			t.Errorf("env %q lacks %q", jobs[0].Env, want)
+		}
+	}
+}
