@@ -103,6 +103,14 @@ CRON_TZ=Atlantis/Capital
 		}
 	}
 
+	// A valid job named as an invalid one before it: a warning at the
+	// valid one's name, naming the invalid one's, and the valid one counts.
+	dup := writeFile(t, dir, "dup.cron", "# name: dup\n61 * * * * echo\n# name: dup\n@daily echo ok\n")
+	code, out, _ = cli(t, "validate", "--crontab", dup)
+	if w := dup + `:3: warning: job "dup": the invalid job at ` + dup + `:1 has this name too`; code != 1 || !strings.Contains(out, w) || !strings.Contains(out, "1 valid job, 1 invalid") {
+		t.Errorf("a name shared with an invalid job: exit %d, want 1 and %q:\n%s", code, w, out)
+	}
+
 	code, out, _ = cli(t, "validate", "--crontab", writeFile(t, dir, "ok", "@every 1s echo x\n"))
 	if code != 0 || !strings.HasSuffix(out, "ok: 1 job\n") {
 		t.Errorf("valid file: exit %d, %q", code, out)

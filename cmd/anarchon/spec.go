@@ -205,8 +205,12 @@ func sortByPosition(errs []error) {
 // under a placeholder schedule.
 func register(s, reboot *anarchon.Scheduler, jobs []*jobSpec, handler func(*jobSpec) anarchon.Handler) []error {
 	var errs []error
-	first := make(map[string]*jobSpec, len(jobs))
+	first := make(map[string]*jobSpec, len(jobs)) // the first valid job of each name
+	named := make(map[string]*jobSpec, len(jobs)) // the first job of each name, valid or not
 	for _, j := range jobs {
+		if named[j.Name] == nil {
+			named[j.Name] = j
+		}
 		opts := j.Options
 		opts.Zone = j.Zone
 		opts.Fingerprint = fingerprintMaterial(j)
@@ -228,6 +232,14 @@ func register(s, reboot *anarchon.Scheduler, jobs []*jobSpec, handler func(*jobS
 			err = reboot.Cron(j.Name, "@yearly", handler(j), &opts)
 		}
 		if err == nil {
+			if n := named[j.Name]; n != j && first[j.Name] == nil {
+				// An invalid job before it has its name: once that one
+				// is mended, the two are duplicates. Said now, not then.
+				nf, nl := n.pos("name")
+				file, line := j.pos("name")
+				errs = append(errs, &posError{File: file, Line: line, Warning: true, Msg: fmt.Sprintf(
+					"job %q: the invalid job at %s:%d has this name too: once it is mended, the two are duplicates; rename one of them", j.Name, nf, nl)})
+			}
 			first[j.Name] = j
 			continue
 		}
