@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -147,6 +148,26 @@ type InstanceRecord struct {
 
 // Live reports whether the record was live when it was listed.
 func (r InstanceRecord) Live() bool { return r.State == InstanceLive }
+
+// Gone reports whether a run this instance claimed at claimedAt (store
+// clock) can no longer end from it, and why: the record is dead or
+// stopped (the process died or lost the store), or it says the instance
+// started more than a second after the claim (a later process with the
+// same ID, which knows nothing of the run; the second allows for the
+// instance's estimate of the store's clock, SPEC §10). The reason reads
+// after the instance's ID ("'s registry record is dead since …"). A run
+// whose instance is gone gets no result from it unless, only cut off,
+// it reaches the store again; a manual run or a plain one has no backup
+// (SPEC §12).
+func (r InstanceRecord) Gone(claimedAt time.Time) (reason string, gone bool) {
+	switch {
+	case !r.Live():
+		return fmt.Sprintf("'s registry record is %s since %s", r.State, r.ExpiresAt.UTC().Format(msLayout)), true
+	case r.StartedAt.After(claimedAt.Add(restartMargin)):
+		return fmt.Sprintf(" started again at %s", r.StartedAt.UTC().Format(msLayout)), true
+	}
+	return "", false
+}
 
 // fingerprintLen is the length of a fingerprint in hex digits (64 bits).
 const fingerprintLen = 16

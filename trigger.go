@@ -322,14 +322,18 @@ func (s *Scheduler) runnerGone(ctx context.Context, rec TriggerRecord) string {
 	}
 	since := rec.ClaimedAt.UTC().Format(msLayout)
 	for _, r := range list {
+		if r.ID != rec.InstanceID {
+			continue
+		}
+		why, gone := r.Gone(rec.ClaimedAt)
 		switch {
-		case r.ID != rec.InstanceID:
-		case !r.Live():
-			return fmt.Sprintf("running on %s since %s, whose registry record is %s since %s: it died or lost the store, and the request is finished only if that process is alive and reaches the store again",
-				r.ID, since, r.State, r.ExpiresAt.UTC().Format(msLayout))
-		case r.StartedAt.After(rec.ClaimedAt.Add(restartMargin)):
-			return fmt.Sprintf("running on %s since %s, which started again at %s: the process that took the request is gone, and no instance will finish it",
-				r.ID, since, r.StartedAt.UTC().Format(msLayout))
+		case !gone:
+		case r.Live(): // a later process under the ID
+			return fmt.Sprintf("running on %s since %s; %s%s: the process that took the request is gone, and no instance will finish it",
+				r.ID, since, r.ID, why)
+		default:
+			return fmt.Sprintf("running on %s since %s; %s%s: it died or lost the store, and the request is finished only if that process is alive and reaches the store again",
+				r.ID, since, r.ID, why)
 		}
 	}
 	return ""

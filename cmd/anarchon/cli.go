@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -600,12 +601,24 @@ names it: then it has simply not run yet.`,
 				}
 				fmt.Fprintf(c.ErrOrStderr(), "job %q has not run yet\n", args[0])
 			}
+			// A running record whose instance is gone says so; only when
+			// one is running is the registry read.
+			var replicas replicaReport
+			if slices.ContainsFunc(recs, func(r anarchon.RunRecord) bool { return r.Status == anarchon.StatusRunning }) {
+				replicas, _ = readReplicas(ctx, d.backend)
+			}
 			if asJSON {
 				out := make([]recordJSON, len(recs))
 				for i, r := range recs {
 					out[i] = toJSON(r)
+					out[i].InstanceGone = replicas.runGone(r)
 				}
 				return writeJSON(stdout, out)
+			}
+			for i, r := range recs {
+				if why := replicas.runGone(r); why != "" && r.Error == "" {
+					recs[i].Error = "no result yet, and " + why
+				}
 			}
 			printRecords(stdout, recs)
 			return nil
@@ -815,6 +828,8 @@ result.`,
 					fmt.Fprintf(stdout, "  last:   slot %s %s on %s", j.Last.Slot, j.Last.Status, j.Last.Instance)
 					if j.Last.Error != "" {
 						fmt.Fprintf(stdout, ": %s", firstLine(j.Last.Error))
+					} else if j.Last.InstanceGone != "" {
+						fmt.Fprintf(stdout, ": no result yet, and %s", j.Last.InstanceGone)
 					}
 					fmt.Fprintln(stdout)
 				} else {

@@ -198,3 +198,61 @@ func TestWriteCommandsUnreachableStore(t *testing.T) {
 		}
 	}
 }
+
+// TestHistoryRunOfGoneInstance: history and status say, of a run still
+// recorded running, that its instance is gone by the registry (dead, or
+// started again after the claim), and say nothing of a run whose
+// instance is live and the same process.
+func TestHistoryRunOfGoneInstance(t *testing.T) {
+	dir := t.TempDir()
+	ct := writeFile(t, dir, "t.cron", "# name: dead\n@daily echo\n# name: again\n@daily echo\n# name: alive\n@daily echo\n")
+	store := "sqlite:" + filepath.Join(dir, "s.db")
+	b, err := openStore(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := b.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	reg, _ := anarchon.As[anarchon.InstanceRegistry](b)
+	claimed := time.Now().Add(-time.Minute)
+	for _, in := range []struct {
+		id      string
+		started time.Time
+		ttl     time.Duration
+	}{
+		{"ghost", claimed.Add(-time.Minute), time.Millisecond}, // dead
+		{"reborn", time.Now().Add(5 * time.Second), time.Hour}, // started after the claim (the store's time of it: now)
+		{"worker", claimed.Add(-time.Minute), time.Hour},       // live, the same process
+	} {
+		if err := reg.RegisterInstance(ctx, anarchon.InstanceInfo{ID: in.id, StartedAt: in.started}, in.ttl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for job, inst := range map[string]string{"dead": "ghost", "again": "reborn", "alive": "worker"} {
+		if ok, err := b.Claim(ctx, anarchon.ClaimInput{Job: job, Slot: claimed.UnixMilli(), Token: "tok-" + job, InstanceID: inst, HistorySize: 10}); !ok || err != nil {
+			t.Fatalf("claim %s: %v %v", job, ok, err)
+		}
+	}
+	_ = b.Close(ctx)
+	for job, want := range map[string]string{"dead": "ghost's registry record is dead since", "again": "reborn started again at", "alive": ""} {
+		code, out, errOut := cli(t, "history", job, "--store", store)
+		if code != 0 || !strings.Contains(out, "running") || (want == "") == strings.Contains(out, "no result yet") || !strings.Contains(out, want) {
+			t.Errorf("history %s: exit %d, stdout:\n%s%s\nwant the running run and %q", job, code, out, errOut, want)
+		}
+		code, out, _ = cli(t, "history", job, "--store", store, "--json")
+		var recs []map[string]any
+		if err := json.Unmarshal([]byte(out), &recs); err != nil || code != 0 || len(recs) != 1 {
+			t.Fatalf("history %s --json: exit %d, %v:\n%s", job, code, err, out)
+		}
+		if got, _ := recs[0]["instance_gone"].(string); !strings.Contains(got, want) || (want == "") != (got == "") {
+			t.Errorf("history %s --json: instance_gone %q, want %q", job, got, want)
+		}
+	}
+	code, out, errOut := cli(t, "status", "--crontab", ct, "--store", store)
+	if code != 0 || !strings.Contains(out, "running on ghost: no result yet, and ghost's registry record is dead") ||
+		!strings.Contains(out, "running on reborn: no result yet, and reborn started again") || strings.Contains(out, "running on worker:") {
+		t.Errorf("status: exit %d, stdout:\n%s%s\nwant the runs of ghost and reborn noted, worker's not", code, out, errOut)
+	}
+}

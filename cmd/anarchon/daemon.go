@@ -778,6 +778,7 @@ func (d *daemon) status(ctx context.Context) statusReport {
 			errs = append(errs, "history: "+err.Error())
 		} else if len(recs) > 0 {
 			r := toJSON(recs[0])
+			r.InstanceGone = replicas.runGone(recs[0])
 			js.Last = &r
 		}
 		js.Error = strings.Join(errs, "; ")
@@ -799,6 +800,9 @@ type recordJSON struct {
 	Error      string  `json:"error"`
 	Manual     bool    `json:"manual"`
 	Output     string  `json:"output,omitempty"`
+	// InstanceGone (history and status) says why a running record's
+	// instance, gone by the registry, will not record its end (runGone).
+	InstanceGone string `json:"instance_gone,omitempty"`
 }
 
 func toJSON(r anarchon.RunRecord) recordJSON {

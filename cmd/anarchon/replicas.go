@@ -89,7 +89,7 @@ type replicaReport struct {
 	// Mismatched is how many live replicas run another job set than the
 	// reference.
 	Mismatched int
-	states     map[string]anarchon.InstanceState
+	records    map[string]anarchon.InstanceRecord // by ID
 }
 
 // readReplicas lists the registry of store b, which the caller has
@@ -110,7 +110,7 @@ func readReplicas(ctx context.Context, b anarchon.Backend) (replicaReport, error
 
 // replicasOf turns registry records into a report.
 func replicasOf(recs []anarchon.InstanceRecord) replicaReport {
-	rep := replicaReport{Replicas: []replicaJSON{}, Differing: []string{}, states: map[string]anarchon.InstanceState{}}
+	rep := replicaReport{Replicas: []replicaJSON{}, Differing: []string{}, records: map[string]anarchon.InstanceRecord{}}
 	diffs := map[string]anarchon.JobSetDiff{}
 	for _, d := range anarchon.DiffJobSets(recs) {
 		diffs[d.Instance] = d
@@ -120,7 +120,7 @@ func replicasOf(recs []anarchon.InstanceRecord) replicaReport {
 	slices.Sort(rep.Differing)
 	rep.Differing = slices.Compact(rep.Differing)
 	for _, r := range recs {
-		rep.states[r.ID] = r.State
+		rep.records[r.ID] = r
 		rj := replicaJSON{
 			ID: r.ID, Host: r.Host, PID: r.PID, Version: r.Version, State: string(r.State),
 			StartedAt: formatTime(r.StartedAt), LastSeen: formatTime(r.LastSeen), ExpiresAt: formatTime(r.ExpiresAt),
@@ -146,7 +146,28 @@ func orEmpty(s []string) []string {
 // holderState is what the registry says of a lease holder: "" when the
 // registry is unknown or does not list it.
 func (r replicaReport) holderState(id string) string {
-	return string(r.states[id])
+	return string(r.records[id].State)
+}
+
+// runGone says why the running record r will get no result from its
+// instance, gone by the registry (anarchon.InstanceRecord.Gone); "" when
+// r is not running, or the registry is unknown, does not list its
+// instance or lists it as able to end it. A plain or manual run has no
+// backup, so such a record stays running; a leased slot's backup runs a
+// new attempt.
+func (r replicaReport) runGone(rec anarchon.RunRecord) string {
+	in, ok := r.records[rec.InstanceID]
+	if rec.Status != anarchon.StatusRunning || !ok {
+		return ""
+	}
+	why, gone := in.Gone(rec.ClaimedAt)
+	switch {
+	case !gone:
+		return ""
+	case in.Live(): // a later process under the ID
+		return in.ID + why + ": the process that ran it is gone, and nothing records this attempt's end"
+	}
+	return in.ID + why + ": it died or lost the store, and unless it reaches the store again nothing records this attempt's end"
 }
 
 // addReplicas reads the registry into rep; a store without a registry
