@@ -190,6 +190,11 @@ type Scheduler struct {
 
 	tstore      TriggerStore  // nil without triggers
 	triggerWake chan struct{} // the watch saw a trigger request
+	stopDone    chan struct{} // closed when the first Stop has done its work; stopErr is set then
+	stopErr     error         // what every Stop returns: the error of the ctx that cut handlers short, or nil
+	stopNow     chan struct{} // closed by a later Stop whose ctx ended first: cut the handlers short now
+	stopNowErr  error         // that ctx's error; written before stopNow closes
+	stopNowOnce sync.Once
 
 	tmu      sync.Mutex
 	triggers map[*liveTrigger]struct{} // triggered runs recorded and not yet settled; guarded by tmu
@@ -213,6 +218,8 @@ func New(backend Backend, opts *Options) *Scheduler {
 		jobs:    make(map[string]*job),
 
 		triggerWake: make(chan struct{}, 1),
+		stopDone:    make(chan struct{}),
+		stopNow:     make(chan struct{}),
 
 		tokenPrefix: rand.Text(),
 	}
@@ -706,14 +713,19 @@ func (s *Scheduler) Jobs() []JobInfo {
 // of jobs with CatchUp, stands by as a backup for the unfinished runs of
 // leased jobs (one RunStore.Active call per job), and starts scheduling. ctx bounds only that start-up work:
 // once started, the scheduler runs until Stop, whatever becomes of ctx. It returns the backend's error if Init
-// or PrepareJob fails (the scheduler can then be started again), and
-// ErrStarted if already started.
+// or PrepareJob fails (the scheduler can then be started again),
+// ErrStarted if already started, and ErrStopped after Stop: a stopped
+// scheduler does not start again (create a new one).
 func (s *Scheduler) Start(ctx context.Context) error {
 	s.cmu.Lock()
 	defer s.cmu.Unlock()
 	s.mu.Lock()
 	if s.state != stateNew {
+		st := s.state
 		s.mu.Unlock()
+		if st == stateStopped {
+			return ErrStopped
+		}
 		return ErrStarted
 	}
 	jobs := append([]*job(nil), s.order...)
@@ -786,6 +798,11 @@ func (s *Scheduler) Start(ctx context.Context) error {
 // error if it had to cancel handlers, nil otherwise, and ErrNotStarted if
 // Start never succeeded. It does not close the backend.
 //
+// Stop called again, or by several goroutines at once, stops once, and
+// every call returns only when the first has done all of the above: the
+// earliest of their contexts to end cuts the handlers short, and each
+// returns that context's error if one did, nil otherwise.
+//
 // Stop bounds only the wait: a handler that ignores its context keeps its
 // goroutine until it returns.
 func (s *Scheduler) Stop(ctx context.Context) error {
@@ -793,13 +810,23 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	if s.state != stateStarted {
 		st := s.state
 		s.mu.Unlock()
-		if st == stateStopped {
-			return nil
+		if st != stateStopped {
+			return ErrNotStarted
 		}
-		return ErrNotStarted
+		select {
+		case <-s.stopDone:
+		case <-ctx.Done():
+			s.stopNowOnce.Do(func() {
+				s.stopNowErr = ctx.Err()
+				close(s.stopNow)
+			})
+			<-s.stopDone
+		}
+		return s.stopErr
 	}
 	s.state = stateStopped
 	s.mu.Unlock()
+	defer close(s.stopDone) // after the registry's record is marked stopped
 	defer s.stopRegistry(ctx)
 
 	s.loopCancel()
@@ -817,6 +844,9 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 		s.log.LogAttrs(ctx, slog.LevelInfo, "scheduler stopped")
 		return nil
 	case <-ctx.Done():
+		s.stopErr = ctx.Err()
+	case <-s.stopNow:
+		s.stopErr = s.stopNowErr
 	}
 	// Triggered runs are taken first, as HandOver marks its runs before
 	// it cancels them: a handler that returns on the cancellation then
@@ -825,7 +855,7 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	s.run.HandOver(ctx, func() { s.runCancel(ErrStopped) })
 	s.settleTriggers(taken, storing)
 	s.log.LogAttrs(context.WithoutCancel(ctx), slog.LevelInfo, "scheduler stopped at its deadline; running jobs handed over (leased) or recorded as cut short")
-	return ctx.Err()
+	return s.stopErr
 }
 
 // RunNow runs the named job at once on this instance, without claiming a

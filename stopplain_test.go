@@ -134,3 +134,50 @@ func TestRunEndCarriesTheTimeout(t *testing.T) {
 		}
 	})
 }
+
+// Stop called by several goroutines at once stops once, and none returns
+// before the interrupted run is recorded: a later call waits for the
+// first. Before, a concurrent Stop returned nil at once, with the run
+// still recorded running. Start after Stop is ErrStopped.
+func TestConcurrentStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := membackend.New(nil)
+		s := newSched(t, store, "i0", nil)
+		started, returned := make(chan struct{}), make(chan struct{})
+		h := func(ctx context.Context, run *anarchon.Run) error {
+			close(started)
+			<-ctx.Done()
+			time.Sleep(5 * time.Second) // past every Stop's return
+			defer close(returned)
+			return context.Cause(ctx)
+		}
+		if err := s.Every("job", time.Hour, h, &anarchon.JobOptions{NoLease: true}); err != nil {
+			t.Fatal(err)
+		}
+		mustStart(t, s)
+		<-started
+		var wg sync.WaitGroup
+		for i := range 4 {
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+				defer cancel()
+				err := s.Stop(ctx)
+				recs, herr := store.History(context.Background(), "job", 0)
+				if !errors.Is(err, context.DeadlineExceeded) || herr != nil || len(recs) != 1 || recs[0].Status != anarchon.StatusError {
+					t.Errorf("Stop #%d returned %v; history then %+v, %v; want its deadline, and the run recorded as an error", i, err, recs, herr)
+				}
+			})
+		}
+		wg.Wait()
+		// A later Stop, its ctx ended already, returns what the first did.
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if err := s.Stop(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Stop after Stop returned %v; want the first one's deadline", err)
+		}
+		if err := s.Start(context.Background()); !errors.Is(err, anarchon.ErrStopped) {
+			t.Errorf("Start after Stop = %v, want ErrStopped", err)
+		}
+		<-returned
+	})
+}
