@@ -170,6 +170,9 @@ func (s *Scheduler) execute(ctx context.Context, j *job, run *Run, cs ClaimSpan)
 		res.Error = endErr.Error()
 	}
 	s.emit(Event{Kind: EventRunEnd, Job: run.Job, Slot: run.Slot, Attempt: run.Attempt, Status: res.Status, Duration: end.Sub(start), Err: endErr, Manual: run.Manual})
+	if err != nil {
+		s.logRunFailed(context.WithoutCancel(ctx), run, end.Sub(start), endErr)
+	}
 	re := RunEnd{Status: res.Status, StartedAt: start, FinishedAt: end, Err: endErr}
 	if !run.Manual {
 		re.Lateness = start.Sub(run.Slot)
@@ -249,6 +252,31 @@ func call(ctx context.Context, h Handler, run *Run) (err error) {
 		}
 	}()
 	return h(ctx, run)
+}
+
+// logRunFailed logs a run whose handler returned err, as the scheduler
+// logs a slot not run: a failure at WARN ("run failed"), a panic at ERROR
+// with its stack ("run panicked"), and a run that Stop cut short or a
+// later slot replaced at INFO, since neither is the job's fault (a leased
+// one's backup runs the slot again). A caller that logs EventRunEnd
+// itself drops these lines by message, as the daemon does.
+func (s *Scheduler) logRunFailed(ctx context.Context, run *Run, d time.Duration, err error) {
+	attrs := []slog.Attr{slog.String("job", run.Job), slog.Time("slot", run.Slot), slog.Int("attempt", run.Attempt),
+		slog.Duration("duration", d), slog.String("error", err.Error())}
+	if run.Manual {
+		attrs = append(attrs, slog.Bool("manual", true))
+	}
+	var pe *PanicError
+	switch {
+	case errors.As(err, &pe):
+		s.log.LogAttrs(ctx, slog.LevelError, "run panicked", append(attrs, slog.String("stack", string(pe.Stack)))...)
+	case errors.Is(err, ErrStopped):
+		s.log.LogAttrs(ctx, slog.LevelInfo, "run cut short: the scheduler is stopping", attrs...)
+	case errors.Is(err, ErrReplaced):
+		s.log.LogAttrs(ctx, slog.LevelInfo, "run replaced by a later slot", attrs...)
+	default:
+		s.log.LogAttrs(ctx, slog.LevelWarn, "run failed", attrs...)
+	}
 }
 
 // PanicError is the error recorded for a handler that panicked. The

@@ -24,6 +24,12 @@ type Options struct {
 	// "<hostname>-<pid>".
 	InstanceID string
 	// Logger receives the scheduler's logs. Defaults to slog.Default().
+	// Besides its start, stop and store trouble, the scheduler logs each
+	// run whose handler failed: WARN "run failed" (attributes job, slot,
+	// attempt, duration, error), ERROR "run panicked" (and stack), INFO
+	// for a run Stop cut short or a later slot replaced; and each slot not
+	// run ("slot not run", "slot missed: too late to run"). A successful
+	// run logs nothing: OnEvent's EventRunEnd reports every run.
 	Logger *slog.Logger
 	// Clock is the local clock. Defaults to SystemClock.
 	Clock Clock
@@ -44,7 +50,9 @@ type Options struct {
 	// warning is logged. Defaults to 1 s.
 	ClockSkewWarning time.Duration
 	// OnEvent, if set, is called synchronously for every Event (metrics,
-	// tracing). It must be quick and must not call back into the Scheduler.
+	// tracing), from the goroutine of the claim, run or store call it
+	// reports: many at once, so it must be safe for concurrent use. It
+	// must be quick and must not call back into the Scheduler.
 	OnEvent func(Event)
 	// Tracer, if set, is told when each claim and each run begins and
 	// ends, with their contexts (tracing; see Tracer). Defaults to none.

@@ -87,12 +87,20 @@ func (o *outcomes) observe(e anarchon.Event) {
 	}
 }
 
-// eventLines are the scheduler's own log lines (host.go) for the events
-// observe logs as "slot skipped" with a reason. The daemon drops them so
-// that each slot not run is logged once.
+// eventLines are the scheduler's own log lines for the events observe
+// logs itself: a slot not run (host.go), which observe logs as "slot
+// skipped" with a reason, and a failed run (run.go), which it logs with
+// the command's exit code and output. The daemon drops them so that each
+// is logged once.
 var eventLines = map[string]bool{
 	"slot not run":                 true, // settled: skipped, replaced, abandoned
 	"slot missed: too late to run": true,
+	// a handler's error: observe logs each run's end with its exit code
+	// and output
+	"run failed":   true,
+	"run panicked": true,
+	"run cut short: the scheduler is stopping": true,
+	"run replaced by a later slot":             true,
 }
 
 // withoutEventLines is the handler of the logger the daemon gives its
