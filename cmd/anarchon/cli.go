@@ -229,10 +229,13 @@ func execute(args []string, stdout, stderr io.Writer) int {
 		}
 		err, code = ee.err, ee.code
 	}
-	if strings.HasPrefix(err.Error(), "unknown command") {
+	var ue usageError
+	if !errors.As(err, &ue) && strings.HasPrefix(err.Error(), "unknown command") {
+		// cobra's own error for a root command it does not know; a
+		// command's extra argument, which cobra words the same way, is
+		// bad_arguments already (markUsage)
 		err = usageError{codeUnknownCommand, err}
 	}
-	var ue usageError
 	var se *StoreURLError
 	if errors.As(err, &ue) || errors.As(err, &se) && se.usage() {
 		code = 2
@@ -317,6 +320,10 @@ func applyEnv(c *cobra.Command) error {
 func argsHint(cmd *cobra.Command, a []string, err error) error {
 	words := strings.Fields(cmd.Use)
 	if len(words) < 2 || strings.HasPrefix(words[1], "-") {
+		if len(a) > 0 {
+			// cobra calls it an unknown command of this one
+			return fmt.Errorf("%s takes no arguments, got %q", cmd.Name(), a)
+		}
 		return err
 	}
 	arg := words[1]

@@ -111,6 +111,14 @@ CRON_TZ=Atlantis/Capital
 		t.Errorf("a name shared with an invalid job: exit %d, want 1 and %q:\n%s", code, w, out)
 	}
 
+	// Two equal unnamed lines hash to one name: the error asks for names,
+	// not for renaming what no one named.
+	twin := writeFile(t, dir, "twin.cron", "@daily echo same\n@daily echo same\n")
+	code, out, _ = cli(t, "validate", "--crontab", twin)
+	if w := `the same unnamed line as at ` + twin + `:1, so the same hashed name: give each line a "# name:" to run both, or remove one (duplicate_name)`; code != 1 || !strings.Contains(out, w) {
+		t.Errorf("equal unnamed lines: exit %d, want 1 and %q:\n%s", code, w, out)
+	}
+
 	code, out, _ = cli(t, "validate", "--crontab", writeFile(t, dir, "ok", "@every 1s echo x\n"))
 	if code != 0 || !strings.HasSuffix(out, "ok: 1 job\n") {
 		t.Errorf("valid file: exit %d, %q", code, out)

@@ -142,6 +142,12 @@ func fingerprintFiles(src sources) string {
 	h := sha256.New()
 	add := func(path string) {
 		fmt.Fprintf(h, "%s\x00", path)
+		if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+			// A FIFO or a device would block the read, or drain it: its
+			// type stands for its contents.
+			fmt.Fprintf(h, "type %v\x00", st.Mode().Type())
+			return
+		}
 		f, err := os.Open(path)
 		if err != nil {
 			fmt.Fprintf(h, "error %v\x00", err)

@@ -282,6 +282,10 @@ func register(s, reboot *anarchon.Scheduler, jobs []*jobSpec, handler func(*jobS
 				// comment, or YAML's name key.
 				ff, fl := f.pos("name")
 				msg = fmt.Sprintf("job %q: duplicate name (first defined at %s:%d); a name is one job's across every job file: rename one of them", j.Name, ff, fl)
+				if j.Unnamed && f.Unnamed {
+					// a name no one chose: the hash of two equal lines
+					msg = fmt.Sprintf("job %q: the same unnamed line as at %s:%d, so the same hashed name: give each line a \"# name:\" to run both, or remove one", j.Name, ff, fl)
+				}
 			}
 			file, line = j.pos("name")
 		}
@@ -652,10 +656,33 @@ func crontabDirFiles(dir string) (files []string, skipped []error, err error) {
 			}
 			skipped = append(skipped, &posError{File: filepath.Join(dir, e.Name()), Warning: true, Msg: msg})
 		default:
-			files = append(files, filepath.Join(dir, e.Name()))
+			path := filepath.Join(dir, e.Name())
+			if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+				// cron reads regular files only; a FIFO would block the
+				// read (and the daemon's start) until something writes.
+				skipped = append(skipped, &posError{File: path, Warning: true,
+					Msg: fmt.Sprintf("skipped: %s, not a regular file: cron reads only regular files from a crontab directory, and so does --crontab-dir", fileKind(st.Mode()))})
+				continue
+			}
+			files = append(files, path)
 		}
 	}
 	return files, skipped, nil
+}
+
+// fileKind names the kind of a file that is not a regular one.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "a special file"
 }
 
 // leftover reports whether name is a copy that a package manager (dpkg,
