@@ -70,6 +70,10 @@ CRON_TZ=Atlantis/Capital
 		{[]string{"validate", "--config", yml}, 1, []string{`bad.yaml:5: job "y": jitter: "soon" is not a Go duration (like 30s, 5m, 1h30m) (bad_yaml)`}},
 		{[]string{"run", "--crontab", bad, "--store", "memory:"}, 1, []string{"(bad_cron)", "(bad_line)"}},
 		{[]string{"history", "nojob", "--store", store}, 1, []string{`no run of job "nojob" was ever recorded`, "(unknown_job)"}},
+		{[]string{"pause", "ok", "--reason", "two\nlines", "--crontab", bad, "--store", store}, 2,
+			[]string{`--reason has a control character ("\n" at byte 3): give one line of printable text (bad_flag)`}},
+		{[]string{"trigger", "rb", "--crontab", writeFile(t, dir, "rb.cron", "# name: rb\n@reboot echo\n"), "--store", store}, 1,
+			[]string{`job "rb" is an @reboot job`, `"anarchon run-now rb" (reboot_job)`}},
 	} {
 		code, out, errOut := cli(t, tc.args...)
 		for _, w := range tc.want {

@@ -10,7 +10,9 @@ import (
 	"os"
 	"os/user"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/anarchon/anarchon"
 	"github.com/spf13/cobra"
@@ -28,6 +30,7 @@ const (
 	codeTaken        = "taken"         // trigger --cancel: a replica took the request first
 	codeUnknownKey   = "unknown_key"   // trigger --cancel: no request with this key for the job
 	codeCanceled     = "canceled"      // the trigger waited for was canceled (trigger --cancel)
+	codeRebootJob    = "reboot_job"    // trigger of an @reboot job, which no running replica takes
 )
 
 // codedError is a control command's failure with a stable code.
@@ -106,6 +109,12 @@ unless --catch-up asks for one run in their place. Both need --crontab or
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			name := args[0]
+			if i := strings.IndexFunc(reason, unicode.IsControl); i >= 0 {
+				// status, history and the dashboard print it: a newline
+				// breaks their tables, an escape sequence drives the
+				// operator's terminal
+				return usageError{codeBadFlag, fmt.Errorf("--reason has a control character (%q at byte %d): give one line of printable text", reason[i:i+1], i)}
+			}
 			d, err := openForWrite(g, stderr, c.Name(), true)
 			if err != nil {
 				return err
@@ -291,6 +300,11 @@ request (exit 130, naming the --key to wait for it under). It needs
 			}
 			defer d.close()
 			s := d.schedFor(name)
+			if s == d.reboot {
+				// A replica runs its @reboot jobs as it starts, outside
+				// its scheduler: a request for one would stay pending.
+				return codedError{codeRebootJob, fmt.Errorf("job %q is an @reboot job: each replica runs it once as it starts, and no running replica takes a trigger for it; run it on this host with \"anarchon run-now %s\"", name, name)}
+			}
 			// --timeout bounds the wait, not the request: a short one
 			// still stores the request and names its key. The request
 			// gets the 30 s of every other command's store call.
