@@ -202,11 +202,11 @@ func (s *Scheduler) backfillSlots(j *job, from, to time.Time, o *BackfillOptions
 		o.MaxSlots = DefaultBackfillMaxSlots
 	}
 	if !from.Before(to) {
-		return nil, bad("From", CodeBadRange, fmt.Sprintf("from %s is not before to %s", from.Format(time.RFC3339Nano), to.Format(time.RFC3339Nano)))
+		return nil, bad("From", CodeBadRange, fmt.Sprintf("from %s is not before to %s", from.UTC().Format(msLayout), to.UTC().Format(msLayout)))
 	}
 	now := s.now()
 	if to.After(now) {
-		return nil, bad("To", CodeBadRange, fmt.Sprintf("to %s is after now %s: a backfill runs past slots only", to.Format(time.RFC3339Nano), now.Format(time.RFC3339Nano)))
+		return nil, bad("To", CodeBadRange, fmt.Sprintf("to %s is after now %s: a backfill runs past slots only", to.UTC().Format(msLayout), now.UTC().Format(msLayout)))
 	}
 	if w := s.backend.DedupeWindow(); w != Forever && now.Sub(from) >= w {
 		return nil, bad("From", CodeDedupeWindow, fmt.Sprintf("from %s is older than the backend's dedupe window %v: a slot it forgot could run twice", from.Format(time.RFC3339Nano), w))

@@ -172,6 +172,9 @@ const (
 	codeBadFlag        = "bad_flag"        // a flag's value cannot be used, a required one is missing, or two exclude each other
 )
 
+// codeListenFailed: run's --http address cannot be bound (exit 1).
+const codeListenFailed = "listen_failed"
+
 // usageError is a command line that cannot be understood: exit status 2.
 // Its message ends in its code; an error that carries a code of its own
 // (a ValidationError of backfill's options) is given the code "".

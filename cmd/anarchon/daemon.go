@@ -330,6 +330,18 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 			endHold(false)
 		}
 	}()
+	// The address is bound before the store is opened: a port in use
+	// ends the command before it creates a store (an SQLite file).
+	var srv *server
+	if addr != "" {
+		var err error
+		if srv, err = listenHTTP(nil, addr, hc); err != nil {
+			return codedError{codeListenFailed, fmt.Errorf("--http %s: %w", rf.http, err)}
+		}
+		// Closed by srv.close at the end of a clean run; this closes the
+		// listener on every earlier return.
+		defer func() { _ = srv.ln.Close() }()
+	}
 	// --start-timeout counts from the store's open: a NATS client that
 	// keeps connecting in the background spends its first attempt there
 	// (seconds against a port that never greets it), which a count from
@@ -340,14 +352,8 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 		return err
 	}
 	defer d.close()
-	var srv *server
-	if addr != "" {
-		if srv, err = listenHTTP(d, addr, hc); err != nil {
-			return fmt.Errorf("--http %s: %w", rf.http, err)
-		}
-		// Closed by srv.close at the end of a clean run; this closes the
-		// listener on every earlier return.
-		defer func() { _ = srv.ln.Close() }()
+	if srv != nil {
+		srv.d = d
 	}
 	stopReaper, err := startReaper(log, rf.subreaper)
 	if err != nil {

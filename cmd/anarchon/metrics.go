@@ -403,7 +403,8 @@ func refuseLocked(w http.ResponseWriter) {
 }
 
 // listenHTTP binds addr, so that a port in use is found before the
-// scheduler starts; serve starts answering.
+// scheduler starts; serve starts answering. d may be set later, before
+// serve.
 func listenHTTP(d *daemon, addr string, cfg httpConfig) (*server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

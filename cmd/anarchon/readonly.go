@@ -35,7 +35,7 @@ func storeInitialised(ctx context.Context, b anarchon.Backend, raw string) error
 		err := b.Init(ctx)
 		if errors.Is(err, redisbackend.ErrNoData) || errors.Is(err, natsbackend.ErrNoData) {
 			return &StoreURLError{URL: redact(raw), Code: StoreNoData,
-				Reason: "no anarchon data there (" + scrub(err.Error(), raw) + "): history and status never create it; \"run\" and \"run-now\" do",
+				Reason: "no anarchon data there (" + scrub(err.Error(), raw) + "): history and status never create it; \"run\", \"run-now\" and \"backfill\" do",
 				Err:    err}
 		}
 		return storeError(err, raw)
@@ -50,7 +50,7 @@ func storeInitialised(ctx context.Context, b anarchon.Backend, raw string) error
 		return nil
 	}
 	return &StoreURLError{URL: redact(raw), Code: StoreNoData,
-		Reason: "no anarchon tables there (" + st.Qualify("runs") + " does not exist): history and status never create them; \"run\" and \"run-now\" do",
+		Reason: "no anarchon tables there (" + st.Qualify("runs") + " does not exist): history and status never create them; \"run\", \"run-now\" and \"backfill\" do",
 		Err:    err}
 }
 
