@@ -114,7 +114,10 @@ const (
 	// a [Watcher]) and records the run with StatusReplaced, and the new
 	// slot starts once every replaced holder has recorded its end, or
 	// when the last of their leases would have run out (at most Lease
-	// after the request), whichever comes first. A handler that ignores
+	// after the request), whichever comes first; the new slot's holder
+	// looks for those ends every Options.PollInterval, Watcher or not,
+	// so it starts up to one PollInterval after the last of them (keep
+	// PollInterval well below the job's interval). A handler that ignores
 	// its cancelled context may therefore still run when the new slot
 	// starts, as after a lost lease. Replaced runs are not retried and
 	// no backup takes them over. It needs a RunStore with [Replacer]
@@ -204,7 +207,11 @@ type JobOptions struct {
 	// §3). Defaults to DefaultMaxLate (1 minute).
 	MaxLate time.Duration
 	// Timeout cancels the handler's context after this long (cause
-	// ErrTimeout). Defaults to 0, no timeout.
+	// ErrTimeout). Defaults to 0, no timeout. The run's status is what
+	// the handler returns: one that returns its context's error is
+	// recorded StatusError naming ErrTimeout; one that ignores the
+	// cancellation and returns nil later is recorded StatusSuccess, with
+	// its real duration (SPEC §12's status table).
 	Timeout time.Duration
 	// HistorySize is how many records of the job's history the store keeps.
 	// Defaults to DefaultHistorySize (100).

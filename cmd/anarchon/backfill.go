@@ -64,11 +64,13 @@ before running any (with the refusal's code).`,
 					undo()
 				}
 			}()
-			known := false
+			var spec *jobSpec
 			for _, j := range d.jobs {
-				known = known || j.Name == name
+				if j.Name == name {
+					spec = j
+				}
 			}
-			if !known {
+			if spec == nil {
 				return unknownJob(name)
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -90,6 +92,9 @@ before running any (with the refusal's code).`,
 			p.done(res)
 			if err != nil {
 				return err
+			}
+			if res.Skipped > 0 {
+				trimmedNote(stderr, d.backend, spec, fromT)
 			}
 			if p.failed() > 0 {
 				return exitError{code: 1}
@@ -201,4 +206,28 @@ func (p *backfillPrinter) done(res anarchon.BackfillResult) {
 	}
 	line, _ := json.Marshal(map[string]int{"total": res.Total, "ran": res.Ran, "skipped": res.Skipped, "failed": p.fail})
 	fmt.Fprintf(p.w, "%s\n", line)
+}
+
+// trimmedNote says, after a backfill that skipped slots, when the range
+// starts before the oldest record the store keeps of the job and its
+// history is full: the store trimmed what it knew of older slots and
+// answers each of them done (SPEC §4, the watermark; §6, backfill), so
+// those were skipped unrun, not because they ran.
+func trimmedNote(w io.Writer, b anarchon.Backend, j *jobSpec, from time.Time) {
+	size := j.Options.HistorySize
+	if size <= 0 {
+		size = anarchon.DefaultHistorySize
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	recs, err := b.History(ctx, j.Name, size)
+	if err != nil || len(recs) < size {
+		return
+	}
+	oldest := recs[len(recs)-1].Slot
+	if !from.Before(oldest) {
+		return
+	}
+	fmt.Fprintf(w, "note: slots before %s, the oldest of the %d records the store keeps of %q (history_size), count as done: the store keeps a mark in place of older slots, so those were skipped whether or not they ran; a larger history_size keeps more\n",
+		formatTime(oldest), size, j.Name)
 }

@@ -56,7 +56,7 @@ func TestBackfillCommand(t *testing.T) {
 		want string
 	}{
 		{"empty range", []string{"--from", to.Format(time.RFC3339), "--to", to.Format(time.RFC3339)},
-			`anarchon: job "m": --from ` + to.Format(time.RFC3339) + ` is not before --to ` + to.Format(time.RFC3339) + " (bad_range)\n"},
+			`anarchon: job "m": --from ` + to.Format("2006-01-02T15:04:05.000Z") + ` is not before --to ` + to.Format("2006-01-02T15:04:05.000Z") + " (bad_range)\n"},
 		{"future", []string{"--from", from.Format(time.RFC3339), "--to", to.Add(time.Hour).Format(time.RFC3339)}, `anarchon: job "m": --to `},
 		{"negative", []string{"--from", from.Format(time.RFC3339), "--to", to.Format(time.RFC3339), "--concurrency", "-1"},
 			`anarchon: job "m": --concurrency and --max-slots must not be negative (bad_option)`},
@@ -108,5 +108,30 @@ func TestBackfillBar(t *testing.T) {
 	}
 	if isTerminal(&b) {
 		t.Error("a strings.Builder is a terminal")
+	}
+}
+
+// A backfill that starts before the oldest record a full history keeps
+// says that the older slots count as done (the store trimmed them to its
+// mark) rather than letting "skipped" pass for "ran"; a backfill of slots
+// that did run, inside the history, says nothing of the kind.
+func TestBackfillTrimmedNote(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "jobs.yaml", "- name: m\n  schedule: '* * * * *'\n  shell: 'true'\n  history_size: 3\n")
+	store := "sqlite:" + filepath.Join(dir, "s.db")
+	to := time.Now().UTC().Truncate(time.Minute)
+	bf := func(from, to time.Time) (int, string, string) {
+		return cli(t, "backfill", "m", "--config", cfg, "--store", store, "--from", from.Format(time.RFC3339), "--to", to.Format(time.RFC3339), "--log-level", "error")
+	}
+	if code, out, errOut := bf(to.Add(-5*time.Minute), to); code != 0 || strings.Contains(errOut, "note:") {
+		t.Fatalf("first backfill: exit %d:\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := bf(to.Add(-2*time.Minute), to); code != 0 || strings.Contains(errOut, "note:") {
+		t.Errorf("a backfill of slots that ran, inside the history: exit %d:\n%s%s", code, out, errOut)
+	}
+	code, out, errOut := bf(to.Add(-time.Hour), to.Add(-55*time.Minute))
+	if code != 0 || !strings.Contains(out, `"skipped":5`) ||
+		!strings.Contains(errOut, "note: slots before "+to.Add(-3*time.Minute).Format("2006-01-02T15:04:05.000Z")+`, the oldest of the 3 records the store keeps of "m" (history_size), count as done`) {
+		t.Errorf("a backfill before the history: exit %d:\n%s%s\nwant 5 skipped and the note", code, out, errOut)
 	}
 }
