@@ -37,7 +37,9 @@ func (s *Scheduler) compileOnce(jb *job, at time.Time, o *JobOptions, bad badFun
 		return bad("Schedule", CodeBadInterval, fmt.Sprintf("one-off time %v is not between 1970 and %d", at, neverSlot.Year()), nil)
 	}
 	if at.Truncate(time.Millisecond) != at {
-		return bad("Schedule", CodeBadInterval, fmt.Sprintf("one-off time %v is not a whole number of milliseconds (slots are Unix ms)", at.Format(time.RFC3339Nano)), nil)
+		// Most often time.Now().Add(d): a time each instance computes for
+		// itself is another slot on each, and each would run it.
+		return bad("Schedule", CodeBadInterval, fmt.Sprintf("one-off time %v is not a whole number of milliseconds (slots are Unix ms); every instance must give the same time, so derive it from something they share, not from time.Now() (a time from the config, say)", at.Format(time.RFC3339Nano)), nil)
 	}
 	if o.Offset != 0 {
 		return bad("Offset", CodeBadOption, "Offset moves an interval grid; a one-off job has none", nil)
