@@ -83,6 +83,10 @@ type stateJSON struct {
 	By     string `json:"by,omitempty"`
 	Reason string `json:"reason,omitempty"`
 	At     string `json:"at,omitempty"`
+	// Unchanged (pause and resume only): the job was paused already, or
+	// not paused, so the command changed nothing and the state is the
+	// stored one (a pause's reason stays the first one's).
+	Unchanged bool `json:"unchanged,omitempty"`
 }
 
 func toStateJSON(st anarchon.JobState) stateJSON {
@@ -129,7 +133,9 @@ unless --catch-up asks for one run in their place. Both need --crontab or
 				// command says so rather than "paused".
 				if st, err = d.schedFor(name).JobState(ctx, name); err == nil && st.Paused {
 					if asJSON {
-						return writeJSON(stdout, toStateJSON(st))
+						out := toStateJSON(st)
+						out.Unchanged = true
+						return writeJSON(stdout, out)
 					}
 					fmt.Fprintf(stdout, "%s is paused already, by %s at %s", name, st.By, formatTime(st.At))
 					if st.Reason != "" {
@@ -146,7 +152,9 @@ unless --catch-up asks for one run in their place. Both need --crontab or
 				// command says so rather than "resumed".
 				if st, err = d.schedFor(name).JobState(ctx, name); err == nil && !st.Paused {
 					if asJSON {
-						return writeJSON(stdout, toStateJSON(st))
+						out := toStateJSON(st)
+						out.Unchanged = true
+						return writeJSON(stdout, out)
 					}
 					fmt.Fprintf(stdout, "%s is not paused: nothing to resume\n", name)
 					return nil

@@ -256,3 +256,31 @@ func TestHistoryRunOfGoneInstance(t *testing.T) {
 		t.Errorf("status: exit %d, stdout:\n%s%s\nwant the runs of ghost and reborn noted, worker's not", code, out, errOut)
 	}
 }
+
+// pause --json of a job paused already, and resume --json of one that is
+// not paused, say "unchanged" (the text form says "nothing changed"); the
+// first pause's reason stays.
+func TestPauseJSONUnchanged(t *testing.T) {
+	dir := t.TempDir()
+	ct := writeFile(t, dir, "t.cron", "# name: t\n@daily echo\n")
+	store := "sqlite:" + writeFile(t, dir, "s.db", "")
+	for i, tc := range []struct {
+		args      []string
+		unchanged bool
+		reason    string
+	}{
+		{[]string{"pause", "t", "--reason", "first"}, false, "first"},
+		{[]string{"pause", "t", "--reason", "second"}, true, "first"},
+		{[]string{"resume", "t"}, false, ""},
+		{[]string{"resume", "t"}, true, ""},
+	} {
+		code, out, errOut := cli(t, append(tc.args, "--crontab", ct, "--store", store, "--json")...)
+		var got map[string]any
+		if err := json.Unmarshal([]byte(out), &got); err != nil || code != 0 {
+			t.Fatalf("%d %q: exit %d, %v:\n%s%s", i, tc.args, code, err, out, errOut)
+		}
+		if u, _ := got["unchanged"].(bool); u != tc.unchanged || (got["reason"] != nil) != (tc.reason != "") || (tc.reason != "" && got["reason"] != tc.reason) {
+			t.Errorf("%d %q: %v; want unchanged %v, reason %q", i, tc.args, got, tc.unchanged, tc.reason)
+		}
+	}
+}
