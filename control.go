@@ -178,13 +178,20 @@ func (s *Scheduler) Resume(ctx context.Context, name string, opts ResumeOptions)
 	if err != nil || !opts.CatchUp || !prev.Paused {
 		return st, err
 	}
-	// The pause's time names it: every resume of this pause that asks for
-	// catch-up requests the same trigger.
-	key := "resume-" + strconv.FormatInt(prev.At.UnixMilli(), 10)
-	if _, err := s.RequestTrigger(ctx, name, key); err != nil {
+	if _, err := s.RequestTrigger(ctx, name, CatchUpKey(prev)); err != nil {
 		return st, err
 	}
 	return st, nil
+}
+
+// CatchUpKey is the trigger key of the catch-up run that Resume with
+// ResumeOptions.CatchUp requests for the pause paused (the job's state
+// before the resume): "resume-" and the pause's time in Unix ms. The
+// pause's time names it, so every resume of this pause that asks for a
+// catch-up requests the same trigger, which runs once; WaitTrigger with
+// the key waits for it.
+func CatchUpKey(paused JobState) string {
+	return "resume-" + strconv.FormatInt(paused.At.UnixMilli(), 10)
 }
 
 // setPaused stores in, By defaulting to this instance's ID.

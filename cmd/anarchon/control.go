@@ -87,6 +87,9 @@ type stateJSON struct {
 	// not paused, so the command changed nothing and the state is the
 	// stored one (a pause's reason stays the first one's).
 	Unchanged bool `json:"unchanged,omitempty"`
+	// CatchUpKey (resume --catch-up only) is the trigger key of the
+	// catch-up run requested (anarchon.CatchUpKey).
+	CatchUpKey string `json:"catch_up_key,omitempty"`
 }
 
 func toStateJSON(st anarchon.JobState) stateJSON {
@@ -96,7 +99,7 @@ func toStateJSON(st anarchon.JobState) stateJSON {
 // controlCmd is pause or resume.
 func controlCmd(g *globalFlags, stdout, stderr io.Writer, pause bool) *cobra.Command {
 	var asJSON, catchUp bool
-	var reason string
+	var reason, catchUpKey string
 	use, short := "resume JOB", "Let a paused job run again on every replica from its next slot"
 	if pause {
 		use, short = "pause JOB", "Pause a job on every replica that shares the store"
@@ -160,6 +163,9 @@ unless --catch-up asks for one run in their place. Both need --crontab or
 					return nil
 				}
 				if err == nil {
+					if catchUp {
+						catchUpKey = anarchon.CatchUpKey(st)
+					}
 					st, err = d.schedFor(name).Resume(ctx, name, anarchon.ResumeOptions{By: who(), CatchUp: catchUp})
 				}
 			}
@@ -167,7 +173,9 @@ unless --catch-up asks for one run in their place. Both need --crontab or
 				return classify(name, err)
 			}
 			if asJSON {
-				return writeJSON(stdout, toStateJSON(st))
+				out := toStateJSON(st)
+				out.CatchUpKey = catchUpKey
+				return writeJSON(stdout, out)
 			}
 			verb := "resumed"
 			if st.Paused {
@@ -178,6 +186,9 @@ unless --catch-up asks for one run in their place. Both need --crontab or
 				fmt.Fprintf(stdout, ": %s", st.Reason)
 			}
 			fmt.Fprintln(stdout)
+			if catchUpKey != "" {
+				fmt.Fprintf(stdout, "catch-up run requested from the replicas under trigger key %s; \"anarchon trigger %s --key %s\" waits for it and prints how it ended\n", catchUpKey, name, catchUpKey)
+			}
 			return nil
 		},
 	}

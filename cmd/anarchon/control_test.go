@@ -284,3 +284,29 @@ func TestPauseJSONUnchanged(t *testing.T) {
 		}
 	}
 }
+
+// resume --catch-up names the trigger key of the catch-up run it
+// requested (anarchon.CatchUpKey of the pause), in text and JSON, and
+// that key's request is pending.
+func TestResumeCatchUpNamesKey(t *testing.T) {
+	dir := t.TempDir()
+	ct := writeFile(t, dir, "t.cron", "# name: t\n@daily echo\n")
+	store := "sqlite:" + writeFile(t, dir, "s.db", "")
+	code, out, errOut := cli(t, "pause", "t", "--crontab", ct, "--store", store, "--json")
+	var paused map[string]any
+	if err := json.Unmarshal([]byte(out), &paused); err != nil || code != 0 {
+		t.Fatalf("pause: exit %d, %v:\n%s%s", code, err, out, errOut)
+	}
+	at, err := time.Parse(time.RFC3339, paused["at"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := anarchon.CatchUpKey(anarchon.JobState{At: at})
+	code, out, errOut = cli(t, "resume", "t", "--catch-up", "--crontab", ct, "--store", store)
+	if code != 0 || !strings.Contains(out, "catch-up run requested from the replicas under trigger key "+key+`; "anarchon trigger t --key `+key+`"`) {
+		t.Errorf("resume --catch-up: exit %d, want the key %s named:\n%s%s", code, key, out, errOut)
+	}
+	if code, out, _ = cli(t, "status", "--store", store); code != 0 || !strings.Contains(out, "key "+key) {
+		t.Errorf("status: exit %d, want the request %s pending:\n%s", code, key, out)
+	}
+}
