@@ -73,6 +73,9 @@ before running any (with the refusal's code).`,
 			if spec == nil {
 				return unknownJob(name)
 			}
+			if spec.Reboot {
+				return codedError{codeRebootJob, fmt.Errorf("job %q is an @reboot job: it has no slots to backfill; \"anarchon run-now %s\" runs it on this host", name, name)}
+			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			p := newBackfillPrinter(stdout, asJSON)

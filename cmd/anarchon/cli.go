@@ -890,6 +890,10 @@ func next(w io.Writer, expr, zone, after string, n int) error {
 		}
 		from = t
 	}
+	if strings.EqualFold(strings.TrimSpace(expr), "@reboot") {
+		// a crontab's word, not the engine's: it has no fire times
+		return codedError{codeRebootJob, errors.New("@reboot has no fire times: each replica runs such a job once as it starts")}
+	}
 	s := anarchon.New(membackend.New(nil), &anarchon.Options{InstanceID: "next"})
 	if err := s.Cron("next", expr, noop, &anarchon.JobOptions{Zone: zone}); err != nil {
 		var ve *anarchon.ValidationError

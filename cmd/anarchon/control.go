@@ -30,7 +30,7 @@ const (
 	codeTaken        = "taken"         // trigger --cancel: a replica took the request first
 	codeUnknownKey   = "unknown_key"   // trigger --cancel: no request with this key for the job
 	codeCanceled     = "canceled"      // the trigger waited for was canceled (trigger --cancel)
-	codeRebootJob    = "reboot_job"    // trigger of an @reboot job, which no running replica takes
+	codeRebootJob    = "reboot_job"    // trigger or backfill of an @reboot job (next of @reboot), which has no slots
 )
 
 // codedError is a control command's failure with a stable code.
@@ -227,7 +227,7 @@ func cancelTrigger(g *globalFlags, stdout, stderr io.Writer, name, key string, a
 		return classify(name, err)
 	}
 	if asJSON {
-		out := triggerJSON{Job: rec.Job, Key: rec.Key, By: rec.By, State: string(rec.State), Instance: rec.InstanceID, Status: string(rec.Status), Error: rec.Error}
+		out := triggerJSON{Job: rec.Job, Key: rec.Key, By: rec.By, State: string(rec.State), Instance: rec.InstanceID, Status: string(rec.Status), Error: rec.Error, ClaimedAt: formatTime(rec.ClaimedAt)}
 		if rec.State == anarchon.TriggerDone && rec.Status != anarchon.StatusCanceled {
 			// it ran: its result, as trigger prints it
 			code := 0
@@ -266,7 +266,7 @@ func writeUnfinished(stdout io.Writer, req, rec anarchon.TriggerRecord) {
 		rec = req // no look at the store answered: what the request said
 	}
 	_ = writeJSON(stdout, triggerJSON{Job: req.Job, Key: req.Key, By: req.By, State: string(rec.State), Instance: rec.InstanceID,
-		Status: string(rec.Status), Error: rec.Error})
+		Status: string(rec.Status), Error: rec.Error, ClaimedAt: formatTime(rec.ClaimedAt)})
 }
 
 // triggerJSON is a trigger's result as "trigger --json" prints it. State
@@ -282,6 +282,9 @@ type triggerJSON struct {
 	Status   string `json:"status"`
 	Error    string `json:"error"`
 	ExitCode *int   `json:"exit_code,omitempty"`
+	// ClaimedAt is when a replica took the request (running or done),
+	// by the store's clock; left out while it is pending.
+	ClaimedAt string `json:"claimed_at,omitempty"`
 }
 
 func triggerCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
@@ -380,7 +383,7 @@ request (exit 130, naming the --key to wait for it under). It needs
 			}
 			if asJSON {
 				if err := writeJSON(stdout, triggerJSON{Job: name, Key: rec.Key, By: rec.By, State: string(rec.State), Instance: rec.InstanceID,
-					Slot: formatTime(time.UnixMilli(rec.Slot)), Status: string(rec.Status), Error: rec.Error, ExitCode: &code}); err != nil {
+					Slot: formatTime(time.UnixMilli(rec.Slot)), Status: string(rec.Status), Error: rec.Error, ExitCode: &code, ClaimedAt: formatTime(rec.ClaimedAt)}); err != nil {
 					return err
 				}
 			} else {

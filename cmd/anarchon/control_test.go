@@ -117,9 +117,9 @@ func TestTriggerRunnerGone(t *testing.T) {
 	_ = b.Close(ctx)
 	code, out, errOut := cli(t, "trigger", "t", "--crontab", ct, "--store", store, "--key", "k", "--timeout", "1h", "--json")
 	var got map[string]any
-	if err := json.Unmarshal([]byte(out), &got); err != nil || code != 1 || got["state"] != "running" || got["instance"] != "ghost" ||
+	if err := json.Unmarshal([]byte(out), &got); err != nil || code != 1 || got["state"] != "running" || got["instance"] != "ghost" || got["claimed_at"] == nil ||
 		!strings.Contains(errOut, "registry record is dead") || !strings.Contains(errOut, "(runner_gone)") {
-		t.Errorf("exit %d, stdout %q (%v), stderr:\n%s\nwant 1, the request running on ghost, and runner_gone", code, out, err, errOut)
+		t.Errorf("exit %d, stdout %q (%v), stderr:\n%s\nwant 1, the request running on ghost since its claim, and runner_gone", code, out, err, errOut)
 	}
 	// --cancel says the same, not taken, after the request's record.
 	code, out, errOut = cli(t, "trigger", "t", "--store", store, "--cancel", "--key", "k", "--json")
