@@ -1,13 +1,11 @@
 package anarchon_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -16,23 +14,10 @@ import (
 	"github.com/anarchon/anarchon/membackend"
 )
 
-// lockedBuffer is a bytes.Buffer for a logger that goroutines share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) lines(t *testing.T) []map[string]any {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// jsonLines decodes the JSON log lines in l.
+func jsonLines(t *testing.T, l *logBuffer) []map[string]any {
 	var out []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(l.b.String()), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(l.String()), "\n") {
 		var m map[string]any
 		if err := json.Unmarshal([]byte(line), &m); err != nil {
 			t.Fatalf("log line %q: %v", line, err)
@@ -48,7 +33,7 @@ func (l *lockedBuffer) lines(t *testing.T) []map[string]any {
 // the log at any level.
 func TestRunFailuresAreLogged(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var buf lockedBuffer
+		var buf logBuffer
 		log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		s := newSched(t, membackend.New(nil), "i0", &anarchon.Options{Logger: log})
 		ran := make(chan struct{}, 3)
@@ -69,7 +54,7 @@ func TestRunFailuresAreLogged(t *testing.T) {
 		synctest.Wait()
 		stopAll(t, s)
 		got := map[string]map[string]any{}
-		for _, l := range buf.lines(t) {
+		for _, l := range jsonLines(t, &buf) {
 			if msg, _ := l["msg"].(string); strings.HasPrefix(msg, "run ") {
 				got[l["job"].(string)] = l
 			}

@@ -13,6 +13,21 @@ import (
 	"github.com/anarchon/anarchon/membackend"
 )
 
+// slowToStop is a handler that closes started when it runs, and, once
+// its context ends, cleans up for 5 s (past Stop's return) before it
+// closes returned and returns the context's cause.
+func slowToStop() (started, returned chan struct{}, h anarchon.Handler) {
+	started, returned = make(chan struct{}), make(chan struct{})
+	h = func(ctx context.Context, run *anarchon.Run) error {
+		close(started)
+		<-ctx.Done()
+		time.Sleep(5 * time.Second)
+		defer close(returned)
+		return context.Cause(ctx)
+	}
+	return started, returned, h
+}
+
 // A plain run that Stop's deadline interrupts is recorded before Stop
 // returns, as an error naming the stop, and keeps that record when its
 // handler returns later: no record says running after Stop, even if the
@@ -21,15 +36,7 @@ func TestStopRecordsInterruptedPlainRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := membackend.New(nil)
 		s := newSched(t, store, "i0", nil)
-		started := make(chan struct{})
-		returned := make(chan struct{})
-		h := func(ctx context.Context, run *anarchon.Run) error {
-			close(started)
-			<-ctx.Done()
-			time.Sleep(5 * time.Second) // cleans up slowly, past Stop's return
-			defer close(returned)
-			return context.Cause(ctx)
-		}
+		started, returned, h := slowToStop()
 		if err := s.Every("job", time.Hour, h, &anarchon.JobOptions{NoLease: true}); err != nil {
 			t.Fatal(err)
 		}
@@ -143,14 +150,7 @@ func TestConcurrentStop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := membackend.New(nil)
 		s := newSched(t, store, "i0", nil)
-		started, returned := make(chan struct{}), make(chan struct{})
-		h := func(ctx context.Context, run *anarchon.Run) error {
-			close(started)
-			<-ctx.Done()
-			time.Sleep(5 * time.Second) // past every Stop's return
-			defer close(returned)
-			return context.Cause(ctx)
-		}
+		started, returned, h := slowToStop()
 		if err := s.Every("job", time.Hour, h, &anarchon.JobOptions{NoLease: true}); err != nil {
 			t.Fatal(err)
 		}
