@@ -160,14 +160,18 @@ func (b *Backend) ServerTime(ctx context.Context) (time.Time, error) {
 	return b.readClock(ctx, h)
 }
 
-// runArgs is jobArgs for a call on a run: it first refuses what runKeyOf
-// refuses (a job name that cannot be a key, then an empty token), in that
-// order, before any round trip.
+// runArgs serves a call on a run as jobArgs does, after the checks of
+// runKeyOf (a job name that cannot be a key, then an empty token), in
+// that order, before any round trip.
 func (b *Backend) runArgs(ctx context.Context, job string, token string) (handles, string, context.Context, context.CancelFunc, error) {
-	if _, err := runKeyOf(job, 0, token); err != nil {
+	enc, err := encodeJob(job)
+	if err != nil {
 		return handles{}, "", nil, nil, err
 	}
-	return b.jobArgs(ctx, job)
+	if err := checkToken(token); err != nil {
+		return handles{}, "", nil, nil, err
+	}
+	return b.encodedArgs(ctx, enc)
 }
 
 // jobArgs serves a call that takes no token (job control and triggers):
@@ -178,6 +182,12 @@ func (b *Backend) jobArgs(ctx context.Context, job string) (handles, string, con
 	if err != nil {
 		return handles{}, "", nil, nil, err
 	}
+	return b.encodedArgs(ctx, enc)
+}
+
+// encodedArgs is the rest of runArgs and jobArgs, for the job encoded as
+// enc.
+func (b *Backend) encodedArgs(ctx context.Context, enc string) (handles, string, context.Context, context.CancelFunc, error) {
 	h, err := b.ready(ctx)
 	if err != nil {
 		return handles{}, "", nil, nil, err
