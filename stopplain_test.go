@@ -13,19 +13,29 @@ import (
 	"github.com/anarchon/anarchon/membackend"
 )
 
-// slowToStop is a handler that closes started when it runs, and, once
-// its context ends, cleans up for 5 s (past Stop's return) before it
-// closes returned and returns the context's cause.
-func slowToStop() (started, returned chan struct{}, h anarchon.Handler) {
-	started, returned = make(chan struct{}), make(chan struct{})
-	h = func(ctx context.Context, run *anarchon.Run) error {
+// runSlowToStop starts a scheduler on a memory store with one plain
+// job, "job", and returns once its handler runs. Once its context ends,
+// the handler cleans up for 5 s (past Stop's return) before it closes
+// returned and returns the context's cause. Call it inside a bubble.
+func runSlowToStop(t *testing.T) (store *membackend.Backend, s *anarchon.Scheduler, returned chan struct{}) {
+	t.Helper()
+	store = membackend.New(nil)
+	s = newSched(t, store, "i0", nil)
+	started := make(chan struct{})
+	returned = make(chan struct{})
+	h := func(ctx context.Context, run *anarchon.Run) error {
 		close(started)
 		<-ctx.Done()
 		time.Sleep(5 * time.Second)
 		defer close(returned)
 		return context.Cause(ctx)
 	}
-	return started, returned, h
+	if err := s.Every("job", time.Hour, h, &anarchon.JobOptions{NoLease: true}); err != nil {
+		t.Fatal(err)
+	}
+	mustStart(t, s)
+	<-started
+	return store, s, returned
 }
 
 // A plain run that Stop's deadline interrupts is recorded before Stop
@@ -34,14 +44,7 @@ func slowToStop() (started, returned chan struct{}, h anarchon.Handler) {
 // caller closes the backend at once.
 func TestStopRecordsInterruptedPlainRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := membackend.New(nil)
-		s := newSched(t, store, "i0", nil)
-		started, returned, h := slowToStop()
-		if err := s.Every("job", time.Hour, h, &anarchon.JobOptions{NoLease: true}); err != nil {
-			t.Fatal(err)
-		}
-		mustStart(t, s)
-		<-started
+		store, s, returned := runSlowToStop(t)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		if err := s.Stop(ctx); err == nil {
@@ -148,14 +151,7 @@ func TestRunEndCarriesTheTimeout(t *testing.T) {
 // still recorded running. Start after Stop is ErrStopped.
 func TestConcurrentStop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := membackend.New(nil)
-		s := newSched(t, store, "i0", nil)
-		started, returned, h := slowToStop()
-		if err := s.Every("job", time.Hour, h, &anarchon.JobOptions{NoLease: true}); err != nil {
-			t.Fatal(err)
-		}
-		mustStart(t, s)
-		<-started
+		store, s, returned := runSlowToStop(t)
 		var wg sync.WaitGroup
 		for i := range 4 {
 			wg.Go(func() {
