@@ -399,9 +399,11 @@ func (h host) Missed(ctx context.Context, a *attempt, late time.Duration) {
 }
 
 func (h host) Retrying(ctx context.Context, a *runner.Leased[slotRun], res *runner.Result) {
-	h.s.log.LogAttrs(ctx, slog.LevelWarn, "run failed; retrying",
-		slog.String("job", a.Name), slog.Time("slot", a.SlotTime()), slog.Int("attempt", res.Attempt),
-		slog.Duration("backoff", res.RetryIn), slog.String("error", res.Error))
+	// The failure itself was logged as the handler returned ("run
+	// failed"): this line says what comes of it.
+	h.s.log.LogAttrs(ctx, slog.LevelInfo, "slot to be retried",
+		slog.String("job", a.Name), slog.Time("slot", a.SlotTime()), slog.Int("failed_attempt", res.Attempt),
+		slog.Duration("backoff", res.RetryIn))
 	h.s.emit(Event{Kind: EventRetry, Job: a.Name, Slot: a.SlotTime(), Attempt: res.Attempt, Status: Status(res.Status), Duration: res.RetryIn})
 }
 

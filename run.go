@@ -256,10 +256,11 @@ func call(ctx context.Context, h Handler, run *Run) (err error) {
 
 // logRunFailed logs a run whose handler returned err, as the scheduler
 // logs a slot not run: a failure at WARN ("run failed"), a panic at ERROR
-// with its stack ("run panicked"), and a run that Stop cut short or a
-// later slot replaced at INFO, since neither is the job's fault (a leased
-// one's backup runs the slot again). A caller that logs EventRunEnd
-// itself drops these lines by message, as the daemon does.
+// with its stack ("run panicked"), and a run that Stop cut short at INFO,
+// since that is not the job's fault (a leased one's backup runs the slot
+// again). A run whose lease was lost or replaced is not logged again:
+// the runner logged the loss. A caller that logs EventRunEnd itself drops
+// these lines by message, as the daemon does.
 func (s *Scheduler) logRunFailed(ctx context.Context, run *Run, d time.Duration, err error) {
 	attrs := []slog.Attr{slog.String("job", run.Job), slog.Time("slot", run.Slot), slog.Int("attempt", run.Attempt),
 		slog.Duration("duration", d), slog.String("error", err.Error())}
@@ -272,8 +273,9 @@ func (s *Scheduler) logRunFailed(ctx context.Context, run *Run, d time.Duration,
 		s.log.LogAttrs(ctx, slog.LevelError, "run panicked", append(attrs, slog.String("stack", string(pe.Stack)))...)
 	case errors.Is(err, ErrStopped):
 		s.log.LogAttrs(ctx, slog.LevelInfo, "run cut short: the scheduler is stopping", attrs...)
-	case errors.Is(err, ErrReplaced):
-		s.log.LogAttrs(ctx, slog.LevelInfo, "run replaced by a later slot", attrs...)
+	case errors.Is(err, ErrReplaced), errors.Is(err, ErrLeaseLost):
+		// the heartbeats logged it when the lease went ("lease lost",
+		// "run replaced by a later slot; cancelling it")
 	default:
 		s.log.LogAttrs(ctx, slog.LevelWarn, "run failed", attrs...)
 	}

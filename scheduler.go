@@ -27,7 +27,8 @@ type Options struct {
 	// Besides its start, stop and store trouble, the scheduler logs each
 	// run whose handler failed: WARN "run failed" (attributes job, slot,
 	// attempt, duration, error), ERROR "run panicked" (and stack), INFO
-	// for a run Stop cut short or a later slot replaced; and each slot not
+	// for a run Stop cut short, INFO "slot to be retried" when a retry
+	// follows; a lost or replaced lease ("lease lost"); and each slot not
 	// run ("slot not run", "slot missed: too late to run"). A successful
 	// run logs nothing: OnEvent's EventRunEnd reports every run.
 	Logger *slog.Logger
@@ -200,9 +201,10 @@ type Scheduler struct {
 	triggerWake chan struct{} // the watch saw a trigger request
 	stopDone    chan struct{} // closed when the first Stop has done its work; stopErr is set then
 	stopErr     error         // what every Stop returns: the error of the ctx that cut handlers short, or nil
-	stopNow     chan struct{} // closed by a later Stop whose ctx ended first: cut the handlers short now
-	stopNowErr  error         // that ctx's error; written before stopNow closes
-	stopNowOnce sync.Once
+	// stopNow ends, with its ctx's error as the cause, when a later Stop's
+	// ctx ends first: the first Stop then cuts the handlers short.
+	stopNow       context.Context
+	stopNowCancel context.CancelCauseFunc
 
 	tmu      sync.Mutex
 	triggers map[*liveTrigger]struct{} // triggered runs recorded and not yet settled; guarded by tmu
@@ -227,10 +229,10 @@ func New(backend Backend, opts *Options) *Scheduler {
 
 		triggerWake: make(chan struct{}, 1),
 		stopDone:    make(chan struct{}),
-		stopNow:     make(chan struct{}),
 
 		tokenPrefix: rand.Text(),
 	}
+	s.stopNow, s.stopNowCancel = context.WithCancelCause(context.Background())
 	s.findAbilities()
 	return s
 }
@@ -824,10 +826,7 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 		select {
 		case <-s.stopDone:
 		case <-ctx.Done():
-			s.stopNowOnce.Do(func() {
-				s.stopNowErr = ctx.Err()
-				close(s.stopNow)
-			})
+			s.stopNowCancel(ctx.Err()) // the first cause is kept
 			<-s.stopDone
 		}
 		return s.stopErr
@@ -853,8 +852,8 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		s.stopErr = ctx.Err()
-	case <-s.stopNow:
-		s.stopErr = s.stopNowErr
+	case <-s.stopNow.Done():
+		s.stopErr = context.Cause(s.stopNow)
 	}
 	// Triggered runs are taken first, as HandOver marks its runs before
 	// it cancels them: a handler that returns on the cancellation then

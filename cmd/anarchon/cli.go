@@ -524,14 +524,14 @@ func openForWrite(g *globalFlags, stderr io.Writer, command string, needJobs boo
 	if err := sharedStore(g, command); err != nil {
 		return nil, err
 	}
-	if sqliteMissing(storeOrDefault(g.store)) != nil {
+	if _, missing := sqliteMissing(storeOrDefault(g.store)); missing {
 		// Opened as history opens it, the URL's own errors (usage, exit
 		// 2) come before the missing file's.
 		b, err := openStoreMode(g.store, true)
 		if err != nil {
 			return nil, err
 		}
-		_ = b.Close(context.Background()) // created meanwhile, by a daemon
+		_ = b.Close(context.Background()) // a daemon made the file meanwhile: go on
 	}
 	d, err := openForRead(g, stderr, needJobs, false)
 	if err != nil {

@@ -100,7 +100,6 @@ var eventLines = map[string]bool{
 	"run failed":   true,
 	"run panicked": true,
 	"run cut short: the scheduler is stopping": true,
-	"run replaced by a later slot":             true,
 }
 
 // withoutEventLines is the handler of the logger the daemon gives its

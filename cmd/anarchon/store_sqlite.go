@@ -58,18 +58,20 @@ func noSQLiteFile(path string) error {
 	return nil
 }
 
-// sqliteMissing reports, as noSQLiteFile does, whether the file of an
-// "sqlite:" store URL is missing: nil for any other store, and for a path
-// that does not parse (opening it says why).
-func sqliteMissing(raw string) error {
+// sqliteMissing returns the file path of an "sqlite:" store URL whose
+// file does not exist, and whether it is such a URL: false for any other
+// store, a file that exists, and a path that does not parse (opening it
+// says why).
+func sqliteMissing(raw string) (string, bool) {
 	if !strings.HasPrefix(strings.ToLower(raw), "sqlite:") {
-		return nil
+		return "", false
 	}
 	path, err := sqlitePath(raw)
 	if err != nil || path == "" {
-		return nil
+		return "", false
 	}
-	return noSQLiteFile(path)
+	_, err = os.Lstat(path)
+	return path, errors.Is(err, fs.ErrNotExist)
 }
 
 // sqliteUndo returns, for an "sqlite:" store whose file does not exist
@@ -80,14 +82,8 @@ func sqliteMissing(raw string) error {
 // closed. The file is kept if it holds anarchon's tables by then: another
 // process (a daemon started at the same moment) initialised it.
 func sqliteUndo(raw string) func() {
-	if !strings.HasPrefix(strings.ToLower(raw), "sqlite:") {
-		return func() {}
-	}
-	path, err := sqlitePath(raw)
-	if err != nil {
-		return func() {}
-	}
-	if _, err := os.Lstat(path); path == "" || !errors.Is(err, fs.ErrNotExist) {
+	path, missing := sqliteMissing(raw)
+	if !missing {
 		return func() {}
 	}
 	return func() {
