@@ -73,6 +73,8 @@ CRON_TZ=Atlantis/Capital
 		{[]string{"pause", "ok", "--reason", "two\nlines", "--crontab", bad, "--store", store}, 2,
 			[]string{`--reason has a control character ("\n" at byte 3): give one line of printable text (bad_flag)`}},
 		{[]string{"next", "@reboot"}, 1, []string{"@reboot has no fire times", "(reboot_job)"}},
+		{[]string{"pause", "rb", "--crontab", writeFile(t, dir, "rb2.cron", "# name: rb\n@reboot echo\n"), "--store", store}, 1,
+			[]string{`job "rb" is an @reboot job: it has no slots to pause`, "(reboot_job)"}},
 		{[]string{"trigger", "rb", "--crontab", writeFile(t, dir, "rb.cron", "# name: rb\n@reboot echo\n"), "--store", store}, 1,
 			[]string{`job "rb" is an @reboot job`, `"anarchon run-now rb" (reboot_job)`}},
 	} {

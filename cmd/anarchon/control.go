@@ -30,7 +30,7 @@ const (
 	codeTaken        = "taken"         // trigger --cancel: a replica took the request first
 	codeUnknownKey   = "unknown_key"   // trigger --cancel: no request with this key for the job
 	codeCanceled     = "canceled"      // the trigger waited for was canceled (trigger --cancel)
-	codeRebootJob    = "reboot_job"    // trigger or backfill of an @reboot job (next of @reboot), which has no slots
+	codeRebootJob    = "reboot_job"    // trigger, backfill, pause or resume of an @reboot job (next of @reboot), which has no slots
 )
 
 // codedError is a control command's failure with a stable code.
@@ -127,6 +127,11 @@ unless --catch-up asks for one run in their place. Both need --crontab or
 				return err
 			}
 			defer d.close()
+			if d.schedFor(name) == d.reboot {
+				// no slot to hold off, and a catch-up would be a trigger
+				// request no replica takes
+				return codedError{codeRebootJob, fmt.Errorf("job %q is an @reboot job: it has no slots to %s; each replica runs it once as it starts", name, c.Name())}
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			var st anarchon.JobState
