@@ -201,10 +201,9 @@ type Scheduler struct {
 	triggerWake chan struct{} // the watch saw a trigger request
 	stopDone    chan struct{} // closed when the first Stop has done its work; stopErr is set then
 	stopErr     error         // what every Stop returns: the error of the ctx that cut handlers short, or nil
-	// stopNow ends, with its ctx's error as the cause, when a later Stop's
-	// ctx ends first: the first Stop then cuts the handlers short.
-	stopNow       context.Context
-	stopNowCancel context.CancelCauseFunc
+	stopNow     chan struct{} // closed by a later Stop whose ctx ended first: cut the handlers short now
+	stopNowErr  error         // that ctx's error; written before stopNow closes
+	stopNowOnce sync.Once
 
 	tmu      sync.Mutex
 	triggers map[*liveTrigger]struct{} // triggered runs recorded and not yet settled; guarded by tmu
@@ -229,10 +228,10 @@ func New(backend Backend, opts *Options) *Scheduler {
 
 		triggerWake: make(chan struct{}, 1),
 		stopDone:    make(chan struct{}),
+		stopNow:     make(chan struct{}),
 
 		tokenPrefix: rand.Text(),
 	}
-	s.stopNow, s.stopNowCancel = context.WithCancelCause(context.Background())
 	s.findAbilities()
 	return s
 }
@@ -826,7 +825,10 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 		select {
 		case <-s.stopDone:
 		case <-ctx.Done():
-			s.stopNowCancel(ctx.Err()) // the first cause is kept
+			s.stopNowOnce.Do(func() {
+				s.stopNowErr = ctx.Err()
+				close(s.stopNow)
+			})
 			<-s.stopDone
 		}
 		return s.stopErr
@@ -852,8 +854,8 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		s.stopErr = ctx.Err()
-	case <-s.stopNow.Done():
-		s.stopErr = context.Cause(s.stopNow)
+	case <-s.stopNow:
+		s.stopErr = s.stopNowErr
 	}
 	// Triggered runs are taken first, as HandOver marks its runs before
 	// it cancels them: a handler that returns on the cancellation then
