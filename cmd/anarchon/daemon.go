@@ -61,11 +61,15 @@ func (d *daemon) jobList() []*jobSpec {
 	return d.jobs
 }
 
-// observe is the schedulers' OnEvent: metrics and outcome logs.
+// observe is the schedulers' OnEvent: metrics and outcome logs. A run's
+// end is counted last, after its outcome line, for stop's wait.
 func (d *daemon) observe(e anarchon.Event) {
 	d.metrics.observe(e)
 	if d.outcomes != nil {
 		d.outcomes.observe(e)
+	}
+	if e.Kind == anarchon.EventRunEnd && d.exec != nil {
+		d.exec.settled()
 	}
 }
 
@@ -575,7 +579,7 @@ func (d *daemon) refreshMetrics(done <-chan struct{}) {
 }
 
 // stop stops the scheduler with a grace period, then waits for the
-// commands it had to cancel to be killed.
+// commands it had to cancel to be killed and their ends logged.
 func (d *daemon) stop(timeout time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()

@@ -39,7 +39,14 @@ type executor struct {
 	log      *slog.Logger
 	instance string
 	grace    time.Duration // SIGTERM to SIGKILL
-	wg       sync.WaitGroup
+
+	// unsettled counts runs whose handler began and whose run-end event
+	// the daemon has not observed yet (settled). wait waits for the event,
+	// not for the handler's return: the scheduler emits it after the
+	// handler returns, and the outcome log line it triggers ("manual run
+	// stopped") must be written before the process exits.
+	unsettled int
+	settledCh chan struct{} // closed when unsettled drops to 0, if wait made it
 
 	passSecrets bool  // --pass-secrets: keep the store's credential variables in jobs' environment
 	maxLogBytes int64 // --max-log-bytes: output logged per run; 0: no bound
@@ -107,8 +114,7 @@ type outputOptions struct {
 // gets SIGTERM, then SIGKILL after the grace period.
 func (e *executor) handler(j *jobSpec) anarchon.Handler {
 	return func(ctx context.Context, run *anarchon.Run) error {
-		e.wg.Add(1)
-		defer e.wg.Done()
+		e.begin()
 		slot := formatSlot(run.Slot)
 		attrs := []any{slog.String("job", run.Job), slog.String("slot", slot), slog.Int("attempt", run.Attempt)}
 		log := e.log.With(attrs...)
@@ -300,10 +306,40 @@ func (e *executor) killAll() {
 	}
 }
 
-// wait waits until every handler returned or d passed.
+// begin counts a run whose handler began.
+func (e *executor) begin() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.unsettled++
+}
+
+// settled counts a run whose end the scheduler reported (EventRunEnd, which
+// follows every handler's return). An event without a counted start (one a
+// test made up) leaves the count at 0.
+func (e *executor) settled() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.unsettled > 0 {
+		e.unsettled--
+	}
+	if e.unsettled == 0 && e.settledCh != nil {
+		close(e.settledCh)
+		e.settledCh = nil
+	}
+}
+
+// wait waits until every run that began was reported ended, or d passed.
 func (e *executor) wait(d time.Duration) {
-	done := make(chan struct{})
-	go func() { e.wg.Wait(); close(done) }()
+	e.mu.Lock()
+	if e.unsettled == 0 {
+		e.mu.Unlock()
+		return
+	}
+	if e.settledCh == nil {
+		e.settledCh = make(chan struct{})
+	}
+	done := e.settledCh
+	e.mu.Unlock()
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
