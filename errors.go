@@ -21,7 +21,7 @@ var (
 	ErrLeaseLost = errors.New("anarchon: lease lost")
 	// ErrStopped is the cause of a handler's context when the scheduler's Stop
 	// deadline passed before the handler returned; with leases its run is
-	// handed over to a backup.
+	// handed over to a backup. Start, Add and RunNow return it after Stop.
 	ErrStopped = errors.New("anarchon: scheduler stopped")
 	// ErrTimeout is the cause of a handler's context when the job's Timeout
 	// elapsed.

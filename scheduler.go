@@ -877,8 +877,12 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 // When ctx ends while the handler runs, the handler's context ends with
 // it, and the run's result is stored all the same (with its own 30 s for
 // the store's calls): a run in the history is never left running by a
-// caller that gave up (SPEC §12).
+// caller that gave up (SPEC §12). After Stop it runs nothing and returns
+// ErrStopped, as Start and Add do.
 func (s *Scheduler) RunNow(ctx context.Context, name string) (RunRecord, error) {
+	if s.stopping() {
+		return RunRecord{}, ErrStopped
+	}
 	j, err := s.readyJob(ctx, name)
 	if err != nil {
 		return RunRecord{}, err

@@ -175,5 +175,12 @@ func TestConcurrentStop(t *testing.T) {
 			t.Errorf("Start after Stop = %v, want ErrStopped", err)
 		}
 		<-returned
+		// RunNow after Stop runs nothing: the history keeps its one record.
+		if rec, err := s.RunNow(context.Background(), "job"); !errors.Is(err, anarchon.ErrStopped) {
+			t.Errorf("RunNow after Stop = %+v, %v; want ErrStopped", rec, err)
+		}
+		if recs, err := store.History(context.Background(), "job", 0); err != nil || len(recs) != 1 {
+			t.Errorf("history after RunNow after Stop: %d records, %v; want 1", len(recs), err)
+		}
 	})
 }
