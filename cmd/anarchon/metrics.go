@@ -299,6 +299,11 @@ func httpAddr(v string) (string, error) {
 		return "", errors.New("--http: want PORT, :PORT or HOST:PORT")
 	}
 	if port != "" && !validPort(port) { // "" takes any free port, as net.Listen does
+		if strings.Trim(port, "0123456789") != "" {
+			// A service name ("http") is what net.Listen would look up;
+			// a port given here is a number.
+			return "", fmt.Errorf("--http %s: the port %q is not a number (want PORT, :PORT or HOST:PORT)", v, port)
+		}
 		return "", fmt.Errorf("--http %s: a port is 0 to 65535", v)
 	}
 	return v, nil

@@ -151,6 +151,17 @@ func TestHTTPAddr(t *testing.T) {
 			t.Errorf("httpAddr(%q): no error", bad)
 		}
 	}
+	// Each bad value is told what is wrong with it.
+	for bad, want := range map[string]string{
+		"foo:bar": `the port "bar" is not a number`,
+		":http":   `the port "http" is not a number`,
+		":65536":  "a port is 0 to 65535",
+		"host":    "want PORT, :PORT or HOST:PORT",
+	} {
+		if _, err := httpAddr(bad); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("httpAddr(%q) = %v; want an error saying %q", bad, err, want)
+		}
+	}
 }
 
 // A --store URL that is malformed, names no store or has a parameter the
