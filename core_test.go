@@ -264,6 +264,22 @@ func TestBuildHistorySuperseded(t *testing.T) {
 	}
 }
 
+// A takeover in progress lists its running attempt 2 first, above the
+// handed-over attempt 1 that has a start time.
+func TestBuildHistoryTakeoverOrder(t *testing.T) {
+	t0 := time.UnixMilli(1000).UTC()
+	claims := []anarchon.ClaimRecord{
+		{Slot: 1000, Token: "a1", Attempt: 1, ClaimedAt: t0},
+		{Slot: 1000, Token: "a2", Attempt: 2, ClaimedAt: t0.Add(3 * time.Second)},
+	}
+	results := []anarchon.StoredResult{{Slot: 1000, Token: "a1", Attempt: 1, Status: anarchon.StatusHandedOver,
+		StartedAt: t0, FinishedAt: t0.Add(time.Second)}}
+	got := anarchon.BuildHistory("j", claims, results, 0)
+	if len(got) != 2 || got[0].Token != "a2" || got[0].Status != anarchon.StatusRunning || got[1].Token != "a1" {
+		t.Fatalf("history %+v; want a2 (running) above a1", got)
+	}
+}
+
 func TestOutcomeKindString(t *testing.T) {
 	for k, want := range map[anarchon.OutcomeKind]string{
 		anarchon.OutcomeWon: "won", anarchon.OutcomeLate: "late", 0: "unknown(0)", 42: "unknown(42)",

@@ -16,8 +16,8 @@ import (
 // the lease without storing a result, and the record says StatusLeaseLost,
 // as backends that record takeovers themselves store it. A result with no
 // claim (a slot settled without running, or a claim the backend already
-// trimmed) stands alone. Order is by slot, then start time, then attempt,
-// all descending. Backends that keep claims and results apart should build
+// trimmed) stands alone. Order is by slot, then attempt, then start time,
+// then claim time, all descending. Backends that keep claims and results apart should build
 // History with it, so that records gain new fields without backend changes
 // (SPEC §4, §9).
 func BuildHistory(job string, claims []ClaimRecord, results []StoredResult, limit int) []RunRecord {
@@ -72,13 +72,16 @@ func BuildHistory(job string, claims []ClaimRecord, results []StoredResult, limi
 		if c := b.Slot.Compare(a.Slot); c != 0 {
 			return c
 		}
+		// A later attempt of a slot is the later run, whether or not it
+		// started: a takeover's attempt 2, still running with no start
+		// time stored, comes before the handed-over attempt 1.
+		if c := cmp.Compare(b.Attempt, a.Attempt); c != 0 {
+			return c
+		}
 		if c := b.StartedAt.Compare(a.StartedAt); c != 0 {
 			return c
 		}
-		if c := b.ClaimedAt.Compare(a.ClaimedAt); c != 0 {
-			return c
-		}
-		return cmp.Compare(b.Attempt, a.Attempt)
+		return b.ClaimedAt.Compare(a.ClaimedAt)
 	})
 	if limit > 0 && len(out) > limit {
 		out = out[:limit:limit]
