@@ -340,6 +340,9 @@ func TestCatchUpStartIsBounded(t *testing.T) {
 		for _, r := range hist {
 			if r.Status == anarchon.StatusMissed {
 				missed++
+				if !strings.Contains(r.Error, "not run") {
+					t.Errorf("%s: missed record %+v, want its reason", job, r)
+				}
 			}
 		}
 		if missed == 0 || missed > 50 {

@@ -206,7 +206,7 @@ func (h host) leaseClaimed(a *runner.Leased[slotRun], out ClaimOutcome, err erro
 	}
 	// A kind this version does not know passes through: the run path
 	// handles it like done (SPEC §9), and the event names it.
-	return runner.Outcome{Kind: runner.Kind(out.Kind), Attempt: out.Attempt, LeaseUntil: out.LeaseUntil, Abandoned: out.Status == StatusAbandoned, Fence: out.Fence}, nil
+	return runner.Outcome{Kind: runner.Kind(out.Kind), Attempt: out.Attempt, Holder: out.Holder, LeaseUntil: out.LeaseUntil, Abandoned: out.Status == StatusAbandoned, Fence: out.Fence}, nil
 }
 
 // ClaimLeaseBatch is ClaimBatch for lease claims, with one
@@ -351,13 +351,15 @@ func (h host) Execute(ctx context.Context, a *attempt) runner.Result {
 	if j := a.Job.job; a.Leased && a.Number > 1 && !a.Job.backfill {
 		if limit := j.overlapLimit(); limit > 0 && h.s.takeoverOverlaps(ctx, j, a.Slot, limit) {
 			h.Settled(ctx, a, runner.StatusSkipped)
-			return runner.Result{Token: a.Token, Attempt: a.Number, Status: runner.StatusSkipped}
+			return runner.Result{Token: a.Token, Attempt: a.Number, Status: runner.StatusSkipped,
+				Error: fmt.Sprintf("attempt %d took over a run whose holder stopped while other runs of the job held live leases (overlap %s): recorded skipped instead of running beside them", a.Number, j.opt.Overlap)}
 		}
 	}
 	if j := a.Job.job; j.opt.Overlap == OverlapBufferOne && a.Leased && !a.Job.backfill {
 		if skip := h.s.bufferOne(ctx, j, a.Slot); skip {
 			h.Settled(ctx, a, runner.StatusSkipped)
-			return runner.Result{Token: a.Token, Attempt: a.Number, Status: runner.StatusSkipped}
+			return runner.Result{Token: a.Token, Attempt: a.Number, Status: runner.StatusSkipped,
+				Error: "one run of the job was running and another already waited behind it (overlap buffer_one): the slot was not run"}
 		}
 	}
 	if j := a.Job.job; j.opt.Overlap == OverlapReplace && a.Leased && !a.Job.backfill {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -347,6 +348,9 @@ func TestCatchUpAfterDowntime(t *testing.T) {
 			for _, r := range hist[slot] {
 				if r.Status == anarchon.StatusMissed {
 					m++
+					if !strings.Contains(r.Error, "only the newest 1 slot(s)") || r.ClaimedAt.IsZero() {
+						t.Errorf("missed record %+v, want its claim time and its reason", r)
+					}
 				}
 			}
 			if m != 1 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -92,8 +93,8 @@ func TestOverlapBufferOne(t *testing.T) {
 			}
 		}
 		recs := historyBySlot(t, ss[0], "buf")[at(20).UnixMilli()]
-		if len(recs) != 1 || recs[0].Status != anarchon.StatusSkipped {
-			t.Errorf("slot 20's history %+v, want one skipped record", recs)
+		if len(recs) != 1 || recs[0].Status != anarchon.StatusSkipped || !strings.Contains(recs[0].Error, "overlap buffer_one") {
+			t.Errorf("slot 20's history %+v, want one skipped record saying why", recs)
 		}
 	})
 }
@@ -174,8 +175,10 @@ func TestOverlapLimit(t *testing.T) {
 			if sp, ok := ran[at(sec)]; ok {
 				t.Errorf("slot %d ran (%v to %v); want it skipped while two others ran", sec, sp.start.Sub(t0), sp.end.Sub(t0))
 			}
-			if recs := hist[at(sec).UnixMilli()]; len(recs) != 1 || recs[0].Status != anarchon.StatusSkipped {
-				t.Errorf("slot %d's history %+v, want one skipped record", sec, recs)
+			recs := hist[at(sec).UnixMilli()]
+			if len(recs) != 1 || recs[0].Status != anarchon.StatusSkipped || recs[0].ClaimedAt.IsZero() ||
+				!strings.Contains(recs[0].Error, "still held a live lease") {
+				t.Errorf("slot %d's history %+v, want one skipped record with its claim time, saying why", sec, recs)
 			}
 		}
 		if most != 2 {

@@ -310,6 +310,7 @@ func (s *Scheduler) catchUp(j *job, now time.Time) {
 		for _, slotT := range older {
 			a := s.lease(j, slotT, time.Millisecond)
 			a.AllowOverlap = true
+			a.MissedWhy = fmt.Sprintf("catch-up at start runs only the newest %d slot(s) of its window: this older slot was not run", j.opt.CatchUp.Max)
 			a.MarkMissed(ctx)
 		}
 		// Catch-up slots may be as late as the window allows.

@@ -2,6 +2,7 @@ package anarchon_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -177,6 +178,11 @@ func testTakeoverBesideLaterSlot(t *testing.T, opts *anarchon.JobOptions, failAc
 		}
 		if statuses[anarchon.StatusLeaseLost] != 1 || statuses[anarchon.StatusSkipped] != 1 || len(recs) != 2 {
 			t.Errorf("history of slot 0 %+v, want attempt 1 lease_lost and attempt 2 skipped", recs)
+		}
+		for _, r := range recs {
+			if r.Status == anarchon.StatusSkipped && !strings.Contains(r.Error, "attempt 2 took over") {
+				t.Errorf("skipped record %+v, want its reason", r)
+			}
 		}
 	})
 }

@@ -359,7 +359,8 @@ func testRunStore(t *testing.T, h Harness) {
 	})
 	leaseTest(t, h, "History/Settled", func(t *testing.T, s *store, job string, slot int64) {
 		// A late and an overlapping slot, saved by the scheduler with the
-		// claim's token, give one record each.
+		// claim's token, give one record each, with the claim's time (the
+		// store's clock when the claim decided) as a run that ran has it.
 		now := s.now()
 		late := now.Add(-10 * time.Minute).Truncate(time.Second).UnixMilli()
 		lt := token()
@@ -386,6 +387,12 @@ func testRunStore(t *testing.T, h Harness) {
 		}
 		if got[ot] != anarchon.StatusSkipped {
 			t.Errorf("History: overlapping slot status %q, want %q", got[ot], anarchon.StatusSkipped)
+		}
+		end := s.now()
+		for _, r := range recs {
+			if (r.Token == lt || r.Token == ot) && (r.ClaimedAt.Before(ms(now)) || r.ClaimedAt.After(end)) {
+				t.Errorf("History: %s slot's ClaimedAt %v, want the claim's time, in [%v, %v]", r.Status, r.ClaimedAt, ms(now), end)
+			}
 		}
 	})
 	t.Run("OddJobName", func(t *testing.T) {

@@ -146,6 +146,21 @@ func TestJobPageTakeover(t *testing.T) {
 	}
 }
 
+// A slot not run shows why in the reason's colour; a failed run's error
+// stays an error.
+func TestJobPageReasons(t *testing.T) {
+	s, b := newScheduler(t, 0)
+	slot := time.Date(2026, 3, 1, 10, 5, 0, 0, time.UTC)
+	save(t, b, slot, "replica-a", "t1", 1, anarchon.StatusError, "exit status 3", 0)
+	save(t, b, slot.Add(5*time.Minute), "replica-b", "t2", 1, anarchon.StatusSkipped, "another run of the job still held a live lease", 0)
+	_, body := get(t, Handler(s, nil), "/job/report")
+	for _, want := range []string{`<td class="err">exit status 3</td>`, `<td class="why">another run of the job still held a live lease</td>`, "Error or reason"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("job page lacks %q", want)
+		}
+	}
+}
+
 func TestJobPagePages(t *testing.T) {
 	s, b := newScheduler(t, 1000)
 	base := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)

@@ -149,13 +149,13 @@ func newestFirst(a, b *entry) int {
 	if c := cmp.Compare(bs, as); c != 0 {
 		return c
 	}
+	if c := cmp.Compare(ba, aa); c != 0 {
+		return c
+	}
 	if c := bst.Compare(ast); c != 0 {
 		return c
 	}
-	if c := bc.Compare(ac); c != 0 {
-		return c
-	}
-	return cmp.Compare(ba, aa)
+	return bc.Compare(ac)
 }
 
 // trim drops entries written more than ttl ago (ttl > 0), then all but the

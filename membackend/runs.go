@@ -150,6 +150,9 @@ func (j *jobState) won(r *run) anarchon.ClaimOutcome {
 func (b *Backend) claimAbsent(j *jobState, c anarchon.RunClaim, now time.Time) anarchon.ClaimOutcome {
 	settle := func(state anarchon.RunState, status anarchon.Status) {
 		j.runs[c.Slot] = &run{token: c.Token, holder: c.InstanceID, attempt: 1, state: state, changed: now}
+		// The claim's time goes with the record, as the claim of a run
+		// that ran has it (anarchontest's History/Settled).
+		j.hist.addClaim(anarchon.ClaimRecord{Slot: c.Slot, Token: c.Token, InstanceID: c.InstanceID, ClaimedAt: now, Attempt: 1}, now)
 		j.hist.addResultIfNone(anarchon.StoredResult{
 			Slot: c.Slot, Token: c.Token, InstanceID: c.InstanceID, Attempt: 1, Status: status,
 		}, now)

@@ -13,7 +13,8 @@ import (
 )
 
 // histRec is one message of the history stream: a claim ("c") or a result
-// ("r"). ClaimedAt is not stored: it is the message's server timestamp.
+// ("r"). ClaimedAt is not stored: it is the message's server timestamp
+// (of a missed or skipped slot's result, which has no claim message).
 type histRec struct {
 	Kind     string    `json:"k"`
 	Slot     int64     `json:"s"`
@@ -199,10 +200,11 @@ func (b *Backend) History(ctx context.Context, job string, limit int) ([]anarcho
 	}()
 	var claims []anarchon.ClaimRecord
 	var results, settled []anarchon.StoredResult
-	saved := map[string]bool{} // tokens with a result
-	seen := map[string]int{}   // claim token -> index, to fold repeats
-	var read uint64            // messages taken, at most total
-	var seq uint64             // highest stream sequence taken
+	var decided []anarchon.ClaimRecord // of slots settled missed or skipped
+	saved := map[string]bool{}         // tokens with a result
+	seen := map[string]int{}           // claim token -> index, to fold repeats
+	var read uint64                    // messages taken, at most total
+	var seq uint64                     // highest stream sequence taken
 	done := false
 	for !done && read < total {
 		if err := ctxErr(ctx, "read history"); err != nil {
@@ -264,6 +266,14 @@ func (b *Backend) History(ctx context.Context, job string, limit int) ([]anarcho
 					InstanceID: r.Instance, Attempt: r.Attempt, Status: anarchon.Status(r.Status),
 					StartedAt: r.Started, FinishedAt: r.Finished, Error: r.Error, Output: r.Output, Manual: r.Manual})
 				saved[r.Token] = true
+				if st := anarchon.Status(r.Status); st == anarchon.StatusMissed || st == anarchon.StatusSkipped {
+					// A slot a claim settled without running has no
+					// claim message: the settling claimer saves its
+					// result right after the claim, so the result's
+					// server time stands for the claim's.
+					decided = append(decided, anarchon.ClaimRecord{Slot: r.Slot, Token: r.Token,
+						InstanceID: r.Instance, ClaimedAt: md.Timestamp.UTC(), Attempt: r.Attempt})
+				}
 			case "s":
 				// The store's own record of a settled run (Replace): it
 				// stands only where no result of the token is stored,
@@ -308,6 +318,11 @@ func (b *Backend) History(ctx context.Context, job string, limit int) ([]anarcho
 	for _, r := range settled {
 		if !saved[r.Token] {
 			results = append(results, r)
+		}
+	}
+	for _, c := range decided {
+		if _, ok := seen[c.Token]; !ok {
+			claims = append(claims, c)
 		}
 	}
 	return anarchon.BuildHistory(job, claims, results, limit), nil

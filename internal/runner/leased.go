@@ -20,6 +20,7 @@ type Leased[J any] struct {
 	Lease        time.Duration // the lease to ask for
 	AllowOverlap bool          // false: the store skips the slot while Limit others of the job run
 	Limit        int           // with AllowOverlap false: how many other runs may hold live leases; 0 means 1
+	MissedWhy    string        // the history record's reason when the store settles the slot missed; "": the lateness
 
 	sent     time.Time     // when the last claim was sent (monotonic)
 	standing bool          // the attempt has stood by: another instance held the slot
@@ -138,16 +139,16 @@ func (a *Leased[J]) answer(ctx context.Context, out Outcome) bool {
 		// a burst its claim after the holder's finish.
 		return a.listener == nil || !a.listener.settled.Load()
 	case KindLate:
-		a.settle(ctx, a.Token, StatusMissed, 0)
+		a.settle(ctx, a.Token, StatusMissed, 0, a.lateText())
 	case KindOverlap:
-		a.settle(ctx, a.Token, StatusSkipped, 0)
+		a.settle(ctx, a.Token, StatusSkipped, 0, overlapText(out))
 	case KindPaused:
 		a.r.host.Settled(ctx, &a.Attempt, StatusPaused) // the store recorded it
 	case KindDone:
 		if out.Abandoned && a.standing {
 			// Every backup that saw the slot through to abandonment
 			// records it under one token, so history shows it once.
-			a.settle(ctx, AbandonedToken(a.Slot), StatusAbandoned, out.Attempt)
+			a.settle(ctx, AbandonedToken(a.Slot), StatusAbandoned, out.Attempt, "")
 		}
 	}
 	// KindNone, and kinds this version does not know: like done.
@@ -229,10 +230,31 @@ func (a *Leased[J]) standBy(ctx context.Context, out Outcome) bool {
 }
 
 // settle records a slot that did not run, under token.
-func (a *Leased[J]) settle(ctx context.Context, token string, st Status, attempt int) {
+func (a *Leased[J]) settle(ctx context.Context, token string, st Status, attempt int, why string) {
 	r := a.r
 	r.host.Settled(ctx, &a.Attempt, st)
-	a.save(&Result{Token: token, Status: st, Attempt: attempt})
+	a.save(&Result{Token: token, Status: st, Attempt: attempt, Error: why})
+}
+
+// lateText is the history record's reason for a slot whose claim the
+// store settled missed (later than MaxLate): MissedWhy, or the lateness.
+func (a *Leased[J]) lateText() string {
+	if a.MissedWhy != "" {
+		return a.MissedWhy
+	}
+	late := a.r.host.Now().Sub(a.SlotTime()).Round(time.Millisecond)
+	return fmt.Sprintf("the claim came %v after the slot, beyond MaxLate %v: the slot was not run", late, time.Duration(a.MaxLate))
+}
+
+// overlapText is the history record's reason for a slot whose claim the
+// store settled skipped, naming the run that held it off when the store
+// says which.
+func overlapText(out Outcome) string {
+	held := "another run of the job"
+	if out.Holder != "" {
+		held = fmt.Sprintf("instance %s's run of the job (attempt %d)", out.Holder, max(out.Attempt, 1))
+	}
+	return held + " still held a live lease, and the job's overlap policy runs no slot beside it: the slot was not run"
 }
 
 // MarkMissed settles an old slot as missed unless it was already run or
@@ -248,7 +270,7 @@ func (a *Leased[J]) MarkMissed(ctx context.Context) {
 		}
 		switch out.Kind {
 		case KindLate:
-			a.settle(ctx, a.Token, StatusMissed, 0)
+			a.settle(ctx, a.Token, StatusMissed, 0, a.lateText())
 		case KindWon:
 			if !a.won(ctx, out) {
 				continue // renew by asking again, as Run does

@@ -45,6 +45,7 @@ const (
 type Outcome struct {
 	Kind       Kind
 	Attempt    int       // won: ours; running: the holder's; done: the last attempt's
+	Holder     string    // running, overlap: the instance holding the run, when the store says
 	LeaseUntil time.Time // running: the holder's lease expiry, store clock
 	Abandoned  bool      // done: the slot was abandoned
 	Fence      uint64    // won: the store's fencing token for this claim, 0 if none

@@ -36,8 +36,12 @@ for _, m in ipairs(members) do
   if t ~= '' then
     c = redis.call('HGET', K[1], t)
     if not c then
+      -- the run state is the claim record of its current holder, and of
+      -- the claim that settled the slot missed or skipped (a state with no
+      -- token, whose record is the one saved under the settling token)
       c = redis.call('HGET', K[4], s)
-      if not c or cjson.decode(c).tok ~= t then c = '' end
+      local r = c and cjson.decode(c)
+      if not r or (r.tok ~= t and not (r.tok == '' and (r.st == 'missed' or r.st == 'skipped'))) then c = '' end
     end
   end
   out[#out + 1] = m
