@@ -377,6 +377,16 @@ func splitLine(text string, opts crontabOptions) (cronLine, error) {
 		case isCronField(f[5]):
 			n = 6
 		}
+		if n == 6 && opts.sixFields() == sixSeconds && userID(f[5]) && validSchedule(strings.Join(bigSteps(f[:5]), " ")) {
+			// "* * * * * 65534 cmd": five fields and a number no day of
+			// week is. In a system crontab that is the user column; in a
+			// user crontab it is said as such, not as a day-of-week
+			// range error.
+			if !opts.system() {
+				return ln, fmt.Errorf("%q after five time fields is no day of week (a sixth time field would be read as second … day-of-week): if it is a user column, this is a system crontab: give --format system, and a user name there, as cron takes", f[5])
+			}
+			n = 5
+		}
 		fields, r := splitFields(text, n)
 		rest = r
 		var year string
@@ -435,6 +445,13 @@ func splitLine(text string, opts crontabOptions) (cronLine, error) {
 		ln.warning = fmt.Sprintf("the command starts with %q, which reads as a time field: if the line has one time field too many, the shell will run %q as the command", first[0], first[0])
 	}
 	return ln, nil
+}
+
+// userID reports whether w is a whole number above 7, which no day-of-week
+// field is: in the sixth place, a user ID rather than a time field.
+func userID(w string) bool {
+	n, err := strconv.Atoi(w)
+	return err == nil && n > 7 && !strings.HasPrefix(w, "+")
 }
 
 // numericField is a time field of numbers only: 5, 1-5, 0,30, 10-50/5.

@@ -181,6 +181,27 @@ func TestSixFieldDetection(t *testing.T) {
 	}
 }
 
+// A number no day of week is after five time fields is a user ID column:
+// a system crontab reads it as the user (which must be a name), a user
+// crontab says what it likely is, not that day-of-week 65534 is out of
+// range.
+func TestNumericUserColumn(t *testing.T) {
+	line := []byte("* * * * * 65534 echo hi\n")
+	jobs, errs, _ := parseCrontabWith("f", line, crontabOptions{Format: formatSystem})
+	if len(errs) != 0 || len(jobs) != 1 || jobs[0].User != "65534" || jobs[0].Schedule != "* * * * *" {
+		t.Errorf("system crontab: jobs %+v, errors %v; want schedule \"* * * * *\" run as user 65534", jobs, errs)
+	}
+	_, errs, _ = parseCrontabWith("f", line, crontabOptions{Format: formatUser})
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), `"65534" after five time fields is no day of week`) || !strings.Contains(errs[0].Error(), "--format system") {
+		t.Errorf("user crontab: errors %v; want the user-column hint", errs)
+	}
+	// Six time fields with a valid day of week keep the seconds reading.
+	jobs, errs, _ = parseCrontabWith("f", []byte("0 0 9 * * 5 echo hi\n"), crontabOptions{Format: formatSystem})
+	if len(errs) != 0 || len(jobs) != 1 || jobs[0].Schedule != "0 0 9 * * 5" || jobs[0].User != "echo" {
+		t.Errorf("system crontab, six fields: jobs %+v, errors %v; want schedule \"0 0 9 * * 5\" run as user echo", jobs, errs)
+	}
+}
+
 func FuzzParseCrontab(f *testing.F) {
 	f.Add("# name: x\n*/5 * * * * * echo hi\nA=b\nCRON_TZ=UTC\n@every 1s x%y\\%z\n")
 	f.Add("* * *\n@reboot\n@every\n")

@@ -28,6 +28,9 @@ type account struct {
 func resolveUser(name string) (*account, error) {
 	u, err := user.Lookup(name)
 	if err != nil {
+		if _, numeric := strconv.ParseUint(name, 10, 32); numeric == nil {
+			return nil, fmt.Errorf("user %q: no such user on this machine (the user column takes a name, as cron's does, not a user ID)", name)
+		}
 		return nil, fmt.Errorf("user %q: no such user on this machine", name)
 	}
 	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
