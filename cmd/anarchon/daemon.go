@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/anarchon/anarchon"
 )
@@ -613,9 +614,23 @@ func (d *daemon) summary(w io.Writer, srv *server, perJob bool) {
 			slots, _ := d.sched.NextSlots(j.Name, time.Time{}, 3)
 			next = strings.Join(formatIn(slots, j.Zone), ", ")
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\tnext: %s\n", j.Name, j.Schedule, zoneName(j.Zone), next)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\tnext: %s\n", shortCell(j.Name), shortCell(j.Schedule), zoneName(j.Zone), next)
 	}
 	_ = tw.Flush()
+}
+
+// summaryCell is the widest name or schedule the start summary prints
+// whole, in runes: a longer one would widen every row of the table.
+const summaryCell = 48
+
+// shortCell cuts s to summaryCell runes, the last an ellipsis, for the
+// start summary; status and --json print it whole.
+func shortCell(s string) string {
+	if utf8.RuneCountInString(s) <= summaryCell {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:summaryCell-1]) + "…"
 }
 
 // logSummary is the summary as one log record, for --log-format json.

@@ -3,8 +3,10 @@ package main
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/membackend"
 )
 
 // validate refuses job names the library refuses: longer than
@@ -49,5 +51,25 @@ func TestValidateNames(t *testing.T) {
 		if !strings.HasPrefix(lines[i], w) {
 			t.Errorf("line %d:\n got %s\nwant %s…", i, lines[i], w)
 		}
+	}
+}
+
+// A job name longer than the start summary's cell is cut there, so that it
+// does not widen every row; the other rows keep their width.
+func TestSummaryCutsLongNames(t *testing.T) {
+	long := strings.Repeat("n", 512)
+	d := &daemon{backend: membackend.New(nil), store: "memory:", jobs: []*jobSpec{
+		{Name: long, Schedule: "@reboot", Reboot: true},
+		{Name: "short", Schedule: "@reboot", Reboot: true},
+	}}
+	var sb strings.Builder
+	d.summary(&sb, nil, true)
+	for _, line := range strings.Split(sb.String(), "\n") {
+		if utf8.RuneCountInString(line) > 120 {
+			t.Errorf("summary line of %d runes: %q", utf8.RuneCountInString(line), line)
+		}
+	}
+	if !strings.Contains(sb.String(), strings.Repeat("n", summaryCell-1)+"…") {
+		t.Errorf("summary lacks the cut name:\n%s", sb.String())
 	}
 }
