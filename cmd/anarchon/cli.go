@@ -722,6 +722,7 @@ kills it at once.`,
 			if err != nil {
 				return err
 			}
+			rec = storedRecord(d.schedFor(name), rec)
 			if asJSON {
 				if err := writeJSON(stdout, toJSON(rec)); err != nil {
 					return err
@@ -737,6 +738,26 @@ kills it at once.`,
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the record as JSON")
 	return c
+}
+
+// storedRecord is run-now's record as the store keeps it, which history
+// prints: the claim time by the store's clock and the times in whole
+// milliseconds, where RunNow's has this process's. rec when the read fails
+// or finds no record of its token (trimmed already by a HistorySize of 1
+// and a run elsewhere).
+func storedRecord(s *anarchon.Scheduler, rec anarchon.RunRecord) anarchon.RunRecord {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	recs, err := s.History(ctx, rec.Job, 20)
+	if err != nil {
+		return rec
+	}
+	for _, r := range recs {
+		if r.Token == rec.Token && r.Status == rec.Status {
+			return r
+		}
+	}
+	return rec
 }
 
 // stopOnSignal returns a context derived from parent that SIGINT or

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -258,5 +260,36 @@ func TestPostgresMissingDatabase(t *testing.T) {
 	code, _, errOut := cli(t, "run", "--crontab", ct, "--store", store)
 	if code != 1 || !strings.Contains(errOut, string(StoreOpenFailed)) || !strings.Contains(errOut, "3D000") {
 		t.Errorf("run: exit %d %q", code, errOut)
+	}
+}
+
+// run-now prints its record as history then prints it: the same claim,
+// start and end times, to the millisecond, by the store's clock.
+func TestRunNowMatchesHistory(t *testing.T) {
+	dir := t.TempDir()
+	ct := writeFile(t, dir, "crontab", "# name: rn\n0 0 1 1 * true\n")
+	store := "sqlite:" + filepath.Join(dir, "s.db")
+	for range 3 {
+		code, out, errOut := cli(t, "run-now", "rn", "--json", "--crontab", ct, "--store", store)
+		if code != 0 {
+			t.Fatalf("run-now: exit %d\n%s%s", code, out, errOut)
+		}
+		var ran map[string]any
+		if err := json.Unmarshal([]byte(out), &ran); err != nil {
+			t.Fatalf("run-now --json: %v\n%s", err, out)
+		}
+		code, out, errOut = cli(t, "history", "rn", "--json", "-n", "1", "--store", store)
+		if code != 0 {
+			t.Fatalf("history: exit %d\n%s%s", code, out, errOut)
+		}
+		var recs []map[string]any
+		if err := json.Unmarshal([]byte(out), &recs); err != nil || len(recs) != 1 {
+			t.Fatalf("history --json: %v\n%s", err, out)
+		}
+		for _, k := range []string{"slot", "claimed_at", "started_at", "finished_at"} {
+			if ran[k] == nil || fmt.Sprint(ran[k]) != fmt.Sprint(recs[0][k]) {
+				t.Errorf("%s: run-now printed %v, history %v", k, ran[k], recs[0][k])
+			}
+		}
 	}
 }
