@@ -29,6 +29,13 @@ if [ $# -lt 1 ]; then
 fi
 part=$1
 shift
+case $part in
+claim | calls | contest | failover | timing | scale | gocron | burst) ;;
+*)
+	echo "$0: unknown part \"$part\"; usage: $0 claim|calls|contest|failover|timing|scale|gocron|burst [flags]" >&2
+	exit 2
+	;;
+esac
 root=$(cd "$(dirname "$0")/.." && pwd)
 workdir=${ANARCHON_BENCH_WORKDIR:-/tmp/anarchon-bench}
 mkdir -p "$workdir"

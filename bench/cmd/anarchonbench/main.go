@@ -23,6 +23,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"time"
 
@@ -62,6 +63,17 @@ func main() {
 	if part == "hog" { // a CPU hog for the timing part: GOMAXPROCS busy loops
 		hog()
 		return
+	}
+	if !parts[part] {
+		fmt.Fprintf(os.Stderr, "anarchonbench: unknown part %q\n", part)
+		usage()
+	}
+	// A mistyped store is said before any heading is printed.
+	for _, n := range split(*stores) {
+		if !slices.Contains(bench.StoreNames(), n) {
+			fmt.Fprintf(os.Stderr, "anarchonbench: -stores: unknown store %q (known: %s)\n", n, strings.Join(bench.StoreNames(), ", "))
+			os.Exit(2)
+		}
 	}
 	load, _ := os.ReadFile("/proc/loadavg")
 	fmt.Printf("<!-- %s, %s/%s, %d CPUs, %s, load average at start: %s -->\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"),
@@ -105,6 +117,10 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// parts are the parts main runs (besides the children's and the hog).
+var parts = map[string]bool{"claim": true, "calls": true, "load": true, "timing": true, "gocron": true,
+	"contest": true, "failover": true, "scale": true, "burst": true}
 
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: anarchonbench claim|calls|contest|timing|scale|failover|gocron|burst [-stores a,b] [-workdir dir] [-short]")
