@@ -1,6 +1,7 @@
 package anarchon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -178,7 +179,8 @@ func (s *Scheduler) Resume(ctx context.Context, name string, opts ResumeOptions)
 	if err != nil || !opts.CatchUp || !prev.Paused {
 		return st, err
 	}
-	if _, err := s.RequestTrigger(ctx, name, CatchUpKey(prev)); err != nil {
+	// The catch-up request is the resume's: its By, as the state's.
+	if _, err := s.requestTrigger(ctx, name, CatchUpKey(prev), cmp.Or(opts.By, s.opts.InstanceID)); err != nil {
 		return st, err
 	}
 	return st, nil

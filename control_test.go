@@ -146,12 +146,23 @@ func TestResumeCatchUp(t *testing.T) {
 					t.Fatal(err)
 				}
 				time.Sleep(3*time.Hour + 30*time.Minute) // slots 1:00, 2:00, 3:00 paused
-				for _, s := range ss {
-					if _, err := s.Resume(context.Background(), "hourly", anarchon.ResumeOptions{CatchUp: catchUp}); err != nil {
+				paused, err := ss[0].JobState(context.Background(), "hourly")
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, s := range ss {
+					if _, err := s.Resume(context.Background(), "hourly", anarchon.ResumeOptions{CatchUp: catchUp, By: fmt.Sprint("op-", i)}); err != nil {
 						t.Fatal(err)
 					}
 				}
 				time.Sleep(10 * time.Second)
+				if catchUp {
+					// The catch-up request is the first resume's, by its By.
+					rec, err := ss[1].WaitTrigger(context.Background(), "hourly", anarchon.CatchUpKey(paused))
+					if err != nil || rec.By != "op-0" {
+						t.Errorf("catch-up request %+v, %v; want it by op-0", rec, err)
+					}
+				}
 				stopAll(t, ss...)
 				want := int32(0)
 				if catchUp {

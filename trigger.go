@@ -186,6 +186,11 @@ func (s *Scheduler) triggerStore() (TriggerStore, error) {
 // (ErrNotFound); the scheduler need not be started, so a command-line
 // tool can use it. ErrNotSupported without a TriggerStore.
 func (s *Scheduler) RequestTrigger(ctx context.Context, name, key string) (TriggerRecord, error) {
+	return s.requestTrigger(ctx, name, key, s.opts.InstanceID)
+}
+
+// requestTrigger is RequestTrigger with the request's By.
+func (s *Scheduler) requestTrigger(ctx context.Context, name, key, by string) (TriggerRecord, error) {
 	ts, err := s.triggerStore()
 	if err != nil {
 		return TriggerRecord{}, err
@@ -196,7 +201,7 @@ func (s *Scheduler) RequestTrigger(ctx context.Context, name, key string) (Trigg
 	if key == "" {
 		key = rand.Text()
 	}
-	return ts.RequestTrigger(ctx, TriggerInput{Job: name, Key: key, By: s.opts.InstanceID})
+	return ts.RequestTrigger(ctx, TriggerInput{Job: name, Key: key, By: by})
 }
 
 // Trigger runs the named job once across the cluster: it requests the run
