@@ -95,8 +95,8 @@ type ResumeOptions struct {
 	// CatchUp runs the job once at resume, in place of the slots it missed
 	// while paused, if it missed any: a Trigger whose key is derived from
 	// the pause (so replicas or clients that resume the same pause with
-	// CatchUp run it once). Defaults to false: paused slots are not
-	// replayed.
+	// CatchUp run it once), requested by By. Defaults to false: paused
+	// slots are not replayed.
 	CatchUp bool
 }
 
