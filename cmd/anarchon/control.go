@@ -290,6 +290,9 @@ type triggerJSON struct {
 	// ClaimedAt is when a replica took the request (running or done),
 	// by the store's clock; left out while it is pending.
 	ClaimedAt string `json:"claimed_at,omitempty"`
+	// Earlier says the key's run had ended before this request: the
+	// result is that run's, and nothing ran again.
+	Earlier bool `json:"earlier,omitempty"`
 }
 
 func triggerCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
@@ -388,7 +391,8 @@ request (exit 130, naming the --key to wait for it under). It needs
 			}
 			if asJSON {
 				if err := writeJSON(stdout, triggerJSON{Job: name, Key: rec.Key, By: rec.By, State: string(rec.State), Instance: rec.InstanceID,
-					Slot: formatTime(time.UnixMilli(rec.Slot)), Status: string(rec.Status), Error: rec.Error, ExitCode: &code, ClaimedAt: formatTime(rec.ClaimedAt)}); err != nil {
+					Slot: formatTime(time.UnixMilli(rec.Slot)), Status: string(rec.Status), Error: rec.Error, ExitCode: &code, ClaimedAt: formatTime(rec.ClaimedAt),
+					Earlier: req.State == anarchon.TriggerDone}); err != nil {
 					return err
 				}
 			} else {
@@ -397,6 +401,11 @@ request (exit 130, naming the --key to wait for it under). It needs
 					fmt.Fprintf(stdout, ": %s", firstLine(rec.Error))
 				}
 				fmt.Fprintln(stdout)
+				if req.State == anarchon.TriggerDone {
+					// The same key again: the answer is the first run's.
+					fmt.Fprintf(stdout, "(key %s had run already, requested by %s at %s: nothing ran again; another --key runs the job again)\n",
+						rec.Key, dash(rec.By), formatTime(rec.RequestedAt))
+				}
 			}
 			if code != 0 {
 				return exitError{code: code}
