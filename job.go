@@ -115,9 +115,12 @@ const (
 	// slot starts once every replaced holder has recorded its end, or
 	// when the last of their leases would have run out (at most Lease
 	// after the request), whichever comes first; the new slot's holder
-	// looks for those ends every Options.PollInterval, Watcher or not,
-	// so it starts up to one PollInterval after the last of them (keep
-	// PollInterval well below the job's interval). A handler that ignores
+	// looks for those ends in the history 10 ms after the request, then
+	// at doubling intervals up to Options.PollInterval (the ends send no
+	// store event), so with a Watcher, whose event ends the replaced
+	// handlers at once, a new slot starts within tens of milliseconds of
+	// its time even when the job's interval is shorter than
+	// PollInterval. A handler that ignores
 	// its cancelled context may therefore still run when the new slot
 	// starts, as after a lost lease. Replaced runs are not retried and
 	// no backup takes them over. It needs a RunStore with [Replacer]

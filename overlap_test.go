@@ -202,9 +202,9 @@ func TestOverlapLimit(t *testing.T) {
 // Each slot runs once; replaced runs are recorded replaced. Without a
 // watch, the replaced holder learns it at its next heartbeat (Lease/3).
 func TestOverlapReplace(t *testing.T) {
-	t.Run("Watch", func(t *testing.T) { testOverlapReplace(t, func() anarchon.Backend { return membackend.New(nil) }) })
+	t.Run("Watch", func(t *testing.T) { testOverlapReplace(t, true, func() anarchon.Backend { return membackend.New(nil) }) })
 	t.Run("Poll", func(t *testing.T) {
-		testOverlapReplace(t, func() anarchon.Backend { return replaceNoWatch{membackend.New(nil)} })
+		testOverlapReplace(t, false, func() anarchon.Backend { return replaceNoWatch{membackend.New(nil)} })
 	})
 }
 
@@ -221,7 +221,7 @@ func (n replaceNoWatch) Runs() anarchon.RunStore {
 }
 func (replaceNoWatch) WatchRuns() {}
 
-func testOverlapReplace(t *testing.T, newStore func() anarchon.Backend) {
+func testOverlapReplace(t *testing.T, watch bool, newStore func() anarchon.Backend) {
 	synctest.Test(t, func(t *testing.T) {
 		store := newStore()
 		type span struct {
@@ -299,6 +299,11 @@ func testOverlapReplace(t *testing.T, newStore func() anarchon.Backend) {
 			if nu.start.Before(old.end) || nu.start.After(old.end.Add(time.Second)) {
 				t.Errorf("slot %d started at %v, want within PollInterval (1 s) after slot %d ended at %v", c.by, nu.start.Sub(t0), c.replaced, old.end.Sub(t0))
 			}
+			// With a Watcher the replaced run ends at once, and the
+			// replacing one starts at one of its first, quick looks.
+			if watch && nu.start.After(at(c.by).Add(100*time.Millisecond)) {
+				t.Errorf("slot %d started at %v, want within 100 ms of its time: the replaced run ended at %v", c.by, nu.start.Sub(t0), old.end.Sub(t0))
+			}
 		}
 		// Slot 30 ignored its cancellation: slot 40 waited for its lease
 		// to run out (3 s at most), not for its end at T+55.
@@ -317,6 +322,51 @@ func testOverlapReplace(t *testing.T, newStore func() anarchon.Backend) {
 		for _, sec := range []int{20, 50} {
 			if !ran[at(sec)].start.Equal(at(sec)) {
 				t.Errorf("slot %d started at %v, want on time (nothing to replace)", sec, ran[at(sec)].start.Sub(t0))
+			}
+		}
+	})
+}
+
+// A job under OverlapReplace whose interval (2 s) is shorter than
+// PollInterval (5 s), each run working until replaced: with a Watcher each
+// run starts within 100 ms of its slot and works until the next slot
+// replaces it, rather than waiting a PollInterval for the replaced run's
+// end and being replaced before it starts.
+func TestOverlapReplaceShortInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := membackend.New(nil)
+		t0 := time.Now().Truncate(10 * time.Second).Add(10 * time.Second).UTC()
+		var mu sync.Mutex
+		worked := map[time.Time]time.Duration{}
+		late := map[time.Time]time.Duration{}
+		h := func(ctx context.Context, run *anarchon.Run) error {
+			start := time.Now()
+			select { // works until replaced, or 3 s (the last run, which Stop waits for)
+			case <-ctx.Done():
+			case <-time.After(3 * time.Second):
+			}
+			mu.Lock()
+			worked[run.Slot], late[run.Slot] = time.Since(start), start.Sub(run.Slot)
+			mu.Unlock()
+			return ctx.Err()
+		}
+		var ss []*anarchon.Scheduler
+		for i := range 3 {
+			s := newSched(t, store, fmt.Sprintf("i%d", i), &anarchon.Options{PollInterval: 5 * time.Second})
+			if err := s.Every("rep", 2*time.Second, h, &anarchon.JobOptions{Overlap: anarchon.OverlapReplace, Lease: 3 * time.Second}); err != nil {
+				t.Fatal(err)
+			}
+			mustStart(t, s)
+			ss = append(ss, s)
+		}
+		time.Sleep(time.Until(t0.Add(21 * time.Second)))
+		stopAll(t, ss...)
+		mu.Lock()
+		defer mu.Unlock()
+		for sec := 2; sec <= 18; sec += 2 {
+			slot := t0.Add(time.Duration(sec) * time.Second)
+			if w, ok := worked[slot]; !ok || w < 1800*time.Millisecond || late[slot] > 100*time.Millisecond {
+				t.Errorf("slot %d: ran %v (%v), started %v late; want about 2 s of work from within 100 ms of its slot", sec, ok, w, late[slot])
 			}
 		}
 	})

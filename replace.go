@@ -48,8 +48,13 @@ func (s *Scheduler) replaceEarlier(ctx context.Context, j *job, a *attempt) {
 			}
 		}
 	}
-	for len(pending) > 0 {
-		wait := min(s.opts.PollInterval, until.Sub(s.now()))
+	// The replaced runs end as soon as their holders learn of the
+	// replacement (at once with a Watcher: Replace's event on their
+	// slots), and their ends send no event: the first looks come soon
+	// and back off to PollInterval, so that a job whose interval is
+	// shorter than PollInterval still starts its runs well within it.
+	for step := replaceFirstLook; len(pending) > 0; step *= 2 {
+		wait := min(step, s.opts.PollInterval, until.Sub(s.now()))
 		if wait <= 0 || !sleepCtx(ctx, wait) {
 			return
 		}
@@ -65,6 +70,10 @@ func (s *Scheduler) replaceEarlier(ctx context.Context, j *job, a *attempt) {
 		}
 	}
 }
+
+// replaceFirstLook is replaceEarlier's first wait before it looks for the
+// replaced runs' ends; it doubles at every look up to PollInterval.
+const replaceFirstLook = 10 * time.Millisecond
 
 // lostCause says why the lease of a's run was lost, for the cause of its
 // handler's context: ErrReplaced when a later slot replaced it (the store
