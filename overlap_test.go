@@ -202,7 +202,9 @@ func TestOverlapLimit(t *testing.T) {
 // Each slot runs once; replaced runs are recorded replaced. Without a
 // watch, the replaced holder learns it at its next heartbeat (Lease/3).
 func TestOverlapReplace(t *testing.T) {
-	t.Run("Watch", func(t *testing.T) { testOverlapReplace(t, true, func() anarchon.Backend { return membackend.New(nil) }) })
+	t.Run("Watch", func(t *testing.T) {
+		testOverlapReplace(t, true, func() anarchon.Backend { return membackend.New(nil) })
+	})
 	t.Run("Poll", func(t *testing.T) {
 		testOverlapReplace(t, false, func() anarchon.Backend { return replaceNoWatch{membackend.New(nil)} })
 	})
