@@ -243,9 +243,11 @@ func parseCrontabWith(file string, data []byte, opts crontabOptions) (_ []*jobSp
 	}
 	if len(errs) > 0 && looksLikeJobFile(data) {
 		// A job file given as a crontab fails at most of its lines, and
-		// none of those errors says why: the first says it.
+		// none of those errors says why: one error says it, in their
+		// place, at the first failing line; no line of it is a job.
 		pe := errs[0].(*posError)
-		pe.Msg += "; this file is a YAML job file: give it with --config, not as a crontab"
+		return nil, []error{&posError{File: pe.File, Line: pe.Line, Code: codeBadLine,
+			Msg: "this file is a YAML job file (its lines are no crontab lines): give it with --config, not as a crontab"}}, false
 	}
 	return jobs, errs, sixSeen
 }

@@ -321,24 +321,20 @@ func TestUnknownZoneNamesItsJobs(t *testing.T) {
 	}
 }
 
-// A YAML job file given as a crontab fails at its lines, and the first
-// error says to give it with --config; a crontab whose lines are wrong
-// gets no such hint.
+// A YAML job file given as a crontab fails with one error that says to
+// give it with --config, in place of its lines' errors, block or flow
+// style; a crontab whose lines are wrong gets no such hint.
 func TestJobFileAsCrontabHint(t *testing.T) {
 	const hint = "give it with --config"
 	for _, src := range []string{
 		"jobs:\n  - name: hello\n    schedule: \"*/5 * * * *\"\n    command: echo hi\n",
 		"- name: a\n  schedule: \"@daily\"\n  shell: echo a\n",
 		"jobs:\n",
+		"jobs: [{name: a, schedule: \"* * * * *\", command: \"echo hi\"}]\n",
 	} {
-		_, errs := parseCrontab("jobs.yaml", []byte(src))
-		if len(errs) == 0 || !strings.Contains(errs[0].Error(), hint) {
-			t.Errorf("%q as a crontab: errors %v, want the first to say %q", src, errs, hint)
-		}
-		for _, e := range errs[1:] {
-			if strings.Contains(e.Error(), hint) {
-				t.Errorf("%q: the hint is repeated in %q", src, e)
-			}
+		jobs, errs := parseCrontab("jobs.yaml", []byte(src))
+		if len(jobs) != 0 || len(errs) != 1 || !strings.Contains(errs[0].Error(), hint) || strings.Contains(errs[0].Error(), "time fields") {
+			t.Errorf("%q as a crontab: jobs %v, errors %v; want no job and one error saying only %q", src, jobs, errs, hint)
 		}
 	}
 	for _, src := range []string{"* * * *\n", "SHELL=/bin/sh\n# name: x\n0 0 * *\n", "name: x\n"} {
