@@ -489,3 +489,44 @@ func TestCancelTrigger(t *testing.T) {
 		}
 	})
 }
+
+// A trigger still pending when its wait ends says what the registry tells
+// of the live instances: none of them lists the job, or they run another
+// job set (whose names they publish only while sets differ) that may lack
+// it; nothing more when one of them has the job.
+func TestTriggerPendingSaysWhy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := membackend.New(nil)
+		const ttl = 3 * time.Second
+		nop := func(context.Context, *anarchon.Run) error { return nil }
+		r := newSched(t, b, "r", &anarchon.Options{RegistryTTL: ttl})
+		if err := r.Every("x", time.Hour, nop, nil); err != nil {
+			t.Fatal(err)
+		}
+		mustStart(t, r)
+		defer stopAll(t, r)
+		w := newSched(t, b, "w", nil) // the waiter: not started, has y too
+		for _, j := range []string{"x", "y"} {
+			if err := w.Every(j, time.Hour, nop, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		wait := func(key string) error {
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+			_, err := w.Trigger(ctx, "y", key)
+			return err
+		}
+		// r published its job list at Start: it has no y.
+		if err := wait("k1"); err == nil || !strings.Contains(err.Error(), `no live instance (of 1) has job "y" in its job set`) {
+			t.Errorf("wait with r's list published = %v", err)
+		}
+		// Alone, r leaves its list out after a renewal: only the sets'
+		// fingerprints differ.
+		time.Sleep(2 * ttl)
+		if err := wait("k2"); err == nil || !strings.Contains(err.Error(), `the live instances (1) run another job set than this one`) ||
+			!strings.Contains(err.Error(), `which may lack job "y"`) {
+			t.Errorf("wait with r's list left out = %v", err)
+		}
+	})
+}

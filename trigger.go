@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -269,8 +270,8 @@ func (s *Scheduler) waitTrigger(ctx context.Context, ts TriggerStore, rec Trigge
 				cancel()
 			}
 			state := waitState(rec)
-			if rec.State == TriggerPending && s.noLiveInstance(context.WithoutCancel(ctx)) {
-				state += "; the store's registry lists no live instance"
+			if rec.State == TriggerPending {
+				state += s.pendingNote(context.WithoutCancel(ctx), name)
 			}
 			return rec, &waitEnded{
 				msg:   fmt.Sprintf("anarchon: job %q: trigger %q not done after waiting %v (%s)", name, key, time.Since(start).Round(time.Millisecond), state),
@@ -344,26 +345,48 @@ func (s *Scheduler) runnerGone(ctx context.Context, rec TriggerRecord) string {
 	return ""
 }
 
-// noLiveInstance reports whether the backend's instance registry lists no
-// live instance, looking for lastLook at most; false without a registry or
-// an answer.
-func (s *Scheduler) noLiveInstance(ctx context.Context) bool {
+// pendingNote says, for a trigger request still pending when its wait
+// ended, what the instance registry tells of the instances that could take
+// it: that none is live, that none of the live ones has the job in its job
+// set, or that they run another job set than this scheduler's (whose job
+// names they publish only while live sets differ, SPEC §10), which may
+// lack it. "" when it cannot tell, or when a live instance has the job:
+// without a registry, on a failed read.
+func (s *Scheduler) pendingNote(ctx context.Context, name string) string {
 	reg, ok := As[InstanceRegistry](s.backend)
 	if !ok {
-		return false
+		return ""
 	}
 	ctx, cancel := context.WithTimeout(ctx, lastLook)
 	defer cancel()
 	list, err := reg.Instances(ctx)
 	if err != nil {
-		return false
+		return ""
 	}
+	mine := s.baseInstanceInfo()
+	hasJob := func(jobs []JobFingerprint) bool {
+		return slices.ContainsFunc(jobs, func(j JobFingerprint) bool { return j.Name == name })
+	}
+	live, unlisted := 0, 0
 	for _, r := range list {
-		if r.Live() {
-			return false
+		if !r.Live() {
+			continue
+		}
+		live++
+		switch {
+		case r.JobsFingerprint == mine.JobsFingerprint && hasJob(mine.Jobs), hasJob(r.Jobs):
+			return "" // it has the job: slow, or cut off from the store
+		case !r.JobsListed():
+			unlisted++
 		}
 	}
-	return true
+	switch {
+	case live == 0:
+		return "; the store's registry lists no live instance"
+	case unlisted == 0:
+		return fmt.Sprintf("; no live instance (of %d) has job %q in its job set", live, name)
+	}
+	return fmt.Sprintf("; the live instances (%d) run another job set than this one (fingerprint %s), which may lack job %q", live, mine.JobsFingerprint, name)
 }
 
 // triggerLoop runs, on a started scheduler whose backend has a
