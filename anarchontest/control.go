@@ -129,7 +129,8 @@ func testControlPlain(t *testing.T, h Harness) {
 }
 
 // checkPausedRecord fails unless history has exactly one record of slot,
-// paused, under anarchon.PausedToken.
+// paused, under anarchon.PausedToken, with the claim's time (SPEC §12: a
+// record of a slot not run has the time of the claim that settled it).
 func checkPausedRecord(t *testing.T, recs []anarchon.RunRecord, slot int64) {
 	t.Helper()
 	n := 0
@@ -138,8 +139,8 @@ func checkPausedRecord(t *testing.T, recs []anarchon.RunRecord, slot int64) {
 			continue
 		}
 		n++
-		if r.Status != anarchon.StatusPaused || r.Token != anarchon.PausedToken(slot) {
-			t.Errorf("record of the paused slot = %+v, want status paused under %s", r, anarchon.PausedToken(slot))
+		if r.Status != anarchon.StatusPaused || r.Token != anarchon.PausedToken(slot) || r.ClaimedAt.IsZero() {
+			t.Errorf("record of the paused slot = %+v, want status paused under %s, with its claim time", r, anarchon.PausedToken(slot))
 		}
 	}
 	if n != 1 {

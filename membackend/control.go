@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/anarchon/anarchon"
 )
@@ -30,6 +31,13 @@ func (b *Backend) paused(job string) (anarchon.JobState, bool) {
 }
 
 // pausedResult is the history record of a slot settled by a pause.
+// addPaused records in's slot settled paused in j's history: the claim's
+// time under the paused token, and the paused result. Caller holds b.mu.
+func (j *jobState) addPaused(in anarchon.ClaimInput, st anarchon.JobState, now time.Time) {
+	j.hist.addClaim(anarchon.ClaimRecord{Slot: in.Slot, Token: anarchon.PausedToken(in.Slot), InstanceID: in.InstanceID, ClaimedAt: now, Attempt: 1}, now)
+	j.hist.addResultIfNone(pausedResult(in, st), now)
+}
+
 func pausedResult(in anarchon.ClaimInput, st anarchon.JobState) anarchon.StoredResult {
 	why := "job paused by " + st.By
 	if st.Reason != "" {

@@ -159,7 +159,7 @@ func (b *Backend) claimAbsent(j *jobState, c anarchon.RunClaim, now time.Time) a
 	}
 	if st, paused := b.paused(c.Job); paused {
 		j.runs[c.Slot] = &run{token: anarchon.PausedToken(c.Slot), holder: c.InstanceID, attempt: 1, state: anarchon.RunStatePaused, changed: now}
-		j.hist.addResultIfNone(pausedResult(c.ClaimInput, st), now)
+		j.addPaused(c.ClaimInput, st, now)
 		return anarchon.ClaimOutcome{Kind: anarchon.OutcomePaused}
 	}
 	if c.MaxLate > 0 && now.After(time.UnixMilli(c.Slot).Add(c.MaxLate)) {

@@ -14,7 +14,8 @@ import (
 
 // histRec is one message of the history stream: a claim ("c") or a result
 // ("r"). ClaimedAt is not stored: it is the message's server timestamp
-// (of a missed or skipped slot's result, which has no claim message).
+// (of a missed, skipped or paused slot's result, which has no claim
+// message).
 type histRec struct {
 	Kind     string    `json:"k"`
 	Slot     int64     `json:"s"`
@@ -200,7 +201,7 @@ func (b *Backend) History(ctx context.Context, job string, limit int) ([]anarcho
 	}()
 	var claims []anarchon.ClaimRecord
 	var results, settled []anarchon.StoredResult
-	var decided []anarchon.ClaimRecord // of slots settled missed or skipped
+	var decided []anarchon.ClaimRecord // of slots settled missed, skipped or paused
 	saved := map[string]bool{}         // tokens with a result
 	seen := map[string]int{}           // claim token -> index, to fold repeats
 	var read uint64                    // messages taken, at most total
@@ -266,7 +267,7 @@ func (b *Backend) History(ctx context.Context, job string, limit int) ([]anarcho
 					InstanceID: r.Instance, Attempt: r.Attempt, Status: anarchon.Status(r.Status),
 					StartedAt: r.Started, FinishedAt: r.Finished, Error: r.Error, Output: r.Output, Manual: r.Manual})
 				saved[r.Token] = true
-				if st := anarchon.Status(r.Status); st == anarchon.StatusMissed || st == anarchon.StatusSkipped {
+				if st := anarchon.Status(r.Status); st == anarchon.StatusMissed || st == anarchon.StatusSkipped || st == anarchon.StatusPaused {
 					// A slot a claim settled without running has no
 					// claim message: the settling claimer saves its
 					// result right after the claim, so the result's
