@@ -159,7 +159,7 @@ type RunRecord struct {
 	Attempt    int
 	Status     Status // StatusRunning while no result is stored
 	ClaimedAt  time.Time
-	StartedAt  time.Time
+	StartedAt  time.Time // zero until the run's result is stored, and for a slot not run
 	FinishedAt time.Time
 	Error      string
 	Output     string

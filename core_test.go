@@ -261,6 +261,13 @@ func TestBuildHistorySuperseded(t *testing.T) {
 		if r.Status != want[r.Token] {
 			t.Errorf("token %s: status %s, want %s", r.Token, r.Status, want[r.Token])
 		}
+		// A lease_lost record found so says why and what became of the slot.
+		switch {
+		case r.Token == "c3" && !strings.Contains(r.Error, "abandoned"),
+			r.Token == "a1" && !strings.Contains(r.Error, "attempt 2 on"),
+			r.Token == "b1" && !strings.Contains(r.Error, "attempt 2 on"):
+			t.Errorf("token %s: error %q, want the reason", r.Token, r.Error)
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package anarchon
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"time"
 )
@@ -112,9 +113,23 @@ func markSuperseded(out []RunRecord) {
 			for _, j := range idx {
 				if o := out[j]; o.Token != r.Token && o.Attempt >= r.Attempt {
 					r.Status = StatusLeaseLost
+					if r.Error == "" {
+						r.Error = supersededText(o)
+					}
 					break
 				}
 			}
 		}
 	}
+}
+
+// supersededText is the Error of a run markSuperseded finds lease_lost:
+// its holder stored no result, and o, a later record of the slot, says
+// what became of the slot.
+func supersededText(o RunRecord) string {
+	const lost = "no result stored: the holder's lease ran out before the run ended"
+	if o.Status == StatusAbandoned {
+		return lost + ", and the slot was abandoned (MaxAttempts reached)"
+	}
+	return fmt.Sprintf("%s, and attempt %d on %s took the slot over", lost, o.Attempt, o.InstanceID)
 }

@@ -342,7 +342,7 @@ func (h host) Execute(ctx context.Context, a *attempt) runner.Result {
 	if late, ok := h.wonLate(ctx, a); ok {
 		h.Missed(ctx, a, late)
 		return runner.Result{Token: a.Token, Attempt: a.Number, Status: runner.StatusMissed,
-			Error: fmt.Sprintf("the claim was won %v after the slot, beyond MaxLate %v (a slow or failing-over store): the handler did not run", late.Round(time.Millisecond), a.MaxLate)}
+			Error: fmt.Sprintf("the claim was won %s after the slot, beyond MaxLate %v (a slow store, a store failing over, or a MaxLate shorter than a claim's round trip): the handler did not run", runner.Lateness(late, a.MaxLate), a.MaxLate)}
 	}
 	if j := a.Job.job; a.Leased && !a.Job.backfill && j.lateRetry(run.Slot, a.Number, h.s.now) {
 		return runner.Result{Token: a.Token, Attempt: a.Number, Status: runner.StatusError,

@@ -219,7 +219,10 @@ func (s *Scheduler) requestTrigger(ctx context.Context, name, key, by string) (T
 // (its record dead or stopped, or started again after it took the
 // request), the wait ends with an error wrapping ErrTriggerRunnerGone and
 // the record as it stands (SPEC §12). The handler's error is in the
-// record, not in the returned error. RunNow is the local variant.
+// record, not in the returned error. RunNow is the local variant. A
+// scheduler that is not started, or stopped, requests and waits all the
+// same (another instance runs the request): give ctx a deadline, as a
+// request no live instance takes stays pending.
 func (s *Scheduler) Trigger(ctx context.Context, name, key string) (TriggerRecord, error) {
 	rec, err := s.RequestTrigger(ctx, name, key)
 	if err != nil {

@@ -242,8 +242,20 @@ func (a *Leased[J]) lateText() string {
 	if a.MissedWhy != "" {
 		return a.MissedWhy
 	}
-	late := a.r.host.Now().Sub(a.SlotTime()).Round(time.Millisecond)
-	return fmt.Sprintf("the claim came %v after the slot, beyond MaxLate %v: the slot was not run", late, time.Duration(a.MaxLate))
+	late := a.r.host.Now().Sub(a.SlotTime())
+	return fmt.Sprintf("the claim came %s after the slot, beyond MaxLate %v: the slot was not run", Lateness(late, a.MaxLate), a.MaxLate)
+}
+
+// Lateness writes late, a lateness past limit, to the millisecond, or
+// finer where the millisecond would round it to limit or below (1.38ms
+// past a MaxLate of 1ms is not "1ms").
+func Lateness(late, limit time.Duration) string {
+	for _, unit := range []time.Duration{time.Millisecond, time.Microsecond} {
+		if r := late.Round(unit); r > limit {
+			return r.String()
+		}
+	}
+	return late.String()
 }
 
 // overlapText is the history record's reason for a slot whose claim the
