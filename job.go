@@ -120,7 +120,12 @@ const (
 	// store event), so with a Watcher, whose event ends the replaced
 	// handlers at once, a new slot starts within tens of milliseconds of
 	// its time even when the job's interval is shorter than
-	// PollInterval. A handler that ignores
+	// PollInterval. Without a Watcher (the SQLite and MySQL stores)
+	// a replaced holder learns of it only at its next heartbeat, every
+	// Lease/3, and the new slot waits for that: keep Lease/3 well below
+	// the job's interval there, or a slot replaced while it waits starts
+	// with its context already cancelled and does no work. A handler
+	// that ignores
 	// its cancelled context may therefore still run when the new slot
 	// starts, as after a lost lease. Replaced runs are not retried and
 	// no backup takes them over. It needs a RunStore with [Replacer]
