@@ -31,6 +31,26 @@ var (
 // its line. It returns the jobs it could read and one *posError per
 // mistake, so a caller can report them all.
 func parseConfig(file string, data []byte) ([]*jobSpec, []error) {
+	jobs, errs := parseJobFile(file, data)
+	if len(errs) > 0 {
+		// A crontab given as a job file fails with YAML's own words,
+		// which do not say why: one error says it, in their place.
+		cj, all := parseCrontab(file, data)
+		if cerrs, _ := splitWarnings(all); len(cj) > 0 && len(cerrs) == 0 {
+			pe, _ := errs[0].(*posError)
+			line := 0
+			if pe != nil {
+				line = pe.Line
+			}
+			return nil, []error{&posError{File: file, Line: line, Code: codeBadYAML,
+				Msg: fmt.Sprintf("this file is a crontab (it reads as %d crontab job(s)), not a YAML job file: give it with --crontab, not --config", len(cj))}}
+		}
+	}
+	return jobs, errs
+}
+
+// parseJobFile is parseConfig without the crontab check.
+func parseJobFile(file string, data []byte) ([]*jobSpec, []error) {
 	var errs []error
 	fail := func(line int, format string, args ...any) {
 		errs = append(errs, &posError{File: file, Line: line, Msg: fmt.Sprintf(format, args...), Code: codeBadYAML})
