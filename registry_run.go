@@ -107,7 +107,10 @@ func (s *Scheduler) renewRegistration(ctx context.Context, r *registration, firs
 	} else {
 		s.setPeers(recs)
 	}
-	if err == nil && !first {
+	switch {
+	case err == nil && first:
+		s.checkLiveRecord(ctx, info, recs)
+	case err == nil:
 		s.checkTwin(ctx, r, info, recs)
 	}
 	published := info
@@ -145,6 +148,21 @@ func othersDiffer(self InstanceInfo, recs []InstanceRecord) bool {
 		}
 	}
 	return false
+}
+
+// checkLiveRecord warns at Start when a live record under this instance's
+// ID was written by another process: a second process with this ID, or a
+// previous run of this one that ended without deregistering (killed), whose
+// record lives until its TTL runs out. The two cannot be told apart yet;
+// checkTwin tells at the next renewals.
+func (s *Scheduler) checkLiveRecord(ctx context.Context, self InstanceInfo, recs []InstanceRecord) {
+	for _, rec := range recs {
+		if rec.ID == self.ID && rec.Live() && (rec.Host != self.Host || rec.PID != self.PID || !rec.StartedAt.Equal(self.StartedAt)) {
+			s.log.LogAttrs(ctx, slog.LevelWarn, "a live registry record has this instance ID: another process runs under it, or a previous run ended without deregistering (killed); give every instance its own InstanceID",
+				slog.String("other_host", rec.Host), slog.Int("other_pid", rec.PID), slog.Time("other_started_at", rec.StartedAt),
+				slog.Time("expires_at", rec.ExpiresAt))
+		}
+	}
 }
 
 // checkTwin warns, once, when the record under this instance's ID was

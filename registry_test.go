@@ -362,7 +362,8 @@ func (l *logBuffer) String() string {
 }
 
 // Two processes that share an InstanceID overwrite each other's record;
-// each warns once.
+// each warns once, and the later one also at its start, where it finds the
+// earlier one's record live.
 func TestRegistryTwinWarning(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := membackend.New(nil)
@@ -380,6 +381,10 @@ func TestRegistryTwinWarning(t *testing.T) {
 		stopAll(t, a, b)
 		if n := strings.Count(logs.String(), "another process registers under this instance ID"); n != 2 {
 			t.Fatalf("%d twin warnings, want one from each instance:\n%s", n, logs.String())
+		}
+		// b, which started while a's record was live, said so at once.
+		if n := strings.Count(logs.String(), "a live registry record has this instance ID"); n != 1 {
+			t.Fatalf("%d start warnings, want b's:\n%s", n, logs.String())
 		}
 	})
 }

@@ -21,7 +21,11 @@ import (
 // the default stated on the field.
 type Options struct {
 	// InstanceID names this instance in claims and history. Defaults to
-	// "<hostname>-<pid>".
+	// "<hostname>-<pid>". Give every instance its own: with an instance
+	// registry, Start warns when a live record has the ID already (another
+	// process, or a previous run that was killed), and the renewals warn
+	// when another process writes under it. Claims stay exactly-once
+	// (tokens hold slots), but history cannot tell the two apart.
 	InstanceID string
 	// Logger receives the scheduler's logs. Defaults to slog.Default().
 	// Besides its start, stop and store trouble, the scheduler logs each
