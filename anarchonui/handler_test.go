@@ -152,9 +152,23 @@ func TestJobPageReasons(t *testing.T) {
 	s, b := newScheduler(t, 0)
 	slot := time.Date(2026, 3, 1, 10, 5, 0, 0, time.UTC)
 	save(t, b, slot, "replica-a", "t1", 1, anarchon.StatusError, "exit status 3", 0)
-	save(t, b, slot.Add(5*time.Minute), "replica-b", "t2", 1, anarchon.StatusSkipped, "another run of the job still held a live lease", 0)
+	// A slot not run: claimed (settled) now, never started.
+	skipped := slot.Add(5 * time.Minute)
+	ctx := context.Background()
+	if _, err := b.Claim(ctx, anarchon.ClaimInput{Job: "report", Slot: skipped.UnixMilli(), Token: "t2", InstanceID: "replica-b"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.SaveResult(ctx, anarchon.SaveResultInput{Job: "report", Result: anarchon.StoredResult{Slot: skipped.UnixMilli(), Token: "t2",
+		InstanceID: "replica-b", Attempt: 1, Status: anarchon.StatusSkipped, Error: "another run of the job still held a live lease"}}); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := s.History(ctx, "report", 0)
+	if err != nil || len(recs) != 2 || recs[0].ClaimedAt.IsZero() {
+		t.Fatalf("history %+v, %v; want the skipped slot claimed", recs, err)
+	}
 	_, body := get(t, Handler(s, nil), "/job/report")
-	for _, want := range []string{`<td class="err">exit status 3</td>`, `<td class="why">another run of the job still held a live lease</td>`, "Error or reason"} {
+	for _, want := range []string{`<td class="err">exit status 3</td>`, `<td class="why">another run of the job still held a live lease</td>`, "Error or reason",
+		"<th>Claimed</th>", "<td><small>" + formatTS(recs[0].ClaimedAt) + "</small></td><td><small>–</small></td>"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("job page lacks %q", want)
 		}

@@ -81,9 +81,11 @@ type attemptRow struct {
 	Attempt  int
 	Instance string
 	Status   anarchon.Status
+	Claimed  string // when the claim was made (store clock); for a slot not run, when it was settled
 	Start    string
 	Duration string
 	Error    string
+	ErrClass string // "why" for the reason of a slot not run (missed, skipped, paused, replaced), "err" otherwise
 	Output   string // its tail
 	OutLen   int
 }
@@ -264,14 +266,24 @@ func groupSlots(recs []anarchon.RunRecord, before int64, n int) ([]slotRow, stri
 		for k, a := range atts {
 			row.Manual = row.Manual || a.Manual
 			row.Attempts[k] = attemptRow{
-				Attempt: a.Attempt, Instance: a.InstanceID, Status: a.Status, Start: formatTS(a.StartedAt),
-				Duration: ran(a), Error: a.Error, Output: tail(a.Output), OutLen: len(a.Output),
+				Attempt: a.Attempt, Instance: a.InstanceID, Status: a.Status, Claimed: formatTS(a.ClaimedAt), Start: formatTS(a.StartedAt),
+				Duration: ran(a), Error: a.Error, ErrClass: errClass(a.Status), Output: tail(a.Output), OutLen: len(a.Output),
 			}
 		}
 		out = append(out, row)
 		i = j
 	}
 	return out, ""
+}
+
+// errClass is the class of an attempt's error cell: a slot not run has a
+// reason, shown apart from a failed run's error.
+func errClass(st anarchon.Status) string {
+	switch st {
+	case anarchon.StatusMissed, anarchon.StatusSkipped, anarchon.StatusPaused, anarchon.StatusReplaced:
+		return "why"
+	}
+	return "err"
 }
 
 func cmpInt(a, b int64) int {
