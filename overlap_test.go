@@ -48,15 +48,7 @@ func TestOverlapBufferOne(t *testing.T) {
 			return nil
 		}
 		t0 = time.Now().Truncate(10 * time.Second).Add(10 * time.Second).UTC()
-		var ss []*anarchon.Scheduler
-		for i := range 3 {
-			s := newSched(t, store, fmt.Sprintf("i%d", i), nil)
-			if err := s.Every("buf", 10*time.Second, h, &anarchon.JobOptions{Overlap: anarchon.OverlapBufferOne, Lease: 3 * time.Second}); err != nil {
-				t.Fatal(err)
-			}
-			mustStart(t, s)
-			ss = append(ss, s)
-		}
+		ss := startEvery(t, store, nil, "buf", 10*time.Second, h, &anarchon.JobOptions{Overlap: anarchon.OverlapBufferOne, Lease: 3 * time.Second})
 		time.Sleep(time.Until(t0.Add(35 * time.Second)))
 		stopAll(t, ss...)
 
@@ -139,16 +131,7 @@ func TestOverlapLimit(t *testing.T) {
 			mu.Unlock()
 			return nil
 		}
-		var ss []*anarchon.Scheduler
-		for i := range 3 {
-			s := newSched(t, store, fmt.Sprintf("i%d", i), nil)
-			opts := &anarchon.JobOptions{Overlap: anarchon.OverlapLimit, OverlapLimit: 2, Lease: 3 * time.Second}
-			if err := s.Every("lim", 10*time.Second, h, opts); err != nil {
-				t.Fatal(err)
-			}
-			mustStart(t, s)
-			ss = append(ss, s)
-		}
+		ss := startEvery(t, store, nil, "lim", 10*time.Second, h, &anarchon.JobOptions{Overlap: anarchon.OverlapLimit, OverlapLimit: 2, Lease: 3 * time.Second})
 		time.Sleep(time.Until(t0.Add(66 * time.Second)))
 		stopAll(t, ss...)
 
@@ -256,15 +239,7 @@ func testOverlapReplace(t *testing.T, watch bool, newStore func() anarchon.Backe
 			mu.Unlock()
 			return err
 		}
-		var ss []*anarchon.Scheduler
-		for i := range 3 {
-			s := newSched(t, store, fmt.Sprintf("i%d", i), nil)
-			if err := s.Every("rep", 10*time.Second, h, &anarchon.JobOptions{Overlap: anarchon.OverlapReplace, Lease: 3 * time.Second}); err != nil {
-				t.Fatal(err)
-			}
-			mustStart(t, s)
-			ss = append(ss, s)
-		}
+		ss := startEvery(t, store, nil, "rep", 10*time.Second, h, &anarchon.JobOptions{Overlap: anarchon.OverlapReplace, Lease: 3 * time.Second})
 		time.Sleep(time.Until(t0.Add(58 * time.Second)))
 		stopAll(t, ss...)
 
@@ -352,15 +327,7 @@ func TestOverlapReplaceShortInterval(t *testing.T) {
 			mu.Unlock()
 			return ctx.Err()
 		}
-		var ss []*anarchon.Scheduler
-		for i := range 3 {
-			s := newSched(t, store, fmt.Sprintf("i%d", i), &anarchon.Options{PollInterval: 5 * time.Second})
-			if err := s.Every("rep", 2*time.Second, h, &anarchon.JobOptions{Overlap: anarchon.OverlapReplace, Lease: 3 * time.Second}); err != nil {
-				t.Fatal(err)
-			}
-			mustStart(t, s)
-			ss = append(ss, s)
-		}
+		ss := startEvery(t, store, &anarchon.Options{PollInterval: 5 * time.Second}, "rep", 2*time.Second, h, &anarchon.JobOptions{Overlap: anarchon.OverlapReplace, Lease: 3 * time.Second})
 		time.Sleep(time.Until(t0.Add(21 * time.Second)))
 		stopAll(t, ss...)
 		mu.Lock()
@@ -421,4 +388,20 @@ func TestOverlapReplaceBeforeFirstBeat(t *testing.T) {
 			t.Errorf("slot 0 ended with causes %v, want ErrReplaced", causes)
 		}
 	})
+}
+
+// startEvery starts three schedulers, i0 to i2, on store with opts, each
+// with the job name every interval under jobOpts.
+func startEvery(t *testing.T, store anarchon.Backend, opts *anarchon.Options, name string, every time.Duration, h anarchon.Handler, jobOpts *anarchon.JobOptions) []*anarchon.Scheduler {
+	t.Helper()
+	var ss []*anarchon.Scheduler
+	for i := range 3 {
+		s := newSched(t, store, fmt.Sprintf("i%d", i), opts)
+		if err := s.Every(name, every, h, jobOpts); err != nil {
+			t.Fatal(err)
+		}
+		mustStart(t, s)
+		ss = append(ss, s)
+	}
+	return ss
 }

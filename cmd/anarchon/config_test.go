@@ -197,30 +197,3 @@ func TestConfigScalarsAsWritten(t *testing.T) {
 		}
 	}
 }
-
-// A crontab given as a YAML job file is one error saying to give it with
-// --crontab, in place of YAML's own; a YAML file with mistakes gets no such
-// hint.
-func TestCrontabAsJobFileHint(t *testing.T) {
-	const hint = "give it with --crontab"
-	for _, src := range []string{
-		"* * * * * echo hi\n",
-		"# name: backup\n0 3 * * * /usr/local/bin/backup --all\nMAILTO=ops\n*/5 * * * * * date\n",
-	} {
-		jobs, errs := parseConfig("jobs.cron", []byte(src))
-		if len(jobs) != 0 || len(errs) != 1 || !strings.Contains(errs[0].Error(), hint) {
-			t.Errorf("%q as a job file: jobs %v, errors %v; want one error saying %q", src, jobs, errs, hint)
-		}
-	}
-	for _, src := range []string{"jobs:\n  - name: a\n    schedul: x\n", "- name: [\n"} {
-		_, errs := parseConfig("bad.yaml", []byte(src))
-		if len(errs) == 0 {
-			t.Fatalf("%q: no error", src)
-		}
-		for _, e := range errs {
-			if strings.Contains(e.Error(), hint) {
-				t.Errorf("%q: a job file's error %q says it is a crontab", src, e)
-			}
-		}
-	}
-}

@@ -321,30 +321,42 @@ func TestUnknownZoneNamesItsJobs(t *testing.T) {
 	}
 }
 
-// A YAML job file given as a crontab fails with one error that says to
-// give it with --config, in place of its lines' errors, block or flow
-// style; a crontab whose lines are wrong gets no such hint.
-func TestJobFileAsCrontabHint(t *testing.T) {
-	const hint = "give it with --config"
-	for _, src := range []string{
-		"jobs:\n  - name: hello\n    schedule: \"*/5 * * * *\"\n    command: echo hi\n",
-		"- name: a\n  schedule: \"@daily\"\n  shell: echo a\n",
-		"jobs:\n",
-		"jobs: [{name: a, schedule: \"* * * * *\", command: \"echo hi\"}]\n",
+// A file given in the other format fails with one error that says to give
+// it with the other flag, in place of its lines' or YAML's own errors (a
+// YAML job file as a crontab, block or flow style; a crontab as a job
+// file); a file of its own format with mistakes gets no such hint.
+func TestWrongFormatHint(t *testing.T) {
+	for _, tc := range []struct {
+		flag, hint    string
+		parse         func(string, []byte) ([]*jobSpec, []error)
+		other, broken []string
+	}{
+		{"--crontab", "give it with --config", parseCrontab, []string{
+			"jobs:\n  - name: hello\n    schedule: \"*/5 * * * *\"\n    command: echo hi\n",
+			"- name: a\n  schedule: \"@daily\"\n  shell: echo a\n",
+			"jobs:\n",
+			"jobs: [{name: a, schedule: \"* * * * *\", command: \"echo hi\"}]\n",
+		}, []string{"* * * *\n", "SHELL=/bin/sh\n# name: x\n0 0 * *\n", "name: x\n"}},
+		{"--config", "give it with --crontab", parseConfig, []string{
+			"* * * * * echo hi\n",
+			"# name: backup\n0 3 * * * /usr/local/bin/backup --all\nMAILTO=ops\n*/5 * * * * * date\n",
+		}, []string{"jobs:\n  - name: a\n    schedul: x\n", "- name: [\n"}},
 	} {
-		jobs, errs := parseCrontab("jobs.yaml", []byte(src))
-		if len(jobs) != 0 || len(errs) != 1 || !strings.Contains(errs[0].Error(), hint) || strings.Contains(errs[0].Error(), "time fields") {
-			t.Errorf("%q as a crontab: jobs %v, errors %v; want no job and one error saying only %q", src, jobs, errs, hint)
+		for _, src := range tc.other {
+			jobs, errs := tc.parse("f", []byte(src))
+			if len(jobs) != 0 || len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.hint) || strings.Contains(errs[0].Error(), "time fields") {
+				t.Errorf("%s %q: jobs %v, errors %v; want no job and one error saying only %q", tc.flag, src, jobs, errs, tc.hint)
+			}
 		}
-	}
-	for _, src := range []string{"* * * *\n", "SHELL=/bin/sh\n# name: x\n0 0 * *\n", "name: x\n"} {
-		_, errs := parseCrontab("bad.cron", []byte(src))
-		if len(errs) == 0 {
-			t.Fatalf("%q: no error", src)
-		}
-		for _, e := range errs {
-			if strings.Contains(e.Error(), hint) {
-				t.Errorf("%q: a crontab's error %q says it is a job file", src, e)
+		for _, src := range tc.broken {
+			_, errs := tc.parse("f", []byte(src))
+			if len(errs) == 0 {
+				t.Fatalf("%s %q: no error", tc.flag, src)
+			}
+			for _, e := range errs {
+				if strings.Contains(e.Error(), tc.hint) {
+					t.Errorf("%s %q: error %q names the other format", tc.flag, src, e)
+				}
 			}
 		}
 	}
