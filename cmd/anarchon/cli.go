@@ -740,6 +740,17 @@ kills it at once.`,
 	return c
 }
 
+// printLast prints one of status's last records of a job.
+func printLast(w io.Writer, label string, r *recordJSON) {
+	fmt.Fprintf(w, "  %s slot %s %s on %s", label, r.Slot, r.Status, r.Instance)
+	if r.Error != "" {
+		fmt.Fprintf(w, ": %s", firstLine(r.Error))
+	} else if r.InstanceGone != "" {
+		fmt.Fprintf(w, ": no result yet, and %s", r.InstanceGone)
+	}
+	fmt.Fprintln(w)
+}
+
 // storedRecord is run-now's record as the store keeps it, which history
 // prints: the claim time by the store's clock and the times in whole
 // milliseconds, where RunNow's has this process's. rec when the read fails
@@ -856,13 +867,10 @@ result.`,
 						a.Slot, a.Instance, a.Attempt, a.State, a.LeaseUntil, live)
 				}
 				if j.Last != nil {
-					fmt.Fprintf(stdout, "  last:   slot %s %s on %s", j.Last.Slot, j.Last.Status, j.Last.Instance)
-					if j.Last.Error != "" {
-						fmt.Fprintf(stdout, ": %s", firstLine(j.Last.Error))
-					} else if j.Last.InstanceGone != "" {
-						fmt.Fprintf(stdout, ": no result yet, and %s", j.Last.InstanceGone)
+					printLast(stdout, "last:  ", j.Last)
+					if j.LastRun != nil {
+						printLast(stdout, "last run:", j.LastRun)
 					}
-					fmt.Fprintln(stdout)
 				} else {
 					fmt.Fprintln(stdout, "  last:   never ran")
 				}

@@ -310,3 +310,39 @@ func TestResumeCatchUpNamesKey(t *testing.T) {
 		t.Errorf("status: exit %d, want the request %s pending:\n%s", code, key, out)
 	}
 }
+
+// status shows, beside a job's last record, its last run when the last
+// record is a slot not run (skipped here): whether the job's runs succeed
+// is not hidden behind skipped slots.
+func TestStatusLastRun(t *testing.T) {
+	dir := t.TempDir()
+	ct := writeFile(t, dir, "t.cron", "# name: j\n@daily echo\n# name: k\n@daily echo\n")
+	store := "sqlite:" + filepath.Join(dir, "s.db")
+	b, err := openStore(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := b.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	slot := time.Now().Add(-time.Hour).Truncate(time.Minute)
+	save := func(job string, at time.Time, tok string, st anarchon.Status, why string) {
+		r := anarchon.StoredResult{Slot: at.UnixMilli(), Token: tok, InstanceID: "w", Attempt: 1, Status: st, Error: why}
+		if st == anarchon.StatusSuccess {
+			r.StartedAt, r.FinishedAt = at, at.Add(time.Second)
+		}
+		if err := b.SaveResult(ctx, anarchon.SaveResultInput{Job: job, Result: r, HistorySize: 10}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	save("j", slot, "t1", anarchon.StatusSuccess, "")
+	save("j", slot.Add(time.Minute), "t2", anarchon.StatusSkipped, "another run held it")
+	save("k", slot, "t3", anarchon.StatusSuccess, "")
+	_ = b.Close(ctx)
+	code, out, errOut := cli(t, "status", "--store", store, "--crontab", ct)
+	if code != 0 || !strings.Contains(out, "last:   slot "+formatTime(slot.Add(time.Minute))+" skipped on w: another run held it") ||
+		!strings.Contains(out, "last run: slot "+formatTime(slot)+" success on w") || strings.Count(out, "last run:") != 1 {
+		t.Errorf("status: exit %d\n%s%s\nwant j's skipped slot and its last run, and k's last record alone", code, out, errOut)
+	}
+}

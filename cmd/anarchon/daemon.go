@@ -727,7 +727,24 @@ type jobStatus struct {
 	Next     []string     `json:"next"`
 	Active   []activeJSON `json:"active"`
 	Last     *recordJSON  `json:"last"`
-	Error    string       `json:"error,omitempty"`
+	// LastRun is the newest record of a slot that ran (or runs), when
+	// Last is one not run (missed, skipped, paused): among the newest
+	// statusRecords; absent when Last ran or none of those did.
+	LastRun *recordJSON `json:"last_run,omitempty"`
+	Error   string      `json:"error,omitempty"`
+}
+
+// statusRecords is how many of a job's newest records status reads to
+// find its last run behind slots not run.
+const statusRecords = 20
+
+// notRun reports whether r is the record of a slot that did not run.
+func notRun(r anarchon.RunRecord) bool {
+	switch r.Status {
+	case anarchon.StatusMissed, anarchon.StatusSkipped, anarchon.StatusPaused:
+		return true
+	}
+	return false
 }
 
 type activeJSON struct {
@@ -798,13 +815,21 @@ func (d *daemon) status(ctx context.Context) statusReport {
 				})
 			}
 		}
-		recs, err := d.backend.History(ctx, j.Name, 1)
+		recs, err := d.backend.History(ctx, j.Name, statusRecords)
 		if err != nil {
 			errs = append(errs, "history: "+err.Error())
 		} else if len(recs) > 0 {
 			r := toJSON(recs[0])
 			r.InstanceGone = replicas.runGone(recs[0])
 			js.Last = &r
+			for _, rec := range recs[1:] {
+				if notRun(recs[0]) && !notRun(rec) {
+					lr := toJSON(rec)
+					lr.InstanceGone = replicas.runGone(rec)
+					js.LastRun = &lr
+					break
+				}
+			}
 		}
 		js.Error = strings.Join(errs, "; ")
 		rep.Jobs = append(rep.Jobs, js)
