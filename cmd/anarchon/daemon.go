@@ -729,7 +729,8 @@ type jobStatus struct {
 	Last     *recordJSON  `json:"last"`
 	// LastRun is the newest record of a slot that ran (or runs), when
 	// Last is one not run (missed, skipped, paused): among the newest
-	// statusRecords; absent when Last ran or none of those did.
+	// statusRecords, read only then; absent when Last ran or none of
+	// those did.
 	LastRun *recordJSON `json:"last_run,omitempty"`
 	Error   string      `json:"error,omitempty"`
 }
@@ -815,7 +816,11 @@ func (d *daemon) status(ctx context.Context) statusReport {
 				})
 			}
 		}
-		recs, err := d.backend.History(ctx, j.Name, statusRecords)
+		recs, err := d.backend.History(ctx, j.Name, 1)
+		if err == nil && len(recs) == 1 && notRun(recs[0]) {
+			// Only then are older records read, for the last run.
+			recs, err = d.backend.History(ctx, j.Name, statusRecords)
+		}
 		if err != nil {
 			errs = append(errs, "history: "+err.Error())
 		} else if len(recs) > 0 {
