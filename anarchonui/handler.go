@@ -441,7 +441,10 @@ func (h *handler) action(w http.ResponseWriter, r *http.Request) {
 		if key == "" {
 			key = rand.Text()
 		}
-		err, msg = h.act.Trigger(ctx, name, key), "triggered "+name
+		// The form's key is the page's: the same form sent again (a
+		// double click, the back button) is the same request, which
+		// runs once.
+		err, msg = h.act.Trigger(ctx, name, key), "triggered "+name+": a live replica runs it once (key "+key+"; this form sent again runs nothing more)"
 	case "pause":
 		if h.act.Pause == nil {
 			http.NotFound(w, r)

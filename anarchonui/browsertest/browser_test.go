@@ -371,7 +371,7 @@ func TestDashboard(t *testing.T) {
 		chromedp.Click(`tr[data-job="manual"] button.trigger`, chromedp.ByQuery),
 		chromedp.WaitVisible(`#flash`, chromedp.ByQuery),
 		text("#flash", &body))
-	if !strings.Contains(body, "triggered manual") {
+	if !strings.Contains(body, "triggered manual: a live replica runs it once (key ") {
 		t.Errorf("flash after trigger: %q", body)
 	}
 	waitFor(t, 30*time.Second, "the triggered run", func() bool { return len(lines(t, manualOut)) > before })
