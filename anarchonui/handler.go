@@ -128,6 +128,9 @@ func Handler(s *anarchon.Scheduler, opts *Options) http.Handler {
 	if o.PageSize <= 0 {
 		o.PageSize = 100
 	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -473,9 +476,12 @@ func (h *handler) action(w http.ResponseWriter, r *http.Request) {
 		strings.HasPrefix(back, "//") || strings.Contains(back, `\`) {
 		u = &url.URL{Path: h.o.BasePath}
 	}
+	attrs := []slog.Attr{slog.String("action", act), slog.String("job", name), slog.String("client", r.RemoteAddr)}
 	if err != nil {
+		h.o.Logger.LogAttrs(ctx, slog.LevelWarn, "dashboard action failed", append(attrs, slog.String("error", h.clean(err.Error())))...)
 		h.setFlash(w, r, "err", act+" "+name+": "+h.clean(err.Error()))
 	} else {
+		h.o.Logger.LogAttrs(ctx, slog.LevelInfo, "dashboard action", attrs...)
 		h.setFlash(w, r, "ok", msg)
 	}
 	http.Redirect(w, r, u.String(), http.StatusSeeOther)

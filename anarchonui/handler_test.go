@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -547,7 +548,8 @@ func TestDefaultPauseResume(t *testing.T) {
 	if a.Pause == nil || a.Resume == nil || a.Paused == nil || a.Trigger == nil {
 		t.Fatalf("membackend has job control and triggers, actions: %+v", a)
 	}
-	h := Handler(s, nil)
+	var logs strings.Builder
+	h := Handler(s, &Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if code, body := get(t, h, "/"); code != http.StatusOK || !strings.Contains(body, `class="pause"`) || !strings.Contains(body, `class="trigger"`) {
 		t.Errorf("jobs page (%d) lacks the pause or trigger button of a store that has them", code)
 	}
@@ -567,5 +569,11 @@ func TestDefaultPauseResume(t *testing.T) {
 	}
 	if st, err := s.JobState(context.Background(), "tick"); err != nil || st.Paused {
 		t.Fatalf("state after resume: %+v, %v", st, err)
+	}
+	// Each action is in the log.
+	for _, act := range []string{"pause", "resume"} {
+		if !strings.Contains(logs.String(), `level=INFO msg="dashboard action" action=`+act+` job=tick client=127.0.0.1:40000`) {
+			t.Errorf("log lacks the %s:\n%s", act, logs.String())
+		}
 	}
 }

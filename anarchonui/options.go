@@ -2,6 +2,7 @@ package anarchonui
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"time"
 )
@@ -44,6 +45,11 @@ type Options struct {
 	CSRFKey []byte
 	// Now is the local clock. Defaults to time.Now.
 	Now func() time.Time
+	// Logger gets one INFO record per action taken from the dashboard
+	// ("dashboard action": action, job, client address, and the error of
+	// one that failed, at WARN), so that a pause or a trigger made there
+	// is in the logs. Defaults to slog.Default().
+	Logger *slog.Logger
 }
 
 // Auth configures authentication. The dashboard needs none for a request

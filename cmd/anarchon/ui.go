@@ -37,6 +37,7 @@ func mountUI(mux *http.ServeMux, d *daemon, addr string, cfg httpConfig) {
 		Store:    d.store,
 		Secrets:  pageSecrets(d.rawStore),
 		ReadOnly: os.Getenv("ANARCHON_UI_READONLY") == "1",
+		Logger:   d.log,
 	})
 	mux.Handle("/ui/", http.StripPrefix("/ui", h))
 	mux.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusFound))
