@@ -518,14 +518,14 @@ func TestTriggerPendingSaysWhy(t *testing.T) {
 			return err
 		}
 		// r published its job list at Start: it has no y.
-		if err := wait("k1"); err == nil || !strings.Contains(err.Error(), `no live instance (of 1) has job "y" in its job set`) {
+		if err := wait("k1"); err == nil || !strings.Contains(err.Error(), `no live instance (r) has job "y" in its job set`) {
 			t.Errorf("wait with r's list published = %v", err)
 		}
 		// Alone, r leaves its list out after a renewal: only the sets'
 		// fingerprints differ.
 		time.Sleep(2 * ttl)
-		if err := wait("k2"); err == nil || !strings.Contains(err.Error(), `the live instances (1) run another job set than this one`) ||
-			!strings.Contains(err.Error(), `which may lack job "y"`) {
+		if err := wait("k2"); err == nil || !strings.Contains(err.Error(), `the live instances (r) run another job set than this scheduler`) ||
+			!strings.Contains(err.Error(), `job "y" may not be among them`) {
 			t.Errorf("wait with r's list left out = %v", err)
 		}
 	})

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -370,12 +371,13 @@ func (s *Scheduler) pendingNote(ctx context.Context, name string) string {
 	hasJob := func(jobs []JobFingerprint) bool {
 		return slices.ContainsFunc(jobs, func(j JobFingerprint) bool { return j.Name == name })
 	}
-	live, unlisted := 0, 0
+	var live []string
+	unlisted := 0
 	for _, r := range list {
 		if !r.Live() {
 			continue
 		}
-		live++
+		live = append(live, r.ID)
 		switch {
 		case r.JobsFingerprint == mine.JobsFingerprint && hasJob(mine.Jobs), hasJob(r.Jobs):
 			return "" // it has the job: slow, or cut off from the store
@@ -384,12 +386,21 @@ func (s *Scheduler) pendingNote(ctx context.Context, name string) string {
 		}
 	}
 	switch {
-	case live == 0:
+	case len(live) == 0:
 		return "; the store's registry lists no live instance"
 	case unlisted == 0:
-		return fmt.Sprintf("; no live instance (of %d) has job %q in its job set", live, name)
+		return fmt.Sprintf("; no live instance (%s) has job %q in its job set", idList(live), name)
 	}
-	return fmt.Sprintf("; the live instances (%d) run another job set than this one (fingerprint %s), which may lack job %q", live, mine.JobsFingerprint, name)
+	return fmt.Sprintf("; the live instances (%s) run another job set than this scheduler, and list their jobs only while their own sets differ: job %q may not be among them", idList(live), name)
+}
+
+// idList writes instance IDs for a message: the first three, and how many
+// more.
+func idList(ids []string) string {
+	if len(ids) <= 3 {
+		return strings.Join(ids, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(ids[:3], ", "), len(ids)-3)
 }
 
 // triggerLoop runs, on a started scheduler whose backend has a

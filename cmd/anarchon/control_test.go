@@ -206,15 +206,8 @@ func TestWriteCommandsUnreachableStore(t *testing.T) {
 func TestHistoryRunOfGoneInstance(t *testing.T) {
 	dir := t.TempDir()
 	ct := writeFile(t, dir, "t.cron", "# name: dead\n@daily echo\n# name: again\n@daily echo\n# name: alive\n@daily echo\n")
-	store := "sqlite:" + filepath.Join(dir, "s.db")
-	b, err := openStore(store)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, b := newSQLiteStore(t, dir)
 	ctx := context.Background()
-	if err := b.Init(ctx); err != nil {
-		t.Fatal(err)
-	}
 	reg, _ := anarchon.As[anarchon.InstanceRegistry](b)
 	claimed := time.Now().Add(-time.Minute)
 	for _, in := range []struct {
@@ -317,15 +310,8 @@ func TestResumeCatchUpNamesKey(t *testing.T) {
 func TestStatusLastRun(t *testing.T) {
 	dir := t.TempDir()
 	ct := writeFile(t, dir, "t.cron", "# name: j\n@daily echo\n# name: k\n@daily echo\n")
-	store := "sqlite:" + filepath.Join(dir, "s.db")
-	b, err := openStore(store)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, b := newSQLiteStore(t, dir)
 	ctx := context.Background()
-	if err := b.Init(ctx); err != nil {
-		t.Fatal(err)
-	}
 	slot := time.Now().Add(-time.Hour).Truncate(time.Minute)
 	save := func(job string, at time.Time, tok string, st anarchon.Status, why string) {
 		r := anarchon.StoredResult{Slot: at.UnixMilli(), Token: tok, InstanceID: "w", Attempt: 1, Status: st, Error: why}
@@ -345,4 +331,20 @@ func TestStatusLastRun(t *testing.T) {
 		!strings.Contains(out, "last run: slot "+formatTime(slot)+" success on w") || strings.Count(out, "last run:") != 1 {
 		t.Errorf("status: exit %d\n%s%s\nwant j's skipped slot and its last run, and k's last record alone", code, out, errOut)
 	}
+}
+
+// newSQLiteStore opens and initialises an SQLite store s.db in dir, for a
+// test to write records into before the commands read them; it returns
+// the store's URL and the open backend, which the test closes.
+func newSQLiteStore(t *testing.T, dir string) (string, anarchon.Backend) {
+	t.Helper()
+	store := "sqlite:" + filepath.Join(dir, "s.db")
+	b, err := openStore(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Init(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return store, b
 }
