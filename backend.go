@@ -124,6 +124,17 @@ func (s Status) Final() bool {
 	return false
 }
 
+// NotRun reports whether s records a slot that was settled without its
+// handler running: missed, skipped or paused. Such a record's Error says
+// why (SPEC §12).
+func (s Status) NotRun() bool {
+	switch s {
+	case StatusMissed, StatusSkipped, StatusPaused:
+		return true
+	}
+	return false
+}
+
 // StoredResult is what SaveResult stores for a run.
 type StoredResult struct {
 	Slot       int64     // Unix ms

@@ -405,3 +405,17 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// NotRun is true of the statuses of slots settled without running, whose
+// records say why (SPEC §12), and of no other.
+func TestStatusNotRun(t *testing.T) {
+	for st, want := range map[anarchon.Status]bool{
+		anarchon.StatusMissed: true, anarchon.StatusSkipped: true, anarchon.StatusPaused: true,
+		anarchon.StatusSuccess: false, anarchon.StatusError: false, anarchon.StatusRunning: false,
+		anarchon.StatusReplaced: false, anarchon.StatusAbandoned: false, anarchon.StatusLeaseLost: false,
+	} {
+		if st.NotRun() != want {
+			t.Errorf("%s.NotRun() = %v, want %v", st, !want, want)
+		}
+	}
+}

@@ -150,6 +150,12 @@ func othersDiffer(self InstanceInfo, recs []InstanceRecord) bool {
 	return false
 }
 
+// otherProcess reports whether rec is under self's ID but was written by
+// another process: another host, PID or start time.
+func otherProcess(rec InstanceRecord, self InstanceInfo) bool {
+	return rec.ID == self.ID && (rec.Host != self.Host || rec.PID != self.PID || !rec.StartedAt.Equal(self.StartedAt))
+}
+
 // checkLiveRecord warns at Start when a live record under this instance's
 // ID was written by another process: a second process with this ID, or a
 // previous run of this one that ended without deregistering (killed), whose
@@ -157,7 +163,7 @@ func othersDiffer(self InstanceInfo, recs []InstanceRecord) bool {
 // checkTwin tells at the next renewals.
 func (s *Scheduler) checkLiveRecord(ctx context.Context, self InstanceInfo, recs []InstanceRecord) {
 	for _, rec := range recs {
-		if rec.ID == self.ID && rec.Live() && (rec.Host != self.Host || rec.PID != self.PID || !rec.StartedAt.Equal(self.StartedAt)) {
+		if rec.Live() && otherProcess(rec, self) {
 			s.log.LogAttrs(ctx, slog.LevelWarn, "a live registry record has this instance ID: another process runs under it, or a previous run ended without deregistering (killed); give every instance its own InstanceID",
 				slog.String("other_host", rec.Host), slog.Int("other_pid", rec.PID), slog.Time("other_started_at", rec.StartedAt),
 				slog.Time("expires_at", rec.ExpiresAt))
@@ -174,7 +180,7 @@ func (s *Scheduler) checkTwin(ctx context.Context, r *registration, self Instanc
 		return
 	}
 	for _, rec := range recs {
-		if rec.ID == self.ID && (rec.Host != self.Host || rec.PID != self.PID || !rec.StartedAt.Equal(self.StartedAt)) {
+		if otherProcess(rec, self) {
 			r.twin = true
 			s.log.LogAttrs(ctx, slog.LevelWarn, "another process registers under this instance ID; give every instance its own InstanceID",
 				slog.String("other_host", rec.Host), slog.Int("other_pid", rec.PID), slog.Time("other_started_at", rec.StartedAt))

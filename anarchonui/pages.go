@@ -279,8 +279,7 @@ func groupSlots(recs []anarchon.RunRecord, before int64, n int) ([]slotRow, stri
 // errClass is the class of an attempt's error cell: a slot not run has a
 // reason, shown apart from a failed run's error.
 func errClass(st anarchon.Status) string {
-	switch st {
-	case anarchon.StatusMissed, anarchon.StatusSkipped, anarchon.StatusPaused, anarchon.StatusReplaced:
+	if st.NotRun() || st == anarchon.StatusReplaced {
 		return "why"
 	}
 	return "err"

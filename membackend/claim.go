@@ -76,7 +76,7 @@ func (b *Backend) claim(in anarchon.ClaimInput) (bool, error) {
 	if st, paused := b.paused(in.Job); paused {
 		// The slot is settled for every claimer, now and after a resume.
 		j.claims[in.Slot] = claimKey{token: anarchon.PausedToken(in.Slot), at: now}
-		j.addPaused(in, st, now)
+		j.addSettled(in, pausedResult(in, st), now)
 		j.hist.trim(j.historySize, j.historyTTL, now)
 		return false, nil
 	}

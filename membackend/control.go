@@ -31,11 +31,13 @@ func (b *Backend) paused(job string) (anarchon.JobState, bool) {
 }
 
 // pausedResult is the history record of a slot settled by a pause.
-// addPaused records in's slot settled paused in j's history: the claim's
-// time under the paused token, and the paused result. Caller holds b.mu.
-func (j *jobState) addPaused(in anarchon.ClaimInput, st anarchon.JobState, now time.Time) {
-	j.hist.addClaim(anarchon.ClaimRecord{Slot: in.Slot, Token: anarchon.PausedToken(in.Slot), InstanceID: in.InstanceID, ClaimedAt: now, Attempt: 1}, now)
-	j.hist.addResultIfNone(pausedResult(in, st), now)
+// addSettled records in's slot settled without running in j's history:
+// the claim's time under r's token, as the claim of a run that ran has it
+// (anarchontest's History/Settled), and r unless a result of the token is
+// stored. Caller holds b.mu.
+func (j *jobState) addSettled(in anarchon.ClaimInput, r anarchon.StoredResult, now time.Time) {
+	j.hist.addClaim(anarchon.ClaimRecord{Slot: in.Slot, Token: r.Token, InstanceID: in.InstanceID, ClaimedAt: now, Attempt: 1}, now)
+	j.hist.addResultIfNone(r, now)
 }
 
 func pausedResult(in anarchon.ClaimInput, st anarchon.JobState) anarchon.StoredResult {

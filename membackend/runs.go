@@ -150,16 +150,13 @@ func (j *jobState) won(r *run) anarchon.ClaimOutcome {
 func (b *Backend) claimAbsent(j *jobState, c anarchon.RunClaim, now time.Time) anarchon.ClaimOutcome {
 	settle := func(state anarchon.RunState, status anarchon.Status) {
 		j.runs[c.Slot] = &run{token: c.Token, holder: c.InstanceID, attempt: 1, state: state, changed: now}
-		// The claim's time goes with the record, as the claim of a run
-		// that ran has it (anarchontest's History/Settled).
-		j.hist.addClaim(anarchon.ClaimRecord{Slot: c.Slot, Token: c.Token, InstanceID: c.InstanceID, ClaimedAt: now, Attempt: 1}, now)
-		j.hist.addResultIfNone(anarchon.StoredResult{
+		j.addSettled(c.ClaimInput, anarchon.StoredResult{
 			Slot: c.Slot, Token: c.Token, InstanceID: c.InstanceID, Attempt: 1, Status: status,
 		}, now)
 	}
 	if st, paused := b.paused(c.Job); paused {
 		j.runs[c.Slot] = &run{token: anarchon.PausedToken(c.Slot), holder: c.InstanceID, attempt: 1, state: anarchon.RunStatePaused, changed: now}
-		j.addPaused(c.ClaimInput, st, now)
+		j.addSettled(c.ClaimInput, pausedResult(c.ClaimInput, st), now)
 		return anarchon.ClaimOutcome{Kind: anarchon.OutcomePaused}
 	}
 	if c.MaxLate > 0 && now.After(time.UnixMilli(c.Slot).Add(c.MaxLate)) {

@@ -739,15 +739,6 @@ type jobStatus struct {
 // find its last run behind slots not run.
 const statusRecords = 20
 
-// notRun reports whether r is the record of a slot that did not run.
-func notRun(r anarchon.RunRecord) bool {
-	switch r.Status {
-	case anarchon.StatusMissed, anarchon.StatusSkipped, anarchon.StatusPaused:
-		return true
-	}
-	return false
-}
-
 type activeJSON struct {
 	Slot       string `json:"slot"`
 	Instance   string `json:"instance"`
@@ -817,7 +808,7 @@ func (d *daemon) status(ctx context.Context) statusReport {
 			}
 		}
 		recs, err := d.backend.History(ctx, j.Name, 1)
-		if err == nil && len(recs) == 1 && notRun(recs[0]) {
+		if err == nil && len(recs) == 1 && recs[0].Status.NotRun() {
 			// Only then are older records read, for the last run.
 			recs, err = d.backend.History(ctx, j.Name, statusRecords)
 		}
@@ -828,7 +819,7 @@ func (d *daemon) status(ctx context.Context) statusReport {
 			r.InstanceGone = replicas.runGone(recs[0])
 			js.Last = &r
 			for _, rec := range recs[1:] {
-				if notRun(recs[0]) && !notRun(rec) {
+				if recs[0].Status.NotRun() && !rec.Status.NotRun() {
 					lr := toJSON(rec)
 					lr.InstanceGone = replicas.runGone(rec)
 					js.LastRun = &lr
