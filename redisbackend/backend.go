@@ -415,19 +415,33 @@ type jobKeys struct {
 	fence   string // STRING the last fencing token a won lease claim took (INCR)
 }
 
+// keySuffixes are the suffixes of a job's keys after its tag, in the
+// order of jobKeys's fields.
+var keySuffixes = [...]string{":run", ":claims", ":hist", ":results", ":active", ":age", ":ctl", ":trig", ":fence"}
+
+// keys returns job's keys. They are cut from one string (tag, suffix, tag,
+// suffix, ...) so that a job's keys cost one allocation, not one each: a
+// burst builds them for every claim, result and finish.
 func (b *Backend) keys(job string) jobKeys {
 	tag := b.tag(job)
-	return jobKeys{
-		run:     tag + ":run",
-		claims:  tag + ":claims",
-		hist:    tag + ":hist",
-		results: tag + ":results",
-		active:  tag + ":active",
-		age:     tag + ":age",
-		ctl:     tag + ":ctl",
-		trig:    tag + ":trig",
-		fence:   tag + ":fence",
+	n := 0
+	for _, s := range keySuffixes {
+		n += len(tag) + len(s)
 	}
+	var sb strings.Builder
+	sb.Grow(n)
+	for _, s := range keySuffixes {
+		sb.WriteString(tag)
+		sb.WriteString(s)
+	}
+	all := sb.String()
+	var k [len(keySuffixes)]string
+	at := 0
+	for i, s := range keySuffixes {
+		k[i] = all[at : at+len(tag)+len(s)]
+		at += len(tag) + len(s)
+	}
+	return jobKeys{run: k[0], claims: k[1], hist: k[2], results: k[3], active: k[4], age: k[5], ctl: k[6], trig: k[7], fence: k[8]}
 }
 
 // tag is the hash tag that starts every key of job.

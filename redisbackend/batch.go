@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/anarchon/anarchon"
@@ -144,18 +145,46 @@ type evalCall struct {
 const maxBatchCalls = 512
 
 // batchKey sorts the calls of a batch into the scripts that carry them:
-// one script's calls with the same numbers of keys and arguments, on one
-// cluster slot.
+// one script's calls with the same numbers of keys and arguments and the
+// same key layout (the keys' suffixes after the job's hash tag, shape), on
+// one cluster slot.
 type batchKey struct {
 	s      *script
 	nk, na int
+	shape  string
 	slot   int
+}
+
+// keyShape splits the keys of one call into its hash tag (keys[0] up to
+// its first '}', the tag every key of a job starts with, jobKeys) and the
+// suffixes after it, joined by NUL: a batch sends each call's first key
+// and the suffixes once (lua/batch.lua). ok is false when a key does not
+// start with the first key's tag; such a call is not packed.
+func keyShape(keys []string) (tag, shape string, ok bool) {
+	end := strings.IndexByte(keys[0], '}')
+	if end < 0 {
+		return "", "", false
+	}
+	tag = keys[0][:end+1]
+	var sb strings.Builder
+	for j, k := range keys {
+		suffix, ok := strings.CutPrefix(k, tag)
+		if !ok || strings.IndexByte(suffix, 0) >= 0 || (j == 0 && suffix == "") {
+			return "", "", false
+		}
+		if j > 0 {
+			sb.WriteByte(0)
+		}
+		sb.WriteString(suffix)
+	}
+	return tag, sb.String(), true
 }
 
 // batched packs the calls whose script has a batch form into calls of
 // that form, at most maxBatchCalls each, one per cluster slot through a
 // *redis.ClusterClient (a script's keys must share a slot there); other
-// calls, and a pack of one, stay as they are.
+// calls, and a pack of one, stay as they are. packArgs writes each
+// pack's keys and arguments.
 func (b *Backend) batched(calls []*evalCall) []*evalCall {
 	_, cluster := b.client.(*redis.ClusterClient)
 	open := map[batchKey]*evalCall{}
@@ -165,26 +194,102 @@ func (b *Backend) batched(calls []*evalCall) []*evalCall {
 			out = append(out, c)
 			continue
 		}
-		k := batchKey{s: c.s, nk: len(c.keys), na: len(c.args), slot: -1}
+		_, shape, ok := keyShape(c.keys)
+		if !ok {
+			out = append(out, c)
+			continue
+		}
+		k := batchKey{s: c.s, nk: len(c.keys), na: len(c.args), shape: shape, slot: -1}
 		if cluster {
 			k.slot = keySlot(c.keys[0])
 		}
 		g := open[k]
 		if g == nil || len(g.members) == maxBatchCalls {
-			g = &evalCall{s: c.s.batch, args: []any{k.nk, k.na}}
+			g = &evalCall{s: c.s.batch}
 			open[k] = g
 			out = append(out, g)
 		}
-		g.keys = append(g.keys, c.keys...)
-		g.args = append(g.args, c.args...)
 		g.members = append(g.members, c)
 	}
 	for i, g := range out {
-		if len(g.members) == 1 {
+		switch {
+		case len(g.members) == 1:
 			out[i] = g.members[0]
+		case g.members != nil:
+			g.packArgs()
 		}
 	}
 	return out
+}
+
+// packArgs sets the keys and arguments of a batch call from its members'
+// (lua/batch.lua reads them). A burst's calls share most of their
+// arguments and all but the hash tag of their keys, and the server's one
+// thread pays for every argument it receives (parsing it, then copying
+// it into the script's KEYS or ARGV), so a batch sends what its calls
+// share once:
+//
+//   - KEYS: each call's first key, in call order (its tag names the
+//     call's cluster slot);
+//   - ARGV: the number of keys and of arguments per call; the suffixes of
+//     the calls' keys after the tag (keyShape); a mask of one letter per
+//     argument, 's' for an argument every call has the same (a string or
+//     integer of equal value), 'v' for one that varies; the shared
+//     arguments, once each; then each call's varying arguments, call
+//     after call.
+func (g *evalCall) packArgs() {
+	first := g.members[0]
+	nk, na := len(first.keys), len(first.args)
+	_, shape, _ := keyShape(first.keys)
+	shared := make([]bool, na)
+	nshared := 0
+	for j, a := range first.args {
+		shared[j] = comparableArg(a)
+		for _, m := range g.members[1:] {
+			if !shared[j] {
+				break
+			}
+			shared[j] = m.args[j] == a
+		}
+		if shared[j] {
+			nshared++
+		}
+	}
+	mask := make([]byte, na)
+	g.keys = make([]string, 0, len(g.members))
+	g.args = make([]any, 0, 3+nk+nshared+len(g.members)*(na-nshared))
+	g.args = append(g.args, nk, na)
+	for suffix := range strings.SplitSeq(shape, "\x00") {
+		g.args = append(g.args, suffix)
+	}
+	g.args = append(g.args, nil) // the mask, below
+	maskAt := len(g.args) - 1
+	for j, a := range first.args {
+		mask[j] = 'v'
+		if shared[j] {
+			mask[j] = 's'
+			g.args = append(g.args, a)
+		}
+	}
+	g.args[maskAt] = string(mask)
+	for _, m := range g.members {
+		g.keys = append(g.keys, m.keys[0])
+		for j, a := range m.args {
+			if !shared[j] {
+				g.args = append(g.args, a)
+			}
+		}
+	}
+}
+
+// comparableArg reports whether a is a script argument packArgs may
+// compare with == (the kinds the backend's calls pass).
+func comparableArg(a any) bool {
+	switch a.(type) {
+	case string, int, int64:
+		return true
+	}
+	return false
 }
 
 // settle sets the reply or error of c and, for a batch call, of each of

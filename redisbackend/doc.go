@@ -37,7 +37,14 @@
 // claim gives. They run it in the script's batch form: one script that
 // runs the single call's text once per call, each with its own keys and
 // arguments, up to 512 calls per EVALSHA (one per cluster slot through a
-// cluster client, whose scripts may not span slots). A burst of 10,000
+// cluster client, whose scripts may not span slots). What the calls share
+// goes once per batch: KEYS holds each call's first key, and its other
+// keys are built in the script from that key's hash tag and the suffixes
+// the batch sends once; an argument every call has the same is sent once,
+// and only the others per call (a burst's lease claim sends 3 of its 13:
+// slot, token and job). The server parses and copies far fewer
+// arguments, which its command statistics do not count but its CPU does
+// (BENCHMARKS.md §8). A burst of 10,000
 // plain slots on 3 processes took 191 script calls instead of 40,018; the
 // server's CPU per burst did not fall (0.40 s against 0.36 s,
 // bench/HISTORY.md §8): it goes to the scripts' own work. A call whose

@@ -1,10 +1,16 @@
 -- a script of redisbackend (scripts.go documents its KEYS, ARGV and result).
 -- This header is dropped when the file is read; the rest is sent as is.
 
--- Runs body, one script's text, once per call of a batch. ARGV[1] and
--- ARGV[2] are the number of keys and of arguments of each call; the rest
--- of KEYS and ARGV are the calls' keys and arguments one call after the
--- other. Each call sees its own in K and A, as a script of its own does.
+-- Runs body, one script's text, once per call of a batch, each call with
+-- its own keys and arguments in K and A, as a script of its own sees
+-- them. The batch sends what its calls share once (packArgs in batch.go):
+-- KEYS holds each call's first key; ARGV holds the number of keys nk and
+-- of arguments na per call, the nk suffixes of the calls' keys after
+-- their hash tag (the first key's suffix first), a mask with one letter
+-- per argument ('s' shared by every call, 'v' varying), the shared
+-- arguments in order, then each call's varying arguments, call after
+-- call. A call's other keys are its tag followed by their suffixes,
+-- built when the call first reads them.
 -- The reply has one element per call: its reply, or its error as an error
 -- element (a call's error ends that call alone, as its own script would).
 -- An error that is the node's state, not the call's (this node is a
@@ -24,14 +30,42 @@ local function node_error(msg)
   return false
 end
 local nk, na = tonumber(ARGV[1]), tonumber(ARGV[2])
-local keys, args = KEYS, ARGV
+local suffix = {unpack(ARGV, 3, 2 + nk)}
+local mask = ARGV[3 + nk]
+local p = 4 + nk
+-- one table of arguments for every call: the shared ones stay, each
+-- call's varying ones are written over the last call's
+local args, vary = {}, {}
+for j = 1, na do
+  if string.sub(mask, j, j) == 's' then
+    args[j] = ARGV[p]
+    p = p + 1
+  else
+    vary[#vary + 1] = j
+  end
+end
+local nv, tag = #vary, ''
+local cut = #suffix[1]
+-- a call's keys past the first: its tag and their suffix, made once read
+local lazy = {__index = function(t, j)
+  local s = suffix[j]
+  if s == nil then return nil end
+  local key = tag .. s
+  rawset(t, j, key)
+  return key
+end}
 local out = {}
 -- one clock reading for every call (luaArgs in scripts.go says why)
 batch_now = server_ms()
-for i = 0, (#args - 2) / na - 1 do
-  -- unpack copies a call's keys and arguments in one step, not one by one
-  K = {unpack(keys, i * nk + 1, i * nk + nk)}
-  A = {unpack(args, 2 + i * na + 1, 2 + i * na + na)}
+for i = 1, #KEYS do
+  local first = KEYS[i]
+  tag = string.sub(first, 1, #first - cut)
+  K = setmetatable({first}, lazy)
+  for v = 1, nv do
+    args[vary[v]] = ARGV[p]
+    p = p + 1
+  end
+  A = args
   local ok, r = pcall(body)
   if not ok then
     if type(r) == 'table' and r.err then r = {err = r.err} else r = {err = tostring(r)} end
@@ -39,6 +73,6 @@ for i = 0, (#args - 2) / na - 1 do
   elseif r == nil then
     r = false
   end
-  out[i + 1] = r
+  out[i] = r
 end
 return out
