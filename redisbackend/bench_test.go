@@ -122,9 +122,13 @@ const burst = 1000
 // server's own time (INFO commandstats usec of EVALSHA and EVAL, of SET)
 // per claim of the batch and per SET of the raw pipeline, medians over
 // iterations: the time of the server's one thread that a burst's claims
-// queue for. The lease sub-benchmark makes the claims with
-// RunStore.ClaimRuns and RunStore.Claim (lease 1 min, overlap allowed).
-// ns/op is the whole iteration.
+// queue for. lost-server-us/claim is the same for a batch that loses
+// every claim, to a batch of another token just before it on the same
+// slots (the later waves of a burst on several instances, whose claims
+// find the slot taken; neither batch is timed). The lease sub-benchmark
+// makes the claims with RunStore.ClaimRuns and RunStore.Claim (lease 1
+// min, overlap allowed). ns/op is the whole iteration, the losing
+// batches included.
 func BenchmarkClaimBatch(b *testing.B) {
 	for _, lease := range []bool{false, true} {
 		b.Run(map[bool]string{false: "plain", true: "lease"}[lease], func(b *testing.B) {
@@ -156,7 +160,30 @@ func BenchmarkClaimBatch(b *testing.B) {
 					b.Fatalf("claim: %v %+v %v", ok, o, err)
 				}
 			}
-			var srvBatch, srvRaw []float64 // the server's µs per claim, per raw SET
+			var srvBatch, srvLose, srvRaw []float64 // the server's µs per claim, per raw SET
+			batch := func(in []anarchon.ClaimInput) {
+				if !lease {
+					out, err := be.ClaimBatch(ctx, in)
+					if err != nil {
+						b.Fatal(err)
+					}
+					for _, a := range out {
+						if a.Err != nil {
+							b.Fatal(a.Err)
+						}
+					}
+					return
+				}
+				out, err := batcher.ClaimRuns(ctx, leases(in))
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, a := range out {
+					if a.Err != nil {
+						b.Fatal(a.Err)
+					}
+				}
+			}
 			paths := []func(it int){
 				func(it int) { // batch
 					defer serverTime(b, client, &srvBatch, "evalsha", "eval")()
@@ -218,12 +245,22 @@ func BenchmarkClaimBatch(b *testing.B) {
 						}
 					}
 				},
+				func(it int) { // a batch that loses every slot to an earlier one (untimed: not reported)
+					in := inputs("l", it)
+					batch(in)
+					for k := range in {
+						in[k].Token = tok + "-lost"
+					}
+					defer serverTime(b, client, &srvLose, "evalsha", "eval")()
+					batch(in)
+				},
 			}
 			paths[0](-1) // warm up: connections, script cache
 			srvBatch = nil
 			times := burstLoop(b, paths)
 			reportBurst(b, times)
 			b.ReportMetric(medianOf(srvBatch), "batch-server-us/claim")
+			b.ReportMetric(medianOf(srvLose), "lost-server-us/claim")
 			b.ReportMetric(medianOf(srvRaw), "rawpipe-server-us/op")
 		})
 	}
