@@ -316,13 +316,14 @@
 // (TestClaimBatchRoundTrips counts the pipelines; TestClaimBatchReplicas).
 // The server still runs each claim's script text, so a batch saves round
 // trips, not script time: BenchmarkClaimBatch measured a burst of 1,000
-// plain claims (1,000 jobs) at 8.9–10.9 ms as one batch against 66–68 ms
-// as single claims (6.3–7.5×) and 3.3–3.5 ms for 1,000 SET NX PX in one
-// pipeline (2.9–3.4×); lease claims at 22–27 ms against 79–100 ms
-// (3.5–3.7×). Loopback, redis-server 7.0.15, a 2-core machine at load
-// average 2.25, where the server's command statistics gave 5.1–6.8 µs
-// per plain claim and 14.5–16.3 µs per lease claim of a batch, and
-// 1.1–1.9 µs per SET (BENCHMARKS.md §1).
+// plain claims (1,000 jobs) at 7.2–7.3 ms as one batch against 64–66 ms
+// as single claims (9.1–9.2×) and 2.4–2.8 ms for 1,000 SET NX PX in one
+// pipeline (2.5–2.7×); lease claims at 17.0–17.4 ms against 73–74 ms
+// (4.3–4.4×). Loopback, redis-server 7.0.15, a 2-core machine at load
+// average 0.49, where the server's command statistics gave 4.9–5.0 µs
+// per plain claim and 13.3–13.4 µs per lease claim of a batch (3.6–3.8
+// and 5.6–5.8 µs per claim that finds its slot taken), and 1.0–1.1 µs
+// per SET (BENCHMARKS.md §1).
 //
 // Heartbeats, results and finishes of many runs
 // ([RunStore.Heartbeats], [Backend.SaveResults], [RunStore.FinishResults]:
