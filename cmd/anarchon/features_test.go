@@ -363,10 +363,32 @@ func TestMetricsFamilies(t *testing.T) {
 			t.Errorf("no %s at start", name)
 		}
 	}
-	for _, o := range []string{"running (", "done (", "none ("} {
+	for _, o := range []string{"running (", "done (", "none (", "paused ("} {
 		if !strings.Contains(have["anarchon_claims_total"], o) {
 			t.Errorf("claims help does not explain %q", o)
 		}
+	}
+	// The paused outcome and status are series at zero from the start,
+	// as the others are, so a rate over them is defined before the first.
+	for name, label := range map[string]string{"anarchon_claims_total": "outcome", "anarchon_slots_skipped_total": "status"} {
+		found := false
+		for _, f := range fams {
+			for _, mt := range f.GetMetric() {
+				for _, l := range mt.GetLabel() {
+					found = found || (f.GetName() == name && l.GetName() == label && l.GetValue() == "paused")
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no %s{%s=\"paused\"} at start", name, label)
+		}
+	}
+	if got := testutil.CollectAndCount(m.skipped); got != len(skipStatuses) {
+		t.Errorf("%d skipped series at start for one job; want %d", got, len(skipStatuses))
+	}
+	m.observe(anarchon.Event{Kind: anarchon.EventSlotSkipped, Job: "j", Status: anarchon.StatusPaused})
+	if got := testutil.CollectAndCount(m.skipped); got != len(skipStatuses) {
+		t.Errorf("a paused slot made a new skipped series: %d; want %d", got, len(skipStatuses))
 	}
 	m.observe(anarchon.Event{Kind: anarchon.EventRunEnd, Job: "j", Status: anarchon.StatusError})
 	if v := testutil.ToFloat64(m.lastFail.WithLabelValues("j")); v < float64(time.Now().Add(-time.Minute).Unix()) {

@@ -56,7 +56,8 @@ func newMetrics() *metrics {
 			Name: "anarchon_claims_total",
 			Help: "Claims answered by the store, by job and outcome: won (this instance runs the slot), lost (another instance won a plain claim), " +
 				"running (another instance holds a live lease; this one stands by as a backup), done (the slot is already settled: finished or abandoned), " +
-				"overlap (a previous slot still runs; this one is skipped), none (the slot was already missed or skipped), late (too late: the slot is now missed).",
+				"overlap (a previous slot still runs; this one is skipped), none (the slot was already missed or skipped), late (too late: the slot is now missed), " +
+				"paused (the job is paused: the slot is settled paused, not run).",
 		}, []string{"job", "outcome"}),
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "anarchon_runs_total",
@@ -64,7 +65,7 @@ func newMetrics() *metrics {
 		}, []string{"job", "status"}),
 		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "anarchon_slots_skipped_total",
-			Help: "Slots not run, by job and status (missed, skipped, abandoned).",
+			Help: "Slots not run, by job and status (missed, skipped, abandoned, paused).",
 		}, []string{"job", "status"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "anarchon_run_duration_seconds",
@@ -133,9 +134,9 @@ func newMetrics() *metrics {
 // Label values every family starts with, at zero, so a rate() or an
 // absent() alert works from the first scrape.
 var (
-	claimOutcomes = []string{"won", "lost", "running", "done", "overlap", "none", "late"}
+	claimOutcomes = []string{"won", "lost", "running", "done", "overlap", "none", "late", "paused"}
 	runStatuses   = []string{string(anarchon.StatusSuccess), string(anarchon.StatusError)}
-	skipStatuses  = []string{string(anarchon.StatusMissed), string(anarchon.StatusSkipped), string(anarchon.StatusAbandoned)}
+	skipStatuses  = []string{string(anarchon.StatusMissed), string(anarchon.StatusSkipped), string(anarchon.StatusAbandoned), string(anarchon.StatusPaused)}
 	storeOps      = []string{"Claim", "RecordClaim", "SaveResult", "Heartbeat", "Release", "RecordManualRun", "PrepareJob", "Init",
 		"Instances", "RegisterInstance"}
 )
