@@ -301,9 +301,9 @@
 // decides SPEC §6's table server-side, FinishResult finishes, saves and
 // trims at once. With [Options.Replicas], a winning claim adds a WAIT in
 // the same pipeline. BENCHMARKS.md §1 measured, on loopback: a plain claim
-// at 68 µs p50 with one claimer (1.20× a bare SET NX) and 131 µs with 4
-// (1.40×); a lease claim at 75 µs and 180 µs p50 (1.33×, 1.92×); about
-// 23,300 plain and 18,600 lease claims/s with 4 claimers.
+// at 64 µs p50 with one claimer (1.18× a bare SET NX) and 91 µs with 4
+// (1.04×); a lease claim at 70 µs and 139 µs p50 (1.29×, 1.59×); about
+// 34,300 plain and 24,500 lease claims/s with 4 claimers.
 //
 // A batch ([Backend.ClaimBatch], [RunStore.ClaimRuns]: the
 // anarchon.BatchClaimer and anarchon.RunBatchClaimer abilities) sends
