@@ -419,7 +419,13 @@ func runCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
 		Use:   "run",
 		Short: "Run the scheduler until SIGTERM or SIGINT; SIGHUP reloads the job files",
 		Args:  cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
+		RunE: func(c *cobra.Command, _ []string) error {
+			if c.Flags().Changed("http") && rf.http == "" {
+				// An empty value would serve nothing, as leaving the flag
+				// out does; given on purpose it is a mistake (an unset
+				// variable in a unit file), said before anything starts.
+				return usageError{codeBadFlag, errors.New("--http is empty: want PORT, :PORT or HOST:PORT, or leave the flag out to serve nothing")}
+			}
 			log, err := g.logger(stderr)
 			if err != nil {
 				return err

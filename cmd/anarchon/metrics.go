@@ -297,7 +297,7 @@ func httpAddr(v string) (string, error) {
 	}
 	_, port, err := net.SplitHostPort(v)
 	if err != nil {
-		return "", errors.New("--http: want PORT, :PORT or HOST:PORT")
+		return "", fmt.Errorf("--http %s: want PORT, :PORT or HOST:PORT", v)
 	}
 	if port != "" && !validPort(port) { // "" takes any free port, as net.Listen does
 		if strings.Trim(port, "0123456789") != "" {

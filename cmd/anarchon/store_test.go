@@ -156,7 +156,7 @@ func TestHTTPAddr(t *testing.T) {
 		"foo:bar": `the port "bar" is not a number`,
 		":http":   `the port "http" is not a number`,
 		":65536":  "a port is 0 to 65535",
-		"host":    "want PORT, :PORT or HOST:PORT",
+		"host":    "--http host: want PORT, :PORT or HOST:PORT",
 	} {
 		if _, err := httpAddr(bad); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("httpAddr(%q) = %v; want an error saying %q", bad, err, want)
