@@ -69,6 +69,13 @@ type Event struct {
 	Err      error
 	Offset   time.Duration
 	Manual   bool // EventRunEnd: a manual run (RunNow, Trigger), which has no lease and no backup
+	// Reason is, for EventSlotSkipped, the reason the scheduler wrote into
+	// the slot's history record (Run history's Error, SPEC §12): a
+	// catch-up's older slot, an overlap or buffer_one skip, a MaxLate
+	// miss the store answered. It is "" when the store wrote the record
+	// (a paused slot) or no record says why (a win that came too late:
+	// Lateness says it).
+	Reason string
 
 	JobSetDiffs []JobSetDiff // EventJobSetMismatch only
 }

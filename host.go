@@ -350,16 +350,16 @@ func (h host) Execute(ctx context.Context, a *attempt) runner.Result {
 	}
 	if j := a.Job.job; a.Leased && a.Number > 1 && !a.Job.backfill {
 		if limit := j.overlapLimit(); limit > 0 && h.s.takeoverOverlaps(ctx, j, a.Slot, limit) {
-			h.Settled(ctx, a, runner.StatusSkipped)
-			return runner.Result{Token: a.Token, Attempt: a.Number, Status: runner.StatusSkipped,
-				Error: fmt.Sprintf("attempt %d took over a run whose holder stopped while other runs of the job held live leases (overlap %s): recorded skipped instead of running beside them", a.Number, j.opt.Overlap)}
+			why := fmt.Sprintf("attempt %d took over a run whose holder stopped while other runs of the job held live leases (overlap %s): recorded skipped instead of running beside them", a.Number, j.opt.Overlap)
+			h.Settled(ctx, a, runner.StatusSkipped, why)
+			return runner.Result{Token: a.Token, Attempt: a.Number, Status: runner.StatusSkipped, Error: why}
 		}
 	}
 	if j := a.Job.job; j.opt.Overlap == OverlapBufferOne && a.Leased && !a.Job.backfill {
 		if skip := h.s.bufferOne(ctx, j, a.Slot); skip {
-			h.Settled(ctx, a, runner.StatusSkipped)
-			return runner.Result{Token: a.Token, Attempt: a.Number, Status: runner.StatusSkipped,
-				Error: "one run of the job was running and another already waited behind it (overlap buffer_one): the slot was not run"}
+			const why = "one run of the job was running and another already waited behind it (overlap buffer_one): the slot was not run"
+			h.Settled(ctx, a, runner.StatusSkipped, why)
+			return runner.Result{Token: a.Token, Attempt: a.Number, Status: runner.StatusSkipped, Error: why}
 		}
 	}
 	if j := a.Job.job; j.opt.Overlap == OverlapReplace && a.Leased && !a.Job.backfill {
@@ -411,10 +411,14 @@ func (h host) Retrying(ctx context.Context, a *runner.Leased[slotRun], res *runn
 
 // Settled and Missed log lines that cmd/anarchon drops by their messages
 // (its eventLines), logging the same events with a reason instead.
-func (h host) Settled(ctx context.Context, a *attempt, st runner.Status) {
-	h.s.log.LogAttrs(ctx, slog.LevelInfo, "slot not run",
-		slog.String("job", a.Name), slog.Time("slot", a.SlotTime()), slog.String("status", string(st)))
-	h.s.emit(Event{Kind: EventSlotSkipped, Job: a.Name, Slot: a.SlotTime(), Attempt: a.Number, Status: Status(st), Lateness: h.s.now().Sub(a.SlotTime())})
+func (h host) Settled(ctx context.Context, a *attempt, st runner.Status, why string) {
+	attrs := []slog.Attr{slog.String("job", a.Name), slog.Time("slot", a.SlotTime()), slog.String("status", string(st))}
+	if why != "" {
+		attrs = append(attrs, slog.String("reason", why))
+	}
+	h.s.log.LogAttrs(ctx, slog.LevelInfo, "slot not run", attrs...)
+	h.s.emit(Event{Kind: EventSlotSkipped, Job: a.Name, Slot: a.SlotTime(), Attempt: a.Number, Status: Status(st),
+		Lateness: h.s.now().Sub(a.SlotTime()), Reason: why})
 }
 
 func (h host) StoreError(ctx context.Context, op string, a *attempt, err error) {

@@ -296,10 +296,21 @@ func TestCatchUpAfterDowntime(t *testing.T) {
 			HistorySize: 500,
 			CatchUp:     anarchon.CatchUp{Window: 100 * time.Second, Max: 1},
 		}
+		// The events of the slots settled missed carry their records'
+		// reason (Event.Reason), which the daemon logs.
+		var evMu sync.Mutex
+		var missedEvents []anarchon.Event
+		onEvent := func(e anarchon.Event) {
+			if e.Kind == anarchon.EventSlotSkipped && e.Status == anarchon.StatusMissed {
+				evMu.Lock()
+				missedEvents = append(missedEvents, e)
+				evMu.Unlock()
+			}
+		}
 		boot := func() []*anarchon.Scheduler {
 			var ss []*anarchon.Scheduler
 			for i := range 3 {
-				s := newSched(t, store, fmt.Sprintf("i%d", i), nil)
+				s := newSched(t, store, fmt.Sprintf("i%d", i), &anarchon.Options{OnEvent: onEvent})
 				if err := s.Every("tick", time.Second, l.handler(nil), opts); err != nil {
 					t.Fatal(err)
 				}
@@ -360,6 +371,17 @@ func TestCatchUpAfterDowntime(t *testing.T) {
 		}
 		if ran != 1 || missed != 99 {
 			t.Fatalf("ran %d, missed %d; want 1 and 99", ran, missed)
+		}
+		evMu.Lock()
+		defer evMu.Unlock()
+		if len(missedEvents) < 99 {
+			t.Errorf("%d missed-slot events; want at least the 99 settled", len(missedEvents))
+		}
+		for _, e := range missedEvents {
+			if !strings.Contains(e.Reason, "only the newest 1 slot(s)") {
+				t.Errorf("missed-slot event %v: reason %q; want the record's catch-up reason", e.Slot, e.Reason)
+				break
+			}
 		}
 	})
 }

@@ -576,3 +576,17 @@ func startLogged(t *testing.T, dir string, args ...string) (*exec.Cmd, string) {
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); logf.Close() })
 	return cmd, logPath
 }
+
+// TestSkipReasonIsTheRecords: a slot not run is logged with the reason its
+// history record gives when the scheduler wrote one (a catch-up's older
+// slot), so that the log and `history` agree; without one, with the
+// daemon's own text for the status.
+func TestSkipReasonIsTheRecords(t *testing.T) {
+	why := "catch-up at start runs only the newest 1 slot(s) of its window: this older slot was not run"
+	if got := skipReason(anarchon.Event{Status: anarchon.StatusMissed, Lateness: time.Hour, Reason: why}); got != why {
+		t.Errorf("reason %q; want the record's %q", got, why)
+	}
+	if got := skipReason(anarchon.Event{Status: anarchon.StatusMissed, Lateness: time.Hour}); !strings.Contains(got, "past max_late") {
+		t.Errorf("reason without a record's: %q; want the lateness past max_late", got)
+	}
+}

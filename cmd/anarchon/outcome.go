@@ -121,8 +121,13 @@ func (h withoutEventLines) WithGroup(name string) slog.Handler {
 	return withoutEventLines{h.Handler.WithGroup(name)}
 }
 
-// skipReason says in words why a slot was not run.
+// skipReason says in words why a slot was not run: the reason its history
+// record gives, when the scheduler wrote one (so that the log and
+// `history` agree), else one from its status.
 func skipReason(e anarchon.Event) string {
+	if e.Reason != "" {
+		return e.Reason
+	}
 	switch e.Status {
 	case anarchon.StatusMissed:
 		return "too late to start: " + e.Lateness.Round(time.Millisecond).String() + " after the slot, past max_late"

@@ -88,7 +88,7 @@ func (h *fakeHost) Execute(ctx context.Context, a *Attempt[job]) Result {
 	return h.exec(ctx, a)
 }
 func (h *fakeHost) Missed(context.Context, *Attempt[job], time.Duration)     {}
-func (h *fakeHost) Settled(context.Context, *Attempt[job], Status)           {}
+func (h *fakeHost) Settled(context.Context, *Attempt[job], Status, string)   {}
 func (h *fakeHost) Retrying(context.Context, *Leased[job], *Result)          {}
 func (h *fakeHost) StoreError(context.Context, string, *Attempt[job], error) {}
 

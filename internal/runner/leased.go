@@ -143,7 +143,7 @@ func (a *Leased[J]) answer(ctx context.Context, out Outcome) bool {
 	case KindOverlap:
 		a.settle(ctx, a.Token, StatusSkipped, 0, overlapText(out))
 	case KindPaused:
-		a.r.host.Settled(ctx, &a.Attempt, StatusPaused) // the store recorded it
+		a.r.host.Settled(ctx, &a.Attempt, StatusPaused, "") // the store recorded it
 	case KindDone:
 		if out.Abandoned && a.standing {
 			// Every backup that saw the slot through to abandonment
@@ -232,7 +232,7 @@ func (a *Leased[J]) standBy(ctx context.Context, out Outcome) bool {
 // settle records a slot that did not run, under token.
 func (a *Leased[J]) settle(ctx context.Context, token string, st Status, attempt int, why string) {
 	r := a.r
-	r.host.Settled(ctx, &a.Attempt, st)
+	r.host.Settled(ctx, &a.Attempt, st, why)
 	a.save(&Result{Token: token, Status: st, Attempt: attempt, Error: why})
 }
 
