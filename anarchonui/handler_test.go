@@ -167,8 +167,13 @@ func TestJobPageReasons(t *testing.T) {
 	if err != nil || len(recs) != 2 || recs[0].ClaimedAt.IsZero() {
 		t.Fatalf("history %+v, %v; want the skipped slot claimed", recs, err)
 	}
+	// The last outcome says why the slot was not run, on both pages.
+	_, jobs := get(t, Handler(s, nil), "/")
+	if want := `<small class="why">another run of the job still held a live lease</small>`; !strings.Contains(jobs, want) {
+		t.Errorf("jobs page lacks the last outcome's reason %q", want)
+	}
 	_, body := get(t, Handler(s, nil), "/job/report")
-	for _, want := range []string{`<td class="err">exit status 3</td>`, `<td class="why">another run of the job still held a live lease</td>`, "Error or reason",
+	for _, want := range []string{`<td class="err">exit status 3</td>`, `Last outcome: <span`, `· <small class="why">another run of the job still held a live lease</small>`, `<td class="why">another run of the job still held a live lease</td>`, "Error or reason",
 		"<th>Claimed</th>", "<td><small>" + formatTS(recs[0].ClaimedAt) + "</small></td><td><small>–</small></td>"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("job page lacks %q", want)

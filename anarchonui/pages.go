@@ -355,7 +355,8 @@ func tail(s string) string {
 }
 
 var funcs = template.FuncMap{
-	"ts": formatTS,
+	"ts":       formatTS,
+	"errClass": errClass,
 	"tsIn": func(t time.Time, zone string) string {
 		if t.IsZero() {
 			return "–"

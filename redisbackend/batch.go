@@ -216,7 +216,7 @@ func (b *Backend) batched(calls []*evalCall) []*evalCall {
 		case len(g.members) == 1:
 			out[i] = g.members[0]
 		case g.members != nil:
-			g.packArgs()
+			g.packArgs(cluster)
 		}
 	}
 	return out
@@ -229,15 +229,23 @@ func (b *Backend) batched(calls []*evalCall) []*evalCall {
 // it into the script's KEYS or ARGV), so a batch sends what its calls
 // share once:
 //
-//   - KEYS: each call's first key, in call order (its tag names the
-//     call's cluster slot);
-//   - ARGV: the number of keys and of arguments per call; the suffixes of
-//     the calls' keys after the tag (keyShape); a mask of one letter per
-//     argument, 's' for an argument every call has the same (a string or
-//     integer of equal value), 'v' for one that varies; the shared
-//     arguments, once each; then each call's varying arguments, call
-//     after call.
-func (g *evalCall) packArgs() {
+//   - KEYS: on a single server, each call's first key, in call order;
+//     through a cluster client (declared, full), every key of every call;
+//   - ARGV: the number of keys and of arguments per call; "1" when KEYS
+//     holds every key, else "0" and the suffixes of the calls' keys after
+//     the tag (keyShape), from which the script builds each call's other
+//     keys; a mask of one letter per argument, 's' for an argument every
+//     call has the same (a string or integer of equal value), 'v' for one
+//     that varies; the shared arguments, once each; then each call's
+//     varying arguments, call after call.
+//
+// A cluster checks only a script's declared keys before it runs it: a
+// key the script reaches undeclared, on a slot that is being migrated,
+// fails mid-script ("non local key") after the calls before it wrote. A
+// declared one makes the node refuse the whole script (TRYAGAIN, ASK)
+// before it writes, as it refuses a single call's script
+// (TestBatchOnMigratingSlot). A single server has no slots to migrate.
+func (g *evalCall) packArgs(declared bool) {
 	first := g.members[0]
 	nk, na := len(first.keys), len(first.args)
 	_, shape, _ := keyShape(first.keys)
@@ -256,11 +264,17 @@ func (g *evalCall) packArgs() {
 		}
 	}
 	mask := make([]byte, na)
-	g.keys = make([]string, 0, len(g.members))
-	g.args = make([]any, 0, 3+nk+nshared+len(g.members)*(na-nshared))
+	g.args = make([]any, 0, 4+nk+nshared+len(g.members)*(na-nshared))
 	g.args = append(g.args, nk, na)
-	for suffix := range strings.SplitSeq(shape, "\x00") {
-		g.args = append(g.args, suffix)
+	if declared {
+		g.keys = make([]string, 0, len(g.members)*nk)
+		g.args = append(g.args, "1")
+	} else {
+		g.keys = make([]string, 0, len(g.members))
+		g.args = append(g.args, "0")
+		for suffix := range strings.SplitSeq(shape, "\x00") {
+			g.args = append(g.args, suffix)
+		}
 	}
 	g.args = append(g.args, nil) // the mask, below
 	maskAt := len(g.args) - 1
@@ -273,7 +287,11 @@ func (g *evalCall) packArgs() {
 	}
 	g.args[maskAt] = string(mask)
 	for _, m := range g.members {
-		g.keys = append(g.keys, m.keys[0])
+		if declared {
+			g.keys = append(g.keys, m.keys...)
+		} else {
+			g.keys = append(g.keys, m.keys[0])
+		}
 		for j, a := range m.args {
 			if !shared[j] {
 				g.args = append(g.args, a)

@@ -23,12 +23,22 @@ func TestPackArgs(t *testing.T) {
 	}
 	g := got[0]
 	wantKeys := []string{"{p:a}:run", "{p:b%7Bc%7D}:run", "{p:d}:run"}
-	wantArgs := []any{3, 5, ":run", ":ctl", ":fence", "vssvv", "tok", int64(7),
+	wantArgs := []any{3, 5, "0", ":run", ":ctl", ":fence", "vssvv", "tok", int64(7),
 		"100", []byte("x"), 0,
 		"101", []byte("x"), 0,
 		"102", []byte("x"), 1}
 	if !reflect.DeepEqual(g.keys, wantKeys) || !reflect.DeepEqual(g.args, wantArgs) {
 		t.Errorf("packed\n keys %q\n args %v\nwant\n keys %q\n args %v", g.keys, g.args, wantKeys, wantArgs)
+	}
+	// Declared (a cluster): every key of every call, no suffixes.
+	g.packArgs(true)
+	var all []string
+	for _, c := range calls {
+		all = append(all, c.keys...)
+	}
+	wantArgs = append([]any{3, 5, "1"}, wantArgs[6:]...)
+	if !reflect.DeepEqual(g.keys, all) || !reflect.DeepEqual(g.args, wantArgs) {
+		t.Errorf("packed, declared\n keys %q\n args %v\nwant\n keys %q\n args %v", g.keys, g.args, all, wantArgs)
 	}
 }
 

@@ -38,11 +38,16 @@
 // runs the single call's text once per call, each with its own keys and
 // arguments, up to 512 calls per EVALSHA (one per cluster slot through a
 // cluster client, whose scripts may not span slots). What the calls share
-// goes once per batch: KEYS holds each call's first key, and its other
-// keys are built in the script from that key's hash tag and the suffixes
-// the batch sends once; an argument every call has the same is sent once,
+// goes once per batch: an argument every call has the same is sent once,
 // and only the others per call (a burst's lease claim sends 3 of its 13:
-// slot, token and job). The server parses and copies far fewer
+// slot, token and job); on a single server KEYS holds each call's first
+// key, and its other keys are built in the script from that key's hash
+// tag and the suffixes the batch sends once. Through a cluster client a
+// batch declares every key of every call: a cluster checks only declared
+// keys before a script runs, so a slot being migrated then refuses the
+// whole batch before it writes (TRYAGAIN or ASK), as it refuses a single
+// call, instead of failing it at an undeclared key after earlier writes
+// (TestBatchOnMigratingSlot). The server parses and copies far fewer
 // arguments, which its command statistics do not count but its CPU does
 // (BENCHMARKS.md §8). A burst of 10,000
 // plain slots on 3 processes took 191 script calls instead of 40,018; the
@@ -363,7 +368,9 @@
 // # Keys
 //
 // All keys of a job share the hash tag {prefix:job}, so a script touches one
-// cluster slot, and every key a script touches is passed in KEYS:
+// cluster slot, and every key a script touches is passed in KEYS (but for
+// a batch on a single server, which passes each call's first key and
+// builds the others from its tag: "Batches" above):
 //
 //	{prefix:job}:run      HASH  slot -> run state and current claim (token, holder, attempt, state, lease until, claimed at);
 //	                            field "mark" -> the watermark slot

@@ -86,8 +86,12 @@ func newBatchedScript(bare bool, libs, body string) *script {
 	return s
 }
 
-// Every script touches only keys passed in KEYS, all with one job's hash
-// tag, so it runs on one cluster slot. The clock is the server's TIME,
+// Every script touches only keys with one job's hash tag, so it runs on
+// one cluster slot, and passes them in KEYS; a batch on a single server
+// passes each call's first key and builds the others from its tag (lua/
+// batch.lua), which no script body can tell apart as long as it reads its
+// keys as K[n] (never #K, ipairs or unpack of K) and does not write to
+// A, the one table of arguments the batch's calls share. The clock is the server's TIME,
 // read inside the script: since Redis 5 scripts replicate their effects
 // (the written values), not the script, so replicas and the AOF store the
 // same times the primary computed.

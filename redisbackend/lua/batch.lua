@@ -4,13 +4,15 @@
 -- Runs body, one script's text, once per call of a batch, each call with
 -- its own keys and arguments in K and A, as a script of its own sees
 -- them. The batch sends what its calls share once (packArgs in batch.go):
--- KEYS holds each call's first key; ARGV holds the number of keys nk and
--- of arguments na per call, the nk suffixes of the calls' keys after
--- their hash tag (the first key's suffix first), a mask with one letter
--- per argument ('s' shared by every call, 'v' varying), the shared
--- arguments in order, then each call's varying arguments, call after
--- call. A call's other keys are its tag followed by their suffixes,
--- built when the call first reads them.
+-- ARGV holds the number of keys nk and of arguments na per call, then
+-- '1' when KEYS holds every key of every call (through a cluster client),
+-- or '0' when it holds each call's first key only, followed by the nk
+-- suffixes of the calls' keys after their hash tag (the first key's
+-- first): a call's other keys are then its tag followed by their
+-- suffixes, built when the call first reads them. Then a mask with one
+-- letter per argument ('s' shared by every call, 'v' varying), the
+-- shared arguments in order, then each call's varying arguments, call
+-- after call.
 -- The reply has one element per call: its reply, or its error as an error
 -- element (a call's error ends that call alone, as its own script would).
 -- An error that is the node's state, not the call's (this node is a
@@ -30,9 +32,14 @@ local function node_error(msg)
   return false
 end
 local nk, na = tonumber(ARGV[1]), tonumber(ARGV[2])
-local suffix = {unpack(ARGV, 3, 2 + nk)}
-local mask = ARGV[3 + nk]
-local p = 4 + nk
+local full = ARGV[3] == '1'
+local suffix, p = {}, 4
+if not full then
+  suffix = {unpack(ARGV, 4, 3 + nk)}
+  p = 4 + nk
+end
+local mask = ARGV[p]
+p = p + 1
 -- one table of arguments for every call: the shared ones stay, each
 -- call's varying ones are written over the last call's
 local args, vary = {}, {}
@@ -45,7 +52,7 @@ for j = 1, na do
   end
 end
 local nv, tag = #vary, ''
-local cut = #suffix[1]
+local cut = full and 0 or #suffix[1]
 -- a call's keys past the first: its tag and their suffix, made once read
 local lazy = {__index = function(t, j)
   local s = suffix[j]
@@ -54,13 +61,18 @@ local lazy = {__index = function(t, j)
   rawset(t, j, key)
   return key
 end}
+local calls = full and #KEYS / nk or #KEYS
 local out = {}
 -- one clock reading for every call (luaArgs in scripts.go says why)
 batch_now = server_ms()
-for i = 1, #KEYS do
-  local first = KEYS[i]
-  tag = string.sub(first, 1, #first - cut)
-  K = setmetatable({first}, lazy)
+for i = 1, calls do
+  if full then
+    K = {unpack(KEYS, (i - 1) * nk + 1, i * nk)}
+  else
+    local first = KEYS[i]
+    tag = string.sub(first, 1, #first - cut)
+    K = setmetatable({first}, lazy)
+  end
   for v = 1, nv do
     args[vary[v]] = ARGV[p]
     p = p + 1
