@@ -3,6 +3,9 @@ package redisbackend
 import (
 	"reflect"
 	"testing"
+	"time"
+
+	"github.com/anarchon/anarchon"
 )
 
 // TestPackArgs: a batch sends each call's first key, the key suffixes
@@ -74,5 +77,24 @@ func TestKeysShareOneString(t *testing.T) {
 		if got[i] != "{p:j}"+s {
 			t.Errorf("key %d = %q; want %q", i, got[i], "{p:j}"+s)
 		}
+	}
+}
+
+// TestBurstLeaseClaimShares: the lease claims of a burst (one instance,
+// jobs of the same options, one slot) share 11 of their 13 arguments, so
+// a batch sends only token and job per call (redisbackend's doc,
+// "Batches").
+func TestBurstLeaseClaimShares(t *testing.T) {
+	b := &Backend{prefix: "p", channel: "p:runs"}
+	s := newBatchedScript(true, "", "return 1")
+	var calls []*evalCall
+	for i, job := range []string{"a", "b", "c"} {
+		keys, args := b.leaseClaimArgs(anarchon.RunClaim{ClaimInput: anarchon.ClaimInput{
+			Job: job, Slot: 60000, Token: "tok" + slotArg(int64(i)), InstanceID: "i1"}, Lease: time.Minute})
+		calls = append(calls, &evalCall{s: s, keys: keys, args: args})
+	}
+	g := b.batched(calls)[0]
+	if mask, _ := g.args[3+len(calls[0].keys)].(string); mask != "svssssssvssss" {
+		t.Errorf("mask %q; want token and job varying, the burst's one slot shared (svssssssvssss)", mask)
 	}
 }

@@ -39,8 +39,8 @@
 // arguments, up to 512 calls per EVALSHA (one per cluster slot through a
 // cluster client, whose scripts may not span slots). What the calls share
 // goes once per batch: an argument every call has the same is sent once,
-// and only the others per call (a burst's lease claim sends 3 of its 13:
-// slot, token and job); on a single server KEYS holds each call's first
+// and only the others per call (a burst's lease claim sends 2 of its 13,
+// token and job: TestBurstLeaseClaimShares); on a single server KEYS holds each call's first
 // key, and its other keys are built in the script from that key's hash
 // tag and the suffixes the batch sends once. Through a cluster client a
 // batch declares every key of every call: a cluster checks only declared
