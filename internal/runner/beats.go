@@ -17,70 +17,95 @@ import (
 // about 15% of the leased run path's CPU in a CPU profile of
 // BenchmarkBurst. The queue's one mutex is taken twice per leased run.
 type beats struct {
-	run     func()        // the heartbeat; closes done when it returns
-	due     time.Time     // the first renewal
-	idx     int           // in the starter's queue; -1 when not in it
-	started atomic.Bool   // the heartbeat started, or never will (stop came first)
-	halt    chan struct{} // closed by stop
-	done    chan struct{} // closed when a started heartbeat returns
-	w       *waiter       // the store's events on the slot; nil without a watch
+	ctx     context.Context // the handler's
+	hb      heartbeater
+	wake    <-chan struct{} // w's channel; nil without a watch
+	due     time.Time       // the first renewal
+	idx     int             // in the starter's queue; -1 when not in it
+	started atomic.Bool     // the heartbeat started, or never will (stop came first)
+	halt    chan struct{}   // closed by stop
+	ended   sync.WaitGroup  // done when a started heartbeat returns, or at stop if none started
+	w       *waiter         // the store's events on the slot; nil without a watch
+	own     bool            // w was made for this run (it had no listener), not lent
 	k       slotKey
 }
 
+// heartbeater is the run's heartbeat loop ([Leased.heartbeat]), an
+// interface so that beats, which the starter's queue holds for runs of
+// every job type, need no closure per run.
+type heartbeater interface {
+	heartbeat(ctx context.Context, stop <-chan struct{}, wake <-chan struct{})
+}
+
 // startBeats arms a's heartbeat for a run whose handler runs under ctx.
+// With a watch it borrows a's listener for the run (stopBeats gives it
+// back), or makes a waiter of its own when a has none (MarkMissed's run).
 func (a *Leased[J]) startBeats(ctx context.Context) *beats {
 	r := a.r
 	b := &beats{
-		halt: make(chan struct{}), done: make(chan struct{}), k: slotKey{a.Name, a.Slot},
+		ctx: ctx, hb: a, halt: make(chan struct{}), k: slotKey{a.Name, a.Slot},
 		// The first renewal counts from the claim's send time, not from
 		// now (see heartbeat).
 		due: a.sent.Add(a.Lease / 3),
 	}
-	var wake chan struct{}
+	b.ended.Add(1)
 	if r.cfg.Watch {
-		b.w = newWaiter()
-		wake = b.w.ch
-	}
-	b.run = func() {
-		defer close(b.done)
-		// A handler cancelled (Stop's hand-over, Cancel) or ended before
-		// its first renewal renews nothing, as a heartbeat that was
-		// waiting then would have returned at once.
-		select {
-		case <-ctx.Done():
-			return
-		case <-b.halt:
-			return
-		default:
-		}
-		a.heartbeat(ctx, b.halt, wake)
-	}
-	r.starter.add(b)
-	if b.w != nil {
 		// A store event on the run's own slot (a later slot replaced it,
 		// SPEC §6) starts the heartbeat at once; it renews on the
 		// pending wake-up, and so learns of it without waiting for the
 		// next beat.
-		b.w.kick = func() {
-			if b.started.CompareAndSwap(false, true) {
-				go b.run()
-			}
+		if b.w = a.listener; b.w == nil {
+			b.w, b.own = newWaiter(), true
+			b.wake = b.w.ch
+			b.w.beats = b
+			r.waiters.add(b.k, b.w)
+		} else {
+			b.wake = b.w.ch
+			r.waiters.attach(b.w, b)
 		}
-		r.waiters.add(b.k, b.w)
 	}
+	r.starter.add(b)
 	return b
 }
 
-// stopBeats ends b's heartbeat, waiting for it if it started.
+// start starts the heartbeat in a goroutine unless it started or stopped.
+func (b *beats) start() {
+	if b.started.CompareAndSwap(false, true) {
+		go b.run()
+	}
+}
+
+// run is the heartbeat's goroutine.
+func (b *beats) run() {
+	defer b.ended.Done()
+	// A handler cancelled (Stop's hand-over, Cancel) or ended before
+	// its first renewal renews nothing, as a heartbeat that was
+	// waiting then would have returned at once.
+	select {
+	case <-b.ctx.Done():
+		return
+	case <-b.halt:
+		return
+	default:
+	}
+	b.hb.heartbeat(b.ctx, b.halt, b.wake)
+}
+
+// stopBeats ends b's heartbeat, waiting for it if it started, and gives
+// the attempt's listener back.
 func (r *Runner[J]) stopBeats(b *beats) {
-	if b.w != nil {
+	switch {
+	case b.own:
 		r.waiters.remove(b.k, b.w)
+	case b.w != nil:
+		r.waiters.attach(b.w, nil)
 	}
 	close(b.halt)
 	r.starter.remove(b)
-	if !b.started.CompareAndSwap(false, true) {
-		<-b.done // it started: wait until it returns
+	if b.started.CompareAndSwap(false, true) {
+		b.ended.Done() // it never started, and now never will
 	}
+	b.ended.Wait()
 }
 
 // starter starts the heartbeats of the runner's runs at their first
@@ -139,9 +164,7 @@ func (s *starter) loop() {
 		s.mu.Lock()
 		now := time.Now()
 		for len(s.q) > 0 && !s.q[0].due.After(now) {
-			if b := heap.Pop(&s.q).(*beats); b.started.CompareAndSwap(false, true) {
-				go b.run()
-			}
+			heap.Pop(&s.q).(*beats).start()
 		}
 		if len(s.q) == 0 {
 			s.running = false

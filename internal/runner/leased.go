@@ -26,7 +26,8 @@ type Leased[J any] struct {
 	standing bool          // the attempt has stood by: another instance held the slot
 	lateWins int           // wins of Token in a row answered past the safe end
 	wake     chan struct{} // the store's events on this slot (listener's channel); nil when not listening
-	listener *waiter
+	listener *waiter       // &lw while listening; a run's heartbeat borrows it (startBeats)
+	lw       waiter
 }
 
 // Lease returns a leased attempt at job's slot. maxLate bounds how late the
@@ -42,8 +43,16 @@ func (r *Runner[J]) Lease(job J, name string, slot time.Time, lease, maxLate tim
 func (a *Leased[J]) listen() {
 	r := a.r
 	if a.listener == nil && r.cfg.Watch {
-		a.listener = newWaiter()
-		a.wake = a.listener.ch
+		if a.lw.ch == nil {
+			a.lw.ch = make(chan struct{}, 1)
+		}
+		// Listening again (MarkMissed's run, then Run) starts afresh.
+		select {
+		case <-a.lw.ch:
+		default:
+		}
+		a.lw.settled.Store(false)
+		a.listener, a.wake = &a.lw, a.lw.ch
 		r.waiters.add(slotKey{a.Name, a.Slot}, a.listener)
 	}
 }
@@ -122,12 +131,9 @@ func (a *Leased[J]) answer(ctx context.Context, out Outcome) bool {
 		if !a.won(ctx, out) {
 			return true
 		}
-		a.unlisten()
-		if !a.runWon(ctx) {
-			return false
-		}
-		a.listen()
-		return true
+		// The run's heartbeat borrows the listener (startBeats); the
+		// attempt keeps listening for the retry that may follow.
+		return a.runWon(ctx)
 	case KindRunning:
 		a.standing = true
 		if !a.standBy(ctx, out) {

@@ -12,11 +12,13 @@ type slotKey struct {
 }
 
 // waiter is woken by the store's events on its slot: ch gets a wake-up
-// (one kept pending at most), and kick, if set, is called after, under
-// the waiters' lock, so it must not block.
+// (one kept pending at most), and beats, if set, is started after (see
+// startBeats). A leased attempt has one waiter from its first claim to
+// its end, which its runs' heartbeats share: handing it over costs no
+// allocation, where a waiter per run was 3 of a won slot's allocations.
 type waiter struct {
-	ch   chan struct{}
-	kick func()
+	ch    chan struct{}
+	beats *beats // the heartbeat of the run holding the slot; guarded by the waiters' lock
 	// settled is set by a finished event (the store settled the slot's
 	// run: done, missed, skipped or paused, which no claim changes), so
 	// that a backup woken by it ends without asking again.
@@ -30,31 +32,54 @@ func (w *waiter) wake() {
 	case w.ch <- struct{}{}:
 	default: // a wake-up is already pending
 	}
-	if w.kick != nil {
-		w.kick()
+	if w.beats != nil {
+		w.beats.start()
 	}
 }
 
 // waiters routes the store's run events to the attempts standing by on
 // that slot, and to the heartbeats of the runs holding it. A slot has one
-// or two of them most of the time, so each has a short slice, not a set.
+// waiter most of the time (a backup's attempt, or the holder's), so the
+// first is kept in the map's value itself and only the others in a
+// slice: a slice per slot was one allocation per attempt.
 type waiters struct {
 	mu sync.Mutex
-	m  map[slotKey][]*waiter
+	m  map[slotKey]waiterSet
+}
+
+type waiterSet struct {
+	first *waiter
+	more  []*waiter
 }
 
 func (ws *waiters) add(k slotKey, w *waiter) {
 	ws.mu.Lock()
 	if ws.m == nil {
-		ws.m = make(map[slotKey][]*waiter)
+		ws.m = make(map[slotKey]waiterSet)
 	}
-	ws.m[k] = append(ws.m[k], w)
+	set := ws.m[k]
+	if set.first == nil {
+		set.first = w
+	} else {
+		set.more = append(set.more, w)
+	}
+	ws.m[k] = set
 	ws.mu.Unlock()
 }
 
 func (ws *waiters) remove(k slotKey, w *waiter) {
 	ws.mu.Lock()
-	if set := slices.DeleteFunc(ws.m[k], func(x *waiter) bool { return x == w }); len(set) == 0 {
+	set := ws.m[k]
+	if set.first == w {
+		set.first = nil
+		if n := len(set.more); n > 0 {
+			set.first, set.more[n-1] = set.more[n-1], nil
+			set.more = set.more[:n-1]
+		}
+	} else {
+		set.more = slices.DeleteFunc(set.more, func(x *waiter) bool { return x == w })
+	}
+	if set.first == nil {
 		delete(ws.m, k)
 	} else {
 		ws.m[k] = set
@@ -62,15 +87,39 @@ func (ws *waiters) remove(k slotKey, w *waiter) {
 	ws.mu.Unlock()
 }
 
+// each calls f for every waiter of set; ws.mu is held.
+func (set waiterSet) each(f func(*waiter)) {
+	if set.first != nil {
+		f(set.first)
+	}
+	for _, w := range set.more {
+		f(w)
+	}
+}
+
+// attach makes w start b on an event (nil: start nothing) and forgets the
+// wake-up and settled mark w got before: w now serves a new run's
+// heartbeat, or the attempt again after the run.
+func (ws *waiters) attach(w *waiter, b *beats) {
+	ws.mu.Lock()
+	w.beats = b
+	select {
+	case <-w.ch:
+	default:
+	}
+	w.settled.Store(false)
+	ws.mu.Unlock()
+}
+
 // notify wakes every waiter on k; settled says the store settled its run.
 func (ws *waiters) notify(k slotKey, settled bool) {
 	ws.mu.Lock()
-	for _, w := range ws.m[k] {
+	ws.m[k].each(func(w *waiter) {
 		if settled {
 			w.settled.Store(true)
 		}
 		w.wake()
-	}
+	})
 	ws.mu.Unlock()
 }
 
@@ -78,9 +127,7 @@ func (ws *waiters) notify(k slotKey, settled bool) {
 func (ws *waiters) notifyAll() {
 	ws.mu.Lock()
 	for _, set := range ws.m {
-		for _, w := range set {
-			w.wake()
-		}
+		set.each((*waiter).wake)
 	}
 	ws.mu.Unlock()
 }
