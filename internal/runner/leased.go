@@ -46,7 +46,7 @@ func (a *Leased[J]) listen() {
 		if a.lw.ch == nil {
 			a.lw.ch = make(chan struct{}, 1)
 		}
-		// Listening again (MarkMissed's run, then Run) starts afresh.
+		// A waiter listened with before (Run called again) starts afresh.
 		select {
 		case <-a.lw.ch:
 		default:
