@@ -64,7 +64,7 @@
 //
 // Every call is one mutex section, no I/O. BENCHMARKS.md §1 measured a
 // plain claim at 0.6–0.8 µs p50 (1, 4 and 16 claimers) and a lease claim
-// at 0.9–1.1 µs, against 0.4–0.5 µs for a bare map insert under a mutex. A
+// at 0.9–1.2 µs, against 0.4–0.5 µs for a bare map insert under a mutex. A
 // job's history is kept in order, oldest first, so that trimming it to
 // its size drops records from the front: adding or changing a record
 // places it with a binary search, almost always at the end (records come

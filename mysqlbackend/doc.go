@@ -124,8 +124,8 @@
 // the driver begins a READ COMMITTED transaction with two statements, and
 // TestClaimRoundTrips counts the rest. On MariaDB 10.11 on loopback, on a
 // 2-core machine, bench/run.sh claim (BENCHMARKS.md §1) measured the
-// plain claim's median at 4.5–5.2× the bare INSERT IGNORE's (1, 4 and 16
-// claimers; 331 µs with one) and the lease claim's at 12.6–18.7× (800 µs
+// plain claim's median at 4.3–4.6× the bare INSERT IGNORE's (1, 4 and 16
+// claimers; 275 µs with one) and the lease claim's at 11.8–18.2× (751 µs
 // with one); bench/run.sh contest (§2) had no slot without exactly one
 // winner, 2 to 32 instances.
 package mysqlbackend

@@ -333,10 +333,10 @@
 // six in a row before (1.36–1.61 ms, 8.7–9.1×, the two run in turn,
 // three times each), and a backup's claim of a live run at 221–251 µs
 // (188–207 before: it now starts the two side reads and ends them).
-// BENCHMARKS.md §1 measured a lease claim at 1.50 ms p50 with one claimer
-// (12.4× the bare Create), and at 2.2 and 6.9 ms with 4 and 16 (11.3× and
-// 14.7×; the claims of one job contend on its job key): the fewest lease
-// claims a second of any store (493–622).
+// BENCHMARKS.md §1 measured a lease claim at 1.31 ms p50 with one claimer
+// (9.3× the bare Create), and at 1.9 and 6.8 ms with 4 and 16 (11.0× and
+// 12.7×; the claims of one job contend on its job key): the fewest lease
+// claims a second of any store (561–688).
 // History reads the job's subject of the history stream.
 //
 // A batch of plain claims ([Backend.ClaimBatch]) reads the pause states
@@ -370,12 +370,12 @@
 // that the losers of a burst send two reads per batch (each up to 256
 // keys a request), not a request per slot (TestClaimBatchRequests: 2
 // requests for 100 claims of runs held by another). BenchmarkClaimBatch
-// measured a burst of 1,000 plain claims (1,000 jobs) at 28.3–31.0 ms as
-// one batch against 322–331 ms as single claims (11.3–11.8×), 1.77–1.98×
-// the 15.5–17.8 ms of 1,000 bare creates published before any
-// acknowledgement is awaited; lease claims at 173–187 ms against
-// 1,317–1,349 ms (7.4–7.6×). Loopback, nats-server v2.14.10, a 2-core
-// machine at load average 1.96 (BENCHMARKS.md §1).
+// measured a burst of 1,000 plain claims (1,000 jobs) at 25.9–31.2 ms as
+// one batch against 333–348 ms as single claims (12.1–13.1×), 1.51–1.88×
+// the 17.1–17.4 ms of 1,000 bare creates published before any
+// acknowledgement is awaited; lease claims at 127–133 ms against
+// 883–917 ms (6.8–7.2×). Loopback, nats-server v2.14.10, a 2-core
+// machine at load average 2.01 (BENCHMARKS.md §1).
 //
 // A batch of heartbeats ([RunStore.Heartbeats]) reads every run in one
 // direct get request and publishes the compare-and-set updates of the

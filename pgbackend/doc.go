@@ -228,9 +228,9 @@
 // (claim_batch_v6), 19.3 µs won (3.0–3.1×) and 20.8–21.0 µs lost.
 //
 // BenchmarkClaimRunsHistory times a batch of 256 lease claims under the
-// default overlap policy whose jobs keep 0 or 100 settled runs: 21.2 and
-// 30.8–33.7 µs per won claim, against 6.1–7.2 µs per row of the raw
-// insert (two runs of 50x, load 2.5, BENCHMARKS.md §1 "History").
+// default overlap policy whose jobs keep 0 or 100 settled runs: 32.8–33.7
+// and 48.4–48.9 µs per won claim, against 9.0–10.1 µs per row of the raw
+// insert (two runs of 50x, load 3.4, BENCHMARKS.md §1 "History").
 // Without the index runs_live the overlap count read every run the job
 // keeps: 158 µs per claim at 100 runs (one run of 20x on 2026-12-05,
 // go1.26.8).

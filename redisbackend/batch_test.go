@@ -620,7 +620,7 @@ func TestClaimBatchCallErrorIsItsOwn(t *testing.T) {
 // A batch reads the server's clock once for all its calls (luaArgs in
 // scripts.go): the 512 lease claims of one script get one lease end,
 // although the script runs for several milliseconds (BENCHMARKS.md §1:
-// 13.3–13.4 µs of the server's time per lease claim of a batch). With a
+// 15.0–15.3 µs of the server's time per lease claim of a batch). With a
 // TIME call per claim, as before, their ends spread over those
 // milliseconds.
 func TestBatchReadsTheClockOnce(t *testing.T) {

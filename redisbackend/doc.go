@@ -306,9 +306,9 @@
 // decides SPEC §6's table server-side, FinishResult finishes, saves and
 // trims at once. With [Options.Replicas], a winning claim adds a WAIT in
 // the same pipeline. BENCHMARKS.md §1 measured, on loopback: a plain claim
-// at 64 µs p50 with one claimer (1.18× a bare SET NX) and 91 µs with 4
-// (1.04×); a lease claim at 70 µs and 139 µs p50 (1.29×, 1.59×); about
-// 34,300 plain and 24,500 lease claims/s with 4 claimers.
+// at 59 µs p50 with one claimer (1.13× a bare SET NX) and 87 µs with 4
+// (1.04×); a lease claim at 67 µs and 127 µs p50 (1.29×, 1.51×); about
+// 35,800 plain and 26,100 lease claims/s with 4 claimers.
 //
 // A batch ([Backend.ClaimBatch], [RunStore.ClaimRuns]: the
 // anarchon.BatchClaimer and anarchon.RunBatchClaimer abilities) sends
@@ -321,13 +321,13 @@
 // (TestClaimBatchRoundTrips counts the pipelines; TestClaimBatchReplicas).
 // The server still runs each claim's script text, so a batch saves round
 // trips, not script time: BenchmarkClaimBatch measured a burst of 1,000
-// plain claims (1,000 jobs) at 7.2–7.3 ms as one batch against 64–66 ms
-// as single claims (9.1–9.2×) and 2.4–2.8 ms for 1,000 SET NX PX in one
-// pipeline (2.5–2.7×); lease claims at 17.0–17.4 ms against 73–74 ms
-// (4.3–4.4×). Loopback, redis-server 7.0.15, a 2-core machine at load
-// average 0.49, where the server's command statistics gave 4.9–5.0 µs
-// per plain claim and 13.3–13.4 µs per lease claim of a batch (3.6–3.8
-// and 5.6–5.8 µs per claim that finds its slot taken), and 1.0–1.1 µs
+// plain claims (1,000 jobs) at 7.6–9.8 ms as one batch against 68–73 ms
+// as single claims (7.4–8.6×) and 2.6–2.9 ms for 1,000 SET NX PX in one
+// pipeline (2.6–3.1×); lease claims at 19.9–20.0 ms against 89–90 ms
+// (4.4–4.6×). Loopback, redis-server 7.0.15, a 2-core machine at load
+// average 2.18, where the server's command statistics gave 5.3–7.0 µs
+// per plain claim and 15.0–15.3 µs per lease claim of a batch (3.8–4.9
+// and 6.7–7.2 µs per claim that finds its slot taken), and 1.1–1.3 µs
 // per SET (BENCHMARKS.md §1).
 //
 // Heartbeats, results and finishes of many runs

@@ -313,7 +313,7 @@ func (b *SQLBackend) readHeld(ctx context.Context, keys []slotKey) (map[slotKey]
 // has none skips the read of the others and goes to the transaction
 // whole: a burst's first wave, whose slots are new, would read them all
 // for nothing, on the CPU its claims' transactions wait for (a read of
-// 256 held slots costs about 1.2 ms: BENCHMARKS.md §1, 4.3–5.0 µs per
+// 256 held slots costs about 1.5 ms: BENCHMARKS.md §1, 5.8–6.3 µs per
 // lost claim of a batch). A batch whose first slot has a row reads the
 // others' rows next. The transaction decides every claim either way, a
 // slot that has a row by the single claim's statements. Elsewhere

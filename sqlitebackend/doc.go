@@ -54,14 +54,14 @@
 // 2026-12-04) measured 117–124 µs per result this way against 150–159
 // µs with each result alone, and an instance of a burst of 10,000 jobs
 // on 3 processes spent 9–24% less CPU (bench/HISTORY.md §8).
-// BENCHMARKS.md §1 measured it at 71–83 µs per result, 13.6–14.3× 256
+// BENCHMARKS.md §1 gives 71–83 µs per result (2026-12-06), 13.6–14.3× 256
 // prepared inserts of result rows in one transaction; on go1.26.8 it
 // measured 122–128 µs per result at 01:17 on 2026-12-05 and 112–120 µs
 // at 08:29 with the partial index runs_live (bench/HISTORY.md §1). Each
 // statement is prepared once per transaction, or once per pooled
 // connection with Options.DriverLocks ("Prepared statements" below).
 // sqlitefile's BenchmarkClaimBatch (batches of 256 new slots) measured
-// 11.3–13.2 µs per won claim and 4.3–4.5 µs per lost one, 2.2–2.3× the
+// 16.5–16.6 µs per won claim and 5.8–6.0 µs per lost one, 2.5× the
 // raw floor of 256 prepared INSERT … ON CONFLICT DO NOTHING in one
 // transaction (BENCHMARKS.md §1). With the slots joined by UNION ALL
 // instead of JSON it measured 3.66–4.09× where JSON measured 2.98–3.36×,
@@ -70,8 +70,8 @@
 // A lease claim's overlap check counts the job's live runs through the
 // partial index runs_live (SQLDialect.PartialIndexes), so it does not read
 // the settled runs the job's history keeps: sqlitefile's
-// BenchmarkClaimRunsHistory measured 13.6–14.2 µs per won claim of a batch
-// of 256 when the jobs keep no settled run and 23.4–23.6 µs when they keep
+// BenchmarkClaimRunsHistory measured 19.8–20.2 µs per won claim of a batch
+// of 256 when the jobs keep no settled run and 26.7–27.0 µs when they keep
 // 100 (BENCHMARKS.md §1, "History"), where the count without the index
 // took 231 µs per claim at 100 runs (one run of 20x on 2026-12-05,
 // go1.26.8); TestOverlapCheckUsesLiveIndex checks that the planner reads
@@ -236,9 +236,9 @@
 // # Performance
 //
 // Writers take turns on the file's write lock. BENCHMARKS.md §1 measured,
-// with modernc.org/sqlite on one host: a plain claim at 49 µs p50 with
-// one claimer, 401 µs with 4 and 1.7 ms with 16 (a bare autocommit INSERT:
-// 35–44 µs), a lease claim at 116 µs p50 with one, and about 4,400–15,800
+// with modernc.org/sqlite on one host: a plain claim at 43 µs p50 with
+// one claimer, 339 µs with 4 and 1.4 ms with 16 (a bare autocommit INSERT:
+// 30–31 µs), a lease claim at 77 µs p50 with one, and about 6,000–20,100
 // claims/s in all. Every claimer waits for the lock: the p50 and p99 grow
-// with their number (a plain claim's p99 1.1 ms with 4, 3.7 ms with 16).
+// with their number (a plain claim's p99 0.6 ms with 4, 2.4 ms with 16).
 package sqlitebackend
