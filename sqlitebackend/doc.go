@@ -54,7 +54,7 @@
 // 2026-12-04) measured 117–124 µs per result this way against 150–159
 // µs with each result alone, and an instance of a burst of 10,000 jobs
 // on 3 processes spent 9–24% less CPU (bench/HISTORY.md §8).
-// BENCHMARKS.md §1 gives 71–83 µs per result (2026-12-06), 13.6–14.3× 256
+// BENCHMARKS.md §1 measured it at 63–67 µs per result, 12.1–13.3× 256
 // prepared inserts of result rows in one transaction; on go1.26.8 it
 // measured 122–128 µs per result at 01:17 on 2026-12-05 and 112–120 µs
 // at 08:29 with the partial index runs_live (bench/HISTORY.md §1). Each
