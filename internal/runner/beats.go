@@ -19,14 +19,13 @@ import (
 type beats struct {
 	ctx     context.Context // the handler's
 	hb      heartbeater
-	wake    <-chan struct{} // w's channel; nil without a watch
-	due     time.Time       // the first renewal
-	idx     int             // in the starter's queue; -1 when not in it
-	started atomic.Bool     // the heartbeat started, or never will (stop came first)
-	halt    chan struct{}   // closed by stop
-	ended   sync.WaitGroup  // done when a started heartbeat returns, or at stop if none started
-	w       *waiter         // the store's events on the slot; nil without a watch
-	own     bool            // w was made for this run (it had no listener), not lent
+	due     time.Time      // the first renewal
+	idx     int            // in the starter's queue; -1 when not in it
+	started atomic.Bool    // the heartbeat started, or never will (stop came first)
+	halt    chan struct{}  // closed by stop
+	ended   sync.WaitGroup // done when a started heartbeat returns, or at stop if none started
+	w       *waiter        // the store's events on the slot; nil without a watch
+	own     bool           // w was made for this run (it had no listener), not lent
 	k       slotKey
 }
 
@@ -56,11 +55,9 @@ func (a *Leased[J]) startBeats(ctx context.Context) *beats {
 		// next beat.
 		if b.w = a.listener; b.w == nil {
 			b.w, b.own = newWaiter(), true
-			b.wake = b.w.ch
 			b.w.beats = b
 			r.waiters.add(b.k, b.w)
 		} else {
-			b.wake = b.w.ch
 			r.waiters.attach(b.w, b)
 		}
 	}
@@ -88,7 +85,11 @@ func (b *beats) run() {
 		return
 	default:
 	}
-	b.hb.heartbeat(b.ctx, b.halt, b.wake)
+	var wake <-chan struct{} // nil without a watch
+	if b.w != nil {
+		wake = b.w.ch
+	}
+	b.hb.heartbeat(b.ctx, b.halt, wake)
 }
 
 // stopBeats ends b's heartbeat, waiting for it if it started, and gives

@@ -46,12 +46,7 @@ func (a *Leased[J]) listen() {
 		if a.lw.ch == nil {
 			a.lw.ch = make(chan struct{}, 1)
 		}
-		// A waiter listened with before (Run called again) starts afresh.
-		select {
-		case <-a.lw.ch:
-		default:
-		}
-		a.lw.settled.Store(false)
+		a.lw.reset() // listened with before (Run called again)
 		a.listener, a.wake = &a.lw, a.lw.ch
 		r.waiters.add(slotKey{a.Name, a.Slot}, a.listener)
 	}
