@@ -27,6 +27,9 @@ type registration struct {
 
 	mismatch string // the last job-set mismatch reported; used by the loop only
 	twin     bool   // another process was seen under this ID; used by the loop only
+	// peers are the other live instances of the last listing, by ID; nil
+	// before the first (notePeers). Used by the loop only.
+	peers map[string]InstanceRecord
 }
 
 // registryTTL is Options.RegistryTTL with its default; 0 means disabled.
@@ -106,6 +109,7 @@ func (s *Scheduler) renewRegistration(ctx context.Context, r *registration, firs
 		s.storeError(ctx, "Instances", "", time.Time{}, err)
 	} else {
 		s.setPeers(recs)
+		s.notePeers(ctx, r, recs)
 	}
 	switch {
 	case err == nil && first:

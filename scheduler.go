@@ -867,7 +867,9 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	taken, storing := s.stopTriggers()
 	s.run.HandOver(ctx, func() { s.runCancel(ErrStopped) })
 	s.settleTriggers(taken, storing)
-	s.log.LogAttrs(context.WithoutCancel(ctx), slog.LevelInfo, "scheduler stopped at its deadline; running jobs handed over (leased) or recorded as cut short")
+	// Handlers that were cancelled may still be returning (Stop bounds
+	// only the wait), so their own end lines can come after this one.
+	s.log.LogAttrs(context.WithoutCancel(ctx), slog.LevelInfo, "scheduler stopped at its deadline; running jobs were cancelled and handed over (leased) or recorded as cut short, and their handlers may still be returning")
 	return s.stopErr
 }
 
