@@ -8,9 +8,10 @@
 //     defaults, next slots, last outcome and last success, and its paused
 //     state when [Actions.Paused] is set.
 //   - A job (job/NAME): one row per slot, newest first, PageSize slots a
-//     page, with the slot's attempts inside in attempt order — instance,
-//     status, start, duration, error and output tail — so a takeover reads
-//     attempt 1 lease_lost, attempt 2 success.
+//     page, with the slot's attempts inside newest first, as the history
+//     lists them — instance, status, start, duration, error and output
+//     tail — so a takeover reads attempt 2 success above attempt 1
+//     lease_lost.
 //   - Leases (leases): the unfinished runs of leased jobs, with holder,
 //     attempt, state and time left by the store's clock.
 //   - Replicas (replicas): the store's instance registry (live, dead or

@@ -124,7 +124,8 @@ func TestJobPageTakeover(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("GET /job/report = %d\n%s", code, body)
 	}
-	// One tbody per slot; the takeover slot has attempt 1 then 2.
+	// One tbody per slot; the takeover slot lists attempt 2 above
+	// attempt 1, newest first as the history does.
 	slots := regexp.MustCompile(`(?s)<tbody class="slot" data-slot="(\d+)">(.*?)</tbody>`).FindAllStringSubmatch(body, -1)
 	if len(slots) != 2 {
 		t.Fatalf("%d slot rows, want 2", len(slots))
@@ -134,8 +135,8 @@ func TestJobPageTakeover(t *testing.T) {
 	}
 	atts := regexp.MustCompile(`data-attempt="(\d)" data-status="(\w+)"`).FindAllStringSubmatch(slots[1][2], -1)
 	got := fmt.Sprint(atts)
-	if len(atts) != 2 || atts[0][1] != "1" || atts[0][2] != "lease_lost" || atts[1][1] != "2" || atts[1][2] != "success" {
-		t.Errorf("takeover slot attempts = %s, want 1 lease_lost then 2 success", got)
+	if len(atts) != 2 || atts[0][1] != "2" || atts[0][2] != "success" || atts[1][1] != "1" || atts[1][2] != "lease_lost" {
+		t.Errorf("takeover slot attempts = %s, want 2 success then 1 lease_lost", got)
 	}
 	for _, want := range []string{"replica-a", "replica-b", "250ms", "line two", "3 records", "2026-03-01 10:10:00.000Z on replica-b</small>"} {
 		if !strings.Contains(body, want) {

@@ -71,7 +71,7 @@ type slotRow struct {
 	Slot     string // formatted
 	SlotMS   int64
 	Manual   bool
-	Status   anarchon.Status // of the last attempt
+	Status   anarchon.Status // of the newest attempt
 	Attempts []attemptRow
 }
 
@@ -236,8 +236,8 @@ func (h *handler) jobPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // groupSlots groups records (newest first, as History returns them) into
-// slots, one row per slot with its attempts in ascending order, and
-// returns at most n slots older than before (Unix ms; 0: from the newest)
+// slots, one row per slot with its attempts newest first, as History and
+// the daemon's history command list them, and returns at most n slots older than before (Unix ms; 0: from the newest)
 // and the before value of the next page ("" if none).
 func groupSlots(recs []anarchon.RunRecord, before int64, n int) ([]slotRow, string) {
 	var out []slotRow
@@ -256,13 +256,15 @@ func groupSlots(recs []anarchon.RunRecord, before int64, n int) ([]slotRow, stri
 			j++
 		}
 		atts := slices.Clone(recs[i:j])
+		// Newest attempt first, the order of the history: a store may keep
+		// a slot's records in another order, so they are sorted here.
 		slices.SortStableFunc(atts, func(a, b anarchon.RunRecord) int {
-			if c := cmpInt(int64(a.Attempt), int64(b.Attempt)); c != 0 {
+			if c := cmpInt(int64(b.Attempt), int64(a.Attempt)); c != 0 {
 				return c
 			}
-			return a.StartedAt.Compare(b.StartedAt)
+			return b.StartedAt.Compare(a.StartedAt)
 		})
-		row := slotRow{Slot: formatTS(slot), SlotMS: slot.UnixMilli(), Status: atts[len(atts)-1].Status, Attempts: make([]attemptRow, len(atts))}
+		row := slotRow{Slot: formatTS(slot), SlotMS: slot.UnixMilli(), Status: atts[0].Status, Attempts: make([]attemptRow, len(atts))}
 		for k, a := range atts {
 			row.Manual = row.Manual || a.Manual
 			row.Attempts[k] = attemptRow{

@@ -215,7 +215,7 @@ func page(t *testing.T, bctx context.Context, what string, cond func(loc, body s
 // a forged or cross-origin form is refused, the replica listening on a
 // non-loopback address asks for credentials, a SIGKILLed replica turns
 // dead on the replicas page within its registry TTL, and the slot it held
-// reads attempt 1 lease_lost, attempt 2 success.
+// reads attempt 2 success above attempt 1 lease_lost.
 func TestDashboard(t *testing.T) {
 	chrome := chromePath(t)
 	shots := screenshots(t)
@@ -474,8 +474,8 @@ func TestDashboard(t *testing.T) {
 		chromedp.WaitVisible(sel+` tr[data-attempt="2"][data-status="success"]`, chromedp.ByQuery),
 		chromedp.Evaluate(fmt.Sprintf(`Array.from(document.querySelectorAll('%s tr.attempt')).map(r => r.dataset.attempt + ' ' + r.dataset.status)`, sel), &atts),
 		shot("slot-takeover"))
-	if got := strings.Join(atts, ", "); got != "1 lease_lost, 2 success" {
-		t.Errorf("takeover slot reads %q, want \"1 lease_lost, 2 success\"", got)
+	if got := strings.Join(atts, ", "); got != "2 success, 1 lease_lost" {
+		t.Errorf("takeover slot reads %q, want \"2 success, 1 lease_lost\" (newest first, as the history)", got)
 	}
 
 	// Run now ran the job once, on replica-0, and the trigger once, on
