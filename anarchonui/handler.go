@@ -52,7 +52,8 @@ func DefaultActions(s *anarchon.Scheduler) *Actions {
 			if err != nil || !st.Paused {
 				return false, "", err
 			}
-			note := "paused by " + st.By + " at " + st.At.UTC().Format(time.RFC3339)
+			// At in the pages' format: the note is shown beside other times.
+			note := "paused by " + st.By + " at " + formatTS(st.At)
 			if st.Reason != "" {
 				note += ": " + st.Reason
 			}

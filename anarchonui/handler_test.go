@@ -583,3 +583,53 @@ func TestDefaultPauseResume(t *testing.T) {
 		}
 	}
 }
+
+// Every time a page shows is in one format (formatTS: UTC to the
+// millisecond), whatever it is the time of: next slots of a job in a zone,
+// last outcomes, the attempts, a pause, a replica's last renewal. A
+// relative time ("3s ago") is only an addition to an absolute one.
+func TestOneTimeFormat(t *testing.T) {
+	s, b := newScheduler(t, 0)
+	slot := time.Date(2026, 3, 1, 10, 5, 0, 0, time.UTC)
+	save(t, b, slot, "replica-a", "t1", 1, anarchon.StatusLeaseLost, "lease lost", 0)
+	save(t, b, slot, "replica-b", "t2", 2, anarchon.StatusSuccess, "", 0)
+	ctx := context.Background()
+	if _, err := s.Pause(ctx, "report", anarchon.PauseOptions{By: "ops", Reason: "maintenance"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.RegisterInstance(ctx, anarchon.InstanceInfo{ID: "replica-a", StartedAt: slot}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	h := Handler(s, nil)
+	// Anything that reads as a date and a time, in any of the forms Go
+	// and the browsers print.
+	anyTime := regexp.MustCompile(`\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2}| [A-Z]{3,5}\b)?`)
+	oneFormat := regexp.MustCompile(`^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3}Z$`)
+	tags := regexp.MustCompile(`(?s)<[^>]*>`)
+	for _, path := range []string{"/", "/job/report", "/leases", "/replicas"} {
+		code, body := get(t, h, path)
+		if code != 200 {
+			t.Fatalf("GET %s = %d", path, code)
+		}
+		// What the page shows: its text, without the tags and their
+		// attributes (a tooltip may name the zone's wall time).
+		text := tags.ReplaceAllString(body, " ")
+		times := anyTime.FindAllString(text, -1)
+		if len(times) == 0 && path != "/leases" {
+			t.Errorf("%s shows no time", path)
+		}
+		for _, ts := range times {
+			if !oneFormat.MatchString(ts) {
+				t.Errorf("%s shows %q, not in the pages' one format (2006-01-02 15:04:05.000Z)", path, ts)
+			}
+		}
+	}
+	_, jobs := get(t, h, "/")
+	if !strings.Contains(jobs, `title="`) || !strings.Contains(jobs, "EET in Europe/Athens") {
+		t.Errorf("next slots of report lack their wall time in Europe/Athens as a tooltip")
+	}
+	_, reps := get(t, h, "/replicas")
+	if !regexp.MustCompile(`\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3}Z \([^)]* ago, TTL 1m0s\)`).MatchString(reps) {
+		t.Errorf("replicas page shows the last renewal without its time:\n%s", reps)
+	}
+}

@@ -332,6 +332,8 @@ func (h *handler) leasesPage(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, http.StatusOK, "leases.html", p)
 }
 
+// formatTS is the one format of every time the pages show: UTC, to the
+// millisecond, as the store's clock and the history's records are read.
 func formatTS(t time.Time) string {
 	if t.IsZero() {
 		return "–"
@@ -359,16 +361,18 @@ func tail(s string) string {
 var funcs = template.FuncMap{
 	"ts":       formatTS,
 	"errClass": errClass,
-	"tsIn": func(t time.Time, zone string) string {
-		if t.IsZero() {
-			return "–"
+	// wall is t on the wall clock of a job's zone, for a tooltip only: the
+	// page itself shows every time as ts does, so that one row never mixes
+	// two formats.
+	"wall": func(t time.Time, zone string) string {
+		if t.IsZero() || zone == "" {
+			return ""
 		}
-		if zone != "" {
-			if loc, err := anarchon.LoadLocation(zone); err == nil {
-				return t.In(loc).Format("2006-01-02 15:04:05 MST")
-			}
+		loc, err := anarchon.LoadLocation(zone)
+		if err != nil {
+			return ""
 		}
-		return t.UTC().Format("2006-01-02 15:04:05Z")
+		return t.In(loc).Format("2006-01-02 15:04:05 MST") + " in " + zone
 	},
 	"dur": func(d time.Duration) string {
 		switch {
