@@ -40,11 +40,11 @@ func DefaultActions(s *anarchon.Scheduler) *Actions {
 	a := runNowAction(s)
 	if _, ok := anarchon.As[anarchon.JobControl](s.Backend()); ok {
 		a.Pause = func(ctx context.Context, job, reason string) error {
-			_, err := s.Pause(ctx, job, anarchon.PauseOptions{Reason: reason, By: "dashboard@" + s.InstanceID()})
+			_, err := s.Pause(ctx, job, anarchon.PauseOptions{Reason: reason, By: dashboardBy(s)})
 			return err
 		}
 		a.Resume = func(ctx context.Context, job string) error {
-			_, err := s.Resume(ctx, job, anarchon.ResumeOptions{By: "dashboard@" + s.InstanceID()})
+			_, err := s.Resume(ctx, job, anarchon.ResumeOptions{By: dashboardBy(s)})
 			return err
 		}
 		a.Paused = func(ctx context.Context, job string) (bool, string, error) {
@@ -410,20 +410,48 @@ func isPasswordKey(k string) bool {
 	return false
 }
 
+// dashboardBy is who the dashboard of s records as having asked for a
+// pause or a resume, and names in its logs as having asked for any action.
+func dashboardBy(s *anarchon.Scheduler) string { return "dashboard@" + s.InstanceID() }
+
+// logAction logs one action asked for from the dashboard: at INFO
+// ("dashboard action") when it was taken, at WARN ("dashboard action
+// refused") with the reason when it was not, so that an operator who
+// clicked and saw nothing happen finds why in the logs.
+func (h *handler) logAction(ctx context.Context, r *http.Request, act, job, reason string) {
+	attrs := []slog.Attr{slog.String("action", act), slog.String("job", job), slog.String("by", dashboardBy(h.s)), slog.String("client", r.RemoteAddr)}
+	if reason == "" {
+		h.o.Logger.LogAttrs(ctx, slog.LevelInfo, "dashboard action", attrs...)
+		return
+	}
+	h.o.Logger.LogAttrs(ctx, slog.LevelWarn, "dashboard action refused", append(attrs, slog.String("reason", h.clean(reason)))...)
+}
+
+// refuse answers an action refused before it was tried, and logs why.
+func (h *handler) refuse(w http.ResponseWriter, r *http.Request, status int, act, job, reason string) {
+	h.logAction(r.Context(), r, act, job, reason)
+	http.Error(w, "anarchon dashboard: "+h.clean(reason), status)
+}
+
 // action runs a job action: POST job/NAME/{run,trigger,pause,resume}.
 func (h *handler) action(w http.ResponseWriter, r *http.Request) {
 	name, act := r.PathValue("name"), r.PathValue("action")
 	if h.o.ReadOnly {
-		http.Error(w, "anarchon dashboard: read-only", http.StatusForbidden)
+		h.refuse(w, r, http.StatusForbidden, act, name, "read-only")
 		return
 	}
 	if err := h.checkCSRF(r); err != nil {
-		http.Error(w, "anarchon dashboard: "+err.Error(), http.StatusForbidden)
+		h.refuse(w, r, http.StatusForbidden, act, name, err.Error())
 		return
 	}
 	if !hasJob(h.s, name) {
-		http.Error(w, "anarchon dashboard: no job "+name, http.StatusNotFound)
+		h.refuse(w, r, http.StatusNotFound, act, name, "no job "+name)
 		return
+	}
+	// notOffered refuses an action this dashboard has no func for (or
+	// does not know) as a 404, as if it had no such page.
+	notOffered := func() {
+		h.refuse(w, r, http.StatusNotFound, act, name, "no action "+act+" on this dashboard")
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
@@ -432,13 +460,13 @@ func (h *handler) action(w http.ResponseWriter, r *http.Request) {
 	switch act {
 	case "run":
 		if h.act.RunNow == nil {
-			http.NotFound(w, r)
+			notOffered()
 			return
 		}
 		err, msg = h.act.RunNow(ctx, name), "started a run of "+name+" on "+h.s.InstanceID()
 	case "trigger":
 		if h.act.Trigger == nil {
-			http.NotFound(w, r)
+			notOffered()
 			return
 		}
 		key := r.PostFormValue("key")
@@ -451,7 +479,7 @@ func (h *handler) action(w http.ResponseWriter, r *http.Request) {
 		err, msg = h.act.Trigger(ctx, name, key), "triggered "+name+": a live replica runs it once (key "+key+"; this form sent again runs nothing more)"
 	case "pause":
 		if h.act.Pause == nil {
-			http.NotFound(w, r)
+			notOffered()
 			return
 		}
 		reason := strings.TrimSpace(r.PostFormValue("reason"))
@@ -461,12 +489,12 @@ func (h *handler) action(w http.ResponseWriter, r *http.Request) {
 		err, msg = h.act.Pause(ctx, name, reason), "paused "+name
 	case "resume":
 		if h.act.Resume == nil {
-			http.NotFound(w, r)
+			notOffered()
 			return
 		}
 		err, msg = h.act.Resume(ctx, name), "resumed "+name
 	default:
-		http.NotFound(w, r)
+		notOffered()
 		return
 	}
 	// Only a path of this dashboard is followed back: no scheme or host,
@@ -477,12 +505,11 @@ func (h *handler) action(w http.ResponseWriter, r *http.Request) {
 		strings.HasPrefix(back, "//") || strings.Contains(back, `\`) {
 		u = &url.URL{Path: h.o.BasePath}
 	}
-	attrs := []slog.Attr{slog.String("action", act), slog.String("job", name), slog.String("client", r.RemoteAddr)}
 	if err != nil {
-		h.o.Logger.LogAttrs(ctx, slog.LevelWarn, "dashboard action failed", append(attrs, slog.String("error", h.clean(err.Error())))...)
+		h.logAction(ctx, r, act, name, err.Error())
 		h.setFlash(w, r, "err", act+" "+name+": "+h.clean(err.Error()))
 	} else {
-		h.o.Logger.LogAttrs(ctx, slog.LevelInfo, "dashboard action", attrs...)
+		h.logAction(ctx, r, act, name, "")
 		h.setFlash(w, r, "ok", msg)
 	}
 	http.Redirect(w, r, u.String(), http.StatusSeeOther)

@@ -578,7 +578,7 @@ func TestDefaultPauseResume(t *testing.T) {
 	}
 	// Each action is in the log.
 	for _, act := range []string{"pause", "resume"} {
-		if !strings.Contains(logs.String(), `level=INFO msg="dashboard action" action=`+act+` job=tick client=127.0.0.1:40000`) {
+		if !strings.Contains(logs.String(), `level=INFO msg="dashboard action" action=`+act+` job=tick by=dashboard@replica-a client=127.0.0.1:40000`) {
 			t.Errorf("log lacks the %s:\n%s", act, logs.String())
 		}
 	}
@@ -632,4 +632,70 @@ func TestOneTimeFormat(t *testing.T) {
 	if !regexp.MustCompile(`\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3}Z \([^)]* ago, TTL 1m0s\)`).MatchString(reps) {
 		t.Errorf("replicas page shows the last renewal without its time:\n%s", reps)
 	}
+}
+
+// Each action the dashboard refuses is logged at WARN with the action, the
+// job, who asked and why: refused by the read-only setting, by the CSRF
+// check, for an unknown job or action, and by the action itself (the
+// scheduler's validation, the store).
+func TestActionRefusalsLogged(t *testing.T) {
+	s, _ := newScheduler(t, 0)
+	var mu sync.Mutex
+	var logs strings.Builder
+	logger := slog.New(slog.NewTextHandler(&lockedWriter{mu: &mu, w: &logs}, nil))
+	refusedByStore := errors.New("store refused: job control is read-only")
+	acts := &Actions{
+		RunNow:  func(context.Context, string) error { return nil },
+		Trigger: func(context.Context, string, string) error { return errors.New("invalid trigger key: too long") },
+		Pause:   func(context.Context, string, string) error { return refusedByStore },
+	}
+	h := Handler(s, &Options{Logger: logger, Actions: acts})
+	ro := Handler(s, &Options{Logger: logger, ReadOnly: true, Actions: acts})
+	cookies, tok, _ := form(t, h, "/")
+	ok := url.Values{"csrf": {tok}}
+	cases := []struct {
+		name           string
+		h              http.Handler
+		path           string
+		cookies        []*http.Cookie
+		vals           url.Values
+		code           int
+		action, job    string
+		reasonContains string
+	}{
+		{"read-only", ro, "/job/report/pause", cookies, ok, 403, "pause", "report", "read-only"},
+		{"no CSRF token", h, "/job/report/resume", cookies, url.Values{}, 403, "resume", "report", "CSRF token"},
+		{"unknown job", h, "/job/nope/trigger", cookies, ok, 404, "trigger", "nope", "no job nope"},
+		{"action not offered", h, "/job/tick/resume", cookies, ok, 404, "resume", "tick", "no action resume"},
+		{"unknown action", h, "/job/tick/explode", cookies, ok, 404, "explode", "tick", "no action explode"},
+		{"validation", h, "/job/tick/trigger", cookies, ok, 303, "trigger", "tick", "invalid trigger key"},
+		{"store", h, "/job/report/pause", cookies, ok, 303, "pause", "report", "store refused"},
+	}
+	for _, c := range cases {
+		mu.Lock()
+		logs.Reset()
+		mu.Unlock()
+		if w := post(c.h, c.path, c.cookies, c.vals, nil); w.Code != c.code {
+			t.Errorf("%s: %d, want %d", c.name, w.Code, c.code)
+		}
+		mu.Lock()
+		got := logs.String()
+		mu.Unlock()
+		want := `level=WARN msg="dashboard action refused" action=` + c.action + ` job=` + c.job + ` by=dashboard@replica-a client=127.0.0.1:40000 reason=`
+		if !strings.Contains(got, want) || !strings.Contains(got, c.reasonContains) || strings.Count(got, "\n") != 1 {
+			t.Errorf("%s: log %q, want one record %q… naming %q", c.name, got, want, c.reasonContains)
+		}
+	}
+}
+
+// lockedWriter serialises the writes of a logger read by the test.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -15,7 +15,8 @@ type Options struct {
 	// handler with http.StripPrefix(strings.TrimSuffix(BasePath, "/"), h).
 	// Defaults to "/".
 	BasePath string
-	// ReadOnly hides every action and refuses every POST with 403.
+	// ReadOnly hides every action and refuses every POST with 403 (each
+	// refusal logged, see Logger).
 	// Defaults to false.
 	ReadOnly bool
 	// Auth says who may see the dashboard and act on it. See [Auth].
@@ -45,10 +46,15 @@ type Options struct {
 	CSRFKey []byte
 	// Now is the local clock. Defaults to time.Now.
 	Now func() time.Time
-	// Logger gets one INFO record per action taken from the dashboard
-	// ("dashboard action": action, job, client address, and the error of
-	// one that failed, at WARN), so that a pause or a trigger made there
-	// is in the logs. Defaults to slog.Default().
+	// Logger gets one record per action asked for from the dashboard, so
+	// that a pause or a trigger made there is in the logs, and so is one
+	// that was not made: INFO "dashboard action" for an action taken, WARN
+	// "dashboard action refused" with its reason for one refused (read-only,
+	// a CSRF or cross-origin check, an unknown job or action, or the
+	// action's error: a validation or the store's refusal). Each names the
+	// action, the job, who asked as the dashboard records it ("by":
+	// dashboard@INSTANCE) and the client's address. Defaults to
+	// slog.Default().
 	Logger *slog.Logger
 }
 
