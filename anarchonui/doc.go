@@ -6,7 +6,9 @@
 //
 //   - Jobs (the base path): each job's schedule and zone, options after
 //     defaults, next slots, last outcome and last success, and its paused
-//     state when [Actions.Paused] is set.
+//     state when [Actions.Paused] is set; a paused job's next slots are
+//     marked paused, since each will be recorded paused when due unless
+//     the job is resumed first (SPEC §12). The job's page marks them too.
 //   - A job (job/NAME): one row per slot, newest first, PageSize slots a
 //     page, with the slot's attempts inside newest first, as the history
 //     lists them — instance, status, start, duration, error and output

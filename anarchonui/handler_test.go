@@ -699,3 +699,36 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// A paused job's next slots are marked paused on both pages (each is
+// recorded paused when due, SPEC §12); another job's are not, and a
+// resume clears the marks.
+func TestPausedNextSlots(t *testing.T) {
+	s, _ := newScheduler(t, 0)
+	ctx := context.Background()
+	if _, err := s.Pause(ctx, "report", anarchon.PauseOptions{By: "ops"}); err != nil {
+		t.Fatal(err)
+	}
+	h := Handler(s, nil)
+	marked := regexp.MustCompile(`<span class="next next-paused"[^>]*>[^<]+</span> <span class="tag bad"[^>]*>paused</span>`)
+	_, jobs := get(t, h, "/")
+	row := func(job string) string {
+		return regexp.MustCompile(`(?s)<tr class="job" data-job="` + job + `">.*?</tr>`).FindString(jobs)
+	}
+	if n := len(marked.FindAllString(row("report"), -1)); n != 3 {
+		t.Errorf("jobs page marks %d of report's 3 next slots paused:\n%s", n, row("report"))
+	}
+	if strings.Contains(row("tick"), "next-paused") {
+		t.Errorf("jobs page marks the next slots of tick, not paused:\n%s", row("tick"))
+	}
+	_, job := get(t, h, "/job/report")
+	if n := len(marked.FindAllString(job, -1)); n != 3 {
+		t.Errorf("job page marks %d of report's 3 next slots paused", n)
+	}
+	if _, err := s.Resume(ctx, "report", anarchon.ResumeOptions{By: "ops"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, job := get(t, h, "/job/report"); strings.Contains(job, "next-paused") {
+		t.Errorf("job page marks next slots paused after the resume")
+	}
+}

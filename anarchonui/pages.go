@@ -67,6 +67,13 @@ type actionArgs struct {
 	J jobRow
 }
 
+// nextArgs is what the "next" template is given: a job's next slots, one
+// a line in the jobs table and on one line on the job's page.
+type nextArgs struct {
+	J     jobRow
+	Lines bool
+}
+
 type slotRow struct {
 	Slot     string // formatted
 	SlotMS   int64
@@ -398,4 +405,13 @@ var funcs = template.FuncMap{
 		return actionArgs{P: p}
 	},
 	"ms": func(t time.Time) int64 { return t.UnixMilli() },
+	"nextIn": func(j any, lines bool) nextArgs {
+		switch j := j.(type) {
+		case jobRow:
+			return nextArgs{J: j, Lines: lines}
+		case *jobRow:
+			return nextArgs{J: *j, Lines: lines}
+		}
+		return nextArgs{Lines: lines}
+	},
 }
