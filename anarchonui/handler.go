@@ -482,10 +482,11 @@ func (h *handler) action(w http.ResponseWriter, r *http.Request) {
 			notOffered()
 			return
 		}
+		// No reason is made up when none was typed: who paused (By,
+		// dashboard@INSTANCE) is stored beside it and shown with it, and a
+		// made-up reason naming the dashboard again made every record of
+		// the pause say who asked twice.
 		reason := strings.TrimSpace(r.PostFormValue("reason"))
-		if reason == "" {
-			reason = "paused from the dashboard of " + h.s.InstanceID()
-		}
 		err, msg = h.act.Pause(ctx, name, reason), "paused "+name
 	case "resume":
 		if h.act.Resume == nil {

@@ -732,3 +732,49 @@ func TestPausedNextSlots(t *testing.T) {
 		t.Errorf("job page marks next slots paused after the resume")
 	}
 }
+
+// A pause made from the dashboard without a reason names who asked once:
+// in the stored state, in the record of a slot it settles, in the pause
+// note of the jobs page and in the slot's row of the job's page. (It used
+// to store a reason that named the dashboard's instance again: "job
+// paused by dashboard@replica-a: paused from the dashboard of replica-a".)
+func TestDashboardPauseSaysWhoOnce(t *testing.T) {
+	s, b := newScheduler(t, 0)
+	h := Handler(s, nil)
+	cookies, tok, _ := form(t, h, "/")
+	if w := post(h, "/job/report/pause", cookies, url.Values{"csrf": {tok}}, nil); w.Code != http.StatusSeeOther {
+		t.Fatalf("pause = %d", w.Code)
+	}
+	ctx := context.Background()
+	st, err := s.JobState(ctx, "report")
+	if err != nil || !st.Paused || st.By != "dashboard@replica-a" || st.Reason != "" {
+		t.Fatalf("state after a pause without a reason: %+v, %v; want by dashboard@replica-a, no reason", st, err)
+	}
+	// A replica's claim of the next slot settles it as paused.
+	slot := time.Date(2026, 3, 1, 10, 5, 0, 0, time.UTC)
+	if won, err := b.Claim(ctx, anarchon.ClaimInput{Job: "report", Slot: slot.UnixMilli(), Token: "t1", InstanceID: "replica-b"}); err != nil || won {
+		t.Fatalf("claim of a paused job's slot: %v, %v", won, err)
+	}
+	recs, err := s.History(ctx, "report", 0)
+	if err != nil || len(recs) != 1 || recs[0].Status != anarchon.StatusPaused {
+		t.Fatalf("history %+v, %v; want one paused record", recs, err)
+	}
+	if got := recs[0].Error; got != "job paused by dashboard@replica-a" {
+		t.Errorf("paused record says %q, want who paused it once", got)
+	}
+	_, jobs := get(t, h, "/")
+	note := regexp.MustCompile(`<small>(paused by [^<]*)</small>`).FindStringSubmatch(jobs)
+	if note == nil || strings.Count(note[1], "replica-a") != 1 || strings.Count(note[1], "dashboard") != 1 {
+		t.Errorf("pause note %q, want who paused it named once", note)
+	}
+	if _, job := get(t, h, "/job/report"); !strings.Contains(job, `<td class="why">job paused by dashboard@replica-a</td>`) {
+		t.Errorf("job page's paused slot does not read %q", "job paused by dashboard@replica-a")
+	}
+	// A reason typed into the form is kept as given.
+	if w := post(h, "/job/tick/pause", cookies, url.Values{"csrf": {tok}, "reason": {" disk full "}}, nil); w.Code != http.StatusSeeOther {
+		t.Fatalf("pause = %d", w.Code)
+	}
+	if st, err := s.JobState(ctx, "tick"); err != nil || st.Reason != "disk full" || st.By != "dashboard@replica-a" {
+		t.Errorf("state after a pause with a reason: %+v, %v", st, err)
+	}
+}

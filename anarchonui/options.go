@@ -103,7 +103,10 @@ type Actions struct {
 	// run it once however often they are sent (the dashboard draws a key
 	// per rendered button, so a double click runs once).
 	Trigger func(ctx context.Context, job, key string) error
-	// Pause pauses job cluster-wide; reason names who asked and why.
+	// Pause pauses job cluster-wide. reason is the POST's reason field,
+	// trimmed, and empty when it has none (the page's button sends none):
+	// recording who asked is Pause's ([DefaultActions] records
+	// dashboard@INSTANCE).
 	Pause func(ctx context.Context, job, reason string) error
 	// Resume resumes a paused job.
 	Resume func(ctx context.Context, job string) error
