@@ -162,7 +162,10 @@ type CatchUp struct {
 	Window time.Duration
 	// Max is how many missed slots inside Window are run, newest ones, run
 	// oldest first. 0 means 1: only the latest missed slot runs. Slots in the
-	// window beyond Max are recorded as missed.
+	// window beyond Max are recorded as missed. The window ends at Start,
+	// so a slot that came due just before Start is the newest of them:
+	// with Max 1 it is the one run (if no other instance claimed it) and
+	// the older ones are recorded missed (SPEC §6).
 	Max int
 }
 
