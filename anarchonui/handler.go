@@ -10,6 +10,7 @@ import (
 	"embed"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"html/template"
 	"io/fs"
 	"log/slog"
@@ -18,6 +19,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/anarchon/anarchon"
 )
@@ -433,6 +436,32 @@ func (h *handler) refuse(w http.ResponseWriter, r *http.Request, status int, act
 	http.Error(w, "anarchon dashboard: "+h.clean(reason), status)
 }
 
+// maxPauseReason is the longest pause reason the dashboard takes, in
+// characters: its field's maxlength, and the handler's bound for a client
+// other than the page. The reason is repeated in the record of every slot
+// the pause settles and beside the job on every page, so it is a line, not
+// a report.
+const maxPauseReason = 200
+
+// pauseReasonError says why the dashboard refuses reason (trimmed), or
+// returns "" when it takes it. Like the daemon's pause --reason it refuses
+// control characters: the pages, the daemon's status and history tables and
+// the logs print the reason, and a newline breaks their lines while an
+// escape sequence drives an operator's terminal.
+func pauseReasonError(reason string) string {
+	if n := utf8.RuneCountInString(reason); n > maxPauseReason {
+		return fmt.Sprintf("the pause reason is %d characters long, more than the %d the dashboard takes: shorten it; nothing was paused", n, maxPauseReason)
+	}
+	if !utf8.ValidString(reason) {
+		return "the pause reason is not valid UTF-8; nothing was paused"
+	}
+	if i := strings.IndexFunc(reason, unicode.IsControl); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(reason[i:])
+		return fmt.Sprintf("the pause reason has the control character %U at byte %d: give one line of printable text; nothing was paused", r, i)
+	}
+	return ""
+}
+
 // action runs a job action: POST job/NAME/{run,trigger,pause,resume}.
 func (h *handler) action(w http.ResponseWriter, r *http.Request) {
 	name, act := r.PathValue("name"), r.PathValue("action")
@@ -487,6 +516,10 @@ func (h *handler) action(w http.ResponseWriter, r *http.Request) {
 		// made-up reason naming the dashboard again made every record of
 		// the pause say who asked twice.
 		reason := strings.TrimSpace(r.PostFormValue("reason"))
+		if why := pauseReasonError(reason); why != "" {
+			h.refuse(w, r, http.StatusBadRequest, act, name, why)
+			return
+		}
 		err, msg = h.act.Pause(ctx, name, reason), "paused "+name
 	case "resume":
 		if h.act.Resume == nil {

@@ -778,3 +778,84 @@ func TestDashboardPauseSaysWhoOnce(t *testing.T) {
 		t.Errorf("state after a pause with a reason: %+v, %v", st, err)
 	}
 }
+
+// The Pause button has a reason field beside it, in its form (bounded by
+// maxlength, its text kept across the tables' refresh); a reason typed
+// there is stored with the pause and shown as "paused by
+// dashboard@INSTANCE at T: REASON". One too long or with a control
+// character is refused, logged, and pauses nothing.
+func TestDashboardPauseReason(t *testing.T) {
+	s, _ := newScheduler(t, 0)
+	var mu sync.Mutex
+	var logs strings.Builder
+	h := Handler(s, &Options{Logger: slog.New(slog.NewTextHandler(&lockedWriter{mu: &mu, w: &logs}, nil))})
+	cookies, tok, body := form(t, h, "/")
+	pauseForm := regexp.MustCompile(`(?s)<tr class="job" data-job="report">.*?(<form[^>]*action="/job/report/pause">.*?</form>)`).FindStringSubmatch(body)
+	if pauseForm == nil {
+		t.Fatalf("jobs page has no pause form for report")
+	}
+	field := regexp.MustCompile(`<input type="text" name="reason"[^>]*>`).FindString(pauseForm[1])
+	for _, want := range []string{`maxlength="200"`, `placeholder="reason (optional)"`, `hx-preserve="true"`, `id="pause-reason-7265706f7274"`} {
+		if !strings.Contains(field, want) {
+			t.Errorf("pause form's reason field %q lacks %s", field, want)
+		}
+	}
+	if _, job := get(t, h, "/job/report"); !strings.Contains(job, `name="reason"`) {
+		t.Errorf("job page's pause form has no reason field")
+	}
+
+	ctx := context.Background()
+	refused := []struct{ name, reason, says string }{
+		{"too long", strings.Repeat("x", 201), "the pause reason is 201 characters long, more than the 200 the dashboard takes"},
+		{"newline", "disk full\nsee ticket", "the pause reason has the control character U+000A at byte 9"},
+		{"escape", "\x1b[31mred", "the pause reason has the control character U+001B at byte 0"},
+		{"invalid UTF-8", "disk \xff full", "the pause reason is not valid UTF-8"},
+	}
+	for _, c := range refused {
+		mu.Lock()
+		logs.Reset()
+		mu.Unlock()
+		w := post(h, "/job/report/pause", cookies, url.Values{"csrf": {tok}, "reason": {c.reason}}, nil)
+		if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), c.says) {
+			t.Errorf("%s: %d %q, want 400 saying %q", c.name, w.Code, w.Body.String(), c.says)
+		}
+		mu.Lock()
+		got := logs.String()
+		mu.Unlock()
+		if want := `level=WARN msg="dashboard action refused" action=pause job=report by=dashboard@replica-a client=127.0.0.1:40000 reason="` + c.says; !strings.Contains(got, want) {
+			t.Errorf("%s: log %q, want %q…", c.name, got, want)
+		}
+		if st, err := s.JobState(ctx, "report"); err != nil || st.Paused {
+			t.Fatalf("%s: state after a refused pause: %+v, %v", c.name, st, err)
+		}
+	}
+
+	// The bound is in characters, not bytes: 200 of "é" (400 bytes) pass.
+	long := strings.Repeat("é", 200)
+	if w := post(h, "/job/tick/pause", cookies, url.Values{"csrf": {tok}, "reason": {long}}, nil); w.Code != http.StatusSeeOther {
+		t.Errorf("pause with a reason of 200 characters = %d %q, want 303", w.Code, w.Body.String())
+	}
+	if st, err := s.JobState(ctx, "tick"); err != nil || !st.Paused || st.Reason != long {
+		t.Errorf("state after a pause with a reason of 200 characters: %+v, %v", st, err)
+	}
+
+	w := post(h, "/job/report/pause", cookies, url.Values{"csrf": {tok}, "back": {"/"}, "reason": {"  database migration, back at 11:00 "}}, nil)
+	if w.Code != http.StatusSeeOther {
+		t.Fatalf("pause with a reason = %d %q", w.Code, w.Body.String())
+	}
+	st, err := s.JobState(ctx, "report")
+	if err != nil || !st.Paused || st.By != "dashboard@replica-a" || st.Reason != "database migration, back at 11:00" {
+		t.Fatalf("state after a pause with a reason: %+v, %v", st, err)
+	}
+	_, jobs := getWith(t, h, "/", w.Result().Cookies())
+	if !strings.Contains(jobs, `id="flash">paused report<`) {
+		t.Errorf("jobs page after the pause lacks its flash")
+	}
+	note := "paused by dashboard@replica-a at " + formatTS(st.At) + ": database migration, back at 11:00"
+	if !strings.Contains(jobs, "<small>"+note+"</small>") {
+		t.Errorf("jobs page does not show the pause as %q", note)
+	}
+	if _, job := get(t, h, "/job/report"); !strings.Contains(job, "<small>"+note+"</small>") {
+		t.Errorf("job page does not show the pause as %q", note)
+	}
+}

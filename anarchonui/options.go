@@ -50,8 +50,9 @@ type Options struct {
 	// that a pause or a trigger made there is in the logs, and so is one
 	// that was not made: INFO "dashboard action" for an action taken, WARN
 	// "dashboard action refused" with its reason for one refused (read-only,
-	// a CSRF or cross-origin check, an unknown job or action, or the
-	// action's error: a validation or the store's refusal). Each names the
+	// a CSRF or cross-origin check, an unknown job or action, a pause
+	// reason too long or with a control character, or the action's error:
+	// a validation or the store's refusal). Each names the
 	// action, the job, who asked as the dashboard records it ("by":
 	// dashboard@INSTANCE) and the client's address. Defaults to
 	// slog.Default().
@@ -103,9 +104,11 @@ type Actions struct {
 	// run it once however often they are sent (the dashboard draws a key
 	// per rendered button, so a double click runs once).
 	Trigger func(ctx context.Context, job, key string) error
-	// Pause pauses job cluster-wide. reason is the POST's reason field,
-	// trimmed, and empty when it has none (the page's button sends none):
-	// recording who asked is Pause's ([DefaultActions] records
+	// Pause pauses job cluster-wide. reason is what the operator typed
+	// into the field beside the button (the POST's reason field), trimmed,
+	// and empty when nothing was typed; the handler refuses, without
+	// calling Pause, one longer than 200 characters or with a control
+	// character. Recording who asked is Pause's ([DefaultActions] records
 	// dashboard@INSTANCE).
 	Pause func(ctx context.Context, job, reason string) error
 	// Resume resumes a paused job.

@@ -3,6 +3,7 @@ package anarchonui
 import (
 	"context"
 	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -32,6 +33,7 @@ type page struct {
 	MetaRefresh int
 	Errors      []string // store errors met while reading, shown on the page
 	Actions     actionSet
+	MaxReason   int // the pause reason field's maxlength
 
 	Jobs     []jobRow
 	Job      *jobRow
@@ -104,7 +106,7 @@ type leaseRow struct {
 }
 
 func (h *handler) newPage(title, nav string) *page {
-	p := &page{Title: title, Nav: nav}
+	p := &page{Title: title, Nav: nav, MaxReason: maxPauseReason}
 	if !h.o.ReadOnly {
 		p.Actions = actionSet{
 			RunNow: h.act.RunNow != nil, Trigger: h.act.Trigger != nil,
@@ -394,6 +396,10 @@ var funcs = template.FuncMap{
 	},
 	"offset": func(d time.Duration) string { return d.Round(10 * time.Microsecond).String() },
 	"path":   pathEscape,
+	// domid is a job's name as part of an element id that htmx can look up
+	// as a CSS selector ("#id"): a name may hold any printable character,
+	// and hex keeps distinct names distinct.
+	"domid":  func(name string) string { return hex.EncodeToString([]byte(name)) },
 	"msTime": func(ms int64) time.Time { return time.UnixMilli(ms).UTC() },
 	"pj": func(p *page, j any) actionArgs {
 		switch j := j.(type) {
