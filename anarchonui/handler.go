@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -35,13 +36,17 @@ var staticFS embed.FS
 // through [anarchon.Scheduler.RunNow], started in the background (the page
 // does not wait for the handler; the run shows as running in the job's
 // history until it ends). A run outlives the request that asked for it.
-// When the store keeps job control ([anarchon.JobControl]) it adds Pause,
-// Resume and Paused (cluster-wide, SPEC §12), and when it keeps triggers
-// ([anarchon.TriggerStore]) Trigger, which stores the request and returns:
-// a live replica runs it once per key.
+// When the store keeps job control ([anarchon.JobControl]) it adds Pause
+// (with the operator's reason), Resume and Paused (cluster-wide, SPEC
+// §12); when it keeps triggers ([anarchon.TriggerStore]) Trigger, which
+// stores the request and returns: a live replica runs it once per key; and
+// when it keeps both, ResumeCatchUp: Resume with [anarchon.ResumeOptions]
+// CatchUp, whose catch-up run is a trigger.
 func DefaultActions(s *anarchon.Scheduler) *Actions {
 	a := runNowAction(s)
-	if _, ok := anarchon.As[anarchon.JobControl](s.Backend()); ok {
+	_, control := anarchon.As[anarchon.JobControl](s.Backend())
+	_, triggers := anarchon.As[anarchon.TriggerStore](s.Backend())
+	if control {
 		a.Pause = func(ctx context.Context, job, reason string) error {
 			_, err := s.Pause(ctx, job, anarchon.PauseOptions{Reason: reason, By: dashboardBy(s)})
 			return err
@@ -63,7 +68,29 @@ func DefaultActions(s *anarchon.Scheduler) *Actions {
 			return true, note, nil
 		}
 	}
-	if _, ok := anarchon.As[anarchon.TriggerStore](s.Backend()); ok {
+	// A catch-up is a trigger: without a store that keeps them, Resume
+	// would store the resume and then fail to request it.
+	if control && triggers {
+		a.ResumeCatchUp = func(ctx context.Context, job string) (string, error) {
+			// The catch-up key is the pause's (CatchUpKey of the state
+			// before the resume), and Resume returns the state after it,
+			// so the pause is read first, as the daemon's resume
+			// --catch-up does.
+			st, err := s.JobState(ctx, job)
+			if err != nil {
+				return "", err
+			}
+			if _, err := s.Resume(ctx, job, anarchon.ResumeOptions{By: dashboardBy(s), CatchUp: true}); err != nil {
+				return "", err
+			}
+			if !st.Paused {
+				// Resume requests no catch-up for a job not paused.
+				return "", nil
+			}
+			return anarchon.CatchUpKey(st), nil
+		}
+	}
+	if triggers {
 		a.Trigger = func(ctx context.Context, job, key string) error {
 			_, err := s.RequestTrigger(ctx, job, key)
 			return err
@@ -421,8 +448,9 @@ func dashboardBy(s *anarchon.Scheduler) string { return "dashboard@" + s.Instanc
 // ("dashboard action") when it was taken, at WARN ("dashboard action
 // refused") with the reason when it was not, so that an operator who
 // clicked and saw nothing happen finds why in the logs.
-func (h *handler) logAction(ctx context.Context, r *http.Request, act, job, reason string) {
+func (h *handler) logAction(ctx context.Context, r *http.Request, act, job, reason string, extra ...slog.Attr) {
 	attrs := []slog.Attr{slog.String("action", act), slog.String("job", job), slog.String("by", dashboardBy(h.s)), slog.String("client", r.RemoteAddr)}
+	attrs = append(attrs, extra...)
 	if reason == "" {
 		h.o.Logger.LogAttrs(ctx, slog.LevelInfo, "dashboard action", attrs...)
 		return
@@ -434,6 +462,20 @@ func (h *handler) logAction(ctx context.Context, r *http.Request, act, job, reas
 func (h *handler) refuse(w http.ResponseWriter, r *http.Request, status int, act, job, reason string) {
 	h.logAction(r.Context(), r, act, job, reason)
 	http.Error(w, "anarchon dashboard: "+h.clean(reason), status)
+}
+
+// ticked reads a checkbox's form value: a browser sends the box's value
+// (the pages' boxes say 1; "on" when a box has none) when it is ticked, and
+// nothing when not. ok is false for any other value, which the handler
+// refuses rather than read as either.
+func ticked(v string) (on, ok bool) {
+	switch v {
+	case "":
+		return false, true
+	case "1", "on", "true":
+		return true, true
+	}
+	return false, false
 }
 
 // maxPauseReason is the longest pause reason the dashboard takes, in
@@ -486,6 +528,7 @@ func (h *handler) action(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	var err error
 	var msg string
+	var extra []slog.Attr // more to log about the action
 	switch act {
 	case "run":
 		if h.act.RunNow == nil {
@@ -526,7 +569,33 @@ func (h *handler) action(w http.ResponseWriter, r *http.Request) {
 			notOffered()
 			return
 		}
-		err, msg = h.act.Resume(ctx, name), "resumed "+name
+		catchUp, ok := ticked(r.PostFormValue("catchup"))
+		if !ok {
+			h.refuse(w, r, http.StatusBadRequest, act, name, "the catchup field is "+strconv.Quote(r.PostFormValue("catchup"))+": a ticked box sends 1, an unticked one nothing; nothing was resumed")
+			return
+		}
+		if !catchUp {
+			err, msg = h.act.Resume(ctx, name), "resumed "+name
+			break
+		}
+		if h.act.ResumeCatchUp == nil {
+			// Resuming without the catch-up asked for would leave the
+			// missed slots unrun while the operator believes one run
+			// replaces them.
+			h.refuse(w, r, http.StatusBadRequest, act, name, "this dashboard offers no catch-up on resume (its Actions has no ResumeCatchUp): nothing was resumed; untick the box to resume without one")
+			return
+		}
+		var key string
+		key, err = h.act.ResumeCatchUp(ctx, name)
+		extra = []slog.Attr{slog.Bool("catch_up", true), slog.String("catch_up_key", key)}
+		if key == "" {
+			msg = "resumed " + name + "; it was not paused, so no catch-up run was requested"
+		} else {
+			// The key as the daemon's resume --catch-up prints it: the
+			// catch-up run is a trigger under it, shown as a manual run
+			// in the job's slots.
+			msg = "resumed " + name + "; catch-up run requested from the replicas under trigger key " + key
+		}
 	default:
 		notOffered()
 		return
@@ -540,10 +609,10 @@ func (h *handler) action(w http.ResponseWriter, r *http.Request) {
 		u = &url.URL{Path: h.o.BasePath}
 	}
 	if err != nil {
-		h.logAction(ctx, r, act, name, err.Error())
+		h.logAction(ctx, r, act, name, err.Error(), extra...)
 		h.setFlash(w, r, "err", act+" "+name+": "+h.clean(err.Error()))
 	} else {
-		h.logAction(ctx, r, act, name, "")
+		h.logAction(ctx, r, act, name, "", extra...)
 		h.setFlash(w, r, "ok", msg)
 	}
 	http.Redirect(w, r, u.String(), http.StatusSeeOther)

@@ -859,3 +859,120 @@ func TestDashboardPauseReason(t *testing.T) {
 		t.Errorf("job page does not show the pause as %q", note)
 	}
 }
+
+// The Resume button has a "catch up" box beside it; ticked, the resume
+// requests the catch-up run (a trigger keyed resume-<pause ms>, as
+// Scheduler.Resume with CatchUp and the daemon's resume --catch-up), and
+// the flash names its key. Unticked, no run is requested.
+func TestDashboardResumeCatchUp(t *testing.T) {
+	s, b := newScheduler(t, 0)
+	ctx := context.Background()
+	var mu sync.Mutex
+	var logs strings.Builder
+	h := Handler(s, &Options{Logger: slog.New(slog.NewTextHandler(&lockedWriter{mu: &mu, w: &logs}, nil))})
+	paused, err := s.Pause(ctx, "report", anarchon.PauseOptions{By: "ops", Reason: "disk full"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pause(ctx, "tick", anarchon.PauseOptions{By: "ops"}); err != nil {
+		t.Fatal(err)
+	}
+	cookies, tok, body := form(t, h, "/")
+	resumeForm := regexp.MustCompile(`(?s)<form[^>]*action="/job/report/resume">.*?</form>`).FindString(body)
+	box := regexp.MustCompile(`<label class="catchup"[^>]*><input type="checkbox" name="catchup" value="1"[^>]*> catch up</label>`).FindString(resumeForm)
+	if box == "" || !strings.Contains(box, `id="resume-catchup-7265706f7274"`) || !strings.Contains(box, `hx-preserve="true"`) {
+		t.Errorf("resume form %q has no catch-up box kept across refreshes", resumeForm)
+	}
+
+	w := post(h, "/job/report/resume", cookies, url.Values{"csrf": {tok}, "back": {"/job/report"}, "catchup": {"1"}}, nil)
+	if w.Code != http.StatusSeeOther {
+		t.Fatalf("resume with catch-up = %d %q", w.Code, w.Body.String())
+	}
+	key := "resume-" + strconv.FormatInt(paused.At.UnixMilli(), 10)
+	if key != anarchon.CatchUpKey(paused) {
+		t.Fatalf("catch-up key %s, the library's %s", key, anarchon.CatchUpKey(paused))
+	}
+	if st, err := s.JobState(ctx, "report"); err != nil || st.Paused || st.By != "dashboard@replica-a" {
+		t.Errorf("state after resume with catch-up: %+v, %v", st, err)
+	}
+	rec, err := b.LookupTrigger(ctx, "report", key)
+	if err != nil || rec.By != "dashboard@replica-a" || rec.State != anarchon.TriggerPending {
+		t.Errorf("catch-up trigger %s: %+v, %v; want pending, by dashboard@replica-a", key, rec, err)
+	}
+	_, page := getWith(t, h, "/job/report", w.Result().Cookies())
+	if want := `id="flash">resumed report; catch-up run requested from the replicas under trigger key ` + key + `<`; !strings.Contains(page, want) {
+		t.Errorf("job page after resume with catch-up lacks %q", want)
+	}
+	mu.Lock()
+	got := logs.String()
+	mu.Unlock()
+	if want := `level=INFO msg="dashboard action" action=resume job=report by=dashboard@replica-a client=127.0.0.1:40000 catch_up=true catch_up_key=` + key; !strings.Contains(got, want) {
+		t.Errorf("log %q lacks %q", got, want)
+	}
+
+	// Unticked: a plain resume, no run requested.
+	if w := post(h, "/job/tick/resume", cookies, url.Values{"csrf": {tok}}, nil); w.Code != http.StatusSeeOther {
+		t.Fatalf("resume = %d", w.Code)
+	}
+	pending, err := b.PendingTriggers(ctx)
+	if err != nil || len(pending) != 1 || pending[0].Key != key {
+		t.Errorf("pending triggers after a resume without catch-up: %+v, %v; want only %s", pending, err, key)
+	}
+	// Ticked on a job not paused: resumed, and the flash says no run was
+	// requested rather than name a key.
+	w = post(h, "/job/tick/resume", cookies, url.Values{"csrf": {tok}, "catchup": {"1"}}, nil)
+	if _, page := getWith(t, h, "/", w.Result().Cookies()); !strings.Contains(page, `id="flash">resumed tick; it was not paused, so no catch-up run was requested<`) {
+		t.Errorf("flash after a catch-up resume of a job not paused is not the expected one")
+	}
+	if pending, _ := b.PendingTriggers(ctx); len(pending) != 1 {
+		t.Errorf("a catch-up resume of a job not paused requested a run: %+v", pending)
+	}
+}
+
+// A resume that asks for a catch-up the dashboard's Actions cannot make
+// (no ResumeCatchUp) is refused and logged, not made without the catch-up;
+// so is a catchup field no checkbox sends.
+func TestDashboardResumeCatchUpRefused(t *testing.T) {
+	s, _ := newScheduler(t, 0)
+	var c calls
+	var mu sync.Mutex
+	var logs strings.Builder
+	acts := &Actions{
+		Resume: func(_ context.Context, job string) error { return c.add("resume " + job) },
+		Paused: func(context.Context, string) (bool, string, error) { return true, "by ops", nil },
+	}
+	h := Handler(s, &Options{Actions: acts, Logger: slog.New(slog.NewTextHandler(&lockedWriter{mu: &mu, w: &logs}, nil))})
+	cookies, tok, body := form(t, h, "/")
+	if !strings.Contains(body, `class="resume"`) || strings.Contains(body, `name="catchup"`) {
+		t.Errorf("jobs page without ResumeCatchUp: want the Resume button without the catch-up box")
+	}
+	cases := []struct{ name, val, says string }{
+		{"no catch-up func", "1", "this dashboard offers no catch-up on resume (its Actions has no ResumeCatchUp): nothing was resumed"},
+		{"not a checkbox value", "no", `the catchup field is "no": a ticked box sends 1, an unticked one nothing; nothing was resumed`},
+	}
+	for _, rc := range cases {
+		mu.Lock()
+		logs.Reset()
+		mu.Unlock()
+		w := post(h, "/job/report/resume", cookies, url.Values{"csrf": {tok}, "catchup": {rc.val}}, nil)
+		if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), rc.says) {
+			t.Errorf("%s: %d %q, want 400 saying %q", rc.name, w.Code, w.Body.String(), rc.says)
+		}
+		mu.Lock()
+		got := logs.String()
+		mu.Unlock()
+		if want := `level=WARN msg="dashboard action refused" action=resume job=report by=dashboard@replica-a client=127.0.0.1:40000 reason=`; !strings.Contains(got, want) || strings.Count(got, "\n") != 1 {
+			t.Errorf("%s: log %q, want one record %q…", rc.name, got, want)
+		}
+	}
+	if got := c.list(); got != "" {
+		t.Errorf("a refused catch-up resumed the job: %s", got)
+	}
+	// Unticked, the resume is made.
+	if w := post(h, "/job/report/resume", cookies, url.Values{"csrf": {tok}}, nil); w.Code != http.StatusSeeOther {
+		t.Errorf("resume without catch-up = %d, want 303", w.Code)
+	}
+	if got := c.list(); got != "resume report" {
+		t.Errorf("actions called: %s", got)
+	}
+}

@@ -111,8 +111,21 @@ type Actions struct {
 	// character. Recording who asked is Pause's ([DefaultActions] records
 	// dashboard@INSTANCE).
 	Pause func(ctx context.Context, job, reason string) error
-	// Resume resumes a paused job.
+	// Resume resumes a paused job, without a catch-up: the slots it missed
+	// while paused stay paused.
 	Resume func(ctx context.Context, job string) error
+	// ResumeCatchUp resumes a paused job and requests one run in place of
+	// the slots it missed while paused (as [anarchon.ResumeOptions]
+	// CatchUp); it is what Resume does when the operator ticks the "catch
+	// up" box beside the Resume button. key is the trigger key of the
+	// catch-up run requested, shown to the operator so that it can be
+	// followed ([anarchon.Scheduler.WaitTrigger], the daemon's trigger JOB
+	// --key KEY), or "" when none was (the job was not paused). It is a
+	// field of its own rather than a parameter of Resume so that an Actions
+	// written before it still compiles and means what it did: nil hides
+	// the box, and the handler refuses a resume that asks for a catch-up
+	// rather than resume without one. The box is shown only beside Resume.
+	ResumeCatchUp func(ctx context.Context, job string) (key string, err error)
 	// Paused reports whether job is paused, with a note to show (who, when,
 	// why). nil: the jobs page has no paused column.
 	Paused func(ctx context.Context, job string) (paused bool, note string, err error)

@@ -50,6 +50,7 @@ type page struct {
 // actionSet says which buttons to show.
 type actionSet struct {
 	RunNow, Trigger, Pause, Resume, Paused bool
+	ResumeCatchUp                          bool   // the "catch up" box beside Resume
 	Key                                    string // a trigger key for this rendering
 }
 
@@ -111,6 +112,7 @@ func (h *handler) newPage(title, nav string) *page {
 		p.Actions = actionSet{
 			RunNow: h.act.RunNow != nil, Trigger: h.act.Trigger != nil,
 			Pause: h.act.Pause != nil, Resume: h.act.Resume != nil,
+			ResumeCatchUp: h.act.Resume != nil && h.act.ResumeCatchUp != nil,
 		}
 		if p.Actions.Trigger {
 			p.Actions.Key = rand.Text()
