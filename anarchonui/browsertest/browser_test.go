@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -209,9 +210,21 @@ func page(t *testing.T, bctx context.Context, what string, cond func(loc, body s
 	return body
 }
 
+// waitSwap waits until the page counted an htmx swap since countSwaps.
+func waitSwap(t *testing.T, bctx context.Context, what string) {
+	t.Helper()
+	waitFor(t, 30*time.Second, what, func() bool {
+		ctx, cancel := context.WithTimeout(bctx, 5*time.Second)
+		defer cancel()
+		var n int
+		return chromedp.Run(ctx, chromedp.Evaluate(`window.swaps || 0`, &n)) == nil && n > 0
+	})
+}
+
 // TestDashboard runs three daemons on one SQLite file and drives their
 // dashboards in Chromium: every page renders, with and without JavaScript,
-// run now runs the job once,
+// run now runs the job once, a pause with a reason and a resume with
+// catch-up show as such on another replica and the catch-up runs once,
 // a forged or cross-origin form is refused, the replica listening on a
 // non-loopback address asks for credentials, a SIGKILLed replica turns
 // dead on the replicas page within its registry TTL, and the slot it held
@@ -268,6 +281,9 @@ func TestDashboard(t *testing.T) {
 	}
 	var body string
 	text := func(sel string, s *string) chromedp.Action { return chromedp.Text(sel, s, chromedp.ByQuery) }
+	// countSwaps counts the tables' htmx refreshes of the page loaded;
+	// waitSwap waits for the next one.
+	countSwaps := chromedp.Evaluate(`window.swaps = 0; document.body.addEventListener('htmx:afterSwap', () => window.swaps++); true`, nil)
 
 	// Pages render on a loopback replica, without credentials.
 	base := reps[0].url + "/ui/"
@@ -340,13 +356,29 @@ func TestDashboard(t *testing.T) {
 		chromedp.WaitVisible(`tbody.slot tr[data-status="success"]`, chromedp.ByQuery),
 		shot("job-manual"))
 
-	// Pause on one replica's page is seen on another replica's page (the
-	// state is in the store), and Resume from that page undoes it.
-	run(30*time.Second, "pause",
+	// Pause on one replica's page, with a reason typed beside the button,
+	// is seen on another replica's page (the state is in the store), and
+	// Resume from that page with "catch up" ticked undoes it and requests
+	// the catch-up run under the pause's key. What is typed or ticked
+	// survives the tables' refresh (htmx swaps #main every 2 s).
+	const reason = "disk full on db-2, see OPS-118"
+	var typed string
+	var checked bool
+	run(30*time.Second, "type a pause reason",
 		chromedp.Navigate(base),
+		chromedp.WaitVisible(`tr[data-job="manual"] input[name=reason]`, chromedp.ByQuery),
+		countSwaps,
+		chromedp.SendKeys(`tr[data-job="manual"] input[name=reason]`, reason, chromedp.ByQuery))
+	waitSwap(t, bctx, "a refresh after typing the reason")
+	run(30*time.Second, "pause with the reason",
+		chromedp.Value(`tr[data-job="manual"] input[name=reason]`, &typed, chromedp.ByQuery),
+		shot("jobs-pause-reason"),
 		chromedp.Click(`tr[data-job="manual"] button.pause`, chromedp.ByQuery),
 		chromedp.WaitVisible(`#flash`, chromedp.ByQuery),
 		text("#flash", &body))
+	if typed != reason {
+		t.Errorf("reason field after a refresh holds %q, want %q as typed", typed, reason)
+	}
 	if !strings.Contains(body, "paused manual") {
 		t.Errorf("flash after pause: %q", body)
 	}
@@ -356,13 +388,38 @@ func TestDashboard(t *testing.T) {
 		chromedp.WaitVisible(`tr[data-job="manual"] span.paused`, chromedp.ByQuery),
 		text(`tr[data-job="manual"]`, &body),
 		shot("jobs-paused"))
-	if !strings.Contains(body, "paused by dashboard@replica-0") {
-		t.Errorf("paused row on replica-1: %q", body)
+	m := regexp.MustCompile(`paused by dashboard@replica-0 at (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}Z): (.*)`).FindStringSubmatch(body)
+	if m == nil || !strings.HasPrefix(m[2], reason) {
+		t.Fatalf("paused row on replica-1: %q, want \"paused by dashboard@replica-0 at T: %s\"", body, reason)
 	}
-	run(30*time.Second, "resume on another replica",
+	pausedAt, err := time.Parse("2006-01-02 15:04:05.000Z", m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := fmt.Sprintf("resume-%d", pausedAt.UnixMilli())
+	run(30*time.Second, "tick catch up",
+		countSwaps,
+		chromedp.Click(`tr[data-job="manual"] input[name=catchup]`, chromedp.ByQuery))
+	waitSwap(t, bctx, "a refresh after ticking catch up")
+	run(30*time.Second, "resume with catch-up on another replica",
+		chromedp.Evaluate(`document.querySelector('tr[data-job="manual"] input[name=catchup]').checked`, &checked),
+		shot("jobs-resume-catch-up"),
 		chromedp.Click(`tr[data-job="manual"] button.resume`, chromedp.ByQuery),
 		chromedp.WaitVisible(`#flash`, chromedp.ByQuery),
-		chromedp.WaitVisible(`tr[data-job="manual"] button.pause`, chromedp.ByQuery))
+		chromedp.WaitVisible(`tr[data-job="manual"] button.pause`, chromedp.ByQuery),
+		text("#flash", &body))
+	if !checked {
+		t.Errorf("catch-up box unticked by a refresh")
+	}
+	if want := "resumed manual; catch-up run requested from the replicas under trigger key " + key; !strings.Contains(body, want) {
+		t.Errorf("flash after resume with catch-up: %q, want %q", body, want)
+	}
+	// The catch-up run is a trigger: one replica runs it once, as a
+	// manual run.
+	waitFor(t, 30*time.Second, "the catch-up run", func() bool { return len(lines(t, manualOut)) == 2 })
+	run(30*time.Second, "catch-up run in history",
+		chromedp.Navigate(base+"job/manual"),
+		chromedp.WaitVisible(`tbody.slot:nth-of-type(2) tr[data-status="success"]`, chromedp.ByQuery))
 
 	// Trigger runs the job once on a live replica.
 	before := len(lines(t, manualOut))
@@ -478,9 +535,10 @@ func TestDashboard(t *testing.T) {
 		t.Errorf("takeover slot reads %q, want \"2 success, 1 lease_lost\" (newest first, as the history)", got)
 	}
 
-	// Run now ran the job once, on replica-0, and the trigger once, on
-	// whichever live replica won it, however the pages were used since.
-	if got := lines(t, manualOut); len(got) != 2 || got[0] != "replica-0 1" {
-		t.Errorf("manual.out = %q, want the run-now run on replica-0, then one triggered run", got)
+	// Run now ran the job once, on replica-0, the catch-up and the trigger
+	// once each, on whichever live replica won them, however the pages
+	// were used since.
+	if got := lines(t, manualOut); len(got) != 3 || got[0] != "replica-0 1" || !strings.HasSuffix(got[1], " 1") {
+		t.Errorf("manual.out = %q, want the run-now run on replica-0, then the catch-up run, then one triggered run", got)
 	}
 }
