@@ -40,11 +40,23 @@
 // [anarchon.Scheduler.Pause] and Resume) when the store keeps job control,
 // and trigger ([anarchon.Scheduler.RequestTrigger]: one run per key on a
 // live replica) when it keeps triggers; an [Actions] given in Options
-// replaces them, and an action whose func is nil is hidden. Actions are
-// POST forms guarded against cross-site requests twice: net/http's
-// CrossOriginProtection refuses requests a browser marks cross-origin, and
-// each form carries a token that must equal its cookie and bear the
-// handler's signature. Options.ReadOnly removes them all.
+// replaces them, and an action whose func is nil is hidden.
+//
+// Pause has an optional reason field beside it (up to 200 characters, no
+// control characters: the handler refuses, and logs, any other), stored
+// with the pause and shown as "paused by dashboard@INSTANCE at T: REASON".
+// Resume has a "catch up" box beside it when the store keeps triggers too
+// ([Actions.ResumeCatchUp]): ticked, the resume requests one run in place
+// of the slots the job missed while paused ([anarchon.ResumeOptions]
+// CatchUp), and the page's message names the trigger key of that run,
+// resume-<pause time in Unix ms> ([anarchon.CatchUpKey]), so that it can be
+// followed. A ticked box that the Actions cannot honour is refused, not
+// read as a plain resume.
+//
+// Actions are POST forms guarded against cross-site requests twice:
+// net/http's CrossOriginProtection refuses requests a browser marks
+// cross-origin, and each form carries a token that must equal its cookie
+// and bear the handler's signature. Options.ReadOnly removes them all.
 //
 // # Authentication
 //
