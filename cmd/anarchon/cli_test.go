@@ -255,6 +255,8 @@ func TestBadFlags(t *testing.T) {
 		{"--http", "127.0.0.1:70000"},
 		{"--http", "-1"},
 		{"--http", ""},
+		{"--http", ":"},
+		{"--http", "127.0.0.1:"},
 	} {
 		if code, _, errOut := cli(t, "run", c.flag+"="+c.value, "--crontab", "x"); code != 2 || !strings.Contains(errOut, c.flag) {
 			t.Errorf("%s=%s: exit %d, stderr %q", c.flag, c.value, code, errOut)

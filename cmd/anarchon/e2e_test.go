@@ -473,6 +473,12 @@ func TestHTTPEndpoints(t *testing.T) {
 		t.Fatalf("no http address in the summary")
 	}
 	base := strings.Fields(string(data[i:]))[0]
+	// Port 0 binds any free port: the log names the one bound, which is
+	// where an operator who asked for 0 reads it.
+	if bound := strings.TrimPrefix(base, "http://"); strings.HasSuffix(bound, ":0") ||
+		!strings.Contains(string(data), `msg="http listening" addr=`+bound) {
+		t.Errorf("the bound address %s is not the one logged:\n%s", bound, data)
+	}
 	get := func(path string) (int, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

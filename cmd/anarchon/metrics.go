@@ -299,7 +299,13 @@ func httpAddr(v string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("--http %s: want PORT, :PORT or HOST:PORT", v)
 	}
-	if port != "" && !validPort(port) { // "" takes any free port, as net.Listen does
+	if port == "" {
+		// net.Listen would take any free port, but an empty port is
+		// rarely meant: "127.0.0.1:$PORT" with PORT unset. A free port
+		// is asked for with 0, said on purpose.
+		return "", fmt.Errorf("--http %q: the port is empty: want PORT, :PORT or HOST:PORT (0 for any free port)", v)
+	}
+	if !validPort(port) {
 		if strings.Trim(port, "0123456789") != "" {
 			// A service name ("http") is what net.Listen would look up;
 			// a port given here is a number.

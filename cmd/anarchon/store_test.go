@@ -146,7 +146,7 @@ func TestHTTPAddr(t *testing.T) {
 			t.Errorf("httpAddr(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"", "host", "http://x:1", "99999", "-1", ":65536", "h:-1"} {
+	for _, bad := range []string{"", "host", "http://x:1", "99999", "-1", ":65536", "h:-1", ":", "127.0.0.1:", "[::1]:"} {
 		if _, err := httpAddr(bad); err == nil {
 			t.Errorf("httpAddr(%q): no error", bad)
 		}
@@ -157,6 +157,9 @@ func TestHTTPAddr(t *testing.T) {
 		":http":   `the port "http" is not a number`,
 		":65536":  "a port is 0 to 65535",
 		"host":    "--http host: want PORT, :PORT or HOST:PORT",
+		// An empty port (an unset variable after the colon) is refused
+		// as --http '' is, not taken as net.Listen's any free port.
+		"127.0.0.1:": "the port is empty",
 	} {
 		if _, err := httpAddr(bad); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("httpAddr(%q) = %v; want an error saying %q", bad, err, want)
