@@ -1047,7 +1047,7 @@ func (g *globalFlags) resolveStore(c *cobra.Command) error {
 	line, _, _ := strings.Cut(string(data), "\n")
 	line = strings.TrimSpace(line)
 	if line == "" {
-		return usageError{codeBadFlag, fmt.Errorf("--store-file %s: empty", g.storeFile)}
+		return usageError{codeBadFlag, fmt.Errorf("--store-file %q: empty", g.storeFile)}
 	}
 	g.store = line
 	return nil

@@ -227,7 +227,7 @@ func cancelTrigger(g *globalFlags, stdout, stderr io.Writer, name, key string, a
 	gone := errors.Is(err, anarchon.ErrTriggerRunnerGone)
 	switch {
 	case errors.Is(err, anarchon.ErrNotFound):
-		return codedError{codeUnknownKey, fmt.Errorf("job %q has no trigger request with --key %s", name, key)}
+		return codedError{codeUnknownKey, fmt.Errorf("job %q has no trigger request with --key %q", name, key)}
 	case err != nil && !gone:
 		return classify(name, err)
 	}

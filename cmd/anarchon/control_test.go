@@ -154,7 +154,7 @@ func TestTriggerCancel(t *testing.T) {
 	if code, out, _ = cli(t, "trigger", "t", "--store", store, "--cancel", "--key", "k", "--json"); code != 0 || !strings.Contains(out, `"status": "canceled"`) {
 		t.Errorf("second cancel: exit %d, stdout %q", code, out)
 	}
-	if code, _, errOut = cli(t, "trigger", "t", "--store", store, "--cancel", "--key", "nope"); code != 1 || !strings.Contains(errOut, "(unknown_key)") {
+	if code, _, errOut = cli(t, "trigger", "t", "--store", store, "--cancel", "--key", "nope"); code != 1 || !strings.Contains(errOut, `--key "nope" (unknown_key)`) {
 		t.Errorf("unknown key: exit %d, stderr %s", code, errOut)
 	}
 	for _, args := range [][]string{{"--cancel"}, {"--cancel", "--key", ""}, {"--key", ""}, {"--cancel", "--key", "k", "--timeout", "5s"}} {

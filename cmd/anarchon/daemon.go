@@ -341,7 +341,7 @@ func run(g *globalFlags, rf *runFlags, stdout io.Writer, log *slog.Logger) error
 	if addr != "" {
 		var err error
 		if srv, err = listenHTTP(nil, addr, hc); err != nil {
-			return codedError{codeListenFailed, fmt.Errorf("--http %s: %w", rf.http, err)}
+			return codedError{codeListenFailed, fmt.Errorf("--http %q: %w", rf.http, err)}
 		}
 		// Closed by srv.close at the end of a clean run; this closes the
 		// listener on every earlier return.

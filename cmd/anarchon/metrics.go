@@ -291,13 +291,13 @@ func (m *metrics) observe(e anarchon.Event) {
 func httpAddr(v string) (string, error) {
 	if _, err := strconv.Atoi(v); err == nil {
 		if !validPort(v) {
-			return "", fmt.Errorf("--http %s: a port is 0 to 65535", v)
+			return "", fmt.Errorf("--http %q: a port is 0 to 65535", v)
 		}
 		return net.JoinHostPort("127.0.0.1", v), nil
 	}
 	_, port, err := net.SplitHostPort(v)
 	if err != nil {
-		return "", fmt.Errorf("--http %s: want PORT, :PORT or HOST:PORT", v)
+		return "", fmt.Errorf("--http %q: want PORT, :PORT or HOST:PORT", v)
 	}
 	if port == "" {
 		// net.Listen would take any free port, but an empty port is
@@ -309,9 +309,9 @@ func httpAddr(v string) (string, error) {
 		if strings.Trim(port, "0123456789") != "" {
 			// A service name ("http") is what net.Listen would look up;
 			// a port given here is a number.
-			return "", fmt.Errorf("--http %s: the port %q is not a number (want PORT, :PORT or HOST:PORT)", v, port)
+			return "", fmt.Errorf("--http %q: the port %q is not a number (want PORT, :PORT or HOST:PORT)", v, port)
 		}
-		return "", fmt.Errorf("--http %s: a port is 0 to 65535", v)
+		return "", fmt.Errorf("--http %q: a port is 0 to 65535", v)
 	}
 	return v, nil
 }
@@ -373,7 +373,7 @@ func httpConfigFrom(rf *runFlags, addr string) (httpConfig, error) {
 		line, _, _ := strings.Cut(string(data), "\n")
 		hc.token = strings.TrimSpace(line)
 		if len(hc.token) < 16 {
-			return hc, fmt.Errorf("--http-token-file %s: the token must be at least 16 characters", rf.httpTokenFile)
+			return hc, fmt.Errorf("--http-token-file %q: the token must be at least 16 characters", rf.httpTokenFile)
 		}
 	} else if t := strings.TrimSpace(env.Token); t != "" {
 		// One credential guards the whole endpoint: the dashboard's token

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -295,7 +296,7 @@ func TestHTTPPortInUseFailsEarly(t *testing.T) {
 	ct := writeFile(t, dir, "crontab", "# name: boot\n@reboot echo booted >> "+out+"\n")
 	store := "sqlite:" + filepath.Join(dir, "a.db")
 	code, _, errOut := cli(t, "run", "--crontab", ct, "--store", store, "--http", ln.Addr().String())
-	if code != 1 || !strings.Contains(errOut, "--http") || !strings.Contains(errOut, "(listen_failed)") {
+	if code != 1 || !strings.Contains(errOut, fmt.Sprintf("--http %q", ln.Addr().String())) || !strings.Contains(errOut, "(listen_failed)") {
 		t.Fatalf("exit %d with the port in use: %s", code, errOut)
 	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {

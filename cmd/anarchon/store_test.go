@@ -156,7 +156,9 @@ func TestHTTPAddr(t *testing.T) {
 		"foo:bar": `the port "bar" is not a number`,
 		":http":   `the port "http" is not a number`,
 		":65536":  "a port is 0 to 65535",
-		"host":    "--http host: want PORT, :PORT or HOST:PORT",
+		"host":    `--http "host": want PORT, :PORT or HOST:PORT`,
+		// The value is quoted: a blank one is seen for what it is.
+		" ": `--http " ": want PORT, :PORT or HOST:PORT`,
 		// An empty port (an unset variable after the colon) is refused
 		// as --http '' is, not taken as net.Listen's any free port.
 		"127.0.0.1:": "the port is empty",
