@@ -247,6 +247,13 @@ func execute(args []string, stdout, stderr io.Writer) int {
 		// One JSON record, like every other line of --log-format json,
 		// so a log pipeline parses the reason the process ended too.
 		slog.New(slog.NewJSONHandler(stderr, nil)).Error("anarchon: exit", slog.String("error", err.Error()), slog.Int("exit", code))
+	} else if le := (*listError)(nil); errors.As(err, &le) && err.Error() == le.msg {
+		// Several mistakes (the job files' lines), one a line: each is an
+		// error of its own with its own code, so each is said as one, as
+		// a file with a single mistake would say it.
+		for _, e := range le.errs {
+			fmt.Fprintf(stderr, "anarchon: %s\n", strings.TrimPrefix(e.Error(), "anarchon: "))
+		}
 	} else {
 		// The library's errors start "anarchon: " too; say it once.
 		fmt.Fprintf(stderr, "anarchon: %s\n", strings.TrimPrefix(err.Error(), "anarchon: "))

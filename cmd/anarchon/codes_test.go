@@ -93,6 +93,31 @@ CRON_TZ=Atlantis/Capital
 	}
 }
 
+// A job file with several mistakes ends run (and the commands that read
+// the files to know the jobs) with one line for each, every line said as
+// an error of its own: "anarchon: FILE:LINE: reason (code)", as the one
+// line of a file with a single mistake is.
+func TestErrorListLines(t *testing.T) {
+	dir := t.TempDir()
+	bad := writeFile(t, dir, "bad.cron", "# name: ok\n* * * * * echo fine\nnot a job line\n61 * * * * echo never\n* * * * *\n")
+	for _, args := range [][]string{
+		{"run", "--crontab", bad, "--store", "memory:"},
+		{"run-now", "ok", "--crontab", bad, "--store", "sqlite:" + filepath.Join(dir, "s.db")},
+	} {
+		code, _, errOut := cli(t, args...)
+		lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n")
+		if code != 1 || len(lines) != 3 {
+			t.Errorf("%q: exit %d, want 1 and three lines:\n%s", args, code, errOut)
+			continue
+		}
+		for i, want := range []string{":3: ", ":4: ", ":5: "} {
+			if l := lines[i]; !strings.HasPrefix(l, "anarchon: "+bad+want) || !regexp.MustCompile(` \([a-z_]+\)$`).MatchString(l) {
+				t.Errorf("%q: line %d is %q, want \"anarchon: %s%s… (code)\"", args, i+1, l, bad, want)
+			}
+		}
+	}
+}
+
 // validate's line for each file counts the jobs that are valid, and says
 // how many are not: a job the scheduler refuses, a line or YAML job that
 // could not be read at all, a job whose user does not exist, the job lines
