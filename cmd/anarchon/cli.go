@@ -753,9 +753,15 @@ kills it at once.`,
 	return c
 }
 
+// jobLabel pads a label of status's lines under a job to the widest,
+// "last run:", so that what follows starts in one column on every line.
+func jobLabel(label string) string {
+	return fmt.Sprintf("%-*s", len("last run:")+1, label)
+}
+
 // printLast prints one of status's last records of a job.
 func printLast(w io.Writer, label string, r *recordJSON) {
-	fmt.Fprintf(w, "  %s slot %s %s on %s", label, r.Slot, r.Status, r.Instance)
+	fmt.Fprintf(w, "  %sslot %s %s on %s", jobLabel(label), r.Slot, r.Status, r.Instance)
 	if r.Error != "" {
 		fmt.Fprintf(w, ": %s", firstLine(r.Error))
 	} else if r.InstanceGone != "" {
@@ -864,7 +870,7 @@ result.`,
 				if j.Schedule == "@reboot" {
 					next = "once at each start of \"anarchon run\""
 				}
-				fmt.Fprintf(stdout, "  next:   %s\n", next)
+				fmt.Fprintf(stdout, "  %s%s\n", jobLabel("next:"), next)
 				for _, a := range j.Active {
 					live := "expired"
 					if a.Live {
@@ -876,19 +882,19 @@ result.`,
 					case string(anarchon.InstanceStopped):
 						live += ", holder stopped"
 					}
-					fmt.Fprintf(stdout, "  active: slot %s on %s, attempt %d, %s, lease until %s (%s)\n",
-						a.Slot, a.Instance, a.Attempt, a.State, a.LeaseUntil, live)
+					fmt.Fprintf(stdout, "  %sslot %s on %s, attempt %d, %s, lease until %s (%s)\n",
+						jobLabel("active:"), a.Slot, a.Instance, a.Attempt, a.State, a.LeaseUntil, live)
 				}
 				if j.Last != nil {
-					printLast(stdout, "last:  ", j.Last)
+					printLast(stdout, "last:", j.Last)
 					if j.LastRun != nil {
 						printLast(stdout, "last run:", j.LastRun)
 					}
 				} else {
-					fmt.Fprintln(stdout, "  last:   never ran")
+					fmt.Fprintf(stdout, "  %snever ran\n", jobLabel("last:"))
 				}
 				if j.Error != "" {
-					fmt.Fprintf(stdout, "  error:  %s\n", j.Error)
+					fmt.Fprintf(stdout, "  %s%s\n", jobLabel("error:"), j.Error)
 				}
 			}
 			return nil

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -327,9 +328,19 @@ func TestStatusLastRun(t *testing.T) {
 	save("k", slot, "t3", anarchon.StatusSuccess, "")
 	_ = b.Close(ctx)
 	code, out, errOut := cli(t, "status", "--store", store, "--crontab", ct)
-	if code != 0 || !strings.Contains(out, "last:   slot "+formatTime(slot.Add(time.Minute))+" skipped on w: another run held it") ||
+	if code != 0 || !strings.Contains(out, "last:     slot "+formatTime(slot.Add(time.Minute))+" skipped on w: another run held it") ||
 		!strings.Contains(out, "last run: slot "+formatTime(slot)+" success on w") || strings.Count(out, "last run:") != 1 {
 		t.Errorf("status: exit %d\n%s%s\nwant j's skipped slot and its last run, and k's last record alone", code, out, errOut)
+	}
+	// The lines under a job, "last run:" among them, start their text in
+	// one column.
+	label := regexp.MustCompile(`(?m)^  ([a-z][a-z ]*:) +`)
+	cols := map[int][]string{}
+	for _, m := range label.FindAllString(out, -1) {
+		cols[len(m)] = append(cols[len(m)], m)
+	}
+	if len(cols) != 1 {
+		t.Errorf("status: the job lines' text starts in %d columns (%v):\n%s", len(cols), cols, out)
 	}
 }
 
