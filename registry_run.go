@@ -164,11 +164,14 @@ func otherProcess(rec InstanceRecord, self InstanceInfo) bool {
 // ID was written by another process: a second process with this ID, or a
 // previous run of this one that ended without deregistering (killed), whose
 // record lives until its TTL runs out. The two cannot be told apart yet;
-// checkTwin tells at the next renewals.
+// checkTwin tells at the next renewals. This warning and checkTwin's
+// say "instance ID", not the option's Go name: they reach the operators
+// of programs that set it otherwise (the daemon's --instance), and a Go
+// user reads Options.InstanceID in it all the same.
 func (s *Scheduler) checkLiveRecord(ctx context.Context, self InstanceInfo, recs []InstanceRecord) {
 	for _, rec := range recs {
 		if rec.Live() && otherProcess(rec, self) {
-			s.log.LogAttrs(ctx, slog.LevelWarn, "a live registry record has this instance ID: another process runs under it, or a previous run ended without deregistering (killed); give every instance its own InstanceID",
+			s.log.LogAttrs(ctx, slog.LevelWarn, "a live registry record has this instance ID: another process runs under it, or a previous run ended without deregistering (killed); give every instance an ID of its own",
 				slog.String("other_host", rec.Host), slog.Int("other_pid", rec.PID), slog.Time("other_started_at", rec.StartedAt),
 				slog.Time("expires_at", rec.ExpiresAt))
 		}
@@ -186,7 +189,7 @@ func (s *Scheduler) checkTwin(ctx context.Context, r *registration, self Instanc
 	for _, rec := range recs {
 		if otherProcess(rec, self) {
 			r.twin = true
-			s.log.LogAttrs(ctx, slog.LevelWarn, "another process registers under this instance ID; give every instance its own InstanceID",
+			s.log.LogAttrs(ctx, slog.LevelWarn, "another process registers under this instance ID; give every instance an ID of its own",
 				slog.String("other_host", rec.Host), slog.Int("other_pid", rec.PID), slog.Time("other_started_at", rec.StartedAt))
 		}
 	}

@@ -386,6 +386,11 @@ func TestRegistryTwinWarning(t *testing.T) {
 		if n := strings.Count(logs.String(), "a live registry record has this instance ID"); n != 1 {
 			t.Fatalf("%d start warnings, want b's:\n%s", n, logs.String())
 		}
+		// The operator of a program built on the library (the daemon's
+		// --instance) sets the ID by another name than the Go option's.
+		if strings.Contains(logs.String(), "InstanceID") {
+			t.Errorf("the warnings name the Go option InstanceID:\n%s", logs.String())
+		}
 	})
 }
 
