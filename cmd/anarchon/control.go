@@ -291,7 +291,7 @@ type triggerJSON struct {
 	// by the store's clock; left out while it is pending.
 	ClaimedAt string `json:"claimed_at,omitempty"`
 	// Earlier says the key's run had ended before this request: the
-	// result is that run's, and nothing ran again.
+	// result is that earlier run's, and the job was not run again.
 	Earlier bool `json:"earlier,omitempty"`
 }
 
@@ -403,7 +403,9 @@ request (exit 130, naming the --key to wait for it under). It needs
 				fmt.Fprintln(stdout)
 				if req.State == anarchon.TriggerDone {
 					// The same key again: the answer is the first run's.
-					fmt.Fprintf(stdout, "(key %s had run already, requested by %s at %s: nothing ran again; another --key runs the job again)\n",
+					// Said as "not run again", not "nothing ran": that run
+					// did happen (a catch-up waited for after it ended).
+					fmt.Fprintf(stdout, "(key %s had run already, requested by %s at %s: the result above is of that earlier run; this trigger did not run the job again, another --key does)\n",
 						rec.Key, dash(rec.By), formatTime(rec.RequestedAt))
 				}
 			}

@@ -103,8 +103,8 @@ func jobControl(t *testing.T, store string) {
 	}
 	// The same key again answers the first run's result and says so.
 	if o2, e, code := anarchonCmd(t, dir, append([]string{"trigger", "fail", "--timeout", "30s", "--key", "once"}, cli...)...); code != 3 ||
-		!strings.Contains(o2, "key once had run already") || !strings.Contains(o2, "nothing ran again") {
-		t.Errorf("trigger fail again: exit %d, want 3 and that nothing ran again\n%s%s", code, o2, e)
+		!strings.Contains(o2, "key once had run already") || !strings.Contains(o2, "did not run the job again") {
+		t.Errorf("trigger fail again: exit %d, want 3 and that the job did not run again\n%s%s", code, o2, e)
 	}
 	// The slot as history shows it: three fraction digits, zeros kept.
 	if !regexp.MustCompile(`\(slot \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\)`).MatchString(o) {

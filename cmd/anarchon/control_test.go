@@ -131,6 +131,42 @@ func TestTriggerRunnerGone(t *testing.T) {
 	}
 }
 
+// A trigger on a key whose run ended before (a catch-up's key, waited for
+// after the catch-up ran) answers that earlier run's result and says it
+// was that run, not a new one, and that the job did not run again: not
+// "nothing ran", which reads as if the catch-up itself never ran.
+func TestTriggerKeyRanEarlier(t *testing.T) {
+	dir := t.TempDir()
+	ct := writeFile(t, dir, "t.cron", "# name: t\n@daily echo t\n")
+	store := "sqlite:" + filepath.Join(dir, "s.db")
+	b, err := openStore(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ts, _ := anarchon.As[anarchon.TriggerStore](b)
+	if ts == nil {
+		t.Fatal("the sqlite store has no TriggerStore")
+	}
+	key := anarchon.CatchUpKey(anarchon.JobState{At: time.Now().Add(-time.Hour)})
+	if _, err := ts.RequestTrigger(ctx, anarchon.TriggerInput{Job: "t", Key: key, By: "ops@h (cli)"}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := ts.ClaimTrigger(ctx, anarchon.ClaimTriggerInput{Job: "t", Key: key, Token: "tok", InstanceID: "r1"}); !ok || err != nil {
+		t.Fatalf("claim: %v %v", ok, err)
+	}
+	if err := ts.FinishTrigger(ctx, anarchon.FinishTriggerInput{Job: "t", Key: key, Token: "tok", Slot: time.Now().UnixMilli(), Status: anarchon.StatusSuccess}); err != nil {
+		t.Fatal(err)
+	}
+	_ = b.Close(ctx)
+	code, out, errOut := cli(t, "trigger", "t", "--crontab", ct, "--store", store, "--key", key, "--timeout", "1s")
+	if code != 0 || !strings.Contains(out, "t ran on r1") || !strings.Contains(out, "key "+key+" had run already") ||
+		!strings.Contains(out, "the result above is of that earlier run") || !strings.Contains(out, "this trigger did not run the job again") ||
+		strings.Contains(out, "nothing ran") {
+		t.Errorf("exit %d, stdout:\n%s\nstderr:\n%s\nwant the earlier run's result, said to be that run's, and that the job did not run again", code, out, errOut)
+	}
+}
+
 // TestTriggerCancel: trigger --cancel withdraws a pending request, which
 // then never runs; a wait for it says it was canceled; a second cancel
 // says so again; a request a replica took is not canceled (taken); an
