@@ -84,7 +84,11 @@ type Options struct {
 	// process (another process would open a new, empty database there
 	// and claim the same slots) is logged as an ERROR once and every
 	// claim fails closed with ErrFileReplaced until the process opens the
-	// database again. Empty: no check.
+	// database again. Empty: no check. When the server check fails with
+	// SQLITE_CANTOPEN or SQLITE_READONLY, which name no file and no
+	// cause, the error leads with the permission error that explains it,
+	// if there is one: the file, its -wal, -shm or lock file, or the
+	// directory they are created in.
 	File string
 	// Logger receives the ERROR of a replaced file. Defaults to
 	// slog.Default().
@@ -229,7 +233,9 @@ func newBackend(conn sqlbackend.Conn, db *sql.DB, o Options, closeFn func(contex
 		Conn:    qc,
 		Prefix:  o.Prefix,
 		Check: func(ctx context.Context, c sqlbackend.Conn) error {
-			return check(ctx, c, qc, !o.KeepJournalMode)
+			// SQLite's "unable to open database file" names no file and
+			// no cause; where the file is known, the reason is added.
+			return withAccessReason(check(ctx, c, qc, !o.KeepJournalMode), o.File)
 		},
 		Close: closeFn,
 	}
