@@ -12,6 +12,22 @@ import (
 	"testing"
 )
 
+// binaryIn copies the daemon's binary into dir, so that a process of
+// another user (nobody) can run it: the test binary's own directory may
+// be closed to it.
+func binaryIn(t *testing.T, dir string) string {
+	t.Helper()
+	data, err := os.ReadFile(daemonBinary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "anarchon")
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
 // TestOtherUserRefusedWhenNotRoot runs anarchon as nobody (the test must be
 // root to switch) with a system crontab line for root: validate and run
 // both refuse it, naming the reason, instead of accepting a line that
@@ -31,14 +47,7 @@ func TestOtherUserRefusedWhenNotRoot(t *testing.T) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(daemonBinary(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "anarchon")
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	bin := binaryIn(t, dir)
 	ct := writeFile(t, dir, "crontab", "# name: as-root\n0 0 * * * root echo hi\n# name: as-nobody\n0 0 * * * nobody echo hi\n")
 	for _, args := range [][]string{
 		{"validate", "--crontab", ct, "--format", "system"},

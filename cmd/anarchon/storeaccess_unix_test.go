@@ -41,14 +41,7 @@ func TestSQLiteStoreAccessDenied(t *testing.T) {
 	bin := daemonBinary(t)
 	var cred *syscall.Credential
 	if os.Geteuid() == 0 {
-		data, err := os.ReadFile(bin)
-		if err != nil {
-			t.Fatal(err)
-		}
-		bin = filepath.Join(dir, "anarchon")
-		if err := os.WriteFile(bin, data, 0o755); err != nil {
-			t.Fatal(err)
-		}
+		bin = binaryIn(t, dir)
 		cred = &syscall.Credential{Uid: 65534, Gid: 65534}
 	}
 	ct := writeFile(t, dir, "t.cron", "# name: t\n@daily echo t\n")
