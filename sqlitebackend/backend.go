@@ -84,7 +84,7 @@ type Options struct {
 	// process (another process would open a new, empty database there
 	// and claim the same slots) is logged as an ERROR once and every
 	// claim fails closed with ErrFileReplaced until the process opens the
-	// database again. Empty: no check. When the server check fails with
+	// database again. Empty: no check. When Init fails with
 	// SQLITE_CANTOPEN or SQLITE_READONLY, which name no file and no
 	// cause, the error leads with the permission error that explains it,
 	// if there is one: the file, its -wal, -shm or lock file, or the
@@ -130,8 +130,19 @@ type Options struct {
 // anarchon.ServerClock.
 type Backend struct {
 	*sqlbackend.SQLBackend
-	db *sql.DB
-	qc *queuedConn
+	db   *sql.DB
+	qc   *queuedConn
+	file string // Options.File: where Init looks for a permission problem
+}
+
+// Init is [sqlbackend.SQLBackend.Init] (the server check, then the
+// tables), its error led by the file system's reason when SQLite could
+// not open or write the file or a file beside it for lack of permission
+// (Options.File). SQLite names neither the file nor the cause, and a
+// -shm file left unwritable by another user's read (a read-only session
+// keeps it) fails only the first write, in the migration.
+func (b *Backend) Init(ctx context.Context) error {
+	return withAccessReason(b.SQLBackend.Init(ctx), b.file)
 }
 
 var (
@@ -233,9 +244,7 @@ func newBackend(conn sqlbackend.Conn, db *sql.DB, o Options, closeFn func(contex
 		Conn:    qc,
 		Prefix:  o.Prefix,
 		Check: func(ctx context.Context, c sqlbackend.Conn) error {
-			// SQLite's "unable to open database file" names no file and
-			// no cause; where the file is known, the reason is added.
-			return withAccessReason(check(ctx, c, qc, !o.KeepJournalMode), o.File)
+			return check(ctx, c, qc, !o.KeepJournalMode)
 		},
 		Close: closeFn,
 	}
@@ -250,7 +259,7 @@ func newBackend(conn sqlbackend.Conn, db *sql.DB, o Options, closeFn func(contex
 	if err != nil {
 		return nil, err
 	}
-	return &Backend{SQLBackend: base, db: db, qc: qc}, nil
+	return &Backend{SQLBackend: base, db: db, qc: qc, file: o.File}, nil
 }
 
 // DB returns the *sql.DB the backend uses, nil for a backend made by

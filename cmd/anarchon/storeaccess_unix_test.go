@@ -77,10 +77,32 @@ func TestSQLiteStoreAccessDenied(t *testing.T) {
 	if err := os.Chmod(filepath.Dir(roDir), 0o555); err != nil {
 		t.Fatal(err)
 	}
+	// A -shm file another user's read-only session left, which this one
+	// cannot write: the store's file and directory are open to it, and
+	// only its first write (the migration) fails.
+	leftShm := newStore("leftshm")
+	if err := os.Chmod(leftShm, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Dir(leftShm), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(leftShm+"-shm", make([]byte, 32768), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if cred == nil {
+		// Not root: the file is this user's own, so it is made another's
+		// by its mode alone, which its owner may change back; SQLite does
+		// not.
+		if err := os.Chmod(leftShm+"-shm", 0o444); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
+		{[]string{"run", "--crontab", ct, "--store", "sqlite:" + leftShm, "--start-timeout", "0"}, "open " + leftShm + "-shm: permission denied"},
 		{[]string{"status", "--store", "sqlite:" + unreadable}, "open " + unreadable + ": permission denied"},
 		{[]string{"history", "t", "--store", "sqlite:" + unreadable}, "open " + unreadable + ": permission denied"},
 		{[]string{"status", "--store", "sqlite:" + roDir}, "cannot create " + roDir + "-wal: directory " + filepath.Dir(roDir) + ": permission denied"},
