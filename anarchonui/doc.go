@@ -22,9 +22,9 @@
 //     differs from the majority's highlighted.
 //
 // Every time the pages show is in one format, UTC to the millisecond
-// ("2026-03-01 10:05:00.000Z"); a job's next slots carry its zone's wall
-// time as a tooltip, and a replica's last renewal is followed by how long
-// ago it was, as additions only.
+// ("2026-03-01 10:05:00.000Z"); the next slots of a job with a zone
+// carry its wall time as a tooltip, and a replica's last renewal is
+// followed by how long ago it was, as additions only.
 //
 // The pages are rendered on the server from embedded templates and read
 // the scheduler and its store on every request; without JavaScript they

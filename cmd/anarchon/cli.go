@@ -431,7 +431,7 @@ func runCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
 				// An empty value would serve nothing, as leaving the flag
 				// out does; given on purpose it is a mistake (an unset
 				// variable in a unit file), said before anything starts.
-				return usageError{codeBadFlag, errors.New("--http is empty: want PORT, :PORT or HOST:PORT, or leave the flag out to serve nothing")}
+				return usageError{codeBadFlag, errors.New(`--http "": empty: want PORT, :PORT or HOST:PORT, or leave the flag out to serve nothing`)}
 			}
 			log, err := g.logger(stderr)
 			if err != nil {

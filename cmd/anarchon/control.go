@@ -11,6 +11,7 @@ import (
 	"os/user"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 	"unicode"
 
@@ -427,14 +428,14 @@ request (exit 130, naming the --key to wait for it under). It needs
 func printPendingTriggers(w io.Writer, rep statusReport) {
 	printSection(w, "pending triggers", "pending triggers (no replica took them yet: does a live one have the job?)", rep.TriggersError, rep.PendingTriggers,
 		func(p pendingTriggerJSON) string {
-			return fmt.Sprintf("%s  key %s  by %s at %s", p.Job, p.Key, p.By, p.RequestedAt)
+			return fmt.Sprintf("%s\tkey %s\tby %s at %s", p.Job, p.Key, p.By, p.RequestedAt)
 		})
 }
 
 // printPaused prints the paused jobs of a status report.
 func printPaused(w io.Writer, rep statusReport) {
 	printSection(w, "paused", "paused", rep.PausedError, rep.Paused, func(p stateJSON) string {
-		line := fmt.Sprintf("%s  by %s at %s", p.Job, p.By, p.At)
+		line := fmt.Sprintf("%s\tby %s at %s", p.Job, p.By, p.At)
 		if p.Reason != "" {
 			line += ": " + p.Reason
 		}
@@ -444,7 +445,8 @@ func printPaused(w io.Writer, rep statusReport) {
 
 // printSection prints one list of a status report after a blank line:
 // "name: cannot read: …" when readErr says so, "name: none" when it is
-// empty, else the heading and one indented line per item.
+// empty, else the heading and one indented line per item, whose cells
+// (tab-separated by line) are aligned in columns, two spaces apart.
 func printSection[T any](w io.Writer, name, heading, readErr string, items []T, line func(T) string) {
 	switch {
 	case readErr != "":
@@ -453,8 +455,10 @@ func printSection[T any](w io.Writer, name, heading, readErr string, items []T, 
 		fmt.Fprintf(w, "\n%s: none\n", name)
 	default:
 		fmt.Fprintf(w, "\n%s:\n", heading)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		for _, it := range items {
-			fmt.Fprintf(w, "  %s\n", line(it))
+			fmt.Fprintf(tw, "  %s\n", line(it))
 		}
+		_ = tw.Flush()
 	}
 }

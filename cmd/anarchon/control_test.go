@@ -395,3 +395,45 @@ func newSQLiteStore(t *testing.T, dir string) (string, anarchon.Backend) {
 	}
 	return store, b
 }
+
+// status's paused and pending-trigger lists align their columns whatever
+// the jobs' names' lengths: each list's "by" (and "key") starts in one
+// column.
+func TestStatusListsAligned(t *testing.T) {
+	rep := statusReport{
+		Paused: []stateJSON{
+			{Job: "hourly-report", Paused: true, By: "root@vm (cli)", At: "2026-12-07T12:29:51.610Z", Reason: "a b"},
+			{Job: "tick", Paused: true, By: "root@vm (cli)", At: "2026-12-07T12:30:09.141Z", Reason: "short"},
+		},
+		PendingTriggers: []pendingTriggerJSON{
+			{Job: "hourly-report", Key: "k", By: "x", RequestedAt: "2026-12-07T12:29:51.610Z"},
+			{Job: "tick", Key: "a-longer-key", By: "y", RequestedAt: "2026-12-07T12:30:09.141Z"},
+		},
+	}
+	var b strings.Builder
+	printPaused(&b, rep)
+	printPendingTriggers(&b, rep)
+	column := func(line, word string) int { return strings.Index(line, word) }
+	lines := strings.Split(b.String(), "\n")
+	var paused, pending []string
+	for _, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "  ") && strings.Contains(l, " key "):
+			pending = append(pending, l)
+		case strings.HasPrefix(l, "  "):
+			paused = append(paused, l)
+		}
+	}
+	if len(paused) != 2 || len(pending) != 2 {
+		t.Fatalf("lists:\n%s", b.String())
+	}
+	if column(paused[0], " by ") != column(paused[1], " by ") {
+		t.Errorf("paused lines not aligned:\n%s", b.String())
+	}
+	if column(pending[0], " key ") != column(pending[1], " key ") || column(pending[0], " by ") != column(pending[1], " by ") {
+		t.Errorf("pending trigger lines not aligned:\n%s", b.String())
+	}
+	if want := "  tick           by root@vm (cli) at 2026-12-07T12:30:09.141Z: short"; !strings.Contains(b.String(), want) {
+		t.Errorf("want %q in:\n%s", want, b.String())
+	}
+}
