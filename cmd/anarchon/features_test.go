@@ -590,3 +590,15 @@ func TestSkipReasonIsTheRecords(t *testing.T) {
 		t.Errorf("reason without a record's: %q; want the lateness past max_late", got)
 	}
 }
+
+// A paused slot's "slot skipped" line says the job is paused and where to
+// see who paused it, not the bare status.
+func TestPausedSlotReason(t *testing.T) {
+	var buf bytes.Buffer
+	o := newOutcomes(slog.New(slog.NewTextHandler(&buf, nil)), "inst-1", &executor{})
+	o.observe(anarchon.Event{Kind: anarchon.EventSlotSkipped, Job: "j", Slot: time.Date(2026, 3, 8, 7, 0, 0, 0, time.UTC), Status: anarchon.StatusPaused})
+	if got := buf.String(); !strings.Contains(got, `level=INFO msg="slot skipped"`) || !strings.Contains(got, "status=paused") ||
+		!strings.Contains(got, `reason="the job is paused: the slot is recorded paused, not run (anarchon status shows who paused it and why`) {
+		t.Errorf("paused slot's line:\n%s", got)
+	}
+}

@@ -143,6 +143,10 @@ func skipReason(e anarchon.Event) string {
 		return "a later slot replaced the run (overlap: replace)"
 	case anarchon.StatusAbandoned:
 		return "every attempt lost its lease (max_attempts reached)"
+	case anarchon.StatusPaused:
+		// The claim's answer carries no pause record; status names who
+		// paused the job and why.
+		return "the job is paused: the slot is recorded paused, not run (anarchon status shows who paused it and why; anarchon resume lets it run again)"
 	}
 	return string(e.Status)
 }
