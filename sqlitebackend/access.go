@@ -33,12 +33,15 @@ func withAccessReason(err error, path string) error {
 }
 
 // accessReason is the permission error that keeps this process from using
-// the database file at path: the file cannot be read; a file SQLite or the
-// writers' lock keeps beside it (-wal, -shm, LockFileSuffix) exists and
-// cannot be written, or does not and cannot be created in the directory;
-// the file cannot be written. It runs only after SQLite failed, so it may
-// create (and remove) a file in the directory to learn whether it can.
-// nil when nothing is denied: the failure has another cause.
+// the database file at path: the file cannot be read; a file SQLite keeps
+// beside it (-wal, -shm) exists and cannot be written, or does not and
+// cannot be created in the directory; the file cannot be written. The
+// writers' lock file (LockFileSuffix) is not looked at: one that cannot be
+// opened only leaves the writers to SQLite's busy handler (the package
+// doc, "Writers across processes") and fails nothing. It runs only after
+// SQLite failed, so it may create (and remove) a file in the directory to
+// learn whether it can. nil when nothing is denied: the failure has
+// another cause.
 func accessReason(path string) error {
 	// Reading first: without it nothing works, while a read-only file
 	// still serves a reader, so its lack of write access is said last.
@@ -51,7 +54,7 @@ func accessReason(path string) error {
 	}
 	f.Close()
 	dir, dirChecked := filepath.Dir(path), false
-	for _, suffix := range []string{"-wal", "-shm", LockFileSuffix} {
+	for _, suffix := range []string{"-wal", "-shm"} {
 		f, err := os.OpenFile(path+suffix, os.O_RDWR, 0)
 		switch {
 		case err == nil:

@@ -87,7 +87,7 @@ type Options struct {
 	// database again. Empty: no check. When Init fails with
 	// SQLITE_CANTOPEN or SQLITE_READONLY, which name no file and no
 	// cause, the error leads with the permission error that explains it,
-	// if there is one: the file, its -wal, -shm or lock file, or the
+	// if there is one: the file, its -wal or -shm file, or the
 	// directory they are created in.
 	File string
 	// Logger receives the ERROR of a replaced file. Defaults to
