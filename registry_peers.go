@@ -17,13 +17,20 @@ const maxPeersNamed = 10
 // not only when a run is taken over a lease later. The first listing
 // logs the live ones once. Only the registry loop calls it.
 func (s *Scheduler) notePeers(ctx context.Context, r *registration, recs []InstanceRecord) {
+	prev := r.peers
 	now := make(map[string]InstanceRecord)
 	for _, rec := range recs {
 		if rec.Live() && rec.ID != s.opts.InstanceID {
+			if old, ok := prev[rec.ID]; ok && rec.StartedAt.Before(old.StartedAt) {
+				// An older start than one seen: two processes write under
+				// this ID in turns (they warn of it themselves). The
+				// newest start is kept, so that their turns are not
+				// logged as restarts at every listing.
+				rec = old
+			}
 			now[rec.ID] = rec
 		}
 	}
-	prev := r.peers
 	r.peers = now
 	if prev == nil {
 		ids := make([]string, 0, len(now))
@@ -50,9 +57,10 @@ func (s *Scheduler) notePeers(ctx context.Context, r *registration, recs []Insta
 			s.log.LogAttrs(ctx, slog.LevelInfo, "instance joined",
 				slog.String("peer", rec.ID), slog.String("host", rec.Host), slog.Int("pid", rec.PID),
 				slog.Time("started_at", rec.StartedAt))
-		case is && !old.StartedAt.Equal(rec.StartedAt):
-			// Killed and started again within a TTL: its record never
-			// showed dead, but the runs of the old process are gone.
+		case is && now[rec.ID].StartedAt.After(old.StartedAt):
+			// Started again before its record showed dead (killed, or
+			// stopped and started within a renewal): the runs of the old
+			// process are gone.
 			s.log.LogAttrs(ctx, slog.LevelInfo, "instance started again",
 				slog.String("peer", rec.ID), slog.String("host", rec.Host), slog.Int("pid", rec.PID),
 				slog.Time("started_at", rec.StartedAt), slog.Time("previous_started_at", old.StartedAt))
@@ -73,8 +81,9 @@ func (s *Scheduler) notePeers(ctx context.Context, r *registration, recs []Insta
 	}
 	slices.Sort(gone)
 	for _, id := range gone {
-		// Dropped from the store (InstanceRetention) or removed by hand
-		// between two listings.
+		// Live one listing ago and not listed now: its record was
+		// removed by hand, or the store was emptied (a dead one is kept
+		// InstanceRetention).
 		s.log.LogAttrs(ctx, slog.LevelInfo, "instance left the registry", slog.String("peer", id))
 	}
 }

@@ -47,6 +47,11 @@ func TestRegistryPeersLogged(t *testing.T) {
 		if !strings.Contains(aLogs.String(), `msg="no other live instance in the registry"`) {
 			t.Fatalf("a alone at Start:\n%s", aLogs.String())
 		}
+		// The others start half a renewal after a, so that none of their
+		// writes falls at the instant of one of a's listings, whose order
+		// would be the scheduler's to choose (a at 0, 1, 2 … s; b at
+		// 0.5, 1.5 … s).
+		time.Sleep(ttl / 6)
 		b := newSched(t, bStore, "b", opts(&bLogs))
 		c := newSched(t, store, "c", nil)
 		mustStart(t, b)
@@ -62,7 +67,7 @@ func TestRegistryPeersLogged(t *testing.T) {
 		time.Sleep(ttl / 3)
 		want(&aLogs, "instance stopped", "c", 1)
 
-		bStore.fail.Store(true) // b renewed last just now
+		bStore.fail.Store(true) // b renewed last 1 ms ago, at 2.5 s: dead at 5.5 s
 		time.Sleep(ttl - ttl/3)
 		want(&aLogs, "instance stopped renewing its registry record (killed, hung or cut off from the store); backups take over its leased runs when their leases end", "b", 0)
 		time.Sleep(2*ttl/3 + time.Millisecond)
@@ -70,8 +75,8 @@ func TestRegistryPeersLogged(t *testing.T) {
 		if !strings.Contains(aLogs.String(), "level=WARN msg=\"instance stopped renewing") {
 			t.Fatalf("a dead instance is not a warning:\n%s", aLogs.String())
 		}
-		bStore.fail.Store(false)
-		time.Sleep(ttl/3 + time.Millisecond)
+		bStore.fail.Store(false) // b renews at 7.5 s, a lists at 8 s
+		time.Sleep(2*ttl/3 + time.Millisecond)
 		want(&aLogs, "instance joined", "b", 2)
 
 		// d is killed (it renews no more and never deregisters) and a new
@@ -91,6 +96,45 @@ func TestRegistryPeersLogged(t *testing.T) {
 		stopAll(t, d2, d1, b, a)
 		for _, msg := range []string{"instance joined", "instance stopped", "instance started again", "instance left the registry"} {
 			want(&bLogs, msg, "b", 0) // never itself
+		}
+	})
+}
+
+// Two processes under one ID write its record in turns, so the listings
+// show its start time going back and forth: that is logged as a start
+// again once at most, not at every turn.
+func TestRegistryPeersTwinNotRestarts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := membackend.New(nil)
+		var logs logBuffer
+		a := newSched(t, store, "a", &anarchon.Options{RegistryTTL: 2900 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		mustStart(t, a)
+		// Renewing every 1 s and every 0.7 s, the two are the record's
+		// last writer in turns that drift against a's listings.
+		t1 := newSched(t, store, "same", &anarchon.Options{RegistryTTL: 3 * time.Second})
+		mustStart(t, t1)
+		time.Sleep(1500 * time.Millisecond)
+		t2 := newSched(t, store, "same", &anarchon.Options{RegistryTTL: 2100 * time.Millisecond})
+		mustStart(t, t2)
+		seen := map[string]bool{}
+		for range 30 {
+			time.Sleep(time.Second)
+			recs, err := a.Instances(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range recs {
+				if r.ID == "same" {
+					seen[r.StartedAt.String()] = true
+				}
+			}
+		}
+		stopAll(t, t2, t1, a)
+		if len(seen) != 2 {
+			t.Fatalf("the listings showed %d start times of the shared ID, want both processes'", len(seen))
+		}
+		if n := strings.Count(logs.String(), `msg="instance started again" instance=a peer=same`); n > 1 {
+			t.Errorf("%d lines of a start again for two processes writing in turns, want at most 1:\n%s", n, logs.String())
 		}
 	})
 }

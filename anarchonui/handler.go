@@ -80,14 +80,23 @@ func DefaultActions(s *anarchon.Scheduler) *Actions {
 			if err != nil {
 				return "", err
 			}
-			if _, err := s.Resume(ctx, job, anarchon.ResumeOptions{By: dashboardBy(s), CatchUp: true}); err != nil {
-				return "", err
-			}
+			after, err := s.Resume(ctx, job, anarchon.ResumeOptions{By: dashboardBy(s), CatchUp: true})
 			if !st.Paused {
 				// Resume requests no catch-up for a job not paused.
-				return "", nil
+				return "", err
 			}
-			return anarchon.CatchUpKey(st), nil
+			key := anarchon.CatchUpKey(st)
+			if err != nil && after.Job != "" && !after.Paused {
+				// The resume is stored and only the catch-up's request
+				// failed: a second click finds the job not paused and
+				// asks for nothing, so the key to request it under is
+				// said with the error.
+				return key, fmt.Errorf("resumed, but the catch-up run was not requested (request it as a trigger under key %s): %w", key, err)
+			}
+			if err != nil {
+				return "", err
+			}
+			return key, nil
 		}
 	}
 	if triggers {
@@ -444,23 +453,20 @@ func isPasswordKey(k string) bool {
 // pause or a resume, and names in its logs as having asked for any action.
 func dashboardBy(s *anarchon.Scheduler) string { return "dashboard@" + s.InstanceID() }
 
-// logAction logs one action asked for from the dashboard: at INFO
-// ("dashboard action") when it was taken, at WARN ("dashboard action
-// refused") with the reason when it was not, so that an operator who
-// clicked and saw nothing happen finds why in the logs.
-func (h *handler) logAction(ctx context.Context, r *http.Request, act, job, reason string, extra ...slog.Attr) {
+// logAction logs one action asked for from the dashboard, so that an
+// operator who clicked and saw nothing happen finds why in the logs: at
+// INFO ("dashboard action") when it was taken; at WARN "dashboard action
+// refused" with the reason when the dashboard did not try it (refuse);
+// at WARN "dashboard action failed" with the error when it was tried and
+// the action returned one (the store's, or its own validation).
+func (h *handler) logAction(ctx context.Context, r *http.Request, act, job string, how slog.Level, msg string, extra ...slog.Attr) {
 	attrs := []slog.Attr{slog.String("action", act), slog.String("job", job), slog.String("by", dashboardBy(h.s)), slog.String("client", r.RemoteAddr)}
-	attrs = append(attrs, extra...)
-	if reason == "" {
-		h.o.Logger.LogAttrs(ctx, slog.LevelInfo, "dashboard action", attrs...)
-		return
-	}
-	h.o.Logger.LogAttrs(ctx, slog.LevelWarn, "dashboard action refused", append(attrs, slog.String("reason", h.clean(reason)))...)
+	h.o.Logger.LogAttrs(ctx, how, msg, append(attrs, extra...)...)
 }
 
 // refuse answers an action refused before it was tried, and logs why.
 func (h *handler) refuse(w http.ResponseWriter, r *http.Request, status int, act, job, reason string) {
-	h.logAction(r.Context(), r, act, job, reason)
+	h.logAction(r.Context(), r, act, job, slog.LevelWarn, "dashboard action refused", slog.String("reason", h.clean(reason)))
 	http.Error(w, "anarchon dashboard: "+h.clean(reason), status)
 }
 
@@ -609,10 +615,10 @@ func (h *handler) action(w http.ResponseWriter, r *http.Request) {
 		u = &url.URL{Path: h.o.BasePath}
 	}
 	if err != nil {
-		h.logAction(ctx, r, act, name, err.Error(), extra...)
+		h.logAction(ctx, r, act, name, slog.LevelWarn, "dashboard action failed", append(extra, slog.String("error", h.clean(err.Error())))...)
 		h.setFlash(w, r, "err", act+" "+name+": "+h.clean(err.Error()))
 	} else {
-		h.logAction(ctx, r, act, name, "", extra...)
+		h.logAction(ctx, r, act, name, slog.LevelInfo, "dashboard action", extra...)
 		h.setFlash(w, r, "ok", msg)
 	}
 	http.Redirect(w, r, u.String(), http.StatusSeeOther)

@@ -634,10 +634,11 @@ func TestOneTimeFormat(t *testing.T) {
 	}
 }
 
-// Each action the dashboard refuses is logged at WARN with the action, the
-// job, who asked and why: refused by the read-only setting, by the CSRF
-// check, for an unknown job or action, and by the action itself (the
-// scheduler's validation, the store).
+// Each action the dashboard refuses is logged at WARN ("dashboard action
+// refused") with the action, the job, who asked and why: refused by the
+// read-only setting, by the CSRF check, for an unknown job or action. One
+// it tried whose action returned an error (the scheduler's validation, the
+// store) is logged at WARN as failed, with the error.
 func TestActionRefusalsLogged(t *testing.T) {
 	s, _ := newScheduler(t, 0)
 	var mu sync.Mutex
@@ -662,14 +663,15 @@ func TestActionRefusalsLogged(t *testing.T) {
 		code           int
 		action, job    string
 		reasonContains string
+		failed         bool // tried, and the action returned an error
 	}{
-		{"read-only", ro, "/job/report/pause", cookies, ok, 403, "pause", "report", "read-only"},
-		{"no CSRF token", h, "/job/report/resume", cookies, url.Values{}, 403, "resume", "report", "CSRF token"},
-		{"unknown job", h, "/job/nope/trigger", cookies, ok, 404, "trigger", "nope", "no job nope"},
-		{"action not offered", h, "/job/tick/resume", cookies, ok, 404, "resume", "tick", "no action resume"},
-		{"unknown action", h, "/job/tick/explode", cookies, ok, 404, "explode", "tick", "no action explode"},
-		{"validation", h, "/job/tick/trigger", cookies, ok, 303, "trigger", "tick", "invalid trigger key"},
-		{"store", h, "/job/report/pause", cookies, ok, 303, "pause", "report", "store refused"},
+		{"read-only", ro, "/job/report/pause", cookies, ok, 403, "pause", "report", "read-only", false},
+		{"no CSRF token", h, "/job/report/resume", cookies, url.Values{}, 403, "resume", "report", "CSRF token", false},
+		{"unknown job", h, "/job/nope/trigger", cookies, ok, 404, "trigger", "nope", "no job nope", false},
+		{"action not offered", h, "/job/tick/resume", cookies, ok, 404, "resume", "tick", "no action resume", false},
+		{"unknown action", h, "/job/tick/explode", cookies, ok, 404, "explode", "tick", "no action explode", false},
+		{"validation", h, "/job/tick/trigger", cookies, ok, 303, "trigger", "tick", "invalid trigger key", true},
+		{"store", h, "/job/report/pause", cookies, ok, 303, "pause", "report", "store refused", true},
 	}
 	for _, c := range cases {
 		mu.Lock()
@@ -681,7 +683,11 @@ func TestActionRefusalsLogged(t *testing.T) {
 		mu.Lock()
 		got := logs.String()
 		mu.Unlock()
-		want := `level=WARN msg="dashboard action refused" action=` + c.action + ` job=` + c.job + ` by=dashboard@replica-a client=127.0.0.1:40000 reason=`
+		msg, key := "refused", "reason"
+		if c.failed {
+			msg, key = "failed", "error"
+		}
+		want := `level=WARN msg="dashboard action ` + msg + `" action=` + c.action + ` job=` + c.job + ` by=dashboard@replica-a client=127.0.0.1:40000 ` + key + `=`
 		if !strings.Contains(got, want) || !strings.Contains(got, c.reasonContains) || strings.Count(got, "\n") != 1 {
 			t.Errorf("%s: log %q, want one record %q… naming %q", c.name, got, want, c.reasonContains)
 		}
@@ -974,5 +980,53 @@ func TestDashboardResumeCatchUpRefused(t *testing.T) {
 	}
 	if got := c.list(); got != "resume report" {
 		t.Errorf("actions called: %s", got)
+	}
+}
+
+// noTriggers is a memory store whose trigger requests fail, as a store
+// that is down between a resume and its catch-up's request.
+type noTriggers struct{ *membackend.Backend }
+
+func (noTriggers) RequestTrigger(context.Context, anarchon.TriggerInput) (anarchon.TriggerRecord, error) {
+	return anarchon.TriggerRecord{}, errors.New("store unreachable")
+}
+
+// A resume with catch-up whose resume was stored but whose catch-up could
+// not be requested says so, with the key to request it under: the job is
+// no longer paused, so a second click would request nothing. It is logged
+// as failed, not refused.
+func TestDashboardResumeCatchUpHalfDone(t *testing.T) {
+	_, mem := newScheduler(t, 0)
+	b := noTriggers{mem}
+	s := anarchon.New(b, &anarchon.Options{InstanceID: "replica-a"})
+	if err := s.Every("tick", time.Minute, nop, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	paused, err := s.Pause(ctx, "tick", anarchon.PauseOptions{By: "ops"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var logs strings.Builder
+	h := Handler(s, &Options{Logger: slog.New(slog.NewTextHandler(&lockedWriter{mu: &mu, w: &logs}, nil))})
+	cookies, tok, _ := form(t, h, "/")
+	w := post(h, "/job/tick/resume", cookies, url.Values{"csrf": {tok}, "catchup": {"1"}}, nil)
+	if w.Code != http.StatusSeeOther {
+		t.Fatalf("resume = %d %q", w.Code, w.Body.String())
+	}
+	if st, err := s.JobState(ctx, "tick"); err != nil || st.Paused {
+		t.Fatalf("state after the resume: %+v, %v; want resumed", st, err)
+	}
+	key := anarchon.CatchUpKey(paused)
+	_, page := getWith(t, h, "/", w.Result().Cookies())
+	if !strings.Contains(page, "resumed, but the catch-up run was not requested (request it as a trigger under key "+key+"): store unreachable") {
+		t.Errorf("the flash does not say the catch-up was not requested, with its key %s:\n%s", key, page)
+	}
+	mu.Lock()
+	got := logs.String()
+	mu.Unlock()
+	if !strings.Contains(got, `level=WARN msg="dashboard action failed" action=resume job=tick`) || !strings.Contains(got, "catch_up_key="+key) {
+		t.Errorf("log %q, want a failed resume naming the key %s", got, key)
 	}
 }

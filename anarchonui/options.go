@@ -48,11 +48,12 @@ type Options struct {
 	Now func() time.Time
 	// Logger gets one record per action asked for from the dashboard, so
 	// that a pause or a trigger made there is in the logs, and so is one
-	// that was not made: INFO "dashboard action" for an action taken, WARN
-	// "dashboard action refused" with its reason for one refused (read-only,
-	// a CSRF or cross-origin check, an unknown job or action, a pause
-	// reason too long or with a control character, or the action's error:
-	// a validation or the store's refusal). Each names the
+	// that was not made: INFO "dashboard action" for an action taken; WARN
+	// "dashboard action refused" with its reason for one the dashboard
+	// did not try (read-only, a CSRF or cross-origin check, an unknown job
+	// or action, a pause reason too long or with a control character);
+	// WARN "dashboard action failed" with the error for one whose func
+	// returned one (a validation, the store's refusal). Each names the
 	// action, the job, who asked as the dashboard records it ("by":
 	// dashboard@INSTANCE) and the client's address. Defaults to
 	// slog.Default().
@@ -120,11 +121,17 @@ type Actions struct {
 	// up" box beside the Resume button. key is the trigger key of the
 	// catch-up run requested, shown to the operator so that it can be
 	// followed ([anarchon.Scheduler.WaitTrigger], the daemon's trigger JOB
-	// --key KEY), or "" when none was (the job was not paused). It is a
+	// --key KEY), or "" when none was (the job was not paused). When the
+	// resume was stored and only the catch-up's request failed, it returns
+	// the key with the error ([DefaultActions] does), since the job is no
+	// longer paused and a second try would request nothing. It is a
 	// field of its own rather than a parameter of Resume so that an Actions
-	// written before it still compiles and means what it did: nil hides
-	// the box, and the handler refuses a resume that asks for a catch-up
-	// rather than resume without one. The box is shown only beside Resume.
+	// written before it still compiles: nil hides the box, and the handler
+	// refuses a resume that asks for a catch-up rather than resume without
+	// one. The box is shown only beside Resume. [DefaultActions] sets it
+	// beside Resume, calling the scheduler itself: code that wraps the
+	// defaults' Resume (to audit or authorize it) must wrap ResumeCatchUp
+	// too, or set it to nil.
 	ResumeCatchUp func(ctx context.Context, job string) (key string, err error)
 	// Paused reports whether job is paused, with a note to show (who, when,
 	// why). nil: the jobs page has no paused column.

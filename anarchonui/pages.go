@@ -248,8 +248,9 @@ func (h *handler) jobPage(w http.ResponseWriter, r *http.Request) {
 
 // groupSlots groups records (newest first, as History returns them) into
 // slots, one row per slot with its attempts newest first, as History and
-// the daemon's history command list them, and returns at most n slots older than before (Unix ms; 0: from the newest)
-// and the before value of the next page ("" if none).
+// the daemon's history command list them, and returns at most n slots
+// older than before (Unix ms; 0: from the newest) and the before value of
+// the next page ("" if none).
 func groupSlots(recs []anarchon.RunRecord, before int64, n int) ([]slotRow, string) {
 	var out []slotRow
 	i := 0

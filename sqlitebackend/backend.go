@@ -140,7 +140,10 @@ type Backend struct {
 // not open or write the file or a file beside it for lack of permission
 // (Options.File). SQLite names neither the file nor the cause, and a
 // -shm file left unwritable by another user's read (a read-only session
-// keeps it) fails only the first write, in the migration.
+// keeps it) fails only the first write, in the migration. Only this Init
+// adds the reason: a call that initialises the backend itself (a claim
+// or a read before Init) returns SQLite's error as it is. The scheduler's
+// Start and the daemon's commands call Init first.
 func (b *Backend) Init(ctx context.Context) error {
 	return withAccessReason(b.SQLBackend.Init(ctx), b.file)
 }

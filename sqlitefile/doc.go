@@ -7,9 +7,10 @@
 // Open refuses a path that is a directory or whose directory does not
 // exist, before SQLite reports either as "unable to open database file".
 // A file, or a file beside it (-wal, -shm), that this
-// process may not read, write or create is reported with the path and the
-// file system's reason ("open PATH: permission denied"), ahead of SQLite's
-// own words (sqlitebackend.Options.File).
+// process may not read, write or create is reported by Init with the path
+// and the file system's reason ("open PATH: permission denied", or
+// "cannot create PATH-wal: directory DIR: permission denied"), ahead of
+// SQLite's own words (sqlitebackend.Options.File).
 //
 // # Guarantees
 //
