@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/anarchon/anarchon"
 	"github.com/anarchon/anarchon/membackend"
@@ -399,6 +400,9 @@ shared store (SQLite by default, PostgreSQL, Redis, NATS), and exactly one wins.
 			return err
 		}
 		if err := g.resolveStore(c); err != nil {
+			return err
+		}
+		if err := checkInstance(c, g.instance); err != nil {
 			return err
 		}
 		g.output = outputOptions{split: g.splitLogs, passthrough: g.passthrough, stdout: stdout, stderr: stderr}
@@ -1043,6 +1047,26 @@ func versionCmd(stdout io.Writer) *cobra.Command {
 // ANARCHON_STORE): that is most often a variable that was not set
 // ("--store $STORE"), and taking it as the default would give each
 // replica a SQLite file of its own, every one running every slot.
+// checkInstance refuses an --instance given blank, with blanks around it
+// or with a control character: the ID is printed in every log line,
+// history record and status table, where " web-1" and "web-1" read alike
+// and a newline breaks the line; left out, it is hostname-pid.
+func checkInstance(c *cobra.Command, id string) error {
+	f := c.Flags().Lookup("instance")
+	if f == nil || !f.Changed {
+		return nil
+	}
+	switch {
+	case strings.TrimSpace(id) == "":
+		return usageError{codeBadFlag, fmt.Errorf("--instance (or %s) %q: empty: give this replica's ID, or leave the flag out for hostname-pid", flagEnv("instance"), id)}
+	case strings.TrimSpace(id) != id:
+		return usageError{codeBadFlag, fmt.Errorf("--instance %q: blanks around the ID: give it without them", id)}
+	case strings.IndexFunc(id, unicode.IsControl) >= 0:
+		return usageError{codeBadFlag, fmt.Errorf("--instance %q: a control character in the ID: give printable text", id)}
+	}
+	return nil
+}
+
 func (g *globalFlags) resolveStore(c *cobra.Command) error {
 	if f := c.Flags().Lookup("store"); f != nil && f.Changed && strings.TrimSpace(g.store) == "" {
 		return usageError{codeBadFlag, fmt.Errorf("--store (or %s) is empty: give a store URL, or leave it out for the default %s", flagEnv("store"), defaultStore)}

@@ -257,6 +257,10 @@ func TestBadFlags(t *testing.T) {
 		{"--http", ""},
 		{"--http", ":"},
 		{"--http", "127.0.0.1:"},
+		{"--instance", ""},
+		{"--instance", " "},
+		{"--instance", " web-1"},
+		{"--instance", "web\n1"},
 	} {
 		if code, _, errOut := cli(t, "run", c.flag+"="+c.value, "--crontab", "x"); code != 2 || !strings.Contains(errOut, c.flag) {
 			t.Errorf("%s=%s: exit %d, stderr %q", c.flag, c.value, code, errOut)
@@ -269,6 +273,7 @@ func TestBadFlags(t *testing.T) {
 		{"--stop-timeout", "0s"},
 		{"--watch", "0s"},
 		{"--max-log-bytes", "0"},
+		{"--instance", "web-1 (eu)"}, // blanks inside an ID are its own
 	} {
 		if code, _, errOut := cli(t, "run", c.flag+"="+c.value, "--crontab", "/nonexistent"); code != 1 || strings.Contains(errOut, c.flag) {
 			t.Errorf("%s=%s: exit %d, stderr %q", c.flag, c.value, code, errOut)
