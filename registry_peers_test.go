@@ -138,3 +138,36 @@ func TestRegistryPeersTwinNotRestarts(t *testing.T) {
 		}
 	})
 }
+
+// Of two processes under one ID, the one that stops while the other wrote
+// the record last leaves the record live, the other's: marking it
+// stopped would list a running instance as stopped until its next
+// renewal. The last one to stop marks it stopped.
+func TestRegistryTwinStopLeavesRecord(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := membackend.New(nil)
+		var logs logBuffer
+		const ttl = 3 * time.Second
+		a := newSched(t, store, "same", &anarchon.Options{RegistryTTL: ttl, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		mustStart(t, a)
+		time.Sleep(ttl/3 + ttl/6) // b renews half a period after a: at 1.5, 2.5 … s
+		b := newSched(t, store, "same", &anarchon.Options{RegistryTTL: ttl})
+		mustStart(t, b)
+		time.Sleep(5*ttl + ttl/12) // 16.75 s: b wrote last, at 16.5 s
+		stopAll(t, a)
+		recs, err := b.Instances(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) != 1 || !recs[0].Live() || !recs[0].StartedAt.Equal(b.InstanceInfo().StartedAt) {
+			t.Fatalf("after a stopped, the shared record is %+v, want b's, live", recs)
+		}
+		if !strings.Contains(logs.String(), "not marking the registry record stopped: another process under this instance ID wrote it last") {
+			t.Errorf("a did not say why it left the record:\n%s", logs.String())
+		}
+		stopAll(t, b)
+		if recs, err = a.Instances(t.Context()); err != nil || len(recs) != 1 || recs[0].State != anarchon.InstanceStopped {
+			t.Fatalf("after both stopped: %+v, %v; want the record stopped", recs, err)
+		}
+	})
+}

@@ -252,10 +252,35 @@ func (s *Scheduler) stopRegistry(ctx context.Context) {
 	<-r.done
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), registryCallTimeout)
 	defer cancel()
+	if r.twin && s.twinWroteLast(dctx, r) {
+		return
+	}
 	if err := r.reg.DeregisterInstance(dctx, r.info.ID); err != nil {
 		s.log.LogAttrs(dctx, slog.LevelWarn, "could not mark the instance stopped in the registry; it will be listed dead",
 			slog.Any("error", err))
 	}
+}
+
+// twinWroteLast reports, for an instance that has seen another process
+// register under its ID (checkTwin), whether that process wrote the
+// record last and still keeps it live: marking it stopped would list a
+// running instance as stopped until its next renewal, so the record is
+// left to it (and listed dead after its TTL if that process is gone too).
+// A listing that fails answers false: the record is marked stopped, as
+// without a twin.
+func (s *Scheduler) twinWroteLast(ctx context.Context, r *registration) bool {
+	recs, err := r.reg.Instances(ctx)
+	if err != nil {
+		return false
+	}
+	for _, rec := range recs {
+		if rec.Live() && otherProcess(rec, r.info) {
+			s.log.LogAttrs(ctx, slog.LevelInfo, "not marking the registry record stopped: another process under this instance ID wrote it last and keeps it live",
+				slog.String("other_host", rec.Host), slog.Int("other_pid", rec.PID), slog.Time("other_started_at", rec.StartedAt))
+			return true
+		}
+	}
+	return false
 }
 
 // refreshRegistration publishes the current job set at the next renewal,

@@ -71,7 +71,8 @@ type Options struct {
 	// RegistryTTL is the TTL of this instance's record in the instance
 	// registry, when the backend implements InstanceRegistry (SPEC §10):
 	// Start registers the instance, the record is renewed every
-	// RegistryTTL/3, Stop marks it stopped, and an instance that stops
+	// RegistryTTL/3, Stop marks it stopped (unless another process under
+	// the same ID wrote it last, SPEC §10), and an instance that stops
 	// renewing is listed dead RegistryTTL after its last renewal, by the
 	// store's clock. Negative disables registration. Defaults to
 	// DefaultRegistryTTL (15 s); values below 3 ms count as 3 ms.
