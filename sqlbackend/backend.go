@@ -41,6 +41,11 @@ type Config struct {
 	// Check is the server check Init runs before migrating, e.g. a version
 	// check. Nil means none.
 	Check func(ctx context.Context, c Conn) error
+	// InitError, if set, rewrites every error Init returns (the server
+	// check's and the migration's), whether Init is called or runs on a
+	// first call before it. SQLite uses it to lead with the file system's
+	// reason where SQLite names none. Nil means the errors as they are.
+	InitError func(error) error
 	// Notify, if set, is called inside the transaction that releases,
 	// finishes or settles a run, and returns a statement (in `?` syntax)
 	// to run there, e.g. PostgreSQL's pg_notify. An empty query means no
@@ -257,6 +262,14 @@ func (b *SQLBackend) Init(ctx context.Context) error {
 	if b.inited.Load() {
 		return nil
 	}
+	err := b.init(ctx)
+	if err != nil && b.cfg.InitError != nil {
+		return b.cfg.InitError(err)
+	}
+	return err
+}
+
+func (b *SQLBackend) init(ctx context.Context) error {
 	b.initMu.Lock()
 	defer b.initMu.Unlock()
 	if b.inited.Load() {

@@ -3,6 +3,7 @@ package sqlbackend
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -233,5 +234,23 @@ func TestDialectPieces(t *testing.T) {
 	want := `CREATE INDEX IF NOT EXISTS "p_runs_live" ON "runs" (job) WHERE state = 'running' AND lease_until IS NOT NULL`
 	if len(partial.ddl) != 8 || partial.ddl[7] != want {
 		t.Errorf("with PartialIndexes: %d DDL statements, the last %q; want 8, the last %q", len(partial.ddl), partial.ddl[len(partial.ddl)-1], want)
+	}
+}
+
+// Config.InitError rewrites Init's errors whether Init is called or runs
+// lazily, on the first call before it (SQLite adds the file system's
+// reason there).
+func TestInitErrorHook(t *testing.T) {
+	b, err := New(Config{Name: "x", Conn: noConn(), Dialect: SQLDialect{BigInt: "BIGINT", NowMs: "0"},
+		InitError: func(err error) error { return fmt.Errorf("reason; %w", err) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if _, err := b.History(ctx, "j", 1); err == nil || !strings.HasPrefix(err.Error(), "reason; x: migrate: ") {
+		t.Fatalf("History before Init = %v, want the hook's rewrite", err)
+	}
+	if err := b.Init(ctx); err == nil || !strings.HasPrefix(err.Error(), "reason; x: migrate: ") {
+		t.Fatalf("Init = %v, want the hook's rewrite", err)
 	}
 }

@@ -130,22 +130,8 @@ type Options struct {
 // anarchon.ServerClock.
 type Backend struct {
 	*sqlbackend.SQLBackend
-	db   *sql.DB
-	qc   *queuedConn
-	file string // Options.File: where Init looks for a permission problem
-}
-
-// Init is [sqlbackend.SQLBackend.Init] (the server check, then the
-// tables), its error led by the file system's reason when SQLite could
-// not open or write the file or a file beside it for lack of permission
-// (Options.File). SQLite names neither the file nor the cause, and a
-// -shm file left unwritable by another user's read (a read-only session
-// keeps it) fails only the first write, in the migration. Only this Init
-// adds the reason: a call that initialises the backend itself (a claim
-// or a read before Init) returns SQLite's error as it is. The scheduler's
-// Start and the daemon's commands call Init first.
-func (b *Backend) Init(ctx context.Context) error {
-	return withAccessReason(b.SQLBackend.Init(ctx), b.file)
+	db *sql.DB
+	qc *queuedConn
 }
 
 var (
@@ -249,7 +235,12 @@ func newBackend(conn sqlbackend.Conn, db *sql.DB, o Options, closeFn func(contex
 		Check: func(ctx context.Context, c sqlbackend.Conn) error {
 			return check(ctx, c, qc, !o.KeepJournalMode)
 		},
-		Close: closeFn,
+		// SQLite names neither the file nor the cause of CANTOPEN or
+		// READONLY; a -shm file left unwritable by another user's read
+		// fails only the first write, in the migration, so the reason is
+		// added to every error of Init, the lazy one's too.
+		InitError: func(err error) error { return withAccessReason(err, o.File) },
+		Close:     closeFn,
 	}
 	if o.File != "" {
 		g, err := newFileGuard(o.File, o.Logger)
@@ -262,7 +253,7 @@ func newBackend(conn sqlbackend.Conn, db *sql.DB, o Options, closeFn func(contex
 	if err != nil {
 		return nil, err
 	}
-	return &Backend{SQLBackend: base, db: db, qc: qc, file: o.File}, nil
+	return &Backend{SQLBackend: base, db: db, qc: qc}, nil
 }
 
 // DB returns the *sql.DB the backend uses, nil for a backend made by
