@@ -120,9 +120,11 @@ const (
 	// store event), so with a Watcher, whose event ends the replaced
 	// handlers at once, a new slot starts within tens of milliseconds of
 	// its time even when the job's interval is shorter than
-	// PollInterval. Without a Watcher (the SQLite and MySQL stores)
-	// a replaced holder learns of it only at its next heartbeat, every
-	// Lease/3, and the new slot waits for that: keep Lease/3 well below
+	// PollInterval. A replaced run held by the replacing instance itself
+	// is cancelled by it at once, whatever the store. Without a Watcher
+	// (the SQLite and MySQL stores) a replaced holder on another instance
+	// learns of it only at its next heartbeat, every Lease/3, and the new
+	// slot waits for that: with several instances, keep Lease/3 well below
 	// the job's interval there, or a slot replaced while it waits starts
 	// with its context already cancelled and does no work. A handler
 	// that ignores

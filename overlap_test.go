@@ -341,14 +341,25 @@ func TestOverlapReplaceShortInterval(t *testing.T) {
 	})
 }
 
-// TestOverlapReplaceBeforeFirstBeat: with a watch, a run replaced before
-// its first heartbeat (a 60 s lease: the first renewal is due 20 s after
-// the claim) learns it from the store's event at once, not at that first
-// renewal. The heartbeat of a run starts only when something is due (see
-// runner.beats), and the event is such a thing.
+// TestOverlapReplaceBeforeFirstBeat: a run replaced before its first
+// heartbeat (a 60 s lease: the first renewal is due 20 s after the claim)
+// learns it at once, not at that first renewal. With a watch the store's
+// event tells it (the heartbeat of a run starts only when something is
+// due, see runner.beats, and the event is such a thing); without one, on
+// a single instance, the new slot's holder is its holder too and cancels
+// it itself.
 func TestOverlapReplaceBeforeFirstBeat(t *testing.T) {
+	t.Run("Watch", func(t *testing.T) {
+		testReplaceBeforeFirstBeat(t, func() anarchon.Backend { return membackend.New(nil) })
+	})
+	t.Run("Poll", func(t *testing.T) {
+		testReplaceBeforeFirstBeat(t, func() anarchon.Backend { return replaceNoWatch{membackend.New(nil)} })
+	})
+}
+
+func testReplaceBeforeFirstBeat(t *testing.T, newStore func() anarchon.Backend) {
 	synctest.Test(t, func(t *testing.T) {
-		store := membackend.New(nil)
+		store := newStore()
 		t0 := time.Now().Truncate(10 * time.Second).Add(10 * time.Second).UTC()
 		ended := make(chan time.Time, 1)
 		var mu sync.Mutex

@@ -41,6 +41,13 @@ func (s *Scheduler) replaceEarlier(ctx context.Context, j *job, a *attempt) {
 			slog.String("job", j.name), slog.Time("slot", time.UnixMilli(r.Slot).UTC()), slog.String("holder", r.InstanceID),
 			slog.Int("attempt", r.Attempt), slog.Time("by_slot", a.SlotTime()))
 		s.emit(Event{Kind: EventSlotSkipped, Job: j.name, Slot: time.UnixMilli(r.Slot).UTC(), Attempt: r.Attempt, Status: StatusReplaced})
+		// A replaced run of this instance's own (its token running here)
+		// is cancelled here and now, as the line above says: its
+		// heartbeat would learn of it at its next renewal, Lease/3 away
+		// on a store without a Watcher, and this slot waits for its end.
+		if r.InstanceID == s.opts.InstanceID {
+			s.run.CancelRun(j.name, r.Slot, r.Token, ErrReplaced)
+		}
 		if r.Live {
 			pending[r.Token] = true
 			if r.LeaseUntil.After(until) {

@@ -290,6 +290,24 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	}
 }
 
+// CancelRun cancels, with cause, the handler of this runner's running
+// attempt of the job named name at slot (Unix ms) under token, and reports
+// whether it found one. The scheduler calls it when it learns from the
+// store that such a run of its own has ended there (replaced by a later
+// slot, SPEC §6): the handler learns it at once, not at its next
+// heartbeat, which without a watch of the store may be Lease/3 away.
+func (r *Runner[J]) CancelRun(name string, slot int64, token string, cause error) bool {
+	r.amu.Lock()
+	defer r.amu.Unlock()
+	for a := range r.active {
+		if a.Name == name && a.Slot == slot && a.Token == token && a.cancel != nil {
+			a.cancel(cause)
+			return true
+		}
+	}
+	return false
+}
+
 // Cancel cancels, with cause, the handlers of the running attempts of the
 // job named name; their results are stored as usual (a handler that
 // returns on the cancellation ends as an error that names the cause). It
