@@ -49,11 +49,16 @@ func urlError(raw, format string, args ...any) error {
 // redactURL replaces the userinfo of raw (everything between "://" and the
 // last '@' of the authority) with "xxxxx", keeping a user name that a
 // password follows. It works on text that does not parse as a URL (a host
-// list does not).
+// list does not). Without "://" everything up to the last '@' is
+// replaced: a bare "host:port", the commonest slip, shows as it was
+// given.
 func redactURL(raw string) string {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
-		return "xxxxx"
+		if at := strings.LastIndexByte(raw, '@'); at >= 0 {
+			return "xxxxx" + redactQueryText(raw[at:])
+		}
+		return redactQueryText(raw)
 	}
 	auth, tail := splitAuthority(rest)
 	at := strings.LastIndexByte(auth, '@')
@@ -93,6 +98,10 @@ func splitAuthority(rest string) (auth, tail string) {
 func parseURL(raw string) (*parsedURL, error) {
 	schemeText, rest, ok := strings.Cut(raw, "://")
 	if !ok {
+		if !strings.ContainsAny(raw, "@/?") && raw != "" {
+			// A bare address: say what to write instead.
+			return nil, urlError(raw, `no "://": a URL is wanted, e.g. redis://%s (rediss:// for TLS, redis+sentinel:// or rediss+sentinel:// for Sentinel)`, raw)
+		}
 		return nil, urlError(raw, `no "://": want redis://, rediss://, redis+sentinel:// or rediss+sentinel://`)
 	}
 	scheme := strings.ToLower(schemeText)
