@@ -19,6 +19,9 @@ const (
 	// cause (its text adds "(cause: …)", as the stored result's does), so
 	// that errors.Is tells ErrStopped (Stop hands the run over, or a plain
 	// one is interrupted), ErrLeaseLost, ErrReplaced and ErrTimeout apart.
+	// For a failed run of a job with JobOptions.Retry, Retry says whether
+	// a further attempt of the slot follows, RetryIn after how long, and
+	// Reason says so in words (SPEC §6, retries).
 	EventRunEnd
 	// EventSlotSkipped: a slot was not run: Status is StatusMissed,
 	// StatusSkipped or (leased jobs) StatusPaused, Lateness is set for
@@ -75,7 +78,22 @@ type Event struct {
 	// miss the store answered. It is "" when the store wrote the record
 	// (a paused slot) or no record says why (a win that came too late:
 	// Lateness says it).
+	//
+	// For EventRunEnd of a failed run of a job that retries errors
+	// (Retry.MaxRetries > 0, leased), it says whether the slot is run
+	// again: "attempt 3 (of at most 4) follows in 2s", or "no retry: "
+	// and why (the last attempt the retry limit allows, an error marked
+	// Permanent, a retry that would reach the next slot, a run cut
+	// short). It is "" for a success, a manual run, and a job without
+	// retries. The history record does not carry it (SPEC §6, retries).
 	Reason string
+	// Retry is, for EventRunEnd, true when the failed run's slot will be
+	// run again as a further attempt (JobOptions.Retry) after RetryIn, the
+	// backoff by the store's clock; EventRetry follows once the failure
+	// is stored. A lost lease or Stop after the handler returned can still
+	// end the slot otherwise: their own lines and events say so.
+	Retry   bool
+	RetryIn time.Duration
 
 	JobSetDiffs []JobSetDiff // EventJobSetMismatch only
 }

@@ -365,13 +365,12 @@ func (h host) Execute(ctx context.Context, a *attempt) runner.Result {
 	if j := a.Job.job; j.opt.Overlap == OverlapReplace && a.Leased && !a.Job.backfill {
 		h.s.replaceEarlier(ctx, j, a)
 	}
-	res, err := h.s.execute(ctx, a.Job.job, run, a.Job.claim) // the won claim's span: every claim sets it
-	out := runner.Result{
+	res, plan, _ := h.s.execute(ctx, a.Job.job, run, a.Job.claim) // the won claim's span: every claim sets it
+	return runner.Result{
 		Token: res.Token, Attempt: res.Attempt, Status: runner.Status(res.Status),
 		StartedAt: res.StartedAt, FinishedAt: res.FinishedAt, Error: res.Error, Output: res.Output,
+		Retry: plan.retry, RetryIn: plan.in,
 	}
-	out.RetryIn, out.Retry = a.Job.job.retryIn(run.Slot, run.Attempt, err, h.s.now)
-	return out
 }
 
 // wonLate reports how late a won first attempt is, and whether that is

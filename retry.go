@@ -29,6 +29,11 @@ import (
 // retry that would start at or after the job's next slot is not made: the
 // slot ends with the last attempt's error; and a retry whose claim comes
 // only after the next slot is due records an error instead of running.
+//
+// Each failed attempt's EventRunEnd (Retry, RetryIn, Reason) and WARN "run
+// failed" line (attribute "retry") say whether a further attempt follows,
+// which and when, or why not; its history record keeps the handler's
+// error alone.
 type Retry struct {
 	// MaxRetries is how many times a failed slot is run again. 0, the
 	// default, means never; at most MaxRetries (the constant, 1,000).
@@ -105,27 +110,63 @@ func (j *job) backoff(slot int64, n int) time.Duration {
 	return b + jitter.Delay(j.name, slot, r.Jitter, j.opt.JitterSeed^(uint64(n)*0x9e3779b97f4a7c15))
 }
 
-// retryIn decides whether the failed attempt n of the job's slot is
-// retried, and after how long. err is the handler's error; now gives the
-// store clock's estimate, read only when the decision needs it.
-func (j *job) retryIn(slot time.Time, n int, err error, now func() time.Time) (time.Duration, bool) {
-	if err == nil || !j.leased || n > j.opt.Retry.MaxRetries || IsPermanent(err) {
-		return 0, false
+// retryPlan is what the job's Retry makes of a handler's return: whether
+// a further attempt of the slot follows, after how long, and, for a
+// failure of a job that retries errors, a sentence saying so (Event.Reason
+// of EventRunEnd, the "retry" attribute of "run failed"), so that a log
+// tells the last attempt from one that is retried (SPEC §6, retries).
+type retryPlan struct {
+	retry bool
+	in    time.Duration // the backoff, when retry
+	note  string        // "" on success, and for a job without retries
+}
+
+// planRetry decides whether the failed attempt n of the job's slot is
+// retried, and after how long. err is the handler's error and cut why its
+// context ended before it returned (nil if it did not, or for its
+// Timeout, which is retried like any error); now gives the store clock's
+// estimate, read only when the decision needs it.
+func (j *job) planRetry(slot time.Time, n int, err, cut error, now func() time.Time) retryPlan {
+	r := j.opt.Retry
+	if err == nil || !j.leased || r.MaxRetries == 0 {
+		return retryPlan{}
+	}
+	no := func(why string) retryPlan { return retryPlan{note: "no retry: " + why} }
+	switch {
+	case cut != nil:
+		// The runner settles such a run itself: a lost lease or a
+		// hand-over leaves the slot to a takeover, which is not a retry.
+		return no(fmt.Sprintf("the run was cut short (%v), which is not retried", cut))
+	case IsPermanent(err):
+		return no("the error is marked permanent")
+	case n > r.MaxRetries:
+		return no(fmt.Sprintf("attempt %d was the last one the retry limit allows (%d %s)", n, r.MaxRetries, plural(r.MaxRetries, "retry", "retries")))
 	}
 	d := j.backoff(slot.UnixMilli(), n)
-	if j.opt.Overlap != OverlapAllow && !now().Add(d).Before(j.nextSlot(slot)) {
-		return 0, false // the retry would overlap the next slot
+	if next := j.nextSlot(slot); j.opt.Overlap != OverlapAllow && !now().Add(d).Before(next) {
+		return no(fmt.Sprintf("a retry %v from now would start at or after the job's next slot %s (overlap %s)",
+			d, next.UTC().Format(time.RFC3339), j.opt.Overlap))
 	}
-	return d, true
+	// No retry starts past attempt MaxRetries+1; a takeover after a crash
+	// (which counts as an attempt too) may still come after it.
+	return retryPlan{retry: true, in: d, note: fmt.Sprintf("attempt %d (of at most %d) follows in %v", n+1, r.MaxRetries+1, d)}
 }
 
 // lateRetry reports whether attempt n (> 1) of the job's slot, won at now(),
 // must not run: the job retries errors, its overlap policy is not allow,
 // and the job's next slot is already due. A retry is only set up to start
-// before the next slot (retryIn), but the claim that takes it may come
+// before the next slot (planRetry), but the claim that takes it may come
 // late (every instance busy, the store slow); the attempt is then recorded
 // as an error instead of overlapping the next slot. Takeovers after a
 // crash of such a job obey the same rule.
 func (j *job) lateRetry(slot time.Time, n int, now func() time.Time) bool {
 	return n > 1 && j.opt.Retry.MaxRetries > 0 && j.opt.Overlap != OverlapAllow && !now().Before(j.nextSlot(slot))
+}
+
+// plural is one when n is 1, else many.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -404,4 +405,86 @@ func TestRetryAfterTimeout(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Each failed attempt says whether a retry follows: EventRunEnd's Retry,
+// RetryIn and Reason, and the "run failed" line's "retry" attribute, name
+// the next attempt and its backoff, or say that no retry follows and why
+// (the last attempt the limit allows, a permanent error, the next slot).
+// A job without retries says nothing of them.
+func TestRetryFailureSaysWhatFollows(t *testing.T) {
+	type end struct {
+		attempt int
+		retry   bool
+		in      time.Duration
+		reason  string
+	}
+	for _, tc := range []struct {
+		name  string
+		every time.Duration
+		retry anarchon.Retry
+		err   error
+		want  []end
+	}{
+		{"LastAttempt", time.Hour, anarchon.Retry{MaxRetries: 2, InitialBackoff: time.Second, Multiplier: 1}, errors.New("always"), []end{
+			{1, true, time.Second, "attempt 2 (of at most 3) follows in 1s"},
+			{2, true, time.Second, "attempt 3 (of at most 3) follows in 1s"},
+			{3, false, 0, "no retry: attempt 3 was the last one the retry limit allows (2 retries)"},
+		}},
+		{"Permanent", time.Hour, anarchon.Retry{MaxRetries: 2}, anarchon.Permanent(errors.New("bad input")), []end{
+			{1, false, 0, "no retry: the error is marked permanent"},
+		}},
+		// Backoffs 4 s then 8 s: the second would reach the next slot.
+		{"NextSlot", 10 * time.Second, anarchon.Retry{MaxRetries: 5, InitialBackoff: 4 * time.Second}, errors.New("always"), []end{
+			{1, true, 4 * time.Second, "attempt 2 (of at most 6) follows in 4s"},
+			{2, false, 0, "no retry: a retry 8s from now would start at or after the job's next slot 2000-01-01T00:00:20Z (overlap skip)"},
+		}},
+		{"NoRetries", time.Hour, anarchon.Retry{}, errors.New("always"), []end{{1, false, 0, ""}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var buf logBuffer
+				var mu sync.Mutex
+				var ends []end
+				s := newSched(t, membackend.New(nil), "i0", &anarchon.Options{
+					Logger: slog.New(slog.NewJSONHandler(&buf, nil)),
+					OnEvent: func(e anarchon.Event) {
+						if e.Kind == anarchon.EventRunEnd {
+							mu.Lock()
+							ends = append(ends, end{e.Attempt, e.Retry, e.RetryIn, e.Reason})
+							mu.Unlock()
+						}
+					},
+				})
+				first := time.Now().Truncate(tc.every).Add(tc.every)
+				h := func(context.Context, *anarchon.Run) error { return tc.err }
+				if err := s.Every("flaky", tc.every, h, &anarchon.JobOptions{Retry: tc.retry}); err != nil {
+					t.Fatal(err)
+				}
+				mustStart(t, s)
+				// Run until just before the second slot.
+				time.Sleep(time.Until(first.Add(tc.every - time.Millisecond)))
+				stopAll(t, s)
+				mu.Lock()
+				defer mu.Unlock()
+				if fmt.Sprint(ends) != fmt.Sprint(tc.want) {
+					t.Errorf("run ends (attempt, retry, backoff, reason)\n%v\nwant\n%v", ends, tc.want)
+				}
+				var logged []string
+				for _, l := range jsonLines(t, &buf) {
+					if l["msg"] == "run failed" {
+						r, _ := l["retry"].(string)
+						logged = append(logged, r)
+					}
+				}
+				var want []string
+				for _, e := range tc.want {
+					want = append(want, e.reason)
+				}
+				if !slices.Equal(logged, want) {
+					t.Errorf("\"run failed\" lines' retry attributes %q, want %q", logged, want)
+				}
+			})
+		})
+	}
 }

@@ -142,11 +142,14 @@ func (s *Scheduler) lease(j *job, slot time.Time, maxLate time.Duration) *runner
 }
 
 // execute runs the handler with the job's timeout, recovering a panic, and
-// returns the result to store and the handler's error.
+// returns the result to store, what the job's Retry makes of it (zero for
+// a manual run, which is never retried) and the handler's error. The plan
+// is made before the run's end is reported, so that EventRunEnd and the
+// "run failed" line say whether a retry follows.
 //
 // cs is the claim that won the run: the handler's context is the one its
 // StartRun returns.
-func (s *Scheduler) execute(ctx context.Context, j *job, run *Run, cs ClaimSpan) (StoredResult, error) {
+func (s *Scheduler) execute(ctx context.Context, j *job, run *Run, cs ClaimSpan) (StoredResult, retryPlan, error) {
 	ctx, rs := cs.StartRun(ctx, run)
 	if j.opt.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -169,16 +172,25 @@ func (s *Scheduler) execute(ctx context.Context, j *job, run *Run, cs ClaimSpan)
 		}
 		res.Error = endErr.Error()
 	}
-	s.emit(Event{Kind: EventRunEnd, Job: run.Job, Slot: run.Slot, Attempt: run.Attempt, Status: res.Status, Duration: end.Sub(start), Err: endErr, Manual: run.Manual})
+	var plan retryPlan
+	if err != nil && !run.Manual {
+		var cut error // why the handler's context ended, its Timeout aside
+		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, ErrTimeout) {
+			cut = cause
+		}
+		plan = j.planRetry(run.Slot, run.Attempt, err, cut, s.now)
+	}
+	s.emit(Event{Kind: EventRunEnd, Job: run.Job, Slot: run.Slot, Attempt: run.Attempt, Status: res.Status, Duration: end.Sub(start), Err: endErr, Manual: run.Manual,
+		Retry: plan.retry, RetryIn: plan.in, Reason: plan.note})
 	if err != nil {
-		s.logRunFailed(context.WithoutCancel(ctx), run, end.Sub(start), endErr)
+		s.logRunFailed(context.WithoutCancel(ctx), run, end.Sub(start), endErr, plan.note)
 	}
 	re := RunEnd{Status: res.Status, StartedAt: start, FinishedAt: end, Err: endErr}
 	if !run.Manual {
 		re.Lateness = start.Sub(run.Slot)
 	}
 	rs.End(re)
-	return res, err
+	return res, plan, err
 }
 
 // runManual runs j once, at once, on this instance, outside its schedule:
@@ -217,7 +229,7 @@ func (s *Scheduler) runManual(ctx, parent context.Context, j *job, run *Run, lt 
 		s.addTrigger(lt) // runTrigger drops it once the outcome is stored
 	}
 	hctx, cancel := context.WithCancelCause(parent)
-	res, _ := s.execute(hctx, j, run, cs)
+	res, _, _ := s.execute(hctx, j, run, cs)
 	cancel(nil)
 	if lt != nil {
 		if !lt.taken.CompareAndSwap(false, true) {
@@ -259,11 +271,16 @@ func call(ctx context.Context, h Handler, run *Run) (err error) {
 // with its stack ("run panicked"), and a run that Stop cut short at INFO,
 // since that is not the job's fault (a leased one's backup runs the slot
 // again). A run whose lease was lost or replaced is not logged again:
-// the runner logged the loss. A caller that logs EventRunEnd itself drops
-// these lines by message, as the daemon does.
-func (s *Scheduler) logRunFailed(ctx context.Context, run *Run, d time.Duration, err error) {
+// the runner logged the loss. retry, the retry plan's sentence, says
+// whether another attempt follows (attribute "retry"; "" for a job
+// without retries). A caller that logs EventRunEnd itself drops these
+// lines by message, as the daemon does.
+func (s *Scheduler) logRunFailed(ctx context.Context, run *Run, d time.Duration, err error, retry string) {
 	attrs := []slog.Attr{slog.String("job", run.Job), slog.Time("slot", run.Slot), slog.Int("attempt", run.Attempt),
 		slog.Duration("duration", d), slog.String("error", err.Error())}
+	if retry != "" {
+		attrs = append(attrs, slog.String("retry", retry))
+	}
 	if run.Manual {
 		attrs = append(attrs, slog.Bool("manual", true))
 	}

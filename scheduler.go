@@ -30,7 +30,9 @@ type Options struct {
 	// Logger receives the scheduler's logs. Defaults to slog.Default().
 	// Besides its start, stop and store trouble, the scheduler logs each
 	// run whose handler failed: WARN "run failed" (attributes job, slot,
-	// attempt, duration, error), ERROR "run panicked" (and stack), INFO
+	// attempt, duration, error, and for a job with Retry "retry": whether
+	// a further attempt follows, which and when, or why not, as
+	// Event.Reason says it), ERROR "run panicked" (and stack), INFO
 	// for a run Stop cut short, INFO "slot to be retried" when a retry
 	// follows; a lost or replaced lease ("lease lost"); and each slot not
 	// run ("slot not run", "slot missed: too late to run"). A successful

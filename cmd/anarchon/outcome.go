@@ -67,6 +67,9 @@ func (o *outcomes) observe(e anarchon.Event) {
 		if e.Err != nil {
 			attrs = append(attrs, slog.String("error", e.Err.Error()))
 		}
+		if why := retryNote(e, code); why != "" {
+			attrs = append(attrs, slog.String("retry", why))
+		}
 		if last := lastLines(output, failureLines); last != "" {
 			attrs = append(attrs, slog.String("output", last))
 		}
@@ -85,6 +88,18 @@ func (o *outcomes) observe(e anarchon.Event) {
 		o.log.Log(context.Background(), level, "slot skipped", append(base[:2:2], slog.String("instance", o.instance),
 			slog.String("status", string(e.Status)), slog.String("reason", skipReason(e)))...)
 	}
+}
+
+// retryNote says, for the "run failed" line of a job with retry:, whether
+// a further attempt of the slot follows, which and when, or why not (the
+// scheduler's Event.Reason), so that the last attempt reads apart from one
+// that is retried; an exit code the job marked permanent is named. "" for
+// a job without retries. The history record does not carry it.
+func retryNote(e anarchon.Event, code int) string {
+	if e.Reason != "" && !e.Retry && code > 0 && anarchon.IsPermanent(e.Err) {
+		return fmt.Sprintf("no retry: exit code %d is one of the job's permanent_exit_codes", code)
+	}
+	return e.Reason
 }
 
 // eventLines are the scheduler's own log lines for the events observe

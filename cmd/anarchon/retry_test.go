@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -160,5 +161,46 @@ func TestRunWithPastAt(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), `jobs.yaml:8: warning: job \"once\": at:`) {
 		t.Fatalf("reload log does not warn about once at line 8:\n%s", logs.String())
+	}
+}
+
+// A failed run's "run failed" line says whether a retry follows, as the
+// scheduler's event does: the next attempt and its backoff, or no retry
+// and why, naming an exit code the job marked permanent; a job without
+// retries (an event with no reason) gets no retry attribute.
+func TestRunFailedSaysRetry(t *testing.T) {
+	var buf bytes.Buffer
+	o := newOutcomes(slog.New(slog.NewJSONHandler(&buf, nil)), "inst-1", &executor{})
+	ex := &executor{log: slog.New(slog.DiscardHandler), instance: "inst-1", grace: time.Second}
+	exit := func(code string) error {
+		j := &jobSpec{Name: "x", Schedule: "@daily", Argv: []string{"/bin/sh", "-c", "exit " + code}, PermanentExit: []int{2}}
+		return ex.handler(j)(context.Background(), &anarchon.Run{Job: "x", Slot: time.Now(), Attempt: 1})
+	}
+	slot := time.Date(2026, 3, 8, 7, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name  string
+		event anarchon.Event
+		want  string // the retry attribute; "" for none
+	}{
+		{"follows", anarchon.Event{Err: exit("3"), Retry: true, RetryIn: 10 * time.Second, Reason: "attempt 2 (of at most 4) follows in 10s"},
+			"attempt 2 (of at most 4) follows in 10s"},
+		{"last", anarchon.Event{Attempt: 4, Err: exit("3"), Reason: "no retry: attempt 4 was the last one the retry limit allows (3 retries)"},
+			"no retry: attempt 4 was the last one the retry limit allows (3 retries)"},
+		{"permanent", anarchon.Event{Err: exit("2"), Reason: "no retry: the error is marked permanent"},
+			"no retry: exit code 2 is one of the job's permanent_exit_codes"},
+		{"no retries", anarchon.Event{Err: exit("3")}, ""},
+	} {
+		buf.Reset()
+		e := tc.event
+		e.Kind, e.Job, e.Slot, e.Status, e.Attempt = anarchon.EventRunEnd, "x", slot, anarchon.StatusError, max(e.Attempt, 1)
+		o.observe(e)
+		var m map[string]any
+		if err := json.Unmarshal(buf.Bytes(), &m); err != nil {
+			t.Fatalf("%s: %v: %s", tc.name, err, buf.String())
+		}
+		got, has := m["retry"].(string)
+		if m["msg"] != "run failed" || got != tc.want || has != (tc.want != "") {
+			t.Errorf("%s: logged %v, want \"run failed\" with retry %q", tc.name, m, tc.want)
+		}
 	}
 }
