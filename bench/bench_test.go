@@ -226,3 +226,24 @@ func TestServerCPU(t *testing.T) {
 		t.Errorf("ServerCPU of an absent name = %v, %d; want 0, 0", d, n)
 	}
 }
+
+// Ms and Us, the tables' formats, keep their unit and precision whatever
+// the size of the value: 870 ns is 0.9 µs and 0.001 ms, not 870ns.
+func TestTableUnits(t *testing.T) {
+	for _, tc := range []struct {
+		d      time.Duration
+		ms, us string
+	}{
+		{870 * time.Nanosecond, "0.001", "0.9"},
+		{1500 * time.Microsecond, "1.500", "1500.0"},
+		{2 * time.Second, "2000.000", "2000000.0"},
+		{0, "0.000", "0.0"},
+	} {
+		if got := Ms(tc.d); got != tc.ms {
+			t.Errorf("Ms(%v) = %q, want %q", tc.d, got, tc.ms)
+		}
+		if got := Us(tc.d); got != tc.us {
+			t.Errorf("Us(%v) = %q, want %q", tc.d, got, tc.us)
+		}
+	}
+}

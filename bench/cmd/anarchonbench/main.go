@@ -96,7 +96,7 @@ func main() {
 		}
 		var l bench.Load
 		l, err = bench.MeasureLoad(ctx, *jobs, *active, bench.TimingMode(*mode), *secs)
-		fmt.Printf("%+v fired/s=%.0f cpu/s=%v cpu/fired=%v\n", l, float64(l.Fired)/l.Wall.Seconds(), l.CPUPerSecond(), l.CPUPerFired())
+		fmt.Println(loadLine(l))
 	case "timing":
 		err = runTiming(ctx, *short)
 	case "gocron":
@@ -183,4 +183,20 @@ func writeProfiles(prefix string) {
 		_ = pprof.Lookup(name).WriteTo(f, 0)
 		f.Close()
 	}
+}
+
+// loadLine is the load part's summary of one measurement. Each time has
+// one unit, whatever its size, the unit of the scale part's columns for
+// the same quantity (CPU ms per wall second, CPU µs per fired slot; the
+// totals in ms and s): a time.Duration's own format moves between ns, µs
+// and ms with the value, so that two lines of one field could not be
+// compared at a glance.
+func loadLine(l bench.Load) string {
+	perSec := 0.0
+	if l.Wall > 0 {
+		perSec = float64(l.Fired) / l.Wall.Seconds()
+	}
+	return fmt.Sprintf("jobs=%d active=%d mode=%s fired=%d cpu=%sms wall=%.3fs rss=%sMiB goroutines=%d stop_timed_out=%t fired/s=%.0f cpu/s=%sms cpu/fired=%sµs",
+		l.Jobs, l.Active, l.Mode, l.Fired, bench.Ms(l.CPU), l.Wall.Seconds(), bench.MiB(l.RSS), l.Goroutines, l.StopTimedOut,
+		perSec, bench.Ms(l.CPUPerSecond()), bench.Us(l.CPUPerFired()))
 }
