@@ -107,12 +107,22 @@ func TestRetryFailsTwiceThenSucceeds(t *testing.T) {
 }
 
 // An error marked Permanent ends the slot at once, whatever MaxRetries
-// allows.
+// allows, whether the handler returns it or panics with it (PanicError
+// unwraps to it).
 func TestRetryPermanentStops(t *testing.T) {
+	t.Run("Returned", func(t *testing.T) {
+		testRetryPermanentStops(t, func() error { return anarchon.Permanent(errors.New("bad input")) }, "bad input")
+	})
+	t.Run("Panicked", func(t *testing.T) {
+		testRetryPermanentStops(t, func() error { panic(anarchon.Permanent(errors.New("bad input"))) }, "panic: bad input")
+	})
+}
+
+func testRetryPermanentStops(t *testing.T, fail func() error, wantErr string) {
 	synctest.Test(t, func(t *testing.T) {
 		opts := &anarchon.JobOptions{Retry: anarchon.Retry{MaxRetries: 5, InitialBackoff: time.Second}}
 		ss, calls := retryCluster(t, 3, time.Hour, opts, func(run *anarchon.Run) error {
-			return anarchon.Permanent(errors.New("bad input"))
+			return fail()
 		})
 		time.Sleep(time.Hour + time.Minute)
 		stopAll(t, ss...)
@@ -123,7 +133,7 @@ func TestRetryPermanentStops(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(hist) != 1 || hist[0].Status != anarchon.StatusError || hist[0].Error != "bad input" {
+		if len(hist) != 1 || hist[0].Status != anarchon.StatusError || hist[0].Error != wantErr {
 			t.Fatalf("history %+v, want one error record", hist)
 		}
 	})

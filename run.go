@@ -308,6 +308,16 @@ type PanicError struct {
 // Error returns "panic: <value>".
 func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
 
+// Unwrap returns the panic's value when it is an error (panic(err), or a
+// runtime.Error such as a nil dereference), so that errors.Is and
+// errors.As see through the panic as they see through a returned error:
+// a panic with an error marked [Permanent] is not retried either. It
+// returns nil for any other value.
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}
+
 // catchUp claims, in the background, the slots of j missed inside its
 // catch-up window: older ones are settled as missed first (at most
 // HistorySize of them, since older records would be trimmed anyway), then
