@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -143,10 +144,13 @@ func TestBackupTakesOverStalledWinner(t *testing.T) {
 			}
 			return nil
 		}
+		var logMu sync.Mutex
+		var logs strings.Builder
 		for i := range 4 {
 			id := fmt.Sprintf("i%d", i)
 			insts[id] = &instance{Backend: store}
-			s := newSched(t, insts[id], id, nil)
+			logger := slog.New(slog.NewTextHandler(lockedWriter{&logMu, &logs}, nil)).With("instance", id)
+			s := newSched(t, insts[id], id, &anarchon.Options{Logger: logger})
 			if err := s.Every("job", time.Minute, h, &anarchon.JobOptions{Lease: 3 * time.Second}); err != nil {
 				t.Fatal(err)
 			}
@@ -176,6 +180,18 @@ func TestBackupTakesOverStalledWinner(t *testing.T) {
 		}
 		if statuses[anarchon.StatusSuccess] != 1 || statuses[anarchon.StatusLeaseLost] != 1 {
 			t.Fatalf("history of the slot %+v, want one success and one lease_lost", recs)
+		}
+		// The backup's log says that the slot came to it.
+		logMu.Lock()
+		defer logMu.Unlock()
+		var taken []string
+		for line := range strings.Lines(logs.String()) {
+			if strings.Contains(line, `msg="slot taken over from another instance"`) {
+				taken = append(taken, line)
+			}
+		}
+		if want := "instance=" + attempts[1].InstanceID; len(taken) != 1 || !strings.Contains(taken[0], want) || !strings.Contains(taken[0], "attempt=2") {
+			t.Fatalf("takeover lines %q, want one with %s and attempt=2", taken, want)
 		}
 	})
 }

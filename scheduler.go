@@ -34,7 +34,9 @@ type Options struct {
 	// a further attempt follows, which and when, or why not, as
 	// Event.Reason says it), ERROR "run panicked" (and stack), INFO
 	// for a run Stop cut short, INFO "slot to be retried" when a retry
-	// follows; a lost or replaced lease ("lease lost"); and each slot not
+	// follows; a backup's win of a slot another instance held (INFO "slot
+	// taken over from another instance"); a lost or replaced lease
+	// ("lease lost"); and each slot not
 	// run ("slot not run", "slot missed: too late to run"). A successful
 	// run logs nothing: OnEvent's EventRunEnd reports every run.
 	Logger *slog.Logger

@@ -126,6 +126,13 @@ func (a *Leased[J]) answer(ctx context.Context, out Outcome) bool {
 		if !a.won(ctx, out) {
 			return true
 		}
+		if a.standing && a.result.Token == "" {
+			// A backup's win: say so, since nothing else in this
+			// instance's log tells that the slot came here from another.
+			a.r.cfg.Log.LogAttrs(ctx, slog.LevelInfo, "slot taken over from another instance",
+				slog.String("job", a.Name), slog.Time("slot", a.SlotTime()), slog.Int("attempt", a.Number),
+				slog.String("why", "its holder released it (a hand-over or a retry) or stopped renewing its lease"))
+		}
 		// The run's heartbeat borrows the listener (startBeats); the
 		// attempt keeps listening for the retry that may follow.
 		return a.runWon(ctx)
