@@ -81,6 +81,18 @@ type JobState struct {
 	By     string    `json:"by,omitempty"`     // who last set the state
 	Reason string    `json:"reason,omitempty"` // why
 	At     time.Time `json:"at"`               // when it was set, by the store's clock; zero if never set
+	// CatchUpKey is set by Scheduler.Resume with ResumeOptions.CatchUp
+	// alone, when it resumed a paused job: the trigger key of the
+	// catch-up run it requested ([CatchUpKey] of the pause it read), so
+	// that its caller need not read the pause itself, a read that a
+	// resume racing a new pause would answer with another pause than the
+	// one resumed (SPEC §12). It is set also when the resume was stored
+	// and the request then failed (Resume returns the request's error):
+	// the job is no longer paused, so a second Resume would request
+	// nothing, and the run is requested under this key
+	// (Scheduler.RequestTrigger). Empty in every other state; stores
+	// neither keep nor set it.
+	CatchUpKey string `json:"catch_up_key,omitempty"`
 }
 
 // PauseOptions are the options of [Scheduler.Pause].
@@ -95,8 +107,9 @@ type ResumeOptions struct {
 	// CatchUp runs the job once at resume, in place of the slots it missed
 	// while paused, if it missed any: a Trigger whose key is derived from
 	// the pause (so replicas or clients that resume the same pause with
-	// CatchUp run it once), requested by By. Defaults to false: paused
-	// slots are not replayed.
+	// CatchUp run it once), requested by By, and named by the returned
+	// state's CatchUpKey. A job that is not paused is then left as it is.
+	// Defaults to false: paused slots are not replayed.
 	CatchUp bool
 }
 
@@ -160,30 +173,44 @@ func (s *Scheduler) Pause(ctx context.Context, name string, opts PauseOptions) (
 }
 
 // Resume lets the named job run again from its next slot, on every
-// instance. Slots missed while it was paused stay paused in history unless
-// opts.CatchUp asks for one run in their place. Errors as for Pause; with
-// CatchUp, also those of Trigger's request (the run itself is not waited
-// for).
+// instance, and returns the stored state. Slots missed while it was paused
+// stay paused in history unless opts.CatchUp asks for one run in their
+// place (SPEC §12): Resume then reads the job's state first; a job that
+// is not paused is left as it is (its state, returned, still names who
+// resumed it and when) and nothing is requested; a paused one is resumed
+// and its catch-up run requested, under the key the returned state's
+// CatchUpKey names. Errors as for Pause; with CatchUp, also those of
+// Trigger's request (the run itself is not waited for), returned with the
+// resumed state and its CatchUpKey: the resume is stored, the run is not
+// requested.
 func (s *Scheduler) Resume(ctx context.Context, name string, opts ResumeOptions) (JobState, error) {
 	jc, err := s.controlJob(ctx, name)
 	if err != nil {
 		return JobState{}, err
 	}
-	var prev JobState
-	if opts.CatchUp {
-		if prev, err = jc.JobState(ctx, name); err != nil {
-			return JobState{}, err
-		}
+	if !opts.CatchUp {
+		return s.setPaused(ctx, jc, PauseInput{Job: name, Paused: false, By: opts.By})
+	}
+	prev, err := jc.JobState(ctx, name)
+	if err != nil {
+		return JobState{}, err
+	}
+	if !prev.Paused {
+		// Nothing was missed, so nothing is requested; and a write would
+		// only replace who resumed the job, and when, by a resume that
+		// changed nothing.
+		return prev, nil
 	}
 	st, err := s.setPaused(ctx, jc, PauseInput{Job: name, Paused: false, By: opts.By})
-	if err != nil || !opts.CatchUp || !prev.Paused {
+	if err != nil {
 		return st, err
 	}
+	// The key is the pause's that this call read and resumed, whatever
+	// pause comes after it.
+	st.CatchUpKey = CatchUpKey(prev)
 	// The catch-up request is the resume's: its By, as the state's.
-	if _, err := s.requestTrigger(ctx, name, CatchUpKey(prev), cmp.Or(opts.By, s.opts.InstanceID)); err != nil {
-		return st, err
-	}
-	return st, nil
+	_, err = s.requestTrigger(ctx, name, st.CatchUpKey, cmp.Or(opts.By, s.opts.InstanceID))
+	return st, err
 }
 
 // CatchUpKey is the trigger key of the catch-up run that Resume with

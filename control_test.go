@@ -176,6 +176,77 @@ func TestResumeCatchUp(t *testing.T) {
 	}
 }
 
+// failingTriggers is a memory store whose trigger requests fail, as one
+// that is down between a resume and its catch-up's request.
+type failingTriggers struct{ *membackend.Backend }
+
+func (failingTriggers) RequestTrigger(context.Context, anarchon.TriggerInput) (anarchon.TriggerRecord, error) {
+	return anarchon.TriggerRecord{}, errors.New("store unreachable")
+}
+
+// Resume with CatchUp names the key of the catch-up run it requested in
+// the state it returns: the key of the pause it resumed (not of an
+// earlier one), also when the request failed after the resume was stored;
+// a job not paused is left as it is and no key is named; a resume
+// without CatchUp names none.
+func TestResumeCatchUpKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := membackend.New(nil)
+		s := newSched(t, mem, "a", nil)
+		h := func(context.Context, *anarchon.Run) error { return nil }
+		if err := s.Every("j", time.Hour, h, nil); err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		// A first pause, resumed without catch-up, then a second one a
+		// minute later: the key is the second's.
+		first, err := s.Pause(ctx, "j", anarchon.PauseOptions{By: "ops"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st, err := s.Resume(ctx, "j", anarchon.ResumeOptions{By: "ops"}); err != nil || st.CatchUpKey != "" {
+			t.Errorf("Resume without CatchUp = %+v, %v; want no catch-up key", st, err)
+		}
+		time.Sleep(time.Minute)
+		second, err := s.Pause(ctx, "j", anarchon.PauseOptions{By: "ops"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := s.Resume(ctx, "j", anarchon.ResumeOptions{By: "op-1", CatchUp: true})
+		want := anarchon.CatchUpKey(second)
+		if err != nil || st.Paused || st.By != "op-1" || st.CatchUpKey != want || want == anarchon.CatchUpKey(first) {
+			t.Fatalf("Resume with CatchUp = %+v, %v; want resumed by op-1, key %s", st, err, want)
+		}
+		if rec, err := mem.LookupTrigger(ctx, "j", want); err != nil || rec.By != "op-1" || rec.State != anarchon.TriggerPending {
+			t.Errorf("catch-up request %s: %+v, %v; want pending, by op-1", want, rec, err)
+		}
+		// Again, on the job now resumed: the state is left as it is.
+		time.Sleep(time.Minute)
+		again, err := s.Resume(ctx, "j", anarchon.ResumeOptions{By: "op-2", CatchUp: true})
+		if err != nil || again.CatchUpKey != "" || again.By != "op-1" || !again.At.Equal(st.At) {
+			t.Errorf("Resume with CatchUp of a job not paused = %+v, %v; want op-1's resume unchanged, no key", again, err)
+		}
+		if pending, err := mem.PendingTriggers(ctx); err != nil || len(pending) != 1 {
+			t.Errorf("pending requests %+v, %v; want only %s", pending, err, want)
+		}
+
+		// Half done: the resume is stored, the request fails. The key
+		// comes with the error.
+		s2 := newSched(t, failingTriggers{mem}, "b", nil)
+		if err := s2.Every("j", time.Hour, h, nil); err != nil {
+			t.Fatal(err)
+		}
+		third, err := s2.Pause(ctx, "j", anarchon.PauseOptions{By: "ops"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err = s2.Resume(ctx, "j", anarchon.ResumeOptions{By: "op-3", CatchUp: true})
+		if err == nil || !strings.Contains(err.Error(), "store unreachable") || st.Paused || st.CatchUpKey != anarchon.CatchUpKey(third) {
+			t.Errorf("Resume whose request failed = %+v, %v; want resumed, key %s, the request's error", st, err, anarchon.CatchUpKey(third))
+		}
+	})
+}
+
 // A RunNow's failure is a run like any other for PauseOnFailure: the one
 // that completes the row pauses the job, as a triggered run's does.
 func TestRunNowPauseOnFailure(t *testing.T) {

@@ -72,31 +72,21 @@ func DefaultActions(s *anarchon.Scheduler) *Actions {
 	// would store the resume and then fail to request it.
 	if control && triggers {
 		a.ResumeCatchUp = func(ctx context.Context, job string) (string, error) {
-			// The catch-up key is the pause's (CatchUpKey of the state
-			// before the resume), and Resume returns the state after it,
-			// so the pause is read first, as the daemon's resume
-			// --catch-up does.
-			st, err := s.JobState(ctx, job)
-			if err != nil {
-				return "", err
-			}
-			after, err := s.Resume(ctx, job, anarchon.ResumeOptions{By: dashboardBy(s), CatchUp: true})
-			if !st.Paused {
-				// Resume requests no catch-up for a job not paused.
-				return "", err
-			}
-			key := anarchon.CatchUpKey(st)
-			if err != nil && after.Job != "" && !after.Paused {
+			// Resume names the key of the catch-up it requested, of the
+			// pause it read and resumed; "" for a job not paused, which
+			// it left as it is.
+			st, err := s.Resume(ctx, job, anarchon.ResumeOptions{By: dashboardBy(s), CatchUp: true})
+			if err != nil && st.CatchUpKey != "" {
 				// The resume is stored and only the catch-up's request
 				// failed: a second click finds the job not paused and
 				// asks for nothing, so the key to request it under is
 				// said with the error.
-				return key, fmt.Errorf("resumed, but the catch-up run was not requested (request it as a trigger under key %s): %w", key, err)
+				return st.CatchUpKey, fmt.Errorf("resumed, but the catch-up run was not requested (request it as a trigger under key %s): %w", st.CatchUpKey, err)
 			}
 			if err != nil {
 				return "", err
 			}
-			return key, nil
+			return st.CatchUpKey, nil
 		}
 	}
 	if triggers {
@@ -595,7 +585,8 @@ func (h *handler) action(w http.ResponseWriter, r *http.Request) {
 		key, err = h.act.ResumeCatchUp(ctx, name)
 		extra = []slog.Attr{slog.Bool("catch_up", true), slog.String("catch_up_key", key)}
 		if key == "" {
-			msg = "resumed " + name + "; it was not paused, so no catch-up run was requested"
+			// Resume with a catch-up leaves a job not paused as it is.
+			msg = name + " was not paused: nothing to resume, and no catch-up run was requested"
 		} else {
 			// The key as the daemon's resume --catch-up prints it: the
 			// catch-up run is a trigger under it, shown as a manual run

@@ -924,10 +924,10 @@ func TestDashboardResumeCatchUp(t *testing.T) {
 	if err != nil || len(pending) != 1 || pending[0].Key != key {
 		t.Errorf("pending triggers after a resume without catch-up: %+v, %v; want only %s", pending, err, key)
 	}
-	// Ticked on a job not paused: resumed, and the flash says no run was
-	// requested rather than name a key.
+	// Ticked on a job not paused: left as it is, and the flash says no run
+	// was requested rather than name a key.
 	w = post(h, "/job/tick/resume", cookies, url.Values{"csrf": {tok}, "catchup": {"1"}}, nil)
-	if _, page := getWith(t, h, "/", w.Result().Cookies()); !strings.Contains(page, `id="flash">resumed tick; it was not paused, so no catch-up run was requested<`) {
+	if _, page := getWith(t, h, "/", w.Result().Cookies()); !strings.Contains(page, `id="flash">tick was not paused: nothing to resume, and no catch-up run was requested<`) {
 		t.Errorf("flash after a catch-up resume of a job not paused is not the expected one")
 	}
 	if pending, _ := b.PendingTriggers(ctx); len(pending) != 1 {

@@ -158,8 +158,18 @@ unless --catch-up asks for one run in their place. Both need --crontab or
 				}
 			} else {
 				// A job that is not paused is left as it is, and the
-				// command says so rather than "resumed".
-				if st, err = d.schedFor(name).JobState(ctx, name); err == nil && !st.Paused {
+				// command says so rather than "resumed". With a catch-up,
+				// Resume reads the state itself and names the key of the
+				// pause it resumed: "" when it found the job not paused.
+				resumed := false
+				if catchUp {
+					st, err = d.schedFor(name).Resume(ctx, name, anarchon.ResumeOptions{By: who(), CatchUp: true})
+					catchUpKey, resumed = st.CatchUpKey, st.CatchUpKey != ""
+				} else if st, err = d.schedFor(name).JobState(ctx, name); err == nil && st.Paused {
+					st, err = d.schedFor(name).Resume(ctx, name, anarchon.ResumeOptions{By: who()})
+					resumed = true
+				}
+				if err == nil && !resumed {
 					if asJSON {
 						out := toStateJSON(st)
 						out.Unchanged = true
@@ -168,12 +178,12 @@ unless --catch-up asks for one run in their place. Both need --crontab or
 					fmt.Fprintf(stdout, "%s is not paused: nothing to resume\n", name)
 					return nil
 				}
-				if err == nil {
-					if catchUp {
-						catchUpKey = anarchon.CatchUpKey(st)
-					}
-					st, err = d.schedFor(name).Resume(ctx, name, anarchon.ResumeOptions{By: who(), CatchUp: catchUp})
-				}
+			}
+			if err != nil && catchUpKey != "" {
+				// The resume is stored and only the catch-up's request
+				// failed: run again, the command finds the job not paused
+				// and requests nothing, so the key is said with the error.
+				return classify(name, fmt.Errorf("%s resumed, but the catch-up run was not requested: request it with \"anarchon trigger %s --key %s\": %w", name, name, catchUpKey, err))
 			}
 			if err != nil {
 				return classify(name, err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"os"
 	"os/user"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/sqlitefile"
 )
 
 // TestTriggerTimeoutNamesItsKey: a trigger no replica ran within
@@ -338,6 +340,43 @@ func TestResumeCatchUpNamesKey(t *testing.T) {
 	}
 	if code, out, _ = cli(t, "status", "--store", store); code != 0 || !strings.Contains(out, "key "+key) {
 		t.Errorf("status: exit %d, want the request %s pending:\n%s", code, key, out)
+	}
+}
+
+// resume --catch-up whose resume was stored but whose catch-up request
+// the store refused names the key to request it under in its error: run
+// again, it would find the job not paused and request nothing.
+func TestResumeCatchUpHalfDone(t *testing.T) {
+	dir := t.TempDir()
+	ct := writeFile(t, dir, "t.cron", "# name: t\n@daily echo\n")
+	file := writeFile(t, dir, "s.db", "")
+	store := "sqlite:" + file
+	code, out, errOut := cli(t, "pause", "t", "--crontab", ct, "--store", store, "--json")
+	var paused map[string]any
+	if err := json.Unmarshal([]byte(out), &paused); err != nil || code != 0 {
+		t.Fatalf("pause: exit %d, %v:\n%s%s", code, err, out, errOut)
+	}
+	at, err := time.Parse(time.RFC3339, paused["at"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := anarchon.CatchUpKey(anarchon.JobState{At: at})
+	// The store refuses every trigger request from here on.
+	db, err := sql.Open(sqlitefile.DriverName, "file:"+file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = db.Exec("CREATE TRIGGER refuse_requests BEFORE INSERT ON anarchon_triggers BEGIN SELECT RAISE(ABORT, 'requests refused'); END")
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = cli(t, "resume", "t", "--catch-up", "--crontab", ct, "--store", store)
+	if want := `t resumed, but the catch-up run was not requested: request it with "anarchon trigger t --key ` + key + `"`; code == 0 || !strings.Contains(errOut, want) || !strings.Contains(errOut, "requests refused") {
+		t.Errorf("resume --catch-up whose request failed: exit %d, want an error with %q:\n%s%s", code, want, out, errOut)
+	}
+	if code, out, errOut = cli(t, "resume", "t", "--catch-up", "--crontab", ct, "--store", store); code != 0 || !strings.Contains(out, "t is not paused: nothing to resume") {
+		t.Errorf("second resume --catch-up: exit %d, want the job not paused:\n%s%s", code, out, errOut)
 	}
 }
 
