@@ -694,6 +694,32 @@ func TestActionRefusalsLogged(t *testing.T) {
 	}
 }
 
+// wantRefused posts vals to path (POST /job/JOB/ACTION) and checks that
+// the handler refused the action before trying it: 400 saying says, and
+// one record in logs (its handler's log, emptied first), "dashboard action
+// refused" with the action, the job, who asked, the client and the
+// reason, which starts with says. name names the case in failures.
+func wantRefused(t *testing.T, h http.Handler, mu *sync.Mutex, logs *strings.Builder, name, path string, cookies []*http.Cookie, vals url.Values, says string) {
+	t.Helper()
+	mu.Lock()
+	logs.Reset()
+	mu.Unlock()
+	w := post(h, path, cookies, vals, nil)
+	if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), says) {
+		t.Errorf("%s: %d %q, want 400 saying %q", name, w.Code, w.Body.String(), says)
+	}
+	mu.Lock()
+	got := logs.String()
+	mu.Unlock()
+	job, act, _ := strings.Cut(strings.TrimPrefix(path, "/job/"), "/")
+	// The reason as slog's text handler writes it: quoted, its end left
+	// open since says is its start.
+	reason := strings.TrimSuffix(strconv.Quote(says), `"`)
+	if want := `level=WARN msg="dashboard action refused" action=` + act + ` job=` + job + ` by=dashboard@replica-a client=127.0.0.1:40000 reason=` + reason; !strings.Contains(got, want) || strings.Count(got, "\n") != 1 {
+		t.Errorf("%s: log %q, want one record %q…", name, got, want)
+	}
+}
+
 // lockedWriter serialises the writes of a logger read by the test.
 type lockedWriter struct {
 	mu *sync.Mutex
@@ -818,19 +844,7 @@ func TestDashboardPauseReason(t *testing.T) {
 		{"invalid UTF-8", "disk \xff full", "the pause reason is not valid UTF-8"},
 	}
 	for _, c := range refused {
-		mu.Lock()
-		logs.Reset()
-		mu.Unlock()
-		w := post(h, "/job/report/pause", cookies, url.Values{"csrf": {tok}, "reason": {c.reason}}, nil)
-		if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), c.says) {
-			t.Errorf("%s: %d %q, want 400 saying %q", c.name, w.Code, w.Body.String(), c.says)
-		}
-		mu.Lock()
-		got := logs.String()
-		mu.Unlock()
-		if want := `level=WARN msg="dashboard action refused" action=pause job=report by=dashboard@replica-a client=127.0.0.1:40000 reason="` + c.says; !strings.Contains(got, want) {
-			t.Errorf("%s: log %q, want %q…", c.name, got, want)
-		}
+		wantRefused(t, h, &mu, &logs, c.name, "/job/report/pause", cookies, url.Values{"csrf": {tok}, "reason": {c.reason}}, c.says)
 		if st, err := s.JobState(ctx, "report"); err != nil || st.Paused {
 			t.Fatalf("%s: state after a refused pause: %+v, %v", c.name, st, err)
 		}
@@ -957,19 +971,7 @@ func TestDashboardResumeCatchUpRefused(t *testing.T) {
 		{"not a checkbox value", "no", `the catchup field is "no": a ticked box sends 1, an unticked one nothing; nothing was resumed`},
 	}
 	for _, rc := range cases {
-		mu.Lock()
-		logs.Reset()
-		mu.Unlock()
-		w := post(h, "/job/report/resume", cookies, url.Values{"csrf": {tok}, "catchup": {rc.val}}, nil)
-		if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), rc.says) {
-			t.Errorf("%s: %d %q, want 400 saying %q", rc.name, w.Code, w.Body.String(), rc.says)
-		}
-		mu.Lock()
-		got := logs.String()
-		mu.Unlock()
-		if want := `level=WARN msg="dashboard action refused" action=resume job=report by=dashboard@replica-a client=127.0.0.1:40000 reason=`; !strings.Contains(got, want) || strings.Count(got, "\n") != 1 {
-			t.Errorf("%s: log %q, want one record %q…", rc.name, got, want)
-		}
+		wantRefused(t, h, &mu, &logs, rc.name, "/job/report/resume", cookies, url.Values{"csrf": {tok}, "catchup": {rc.val}}, rc.says)
 	}
 	if got := c.list(); got != "" {
 		t.Errorf("a refused catch-up resumed the job: %s", got)

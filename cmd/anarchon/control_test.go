@@ -88,36 +88,53 @@ func TestWhoWithoutUser(t *testing.T) {
 	}
 }
 
-// TestTriggerRunnerGone: a trigger whose request a replica took and whose
-// registry record is dead ends at once with runner_gone, not at
-// --timeout; --json prints the request, still running there. --cancel of
-// it answers runner_gone too, not taken.
-func TestTriggerRunnerGone(t *testing.T) {
+// takenTrigger makes, in a new SQLite store, what the trigger commands
+// find after a replica took a request: a request of job t under key by by,
+// claimed by instance with token "tok". then adds to the store what the
+// test needs (a registry record, the run's end) before the store is closed
+// for the commands to open. It returns the crontab that defines t and the
+// store's URL.
+func takenTrigger(t *testing.T, key, by, instance string, then func(context.Context, anarchon.Backend, anarchon.TriggerStore)) (ct, store string) {
+	t.Helper()
 	dir := t.TempDir()
-	ct := writeFile(t, dir, "t.cron", "# name: t\n@daily echo t\n")
-	store := "sqlite:" + filepath.Join(dir, "s.db")
+	ct = writeFile(t, dir, "t.cron", "# name: t\n@daily echo t\n")
+	store = "sqlite:" + filepath.Join(dir, "s.db")
 	b, err := openStore(store)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	// A replica "ghost" took the request, then died: its record, renewed
-	// for the last time with a TTL of a millisecond, is dead.
+	defer func() { _ = b.Close(ctx) }()
 	ts, _ := anarchon.As[anarchon.TriggerStore](b)
-	reg, _ := anarchon.As[anarchon.InstanceRegistry](b)
-	if ts == nil || reg == nil {
-		t.Fatal("the sqlite store has no TriggerStore or no InstanceRegistry")
+	if ts == nil {
+		t.Fatal("the sqlite store has no TriggerStore")
 	}
-	if err := reg.RegisterInstance(ctx, anarchon.InstanceInfo{ID: "ghost", StartedAt: time.Now().Add(-time.Minute)}, time.Millisecond); err != nil {
+	if _, err := ts.RequestTrigger(ctx, anarchon.TriggerInput{Job: "t", Key: key, By: by}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ts.RequestTrigger(ctx, anarchon.TriggerInput{Job: "t", Key: "k", By: "test"}); err != nil {
-		t.Fatal(err)
-	}
-	if ok, err := ts.ClaimTrigger(ctx, anarchon.ClaimTriggerInput{Job: "t", Key: "k", Token: "tok", InstanceID: "ghost"}); !ok || err != nil {
+	if ok, err := ts.ClaimTrigger(ctx, anarchon.ClaimTriggerInput{Job: "t", Key: key, Token: "tok", InstanceID: instance}); !ok || err != nil {
 		t.Fatalf("claim: %v %v", ok, err)
 	}
-	_ = b.Close(ctx)
+	then(ctx, b, ts)
+	return ct, store
+}
+
+// TestTriggerRunnerGone: a trigger whose request a replica took and whose
+// registry record is dead ends at once with runner_gone, not at
+// --timeout; --json prints the request, still running there. --cancel of
+// it answers runner_gone too, not taken.
+func TestTriggerRunnerGone(t *testing.T) {
+	// A replica "ghost" took the request, then died: its record, renewed
+	// for the last time with a TTL of a millisecond, is dead.
+	ct, store := takenTrigger(t, "k", "test", "ghost", func(ctx context.Context, b anarchon.Backend, _ anarchon.TriggerStore) {
+		reg, _ := anarchon.As[anarchon.InstanceRegistry](b)
+		if reg == nil {
+			t.Fatal("the sqlite store has no InstanceRegistry")
+		}
+		if err := reg.RegisterInstance(ctx, anarchon.InstanceInfo{ID: "ghost", StartedAt: time.Now().Add(-time.Minute)}, time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+	})
 	code, out, errOut := cli(t, "trigger", "t", "--crontab", ct, "--store", store, "--key", "k", "--timeout", "1h", "--json")
 	var got map[string]any
 	if err := json.Unmarshal([]byte(out), &got); err != nil || code != 1 || got["state"] != "running" || got["instance"] != "ghost" || got["claimed_at"] == nil ||
@@ -138,29 +155,13 @@ func TestTriggerRunnerGone(t *testing.T) {
 // was that run, not a new one, and that the job did not run again: not
 // "nothing ran", which reads as if the catch-up itself never ran.
 func TestTriggerKeyRanEarlier(t *testing.T) {
-	dir := t.TempDir()
-	ct := writeFile(t, dir, "t.cron", "# name: t\n@daily echo t\n")
-	store := "sqlite:" + filepath.Join(dir, "s.db")
-	b, err := openStore(store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	ts, _ := anarchon.As[anarchon.TriggerStore](b)
-	if ts == nil {
-		t.Fatal("the sqlite store has no TriggerStore")
-	}
 	key := anarchon.CatchUpKey(anarchon.JobState{At: time.Now().Add(-time.Hour)})
-	if _, err := ts.RequestTrigger(ctx, anarchon.TriggerInput{Job: "t", Key: key, By: "ops@h (cli)"}); err != nil {
-		t.Fatal(err)
-	}
-	if ok, err := ts.ClaimTrigger(ctx, anarchon.ClaimTriggerInput{Job: "t", Key: key, Token: "tok", InstanceID: "r1"}); !ok || err != nil {
-		t.Fatalf("claim: %v %v", ok, err)
-	}
-	if err := ts.FinishTrigger(ctx, anarchon.FinishTriggerInput{Job: "t", Key: key, Token: "tok", Slot: time.Now().UnixMilli(), Status: anarchon.StatusSuccess}); err != nil {
-		t.Fatal(err)
-	}
-	_ = b.Close(ctx)
+	// r1 took the request and ran it.
+	ct, store := takenTrigger(t, key, "ops@h (cli)", "r1", func(ctx context.Context, _ anarchon.Backend, ts anarchon.TriggerStore) {
+		if err := ts.FinishTrigger(ctx, anarchon.FinishTriggerInput{Job: "t", Key: key, Token: "tok", Slot: time.Now().UnixMilli(), Status: anarchon.StatusSuccess}); err != nil {
+			t.Fatal(err)
+		}
+	})
 	code, out, errOut := cli(t, "trigger", "t", "--crontab", ct, "--store", store, "--key", key, "--timeout", "1s")
 	if code != 0 || !strings.Contains(out, "t ran on r1") || !strings.Contains(out, "key "+key+" had run already") ||
 		!strings.Contains(out, "the result above is of that earlier run") || !strings.Contains(out, "this trigger did not run the job again") ||
