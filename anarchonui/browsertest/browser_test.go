@@ -316,6 +316,40 @@ func TestDashboard(t *testing.T) {
 		chromedp.Navigate(base),
 		chromedp.WaitVisible(`tr[data-job="every2s"] .st-success`, chromedp.ByQuery),
 		shot("jobs"))
+	// In the jobs table each next slot's time stays on one line, with its
+	// paused tag when the job is paused: a time has a space
+	// ("2026-03-01 10:10:00.000Z") where a narrow column broke it in two.
+	// An inline element has a box per line it is laid out on.
+	nextSlots := func(what string, widths ...int64) {
+		t.Helper()
+		const js = `(() => {
+			const times = Array.from(document.querySelectorAll('#jobs tr.job td.next-slots span.next'));
+			const broken = times.flatMap(s => {
+				const job = s.closest('tr').dataset.job, r = s.getClientRects(), tag = s.nextElementSibling;
+				if (r.length !== 1) return [job + ' ' + s.textContent + ' on ' + r.length + ' lines'];
+				if (tag && tag.classList.contains('tag')) {
+					const b = tag.getBoundingClientRect();
+					if (b.top >= r[0].bottom || b.bottom <= r[0].top) return [job + ' ' + s.textContent + ': its tag on another line'];
+				}
+				return [];
+			});
+			return {n: times.length, broken: broken};
+		})()`
+		for _, width := range widths {
+			var got struct {
+				N      int
+				Broken []string
+			}
+			run(30*time.Second, fmt.Sprintf("%s: next slots at %d px", what, width),
+				emulation.SetDeviceMetricsOverride(width, 900, 1, false),
+				chromedp.Evaluate(js, &got),
+				emulation.ClearDeviceMetricsOverride())
+			if got.N == 0 || len(got.Broken) > 0 {
+				t.Errorf("%s, %d px wide: %d next slots, broken over lines: %s", what, width, got.N, strings.Join(got.Broken, "; "))
+			}
+		}
+	}
+	nextSlots("jobs page", 1400, 900)
 
 	// Without JavaScript every page still shows its data.
 	nojs, cancelNoJS := chromedp.NewContext(bctx)
@@ -388,6 +422,7 @@ func TestDashboard(t *testing.T) {
 		chromedp.WaitVisible(`tr[data-job="manual"] span.paused`, chromedp.ByQuery),
 		text(`tr[data-job="manual"]`, &body),
 		shot("jobs-paused"))
+	nextSlots("jobs page with a job paused", 900)
 	m := regexp.MustCompile(`paused by dashboard@replica-0 at (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}Z): (.*)`).FindStringSubmatch(body)
 	if m == nil || !strings.HasPrefix(m[2], reason) {
 		t.Fatalf("paused row on replica-1: %q, want \"paused by dashboard@replica-0 at T: %s\"", body, reason)
