@@ -53,6 +53,13 @@
 // followed. A ticked box that the Actions cannot honour is refused, not
 // read as a plain resume.
 //
+// Each rendered Trigger form carries a key of its own, so the same form
+// sent again (a double click, a reload that posts it anew, the back
+// button) is the same request and runs nothing more; the page then says
+// that the key was requested already, by whom and when, and where that
+// request stands: pending, running on a replica, done with its status,
+// or canceled ([Actions.TriggerRequest]).
+//
 // Actions are POST forms guarded against cross-site requests twice:
 // net/http's CrossOriginProtection refuses requests a browser marks
 // cross-origin, and each form carries a token that must equal its cookie

@@ -94,6 +94,22 @@ func DefaultActions(s *anarchon.Scheduler) *Actions {
 			_, err := s.RequestTrigger(ctx, job, key)
 			return err
 		}
+		ts, _ := anarchon.As[anarchon.TriggerStore](s.Backend())
+		a.TriggerRequest = func(ctx context.Context, job, key string) (anarchon.TriggerRecord, bool, error) {
+			// The store answers a request under a key it has with the
+			// earlier record, which, while pending, reads as a new one
+			// would (the same form: the same requester), but for its
+			// time by the store's clock. So the key is looked up first;
+			// a look that fails (a store not initialised yet) leaves it
+			// to the request.
+			if rec, err := ts.LookupTrigger(ctx, job, key); err == nil {
+				return rec, true, nil
+			}
+			rec, err := s.RequestTrigger(ctx, job, key)
+			// A new request is pending: in another state it is one sent
+			// between the look and this request, and taken since.
+			return rec, err == nil && rec.State != anarchon.TriggerPending, err
+		}
 	}
 	return a
 }
@@ -544,7 +560,17 @@ func (h *handler) action(w http.ResponseWriter, r *http.Request) {
 		// The form's key is the page's: the same form sent again (a
 		// double click, the back button) is the same request, which
 		// runs once.
-		err, msg = h.act.Trigger(ctx, name, key), "triggered "+name+": a live replica runs it once (key "+key+"; this form sent again runs nothing more)"
+		msg = "triggered " + name + ": a live replica runs it once (key " + key + "; this form sent again runs nothing more)"
+		if h.act.TriggerRequest == nil {
+			err = h.act.Trigger(ctx, name, key)
+			break
+		}
+		var rec anarchon.TriggerRecord
+		var earlier bool
+		if rec, earlier, err = h.act.TriggerRequest(ctx, name, key); err == nil && earlier {
+			msg = h.clean(earlierTrigger(name, rec))
+			extra = []slog.Attr{slog.String("key", key), slog.Bool("earlier", true), slog.String("state", string(rec.State))}
+		}
 	case "pause":
 		if h.act.Pause == nil {
 			notOffered()
@@ -613,6 +639,42 @@ func (h *handler) action(w http.ResponseWriter, r *http.Request) {
 		h.setFlash(w, r, "ok", msg)
 	}
 	http.Redirect(w, r, u.String(), http.StatusSeeOther)
+}
+
+// maxFlashError bounds, in characters, the run's error that the message
+// of a trigger sent again quotes: the message travels in a cookie, and
+// the job's page shows the whole error.
+const maxFlashError = 200
+
+// earlierTrigger is the message of a trigger form whose key the store had
+// already (rec, that request's record): that nothing more was requested,
+// and where the earlier request stands, so that an operator who sent the
+// form again does not take it for a second run.
+func earlierTrigger(job string, rec anarchon.TriggerRecord) string {
+	msg := "trigger key " + rec.Key + " of " + job + " was requested already"
+	if rec.By != "" {
+		msg += " by " + rec.By
+	}
+	msg += " at " + formatTS(rec.RequestedAt) + ", so nothing more was requested: "
+	switch rec.State {
+	case anarchon.TriggerPending:
+		return msg + "it is pending, no replica has taken it yet"
+	case anarchon.TriggerRunning:
+		return msg + "it is running on " + rec.InstanceID + " since " + formatTS(rec.ClaimedAt)
+	case anarchon.TriggerDone:
+		if rec.Status == anarchon.StatusCanceled {
+			return msg + "it was " + rec.Error
+		}
+		msg += "it ran on " + rec.InstanceID + " (slot " + formatTS(time.UnixMilli(rec.Slot)) + "): " + string(rec.Status)
+		if e, _, _ := strings.Cut(rec.Error, "\n"); e != "" {
+			if r := []rune(e); len(r) > maxFlashError {
+				e = string(r[:maxFlashError]) + "…"
+			}
+			msg += ": " + e
+		}
+		return msg
+	}
+	return msg + "its state is " + string(rec.State)
 }
 
 // The outcome of an action is shown once, on the page the action returns

@@ -1032,3 +1032,109 @@ func TestDashboardResumeCatchUpHalfDone(t *testing.T) {
 		t.Errorf("log %q, want a failed resume naming the key %s", got, key)
 	}
 }
+
+// lookupFails is a memory store whose trigger lookups fail, as one not
+// initialised yet would.
+type lookupFails struct{ *membackend.Backend }
+
+func (lookupFails) LookupTrigger(context.Context, string, string) (anarchon.TriggerRecord, error) {
+	return anarchon.TriggerRecord{}, errors.New("no such table")
+}
+
+// A Trigger form sent again (its key the page's) requests nothing more,
+// and the page says so: that the key was requested already, by whom and
+// when, and where that request stands (pending, running, done with its
+// status and the error's first line, canceled), rather than "triggered"
+// as for a new request. It is logged with the key and the state. When
+// the key cannot be looked up first, a request the store answers with a
+// record no new request has (taken already) is said to be earlier too.
+func TestDashboardTriggerSentAgain(t *testing.T) {
+	s, b := newScheduler(t, 0)
+	ctx := context.Background()
+	var mu sync.Mutex
+	var logs strings.Builder
+	h := Handler(s, &Options{Logger: slog.New(slog.NewTextHandler(&lockedWriter{mu: &mu, w: &logs}, nil))})
+	cookies, tok, body := form(t, h, "/")
+	m := regexp.MustCompile(`action="/job/tick/trigger"><input type="hidden" name="csrf" value="[^"]+"><input type="hidden" name="key" value="([^"]+)">`).FindStringSubmatch(body)
+	if m == nil {
+		t.Fatal("jobs page has no trigger form with a key for tick")
+	}
+	key := m[1]
+	send := func() string {
+		t.Helper()
+		w := post(h, "/job/tick/trigger", cookies, url.Values{"csrf": {tok}, "key": {key}}, nil)
+		if w.Code != http.StatusSeeOther {
+			t.Fatalf("trigger = %d %q", w.Code, w.Body.String())
+		}
+		_, page := getWith(t, h, "/", w.Result().Cookies())
+		return regexp.MustCompile(`id="flash">([^<]*)<`).FindStringSubmatch(page)[1]
+	}
+	if got, want := send(), "triggered tick: a live replica runs it once (key "+key+"; this form sent again runs nothing more)"; got != want {
+		t.Errorf("first trigger: flash %q, want %q", got, want)
+	}
+	rec, err := b.LookupTrigger(ctx, "tick", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := "trigger key " + key + " of tick was requested already by replica-a at " + formatTS(rec.RequestedAt) + ", so nothing more was requested: "
+
+	mu.Lock()
+	logs.Reset()
+	mu.Unlock()
+	if got, want := send(), again+"it is pending, no replica has taken it yet"; got != want {
+		t.Errorf("sent again while pending: flash %q, want %q", got, want)
+	}
+	mu.Lock()
+	got := logs.String()
+	mu.Unlock()
+	if want := `level=INFO msg="dashboard action" action=trigger job=tick by=dashboard@replica-a client=127.0.0.1:40000 key=` + key + ` earlier=true state=pending`; !strings.Contains(got, want) {
+		t.Errorf("log %q lacks %q", got, want)
+	}
+	if pending, err := b.PendingTriggers(ctx); err != nil || len(pending) != 1 || pending[0].RequestedAt != rec.RequestedAt {
+		t.Errorf("pending requests %+v, %v; want the first one only", pending, err)
+	}
+
+	if ok, err := b.ClaimTrigger(ctx, anarchon.ClaimTriggerInput{Job: "tick", Key: key, Token: "tok", InstanceID: "replica-b"}); !ok || err != nil {
+		t.Fatalf("claim: %v %v", ok, err)
+	}
+	running, _ := b.LookupTrigger(ctx, "tick", key)
+	if got, want := send(), again+"it is running on replica-b since "+formatTS(running.ClaimedAt); got != want {
+		t.Errorf("sent again while running: flash %q, want %q", got, want)
+	}
+	slot := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	if err := b.FinishTrigger(ctx, anarchon.FinishTriggerInput{Job: "tick", Key: key, Token: "tok", Slot: slot.UnixMilli(), Status: anarchon.StatusError, Error: "exit status 3\nstack trace"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := send(), again+"it ran on replica-b (slot 2026-03-01 10:00:00.000Z): error: exit status 3"; got != want {
+		t.Errorf("sent again after the run: flash %q, want %q", got, want)
+	}
+
+	// Canceled before any replica took it.
+	if _, err := s.RequestTrigger(ctx, "tick", "k2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CancelTrigger(ctx, "tick", "k2", "ops"); err != nil {
+		t.Fatal(err)
+	}
+	key = "k2"
+	if got := send(); !strings.HasSuffix(got, ", so nothing more was requested: it was canceled by ops before any instance took it") || !strings.HasPrefix(got, "trigger key k2 of tick was requested already by replica-a at ") {
+		t.Errorf("sent again after a cancel: flash %q", got)
+	}
+
+	// The key cannot be looked up: the request's answer, taken already,
+	// is not a new request's.
+	s2 := anarchon.New(lookupFails{b}, &anarchon.Options{InstanceID: "replica-a"})
+	if err := s2.Every("tick", time.Minute, nop, nil); err != nil {
+		t.Fatal(err)
+	}
+	h = Handler(s2, &Options{Logger: slog.New(slog.DiscardHandler)})
+	cookies, tok, _ = form(t, h, "/")
+	key = m[1]
+	if got := send(); !strings.HasPrefix(got, again+"it ran on replica-b") {
+		t.Errorf("sent again, no lookup: flash %q, want it said to be the earlier request", got)
+	}
+	key = "k3"
+	if got, want := send(), "triggered tick: a live replica runs it once (key k3; this form sent again runs nothing more)"; got != want {
+		t.Errorf("new key, no lookup: flash %q, want %q", got, want)
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"os"
 	"time"
+
+	"github.com/anarchon/anarchon"
 )
 
 // Options configure the dashboard. A nil *Options, and each zero field,
@@ -105,6 +107,21 @@ type Actions struct {
 	// run it once however often they are sent (the dashboard draws a key
 	// per rendered button, so a double click runs once).
 	Trigger func(ctx context.Context, job, key string) error
+	// TriggerRequest, when set beside Trigger, is what the Trigger button
+	// calls in its place: it requests as Trigger does and returns the
+	// request's record, with earlier true when the store had a request
+	// under key already (the same form sent again: a reload that posts it
+	// anew, the back button), rec then being that earlier request's
+	// record, whatever its state. The page then says that the key was
+	// requested before, by whom and when, and where that request stands
+	// (pending, running on a replica, done with its status, canceled),
+	// instead of presenting the repeat as a new request (SPEC §12: one run
+	// per key). It is a field of its own so that an Actions written before
+	// it still compiles; without it the page says "triggered" every time.
+	// [DefaultActions] sets it beside Trigger: code that wraps the
+	// defaults' Trigger (to audit or authorize it) must wrap
+	// TriggerRequest too, or set it to nil.
+	TriggerRequest func(ctx context.Context, job, key string) (rec anarchon.TriggerRecord, earlier bool, err error)
 	// Pause pauses job cluster-wide. reason is what the operator typed
 	// into the field beside the button (the POST's reason field), trimmed,
 	// and empty when nothing was typed; the handler refuses, without
