@@ -93,6 +93,13 @@ type JobState struct {
 	// (Scheduler.RequestTrigger). Empty in every other state; stores
 	// neither keep nor set it.
 	CatchUpKey string `json:"catch_up_key,omitempty"`
+	// Resumed is set by Scheduler.Resume with ResumeOptions.CatchUp
+	// alone: true when it found the job paused and stored its resume,
+	// false when the job was not paused and was left as it was. A resume
+	// whose pause covered no slot of the job requests no catch-up run
+	// (CatchUpKey empty), so CatchUpKey alone cannot tell the two apart.
+	// Stores neither keep nor set it.
+	Resumed bool `json:"-"`
 }
 
 // PauseOptions are the options of [Scheduler.Pause].
@@ -105,10 +112,12 @@ type PauseOptions struct {
 type ResumeOptions struct {
 	By string // who; defaults to this instance's ID
 	// CatchUp runs the job once at resume, in place of the slots it missed
-	// while paused, if it missed any: a Trigger whose key is derived from
-	// the pause (so replicas or clients that resume the same pause with
-	// CatchUp run it once), requested by By, and named by the returned
-	// state's CatchUpKey. A job that is not paused is then left as it is.
+	// while paused, if it missed any (a slot of its schedule came due
+	// after the pause's time and at or before the resume's, both by the
+	// store's clock): a Trigger whose key is derived from the pause (so
+	// replicas or clients that resume the same pause with CatchUp run it
+	// once), requested by By, and named by the returned state's
+	// CatchUpKey. A job that is not paused is then left as it is.
 	// Defaults to false: paused slots are not replayed.
 	CatchUp bool
 }
@@ -178,8 +187,9 @@ func (s *Scheduler) Pause(ctx context.Context, name string, opts PauseOptions) (
 // place (SPEC §12): Resume then reads the job's state first; a job that
 // is not paused is left as it is (its state, returned, still names who
 // resumed it and when) and nothing is requested; a paused one is resumed
-// and its catch-up run requested, under the key the returned state's
-// CatchUpKey names. Errors as for Pause; with CatchUp, also those of
+// (the returned state's Resumed is true) and, when a slot of the job came
+// due while it was paused, its catch-up run is requested under the key
+// the returned state's CatchUpKey names. Errors as for Pause; with CatchUp, also those of
 // Trigger's request (the run itself is not waited for), returned with the
 // resumed state and its CatchUpKey: the resume is stored, the run is not
 // requested.
@@ -204,6 +214,13 @@ func (s *Scheduler) Resume(ctx context.Context, name string, opts ResumeOptions)
 	st, err := s.setPaused(ctx, jc, PauseInput{Job: name, Paused: false, By: opts.By})
 	if err != nil {
 		return st, err
+	}
+	st.Resumed = true
+	// Missed slots are the schedule's between the pause and the resume,
+	// both stamped by the store's clock. Without one there is nothing to
+	// run in their place.
+	if j, err := s.knownJob(name); err != nil || j.nextSlot(prev.At).After(st.At) {
+		return st, nil
 	}
 	// The key is the pause's that this call read and resumed, whatever
 	// pause comes after it.

@@ -187,8 +187,9 @@ func (failingTriggers) RequestTrigger(context.Context, anarchon.TriggerInput) (a
 // Resume with CatchUp names the key of the catch-up run it requested in
 // the state it returns: the key of the pause it resumed (not of an
 // earlier one), also when the request failed after the resume was stored;
-// a job not paused is left as it is and no key is named; a resume
-// without CatchUp names none.
+// a pause that covered no slot of the job is resumed with no run
+// requested; a job not paused is left as it is and no key is named; a
+// resume without CatchUp names none.
 func TestResumeCatchUpKey(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := membackend.New(nil)
@@ -198,8 +199,15 @@ func TestResumeCatchUpKey(t *testing.T) {
 			t.Fatal(err)
 		}
 		ctx := context.Background()
-		// A first pause, resumed without catch-up, then a second one a
-		// minute later: the key is the second's.
+		pending := func() int {
+			t.Helper()
+			p, err := mem.PendingTriggers(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return len(p)
+		}
+		// A first pause, resumed without catch-up.
 		first, err := s.Pause(ctx, "j", anarchon.PauseOptions{By: "ops"})
 		if err != nil {
 			t.Fatal(err)
@@ -207,14 +215,26 @@ func TestResumeCatchUpKey(t *testing.T) {
 		if st, err := s.Resume(ctx, "j", anarchon.ResumeOptions{By: "ops"}); err != nil || st.CatchUpKey != "" {
 			t.Errorf("Resume without CatchUp = %+v, %v; want no catch-up key", st, err)
 		}
+		// A pause of a minute, within the hour between two slots: resumed,
+		// nothing missed, nothing requested.
 		time.Sleep(time.Minute)
+		if _, err := s.Pause(ctx, "j", anarchon.PauseOptions{By: "ops"}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Minute)
+		st, err := s.Resume(ctx, "j", anarchon.ResumeOptions{By: "op-0", CatchUp: true})
+		if err != nil || st.Paused || !st.Resumed || st.CatchUpKey != "" || pending() != 0 {
+			t.Fatalf("Resume with CatchUp of a pause that covered no slot = %+v, %v, %d requests; want resumed, no key, none", st, err, pending())
+		}
+		// A pause across the next slot: the key is this pause's.
 		second, err := s.Pause(ctx, "j", anarchon.PauseOptions{By: "ops"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		st, err := s.Resume(ctx, "j", anarchon.ResumeOptions{By: "op-1", CatchUp: true})
+		time.Sleep(time.Hour)
+		st, err = s.Resume(ctx, "j", anarchon.ResumeOptions{By: "op-1", CatchUp: true})
 		want := anarchon.CatchUpKey(second)
-		if err != nil || st.Paused || st.By != "op-1" || st.CatchUpKey != want || want == anarchon.CatchUpKey(first) {
+		if err != nil || st.Paused || !st.Resumed || st.By != "op-1" || st.CatchUpKey != want || want == anarchon.CatchUpKey(first) {
 			t.Fatalf("Resume with CatchUp = %+v, %v; want resumed by op-1, key %s", st, err, want)
 		}
 		if rec, err := mem.LookupTrigger(ctx, "j", want); err != nil || rec.By != "op-1" || rec.State != anarchon.TriggerPending {
@@ -223,11 +243,11 @@ func TestResumeCatchUpKey(t *testing.T) {
 		// Again, on the job now resumed: the state is left as it is.
 		time.Sleep(time.Minute)
 		again, err := s.Resume(ctx, "j", anarchon.ResumeOptions{By: "op-2", CatchUp: true})
-		if err != nil || again.CatchUpKey != "" || again.By != "op-1" || !again.At.Equal(st.At) {
+		if err != nil || again.Resumed || again.CatchUpKey != "" || again.By != "op-1" || !again.At.Equal(st.At) {
 			t.Errorf("Resume with CatchUp of a job not paused = %+v, %v; want op-1's resume unchanged, no key", again, err)
 		}
-		if pending, err := mem.PendingTriggers(ctx); err != nil || len(pending) != 1 {
-			t.Errorf("pending requests %+v, %v; want only %s", pending, err, want)
+		if n := pending(); n != 1 {
+			t.Errorf("%d pending requests; want only %s", n, want)
 		}
 
 		// Half done: the resume is stored, the request fails. The key
@@ -240,6 +260,7 @@ func TestResumeCatchUpKey(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		time.Sleep(time.Hour)
 		st, err = s2.Resume(ctx, "j", anarchon.ResumeOptions{By: "op-3", CatchUp: true})
 		if err == nil || !strings.Contains(err.Error(), "store unreachable") || st.Paused || st.CatchUpKey != anarchon.CatchUpKey(third) {
 			t.Errorf("Resume whose request failed = %+v, %v; want resumed, key %s, the request's error", st, err, anarchon.CatchUpKey(third))

@@ -71,22 +71,23 @@ func DefaultActions(s *anarchon.Scheduler) *Actions {
 	// A catch-up is a trigger: without a store that keeps them, Resume
 	// would store the resume and then fail to request it.
 	if control && triggers {
-		a.ResumeCatchUp = func(ctx context.Context, job string) (string, error) {
-			// Resume names the key of the catch-up it requested, of the
-			// pause it read and resumed; "" for a job not paused, which
-			// it left as it is.
+		a.ResumeCatchUp = func(ctx context.Context, job string) (string, bool, error) {
+			// Resume says whether it resumed the job and names the key
+			// of the catch-up it requested, of the pause it read and
+			// resumed; "" for a job not paused, which it left as it is,
+			// and for a pause that covered no slot.
 			st, err := s.Resume(ctx, job, anarchon.ResumeOptions{By: dashboardBy(s), CatchUp: true})
 			if err != nil && st.CatchUpKey != "" {
 				// The resume is stored and only the catch-up's request
 				// failed: a second click finds the job not paused and
 				// asks for nothing, so the key to request it under is
 				// said with the error.
-				return st.CatchUpKey, fmt.Errorf("resumed, but the catch-up run was not requested (request it as a trigger under key %s): %w", st.CatchUpKey, err)
+				return st.CatchUpKey, true, fmt.Errorf("resumed, but the catch-up run was not requested (request it as a trigger under key %s): %w", st.CatchUpKey, err)
 			}
 			if err != nil {
-				return "", err
+				return "", false, err
 			}
-			return st.CatchUpKey, nil
+			return st.CatchUpKey, st.Resumed, nil
 		}
 	}
 	if triggers {
@@ -608,12 +609,16 @@ func (h *handler) action(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		var key string
-		key, err = h.act.ResumeCatchUp(ctx, name)
+		var resumed bool
+		key, resumed, err = h.act.ResumeCatchUp(ctx, name)
 		extra = []slog.Attr{slog.Bool("catch_up", true), slog.String("catch_up_key", key)}
-		if key == "" {
+		switch {
+		case !resumed:
 			// Resume with a catch-up leaves a job not paused as it is.
 			msg = name + " was not paused: nothing to resume, and no catch-up run was requested"
-		} else {
+		case key == "":
+			msg = "resumed " + name + "; no catch-up run requested: no slot of it came due while it was paused"
+		default:
 			// The key as the daemon's resume --catch-up prints it: the
 			// catch-up run is a trigger under it, shown as a manual run
 			// in the job's slots.

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,11 +25,30 @@ import (
 
 func nop(context.Context, *anarchon.Run) error { return nil }
 
+// storeClocks holds the clock of each store newScheduler made, for
+// shiftStore.
+var storeClocks sync.Map // *membackend.Backend -> *atomic.Int64 (ns ahead of time.Now)
+
+// shiftStore moves the clock of b, a store newScheduler made, d ahead:
+// a pause then covers the jobs' slots in that span, as a real one of that
+// length would.
+func shiftStore(t testing.TB, b *membackend.Backend, d time.Duration) {
+	t.Helper()
+	c, ok := storeClocks.Load(b)
+	if !ok {
+		t.Fatal("shiftStore: not a store of newScheduler")
+	}
+	c.(*atomic.Int64).Add(int64(d))
+}
+
 // newScheduler returns a scheduler on a fresh memory store with two jobs,
-// not started (the pages read the store all the same).
+// not started (the pages read the store all the same). The store's clock
+// is the wall clock until shiftStore moves it.
 func newScheduler(t testing.TB, historySize int) (*anarchon.Scheduler, *membackend.Backend) {
 	t.Helper()
-	b := membackend.New(nil)
+	ahead := new(atomic.Int64)
+	b := membackend.New(&membackend.Options{Now: func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }})
+	storeClocks.Store(b, ahead)
 	s := anarchon.New(b, &anarchon.Options{InstanceID: "replica-a"})
 	if err := s.Cron("report", "*/5 * * * *", nop, &anarchon.JobOptions{Zone: "Europe/Athens", HistorySize: historySize}); err != nil {
 		t.Fatal(err)
@@ -897,6 +917,8 @@ func TestDashboardResumeCatchUp(t *testing.T) {
 	if _, err := s.Pause(ctx, "tick", anarchon.PauseOptions{By: "ops"}); err != nil {
 		t.Fatal(err)
 	}
+	// Paused across the next slots of both jobs.
+	shiftStore(t, b, 10*time.Minute)
 	cookies, tok, body := form(t, h, "/")
 	resumeForm := regexp.MustCompile(`(?s)<form[^>]*action="/job/report/resume">.*?</form>`).FindString(body)
 	box := regexp.MustCompile(`<label class="catchup"[^>]*><input type="checkbox" name="catchup" value="1"[^>]*> catch up</label>`).FindString(resumeForm)
@@ -987,6 +1009,32 @@ func TestDashboardResumeCatchUpRefused(t *testing.T) {
 
 // noTriggers is a memory store whose trigger requests fail, as a store
 // that is down between a resume and its catch-up's request.
+// A resume with catch-up of a pause that covered no slot of the job
+// resumes it and requests nothing, and the flash says why.
+func TestDashboardResumeCatchUpNothingMissed(t *testing.T) {
+	s, b := newScheduler(t, 0)
+	ctx := context.Background()
+	if _, err := s.Pause(ctx, "report", anarchon.PauseOptions{By: "ops"}); err != nil {
+		t.Fatal(err)
+	}
+	h := Handler(s, nil)
+	cookies, tok, _ := form(t, h, "/")
+	w := post(h, "/job/report/resume", cookies, url.Values{"csrf": {tok}, "catchup": {"1"}}, nil)
+	if w.Code != http.StatusSeeOther {
+		t.Fatalf("resume = %d %q", w.Code, w.Body.String())
+	}
+	if st, err := s.JobState(ctx, "report"); err != nil || st.Paused {
+		t.Fatalf("state after the resume: %+v, %v; want resumed", st, err)
+	}
+	if pending, err := b.PendingTriggers(ctx); err != nil || len(pending) != 0 {
+		t.Errorf("pending requests %+v, %v; want none", pending, err)
+	}
+	_, page := getWith(t, h, "/", w.Result().Cookies())
+	if want := "resumed report; no catch-up run requested: no slot of it came due while it was paused"; !strings.Contains(page, want) {
+		t.Errorf("the flash does not say %q:\n%s", want, page)
+	}
+}
+
 type noTriggers struct{ *membackend.Backend }
 
 func (noTriggers) RequestTrigger(context.Context, anarchon.TriggerInput) (anarchon.TriggerRecord, error) {
@@ -1009,6 +1057,7 @@ func TestDashboardResumeCatchUpHalfDone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	shiftStore(t, mem, 2*time.Minute) // paused across a slot
 	var mu sync.Mutex
 	var logs strings.Builder
 	h := Handler(s, &Options{Logger: slog.New(slog.NewTextHandler(&lockedWriter{mu: &mu, w: &logs}, nil))})

@@ -135,10 +135,12 @@ type Actions struct {
 	// ResumeCatchUp resumes a paused job and requests one run in place of
 	// the slots it missed while paused (as [anarchon.ResumeOptions]
 	// CatchUp); it is what Resume does when the operator ticks the "catch
-	// up" box beside the Resume button. key is the trigger key of the
-	// catch-up run requested, shown to the operator so that it can be
-	// followed ([anarchon.Scheduler.WaitTrigger], the daemon's trigger JOB
-	// --key KEY), or "" when none was (the job was not paused). When the
+	// up" box beside the Resume button. resumed says whether the job was
+	// paused and is now resumed; key is the trigger key of the catch-up
+	// run requested, shown to the operator so that it can be followed
+	// ([anarchon.Scheduler.WaitTrigger], the daemon's trigger JOB --key
+	// KEY), or "" when none was (the job was not paused, or no slot of it
+	// came due while it was paused: [anarchon.ResumeOptions]). When the
 	// resume was stored and only the catch-up's request failed, it returns
 	// the key with the error ([DefaultActions] does), since the job is no
 	// longer paused and a second try would request nothing. It is a
@@ -149,7 +151,7 @@ type Actions struct {
 	// beside Resume, calling the scheduler itself: code that wraps the
 	// defaults' Resume (to audit or authorize it) must wrap ResumeCatchUp
 	// too, or set it to nil.
-	ResumeCatchUp func(ctx context.Context, job string) (key string, err error)
+	ResumeCatchUp func(ctx context.Context, job string) (key string, resumed bool, err error)
 	// Paused reports whether job is paused, with a note to show (who, when,
 	// why). nil: the jobs page has no paused column.
 	Paused func(ctx context.Context, job string) (paused bool, note string, err error)

@@ -159,12 +159,13 @@ unless --catch-up asks for one run in their place. Both need --crontab or
 			} else {
 				// A job that is not paused is left as it is, and the
 				// command says so rather than "resumed". With a catch-up,
-				// Resume reads the state itself and names the key of the
-				// pause it resumed: "" when it found the job not paused.
+				// Resume reads the state itself, says whether it resumed
+				// the job, and names the key of the catch-up it requested:
+				// "" when the pause covered no slot of the job.
 				resumed := false
 				if catchUp {
 					st, err = d.schedFor(name).Resume(ctx, name, anarchon.ResumeOptions{By: who(), CatchUp: true})
-					catchUpKey, resumed = st.CatchUpKey, st.CatchUpKey != ""
+					catchUpKey, resumed = st.CatchUpKey, st.Resumed
 				} else if st, err = d.schedFor(name).JobState(ctx, name); err == nil && st.Paused {
 					st, err = d.schedFor(name).Resume(ctx, name, anarchon.ResumeOptions{By: who()})
 					resumed = true
@@ -202,8 +203,11 @@ unless --catch-up asks for one run in their place. Both need --crontab or
 				fmt.Fprintf(stdout, ": %s", st.Reason)
 			}
 			fmt.Fprintln(stdout)
-			if catchUpKey != "" {
+			switch {
+			case catchUpKey != "":
 				fmt.Fprintf(stdout, "catch-up run requested from the replicas under trigger key %s; \"anarchon trigger %s --key %s\" waits for it and prints how it ended\n", catchUpKey, name, catchUpKey)
+			case catchUp:
+				fmt.Fprintln(stdout, "no catch-up run requested: no slot of the job came due while it was paused")
 			}
 			return nil
 		},

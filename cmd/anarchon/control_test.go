@@ -321,10 +321,37 @@ func TestPauseJSONUnchanged(t *testing.T) {
 // resume --catch-up names the trigger key of the catch-up run it
 // requested (anarchon.CatchUpKey of the pause), in text and JSON, and
 // that key's request is pending.
+//
+// A pause that covered no slot of the job is resumed with no catch-up
+// requested, and the command says why.
 func TestResumeCatchUpNamesKey(t *testing.T) {
 	dir := t.TempDir()
 	ct := writeFile(t, dir, "t.cron", "# name: t\n@daily echo\n")
-	store := "sqlite:" + writeFile(t, dir, "s.db", "")
+	file := writeFile(t, dir, "s.db", "")
+	store := "sqlite:" + file
+	if code, out, errOut := cli(t, "pause", "t", "--crontab", ct, "--store", store); code != 0 {
+		t.Fatalf("pause: exit %d:\n%s%s", code, out, errOut)
+	}
+	code, out, errOut := cli(t, "resume", "t", "--catch-up", "--crontab", ct, "--store", store)
+	if want := "no catch-up run requested: no slot of the job came due while it was paused"; code != 0 || !strings.Contains(out, "t resumed by ") || !strings.Contains(out, want) {
+		t.Errorf("resume --catch-up of a pause of no slot: exit %d, want it resumed and %q:\n%s%s", code, want, out, errOut)
+	}
+	key := pauseAcrossSlots(t, ct, store, file)
+	code, out, errOut = cli(t, "resume", "t", "--catch-up", "--crontab", ct, "--store", store)
+	if code != 0 || !strings.Contains(out, "catch-up run requested from the replicas under trigger key "+key+`; "anarchon trigger t --key `+key+`"`) {
+		t.Errorf("resume --catch-up: exit %d, want the key %s named:\n%s%s", code, key, out, errOut)
+	}
+	if code, out, _ = cli(t, "status", "--store", store); code != 0 || !strings.Contains(out, "key "+key) {
+		t.Errorf("status: exit %d, want the request %s pending:\n%s", code, key, out)
+	}
+}
+
+// pauseAcrossSlots pauses job t of the crontab ct on the SQLite store at
+// file and moves the pause's time two days back in the store, so that it
+// covers slots of a daily job, as a pause of two days would. It returns
+// the key of the catch-up run a resume requests (anarchon.CatchUpKey).
+func pauseAcrossSlots(t *testing.T, ct, store, file string) string {
+	t.Helper()
 	code, out, errOut := cli(t, "pause", "t", "--crontab", ct, "--store", store, "--json")
 	var paused map[string]any
 	if err := json.Unmarshal([]byte(out), &paused); err != nil || code != 0 {
@@ -334,14 +361,16 @@ func TestResumeCatchUpNamesKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := anarchon.CatchUpKey(anarchon.JobState{At: at})
-	code, out, errOut = cli(t, "resume", "t", "--catch-up", "--crontab", ct, "--store", store)
-	if code != 0 || !strings.Contains(out, "catch-up run requested from the replicas under trigger key "+key+`; "anarchon trigger t --key `+key+`"`) {
-		t.Errorf("resume --catch-up: exit %d, want the key %s named:\n%s%s", code, key, out, errOut)
+	const back = 48 * time.Hour
+	db, err := sql.Open(sqlitefile.DriverName, "file:"+file)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if code, out, _ = cli(t, "status", "--store", store); code != 0 || !strings.Contains(out, "key "+key) {
-		t.Errorf("status: exit %d, want the request %s pending:\n%s", code, key, out)
+	defer db.Close()
+	if _, err := db.Exec("UPDATE anarchon_control SET set_at = set_at - ? WHERE job = 't'", back.Milliseconds()); err != nil {
+		t.Fatal(err)
 	}
+	return anarchon.CatchUpKey(anarchon.JobState{At: at.Add(-back)})
 }
 
 // resume --catch-up whose resume was stored but whose catch-up request
@@ -352,16 +381,7 @@ func TestResumeCatchUpHalfDone(t *testing.T) {
 	ct := writeFile(t, dir, "t.cron", "# name: t\n@daily echo\n")
 	file := writeFile(t, dir, "s.db", "")
 	store := "sqlite:" + file
-	code, out, errOut := cli(t, "pause", "t", "--crontab", ct, "--store", store, "--json")
-	var paused map[string]any
-	if err := json.Unmarshal([]byte(out), &paused); err != nil || code != 0 {
-		t.Fatalf("pause: exit %d, %v:\n%s%s", code, err, out, errOut)
-	}
-	at, err := time.Parse(time.RFC3339, paused["at"].(string))
-	if err != nil {
-		t.Fatal(err)
-	}
-	key := anarchon.CatchUpKey(anarchon.JobState{At: at})
+	key := pauseAcrossSlots(t, ct, store, file)
 	// The store refuses every trigger request from here on.
 	db, err := sql.Open(sqlitefile.DriverName, "file:"+file)
 	if err != nil {
@@ -372,7 +392,7 @@ func TestResumeCatchUpHalfDone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut = cli(t, "resume", "t", "--catch-up", "--crontab", ct, "--store", store)
+	code, out, errOut := cli(t, "resume", "t", "--catch-up", "--crontab", ct, "--store", store)
 	if want := `t resumed, but the catch-up run was not requested: request it with "anarchon trigger t --key ` + key + `"`; code == 0 || !strings.Contains(errOut, want) || !strings.Contains(errOut, "requests refused") {
 		t.Errorf("resume --catch-up whose request failed: exit %d, want an error with %q:\n%s%s", code, want, out, errOut)
 	}
