@@ -252,7 +252,11 @@ type JobOptions struct {
 	// store round trip less per run. Every instance must set it alike for a
 	// job: plain claims and lease claims of one slot do not see each other.
 	NoLease bool
-	// Overlap is the overlap policy. Defaults to OverlapDefault.
+	// Overlap is the overlap policy. Defaults to OverlapDefault. It holds
+	// the job's scheduled slots (and their retries and takeovers) against
+	// one another; manual runs (RunNow, Trigger, a catch-up on Resume)
+	// hold no lease and are not held off by it, nor counted by it (SPEC
+	// §12).
 	Overlap OverlapPolicy
 	// OverlapLimit is how many runs of the job may hold live leases at
 	// once, across the cluster, under OverlapLimit; it must be at least

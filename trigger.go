@@ -213,13 +213,17 @@ func (s *Scheduler) requestTrigger(ctx context.Context, name, key, by string) (T
 // instances or clients call it with the same key, the job runs once. A
 // live instance that has the job runs it, not necessarily this one; one
 // with a Watcher at once, others within their PollInterval. It runs even
-// while the job is paused. When ctx ends first the error names the job,
+// while the job is paused, and beside a running slot of it: a manual run
+// holds no lease on a slot, so the job's Overlap policy does not hold it
+// off, and no backup takes it over (SPEC §12). When ctx ends first the error names the job,
 // the key and how long it waited, and wraps ctx's error; the request
 // stays pending and an instance may still run it. When the backend has an
 // InstanceRegistry and the instance running the request is gone by it
 // (its record dead or stopped, or started again after it took the
 // request), the wait ends with an error wrapping ErrTriggerRunnerGone and
-// the record as it stands (SPEC §12). The handler's error is in the
+// the record as it stands (SPEC §12); the request and the run's history
+// record then stay running, since that instance may only be cut off from
+// the store and still finish them: a new key requests a new run. The handler's error is in the
 // record, not in the returned error. RunNow is the local variant. A
 // scheduler that is not started, or stopped, requests and waits all the
 // same (another instance runs the request): give ctx a deadline, as a
