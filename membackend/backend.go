@@ -124,9 +124,15 @@ type jobState struct {
 	fence uint64
 }
 
-// op starts an operation: the fault hook, then the lock and the closed
-// check. On success the caller holds b.mu and must unlock it.
-func (b *Backend) op(name string) error {
+// op starts an operation: the context check, the fault hook, then the
+// lock and the closed check. On success the caller holds b.mu and must
+// unlock it.
+func (b *Backend) op(ctx context.Context, name string) error {
+	// A call whose context has ended fails as a call to a server would,
+	// before it does anything.
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("membackend: %s: %w", name, err)
+	}
 	if b.fault != nil {
 		if err := b.fault(name); err != nil {
 			return err
@@ -173,7 +179,7 @@ func (j *jobState) setLimits(size int, ttl time.Duration) {
 // Init checks nothing (there is no server) and returns nil, or an error
 // wrapping anarchon.ErrClosed after Close.
 func (b *Backend) Init(ctx context.Context) error {
-	if err := b.op("Init"); err != nil {
+	if err := b.op(ctx, "Init"); err != nil {
 		return err
 	}
 	b.mu.Unlock()
@@ -182,7 +188,7 @@ func (b *Backend) Init(ctx context.Context) error {
 
 // ServerTime implements [anarchon.ServerClock]: it returns Options.Now().
 func (b *Backend) ServerTime(ctx context.Context) (time.Time, error) {
-	if err := b.op("ServerTime"); err != nil {
+	if err := b.op(ctx, "ServerTime"); err != nil {
 		return time.Time{}, err
 	}
 	defer b.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -358,5 +359,31 @@ func TestFaultBatch(t *testing.T) {
 	set("ClaimRuns")
 	if rout, err := rs.ClaimRuns(ctx, leases[1:2]); err != boom || rout != nil {
 		t.Errorf("ClaimRuns with a batch fault = %+v, %v; want the fault", rout, err)
+	}
+}
+
+// A call whose context has ended fails before it does anything, with an
+// error wrapping the context's, as a call to a server fails; so does a
+// scheduler's Start with such a context.
+func TestEndedContext(t *testing.T) {
+	b := membackend.New(nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := b.Init(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("Init = %v, want context.Canceled", err)
+	}
+	c := in("j", time.Now().Add(-time.Minute).UnixMilli(), "t", "i")
+	if won, err := b.Claim(ctx, c); won || !errors.Is(err, context.Canceled) {
+		t.Errorf("Claim = %v, %v; want context.Canceled", won, err)
+	}
+	if won, err := b.Claim(context.Background(), c); !won || err != nil {
+		t.Errorf("Claim after the refused one = %v, %v; want won: the refused call claimed nothing", won, err)
+	}
+	s := anarchon.New(b, &anarchon.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err := s.Every("j", time.Hour, func(context.Context, *anarchon.Run) error { return nil }, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("Start = %v, want context.Canceled", err)
 	}
 }

@@ -25,7 +25,7 @@ var (
 func (b *Backend) ClaimBatch(ctx context.Context, in []anarchon.ClaimInput) ([]anarchon.ClaimAnswer, error) {
 	out := make([]anarchon.ClaimAnswer, len(in))
 	b.faults("Claim", len(in), func(i int, err error) { out[i].Err = err })
-	if err := b.op("ClaimBatch"); err != nil {
+	if err := b.op(ctx, "ClaimBatch"); err != nil {
 		return nil, err
 	}
 	defer b.mu.Unlock()
@@ -48,7 +48,7 @@ func (s *RunStore) ClaimRuns(ctx context.Context, in []anarchon.RunClaim) ([]ana
 	b := s.b
 	out := make([]anarchon.RunClaimAnswer, len(in))
 	b.faults("RunClaim", len(in), func(i int, err error) { out[i].Err = err })
-	if err := b.op("ClaimRuns"); err != nil {
+	if err := b.op(ctx, "ClaimRuns"); err != nil {
 		return nil, err
 	}
 	defer b.mu.Unlock()
@@ -69,7 +69,7 @@ func (s *RunStore) Heartbeats(ctx context.Context, in []anarchon.HeartbeatInput)
 	b := s.b
 	out := make([]anarchon.HeldAnswer, len(in))
 	b.faults("Heartbeat", len(in), func(i int, err error) { out[i].Err = err })
-	if err := b.op("Heartbeats"); err != nil {
+	if err := b.op(ctx, "Heartbeats"); err != nil {
 		return nil, err
 	}
 	defer b.mu.Unlock()
@@ -89,7 +89,7 @@ func (s *RunStore) Heartbeats(ctx context.Context, in []anarchon.HeartbeatInput)
 func (b *Backend) SaveResults(ctx context.Context, in []anarchon.SaveResultInput) ([]error, error) {
 	out := make([]error, len(in))
 	b.faults("SaveResult", len(in), func(i int, err error) { out[i] = err })
-	if err := b.op("SaveResults"); err != nil {
+	if err := b.op(ctx, "SaveResults"); err != nil {
 		return nil, err
 	}
 	defer b.mu.Unlock()
@@ -109,7 +109,7 @@ func (b *Backend) SaveResults(ctx context.Context, in []anarchon.SaveResultInput
 func (b *Backend) RecordClaims(ctx context.Context, in []anarchon.ClaimInput) ([]error, error) {
 	out := make([]error, len(in))
 	b.faults("RecordClaim", len(in), func(i int, err error) { out[i] = err })
-	if err := b.op("RecordClaims"); err != nil {
+	if err := b.op(ctx, "RecordClaims"); err != nil {
 		return nil, err
 	}
 	defer b.mu.Unlock()
@@ -130,7 +130,7 @@ func (s *RunStore) FinishResults(ctx context.Context, in []anarchon.SaveResultIn
 	b := s.b
 	out := make([]anarchon.HeldAnswer, len(in))
 	b.faults("FinishResult", len(in), func(i int, err error) { out[i].Err = err })
-	if err := b.op("FinishResults"); err != nil {
+	if err := b.op(ctx, "FinishResults"); err != nil {
 		return nil, err
 	}
 	defer b.mu.Unlock()

@@ -26,7 +26,7 @@ func checkInput(op string, in anarchon.ClaimInput) error {
 // an empty job name or a negative historySize, and after Close.
 func (b *Backend) PrepareJob(ctx context.Context, in anarchon.PrepareJobInput) error {
 	job, historySize := in.Job, in.HistorySize
-	if err := b.op("PrepareJob"); err != nil {
+	if err := b.op(ctx, "PrepareJob"); err != nil {
 		return err
 	}
 	defer b.mu.Unlock()
@@ -50,7 +50,7 @@ func (b *Backend) PrepareJob(ctx context.Context, in anarchon.PrepareJobInput) e
 //
 // It fails on an empty job name or token, and after Close (ErrClosed).
 func (b *Backend) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, error) {
-	if err := b.op("Claim"); err != nil {
+	if err := b.op(ctx, "Claim"); err != nil {
 		return false, err
 	}
 	defer b.mu.Unlock()
@@ -97,7 +97,7 @@ func (b *Backend) claim(in anarchon.ClaimInput) (bool, error) {
 // none for in.Token (it was trimmed, or the claim came from elsewhere). It
 // never claims a slot.
 func (b *Backend) RecordClaim(ctx context.Context, in anarchon.ClaimInput) error {
-	if err := b.op("RecordClaim"); err != nil {
+	if err := b.op(ctx, "RecordClaim"); err != nil {
 		return err
 	}
 	defer b.mu.Unlock()
@@ -134,7 +134,7 @@ func (b *Backend) recordClaim(in anarchon.ClaimInput) error {
 // deduplication: every call adds a record, even for a slot that is already
 // claimed. It returns in.Slot. Records of the same token merge.
 func (b *Backend) RecordManualRun(ctx context.Context, in anarchon.ClaimInput) (int64, error) {
-	if err := b.op("RecordManualRun"); err != nil {
+	if err := b.op(ctx, "RecordManualRun"); err != nil {
 		return 0, err
 	}
 	defer b.mu.Unlock()

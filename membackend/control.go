@@ -54,7 +54,7 @@ func pausedResult(in anarchon.ClaimInput, st anarchon.JobState) anarchon.StoredR
 // SetPaused implements [anarchon.JobControl]: it stores the state with At
 // = Options.Now(). It fails on an empty job name and after Close.
 func (b *Backend) SetPaused(ctx context.Context, in anarchon.PauseInput) (anarchon.JobState, error) {
-	if err := b.op("SetPaused"); err != nil {
+	if err := b.op(ctx, "SetPaused"); err != nil {
 		return anarchon.JobState{}, err
 	}
 	defer b.mu.Unlock()
@@ -72,7 +72,7 @@ func (b *Backend) SetPaused(ctx context.Context, in anarchon.PauseInput) (anarch
 // JobState implements [anarchon.JobControl]. A job never paused has the
 // zero state (with Job set). It fails after Close.
 func (b *Backend) JobState(ctx context.Context, job string) (anarchon.JobState, error) {
-	if err := b.op("JobState"); err != nil {
+	if err := b.op(ctx, "JobState"); err != nil {
 		return anarchon.JobState{}, err
 	}
 	defer b.mu.Unlock()
@@ -85,7 +85,7 @@ func (b *Backend) JobState(ctx context.Context, job string) (anarchon.JobState, 
 // JobStates implements [anarchon.JobControl]: every stored state, sorted
 // by job name. It fails after Close.
 func (b *Backend) JobStates(ctx context.Context) ([]anarchon.JobState, error) {
-	if err := b.op("JobStates"); err != nil {
+	if err := b.op(ctx, "JobStates"); err != nil {
 		return nil, err
 	}
 	defer b.mu.Unlock()
@@ -104,7 +104,7 @@ type triggerKey struct{ job, key string }
 // sends a RunTriggered event to the watchers. It fails on an empty job
 // or key, and after Close.
 func (b *Backend) RequestTrigger(ctx context.Context, in anarchon.TriggerInput) (anarchon.TriggerRecord, error) {
-	if err := b.op("RequestTrigger"); err != nil {
+	if err := b.op(ctx, "RequestTrigger"); err != nil {
 		return anarchon.TriggerRecord{}, err
 	}
 	defer b.mu.Unlock()
@@ -127,7 +127,7 @@ func (b *Backend) RequestTrigger(ctx context.Context, in anarchon.TriggerInput) 
 // PendingTriggers implements [anarchon.TriggerStore]: the pending
 // requests, oldest first. It fails after Close.
 func (b *Backend) PendingTriggers(ctx context.Context) ([]anarchon.TriggerRecord, error) {
-	if err := b.op("PendingTriggers"); err != nil {
+	if err := b.op(ctx, "PendingTriggers"); err != nil {
 		return nil, err
 	}
 	defer b.mu.Unlock()
@@ -146,7 +146,7 @@ func (b *Backend) PendingTriggers(ctx context.Context) ([]anarchon.TriggerRecord
 // ClaimTrigger implements [anarchon.TriggerStore]. It fails on an empty
 // token and after Close.
 func (b *Backend) ClaimTrigger(ctx context.Context, in anarchon.ClaimTriggerInput) (bool, error) {
-	if err := b.op("ClaimTrigger"); err != nil {
+	if err := b.op(ctx, "ClaimTrigger"); err != nil {
 		return false, err
 	}
 	defer b.mu.Unlock()
@@ -166,7 +166,7 @@ func (b *Backend) ClaimTrigger(ctx context.Context, in anarchon.ClaimTriggerInpu
 
 // FinishTrigger implements [anarchon.TriggerStore]. It fails after Close.
 func (b *Backend) FinishTrigger(ctx context.Context, in anarchon.FinishTriggerInput) error {
-	if err := b.op("FinishTrigger"); err != nil {
+	if err := b.op(ctx, "FinishTrigger"); err != nil {
 		return err
 	}
 	defer b.mu.Unlock()
@@ -181,7 +181,7 @@ func (b *Backend) FinishTrigger(ctx context.Context, in anarchon.FinishTriggerIn
 // CancelTrigger implements [anarchon.TriggerCanceler] under the store's
 // lock. It fails after Close.
 func (b *Backend) CancelTrigger(ctx context.Context, in anarchon.CancelTriggerInput) (anarchon.TriggerRecord, error) {
-	if err := b.op("CancelTrigger"); err != nil {
+	if err := b.op(ctx, "CancelTrigger"); err != nil {
 		return anarchon.TriggerRecord{}, err
 	}
 	defer b.mu.Unlock()
@@ -197,7 +197,7 @@ func (b *Backend) CancelTrigger(ctx context.Context, in anarchon.CancelTriggerIn
 
 // LookupTrigger implements [anarchon.TriggerStore]. It fails after Close.
 func (b *Backend) LookupTrigger(ctx context.Context, job, key string) (anarchon.TriggerRecord, error) {
-	if err := b.op("LookupTrigger"); err != nil {
+	if err := b.op(ctx, "LookupTrigger"); err != nil {
 		return anarchon.TriggerRecord{}, err
 	}
 	defer b.mu.Unlock()

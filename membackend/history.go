@@ -211,7 +211,7 @@ func tokenOf(e *entry) string {
 // doc). It fails on an empty job name or a negative historyTTL, and after
 // Close.
 func (b *Backend) SaveResult(ctx context.Context, in anarchon.SaveResultInput) error {
-	if err := b.op("SaveResult"); err != nil {
+	if err := b.op(ctx, "SaveResult"); err != nil {
 		return err
 	}
 	defer b.mu.Unlock()
@@ -242,7 +242,7 @@ func (b *Backend) saveResult(in anarchon.SaveResultInput) error {
 // [anarchon.BuildHistory]; limit <= 0 returns the whole retained history.
 // An unknown job has an empty history. It fails after Close.
 func (b *Backend) History(ctx context.Context, job string, limit int) ([]anarchon.RunRecord, error) {
-	if err := b.op("History"); err != nil {
+	if err := b.op(ctx, "History"); err != nil {
 		return nil, err
 	}
 	defer b.mu.Unlock()

@@ -31,7 +31,7 @@ var errEmptyInstance = anarchon.Permanent(errors.New("membackend: empty instance
 // replacing any earlier record, stopped or dead. It fails on an empty ID
 // or a ttl below a millisecond, and after Close.
 func (b *Backend) RegisterInstance(ctx context.Context, info anarchon.InstanceInfo, ttl time.Duration) error {
-	if err := b.op("RegisterInstance"); err != nil {
+	if err := b.op(ctx, "RegisterInstance"); err != nil {
 		return err
 	}
 	defer b.mu.Unlock()
@@ -54,7 +54,7 @@ func (b *Backend) RegisterInstance(ctx context.Context, info anarchon.InstanceIn
 // record of id stopped and, if it has not expired yet, moves its
 // ExpiresAt to now. An unknown id is not an error. It fails after Close.
 func (b *Backend) DeregisterInstance(ctx context.Context, id string) error {
-	if err := b.op("DeregisterInstance"); err != nil {
+	if err := b.op(ctx, "DeregisterInstance"); err != nil {
 		return err
 	}
 	defer b.mu.Unlock()
@@ -74,7 +74,7 @@ func (b *Backend) DeregisterInstance(ctx context.Context, id string) error {
 // by ID, judged by Options.Now(). Records that expired more than
 // anarchon.InstanceRetention ago are dropped. It fails after Close.
 func (b *Backend) Instances(ctx context.Context) ([]anarchon.InstanceRecord, error) {
-	if err := b.op("Instances"); err != nil {
+	if err := b.op(ctx, "Instances"); err != nil {
 		return nil, err
 	}
 	defer b.mu.Unlock()

@@ -65,7 +65,7 @@ func (b *Backend) Runs() anarchon.RunStore { return &RunStore{b: b} }
 // Close.
 func (s *RunStore) Claim(ctx context.Context, c anarchon.RunClaim) (anarchon.ClaimOutcome, error) {
 	b := s.b
-	if err := b.op("RunClaim"); err != nil {
+	if err := b.op(ctx, "RunClaim"); err != nil {
 		return anarchon.ClaimOutcome{}, err
 	}
 	defer b.mu.Unlock()
@@ -206,7 +206,7 @@ func (b *Backend) heldRun(job string, slot int64, token string) (*jobState, *run
 // on a lease <= 0 and after Close.
 func (s *RunStore) Heartbeat(ctx context.Context, in anarchon.HeartbeatInput) (bool, error) {
 	b := s.b
-	if err := b.op("Heartbeat"); err != nil {
+	if err := b.op(ctx, "Heartbeat"); err != nil {
 		return false, err
 	}
 	defer b.mu.Unlock()
@@ -237,7 +237,7 @@ func (b *Backend) heartbeat(in anarchon.HeartbeatInput) (bool, error) {
 func (s *RunStore) Finish(ctx context.Context, in anarchon.FinishInput) (bool, error) {
 	job, slot, token, status := in.Job, in.Slot, in.Token, in.Status
 	b := s.b
-	if err := b.op("Finish"); err != nil {
+	if err := b.op(ctx, "Finish"); err != nil {
 		return false, err
 	}
 	defer b.mu.Unlock()
@@ -278,7 +278,7 @@ func (b *Backend) finishLocked(job string, slot int64, token string, status anar
 // after Close.
 func (s *RunStore) FinishResult(ctx context.Context, in anarchon.SaveResultInput) (bool, error) {
 	b := s.b
-	if err := b.op("FinishResult"); err != nil {
+	if err := b.op(ctx, "FinishResult"); err != nil {
 		return false, err
 	}
 	defer b.mu.Unlock()
@@ -320,7 +320,7 @@ func (b *Backend) finishResult(in anarchon.SaveResultInput) (bool, error) {
 func (s *RunStore) Release(ctx context.Context, in anarchon.ReleaseInput) (bool, error) {
 	job, slot, token := in.Job, in.Slot, in.Token
 	b := s.b
-	if err := b.op("Release"); err != nil {
+	if err := b.op(ctx, "Release"); err != nil {
 		return false, err
 	}
 	defer b.mu.Unlock()
@@ -346,7 +346,7 @@ func (s *RunStore) Release(ctx context.Context, in anarchon.ReleaseInput) (bool,
 // Close.
 func (s *RunStore) Active(ctx context.Context, job string) ([]anarchon.ActiveRun, error) {
 	b := s.b
-	if err := b.op("Active"); err != nil {
+	if err := b.op(ctx, "Active"); err != nil {
 		return nil, err
 	}
 	defer b.mu.Unlock()
@@ -403,7 +403,7 @@ const watchBuffer = 64
 // events) is full, events are dropped, as they are only hints. The channel
 // is closed when ctx ends or the backend is closed. It fails after Close.
 func (b *Backend) WatchRuns(ctx context.Context) (<-chan anarchon.RunEvent, error) {
-	if err := b.op("WatchRuns"); err != nil {
+	if err := b.op(ctx, "WatchRuns"); err != nil {
 		return nil, err
 	}
 	defer b.mu.Unlock()
@@ -444,7 +444,7 @@ func (b *Backend) emit(ev anarchon.RunEvent) {
 // hold the slot. It fails after Close.
 func (s *RunStore) Replace(ctx context.Context, in anarchon.ReplaceInput) ([]anarchon.ActiveRun, bool, error) {
 	b := s.b
-	if err := b.op("Replace"); err != nil {
+	if err := b.op(ctx, "Replace"); err != nil {
 		return nil, false, err
 	}
 	defer b.mu.Unlock()
