@@ -89,10 +89,10 @@ CRON_TZ=Atlantis/Capital
 	want := []string{
 		ct + `:4: job "badfield": schedule:`,
 		ct + `:6: CRON_TZ: unknown time zone "Atlantis/Capital"`,
-		ct + `:8: job "good": duplicate name (first defined at ` + ct + `:1)`,
+		ct + `:9: job "good": duplicate name (first defined at ` + ct + `:2)`,
 		cfg + `:5: job "neg": timeout: -5s is negative`,
 		cfg + `:8: job "zone": zone: unknown time zone "Mars/Base"`,
-		cfg + `:10: job "good": duplicate name (first defined at ` + ct + `:1)`,
+		cfg + `:10: job "good": duplicate name (first defined at ` + ct + `:2)`,
 	}
 	if len(lines) != len(want) {
 		t.Fatalf("got %d errors, want %d:\n%s", len(lines), len(want), out)
@@ -104,10 +104,10 @@ CRON_TZ=Atlantis/Capital
 	}
 
 	// A valid job named as an invalid one before it: a warning at the
-	// valid one's name, naming the invalid one's, and the valid one counts.
+	// valid one's line, naming the invalid one's, and the valid one counts.
 	dup := writeFile(t, dir, "dup.cron", "# name: dup\n61 * * * * echo\n# name: dup\n@daily echo ok\n")
 	code, out, _ = cli(t, "validate", "--crontab", dup)
-	if w := dup + `:3: warning: job "dup": the invalid job at ` + dup + `:1 has this name too`; code != 1 || !strings.Contains(out, w) || !strings.Contains(out, "1 valid job, 1 invalid") {
+	if w := dup + `:4: warning: job "dup": the invalid job at ` + dup + `:2 has this name too`; code != 1 || !strings.Contains(out, w) || !strings.Contains(out, "1 valid job, 1 invalid") {
 		t.Errorf("a name shared with an invalid job: exit %d, want 1 and %q:\n%s", code, w, out)
 	}
 

@@ -209,6 +209,7 @@ func parseCrontabWith(file string, data []byte, opts crontabOptions) (_ []*jobSp
 			Reboot:   ln.reboot,
 			File:     file,
 			Line:     lineNo,
+			Crontab:  true,
 		}
 		if zoneErr != nil {
 			zoneErr.jobs = append(zoneErr.jobs, j)

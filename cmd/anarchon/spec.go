@@ -42,9 +42,10 @@ type jobSpec struct {
 
 	Options anarchon.JobOptions
 
-	File  string         // where the job was defined
-	Line  int            // the line of its definition
-	Lines map[string]int // YAML: the line of each key, for errors about one option
+	File    string         // where the job was defined
+	Line    int            // the line of its definition
+	Lines   map[string]int // YAML: the line of each key, for errors about one option; crontab: the "# name:" comment's, under "name"
+	Crontab bool           // defined by a crontab line, not a YAML entry
 }
 
 // pos returns "FILE:LINE" for field (a YAML key) or for the job itself.
@@ -53,6 +54,18 @@ func (j *jobSpec) pos(field string) (string, int) {
 		return j.File, l
 	}
 	return j.File, j.Line
+}
+
+// namedAt returns where a job is pointed at when its name is shared with
+// another job's: a YAML job's name key, but a crontab job's own line, where
+// every other error about the job points. (A crontab job's "# name:"
+// comment is where mistakes in the name itself are reported; a shared name
+// is a mistake of the two jobs, and their lines are what a reader looks for.)
+func (j *jobSpec) namedAt() (string, int) {
+	if j.Crontab {
+		return j.File, j.Line
+	}
+	return j.pos("name")
 }
 
 // Codes of mistakes in job files that are not the library's validation
@@ -235,8 +248,8 @@ func register(s, reboot *anarchon.Scheduler, jobs []*jobSpec, handler func(*jobS
 			if n := named[j.Name]; n != j && first[j.Name] == nil {
 				// An invalid job before it has its name: once that one
 				// is mended, the two are duplicates. Said now, not then.
-				nf, nl := n.pos("name")
-				file, line := j.pos("name")
+				nf, nl := n.namedAt()
+				file, line := j.namedAt()
 				errs = append(errs, &posError{File: file, Line: line, Warning: true, Msg: fmt.Sprintf(
 					"job %q: the invalid job at %s:%d has this name too: once it is mended, the two are duplicates; rename one of them", j.Name, nf, nl)})
 			}
@@ -278,16 +291,16 @@ func register(s, reboot *anarchon.Scheduler, jobs []*jobSpec, handler func(*jobS
 		msg := fmt.Sprintf("job %q: %s: %s", j.Name, name, reason)
 		if ve.Code == anarchon.CodeDuplicateName {
 			if f := first[j.Name]; f != nil {
-				// Both at the line that names them: the "# name:"
-				// comment, or YAML's name key.
-				ff, fl := f.pos("name")
+				// Both at the job: its crontab line, or YAML's
+				// name key.
+				ff, fl := f.namedAt()
 				msg = fmt.Sprintf("job %q: duplicate name (first defined at %s:%d); a name is one job's across every job file: rename one of them", j.Name, ff, fl)
 				if j.Unnamed && f.Unnamed {
 					// a name no one chose: the hash of two equal lines
 					msg = fmt.Sprintf("job %q: the same unnamed line as at %s:%d, so the same hashed name: give each line a \"# name:\" to run both, or remove one", j.Name, ff, fl)
 				}
 			}
-			file, line = j.pos("name")
+			file, line = j.namedAt()
 		}
 		errs = append(errs, &posError{File: file, Line: line, Msg: msg, Code: string(ve.Code), Err: err, jobs: []*jobSpec{j}})
 	}
