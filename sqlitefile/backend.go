@@ -37,9 +37,12 @@ const DriverName = "sqlite"
 // (TestFileReplaced).
 //
 // Errors: an empty path, a path that is a directory, a directory that
-// does not exist (or is not a directory), or an error opening the file;
+// does not exist (or is not a directory), or an error creating the file;
 // errors from the file system wrap the *fs.PathError (errors.Is with
-// fs.ErrNotExist works). The tables are created by the backend's Init.
+// fs.ErrNotExist works). A file that exists is opened by SQLite at the
+// first statement: one this process may not read or write fails the
+// backend's Init, with the file system's reason ahead of SQLite's error
+// (sqlitebackend's Init). The tables are created by the backend's Init.
 func Open(path string, opts *sqlitebackend.Options) (*sqlitebackend.Backend, error) {
 	if path == "" {
 		return nil, errors.New("sqlitefile: empty path")
@@ -55,12 +58,17 @@ func Open(path string, opts *sqlitebackend.Options) (*sqlitebackend.Backend, err
 	}
 	// Create the file ourselves, readable by its owner only (claims,
 	// history and job output are in it); SQLite gives its -wal and -shm
-	// files the database file's mode. An existing file keeps its mode.
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
+	// files the database file's mode. An existing file keeps its mode and
+	// is left to SQLite: one this process may not read or write then
+	// fails at Init with the reason sqlitebackend adds, in the words
+	// OpenExisting's Init gives for the same file.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	switch {
+	case err == nil:
+		f.Close()
+	case !errors.Is(err, fs.ErrExist):
 		return nil, fmt.Errorf("sqlitefile: %w", err)
 	}
-	f.Close()
 	return open(path, opts, func(path string, busyMs int64) string {
 		// The backend checkpoints the WAL itself, off the writers' turn
 		// (sqlitebackend.Options.Checkpoints).

@@ -8,9 +8,12 @@
 // exist, before SQLite reports either as "unable to open database file".
 // A file, or a file beside it (-wal, -shm), that this
 // process may not read, write or create is reported by Init with the path
-// and the file system's reason ("open PATH: permission denied", or
+// and the file system's reason ("open PATH: permission denied", "open
+// PATH: permission denied: the file can be read but not written", or
 // "cannot create PATH-wal: directory DIR: permission denied"), ahead of
-// SQLite's own words (sqlitebackend.Options.File).
+// SQLite's own words (sqlitebackend.Options.File); Open itself creates a
+// missing file only, and leaves an existing one to SQLite, so that Open
+// and OpenExisting report the same file in the same words.
 //
 // # Guarantees
 //

@@ -91,6 +91,12 @@ before running any (with the refusal's code).`,
 				// as for any bad flag.
 				return usageError{"", &backfillInputError{ve: ve}}
 			}
+			if err != nil && ctx.Err() == nil {
+				// The store's failure (its Init, the job's record),
+				// before any slot ran: no summary, and the error in the
+				// words and code run gives it.
+				return storeErrorFor(err, storeOrDefault(g.store), false)
+			}
 			refused = false
 			p.done(res)
 			if err != nil {

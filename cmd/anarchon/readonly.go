@@ -74,10 +74,14 @@ func storeError(err error, raw string) error {
 
 // storeErrorFor is storeError for a read-only command (readOnly) or for
 // "run", which reports a database that does not exist as open_failed:
-// it creates tables, not databases.
+// it creates tables, not databases. An SQLite store's failure for lack of
+// a permission is its reason alone, whichever command (sqliteAccessError).
 func storeErrorFor(err error, raw string, readOnly bool) error {
 	if err == nil {
 		return nil
+	}
+	if ae := sqliteAccessError(err, raw); ae != nil {
+		return ae
 	}
 	var se *StoreURLError
 	if errors.As(err, &se) {

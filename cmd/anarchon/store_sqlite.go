@@ -105,6 +105,32 @@ func sqliteUndo(raw string) func() {
 	}
 }
 
+// sqliteAccessError returns, when err is the failure of the SQLite store
+// raw names for lack of a permission (the file system's refusal, or
+// SQLite's "unable to open database file" or "attempt to write a
+// readonly database"), the store's error with the file system's reason
+// alone (sqlitebackend.AccessReason): every command says the same for the
+// same file, whichever step failed (run's open, start or first write, a
+// read-only command's check) and whatever SQLite said there, which names
+// neither the file nor the cause. SQLite's error stays in Err. nil for
+// any other store or error, or when no permission is denied.
+func sqliteAccessError(err error, raw string) *StoreURLError {
+	var c interface{ Code() int }
+	coded := errors.As(err, &c) && (c.Code()&0xff == 14 || c.Code()&0xff == 8) // SQLITE_CANTOPEN, SQLITE_READONLY
+	if err == nil || !strings.HasPrefix(strings.ToLower(raw), "sqlite:") || (!coded && !errors.Is(err, fs.ErrPermission)) {
+		return nil
+	}
+	path, perr := sqlitePath(raw)
+	if perr != nil || path == "" {
+		return nil
+	}
+	reason := sqlitebackend.AccessReason(path)
+	if reason == nil {
+		return nil
+	}
+	return &StoreURLError{URL: redact(raw), Code: StoreOpenFailed, Reason: reason.Error(), Err: err}
+}
+
 // sqlitePath is the file path of an "sqlite:" URL: after "sqlite:" (and
 // "//"), before the query, unescaped. A "%" not followed by two hex
 // digits is an error (url.PathUnescape's): the path is not a URL path,

@@ -10,13 +10,16 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // An SQLite store this user may not use is reported with the file system's
 // reason and the path it concerns, not SQLite's bare "unable to open
 // database file (14)" or "attempt to write a readonly database (1544)":
-// a store file it cannot read, and a store in a directory where SQLite
-// cannot create its -wal file. The code stays open_failed. As root, where
+// a store file it cannot read, a store in a directory where SQLite
+// cannot create its -wal file, a store file it can read but not write.
+// The code stays open_failed, and every command (run, status, history,
+// pause, backfill) prints the same line for the same problem. As root, where
 // modes deny nothing, the commands run as nobody.
 func TestSQLiteStoreAccessDenied(t *testing.T) {
 	if testing.Short() {
@@ -98,15 +101,37 @@ func TestSQLiteStoreAccessDenied(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A store file this user may read but not write, in a directory open
+	// to it: "run" says so, not a bare "permission denied".
+	readOnly := newStore("readonly")
+	if err := os.Chmod(readOnly, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Dir(readOnly), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	// A range with a slot of the @daily job in it, so that backfill
+	// opens the store.
+	now := time.Now().UTC()
+	from, to := now.Add(-48*time.Hour).Format(time.RFC3339), now.Add(-time.Hour).Format(time.RFC3339)
+	noRead := "open " + unreadable + ": permission denied"
+	noCreate := "cannot create " + roDir + "-wal: directory " + filepath.Dir(roDir) + ": permission denied"
+	// Cases with the same want are the same problem: every command
+	// prints the same error line for it.
+	lines := map[string]string{}
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"run", "--crontab", ct, "--store", "sqlite:" + leftShm, "--start-timeout", "0"}, "open " + leftShm + "-shm: permission denied"},
-		{[]string{"status", "--store", "sqlite:" + unreadable}, "open " + unreadable + ": permission denied"},
-		{[]string{"history", "t", "--store", "sqlite:" + unreadable}, "open " + unreadable + ": permission denied"},
-		{[]string{"status", "--store", "sqlite:" + roDir}, "cannot create " + roDir + "-wal: directory " + filepath.Dir(roDir) + ": permission denied"},
-		{[]string{"pause", "t", "--crontab", ct, "--store", "sqlite:" + roDir}, "cannot create " + roDir + "-wal: directory " + filepath.Dir(roDir) + ": permission denied"},
+		{[]string{"run", "--crontab", ct, "--store", "sqlite:" + unreadable, "--start-timeout", "0"}, noRead},
+		{[]string{"status", "--store", "sqlite:" + unreadable}, noRead},
+		{[]string{"history", "t", "--store", "sqlite:" + unreadable}, noRead},
+		{[]string{"run", "--crontab", ct, "--store", "sqlite:" + roDir, "--start-timeout", "0"}, noCreate},
+		{[]string{"status", "--store", "sqlite:" + roDir}, noCreate},
+		{[]string{"pause", "t", "--crontab", ct, "--store", "sqlite:" + roDir}, noCreate},
+		{[]string{"backfill", "t", "--crontab", ct, "--store", "sqlite:" + roDir, "--from", from, "--to", to}, noCreate},
+		{[]string{"run", "--crontab", ct, "--store", "sqlite:" + readOnly, "--start-timeout", "0"}, "open " + readOnly + ": permission denied: the file can be read but not written"},
 	} {
 		cmd := exec.Command(bin, tc.args...)
 		cmd.Dir = dir
@@ -117,6 +142,22 @@ func TestSQLiteStoreAccessDenied(t *testing.T) {
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), tc.want) || !strings.Contains(string(out), "(open_failed)") {
 			t.Errorf("%q: %v, want exit 1, %q and open_failed in:\n%s", tc.args, err, tc.want, out)
+			continue
 		}
+		// The error line, from the reason on: the store URL before it
+		// differs between the cases.
+		var line string
+		for l := range strings.Lines(string(out)) {
+			if i := strings.Index(l, tc.want); i >= 0 {
+				if !strings.HasPrefix(l, "anarchon: store URL ") {
+					t.Errorf("%q: error %q, want it after the store URL", tc.args, l)
+				}
+				line = l[i:]
+			}
+		}
+		if first, ok := lines[tc.want]; ok && line != first {
+			t.Errorf("%q: error\n%s\nwant the same as for the same problem before:\n%s", tc.args, line, first)
+		}
+		lines[tc.want] = line
 	}
 }
