@@ -32,7 +32,7 @@ func TestStartFailureWithoutClientWarnings(t *testing.T) {
 	ct := writeFile(t, t.TempDir(), "jobs.cron", "# name: a\n@daily echo hi\n")
 	code, _, errOut := cli(t, "run", "--store", "redis://127.0.0.1:1/0", "--crontab", ct, "--start-timeout", "0")
 	lines := strings.Split(strings.TrimSpace(errOut), "\n")
-	if code != 1 || len(lines) != 1 || !strings.HasPrefix(lines[0], "anarchon: store URL redis://127.0.0.1:1/0: start: ") ||
+	if code != 1 || len(lines) != 1 || !strings.HasPrefix(lines[0], "anarchon: store URL \"redis://127.0.0.1:1/0\": start: ") ||
 		!strings.Contains(lines[0], "connection refused") || !strings.HasSuffix(lines[0], "(open_failed)") {
 		t.Errorf("exit %d, stderr:\n%s\nwant exit 1 and the daemon's error alone", code, errOut)
 	}

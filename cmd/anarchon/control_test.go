@@ -233,7 +233,7 @@ func TestWriteCommandsUnreachableStore(t *testing.T) {
 		{"pause", "t"}, {"resume", "t"}, {"run-now", "t"},
 	} {
 		code, _, errOut := cli(t, append(args, "--crontab", ct, "--store", "redis://127.0.0.1:1/0")...)
-		if code != 1 || !strings.HasPrefix(errOut, "anarchon: store URL redis://127.0.0.1:1/0: ") || !strings.Contains(errOut, "(open_failed)") || strings.Contains(errOut, "WARN") {
+		if code != 1 || !strings.HasPrefix(errOut, "anarchon: store URL \"redis://127.0.0.1:1/0\": ") || !strings.Contains(errOut, "(open_failed)") || strings.Contains(errOut, "WARN") {
 			t.Errorf("%s: exit %d, stderr:\n%s\nwant 1, open_failed, no client warnings", strings.Join(args, " "), code, errOut)
 		}
 	}

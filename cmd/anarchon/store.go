@@ -38,10 +38,12 @@ type StoreURLError struct {
 	Err    error          // the backend's error, if any
 }
 
-// Error returns "store URL <redacted>: <reason> (<code>)", the code at the
-// end of the first line when the reason has several.
+// Error returns `store URL "<redacted>": <reason> (<code>)`, the code at
+// the end of the first line when the reason has several. The URL is
+// quoted as every flag value in an error is: a URL with a space, a colon
+// or nothing at its end would otherwise run into the reason.
 func (e *StoreURLError) Error() string {
-	return withCode(fmt.Sprintf("store URL %s: %s", e.URL, e.Reason), string(e.Code))
+	return withCode(fmt.Sprintf("store URL %q: %s", e.URL, e.Reason), string(e.Code))
 }
 
 // Unwrap returns the backend's error, if any.

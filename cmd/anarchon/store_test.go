@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -211,8 +212,8 @@ func TestStoreURLExitStatus(t *testing.T) {
 	}
 }
 
-// A store URL error shows the URL once, redacted: the backends' own
-// errors repeat it, and the daemon leaves their copy out.
+// A store URL error shows the URL once, redacted and quoted: the
+// backends' own errors repeat it, and the daemon leaves their copy out.
 func TestStoreURLShownOnce(t *testing.T) {
 	for _, tc := range []struct{ url, scheme, want string }{
 		{"redis://user:s3cr3t@h:notaport/0", "redis", `bad port in host "h:notaport" (bad_url)`},
@@ -232,6 +233,11 @@ func TestStoreURLShownOnce(t *testing.T) {
 		msg := err.Error()
 		if n := strings.Count(msg, tc.scheme+"://"); n != 1 || !strings.Contains(msg, tc.want) || strings.Contains(msg, "s3cr3t") {
 			t.Errorf("%s: the URL %d times in %q; want it once, and %q", tc.url, n, msg, tc.want)
+		}
+		// Quoted, as flag values are in errors: the URL's own colons
+		// and spaces do not run into the reason.
+		if want := fmt.Sprintf("store URL %q: ", redact(tc.url)); !strings.HasPrefix(msg, want) {
+			t.Errorf("%s: error %q, want it to start %q", tc.url, msg, want)
 		}
 	}
 }
