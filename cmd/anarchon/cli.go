@@ -405,6 +405,9 @@ shared store (SQLite by default, PostgreSQL, Redis, NATS), and exactly one wins.
 		if err := checkInstance(c, g.instance); err != nil {
 			return err
 		}
+		if err := checkJobPaths(g); err != nil {
+			return err
+		}
 		g.output = outputOptions{split: g.splitLogs, passthrough: g.passthrough, stdout: stdout, stderr: stderr}
 		if g.splitLogs && !g.passthrough {
 			l, err := g.newLogger(stdout)
@@ -1042,11 +1045,28 @@ func versionCmd(stdout io.Writer) *cobra.Command {
 	}
 }
 
-// resolveStore sets the store URL from --store-file, which excludes
-// --store (and ANARCHON_STORE). It refuses an empty --store (or
-// ANARCHON_STORE): that is most often a variable that was not set
-// ("--store $STORE"), and taking it as the default would give each
-// replica a SQLite file of its own, every one running every slot.
+// checkJobPaths refuses a --crontab, --crontab-dir or --config given
+// empty or blank, quoting it as other flag values are: opened, it would
+// fail with the file system's error, whose path (" ") reads as nothing.
+// It is most often a variable that was not set ("--crontab $FILE").
+func checkJobPaths(g *globalFlags) error {
+	for _, f := range []struct {
+		flag, what string
+		paths      []string
+	}{
+		{"--crontab", "a crontab file", g.crontabs},
+		{"--crontab-dir", "a directory of crontabs", g.crontabDirs},
+		{"--config", "a YAML job file", g.configs},
+	} {
+		for _, p := range f.paths {
+			if strings.TrimSpace(p) == "" {
+				return usageError{codeBadFlag, fmt.Errorf("%s %q: a blank path: give the path of %s", f.flag, p, f.what)}
+			}
+		}
+	}
+	return nil
+}
+
 // checkInstance refuses an --instance given blank, with blanks around it
 // or with a control character: the ID is printed in every log line,
 // history record and status table, where " web-1" and "web-1" read alike
@@ -1067,6 +1087,11 @@ func checkInstance(c *cobra.Command, id string) error {
 	return nil
 }
 
+// resolveStore sets the store URL from --store-file, which excludes
+// --store (and ANARCHON_STORE). It refuses an empty --store (or
+// ANARCHON_STORE): that is most often a variable that was not set
+// ("--store $STORE"), and taking it as the default would give each
+// replica a SQLite file of its own, every one running every slot.
 func (g *globalFlags) resolveStore(c *cobra.Command) error {
 	if f := c.Flags().Lookup("store"); f != nil && f.Changed && strings.TrimSpace(g.store) == "" {
 		return usageError{codeBadFlag, fmt.Errorf("--store (or %s) is empty: give a store URL, or leave it out for the default %s", flagEnv("store"), defaultStore)}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -264,6 +265,21 @@ func TestBadFlags(t *testing.T) {
 	} {
 		if code, _, errOut := cli(t, "run", c.flag+"="+c.value, "--crontab", "x"); code != 2 || !strings.Contains(errOut, c.flag) {
 			t.Errorf("%s=%s: exit %d, stderr %q", c.flag, c.value, code, errOut)
+		}
+	}
+	// A blank job file path is refused up front, quoted as other flag
+	// values are, not opened (Go's error would print the path bare).
+	for _, c := range []struct{ flag, value string }{
+		{"--crontab", " "},
+		{"--crontab", ""},
+		{"--crontab-dir", " \t"},
+		{"--config", " "},
+	} {
+		want := fmt.Sprintf("anarchon: %s %q: a blank path: give the path of ", c.flag, c.value)
+		for _, cmd := range []string{"run", "validate", "status"} {
+			if code, _, errOut := cli(t, cmd, c.flag, c.value); code != 2 || !strings.HasPrefix(errOut, want) || !strings.Contains(errOut, "(bad_flag)") {
+				t.Errorf("%s %s %q: exit %d, stderr %q; want 2 and %q… (bad_flag)", cmd, c.flag, c.value, code, errOut, want)
+			}
 		}
 	}
 	// Zero where the README gives it a meaning is accepted: the run gets
