@@ -595,15 +595,19 @@ func (d *daemon) stop(timeout time.Duration) {
 // its next slots.
 func (d *daemon) summary(w io.Writer, srv *server, perJob bool) {
 	fmt.Fprintf(w, "anarchon %s\n", version())
-	fmt.Fprintf(w, "store:    %s (%s)\n", d.store, d.backend.Name())
+	// The values start in one column, after the longest label present
+	// ("replication:" only for a store that reports it).
+	hw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
+	fmt.Fprintf(hw, "store:\t%s (%s)\n", d.store, d.backend.Name())
 	if r := storeReplication(d.backend); r != "" {
-		fmt.Fprintf(w, "replication: %s\n", r)
+		fmt.Fprintf(hw, "replication:\t%s\n", r)
 	}
-	fmt.Fprintf(w, "instance: %s\n", d.instance)
+	fmt.Fprintf(hw, "instance:\t%s\n", d.instance)
 	if srv != nil {
-		fmt.Fprintf(w, "http:     http://%s\n", srv.ln.Addr())
+		fmt.Fprintf(hw, "http:\thttp://%s\n", srv.ln.Addr())
 	}
-	fmt.Fprintf(w, "jobs:     %d\n", len(d.jobList()))
+	fmt.Fprintf(hw, "jobs:\t%d\n", len(d.jobList()))
+	_ = hw.Flush()
 	if !perJob {
 		return
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -71,5 +72,43 @@ func TestSummaryCutsLongNames(t *testing.T) {
 	}
 	if !strings.Contains(sb.String(), strings.Repeat("n", summaryCell-1)+"…") {
 		t.Errorf("summary lacks the cut name:\n%s", sb.String())
+	}
+}
+
+// replicatedBackend is a store that reports its replication, for the start
+// summary's "replication:" line.
+type replicatedBackend struct{ anarchon.Backend }
+
+// The start summary's values start in one column, a "replication:" line
+// (the longest label) included, with or without it.
+func TestSummaryAligned(t *testing.T) {
+	old := replicationOf
+	t.Cleanup(func() { replicationOf = old })
+	replicationOf = append(slices.Clone(old), func(b anarchon.Backend) string {
+		if _, ok := b.(replicatedBackend); ok {
+			return "synchronous, 2 standbys"
+		}
+		return ""
+	})
+	for _, b := range []anarchon.Backend{replicatedBackend{membackend.New(nil)}, membackend.New(nil)} {
+		d := &daemon{backend: b, store: "memory:", instance: "web-1"}
+		var sb strings.Builder
+		d.summary(&sb, nil, false)
+		out := sb.String()
+		_, replicated := b.(replicatedBackend)
+		if strings.Contains(out, "replication:") != replicated {
+			t.Fatalf("replication line: want it %v:\n%s", replicated, out)
+		}
+		col := -1
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n")[1:] { // after the version line
+			label, _, _ := strings.Cut(line, ":")
+			at := len(label) + 1 + len(line[len(label)+1:]) - len(strings.TrimLeft(line[len(label)+1:], " "))
+			if col == -1 {
+				col = at
+			}
+			if at != col {
+				t.Errorf("%q: value at column %d, want %d as on the line above:\n%s", line, at, col, out)
+			}
+		}
 	}
 }
