@@ -63,11 +63,20 @@ func Open(path string, opts *sqlitebackend.Options) (*sqlitebackend.Backend, err
 	// fails at Init with the reason sqlitebackend adds, in the words
 	// OpenExisting's Init gives for the same file.
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-	switch {
-	case err == nil:
-		f.Close()
-	case !errors.Is(err, fs.ErrExist):
+	if errors.Is(err, fs.ErrExist) {
+		if _, serr := os.Stat(path); !errors.Is(serr, fs.ErrNotExist) {
+			err = nil // there: SQLite's
+		} else {
+			// A symbolic link to a file yet to be made (O_EXCL does
+			// not follow it): made through the link.
+			f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+		}
+	}
+	if err != nil {
 		return nil, fmt.Errorf("sqlitefile: %w", err)
+	}
+	if f != nil {
+		f.Close()
 	}
 	return open(path, opts, func(path string, busyMs int64) string {
 		// The backend checkpoints the WAL itself, off the writers' turn

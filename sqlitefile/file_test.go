@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -51,6 +52,35 @@ func TestFileMode(t *testing.T) {
 		if m := fi.Mode().Perm(); m&0o077 != 0 {
 			t.Errorf("%s has mode %v, want no access for group and others", filepath.Base(p), m)
 		}
+	}
+}
+
+// Open creates a missing file only, and an existing one is SQLite's to
+// open; a symbolic link to a file yet to be made counts as missing: the
+// file is made through it, with the owner-only mode, as a plain path's.
+func TestOpenThroughLinkToMissingFile(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("symbolic links need a privilege on Windows")
+	}
+	dir := t.TempDir()
+	target, link := filepath.Join(dir, "target.db"), filepath.Join(dir, "link.db")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	b, err := sqlitefile.Open(link, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(t.Context())
+	if err := b.Init(t.Context()); err != nil {
+		t.Fatalf("Init through the link: %v", err)
+	}
+	fi, err := os.Stat(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := fi.Mode().Perm(); m != 0o600 {
+		t.Errorf("the link's target has mode %v, want 0600", m)
 	}
 }
 
