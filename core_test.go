@@ -242,8 +242,15 @@ func TestBuildHistorySuperseded(t *testing.T) {
 		{Slot: 3000, Token: "c3", Attempt: 3}, // the last holder of an abandoned slot
 		{Slot: 4000, Token: "p", Attempt: 0},  // a plain claim in progress
 		{Slot: 4000, Token: "m", Manual: true},
+		{Slot: 5000, Token: "d1", Attempt: 1}, // killed; the takeover stored its record
+		{Slot: 5000, Token: "d2", Attempt: 2},
+		{Slot: 6000, Token: "e1", Attempt: 1}, // its finish came after the takeover
+		{Slot: 6000, Token: "e2", Attempt: 2},
 	}
+	t0 := time.UnixMilli(6000)
 	results := []anarchon.StoredResult{
+		{Slot: 5000, Token: "d1", Attempt: 1, Status: anarchon.StatusLeaseLost},
+		{Slot: 6000, Token: "e1", Attempt: 1, Status: anarchon.StatusLeaseLost, StartedAt: t0, FinishedAt: t0.Add(time.Second)},
 		{Slot: 2000, Token: "b2", Attempt: 2, Status: anarchon.StatusSuccess},
 		{Slot: 3000, Token: anarchon.AbandonedToken(3000), Attempt: 3, Status: anarchon.StatusAbandoned},
 	}
@@ -252,6 +259,8 @@ func TestBuildHistorySuperseded(t *testing.T) {
 		"b1": anarchon.StatusLeaseLost, "b2": anarchon.StatusSuccess,
 		"c3": anarchon.StatusLeaseLost, anarchon.AbandonedToken(3000): anarchon.StatusAbandoned,
 		"p": anarchon.StatusRunning, "m": anarchon.StatusRunning,
+		"d1": anarchon.StatusLeaseLost, "d2": anarchon.StatusRunning,
+		"e1": anarchon.StatusLeaseLost, "e2": anarchon.StatusRunning,
 	}
 	got := anarchon.BuildHistory("j", claims, results, 0)
 	if len(got) != len(want) {
@@ -265,8 +274,13 @@ func TestBuildHistorySuperseded(t *testing.T) {
 		switch {
 		case r.Token == "c3" && !strings.Contains(r.Error, "abandoned"),
 			r.Token == "a1" && !strings.Contains(r.Error, "attempt 2 on"),
-			r.Token == "b1" && !strings.Contains(r.Error, "attempt 2 on"):
+			r.Token == "b1" && !strings.Contains(r.Error, "attempt 2 on"),
+			r.Token == "d1" && !strings.Contains(r.Error, "attempt 2 on"):
 			t.Errorf("token %s: error %q, want the reason", r.Token, r.Error)
+		case r.Token == "e1" && r.Error != "":
+			// Its holder stored how its handler ended (a success):
+			// "no result stored" would be false.
+			t.Errorf("token %s: error %q, want none", r.Token, r.Error)
 		}
 	}
 }

@@ -93,7 +93,9 @@ func BuildHistory(job string, claims []ClaimRecord, results []StoredResult, limi
 // markSuperseded sets StatusLeaseLost on each record still running whose
 // slot has a record of another token with the same or a higher attempt:
 // a takeover (a higher attempt) or an abandonment (recorded with the last
-// attempt) means its holder lost the lease. Manual runs are left alone.
+// attempt) means its holder lost the lease. Such a record, and a
+// lease_lost one stored without a start or an error, says so in its
+// Error. Manual runs are left alone.
 func markSuperseded(out []RunRecord) {
 	bySlot := map[int64][]int{}
 	for i, r := range out {
@@ -107,7 +109,12 @@ func markSuperseded(out []RunRecord) {
 		}
 		for _, i := range idx {
 			r := &out[i]
-			if r.Status != StatusRunning {
+			// A record a takeover wrote for its holder (SQL stores: a
+			// lease_lost result with no start and no error) gets the
+			// same words as a claim found superseded here, so that every
+			// store tells the same story of one takeover.
+			unsaid := r.Status == StatusLeaseLost && r.Error == "" && r.StartedAt.IsZero()
+			if r.Status != StatusRunning && !unsaid {
 				continue
 			}
 			for _, j := range idx {

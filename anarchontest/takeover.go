@@ -1,6 +1,7 @@
 package anarchontest
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -81,6 +82,10 @@ func testTakeoverHistory(t *testing.T, h Harness) {
 		checkRecord(t, by, ca.Token, "A", 1, anarchon.StatusLeaseLost, true)
 		if recs[0].Token != cb.Token {
 			t.Errorf("History: the newest record is token %s, want B's", recs[0].Token)
+		}
+		// Every store tells it in the same words (anarchon.BuildHistory).
+		if e := by[ca.Token].Error; !strings.Contains(e, "no result stored") || !strings.Contains(e, "attempt 2 on B took the slot over") {
+			t.Errorf("History: A's record says %q, want that it stored no result and that attempt 2 on B took the slot over", e)
 		}
 
 		// A wakes up and saves its own result: it replaces A's record, as
