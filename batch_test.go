@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -386,6 +387,68 @@ func TestRecordsHoldNoClaimPermit(t *testing.T) {
 		stopAll(t, s)
 		if ran.Load() != 400 || missed.Load() != 0 {
 			t.Errorf("%d of 400 slots ran, %d missed", ran.Load(), missed.Load())
+		}
+	})
+}
+
+// slowPlainClaims is a store whose plain claims take two seconds each,
+// alone or in a batch.
+type slowPlainClaims struct{ *membackend.Backend }
+
+func (c *slowPlainClaims) Unwrap() anarchon.Backend { return c.Backend }
+
+func (c *slowPlainClaims) Claim(ctx context.Context, in anarchon.ClaimInput) (bool, error) {
+	time.Sleep(2 * time.Second)
+	return c.Backend.Claim(ctx, in)
+}
+
+func (c *slowPlainClaims) ClaimBatch(ctx context.Context, in []anarchon.ClaimInput) ([]anarchon.ClaimAnswer, error) {
+	time.Sleep(2 * time.Second)
+	return c.Backend.ClaimBatch(ctx, in)
+}
+
+// A plain slot already past MaxLate when its claim can be sent is claimed
+// all the same, and its winner records it missed (SPEC §3, step 3): 200
+// slots due at once, claims of 2 s one slot a call, MaxClaimCalls (64) at
+// a time, MaxLate 3 s. The first 64 run; the next 64 are won 4 s late and
+// recorded missed; the rest are late before their claims are sent, and
+// were neither claimed nor recorded before: now each has its one record,
+// which says so.
+func TestPlainLateSlotRecorded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 200
+		var ran atomic.Int64
+		s := newSched(t, &slowPlainClaims{membackend.New(nil)}, "s0", &anarchon.Options{BatchSize: 1})
+		for k := range n {
+			err := s.Every(fmt.Sprintf("job-%04d", k), time.Minute, func(context.Context, *anarchon.Run) error {
+				ran.Add(1)
+				return nil
+			}, &anarchon.JobOptions{NoLease: true, MaxLate: 3 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		mustStart(t, s)
+		time.Sleep(time.Until(time.Now().Truncate(time.Minute).Add(time.Minute + 30*time.Second)))
+		stopAll(t, s)
+		missed, lateAtClaim := 0, 0
+		for k := range n {
+			hist, err := s.History(context.Background(), fmt.Sprintf("job-%04d", k), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(hist) != 1 {
+				t.Fatalf("job-%04d: %d records, want 1: %+v", k, len(hist), hist)
+			}
+			if hist[0].Status == anarchon.StatusMissed {
+				missed++
+				if strings.HasPrefix(hist[0].Error, "the claim came ") {
+					lateAtClaim++
+				}
+			}
+		}
+		if r := ran.Load(); r+int64(missed) != n || lateAtClaim == 0 {
+			t.Errorf("%d ran, %d recorded missed (%d found late before their claims), of %d; want every slot run or recorded, some late before their claims", r, missed, lateAtClaim, n)
 		}
 	})
 }

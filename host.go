@@ -341,8 +341,14 @@ func (h host) Execute(ctx context.Context, a *attempt) runner.Result {
 	*run = Run{Job: a.Name, Slot: a.SlotTime(), InstanceID: h.s.opts.InstanceID, Token: a.Token, Attempt: a.Number, Fence: a.Fence}
 	if late, ok := h.wonLate(ctx, a); ok {
 		h.Missed(ctx, a, late)
-		return runner.Result{Token: a.Token, Attempt: a.Number, Status: runner.StatusMissed,
-			Error: fmt.Sprintf("the claim was won %s after the slot, beyond MaxLate %v (a slow store, a store failing over, or a MaxLate shorter than a claim's round trip): the handler did not run", runner.Lateness(late, a.MaxLate), a.MaxLate)}
+		why := fmt.Sprintf("the claim was won %s after the slot, beyond MaxLate %v (a slow store, a store failing over, or a MaxLate shorter than a claim's round trip): the handler did not run", runner.Lateness(late, a.MaxLate), a.MaxLate)
+		if a.LateAtClaim {
+			// Late before the claim was sent (a plain slot; a lease
+			// store judges its own at the claim): said as a leased
+			// slot's missed record says it.
+			why = fmt.Sprintf("the claim came %s after the slot, beyond MaxLate %v: the slot was not run", runner.Lateness(late, a.MaxLate), a.MaxLate)
+		}
+		return runner.Result{Token: a.Token, Attempt: a.Number, Status: runner.StatusMissed, Error: why}
 	}
 	if j := a.Job.job; a.Leased && !a.Job.backfill && j.lateRetry(run.Slot, a.Number, h.s.now) {
 		return runner.Result{Token: a.Token, Attempt: a.Number, Status: runner.StatusError,

@@ -19,6 +19,11 @@ type Attempt[J any] struct {
 	MaxLate time.Duration // how late the claim may be; 0: no limit (leased only)
 	Started time.Time     // when the handler started (store clock)
 	Leased  bool          // the attempt holds a lease: Stop releases it
+	// LateAtClaim says that a plain attempt's slot was already past
+	// MaxLate when its claim was sent. It is claimed all the same, so
+	// that exactly one instance, the winner, records it missed (SPEC §3,
+	// step 3), and the record says when it was found late.
+	LateAtClaim bool
 	// SafeEnd, once a leased attempt's handler has ended, is the earliest
 	// its lease can run out (monotonic): the lease's safe end counted from
 	// the winning claim's send time. Heartbeats only move the real end
@@ -89,10 +94,9 @@ func (a *Attempt[J]) end() bool {
 // handler, result.
 func (a *Attempt[J]) Run(ctx context.Context) {
 	r := a.r
-	if late := r.host.Now().Sub(a.SlotTime()); late > a.MaxLate {
-		r.host.Missed(ctx, a, late)
-		return
-	}
+	// A slot already too late is claimed all the same: the winner's
+	// Execute finds it late (by the store's clock) and records it missed.
+	a.LateAtClaim = r.host.Now().Sub(a.SlotTime()) > a.MaxLate
 	a.Token = r.host.NewToken()
 	if !a.claimPlain(ctx) {
 		return

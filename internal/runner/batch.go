@@ -91,15 +91,11 @@ func fire[J, A any](r *Runner[J], ctx context.Context, as []A, size int, infligh
 func (r *Runner[J]) claimPlain(ctx context.Context, chunk []*Attempt[J], inflight *sync.WaitGroup) {
 	due := make([]*Attempt[J], 0, len(chunk))
 	for _, a := range chunk {
-		if late := r.host.Now().Sub(a.SlotTime()); late > a.MaxLate {
-			r.host.Missed(ctx, a, late)
-			continue
-		}
+		// As in Run: a slot already too late is claimed all the same,
+		// and its winner records it missed.
+		a.LateAtClaim = r.host.Now().Sub(a.SlotTime()) > a.MaxLate
 		a.Token = r.host.NewToken()
 		due = append(due, a)
-	}
-	if len(due) == 0 {
-		return
 	}
 	cctx, cancel := r.claimCtx()
 	answers := r.host.ClaimBatch(cctx, due)

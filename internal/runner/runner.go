@@ -94,7 +94,6 @@ type Host[J any] interface {
 	SaveEnd(ctx context.Context, a *Attempt[J], r *Result) error                    // SaveResult at a plain run's end; may wait BatchWindow to go with others
 
 	Execute(ctx context.Context, a *Attempt[J]) Result                   // run the handler; emits its event
-	Missed(ctx context.Context, a *Attempt[J], late time.Duration)       // a plain slot too late to claim
 	Settled(ctx context.Context, a *Attempt[J], st Status, why string)   // a leased slot that did not run; why: its record's reason ("" when the store wrote the record)
 	Retrying(ctx context.Context, a *Leased[J], r *Result)               // a failed run will be retried after r.RetryIn
 	StoreError(ctx context.Context, op string, a *Attempt[J], err error) // a failed store call of a
