@@ -116,3 +116,52 @@ func Example_validationError() {
 	}
 	// Output: bad_cron Schedule
 }
+
+// Job control acts on every instance through the store: an operator's
+// process (here a scheduler that registers the job but is not started)
+// pauses the job, asks the cluster to run it once anyway, and resumes it.
+// The run happens on a started instance, not in the asking process.
+func Example_pauseTriggerResume() {
+	ctx := context.Background()
+	store := membackend.New(nil) // every instance and the operator share it
+	quiet := slog.New(slog.DiscardHandler)
+	export := func(ctx context.Context, run *anarchon.Run) error { return nil }
+
+	worker := anarchon.New(store, &anarchon.Options{InstanceID: "web-1", Logger: quiet})
+	if err := worker.Every("export", time.Hour, export, nil); err != nil {
+		panic(err)
+	}
+	if err := worker.Start(ctx); err != nil {
+		panic(err)
+	}
+	defer worker.Stop(ctx)
+
+	ops := anarchon.New(store, &anarchon.Options{InstanceID: "ops", Logger: quiet})
+	if err := ops.Every("export", time.Hour, export, nil); err != nil {
+		panic(err)
+	}
+	st, err := ops.Pause(ctx, "export", anarchon.PauseOptions{By: "alice", Reason: "migrating the bucket"})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("paused:", st.Paused, "by", st.By, "-", st.Reason)
+
+	// A trigger runs even while the job is paused; one key runs it once.
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	rec, err := ops.Trigger(wctx, "export", "backfill-2026-12-01")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("triggered run:", rec.State, "on", rec.InstanceID, "-", rec.Status)
+
+	st, err = ops.Resume(ctx, "export", anarchon.ResumeOptions{By: "alice"})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("paused:", st.Paused, "by", st.By)
+	// Output:
+	// paused: true by alice - migrating the bucket
+	// triggered run: done on web-1 - success
+	// paused: false by alice
+}
