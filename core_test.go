@@ -381,8 +381,14 @@ func TestNilBackendAndOddArguments(t *testing.T) {
 	if err := s.Every("j", time.Second, func(context.Context, *anarchon.Run) error { return nil }, nil); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := s.NextSlots("j", time.Time{}, -1); err != nil || len(got) != 0 {
-		t.Fatalf("NextSlots(-1) = %v, %v", got, err)
+	for _, n := range []int{-1, 0, anarchon.MaxNextSlots + 1, 1_000_000_000} {
+		var ve *anarchon.ValidationError
+		if got, err := s.NextSlots("j", time.Time{}, n); !errors.As(err, &ve) || ve.Code != anarchon.CodeBadOption || ve.Field != "n" || got != nil {
+			t.Fatalf("NextSlots(%d) = %d slots, %v; want a bad_option error", n, len(got), err)
+		}
+	}
+	if got, err := s.NextSlots("j", time.Time{}, anarchon.MaxNextSlots); err != nil || len(got) != anarchon.MaxNextSlots {
+		t.Fatalf("NextSlots(MaxNextSlots) = %d slots, %v", len(got), err)
 	}
 	if info := s.Jobs(); len(info) != 1 || info[0].Options.MaxLate != anarchon.DefaultMaxLate {
 		t.Fatalf("Jobs() = %+v, want defaults applied", info)

@@ -114,6 +114,7 @@ const (
 
 // ValidationError reports a job that cannot be registered. It is returned by
 // the Scheduler's Every, Cron and Add methods; registration never panics.
+// NextSlots returns one for a count out of its range.
 //
 // Match it with [errors.As] and switch on Code, which is stable:
 //

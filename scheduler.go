@@ -675,17 +675,26 @@ func (j *job) nextSlot(t time.Time) time.Time {
 	return cron.NextMultiple(t, j.interval, j.offset).UTC()
 }
 
+// MaxNextSlots is the most slots one NextSlots call returns. Every slot is
+// computed and held at once, so an unbounded n is a caller's mistake that
+// costs seconds of CPU and gigabytes (a billion slots of "* * * * *");
+// 10,000 is a week of a minutely job, far more than a status page or the
+// daemon's "next" command shows. Page further with a later after.
+const MaxNextSlots = 10_000
+
 // NextSlots returns the n slots (fewer for a one-off job: none once its
 // slot is past) of the named job strictly after t (t zero:
 // now by the store's clock), in UTC. It returns ErrNotFound for an unknown
-// job.
+// job, and a *ValidationError with CodeBadOption (Field "n") for an n
+// below 1 or above MaxNextSlots.
 func (s *Scheduler) NextSlots(name string, after time.Time, n int) ([]time.Time, error) {
+	if n < 1 || n > MaxNextSlots {
+		return nil, &ValidationError{Job: name, Field: "n", Code: CodeBadOption,
+			Reason: fmt.Sprintf("%d slots asked for: ask for 1 to %d (MaxNextSlots)", n, MaxNextSlots)}
+	}
 	j, err := s.knownJob(name)
 	if err != nil {
 		return nil, err
-	}
-	if n <= 0 {
-		return nil, nil
 	}
 	if after.IsZero() {
 		after = s.now()

@@ -937,6 +937,9 @@ func next(w io.Writer, expr, zone, after string, n int) error {
 	if n <= 0 {
 		return usageError{codeBadFlag, errors.New("-n must be positive")}
 	}
+	if n > anarchon.MaxNextSlots {
+		return usageError{codeBadFlag, fmt.Errorf("-n %d is above the limit of %d: give a later --after for more", n, anarchon.MaxNextSlots)}
+	}
 	from := time.Now()
 	if after != "" {
 		t, err := time.Parse(time.RFC3339Nano, after)

@@ -7,8 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/anarchon/anarchon"
 )
 
 // cli runs the command line in-process and returns its exit code and
@@ -46,6 +49,16 @@ func TestNextDST(t *testing.T) {
 	code, _, errOut = cli(t, "next", "@hourly", "--zone", "Nowhere/Land")
 	if code != 2 || !strings.Contains(errOut, "Nowhere/Land") { // a bad flag value too
 		t.Errorf("bad zone: exit %d, %q", code, errOut)
+	}
+	// More times than the scheduler computes in one call is a bad flag
+	// value, not an error of the expression.
+	code, out, errOut = cli(t, "next", "* * * * *", "-n", strconv.Itoa(anarchon.MaxNextSlots+1))
+	if code != 2 || out != "" || !strings.Contains(errOut, "-n") {
+		t.Errorf("-n above MaxNextSlots: exit %d, stdout %d bytes, stderr %q", code, len(out), errOut)
+	}
+	code, out, _ = cli(t, "next", "* * * * *", "-n", strconv.Itoa(anarchon.MaxNextSlots))
+	if code != 0 || strings.Count(out, "\n") != anarchon.MaxNextSlots {
+		t.Errorf("-n MaxNextSlots: exit %d, %d lines", code, strings.Count(out, "\n"))
 	}
 }
 
