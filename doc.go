@@ -125,7 +125,8 @@
 // # Errors
 //
 // Registration returns a [*ValidationError] with a stable [Code] for bad
-// input and never panics. A store error on a claim means the slot is not run
+// input and never panics; so do Start and Add for an [Options] field out
+// of its range (Field "Options.<field>"). A store error on a claim means the slot is not run
 // (fail closed); it is logged, reported as [EventStoreError], and the
 // scheduler goes on. Store calls that must land (results, finishes) are
 // retried for up to 30 s, unless the error is permanent ([Permanent],

@@ -3,6 +3,7 @@ package anarchon
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -114,7 +115,9 @@ const (
 
 // ValidationError reports a job that cannot be registered. It is returned by
 // the Scheduler's Every, Cron and Add methods; registration never panics.
-// NextSlots returns one for a count out of its range.
+// NextSlots returns one for a count out of its range, and Start (and Add)
+// one for a field of the scheduler's [Options] out of its range, with
+// Job empty and Field "Options.<field>".
 //
 // Match it with [errors.As] and switch on Code, which is stable:
 //
@@ -122,14 +125,18 @@ const (
 //	if errors.As(err, &ve) && ve.Code == anarchon.CodeBadCron { … }
 type ValidationError struct {
 	Job    string // the job name as given (may be empty)
-	Field  string // the option at fault, e.g. "Schedule", "Zone", "Jitter"
+	Field  string // the option at fault, e.g. "Schedule", "Zone", "Jitter", "Options.PollInterval"
 	Code   Code   // stable kind of the error
 	Reason string // human-readable detail
 	Err    error  // the underlying error, if any (a cron parse error, a backend's refusal)
 }
 
-// Error implements error.
+// Error implements error. An error of the scheduler's Options (Job
+// empty, Field "Options.…") names no job.
 func (e *ValidationError) Error() string {
+	if e.Job == "" && strings.HasPrefix(e.Field, "Options.") {
+		return fmt.Sprintf("anarchon: %s: %s (%s)", e.Field, e.Reason, e.Code)
+	}
 	return fmt.Sprintf("anarchon: job %q: %s: %s (%s)", e.Job, e.Field, e.Reason, e.Code)
 }
 

@@ -2,6 +2,7 @@ package anarchon
 
 import (
 	"fmt"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -40,4 +41,29 @@ func nameError(name string) *ValidationError {
 		return nil
 	}
 	return &ValidationError{Job: name, Field: "Name", Code: CodeBadName, Reason: reason}
+}
+
+// textError returns why s cannot name what (a "name", an "ID"), "" if it
+// can: it is printed in logs, history and the daemon's tables, so it must
+// be valid UTF-8 (PostgreSQL's TEXT refuses anything else), have no
+// control character (a newline breaks a log line, NUL a C string), and
+// have no blanks around it (" web-1" reads as "web-1"), which also
+// refuses one of blanks only. The daemon's --instance flag keeps the same
+// rule.
+func textError(s, what string) string {
+	if !utf8.ValidString(s) {
+		return "the " + what + " is not valid UTF-8"
+	}
+	for i, r := range s {
+		if unicode.IsControl(r) {
+			return fmt.Sprintf("the %s has the control character %U at byte %d", what, r, i)
+		}
+	}
+	switch t := strings.TrimSpace(s); {
+	case t == "":
+		return fmt.Sprintf("the %s is blank", what)
+	case t != s:
+		return fmt.Sprintf("the %s %q has blanks around it", what, s)
+	}
+	return ""
 }

@@ -18,10 +18,16 @@ import (
 )
 
 // Options configure a Scheduler. A nil *Options, and each zero field, means
-// the default stated on the field.
+// the default stated on the field. A field out of its range is refused:
+// Start, and Add for every job, return a *ValidationError whose Field
+// names it ("Options.PollInterval"), with CodeNegativeDuration for a
+// negative duration and CodeBadOption otherwise.
 type Options struct {
 	// InstanceID names this instance in claims and history. Defaults to
-	// "<hostname>-<pid>". Give every instance its own: with an instance
+	// "<hostname>-<pid>". It must be valid UTF-8 without control
+	// characters or blanks around it: it is printed in every log line,
+	// history record and status table, where " web-1" reads as "web-1"
+	// and a newline breaks the line. Give every instance its own: with an instance
 	// registry, Start warns when a live record has the ID already (another
 	// process, or a previous run that was killed), and the renewals warn
 	// when another process writes under it. Claims stay exactly-once
@@ -50,10 +56,12 @@ type Options struct {
 	// ended, and the first wait of Trigger and WaitTrigger's polls. The
 	// backups polling at one instant (a burst's) ask in one
 	// RunBatchClaimer call per BatchSize where the store has it.
-	// Defaults to 1 s.
+	// Defaults to 1 s. A positive value below MinPollInterval is refused:
+	// the backups would ask the store in a busy loop.
 	PollInterval time.Duration
 	// ClockSyncInterval is how often the offset to the store's clock is
 	// measured, when the backend has a ServerClock. Defaults to 1 minute.
+	// A positive value below MinPollInterval is refused, as PollInterval's.
 	ClockSyncInterval time.Duration
 	// ClockSkewWarning is the offset to the store's clock above which a
 	// warning is logged. Defaults to 1 s.
@@ -91,8 +99,52 @@ type Options struct {
 	// claims one slot per call whatever BatchSize is. It bounds the
 	// heartbeats sent in one HeartbeatBatcher call the same way (those due
 	// within BatchWindow of each other go together; 1 sends each alone).
-	// Defaults to DefaultBatchSize (256).
+	// Defaults to DefaultBatchSize (256). Negative is refused.
 	BatchSize int
+}
+
+// MinPollInterval is the shortest Options.PollInterval and
+// Options.ClockSyncInterval: each wait is a store call, and shorter waits
+// (a nanosecond given for a second) would turn them into a busy loop.
+const MinPollInterval = time.Millisecond
+
+// check returns the ValidationError for the first field of o out of its
+// range, nil if none is. Zero fields are defaults and always good.
+func (o *Options) check() *ValidationError {
+	if o == nil {
+		return nil
+	}
+	bad := func(field string, code Code, reason string) *ValidationError {
+		return &ValidationError{Field: "Options." + field, Code: code, Reason: reason}
+	}
+	if o.InstanceID != "" {
+		if reason := textError(o.InstanceID, "ID"); reason != "" {
+			return bad("InstanceID", CodeBadOption, reason)
+		}
+	}
+	for _, d := range []struct {
+		field string
+		v     time.Duration
+	}{
+		{"PollInterval", o.PollInterval}, {"ClockSyncInterval", o.ClockSyncInterval},
+		{"ClockSkewWarning", o.ClockSkewWarning},
+	} {
+		if d.v < 0 {
+			return bad(d.field, CodeNegativeDuration, fmt.Sprintf("%v is negative", d.v))
+		}
+	}
+	for _, d := range []struct {
+		field string
+		v     time.Duration
+	}{{"PollInterval", o.PollInterval}, {"ClockSyncInterval", o.ClockSyncInterval}} {
+		if d.v > 0 && d.v < MinPollInterval {
+			return bad(d.field, CodeBadOption, fmt.Sprintf("%v is below the floor of %v (MinPollInterval): every wait asks the store", d.v, MinPollInterval))
+		}
+	}
+	if o.BatchSize < 0 {
+		return bad("BatchSize", CodeBadOption, fmt.Sprintf("%d is negative", o.BatchSize))
+	}
+	return nil
 }
 
 // BatchWindow is how long after a slot comes due the scheduler waits for
@@ -130,6 +182,8 @@ func (o *Options) withDefaults() Options {
 	if r.Clock == nil {
 		r.Clock = SystemClock{}
 	}
+	// Out-of-range values are refused (check); they get the defaults
+	// here only so that a refused scheduler is still safe to call.
 	if r.PollInterval <= 0 {
 		r.PollInterval = time.Second
 	}
@@ -172,6 +226,7 @@ type Scheduler struct {
 	reclaims *coalesce.Batcher[RunClaim, RunClaimAnswer]
 	control  JobControl // nil without job control
 	opts     Options
+	optsErr  *ValidationError // the Options field out of range; Start and Add return it
 	clock    Clock
 	log      *slog.Logger
 	offset   atomic.Int64 // store clock minus local clock, ns
@@ -225,12 +280,15 @@ const (
 )
 
 // New returns a Scheduler on backend. opts may be nil. The scheduler does
-// not close the backend: several schedulers may share one.
+// not close the backend: several schedulers may share one. An option out
+// of its range is reported by Start and by Add (see Options), as a nil
+// backend is, so that New needs no error of its own.
 func New(backend Backend, opts *Options) *Scheduler {
 	o := opts.withDefaults()
 	s := &Scheduler{
 		backend: backend,
 		opts:    o,
+		optsErr: opts.check(),
 		clock:   o.Clock,
 		log:     o.Logger.With(slog.String("instance", o.InstanceID)),
 		jobs:    make(map[string]*job),
@@ -458,6 +516,9 @@ type badFunc func(field string, code Code, reason string, err error) error
 func (s *Scheduler) checkInput(j Job, bad badFunc) (*JobOptions, error) {
 	if s.backend == nil {
 		return nil, bad("Backend", CodeBadOption, "the scheduler has no backend (New was given nil)", ErrNoBackend)
+	}
+	if oe := s.optsErr; oe != nil {
+		return nil, bad(oe.Field, oe.Code, oe.Reason+" (the scheduler's Options)", nil)
 	}
 	if j.Name == "" {
 		return nil, bad("Name", CodeEmptyName, "the name is empty", nil)
@@ -758,6 +819,9 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	jobs := append([]*job(nil), s.order...)
 	s.mu.Unlock()
 
+	if s.optsErr != nil {
+		return s.optsErr
+	}
 	if s.backend == nil {
 		return ErrNoBackend
 	}
