@@ -63,7 +63,24 @@ func textError(s, what string) string {
 	case t == "":
 		return fmt.Sprintf("the %s is blank", what)
 	case t != s:
-		return fmt.Sprintf("the %s %q has blanks around it", what, s)
+		return fmt.Sprintf("the %s has blanks around it", what)
 	}
 	return ""
+}
+
+// echoLimit is how much of a refused value an error message repeats.
+const echoLimit = 64
+
+// shorten returns s, or for a value longer than echoLimit bytes its first
+// echoLimit bytes (cut at a character's start) and its length: an error
+// about a 600-byte name should not be 600 bytes long.
+func shorten(s string) string {
+	if len(s) <= echoLimit {
+		return s
+	}
+	cut := echoLimit
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s…(%d bytes)", s[:cut], len(s))
 }

@@ -119,7 +119,7 @@ func (o *Options) check() *ValidationError {
 	}
 	if o.InstanceID != "" {
 		if reason := textError(o.InstanceID, "ID"); reason != "" {
-			return bad("InstanceID", CodeBadOption, reason)
+			return bad("InstanceID", CodeBadOption, fmt.Sprintf("%s: %q", reason, shorten(o.InstanceID)))
 		}
 	}
 	for _, d := range []struct {
