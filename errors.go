@@ -96,7 +96,7 @@ type Code string
 // Validation codes, returned in [ValidationError.Code].
 const (
 	CodeEmptyName        Code = "empty_name"        // the job name is empty
-	CodeBadName          Code = "bad_name"          // the job name is longer than MaxNameLength bytes, is not valid UTF-8, or has a control character (SPEC §3)
+	CodeBadName          Code = "bad_name"          // the job name is longer than MaxNameLength bytes, is not valid UTF-8, has a control character, is blank or has blanks around it (SPEC §3)
 	CodeDuplicateName    Code = "duplicate_name"    // a job with this name is already registered
 	CodeBadCron          Code = "bad_cron"          // the cron expression does not parse, or can never fire
 	CodeUnknownZone      Code = "unknown_zone"      // the time zone is not in the tz database
@@ -124,7 +124,7 @@ const (
 //	var ve *anarchon.ValidationError
 //	if errors.As(err, &ve) && ve.Code == anarchon.CodeBadCron { … }
 type ValidationError struct {
-	Job    string // the job name as given (may be empty)
+	Job    string // the job name as given (may be empty); Error shows at most 64 bytes of one longer than MaxNameLength
 	Field  string // the option at fault, e.g. "Schedule", "Zone", "Jitter", "Options.PollInterval"
 	Code   Code   // stable kind of the error
 	Reason string // human-readable detail
@@ -137,7 +137,12 @@ func (e *ValidationError) Error() string {
 	if e.Job == "" && strings.HasPrefix(e.Field, "Options.") {
 		return fmt.Sprintf("anarchon: %s: %s (%s)", e.Field, e.Reason, e.Code)
 	}
-	return fmt.Sprintf("anarchon: job %q: %s: %s (%s)", e.Job, e.Field, e.Reason, e.Code)
+	job := e.Job
+	if len(job) > MaxNameLength {
+		// Not a name that can be registered: a part of it says which.
+		job = shorten(job)
+	}
+	return fmt.Sprintf("anarchon: job %q: %s: %s (%s)", job, e.Field, e.Reason, e.Code)
 }
 
 // Unwrap returns the underlying error, so that errors.Is and errors.As reach

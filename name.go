@@ -18,24 +18,20 @@ import (
 const MaxNameLength = 512
 
 // nameError returns the ValidationError for a job name that is not empty
-// but that a store could not keep: longer than MaxNameLength bytes, not
-// valid UTF-8 (PostgreSQL's TEXT refuses it), or with a control character
-// (NUL ends a C string and is refused by PostgreSQL; the others break logs
-// and the daemon's line-oriented files). It returns nil for a good name.
+// but that a store could not keep or a reader could not tell apart:
+// longer than MaxNameLength bytes, not valid UTF-8 (PostgreSQL's TEXT
+// refuses it), with a control character (NUL ends a C string and is
+// refused by PostgreSQL; the others break logs and the daemon's
+// line-oriented files), blank, or with blanks around it (" nightly" reads
+// as "nightly" in every table; the daemon's "# name:" comments drop them,
+// so such a name could not be written there). It returns nil for a good
+// name.
 func nameError(name string) *ValidationError {
 	reason := ""
-	switch {
-	case len(name) > MaxNameLength:
+	if len(name) > MaxNameLength {
 		reason = fmt.Sprintf("the name is %d bytes long, more than the limit of %d (MaxNameLength)", len(name), MaxNameLength)
-	case !utf8.ValidString(name):
-		reason = "the name is not valid UTF-8"
-	default:
-		for i, r := range name {
-			if unicode.IsControl(r) {
-				reason = fmt.Sprintf("the name has the control character %U at byte %d", r, i)
-				break
-			}
-		}
+	} else {
+		reason = textError(name, "name")
 	}
 	if reason == "" {
 		return nil

@@ -406,7 +406,7 @@ func (s Schedule) String() string {
 
 // Job is a job to register with Add.
 type Job struct {
-	Name     string      // identity across instances: unique per scheduler, 1 to MaxNameLength bytes of UTF-8 without control characters
+	Name     string      // identity across instances: unique per scheduler, 1 to MaxNameLength bytes of UTF-8 without control characters or blanks around it
 	Schedule Schedule    // when it runs
 	Handler  Handler     // what it runs
 	Options  *JobOptions // nil means defaults
