@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -123,8 +124,15 @@ func TestOnceBadInput(t *testing.T) {
 	}{
 		{"PastMaxLate", now.Add(-2 * time.Minute), nil, anarchon.CodeTooLate},
 		{"PastCatchUp", now.Add(-2 * time.Hour), &anarchon.JobOptions{CatchUp: anarchon.CatchUp{Window: time.Hour}}, anarchon.CodeTooLate},
-		{"Zero", time.Time{}, nil, anarchon.CodeBadInterval},
-		{"SubMillisecond", now.Add(time.Hour).Truncate(time.Millisecond).Add(time.Microsecond), nil, anarchon.CodeBadInterval},
+		{"Zero", time.Time{}, nil, anarchon.CodeBadTime},
+		{"SubMillisecond", now.Add(time.Hour).Truncate(time.Millisecond).Add(time.Microsecond), nil, anarchon.CodeBadTime},
+		// A past time is too late whatever else is wrong with it.
+		{"PastSubMillisecond", now.Add(-time.Hour).Add(time.Microsecond), nil, anarchon.CodeTooLate},
+		{"1960", time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC), nil, anarchon.CodeTooLate},
+		{"Year1", time.Date(1, 1, 1, 0, 0, 0, 1e6, time.UTC), nil, anarchon.CodeTooLate},
+		{"AfterLatest", anarchon.LatestOnce.Add(time.Millisecond), nil, anarchon.CodeBadTime},
+		// Not too late under a catch-up window of a century, but no slot.
+		{"Before1970", time.UnixMilli(-1000), &anarchon.JobOptions{CatchUp: anarchon.CatchUp{Window: 100 * 365 * 24 * time.Hour}}, anarchon.CodeBadTime},
 		{"Offset", now.Add(time.Hour), &anarchon.JobOptions{Offset: time.Second}, anarchon.CodeBadOption},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -134,6 +142,16 @@ func TestOnceBadInput(t *testing.T) {
 			if !errors.As(err, &ve) || ve.Code != tc.code {
 				t.Fatalf("got %v, want code %s", err, tc.code)
 			}
+			// Bounds are said as dates, not as years of Unix ms.
+			if msg := err.Error(); strings.Contains(msg, "73071226") || strings.Contains(msg, "292 years") != (tc.name == "Year1") {
+				t.Errorf("message: %s", msg)
+			}
+			t.Log(err)
 		})
+	}
+	// The latest time allowed is allowed.
+	s := newSched(t, membackend.New(nil), "i", nil)
+	if err := s.At("latest", anarchon.LatestOnce, h, nil); err != nil {
+		t.Errorf("At(LatestOnce) = %v", err)
 	}
 }
