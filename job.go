@@ -194,8 +194,11 @@ const (
 // [CodeNegativeDuration].
 type JobOptions struct {
 	// Zone is the IANA time zone a cron schedule is computed in, e.g.
-	// "Europe/Athens". Defaults to "UTC". Ignored by interval jobs. An
-	// unknown zone is refused with CodeUnknownZone.
+	// "Europe/Athens". Defaults to "UTC". Interval jobs ("@every" ones
+	// too) and one-off jobs are not computed in it, but an unknown zone,
+	// or "Local", is refused with CodeUnknownZone whatever the schedule:
+	// a misspelt zone would otherwise go unnoticed until the schedule
+	// became a cron expression.
 	Zone string
 	// Offset moves an interval job's grid away from the Unix epoch: slots
 	// are k·interval + Offset. Must be in [0, interval); refused on cron

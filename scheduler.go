@@ -586,6 +586,17 @@ func (s *Scheduler) compileSchedule(j Job, o *JobOptions, bad badFunc) (*job, er
 	jb := &job{name: j.Name, handler: j.Handler, sched: j.Schedule.String()}
 
 	interval := j.Schedule.interval
+	// Only a cron expression is computed in its zone, but a zone given to
+	// any job is checked: a misspelt one on an interval job would pass
+	// unnoticed until its schedule became a cron expression.
+	zone := o.Zone
+	if zone == "" {
+		zone = "UTC"
+	}
+	loc, err := s.zone(zone, bad)
+	if err != nil {
+		return nil, err
+	}
 	if j.Schedule.once {
 		if err := s.compileOnce(jb, j.Schedule.at, o, bad); err != nil {
 			return nil, err
@@ -601,17 +612,6 @@ func (s *Scheduler) compileSchedule(j Job, o *JobOptions, bad badFunc) (*job, er
 			interval = e.Every()
 		} else {
 			jb.expr = e
-			zone := o.Zone
-			if zone == "" {
-				zone = "UTC"
-			}
-			if zone == "Local" {
-				return nil, bad("Zone", CodeUnknownZone, `"Local" is each machine's own zone, which instances may not share: name an IANA zone`, nil)
-			}
-			loc, err := s.loadLocation(zone)
-			if err != nil {
-				return nil, bad("Zone", CodeUnknownZone, fmt.Sprintf("unknown time zone %q", zone), err)
-			}
 			jb.loc = loc
 			o.Zone = zone
 			if o.Offset != 0 {
@@ -632,6 +632,19 @@ func (s *Scheduler) compileSchedule(j Job, o *JobOptions, bad badFunc) (*job, er
 	}
 
 	return jb, nil
+}
+
+// zone loads a job's zone, refusing one not in the tz database and
+// "Local".
+func (s *Scheduler) zone(zone string, bad badFunc) (*time.Location, error) {
+	if zone == "Local" {
+		return nil, bad("Zone", CodeUnknownZone, `"Local" is each machine's own zone, which instances may not share: name an IANA zone`, nil)
+	}
+	loc, err := s.loadLocation(zone)
+	if err != nil {
+		return nil, bad("Zone", CodeUnknownZone, fmt.Sprintf("unknown time zone %q", zone), err)
+	}
+	return loc, nil
 }
 
 // resolveOptions decides whether the job runs under leases and applies the

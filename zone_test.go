@@ -123,3 +123,45 @@ func TestLoadLocationAndVersion(t *testing.T) {
 		t.Errorf("unknown zone: %v, want CodeUnknownZone", err)
 	}
 }
+
+// A misspelt zone is refused on a job whose schedule ignores zones (an
+// interval, "@every", a one-off time) as on a cron job: it would pass
+// unnoticed until the schedule became a cron expression. A known zone is
+// still ignored there.
+func TestUnknownZoneRefusedOnEveryJob(t *testing.T) {
+	s := anarchon.New(membackend.New(nil), &anarchon.Options{Logger: quiet})
+	at := time.Now().Add(time.Hour).Truncate(time.Millisecond)
+	for _, zone := range []string{"Mars/Olympus", "Local"} {
+		o := &anarchon.JobOptions{Zone: zone}
+		for what, err := range map[string]error{
+			"Every":  s.Every("e", time.Hour, noop, o),
+			"@every": s.Cron("g", "@every 1h", noop, o),
+			"At":     s.At("a", at, noop, o),
+			"cron":   s.Cron("c", "0 * * * *", noop, o),
+		} {
+			var ve *anarchon.ValidationError
+			if !errors.As(err, &ve) || ve.Code != anarchon.CodeUnknownZone || ve.Field != "Zone" {
+				t.Errorf("%s with zone %q: %v, want unknown_zone", what, zone, err)
+			}
+		}
+	}
+	o := &anarchon.JobOptions{Zone: "Asia/Kolkata"} // +05:30: a grid in it would move
+	if err := s.Every("e", time.Hour, noop, o); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Cron("g", "@every 1h", noop, o); err != nil {
+		t.Fatal(err)
+	}
+	from := time.Date(2026, 1, 1, 0, 10, 0, 0, time.UTC)
+	for _, name := range []string{"e", "g"} {
+		next, err := s.NextSlots(name, from, 1)
+		if want := time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC); err != nil || !next[0].Equal(want) {
+			t.Errorf("%s: next slot %v, %v, want %v: the zone is ignored", name, next, err, want)
+		}
+	}
+	for _, j := range s.Jobs() {
+		if j.Zone != "" {
+			t.Errorf("%s: Jobs says zone %q for an interval job", j.Name, j.Zone)
+		}
+	}
+}
