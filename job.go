@@ -181,6 +181,14 @@ const (
 	MaxOverlapLimit = 1_000
 )
 
+// MinMaxLate is the smallest JobOptions.MaxLate. A slot's lateness when it
+// is claimed is never nothing: the timer's wake-up, BatchWindow, the
+// estimate of the store's clock (which errs on the late side) and the
+// way to the store add up to milliseconds on a quiet machine and to tens
+// of them under load or with a remote store, so a MaxLate below this
+// would have nearly every slot recorded missed.
+const MinMaxLate = 100 * time.Millisecond
+
 // Default job option values, used where a JobOptions field is zero.
 const (
 	DefaultMaxLate     = time.Minute
@@ -220,7 +228,8 @@ type JobOptions struct {
 	// instance gets to it (judged by the store's clock where the backend has
 	// one), and again when a won claim's answer comes back: a first attempt
 	// answered later than that is recorded missed without running (SPEC
-	// §3). Defaults to DefaultMaxLate (1 minute).
+	// §3). Defaults to DefaultMaxLate (1 minute). A value below MinMaxLate
+	// is refused with CodeBadOption.
 	MaxLate time.Duration
 	// Timeout cancels the handler's context after this long (cause
 	// ErrTimeout). Defaults to 0, no timeout. The run's status is what

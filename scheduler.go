@@ -560,6 +560,9 @@ func (s *Scheduler) checkInput(j Job, bad badFunc) (*JobOptions, error) {
 			return nil, bad(n.field, CodeBadOption, fmt.Sprintf("%d is above the limit %d", n.v, n.max), nil)
 		}
 	}
+	if o.MaxLate > 0 && o.MaxLate < MinMaxLate {
+		return nil, bad("MaxLate", CodeBadOption, fmt.Sprintf("%v is below the floor of %v (MinMaxLate): a slot is that late by the time it is claimed, and nearly every one would be missed", o.MaxLate, MinMaxLate), nil)
+	}
 	if o.CatchUp.Max > 0 && o.CatchUp.Window == 0 {
 		return nil, bad("CatchUp.Max", CodeBadOption, "CatchUp.Max without a CatchUp.Window does nothing", nil)
 	}

@@ -208,6 +208,8 @@ func TestValidation(t *testing.T) {
 		{"negative jitter", nil, anarchon.Job{Name: "j", Schedule: anarchon.Interval(time.Second), Handler: h, Options: &anarchon.JobOptions{Jitter: -1}}, anarchon.CodeNegativeDuration},
 		{"negative timeout", nil, anarchon.Job{Name: "j", Schedule: anarchon.Interval(time.Second), Handler: h, Options: &anarchon.JobOptions{Timeout: -time.Second}}, anarchon.CodeNegativeDuration},
 		{"negative max late", nil, anarchon.Job{Name: "j", Schedule: anarchon.Interval(time.Second), Handler: h, Options: &anarchon.JobOptions{MaxLate: -time.Second}}, anarchon.CodeNegativeDuration},
+		{"nanosecond max late", nil, anarchon.Job{Name: "j", Schedule: anarchon.Interval(time.Second), Handler: h, Options: &anarchon.JobOptions{MaxLate: time.Nanosecond}}, anarchon.CodeBadOption},
+		{"max late below the floor", nil, anarchon.Job{Name: "j", Schedule: anarchon.Interval(time.Second), Handler: h, Options: &anarchon.JobOptions{MaxLate: anarchon.MinMaxLate - time.Millisecond}}, anarchon.CodeBadOption},
 		{"negative lease", nil, anarchon.Job{Name: "j", Schedule: anarchon.Interval(time.Second), Handler: h, Options: &anarchon.JobOptions{Lease: -time.Second}}, anarchon.CodeNegativeDuration},
 		{"negative history", nil, anarchon.Job{Name: "j", Schedule: anarchon.Interval(time.Second), Handler: h, Options: &anarchon.JobOptions{HistorySize: -1}}, anarchon.CodeBadOption},
 		{"bad overlap", nil, anarchon.Job{Name: "j", Schedule: anarchon.Interval(time.Second), Handler: h, Options: &anarchon.JobOptions{Overlap: 9}}, anarchon.CodeBadOption},
@@ -259,6 +261,16 @@ func TestValidation(t *testing.T) {
 			}
 		})
 	}
+	t.Run("max late at the floor", func(t *testing.T) {
+		s := anarchon.New(membackend.New(nil), &anarchon.Options{Logger: quiet})
+		if err := s.Every("j", time.Second, h, &anarchon.JobOptions{MaxLate: anarchon.MinMaxLate}); err != nil {
+			t.Fatalf("MaxLate MinMaxLate: %v", err)
+		}
+		err := s.Every("k", time.Second, h, &anarchon.JobOptions{MaxLate: time.Nanosecond})
+		if ve := (*anarchon.ValidationError)(nil); !errors.As(err, &ve) || ve.Field != "MaxLate" {
+			t.Fatalf("MaxLate 1ns: %v, want an error on MaxLate", err)
+		}
+	})
 	t.Run("duplicate name", func(t *testing.T) {
 		s := anarchon.New(membackend.New(nil), &anarchon.Options{Logger: quiet})
 		if err := s.Every("j", time.Second, h, nil); err != nil {
