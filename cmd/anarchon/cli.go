@@ -20,6 +20,7 @@ import (
 	"text/tabwriter"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/anarchon/anarchon"
 	"github.com/anarchon/anarchon/membackend"
@@ -1070,10 +1071,12 @@ func checkJobPaths(g *globalFlags) error {
 	return nil
 }
 
-// checkInstance refuses an --instance given blank, with blanks around it
-// or with a control character: the ID is printed in every log line,
-// history record and status table, where " web-1" and "web-1" read alike
-// and a newline breaks the line; left out, it is hostname-pid.
+// checkInstance refuses an --instance given blank, with blanks around it,
+// with a control character or not valid UTF-8: the ID is printed in every
+// log line, history record and status table, where " web-1" and "web-1"
+// read alike and a newline breaks the line; left out, it is hostname-pid.
+// It is anarchon.Options.InstanceID's own rule, checked here first so
+// that the flag, not every job, is named.
 func checkInstance(c *cobra.Command, id string) error {
 	f := c.Flags().Lookup("instance")
 	if f == nil || !f.Changed {
@@ -1086,6 +1089,8 @@ func checkInstance(c *cobra.Command, id string) error {
 		return usageError{codeBadFlag, fmt.Errorf("--instance %q: blanks around the ID: give it without them", id)}
 	case strings.IndexFunc(id, unicode.IsControl) >= 0:
 		return usageError{codeBadFlag, fmt.Errorf("--instance %q: a control character in the ID: give printable text", id)}
+	case !utf8.ValidString(id):
+		return usageError{codeBadFlag, fmt.Errorf("--instance %q: not valid UTF-8: give printable text", id)}
 	}
 	return nil
 }

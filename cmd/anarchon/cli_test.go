@@ -275,6 +275,7 @@ func TestBadFlags(t *testing.T) {
 		{"--instance", " "},
 		{"--instance", " web-1"},
 		{"--instance", "web\n1"},
+		{"--instance", "web\xff1"},
 	} {
 		if code, _, errOut := cli(t, "run", c.flag+"="+c.value, "--crontab", "x"); code != 2 || !strings.Contains(errOut, c.flag) {
 			t.Errorf("%s=%s: exit %d, stderr %q", c.flag, c.value, code, errOut)
