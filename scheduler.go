@@ -518,7 +518,7 @@ func (s *Scheduler) checkInput(j Job, bad badFunc) (*JobOptions, error) {
 		return nil, bad("Backend", CodeBadOption, "the scheduler has no backend (New was given nil)", ErrNoBackend)
 	}
 	if oe := s.optsErr; oe != nil {
-		return nil, bad(oe.Field, oe.Code, oe.Reason+" (the scheduler's Options)", nil)
+		return nil, bad(oe.Field, oe.Code, oe.Reason, nil)
 	}
 	if j.Name == "" {
 		return nil, bad("Name", CodeEmptyName, "the name is empty", nil)
