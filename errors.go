@@ -111,7 +111,7 @@ const (
 	CodeBadRange         Code = "bad_range"         // a backfill's from is not before its to, or to is in the future
 	CodeTooManySlots     Code = "too_many_slots"    // a backfill's range holds more than BackfillOptions.MaxSlots slots and was not confirmed
 	CodeTooLate          Code = "too_late"          // a one-off job's time is further in the past than MaxLate (and CatchUp.Window) allow: no instance would run it
-	CodeBadTime          Code = "bad_time"          // a one-off job's time is zero (never set), after LatestOnce, before 1970 or not a whole number of milliseconds
+	CodeBadTime          Code = "bad_time"          // a one-off job's time is zero (never set), after 9999, before 1970 or not a whole number of milliseconds
 )
 
 // ValidationError reports a job that cannot be registered. It is returned by

@@ -15,10 +15,10 @@ var neverSlot = time.UnixMilli(math.MaxInt64 / 4).UTC()
 // a whole number of milliseconds (slots are Unix ms).
 func Once(t time.Time) Schedule { return Schedule{at: t.UTC(), once: true} }
 
-// LatestOnce is the latest time a one-off job may have: the end of year
+// latestOnce is the latest time a one-off job may have: the end of year
 // 9999, the last a history record can carry (RFC 3339 and JSON write four
 // digits of year, and time.Time's MarshalJSON fails beyond it).
-var LatestOnce = time.Date(9999, time.December, 31, 23, 59, 59, 999_000_000, time.UTC)
+var latestOnce = time.Date(9999, time.December, 31, 23, 59, 59, 999_000_000, time.UTC)
 
 // At adds a one-off job: one slot, at t, run once across the instances that
 // share the store and recorded in history like any other. An instance that
@@ -33,7 +33,8 @@ var LatestOnce = time.Date(9999, time.December, 31, 23, 59, 59, 999_000_000, tim
 // no instance would run it; that is said first, whatever else is wrong
 // with a past t (a time.Now() a second ago has a fraction of a
 // millisecond too, but its being past is what matters). It returns
-// [CodeBadTime] for a zero t (never set), one after [LatestOnce], one
+// [CodeBadTime] for a zero t (never set), one after 9999-12-31T23:59:59.999Z
+// (the last a history record's RFC 3339 or JSON time carries), one
 // before 1970 (slots are Unix ms) that is not too late, and one that is
 // not a whole number of milliseconds.
 func (s *Scheduler) At(name string, t time.Time, h Handler, opts *JobOptions) error {
@@ -46,8 +47,8 @@ func (s *Scheduler) compileOnce(jb *job, at time.Time, o *JobOptions, bad badFun
 	if at.IsZero() {
 		return bad("Schedule", CodeBadTime, "the one-off time is zero: it was never set", nil)
 	}
-	if at.After(LatestOnce) {
-		return bad("Schedule", CodeBadTime, fmt.Sprintf("one-off time %s is after %s (LatestOnce), the latest a history record can carry", at.Format(time.RFC3339Nano), LatestOnce.Format(time.DateOnly)), nil)
+	if at.After(latestOnce) {
+		return bad("Schedule", CodeBadTime, fmt.Sprintf("one-off time %s is after %s, the latest a history record can carry", at.Format(time.RFC3339Nano), latestOnce.Format(time.DateOnly)), nil)
 	}
 	if o.Offset != 0 {
 		return bad("Offset", CodeBadOption, "Offset moves an interval grid; a one-off job has none", nil)

@@ -113,6 +113,9 @@ func TestOnceLateStart(t *testing.T) {
 	}
 }
 
+// latestOnce is the latest one-off time At takes: the end of 9999.
+var latestOnce = time.Date(9999, time.December, 31, 23, 59, 59, 999_000_000, time.UTC)
+
 func TestOnceBadInput(t *testing.T) {
 	h := func(context.Context, *anarchon.Run) error { return nil }
 	now := time.Now().Truncate(time.Millisecond)
@@ -130,7 +133,7 @@ func TestOnceBadInput(t *testing.T) {
 		{"PastSubMillisecond", now.Add(-time.Hour).Add(time.Microsecond), nil, anarchon.CodeTooLate},
 		{"1960", time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC), nil, anarchon.CodeTooLate},
 		{"Year1", time.Date(1, 1, 1, 0, 0, 0, 1e6, time.UTC), nil, anarchon.CodeTooLate},
-		{"AfterLatest", anarchon.LatestOnce.Add(time.Millisecond), nil, anarchon.CodeBadTime},
+		{"AfterLatest", latestOnce.Add(time.Millisecond), nil, anarchon.CodeBadTime},
 		// Not too late under a catch-up window of a century, but no slot.
 		{"Before1970", time.UnixMilli(-1000), &anarchon.JobOptions{CatchUp: anarchon.CatchUp{Window: 100 * 365 * 24 * time.Hour}}, anarchon.CodeBadTime},
 		{"Offset", now.Add(time.Hour), &anarchon.JobOptions{Offset: time.Second}, anarchon.CodeBadOption},
@@ -151,7 +154,7 @@ func TestOnceBadInput(t *testing.T) {
 	}
 	// The latest time allowed is allowed.
 	s := newSched(t, membackend.New(nil), "i", nil)
-	if err := s.At("latest", anarchon.LatestOnce, h, nil); err != nil {
-		t.Errorf("At(LatestOnce) = %v", err)
+	if err := s.At("latest", latestOnce, h, nil); err != nil {
+		t.Errorf("At(%v) = %v", latestOnce, err)
 	}
 }
