@@ -373,22 +373,30 @@ func TestRecordsHoldNoClaimPermit(t *testing.T) {
 				missed.Add(1)
 			}
 		}})
-		for k := range 400 {
-			err := s.Every(fmt.Sprintf("job-%04d", k), time.Minute, func(context.Context, *anarchon.Run) error {
-				ran.Add(1)
-				return nil
-			}, &anarchon.JobOptions{NoLease: true, MaxLate: 1500 * time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-		mustStart(t, s)
-		time.Sleep(time.Until(time.Now().Truncate(time.Minute).Add(time.Minute + 30*time.Second)))
-		stopAll(t, s)
+		plainMinuteBurst(t, s, 400, 1500*time.Millisecond, &ran)
 		if ran.Load() != 400 || missed.Load() != 0 {
 			t.Errorf("%d of 400 slots ran, %d missed", ran.Load(), missed.Load())
 		}
 	})
+}
+
+// plainMinuteBurst registers n plain jobs job-0000… on s, every minute
+// with maxLate, each counting its runs in ran; it starts s, passes one
+// minute boundary (every job's slot at once) and stops s.
+func plainMinuteBurst(t *testing.T, s *anarchon.Scheduler, n int, maxLate time.Duration, ran *atomic.Int64) {
+	t.Helper()
+	for k := range n {
+		err := s.Every(fmt.Sprintf("job-%04d", k), time.Minute, func(context.Context, *anarchon.Run) error {
+			ran.Add(1)
+			return nil
+		}, &anarchon.JobOptions{NoLease: true, MaxLate: maxLate})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustStart(t, s)
+	time.Sleep(time.Until(time.Now().Truncate(time.Minute).Add(time.Minute + 30*time.Second)))
+	stopAll(t, s)
 }
 
 // slowPlainClaims is a store whose plain claims take two seconds each,
@@ -419,18 +427,7 @@ func TestPlainLateSlotRecorded(t *testing.T) {
 		const n = 200
 		var ran atomic.Int64
 		s := newSched(t, &slowPlainClaims{membackend.New(nil)}, "s0", &anarchon.Options{BatchSize: 1})
-		for k := range n {
-			err := s.Every(fmt.Sprintf("job-%04d", k), time.Minute, func(context.Context, *anarchon.Run) error {
-				ran.Add(1)
-				return nil
-			}, &anarchon.JobOptions{NoLease: true, MaxLate: 3 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-		mustStart(t, s)
-		time.Sleep(time.Until(time.Now().Truncate(time.Minute).Add(time.Minute + 30*time.Second)))
-		stopAll(t, s)
+		plainMinuteBurst(t, s, n, 3*time.Second, &ran)
 		missed, lateAtClaim := 0, 0
 		for k := range n {
 			hist, err := s.History(context.Background(), fmt.Sprintf("job-%04d", k), 0)
