@@ -3,6 +3,7 @@ module github.com/anarchon/anarchon/anarchonui/browsertest
 go 1.26
 
 require (
+	github.com/anarchon/anarchon/sqlitefile v0.1.0
 	github.com/chromedp/cdproto v0.0.0-20260714215040-dc233986426f
 	github.com/chromedp/chromedp v0.16.0
 )
