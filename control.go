@@ -74,7 +74,9 @@ type PauseInput struct {
 	Reason string // why; may be empty
 }
 
-// JobState is a job's control state in the store.
+// JobState is a job's control state in the store. Its last two fields,
+// CatchUpKey and Resumed, are not stored: only Resume sets them, on the
+// state it returns.
 type JobState struct {
 	Job    string    `json:"job"`
 	Paused bool      `json:"paused"`
@@ -185,8 +187,9 @@ func (s *Scheduler) Pause(ctx context.Context, name string, opts PauseOptions) (
 // instance, and returns the stored state. Slots missed while it was paused
 // stay paused in history unless opts.CatchUp asks for one run in their
 // place (SPEC §12): Resume then reads the job's state first; a job that
-// is not paused is left as it is (its state, returned, still names who
-// resumed it and when) and nothing is requested; a paused one is resumed
+// is not paused is left as it is (the state returned is the stored one,
+// naming who last resumed it and when, or zero for a job never paused)
+// and nothing is requested; a paused one is resumed
 // (the returned state's Resumed is true) and, when a slot of the job came
 // due while it was paused, its catch-up run is requested under the key
 // the returned state's CatchUpKey names. Errors as for Pause; with CatchUp, also those of
@@ -232,7 +235,8 @@ func (s *Scheduler) Resume(ctx context.Context, name string, opts ResumeOptions)
 
 // CatchUpKey is the trigger key of the catch-up run that Resume with
 // ResumeOptions.CatchUp requests for the pause paused (the job's state
-// before the resume): "resume-" and the pause's time in Unix ms. The
+// before the resume), when a slot came due during it: "resume-" and the
+// pause's time in Unix ms. The
 // pause's time names it, so every resume of this pause that asks for a
 // catch-up requests the same trigger, which runs once; WaitTrigger with
 // the key waits for it.

@@ -23,8 +23,9 @@
 // instant. The scheduler waits for a slot plus its jitter (a delay in
 // [0, Jitter) derived from a hash of the job's name and the slot, so every
 // instance waits the same delay and adding instances does not shorten it),
-// skips it if it is more than MaxLate past due, claims it with a fresh token,
-// runs the handler on a win and stores the result (SPEC §3). It never runs a
+// claims it with a fresh token, runs the handler on a win and stores the
+// result (SPEC §3); a slot more than MaxLate past due is not run, and the
+// claim's winner records it missed. It never runs a
 // slot before its time: a timer that wakes early waits again.
 //
 // # Cron dialect

@@ -69,7 +69,8 @@ var (
 //   - A backend calls it at its boundary on store errors that retrying
 //     cannot fix (SPEC §4, error classes); the scheduler then gives the
 //     store call up at once.
-//   - A handler returns it to say its error is not worth retrying: the
+//   - A handler returns it (or panics with it: [PanicError] unwraps to
+//     it) to say its error is not worth retrying: the
 //     slot ends with that error whatever JobOptions.Retry allows (SPEC §6,
 //     retries). The recorded error text is err's.
 func Permanent(err error) error {
@@ -99,7 +100,7 @@ const (
 	CodeBadName          Code = "bad_name"          // the job name is longer than MaxNameLength bytes, is not valid UTF-8, has a control character, is blank or has blanks around it (SPEC §3)
 	CodeDuplicateName    Code = "duplicate_name"    // a job with this name is already registered
 	CodeBadCron          Code = "bad_cron"          // the cron expression does not parse, or can never fire
-	CodeUnknownZone      Code = "unknown_zone"      // the time zone is not in the tz database
+	CodeUnknownZone      Code = "unknown_zone"      // the time zone is not in the tz database, or is "Local" (refused on every job, also where the zone is not used)
 	CodeNegativeDuration Code = "negative_duration" // a duration option is negative
 	CodeBadInterval      Code = "bad_interval"      // an interval is zero or negative, or Offset is outside [0, interval)
 	CodeBadOption        Code = "bad_option"        // another option is out of its range (e.g. negative HistorySize)
@@ -111,14 +112,15 @@ const (
 	CodeBadRange         Code = "bad_range"         // a backfill's from is not before its to, or to is in the future
 	CodeTooManySlots     Code = "too_many_slots"    // a backfill's range holds more than BackfillOptions.MaxSlots slots and was not confirmed
 	CodeTooLate          Code = "too_late"          // a one-off job's time is further in the past than MaxLate (and CatchUp.Window) allow: no instance would run it
-	CodeBadTime          Code = "bad_time"          // a one-off job's time is zero (never set), after 9999, before 1970 or not a whole number of milliseconds
+	CodeBadTime          Code = "bad_time"          // a one-off job's time that is not too late (too_late) but can be no slot: zero (never set), after 9999, before 1970 or not a whole number of milliseconds
 )
 
 // ValidationError reports a job that cannot be registered. It is returned by
 // the Scheduler's Every, Cron and Add methods; registration never panics.
-// NextSlots returns one for a count out of its range, and Start (and Add)
-// one for a field of the scheduler's [Options] out of its range, with
-// Job empty and Field "Options.<field>".
+// NextSlots returns one for a count out of its range, and Start one for
+// a field of the scheduler's [Options] out of its range, with Job empty
+// and Field "Options.<field>" (Add returns the same with Job naming the
+// job it was given).
 //
 // Match it with [errors.As] and switch on Code, which is stable:
 //

@@ -26,9 +26,9 @@ const (
 	// EventSlotSkipped: a slot was not run: Status is StatusMissed,
 	// StatusSkipped or (leased jobs) StatusPaused, Lateness is set for
 	// missed slots. Attempt is the won attempt that the scheduler
-	// settled instead of running it (OverlapBufferOne, or a takeover
-	// under OverlapSkip or OverlapLimit: SPEC §6, overlap), 0 when the
-	// store settled the slot. A plain claim that a pause settled is
+	// settled instead of running it (OverlapBufferOne, a takeover under
+	// OverlapSkip or OverlapLimit: SPEC §6, overlap; a win found past
+	// MaxLate: SPEC §3), 0 when the store settled the slot. A plain claim that a pause settled is
 	// reported as a lost EventClaim.
 	EventSlotSkipped
 	// EventStoreError: a store call failed. Op names the call ("Claim",
@@ -75,9 +75,9 @@ type Event struct {
 	// Reason is, for EventSlotSkipped, the reason the scheduler wrote into
 	// the slot's history record (Run history's Error, SPEC §12): a
 	// catch-up's older slot, an overlap or buffer_one skip, a MaxLate
-	// miss the store answered. It is "" when the store wrote the record
-	// (a paused slot) or no record says why (a win that came too late:
-	// Lateness says it).
+	// miss the store answered, a win found past MaxLate (a plain slot
+	// late before its claim, or any claim answered late). It is "" when
+	// the store wrote the record (a paused slot).
 	//
 	// For EventRunEnd of a failed run of a job that retries errors
 	// (Retry.MaxRetries > 0, leased), it says whether the slot is run

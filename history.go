@@ -15,7 +15,12 @@ import (
 // slot has a record of another token with the same or a higher attempt (a
 // takeover, or the abandonment after the last one): then its holder lost
 // the lease without storing a result, and the record says StatusLeaseLost,
-// as backends that record takeovers themselves store it. A result with no
+// as backends that record takeovers themselves store it. Such a record,
+// and a lease_lost result stored with no start and no error (a takeover's
+// record of its holder), get an Error saying so and what became of the
+// slot ("no result stored: the holder's lease ran out before the run
+// ended, and attempt 2 on B took the slot over"), the same on every
+// store (anarchontest "History/DeadHolderLeaseLost"). A result with no
 // claim (a slot settled without running, or a claim the backend already
 // trimmed) stands alone. Order is by slot, then attempt, then start time,
 // then claim time, all descending. Backends that keep claims and results apart should build

@@ -340,7 +340,6 @@ func (h host) Execute(ctx context.Context, a *attempt) runner.Result {
 	run := &a.Job.run
 	*run = Run{Job: a.Name, Slot: a.SlotTime(), InstanceID: h.s.opts.InstanceID, Token: a.Token, Attempt: a.Number, Fence: a.Fence}
 	if late, ok := h.wonLate(ctx, a); ok {
-		h.Missed(ctx, a, late)
 		why := fmt.Sprintf("the claim was won %s after the slot, beyond MaxLate %v (a slow store, a store failing over, or a MaxLate shorter than a claim's round trip): the handler did not run", runner.Lateness(late, a.MaxLate), a.MaxLate)
 		if a.LateAtClaim {
 			// Late before the claim was sent (a plain slot; a lease
@@ -348,6 +347,7 @@ func (h host) Execute(ctx context.Context, a *attempt) runner.Result {
 			// slot's missed record says it.
 			why = fmt.Sprintf("the claim came %s after the slot, beyond MaxLate %v: the slot was not run", runner.Lateness(late, a.MaxLate), a.MaxLate)
 		}
+		h.Missed(ctx, a, late, why)
 		return runner.Result{Token: a.Token, Attempt: a.Number, Status: runner.StatusMissed, Error: why}
 	}
 	if j := a.Job.job; a.Leased && !a.Job.backfill && j.lateRetry(run.Slot, a.Number, h.s.now) {
@@ -399,10 +399,12 @@ func (h host) wonLate(ctx context.Context, a *attempt) (time.Duration, bool) {
 	return late, late > a.MaxLate
 }
 
-func (h host) Missed(ctx context.Context, a *attempt, late time.Duration) {
+// Missed reports a won attempt that Execute found too late to run, and
+// recorded missed with why.
+func (h host) Missed(ctx context.Context, a *attempt, late time.Duration, why string) {
 	h.s.log.LogAttrs(ctx, slog.LevelWarn, "slot missed: too late to run",
 		slog.String("job", a.Name), slog.Time("slot", a.SlotTime()), slog.Duration("late", late), slog.Duration("max_late", a.Job.job.opt.MaxLate))
-	h.s.emit(Event{Kind: EventSlotSkipped, Job: a.Name, Slot: a.SlotTime(), Status: StatusMissed, Lateness: late})
+	h.s.emit(Event{Kind: EventSlotSkipped, Job: a.Name, Slot: a.SlotTime(), Attempt: a.Number, Status: StatusMissed, Lateness: late, Reason: why})
 }
 
 func (h host) Retrying(ctx context.Context, a *runner.Leased[slotRun], res *runner.Result) {

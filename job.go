@@ -11,7 +11,8 @@ import (
 // the scheduler's Stop deadline passes (cause [ErrStopped]); read the cause
 // with [context.Cause]. A returned error is recorded as the run's error; a
 // panic is recovered and recorded the same way. With JobOptions.Retry, an
-// error is retried unless the handler marks it with [Permanent].
+// error is retried unless the handler marks it with [Permanent] (returned,
+// or given to panic).
 type Handler func(ctx context.Context, run *Run) error
 
 // Run describes the run a handler is executing.

@@ -22,7 +22,8 @@ import (
 // [0, Jitter) derived, like the slot jitter, from a hash of the job's
 // name, the slot and n (so every instance computes the same one).
 //
-// An error wrapped with [Permanent] is not retried: the slot ends with it.
+// An error wrapped with [Permanent] is not retried, returned or panicked
+// with: the slot ends with it.
 // Neither is a run cut short by a lost lease, by Stop, or by Timeout's
 // parent being cancelled; a Timeout itself is a handler error like any
 // other and is retried. Under an overlap policy other than OverlapAllow a

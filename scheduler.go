@@ -64,7 +64,7 @@ type Options struct {
 	// A positive value below MinPollInterval is refused, as PollInterval's.
 	ClockSyncInterval time.Duration
 	// ClockSkewWarning is the offset to the store's clock above which a
-	// warning is logged. Defaults to 1 s.
+	// warning is logged. Defaults to 1 s. Negative is refused.
 	ClockSkewWarning time.Duration
 	// OnEvent, if set, is called synchronously for every Event (metrics,
 	// tracing), from the goroutine of the claim, run or store call it
@@ -818,8 +818,10 @@ func (s *Scheduler) Jobs() []JobInfo {
 // leased jobs (one RunStore.Active call per job), and starts scheduling. ctx bounds only that start-up work:
 // once started, the scheduler runs until Stop, whatever becomes of ctx. It returns the backend's error if Init
 // or PrepareJob fails (the scheduler can then be started again),
-// ErrStarted if already started, and ErrStopped after Stop: a stopped
-// scheduler does not start again (create a new one).
+// ErrStarted if already started, ErrStopped after Stop (a stopped
+// scheduler does not start again: create a new one), ErrNoBackend when
+// New was given none, and a *ValidationError for a field of Options out
+// of its range.
 func (s *Scheduler) Start(ctx context.Context) error {
 	s.cmu.Lock()
 	defer s.cmu.Unlock()

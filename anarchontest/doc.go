@@ -82,8 +82,10 @@
 //     extension by Heartbeat, Active, a race of lease claims, and the
 //     history of lease runs: a won claim is a record with its attempt; a
 //     result saved for the same token merges with it; a holder whose
-//     lease ran out is lease_lost, with its claim time, until its own late
-//     result replaces the record, still lease_lost ("History/DeadHolderLeaseLost");
+//     lease ran out is lease_lost, with its claim time and the words
+//     [anarchon.BuildHistory] gives it ("no result stored: …, and attempt 2
+//     on B took the slot over"), until its own late result replaces the
+//     record, still lease_lost ("History/DeadHolderLeaseLost");
 //     a released run saved as handed_over keeps that result whether it
 //     was saved before or after the backup's claim ("History/HandedOverClaimedAt");
 //     an abandoned slot is one record under [anarchon.AbandonedToken]

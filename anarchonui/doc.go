@@ -50,8 +50,10 @@
 // of the slots the job missed while paused ([anarchon.ResumeOptions]
 // CatchUp), and the page's message names the trigger key of that run,
 // resume-<pause time in Unix ms> ([anarchon.CatchUpKey]), so that it can be
-// followed. A ticked box that the Actions cannot honour is refused, not
-// read as a plain resume.
+// followed; a pause that covered no slot of the job requests no run, and a
+// job that was not paused is left as it is, which the message says. A
+// ticked box that the Actions cannot honour is refused, not read as a
+// plain resume.
 //
 // Each rendered Trigger form carries a key of its own, so the same form
 // sent again (a double click, a reload that posts it anew, the back

@@ -39,9 +39,10 @@ var staticFS embed.FS
 // When the store keeps job control ([anarchon.JobControl]) it adds Pause
 // (with the operator's reason), Resume and Paused (cluster-wide, SPEC
 // §12); when it keeps triggers ([anarchon.TriggerStore]) Trigger, which
-// stores the request and returns: a live replica runs it once per key; and
-// when it keeps both, ResumeCatchUp: Resume with [anarchon.ResumeOptions]
-// CatchUp, whose catch-up run is a trigger.
+// stores the request and returns: a live replica runs it once per key,
+// and TriggerRequest, which does the same and says whether the key was
+// requested before; and when it keeps both, ResumeCatchUp: Resume with
+// [anarchon.ResumeOptions] CatchUp, whose catch-up run is a trigger.
 func DefaultActions(s *anarchon.Scheduler) *Actions {
 	a := runNowAction(s)
 	_, control := anarchon.As[anarchon.JobControl](s.Backend())

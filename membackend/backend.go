@@ -24,7 +24,8 @@ type Options struct {
 	// scheduler's dedupe-window check (SPEC §4) can be tested. Negative
 	// values are treated as 0.
 	DedupeWindow time.Duration
-	// Fault is a test hook. When set, every I/O method calls it first with
+	// Fault is a test hook. When set, every I/O method calls it first
+	// (after the check of its context, which an ended one fails) with
 	// its operation name — "Claim", "RunClaim" (the RunStore's Claim),
 	// "Heartbeat", "Finish", "Release", "Active", "SaveResult", "History",
 	// "RecordManualRun", "RecordClaim", "PrepareJob", "Init", "ServerTime",
@@ -177,7 +178,7 @@ func (j *jobState) setLimits(size int, ttl time.Duration) {
 }
 
 // Init checks nothing (there is no server) and returns nil, or an error
-// wrapping anarchon.ErrClosed after Close.
+// wrapping ctx's when it has ended, or anarchon.ErrClosed after Close.
 func (b *Backend) Init(ctx context.Context) error {
 	if err := b.op(ctx, "Init"); err != nil {
 		return err

@@ -20,9 +20,10 @@
 // Every method takes one mutex, so each is atomic, and all of them are
 // safe for concurrent use. The store's clock is [Options.Now] (time.Now by
 // default); it judges leases, lateness (MaxLate), history age
-// (HistoryTTL) and the dedupe window. After [Backend.Close] every method
-// returns an error wrapping [anarchon.ErrClosed] (Close itself returns nil
-// again).
+// (HistoryTTL) and the dedupe window. A call whose context has ended
+// fails before it does anything, with an error wrapping the context's, as
+// a call to a server does. After [Backend.Close] every method returns an
+// error wrapping [anarchon.ErrClosed] (Close itself returns nil again).
 //
 // Plain claims (SPEC §4): the first token to claim (job, slot) wins; a
 // repeat of that token answers true again, any other token false.

@@ -929,7 +929,7 @@ the zone's offset, as anarchon computes slots (DST gaps and folds included).`,
 	}
 	c.Flags().StringVar(&zone, "zone", "UTC", "IANA time zone the expression is computed in")
 	c.Flags().StringVar(&after, "after", "", "start after this RFC 3339 instant (default now)")
-	c.Flags().IntVarP(&n, "n", "n", 5, "how many times")
+	c.Flags().IntVarP(&n, "n", "n", 5, fmt.Sprintf("how many times (at most %d)", anarchon.MaxNextSlots))
 	return c
 }
 

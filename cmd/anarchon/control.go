@@ -112,7 +112,8 @@ func controlCmd(g *globalFlags, stdout, stderr io.Writer, pause bool) *cobra.Com
 it whose claim reaches the store afterwards, and each such slot is recorded
 in the history as paused (a job paused already is left as it is). resume
 clears it; paused slots are not replayed
-unless --catch-up asks for one run in their place. Both need --crontab or
+unless --catch-up asks for one run in their place (requested only when a
+slot of the job came due while it was paused). Both need --crontab or
 --config to know the job, and print the stored state.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -216,7 +217,7 @@ unless --catch-up asks for one run in their place. Both need --crontab or
 	if pause {
 		c.Flags().StringVar(&reason, "reason", "", "why, kept in the store and shown by status")
 	} else {
-		c.Flags().BoolVar(&catchUp, "catch-up", false, "run the job once at once in place of the slots it missed while paused")
+		c.Flags().BoolVar(&catchUp, "catch-up", false, "run the job once at once in place of the slots it missed while paused, if a slot came due while it was paused")
 	}
 	return c
 }

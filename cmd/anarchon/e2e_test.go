@@ -414,8 +414,14 @@ func TestHandOver(t *testing.T) {
 		t.Fatalf("finished by %+v, want instance %s attempt 2 slot %v", done, backup, slot)
 	}
 	procs[backup].stop(t, 15*time.Second)
-	if data, _ := os.ReadFile(procs[backup].logPath); !strings.Contains(string(data), "taking over a run another instance did not finish") {
+	data, _ := os.ReadFile(procs[backup].logPath)
+	if !strings.Contains(string(data), "taking over a run another instance did not finish") {
 		t.Errorf("the backup logged no takeover line")
+	}
+	// The library's own line for it is dropped (eventLines): one line
+	// per takeover.
+	if strings.Contains(string(data), "slot taken over from another instance") {
+		t.Errorf("the backup logged the takeover twice, the library's line beside its own")
 	}
 
 	lines := readOutput(t, out)

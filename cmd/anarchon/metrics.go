@@ -54,7 +54,7 @@ func newMetrics() *metrics {
 		reg: prometheus.NewRegistry(),
 		claims: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "anarchon_claims_total",
-			Help: "Claims answered by the store, by job and outcome: won (this instance runs the slot), lost (another instance won a plain claim), " +
+			Help: "Claims answered by the store, by job and outcome: won (this instance holds the slot: it runs it, or records it missed when it finds the win past max_late), lost (another instance won a plain claim), " +
 				"running (another instance holds a live lease; this one stands by as a backup), done (the slot is already settled: finished or abandoned), " +
 				"overlap (a previous slot still runs; this one is skipped), none (the slot was already missed or skipped), late (too late: the slot is now missed), " +
 				"paused (the job is paused: the slot is settled paused, not run).",

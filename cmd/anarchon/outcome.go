@@ -115,6 +115,9 @@ var eventLines = map[string]bool{
 	"run failed":   true,
 	"run panicked": true,
 	"run cut short: the scheduler is stopping": true,
+	// a takeover: observe logs "taking over a run another instance did
+	// not finish" from the run's start
+	"slot taken over from another instance": true,
 }
 
 // withoutEventLines is the handler of the logger the daemon gives its
