@@ -197,7 +197,11 @@ func (s *Scheduler) Pause(ctx context.Context, name string, opts PauseOptions) (
 // resumed state and its CatchUpKey: the resume is stored, the run is not
 // requested.
 func (s *Scheduler) Resume(ctx context.Context, name string, opts ResumeOptions) (JobState, error) {
-	jc, err := s.controlJob(ctx, name)
+	jc, err := s.jobControl()
+	if err != nil {
+		return JobState{}, err
+	}
+	j, err := s.readyJob(ctx, name) // controlJob's checks, keeping the job for its schedule
 	if err != nil {
 		return JobState{}, err
 	}
@@ -222,7 +226,7 @@ func (s *Scheduler) Resume(ctx context.Context, name string, opts ResumeOptions)
 	// Missed slots are the schedule's between the pause and the resume,
 	// both stamped by the store's clock. Without one there is nothing to
 	// run in their place.
-	if j, err := s.knownJob(name); err != nil || j.nextSlot(prev.At).After(st.At) {
+	if j.nextSlot(prev.At).After(st.At) {
 		return st, nil
 	}
 	// The key is the pause's that this call read and resumed, whatever

@@ -87,7 +87,6 @@ func (h *fakeHost) SaveEnd(context.Context, *Attempt[job], *Result) error      {
 func (h *fakeHost) Execute(ctx context.Context, a *Attempt[job]) Result {
 	return h.exec(ctx, a)
 }
-func (h *fakeHost) Missed(context.Context, *Attempt[job], time.Duration)     {}
 func (h *fakeHost) Settled(context.Context, *Attempt[job], Status, string)   {}
 func (h *fakeHost) Retrying(context.Context, *Leased[job], *Result)          {}
 func (h *fakeHost) StoreError(context.Context, string, *Attempt[job], error) {}
