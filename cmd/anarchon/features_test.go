@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -600,5 +601,30 @@ func TestPausedSlotReason(t *testing.T) {
 	if got := buf.String(); !strings.Contains(got, `level=INFO msg="slot skipped"`) || !strings.Contains(got, "status=paused") ||
 		!strings.Contains(got, `reason="the job is paused: the slot is recorded paused, not run (anarchon status shows who paused it and why`) {
 		t.Errorf("paused slot's line:\n%s", got)
+	}
+}
+
+// A replica's own retry of a slot whose attempt failed there is logged as
+// a retry, not as a takeover of another instance's run; a later attempt
+// it wins without having failed the slot is a takeover.
+func TestOwnRetryIsNotATakeover(t *testing.T) {
+	var buf bytes.Buffer
+	o := newOutcomes(slog.New(slog.NewJSONHandler(&buf, nil)), "inst-1", &executor{})
+	slot := time.Date(2026, 3, 8, 7, 0, 0, 0, time.UTC)
+	o.observe(anarchon.Event{Kind: anarchon.EventRunEnd, Job: "j", Slot: slot, Attempt: 1, Status: anarchon.StatusError,
+		Err: errors.New("exit status 3"), Retry: true, RetryIn: 5 * time.Second, Reason: "attempt 2 (of at most 3) follows in 5s"})
+	o.observe(anarchon.Event{Kind: anarchon.EventClaim, Job: "j", Slot: slot, Attempt: 2, Outcome: "won"})
+	o.observe(anarchon.Event{Kind: anarchon.EventClaim, Job: "j", Slot: slot, Attempt: 3, Outcome: "won"})
+	var msgs []string
+	for l := range strings.Lines(buf.String()) {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, fmt.Sprint(m["msg"], " ", m["attempt"]))
+	}
+	want := []string{"run failed 1", "retrying the slot after its failed attempt 2", "taking over a run another instance did not finish 3"}
+	if !slices.Equal(msgs, want) {
+		t.Errorf("lines %q, want %q", msgs, want)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -24,6 +25,16 @@ type outcomes struct {
 	log      *slog.Logger
 	instance string
 	exec     *executor
+	// retrying holds the slots whose failed run on this replica is to be
+	// retried (EventRunEnd with Retry): the next attempt this replica
+	// wins of such a slot is its own retry, not a takeover.
+	retrying sync.Map // slotKey -> struct{}
+}
+
+// slotKey names one job's slot in outcomes.retrying.
+type slotKey struct {
+	job  string
+	slot int64
 }
 
 func newOutcomes(log *slog.Logger, instance string, e *executor) *outcomes {
@@ -67,6 +78,9 @@ func (o *outcomes) observe(e anarchon.Event) {
 		if e.Err != nil {
 			attrs = append(attrs, slog.String("error", e.Err.Error()))
 		}
+		if e.Retry {
+			o.retrying.Store(slotKey{e.Job, e.Slot.UnixMilli()}, struct{}{})
+		}
 		if why := retryNote(e, code); why != "" {
 			attrs = append(attrs, slog.String("retry", why))
 		}
@@ -75,9 +89,14 @@ func (o *outcomes) observe(e anarchon.Event) {
 		}
 		o.log.Warn("run failed", attrs...)
 	case anarchon.EventClaim:
-		if e.Outcome == "won" && e.Attempt > 1 {
-			o.log.Info("taking over a run another instance did not finish", base...)
+		if e.Outcome != "won" || e.Attempt <= 1 {
+			break
 		}
+		if _, own := o.retrying.LoadAndDelete(slotKey{e.Job, e.Slot.UnixMilli()}); own {
+			o.log.Info("retrying the slot after its failed attempt", base...)
+			break
+		}
+		o.log.Info("taking over a run another instance did not finish", base...)
 	case anarchon.EventSlotSkipped:
 		// A missed slot is a job that did not run when it should have:
 		// trouble, so it stays in the log at --log-level warn.
