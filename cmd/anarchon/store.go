@@ -142,6 +142,11 @@ func openStoreMode(raw string, mustExist bool) (anarchon.Backend, error) {
 		return nil, bad(StoreBadURL, nil, "no scheme: want sqlite:PATH, postgres://…, mysql://…, redis://…, nats://… or memory:")
 	}
 	scheme := strings.ToLower(raw[:i])
+	if _, known := openers[scheme]; !known && isPort(raw[i+1:]) {
+		// "127.0.0.1:6379", the commonest slip: a server's address
+		// without the scheme that names its kind.
+		return nil, bad(StoreBadURL, nil, "a host and port, not a store URL: give its scheme, e.g. redis://%s, postgres://%s, mysql://%s or nats://%s", raw, raw, raw, raw)
+	}
 	if rest, ok := strings.CutPrefix(raw[i+1:], "//"); ok {
 		// An "@" left unescaped in the user or password makes the
 		// drivers read part of the password as the host (pgx looked up
@@ -308,4 +313,9 @@ func knownSchemes() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// isPort reports whether s is a port number: digits alone.
+func isPort(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789") == ""
 }

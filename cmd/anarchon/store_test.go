@@ -196,6 +196,13 @@ func TestStoreURLExitStatus(t *testing.T) {
 			t.Errorf("%s: exit %d, stderr %q; want exit %d and code %s", tc.url, code, errOut, tc.exit, tc.code)
 		}
 	}
+	// A server's address given bare says which URL to write.
+	for _, addr := range []string{"127.0.0.1:6379", "localhost:6379", "db.internal:5432"} {
+		code, _, errOut := cli(t, "run", "--store", addr, "--crontab", ct, "--start-timeout", "0")
+		if want := "a host and port, not a store URL: give its scheme, e.g. redis://" + addr; code != 2 || !strings.Contains(errOut, want) || !strings.Contains(errOut, "(bad_url)") {
+			t.Errorf("--store %s: exit %d, stderr %q; want 2, bad_url and %q", addr, code, errOut, want)
+		}
+	}
 	// The read-only commands and a URL from ANARCHON_STORE alike.
 	t.Setenv("ANARCHON_STORE", "memory:/x")
 	if code, _, errOut := cli(t, "history", "a"); code != 2 || !strings.Contains(errOut, "(bad_url)") {
