@@ -65,15 +65,21 @@ func (a *Attempt[J]) transition(state int) bool {
 	return true
 }
 
-// begin starts the handler's context under the runner's and tracks the
-// attempt so that Stop can hand it over.
+// begin starts the handler's context and tracks the attempt so that Stop
+// can hand it over. The context has the runner's values and ends when the
+// runner's context does, with its cause: cancelActive cancels every
+// attempt tracked when that context ends, and one tracked after it is
+// cancelled here, under the same lock.
 func (a *Attempt[J]) begin() context.Context {
 	r := a.r
-	ctx, cancel := context.WithCancelCause(r.runCtx)
+	ctx, cancel := context.WithCancelCause(r.base)
 	a.cancel = cancel
 	a.Started = r.host.Now().Round(0)
 	r.amu.Lock()
 	r.active[a] = struct{}{}
+	if r.runCtx.Err() != nil {
+		cancel(context.Cause(r.runCtx))
+	}
 	r.amu.Unlock()
 	return ctx
 }

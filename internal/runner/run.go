@@ -109,6 +109,11 @@ func (r *Runner[J]) HandOver(ctx context.Context, cancelRuns func()) {
 	}
 	r.amu.Unlock()
 	cancelRuns()
+	if r.runCtx.Err() != nil {
+		// Now, not when cancelActive's own goroutine gets to it: every
+		// handler's context has ended when HandOver returns.
+		r.cancelActive()
+	}
 	var wg sync.WaitGroup
 	for _, a := range runs {
 		wg.Go(func() {

@@ -125,10 +125,14 @@ type Runner[J any] struct {
 	host Host[J]
 	cfg  Config
 
-	runCtx   context.Context // parent of handler contexts
-	base     context.Context // base of store calls that Stop must not cut: runCtx's values, no cancellation
-	deadline sharedDeadline  // of the store calls (storeCtx)
-	starter  starter         // of the heartbeats (startBeats)
+	// runCtx is what handler contexts end with: when it is cancelled,
+	// cancelActive cancels every tracked attempt with its cause (begin).
+	runCtx context.Context
+	// base has runCtx's values and no cancellation: the parent of
+	// handler contexts and of store calls that Stop must not cut.
+	base     context.Context
+	deadline sharedDeadline // of the store calls (storeCtx)
+	starter  starter        // of the heartbeats (startBeats)
 
 	waiters waiters
 	// watchUp: the scheduler's watch of the store is up, so the store's
@@ -143,9 +147,25 @@ type Runner[J any] struct {
 // New returns a Runner whose handlers run under runCtx, which the
 // scheduler cancels with ErrStopped at Stop's deadline.
 func New[J any](h Host[J], runCtx context.Context, cfg Config) *Runner[J] {
-	return &Runner[J]{
+	r := &Runner[J]{
 		host: h, cfg: cfg, runCtx: runCtx, base: context.WithoutCancel(runCtx),
 		active: make(map[*Attempt[J]]struct{}), calls: make(chan struct{}, MaxClaimCalls),
+	}
+	context.AfterFunc(runCtx, r.cancelActive)
+	return r
+}
+
+// cancelActive cancels the handlers of every tracked attempt with
+// runCtx's cause; it runs once runCtx is done. Handler contexts are not
+// children of runCtx (begin): each child would be entered in, and taken
+// out of, runCtx's own set of children under its one lock, which the
+// runs of a burst all contend for (BENCHMARKS.md §9).
+func (r *Runner[J]) cancelActive() {
+	cause := context.Cause(r.runCtx)
+	r.amu.Lock()
+	defer r.amu.Unlock()
+	for a := range r.active {
+		a.cancel(cause)
 	}
 }
 
