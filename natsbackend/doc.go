@@ -123,10 +123,11 @@
 //     ("j.<job>", which the overlap check reads) by compare-and-set, so
 //     claims of many slots of one job won at the same moment take turns;
 //     one that loses retries after a random pause that grows with its
-//     losses, up to 50 ms, at most 64 times, then fails with
+//     losses, up to 50 ms, at most 256 times, then fails with
 //     [ErrContention]. 48 clients each winning 4 slots of one job at once
-//     all won (TestJobKeyContention, under -race on 2 cores); in one run
-//     of that test set to 128 clients, 41% of the claims failed so. A
+//     all won (TestJobKeyContention, under -race on 2 cores); in two runs
+//     of that test set to 128 clients, 16% and 17% of the claims failed
+//     so (34% and 35% in two runs with at most 64 turns). A
 //     job's slots normally come one per tick; many at once come from
 //     catch-up and backfill.
 //
@@ -480,7 +481,7 @@
 // (absent key) or KV Update with the revision that was read; if another
 // instance wrote in between, the write fails with a revision mismatch and
 // the claim decides again on the new state, after a random pause that
-// grows with each loss, up to 50 ms (at most 64 times, then
+// grows with each loss, up to 50 ms (at most 256 times, then
 // [ErrContention]). Heartbeat, Finish and Release are the same
 // read-compare-update loop. [RunStore.FinishResult] is Finish, then
 // SaveResult of the result (as lease_lost when the token no longer held
