@@ -52,12 +52,20 @@ func (s *Scheduler) fireGroup(ctx context.Context, g *runner.Group[*job]) {
 		return // Stop began: no new claims
 	}
 	var done, firstDone func()
+	var started sync.WaitGroup // the group's won plain slots until their handlers begin
 	if len(g.Due) > s.opts.BatchSize {
 		s.bursts.enter()
 		s.firstWaves.enter()
-		done, firstDone = s.bursts.leave, s.firstWaves.leave
+		// Results wait for the burst's handlers to begin too: sent
+		// sooner, they would take the processor from those still to
+		// begin (SPEC §4, "Claims first").
+		done = func() {
+			started.Wait()
+			s.bursts.leave()
+		}
+		firstDone = s.firstWaves.leave
 	}
-	s.fireWaves(ctx, prepared, done, firstDone)
+	s.fireWaves(ctx, prepared, &started, done, firstDone)
 }
 
 // wave is the attempts of one wave of a group, built ahead of its time.
@@ -101,16 +109,17 @@ func (s *Scheduler) prepareWave(group []runner.Due[*job]) wave {
 }
 
 // fireWave claims one wave's slots, each batch counted in answered until
-// its answers are acted on. A job removed or replaced since the wave was
-// built is left out, as fire leaves it out.
-func (s *Scheduler) fireWave(ctx context.Context, w wave, answered *sync.WaitGroup) {
+// its answers are acted on, and each won plain slot in started until its
+// handler begins. A job removed or replaced since the wave was built is
+// left out, as fire leaves it out.
+func (s *Scheduler) fireWave(ctx context.Context, w wave, answered, started *sync.WaitGroup) {
 	if ctx.Err() != nil {
 		return // Stop has begun: no new claims
 	}
 	plain := slices.DeleteFunc(w.plain, func(a *attempt) bool { return a.Job.job.removed.Load() })
 	leased := slices.DeleteFunc(w.leased, func(a *runner.Leased[slotRun]) bool { return a.Job.job.removed.Load() })
 	if len(plain) > 0 {
-		s.run.FirePlain(ctx, plain, &s.inflight, answered)
+		s.run.FirePlain(ctx, plain, &s.inflight, answered, started)
 	}
 	if len(leased) > 0 {
 		s.run.FireLeased(ctx, leased, &s.inflight, answered)

@@ -99,15 +99,16 @@ const MaxWavePause = 250 * time.Millisecond
 // An owner that claims nothing costs its slots that pause beside the
 // wave's answer.
 //
-// done, if not nil, is called once every claim of the last wave is
-// answered; firstDone, if not nil, once the first wave's claims are
+// started counts the won plain slots of every wave until their handlers
+// begin (Runner.FirePlain). done, if not nil, is called once every claim
+// of the last wave is answered; firstDone, if not nil, once the first wave's claims are
 // answered and the pause after it is over (when the next wave is sent),
 // or with done when there is no later wave. firstDone is nil when done
 // is, and in the calls for the later waves.
-func (s *Scheduler) fireWaves(ctx context.Context, ws []wave, done, firstDone func()) {
+func (s *Scheduler) fireWaves(ctx context.Context, ws []wave, started *sync.WaitGroup, done, firstDone func()) {
 	var answered sync.WaitGroup
 	began := time.Now()
-	s.fireWave(ctx, ws[0], &answered)
+	s.fireWave(ctx, ws[0], &answered, started)
 	rest := ws[1:]
 	for len(rest) > 0 && rest[0].empty() {
 		rest = rest[1:]
@@ -135,14 +136,15 @@ func (s *Scheduler) fireWaves(ctx context.Context, ws []wave, done, firstDone fu
 		if firstDone != nil {
 			firstDone()
 		}
-		s.fireWaves(ctx, rest, done, nil)
+		s.fireWaves(ctx, rest, started, done, nil)
 	}()
 }
 
 // ResultHold is the longest a run's result waits for the claims of a
 // burst (SPEC §4, "Claims first"): while an instance's claims of a group
 // of more slots than one batch are in flight, the results of its plain
-// runs are held until the last of those claims is answered, and the
+// runs are held until the last of those claims is answered and the
+// handlers of the plain runs they won have begun, and the
 // finishes of its leased runs that can wait (finishHold) until its first
 // wave's claims are answered and the pause after it is over (fireWaves),
 // or this long, whichever comes first. A finish is held for less than a

@@ -569,3 +569,73 @@ func TestBurstLeasedFinishesWaitForTheFirstWave(t *testing.T) {
 		})
 	}
 }
+
+// startsFirstStore is a memory store whose n-th RecordClaims call takes
+// n × step, while its claims are answered at once: the handlers of a
+// burst's later batches begin well after its claims were all answered.
+// It notes when the first result batch was sent.
+type startsFirstStore struct {
+	*membackend.Backend
+	step time.Duration
+
+	mu        sync.Mutex
+	records   int
+	firstSave time.Time
+}
+
+func (c *startsFirstStore) RecordClaims(ctx context.Context, in []anarchon.ClaimInput) ([]error, error) {
+	c.mu.Lock()
+	c.records++
+	d := time.Duration(c.records) * c.step
+	c.mu.Unlock()
+	time.Sleep(d)
+	return c.Backend.RecordClaims(ctx, in)
+}
+
+func (c *startsFirstStore) SaveResults(ctx context.Context, in []anarchon.SaveResultInput) ([]error, error) {
+	c.mu.Lock()
+	if c.firstSave.IsZero() {
+		c.firstSave = time.Now()
+	}
+	c.mu.Unlock()
+	return c.Backend.SaveResults(ctx, in)
+}
+
+// In a plain burst the results wait for the handlers of the burst to
+// begin, not only for its claims (SPEC §4, "Claims first"): with the
+// wins of four batches of 16 recorded 50, 100, 150 and 200 ms after the
+// claims were answered, no result is sent before the last handler began,
+// though the first batch's handlers ended 150 ms before.
+func TestResultsWaitForTheBurstsStarts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &startsFirstStore{Backend: membackend.New(nil), step: 50 * time.Millisecond}
+		var mu sync.Mutex
+		var first, last time.Time
+		s := newSched(t, store, "a", &anarchon.Options{BatchSize: 16})
+		h := func(context.Context, *anarchon.Run) error {
+			mu.Lock()
+			if first.IsZero() {
+				first = time.Now()
+			}
+			last = time.Now()
+			mu.Unlock()
+			return nil
+		}
+		for i := range 64 {
+			if err := s.Every(fmt.Sprintf("job-%04d", i), time.Minute, h, &anarchon.JobOptions{NoLease: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mustStart(t, s)
+		time.Sleep(time.Until(time.Now().Truncate(time.Minute).Add(time.Minute + 30*time.Second)))
+		stopAll(t, s)
+		store.mu.Lock()
+		defer store.mu.Unlock()
+		if last.Sub(first) < 3*store.step {
+			t.Fatalf("handlers began from %v to %v: want the last batch's %v after the first's", first, last, 3*store.step)
+		}
+		if store.firstSave.Before(last) {
+			t.Errorf("first result sent %v after the first handler began, %v before the last", store.firstSave.Sub(first), last.Sub(store.firstSave))
+		}
+	})
+}

@@ -62,14 +62,15 @@ func (r *Runner[J]) releaseCall() { <-r.calls }
 // ctx ends (Stop began: no new claims). Each attempt goes through SPEC
 // §3's steps as Attempt.Run does: lateness, claim, record, handler,
 // result. Each batch is counted in answered until its answers have been
-// acted on (the wins' records and handlers go on after).
-func (r *Runner[J]) FirePlain(ctx context.Context, as []*Attempt[J], inflight, answered *sync.WaitGroup) {
-	fire(r, ctx, as, r.cfg.BatchSize, inflight, answered, r.claimPlain)
+// acted on (the wins' records and handlers go on after), and each won
+// slot in started until its handler begins.
+func (r *Runner[J]) FirePlain(ctx context.Context, as []*Attempt[J], inflight, answered, started *sync.WaitGroup) {
+	fire(r, ctx, as, r.cfg.BatchSize, inflight, answered, started, r.claimPlain)
 }
 
 // fire sends as in batches of at most size, each in a goroutine of its own
 // holding one claim call's permit, with claim.
-func fire[J, A any](r *Runner[J], ctx context.Context, as []A, size int, inflight, answered *sync.WaitGroup, claim func(context.Context, []A, *sync.WaitGroup)) {
+func fire[J, A any](r *Runner[J], ctx context.Context, as []A, size int, inflight, answered, started *sync.WaitGroup, claim func(ctx context.Context, chunk []A, inflight, started *sync.WaitGroup)) {
 	split(len(as), size, func(from, to int) bool {
 		if !r.acquire(ctx) {
 			return false
@@ -81,14 +82,15 @@ func fire[J, A any](r *Runner[J], ctx context.Context, as []A, size int, infligh
 			defer inflight.Done()
 			defer answered.Done()
 			defer r.releaseCall()
-			claim(ctx, chunk, inflight)
+			claim(ctx, chunk, inflight, started)
 		}()
 		return true
 	})
 }
 
-// claimPlain sends one batch of plain claims and starts the won slots.
-func (r *Runner[J]) claimPlain(ctx context.Context, chunk []*Attempt[J], inflight *sync.WaitGroup) {
+// claimPlain sends one batch of plain claims and starts the won slots,
+// each counted in started until its handler begins.
+func (r *Runner[J]) claimPlain(ctx context.Context, chunk []*Attempt[J], inflight, started *sync.WaitGroup) {
 	due := make([]*Attempt[J], 0, len(chunk))
 	for _, a := range chunk {
 		// As in Run: a slot already too late is claimed all the same,
@@ -115,18 +117,20 @@ func (r *Runner[J]) claimPlain(ctx context.Context, chunk []*Attempt[J], infligh
 	}
 	// The wins are recorded, and their handlers started, in a goroutine of
 	// their own: the claim call's permit (MaxClaimCalls) is for claims.
+	started.Add(len(won))
 	inflight.Add(1)
 	go func() {
 		defer inflight.Done()
-		r.startWon(ctx, won, inflight)
+		r.startWon(ctx, won, inflight, started)
 	}()
 }
 
-// startWon records the won claims of one batch and starts their runs. The
-// wins are entered in the history in one call where the store has one,
-// before any of their handlers starts (SPEC §3: record, then run);
-// otherwise each run records its own.
-func (r *Runner[J]) startWon(ctx context.Context, won []*Attempt[J], inflight *sync.WaitGroup) {
+// startWon records the won claims of one batch and starts their runs,
+// each of which marks started done when its handler begins. The wins are
+// entered in the history in one call where the store has one, before any
+// of their handlers starts (SPEC §3: record, then run); otherwise each
+// run records its own.
+func (r *Runner[J]) startWon(ctx context.Context, won []*Attempt[J], inflight, started *sync.WaitGroup) {
 	recorded := false
 	if len(won) > 1 {
 		cctx, cancel := r.claimCtx()
@@ -143,14 +147,15 @@ func (r *Runner[J]) startWon(ctx context.Context, won []*Attempt[J], inflight *s
 		inflight.Add(1)
 		go func() {
 			defer inflight.Done()
-			a.runClaimed(ctx, recorded)
+			a.runClaimed(ctx, recorded, started)
 		}()
 	}
 }
 
 // runClaimed runs a plain slot whose claim this attempt won: record
-// (unless its batch was recorded), handler, result.
-func (a *Attempt[J]) runClaimed(ctx context.Context, recorded bool) {
+// (unless its batch was recorded), handler, result. It marks started
+// done as the handler begins.
+func (a *Attempt[J]) runClaimed(ctx context.Context, recorded bool, started *sync.WaitGroup) {
 	r := a.r
 	if !recorded {
 		cctx, cancel := r.claimCtx()
@@ -162,6 +167,7 @@ func (a *Attempt[J]) runClaimed(ctx context.Context, recorded bool) {
 		cancel()
 	}
 	hctx := a.begin()
+	started.Done()
 	a.result = r.host.Execute(hctx, a)
 	if !a.end() {
 		return // Stop recorded the run when it interrupted it
@@ -176,12 +182,12 @@ func (a *Attempt[J]) runClaimed(ctx context.Context, recorded bool) {
 // goroutine of its own (counted in inflight); one that is settled or
 // whose claim failed ends there. answered is as in FirePlain.
 func (r *Runner[J]) FireLeased(ctx context.Context, as []*Leased[J], inflight, answered *sync.WaitGroup) {
-	fire(r, ctx, as, r.cfg.LeaseBatchSize, inflight, answered, r.claimLeased)
+	fire(r, ctx, as, r.cfg.LeaseBatchSize, inflight, answered, nil, r.claimLeased)
 }
 
 // claimLeased sends one batch of first lease claims and acts on the
 // answers.
-func (r *Runner[J]) claimLeased(ctx context.Context, chunk []*Leased[J], inflight *sync.WaitGroup) {
+func (r *Runner[J]) claimLeased(ctx context.Context, chunk []*Leased[J], inflight, _ *sync.WaitGroup) {
 	for _, a := range chunk {
 		// Listen before asking, as Run does, so that a release between
 		// the answer and a backup's wait is not missed.

@@ -26,6 +26,7 @@ func TestRunCtxEndsHandlers(t *testing.T) {
 func runCtxEndsHandlers(t *testing.T, key any) {
 	h := &fakeHost{}
 	base, cancel := context.WithCancelCause(context.WithValue(context.Background(), key, "v"))
+	defer cancel(nil)
 	r := New[job](h, base, Config{ErrLeaseLost: errLost, ErrReplaced: errReplaced})
 	var (
 		mu     sync.Mutex
