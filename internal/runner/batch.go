@@ -69,7 +69,8 @@ func (r *Runner[J]) FirePlain(ctx context.Context, as []*Attempt[J], inflight, a
 }
 
 // fire sends as in batches of at most size, each in a goroutine of its own
-// holding one claim call's permit, with claim.
+// holding one claim call's permit, with claim, which counts the slots it
+// starts in started.
 func fire[J, A any](r *Runner[J], ctx context.Context, as []A, size int, inflight, answered, started *sync.WaitGroup, claim func(ctx context.Context, chunk []A, inflight, started *sync.WaitGroup)) {
 	split(len(as), size, func(from, to int) bool {
 		if !r.acquire(ctx) {
