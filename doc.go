@@ -109,8 +109,9 @@
 // the ring of IDs, and so on. The store then sees one claim of each slot
 // before the losing ones, and the runs spread evenly over the instances;
 // an instance that does not claim costs its slots one wave's wait and the
-// pause (SPEC §4, "Waves"). While a burst's claims are in flight, the
-// results of the instance's plain runs wait for them, and the finishes of
+// pause (SPEC §4, "Waves"). While a burst's claims are in flight, and
+// until the plain runs they won have begun their handlers, the results of
+// the instance's plain runs wait, and the finishes of
 // its leased runs whose lease and next slot leave time wait for its first
 // wave and the pause after it, up to [ResultHold] (SPEC §4, "Claims
 // first").

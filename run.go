@@ -35,9 +35,10 @@ func (s *Scheduler) fire(ctx context.Context, j *job, slot time.Time) {
 // batches where it takes them (Options.BatchSize), in waves by the slots'
 // rank among the live instances (waves, SPEC §4), and each slot then takes
 // the path fire would have given it. A group of more slots than one batch
-// is a burst: the results of plain runs wait for its claims, and the
-// finishes of leased runs for its first wave and the pause after it
-// (claims first, SPEC §4).
+// is a burst: the results of plain runs wait for its claims and for the
+// handlers of the plain runs they won to begin, and the finishes of
+// leased runs for its first wave and the pause after it (claims first,
+// SPEC §4).
 //
 // The timer loop hands a group over up to PrepareLead before it is due
 // (SPEC §4, "Prepared ahead"): its waves and attempts are built then, and

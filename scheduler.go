@@ -254,7 +254,7 @@ type Scheduler struct {
 
 	reg    *registration         // the instance registry entry while started; guarded by mu
 	peers  atomic.Pointer[peers] // this instance's place in the last registry listing; nil before one
-	bursts claimsFirst           // bursts whose claims are in flight: plain results wait for them
+	bursts claimsFirst           // bursts whose claims, or the starts of the plain runs they won, are in flight: plain results wait for them
 	// bursts whose first wave, and the pause after it, are not over:
 	// leased finishes wait for them (SPEC §4, "Claims first")
 	firstWaves claimsFirst

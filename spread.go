@@ -172,12 +172,13 @@ func (s *Scheduler) finishHold(a *attempt) time.Duration {
 	return max(hold, 0)
 }
 
-// claimsFirst holds result saves while bursts' claims are in flight
-// (SPEC §4, "Claims first"), or leased finishes while bursts' first waves
-// are (Scheduler.firstWaves). The zero value has no burst in flight.
+// claimsFirst holds result saves while bursts' claims, and the starts of
+// the plain runs they won, are in flight (SPEC §4, "Claims first"), or
+// leased finishes while bursts' first waves are (Scheduler.firstWaves).
+// The zero value has no burst in flight.
 type claimsFirst struct {
 	mu      sync.Mutex
-	n       int           // bursts whose claims are in flight
+	n       int           // bursts in flight
 	idle    chan struct{} // closed when n drops to 0, or at stop; nil while nothing is held
 	stopped bool          // Stop began: nothing is held any more
 }
@@ -192,7 +193,8 @@ func (g *claimsFirst) enter() {
 	g.mu.Unlock()
 }
 
-// leave counts the end of a burst's claims: every one of them answered.
+// leave counts the end of a burst: every one of its claims answered (and,
+// for Scheduler.bursts, every plain run they won begun; fireGroup).
 func (g *claimsFirst) leave() {
 	g.mu.Lock()
 	g.n--
@@ -216,7 +218,7 @@ func (g *claimsFirst) stop() {
 	g.mu.Unlock()
 }
 
-// wait returns once no burst's claims are in flight, after hold at most,
+// wait returns once no burst is in flight (leave), after hold at most,
 // or when ctx ends or Stop begins.
 func (g *claimsFirst) wait(ctx context.Context, hold time.Duration) {
 	g.mu.Lock()

@@ -39,7 +39,8 @@ type jobValue struct {
 // casRetries bounds the read/compare-and-set loops. Each retry follows a
 // write by another instance, so the bound is only reached under a storm
 // of writes to one key. With the pauses of casPause, 256 turns wait about
-// 6 s in all at most, within a claim's usual deadline; at 64, 16 clients
+// 6 s in all on average and 12.5 s at most, within a claim's usual
+// deadline (30 s); at 64, 16 clients
 // claiming 500 slots of one job without pause (anarchontest's
 // Fence/Race) left a slot unwon in one run of many on a loaded machine.
 const casRetries = 256
@@ -56,7 +57,7 @@ const (
 // a lost compare-and-set, first waits a random time up to
 // casPauseBase<<turn, capped at casPauseMax ("full jitter"). Writers that
 // retried at once met again on every turn: 48 clients listing their slots
-// of one job in its key lost 64 times in a row and failed with
+// of one job in its key lost 64 times in a row (then the limit) and failed with
 // ErrContention (TestJobKeyContention); spread out, each turn lets more
 // of them through. It returns ctx's error, as ctxErr words it for op, if
 // ctx ends first.
