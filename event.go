@@ -11,7 +11,12 @@ const (
 	// claims), a lease OutcomeKind's name, or "early" when the store
 	// refused the claim because its clock had not reached the slot (Err
 	// is the *EarlyError; SPEC §4, never early); Lateness is how late
-	// after the slot the claim was sent (store clock).
+	// after the slot the claim was sent (store clock). Retry is set on a
+	// won lease claim of a later attempt that this instance's own failed
+	// run of the slot set up (JobOptions.Retry): a retry, where a later
+	// attempt won without it is a takeover of another instance's run (or
+	// of a retry another instance set up: an instance cannot tell those
+	// apart).
 	EventClaim EventKind = iota + 1
 	// EventRunEnd: a handler returned. Status and Duration are set; Err is
 	// the handler's error. When the handler returned a context error

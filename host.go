@@ -241,7 +241,10 @@ func (h host) ClaimLeaseBatch(ctx context.Context, as []*runner.Leased[slotRun])
 }
 
 func (h host) LeaseAnswered(ctx context.Context, a *runner.Leased[slotRun], out runner.Outcome) {
-	h.s.emit(Event{Kind: EventClaim, Job: a.Name, Slot: a.SlotTime(), Attempt: out.Attempt, Outcome: OutcomeKind(out.Kind).String(), Lateness: h.s.now().Sub(a.SlotTime())})
+	// An attempt that ran the slot before (its handler failed and it
+	// stood by for the retry) wins its own retry, not another's run.
+	own := out.Kind == runner.KindWon && a.LastResult().Token != ""
+	h.s.emit(Event{Kind: EventClaim, Job: a.Name, Slot: a.SlotTime(), Attempt: out.Attempt, Outcome: OutcomeKind(out.Kind).String(), Lateness: h.s.now().Sub(a.SlotTime()), Retry: own})
 }
 
 func (h host) LostCause(ctx context.Context, a *runner.Leased[slotRun]) error {

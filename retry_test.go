@@ -498,3 +498,68 @@ func TestRetryFailureSaysWhatFollows(t *testing.T) {
 		})
 	}
 }
+
+// A won claim's event says whether it is the instance's own retry
+// (Event.Retry): attempt 2 of a slot whose attempt 1 failed on another
+// instance that then stopped is a takeover (Retry false); attempt 2 of
+// the next slot, whose attempt 1 failed on the instance that won it, is
+// its own retry (Retry true). First claims never are.
+func TestClaimEventRetry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := membackend.New(nil)
+		type win struct {
+			instance string
+			slot     int64 // Unix ms
+			attempt  int
+			retry    bool
+		}
+		var mu sync.Mutex
+		var wins []win
+		var ss []*anarchon.Scheduler
+		for i := range 2 {
+			id := fmt.Sprintf("i%d", i)
+			s := newSched(t, store, id, &anarchon.Options{OnEvent: func(e anarchon.Event) {
+				if e.Kind == anarchon.EventClaim && e.Outcome == "won" {
+					mu.Lock()
+					wins = append(wins, win{id, e.Slot.UnixMilli(), e.Attempt, e.Retry})
+					mu.Unlock()
+				}
+			}})
+			h := func(_ context.Context, run *anarchon.Run) error {
+				if run.Attempt == 1 {
+					return errors.New("first attempt fails")
+				}
+				return nil
+			}
+			if err := s.Every("flaky", time.Hour, h, &anarchon.JobOptions{Retry: anarchon.Retry{MaxRetries: 1, InitialBackoff: 10 * time.Second}}); err != nil {
+				t.Fatal(err)
+			}
+			mustStart(t, s)
+			ss = append(ss, s)
+		}
+		first := time.Now().Truncate(time.Hour).Add(time.Hour)
+		time.Sleep(time.Until(first.Add(2 * time.Second)))
+		mu.Lock()
+		failed := wins[0].instance
+		mu.Unlock()
+		var rest *anarchon.Scheduler
+		for _, s := range ss {
+			if s.InstanceID() == failed {
+				stopAll(t, s) // leaves during the backoff: the other takes attempt 2 over
+			} else {
+				rest = s
+			}
+		}
+		second := first.Add(time.Hour)
+		time.Sleep(time.Until(second.Add(time.Minute)))
+		stopAll(t, rest)
+		other := rest.InstanceID()
+		f, n := first.UnixMilli(), second.UnixMilli()
+		want := []win{{failed, f, 1, false}, {other, f, 2, false}, {other, n, 1, false}, {other, n, 2, true}}
+		mu.Lock()
+		defer mu.Unlock()
+		if fmt.Sprint(wins) != fmt.Sprint(want) {
+			t.Errorf("won claims (instance, slot, attempt, retry)\n%v\nwant\n%v", wins, want)
+		}
+	})
+}

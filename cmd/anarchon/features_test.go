@@ -604,16 +604,17 @@ func TestPausedSlotReason(t *testing.T) {
 	}
 }
 
-// A replica's own retry of a slot whose attempt failed there is logged as
-// a retry, not as a takeover of another instance's run; a later attempt
-// it wins without having failed the slot is a takeover.
+// A replica's own retry of a slot whose attempt failed there (a won
+// claim's Retry, which TestClaimEventRetry checks) is logged as a retry,
+// not as a takeover of another instance's run; a later attempt it wins
+// without having failed the slot is a takeover.
 func TestOwnRetryIsNotATakeover(t *testing.T) {
 	var buf bytes.Buffer
 	o := newOutcomes(slog.New(slog.NewJSONHandler(&buf, nil)), "inst-1", &executor{})
 	slot := time.Date(2026, 3, 8, 7, 0, 0, 0, time.UTC)
 	o.observe(anarchon.Event{Kind: anarchon.EventRunEnd, Job: "j", Slot: slot, Attempt: 1, Status: anarchon.StatusError,
 		Err: errors.New("exit status 3"), Retry: true, RetryIn: 5 * time.Second, Reason: "attempt 2 (of at most 3) follows in 5s"})
-	o.observe(anarchon.Event{Kind: anarchon.EventClaim, Job: "j", Slot: slot, Attempt: 2, Outcome: "won"})
+	o.observe(anarchon.Event{Kind: anarchon.EventClaim, Job: "j", Slot: slot, Attempt: 2, Outcome: "won", Retry: true})
 	o.observe(anarchon.Event{Kind: anarchon.EventClaim, Job: "j", Slot: slot, Attempt: 3, Outcome: "won"})
 	var msgs []string
 	for l := range strings.Lines(buf.String()) {

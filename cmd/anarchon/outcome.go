@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -25,16 +24,6 @@ type outcomes struct {
 	log      *slog.Logger
 	instance string
 	exec     *executor
-	// retrying holds the slots whose failed run on this replica is to be
-	// retried (EventRunEnd with Retry): the next attempt this replica
-	// wins of such a slot is its own retry, not a takeover.
-	retrying sync.Map // slotKey -> struct{}
-}
-
-// slotKey names one job's slot in outcomes.retrying.
-type slotKey struct {
-	job  string
-	slot int64
 }
 
 func newOutcomes(log *slog.Logger, instance string, e *executor) *outcomes {
@@ -78,9 +67,6 @@ func (o *outcomes) observe(e anarchon.Event) {
 		if e.Err != nil {
 			attrs = append(attrs, slog.String("error", e.Err.Error()))
 		}
-		if e.Retry {
-			o.retrying.Store(slotKey{e.Job, e.Slot.UnixMilli()}, struct{}{})
-		}
 		if why := retryNote(e, code); why != "" {
 			attrs = append(attrs, slog.String("retry", why))
 		}
@@ -92,7 +78,7 @@ func (o *outcomes) observe(e anarchon.Event) {
 		if e.Outcome != "won" || e.Attempt <= 1 {
 			break
 		}
-		if _, own := o.retrying.LoadAndDelete(slotKey{e.Job, e.Slot.UnixMilli()}); own {
+		if e.Retry { // this replica's own retry (Event's doc)
 			o.log.Info("retrying the slot after its failed attempt", base...)
 			break
 		}
