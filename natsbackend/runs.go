@@ -39,10 +39,11 @@ type jobValue struct {
 // casRetries bounds the read/compare-and-set loops. Each retry follows a
 // write by another instance, so the bound is only reached under a storm
 // of writes to one key. With the pauses of casPause, 256 turns wait about
-// 6 s in all on average and 12.5 s at most, within a claim's usual
-// deadline (30 s); at 64, 16 clients
-// claiming 500 slots of one job without pause (anarchontest's
-// Fence/Race) left a slot unwon in one run of many on a loaded machine.
+// 6 s in all on average and 12.5 s at most, so a call's Options.Timeout
+// (10 s by default) often ends a long loop first, with its deadline's
+// error. At 64, 16 clients claiming 500 slots of one job without pause
+// (anarchontest's Fence/Race) left a slot unwon with ErrContention in
+// one run of many on a loaded machine.
 const casRetries = 256
 
 // casPauseBase and casPauseMax shape the pause before a compare-and-set
