@@ -17,8 +17,12 @@
 # benchmarks of the backends (§1's batch tables) get a PostgreSQL, Redis
 # and NATS server started here with scripts/services/*.sh for their
 # group, under $ANARCHON_BENCH_WORKDIR/sitting (default: a directory
-# under /tmp), stopped when the group ends. ANARCHON_SITTING_PARTS (a
-# comma-separated list of the part names below) runs only those.
+# under /tmp), stopped when the group ends. ANARCHON_SITTING_PARTS, a
+# comma-separated list of part names, runs only those; the parts, in
+# order: burst-bench (§9), burst-1000, burst-10000 (§8), claim (§1),
+# contest (§2), batch-postgres, batch-sqlite, batch-redis, batch-nats,
+# result-batch-sqlite (§1's batch tables), timing (§3), scale (§4),
+# dashboard (§7), failover (§5), gocron (§6).
 #
 # A whole sitting took about 80 minutes on a machine with 2 CPUs.
 set -uo pipefail
@@ -26,6 +30,19 @@ set -uo pipefail
 if [ $# -ne 1 ]; then
 	echo "usage: $0 <outdir>" >&2
 	exit 2
+fi
+parts=burst-bench,burst-1000,burst-10000,claim,contest,batch-postgres,batch-sqlite,batch-redis,batch-nats,result-batch-sqlite,timing,scale,dashboard,failover,gocron
+if [ -n "${ANARCHON_SITTING_PARTS:-}" ]; then
+	IFS=, read -ra asked <<<"$ANARCHON_SITTING_PARTS"
+	for p in "${asked[@]}"; do
+		case ",$parts," in
+		*",$p,"*) ;;
+		*)
+			echo "$0: ANARCHON_SITTING_PARTS names an unknown part \"$p\"; the parts: $parts" >&2
+			exit 2
+			;;
+		esac
+	done
 fi
 root=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$1"
