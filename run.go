@@ -203,6 +203,23 @@ func (s *Scheduler) execute(ctx context.Context, j *job, run *Run, cs ClaimSpan)
 	return res, plan, err
 }
 
+// manualSlotAt is the slot of a manual run that begins at now (Unix ms):
+// now, or 1 ms after this instance's last manual run when that is not
+// earlier, so that two manual runs of one instance never share a slot
+// (RunNow twice in one millisecond, or a RunNow and a trigger), whatever
+// the job: a run's slot is its name in history, the command line's and
+// the dashboard's. Runs recorded by different instances in one
+// millisecond still may (their tokens tell them apart, SPEC §3, "RunNow").
+func (s *Scheduler) manualSlotAt(now int64) int64 {
+	for {
+		last := s.manualSlot.Load()
+		slot := max(now, last+1)
+		if s.manualSlot.CompareAndSwap(last, slot) {
+			return slot
+		}
+	}
+}
+
 // runManual runs j once, at once, on this instance, outside its schedule:
 // a RunNow, or a trigger request this instance won. run has every field
 // set but Slot, which is the store's now (as RecordManualRun returned it).
@@ -219,7 +236,7 @@ func (s *Scheduler) execute(ctx context.Context, j *job, run *Run, cs ClaimSpan)
 // result Stop stored and errSettledByStop.
 func (s *Scheduler) runManual(ctx, parent context.Context, j *job, run *Run, lt *liveTrigger) (StoredResult, error) {
 	in := ClaimInput{
-		Job: j.name, Slot: s.now().UnixMilli(), Token: run.Token, InstanceID: run.InstanceID,
+		Job: j.name, Slot: s.manualSlotAt(s.now().UnixMilli()), Token: run.Token, InstanceID: run.InstanceID,
 		HistorySize: j.opt.HistorySize, HistoryTTL: j.opt.HistoryTTL,
 	}
 	run.Slot = time.UnixMilli(in.Slot).UTC()

@@ -251,6 +251,9 @@ type Scheduler struct {
 
 	tokenPrefix string
 	tokenSeq    atomic.Uint64
+	// manualSlot is the slot of this instance's last manual run (Unix
+	// ms): the next one takes a later one (manualSlotAt).
+	manualSlot atomic.Int64
 
 	reg    *registration         // the instance registry entry while started; guarded by mu
 	peers  atomic.Pointer[peers] // this instance's place in the last registry listing; nil before one
