@@ -342,7 +342,7 @@ func argsHint(cmd *cobra.Command, a []string, err error) error {
 	switch {
 	case len(a) == 0:
 		return fmt.Errorf("%s is missing (%w)", arg, err)
-	case arg == "EXPR":
+	case arg == "EXPR" || strings.HasPrefix(arg, "EXPR|"):
 		return fmt.Errorf("%w: quote the schedule as one argument, as in: anarchon %s '0 12 * * *'", err, words[0])
 	}
 	return err
@@ -421,7 +421,7 @@ shared store (SQLite by default, PostgreSQL, Redis, NATS), and exactly one wins.
 	}
 
 	root.AddCommand(runCmd(g, stdout, stderr), historyCmd(g, stdout), runNowCmd(g, stdout, stderr),
-		statusCmd(g, stdout, stderr), nextCmd(stdout), validateCmd(g, stdout), versionCmd(stdout),
+		statusCmd(g, stdout, stderr), nextCmd(g, stdout), validateCmd(g, stdout), versionCmd(stdout),
 		controlCmd(g, stdout, stderr, true), controlCmd(g, stdout, stderr, false), triggerCmd(g, stdout, stderr),
 		backfillCmd(g, stdout, stderr))
 	markUsage(root)
@@ -912,19 +912,22 @@ result.`,
 	return c
 }
 
-func nextCmd(stdout io.Writer) *cobra.Command {
+func nextCmd(g *globalFlags, stdout io.Writer) *cobra.Command {
 	var zone, after string
 	var n int
 	c := &cobra.Command{
-		Use:   "next EXPR",
-		Short: "Print the next fire times of a cron expression",
+		Use:   "next EXPR|JOB",
+		Short: "Print the next fire times of a cron expression or of a job",
 		Long: `next prints the next N fire times of a cron expression (5 or 6 fields, or a
 descriptor such as @daily or "@every 10s"), one RFC 3339 instant per line in
-the zone's offset, as anarchon computes slots (DST gaps and folds included).`,
-		Example: `  anarchon next '0 2 * * *' --zone America/New_York --after 2026-03-07T12:00:00-05:00 -n 3`,
-		Args:    cobra.ExactArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error {
-			return next(stdout, args[0], zone, after, n)
+the zone's offset, as anarchon computes slots (DST gaps and folds included).
+With --crontab or --config, a job's name gives that job's fire times, in its
+own zone (a one-off job's single time, if it is still ahead).`,
+		Example: `  anarchon next '0 2 * * *' --zone America/New_York --after 2026-03-07T12:00:00-05:00 -n 3
+  anarchon next backup --crontab /etc/anarchon/crontab`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			return next(stdout, g.sources(), args[0], zone, c.Flags().Changed("zone"), after, n)
 		},
 	}
 	c.Flags().StringVar(&zone, "zone", "UTC", "IANA time zone the expression is computed in")
@@ -933,8 +936,11 @@ the zone's offset, as anarchon computes slots (DST gaps and folds included).`,
 	return c
 }
 
-// next prints the n slots of expr in zone after the RFC 3339 instant after.
-func next(w io.Writer, expr, zone, after string, n int) error {
+// next prints the n slots after the RFC 3339 instant after of the job
+// named arg in src's files, or else of the expression arg in zone.
+// zoneSet says --zone was given, which a job (computed in its own zone)
+// refuses.
+func next(w io.Writer, src sources, arg, zone string, zoneSet bool, after string, n int) error {
 	if n <= 0 {
 		return usageError{codeBadFlag, errors.New("-n must be positive")}
 	}
@@ -949,19 +955,41 @@ func next(w io.Writer, expr, zone, after string, n int) error {
 		}
 		from = t
 	}
-	if strings.EqualFold(strings.TrimSpace(expr), "@reboot") {
+	var loadErrs []error
+	if !src.empty() {
+		jobs, errs, _ := src.load()
+		for _, j := range jobs {
+			if j.Name == arg {
+				return nextOfJob(w, j, zoneSet, from, n)
+			}
+		}
+		// The files' own mistakes are named only when the job is not
+		// found: they may be why (validate reports them all).
+		loadErrs, _ = splitWarnings(errs)
+	}
+	if strings.EqualFold(strings.TrimSpace(arg), "@reboot") {
 		// a crontab's word, not the engine's: it has no fire times
 		return codedError{codeRebootJob, errors.New("@reboot has no fire times: each replica runs such a job once as it starts")}
 	}
 	s := anarchon.New(membackend.New(nil), &anarchon.Options{InstanceID: "next"})
-	if err := s.Cron("next", expr, noop, &anarchon.JobOptions{Zone: zone}); err != nil {
+	if err := s.Cron("next", arg, noop, &anarchon.JobOptions{Zone: zone}); err != nil {
 		var ve *anarchon.ValidationError
 		if errors.As(err, &ve) {
 			if ve.Code == anarchon.CodeUnknownZone {
 				// a flag's value, as --after's: a usage error
 				return usageError{codeBadFlag, fmt.Errorf("--zone: %s", scheduleReason(ve))}
 			}
-			return codedError{string(ve.Code), fmt.Errorf("%s: %s", strings.ToLower(ve.Field), scheduleReason(ve))}
+			msg := fmt.Sprintf("%s: %s", strings.ToLower(ve.Field), scheduleReason(ve))
+			switch {
+			case src.empty() && looksLikeName(arg):
+				msg += "; for a job's fire times give its name with --crontab FILE or --config FILE"
+			case !src.empty():
+				msg += fmt.Sprintf("; nor is %q a job of %s", arg, src.describe())
+				if len(loadErrs) > 0 {
+					msg += fmt.Sprintf(", whose files have %s (anarchon validate lists them)", plural(len(loadErrs), "mistake"))
+				}
+			}
+			return codedError{string(ve.Code), errors.New(msg)}
 		}
 		return err
 	}
@@ -970,6 +998,38 @@ func next(w io.Writer, expr, zone, after string, n int) error {
 		return err
 	}
 	for _, t := range formatIn(slots, zone) {
+		fmt.Fprintln(w, t)
+	}
+	return nil
+}
+
+// looksLikeName reports whether next's argument reads as a job's name
+// rather than a cron expression: one word with a letter, not a
+// descriptor ("backup", not "*/5", "@daily" or "0 2 * * *").
+func looksLikeName(arg string) bool {
+	a := strings.TrimSpace(arg)
+	return a != "" && !strings.HasPrefix(a, "@") && !strings.ContainsAny(a, " \t") &&
+		strings.ContainsFunc(a, func(r rune) bool { return unicode.IsLetter(r) })
+}
+
+// nextOfJob prints the n slots of job j after from, computed as the daemon
+// computes them (register), in the job's zone.
+func nextOfJob(w io.Writer, j *jobSpec, zoneSet bool, from time.Time, n int) error {
+	if zoneSet {
+		return usageError{codeBadFlag, fmt.Errorf("--zone: job %q is computed in its own zone, %s; --zone is for an expression", j.Name, zoneName(j.Zone))}
+	}
+	if j.Reboot {
+		return codedError{codeRebootJob, fmt.Errorf("job %q is an @reboot job, which has no fire times: each replica runs it once as it starts", j.Name)}
+	}
+	s := anarchon.New(membackend.New(nil), &anarchon.Options{InstanceID: "next"})
+	if errs, _ := splitWarnings(register(s, s, []*jobSpec{j}, func(*jobSpec) anarchon.Handler { return noop })); len(errs) > 0 {
+		return errs[0]
+	}
+	slots, err := s.NextSlots(j.Name, from, n)
+	if err != nil {
+		return err
+	}
+	for _, t := range formatIn(slots, j.Zone) {
 		fmt.Fprintln(w, t)
 	}
 	return nil

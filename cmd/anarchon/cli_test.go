@@ -62,6 +62,40 @@ func TestNextDST(t *testing.T) {
 	}
 }
 
+// next takes a job's name with --crontab or --config: that job's times,
+// in its own zone; a name without files, or not in them, is refused with
+// a hint, as --zone beside a job's name is, and an @reboot job has none.
+func TestNextOfJob(t *testing.T) {
+	dir := t.TempDir()
+	crontab := writeFile(t, dir, "crontab", "CRON_TZ=America/New_York\n# name: nightly\n0 2 * * * true\n# name: boot\n@reboot true\n")
+	code, out, errOut := cli(t, "next", "nightly", "--crontab", crontab, "--after", "2026-03-07T12:00:00-05:00", "-n", "2")
+	want := "2026-03-08T03:00:00-04:00\n2026-03-09T02:00:00-04:00\n"
+	if code != 0 || out != want {
+		t.Fatalf("next nightly: exit %d, stdout:\n%s\nstderr: %s\nwant:\n%s", code, out, errOut, want)
+	}
+	code, out, errOut = cli(t, "next", "nightly")
+	if code != 1 || out != "" || !strings.Contains(errOut, "give its name with --crontab FILE or --config FILE (bad_cron)") {
+		t.Errorf("a name without files: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	code, _, errOut = cli(t, "next", "nightlly", "--crontab", crontab)
+	if code != 1 || !strings.Contains(errOut, `nor is "nightlly" a job of --crontab `+crontab) {
+		t.Errorf("an unknown name: exit %d, stderr %q", code, errOut)
+	}
+	code, _, errOut = cli(t, "next", "nightly", "--crontab", crontab, "--zone", "UTC")
+	if code != 2 || !strings.Contains(errOut, "its own zone, America/New_York") {
+		t.Errorf("--zone beside a job: exit %d, stderr %q", code, errOut)
+	}
+	code, _, errOut = cli(t, "next", "boot", "--crontab", crontab)
+	if code != 1 || !strings.Contains(errOut, `job "boot" is an @reboot job`) {
+		t.Errorf("an @reboot job: exit %d, stderr %q", code, errOut)
+	}
+	// An expression still reads as one beside the files.
+	code, out, _ = cli(t, "next", "0 2 * * *", "--crontab", crontab, "--after", "2026-03-07T12:00:00Z", "-n", "1")
+	if code != 0 || out != "2026-03-08T02:00:00Z\n" {
+		t.Errorf("an expression beside the files: exit %d, stdout %q", code, out)
+	}
+}
+
 func TestValidateReportsEverything(t *testing.T) {
 	dir := t.TempDir()
 	ct := writeFile(t, dir, "crontab", `# name: good

@@ -46,7 +46,7 @@ CRON_TZ=Atlantis/Capital
 		{[]string{"history"}, 2, []string{"JOB is missing (accepts 1 arg(s), received 0); usage: anarchon history JOB [flags] (bad_arguments)"}},
 		// one code, not bad_arguments followed by unknown_command
 		{[]string{"run", "extra"}, 2, []string{"anarchon: run takes no arguments, got [\"extra\"]; usage: anarchon run [flags] (bad_arguments)\n"}},
-		{[]string{"next", "0", "12", "*", "*", "*"}, 2, []string{"received 5: quote the schedule as one argument, as in: anarchon next '0 12 * * *'; usage: anarchon next EXPR [flags] (bad_arguments)"}},
+		{[]string{"next", "0", "12", "*", "*", "*"}, 2, []string{"received 5: quote the schedule as one argument, as in: anarchon next '0 12 * * *'; usage: anarchon next EXPR|JOB [flags] (bad_arguments)"}},
 		{[]string{"run", "--poll", "abc", "--crontab", good}, 2, []string{`"--poll" flag`, "(bad_flag)"}},
 		{[]string{"run", "--poll"}, 2, []string{"flag needs an argument: --poll (bad_flag)"}},
 		{[]string{"run", "--poll", "0s", "--crontab", good}, 2, []string{"--poll 0s: must be positive (bad_flag)"}},

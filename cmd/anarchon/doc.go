@@ -19,7 +19,8 @@
 //   - status [--json]: the replicas in the store's instance registry, the
 //     paused jobs (who, when, why) and the jobs that differ between live ones; with job files, each job's next
 //     slots, active leases (with their holder's state) and last result.
-//   - next EXPR [--zone Z] [--after T] [-n N]: fire times of a cron expression.
+//   - next EXPR|JOB [--zone Z] [--after T] [-n N]: fire times of a cron
+//     expression, or of a job of --crontab or --config by its name.
 //   - validate: every mistake in the job files as FILE:LINE: reason; exit 1 if any.
 //   - version.
 //
