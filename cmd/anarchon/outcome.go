@@ -109,8 +109,8 @@ func retryNote(e anarchon.Event, code int) string {
 
 // eventLines are the scheduler's own log lines for the events observe
 // logs itself: a slot not run (host.go), which observe logs as "slot
-// skipped" with a reason, and a failed run (run.go), which it logs with
-// the command's exit code and output. The daemon drops them so that each
+// skipped" with a reason, a failed run (run.go), which it logs with
+// the command's exit code and output, and the retry that follows one. The daemon drops them so that each
 // is logged once.
 var eventLines = map[string]bool{
 	"slot not run":                 true, // settled: skipped, replaced, abandoned
@@ -120,6 +120,9 @@ var eventLines = map[string]bool{
 	"run failed":   true,
 	"run panicked": true,
 	"run cut short: the scheduler is stopping": true,
+	// a retry: observe's "run failed" line says which attempt follows
+	// and when (its retry attribute)
+	"slot to be retried": true,
 	// a takeover: observe logs "taking over a run another instance did
 	// not finish" from the run's start
 	"slot taken over from another instance": true,
