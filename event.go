@@ -12,11 +12,14 @@ const (
 	// refused the claim because its clock had not reached the slot (Err
 	// is the *EarlyError; SPEC §4, never early); Lateness is how late
 	// after the slot the claim was sent (store clock). Retry is set on a
-	// won lease claim of a later attempt that this instance's own failed
-	// run of the slot set up (JobOptions.Retry): a retry, where a later
-	// attempt won without it is a takeover of another instance's run (or
-	// of a retry another instance set up: an instance cannot tell those
-	// apart).
+	// won lease claim of an attempt that ran the slot's handler on this
+	// instance before, which failed and set up the retry this claim wins
+	// (JobOptions.Retry): this instance's own retry. A later attempt
+	// won without it is a retry another instance set up or a takeover of
+	// a run that did not finish (its holder stopped, died or lost its
+	// lease): the claim's answer does not say how the attempt before
+	// ended, the slot's history does (that attempt's record is its
+	// error for a retry; lease_lost or handed_over for a takeover).
 	EventClaim EventKind = iota + 1
 	// EventRunEnd: a handler returned. Status and Duration are set; Err is
 	// the handler's error. When the handler returned a context error

@@ -501,9 +501,11 @@ func TestRetryFailureSaysWhatFollows(t *testing.T) {
 
 // A won claim's event says whether it is the instance's own retry
 // (Event.Retry): attempt 2 of a slot whose attempt 1 failed on another
-// instance that then stopped is a takeover (Retry false); attempt 2 of
-// the next slot, whose attempt 1 failed on the instance that won it, is
-// its own retry (Retry true). First claims never are.
+// instance that then stopped is that instance's retry, not this one's
+// (Retry false: the daemon reads how attempt 1 ended from the history,
+// cmd/anarchon's TestRetryWonByAnotherReplica); attempt 2 of the next
+// slot, whose attempt 1 failed on the instance that won it, is its own
+// retry (Retry true). First claims never are.
 func TestClaimEventRetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := membackend.New(nil)

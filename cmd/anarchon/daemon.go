@@ -172,6 +172,7 @@ func openDaemon(g *globalFlags, log *slog.Logger, warnAt slog.Level, clock anarc
 	}
 	d.exec = &executor{log: log, instance: instance, grace: grace, out: g.output, passSecrets: g.passSecrets, maxLogBytes: g.maxLogBytes}
 	d.outcomes = newOutcomes(log, instance, d.exec)
+	d.outcomes.history = backend.History
 	d.exec.running = func(job string, delta float64) { d.metrics.running.WithLabelValues(job).Add(delta) }
 	opts := &anarchon.Options{
 		InstanceID:   instance,

@@ -54,8 +54,43 @@ type executor struct {
 	out     outputOptions
 	running func(job string, delta float64) // the running-commands gauge, if any
 	mu      sync.Mutex
-	groups  map[int]*os.Process // running commands by process ID, each the leader of its group
-	outputs map[string]string   // output tails of runs that ended, until the outcome log takes them
+	groups  map[int]*os.Process      // running commands by process ID, each the leader of its group
+	outputs map[string]string        // output tails of runs that ended, until the outcome log takes them
+	lines   map[string]chan struct{} // later attempts whose won-claim line is being written (outcomes.laterAttempt), closed once it is
+}
+
+// lineDue notes that the line of the later attempt key (runKey) is being
+// written, and done is closed once it is.
+func (e *executor) lineDue(key string, done chan struct{}) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.lines == nil {
+		e.lines = make(map[string]chan struct{})
+	}
+	e.lines[key] = done
+}
+
+// lineDone forgets the line of key, which is written.
+func (e *executor) lineDone(key string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.lines, key)
+}
+
+// awaitLine waits, before a later attempt's command starts, until its
+// won-claim line is written (it reads the store), or ctx ends: the line
+// says why the attempt runs, and comes before the command's output.
+func (e *executor) awaitLine(ctx context.Context, key string) {
+	e.mu.Lock()
+	done := e.lines[key]
+	e.mu.Unlock()
+	if done == nil {
+		return
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
 }
 
 // runKey identifies one run for the output handed to the outcome log.
@@ -115,6 +150,9 @@ type outputOptions struct {
 func (e *executor) handler(j *jobSpec) anarchon.Handler {
 	return func(ctx context.Context, run *anarchon.Run) error {
 		e.begin()
+		if run.Attempt > 1 {
+			e.awaitLine(ctx, runKey(run.Job, run.Slot, run.Attempt))
+		}
 		slot := formatSlot(run.Slot)
 		attrs := []any{slog.String("job", run.Job), slog.String("slot", slot), slog.Int("attempt", run.Attempt)}
 		log := e.log.With(attrs...)

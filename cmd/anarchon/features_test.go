@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -103,7 +104,11 @@ func TestOutcomeLines(t *testing.T) {
 	run := &anarchon.Run{Job: "j", Slot: slot, Attempt: 2}
 	e.keepOutput(run, "a\nb\nc\n")
 	err := exec.Command("/bin/sh", "-c", "kill -TERM $$").Run()
+	o.history = func(context.Context, string, int) ([]anarchon.RunRecord, error) {
+		return []anarchon.RunRecord{{Slot: slot, Attempt: 1, InstanceID: "inst-2", Status: anarchon.StatusLeaseLost}}, nil
+	}
 	o.observe(anarchon.Event{Kind: anarchon.EventClaim, Job: "j", Slot: slot, Attempt: 2, Outcome: "won"})
+	e.awaitLine(context.Background(), runKey("j", slot, 2)) // as the command of attempt 2 does
 	o.observe(anarchon.Event{Kind: anarchon.EventRunEnd, Job: "j", Slot: slot, Attempt: 2, Status: anarchon.StatusError, Err: err, Duration: time.Second})
 	o.observe(anarchon.Event{Kind: anarchon.EventSlotSkipped, Job: "j", Slot: slot, Status: anarchon.StatusSkipped})
 	o.observe(anarchon.Event{Kind: anarchon.EventRunEnd, Job: "j", Slot: slot, Attempt: 1, Status: anarchon.StatusSuccess})
@@ -124,7 +129,8 @@ func TestOutcomeLines(t *testing.T) {
 	if len(recs) != 8 {
 		t.Fatalf("%d lines:\n%s", len(recs), buf.String())
 	}
-	if recs[0]["msg"] != "taking over a run another instance did not finish" || recs[0]["attempt"] != float64(2) {
+	if recs[0]["msg"] != "taking over a run another instance did not finish" || recs[0]["attempt"] != float64(2) ||
+		recs[0]["previous_instance"] != "inst-2" || recs[0]["previous_status"] != "lease_lost" {
 		t.Errorf("takeover %v", recs[0])
 	}
 	if recs[1]["level"] != "WARN" || recs[1]["signal"] != "terminated" || recs[1]["output"] != "a\nb\nc" ||
@@ -604,27 +610,40 @@ func TestPausedSlotReason(t *testing.T) {
 	}
 }
 
-// A replica's own retry of a slot whose attempt failed there (a won
-// claim's Retry, which TestClaimEventRetry checks) is logged as a retry,
-// not as a takeover of another instance's run; a later attempt it wins
-// without having failed the slot is a takeover.
+// A replica's own retry of a slot whose attempt failed there is logged as
+// a retry, not as a takeover of another instance's run, and so is a
+// retry another replica set up (TestRetryWonByAnotherReplica); a later
+// attempt whose attempt before did not finish is a takeover. The slot's
+// history tells them apart: here attempt 1 failed on inst-1 and attempt 2
+// lost its lease on inst-2.
 func TestOwnRetryIsNotATakeover(t *testing.T) {
 	var buf bytes.Buffer
-	o := newOutcomes(slog.New(slog.NewJSONHandler(&buf, nil)), "inst-1", &executor{})
+	ex := &executor{}
+	o := newOutcomes(slog.New(slog.NewJSONHandler(&buf, nil)), "inst-1", ex)
 	slot := time.Date(2026, 3, 8, 7, 0, 0, 0, time.UTC)
+	o.history = func(context.Context, string, int) ([]anarchon.RunRecord, error) {
+		return []anarchon.RunRecord{
+			{Slot: slot, Attempt: 2, InstanceID: "inst-2", Status: anarchon.StatusLeaseLost},
+			{Slot: slot, Attempt: 1, InstanceID: "inst-1", Status: anarchon.StatusError},
+		}, nil
+	}
 	o.observe(anarchon.Event{Kind: anarchon.EventRunEnd, Job: "j", Slot: slot, Attempt: 1, Status: anarchon.StatusError,
 		Err: errors.New("exit status 3"), Retry: true, RetryIn: 5 * time.Second, Reason: "attempt 2 (of at most 3) follows in 5s"})
 	o.observe(anarchon.Event{Kind: anarchon.EventClaim, Job: "j", Slot: slot, Attempt: 2, Outcome: "won", Retry: true})
+	ex.awaitLine(context.Background(), runKey("j", slot, 2))
 	o.observe(anarchon.Event{Kind: anarchon.EventClaim, Job: "j", Slot: slot, Attempt: 3, Outcome: "won"})
+	ex.awaitLine(context.Background(), runKey("j", slot, 3))
 	var msgs []string
 	for l := range strings.Lines(buf.String()) {
 		var m map[string]any
 		if err := json.Unmarshal([]byte(l), &m); err != nil {
 			t.Fatal(err)
 		}
-		msgs = append(msgs, fmt.Sprint(m["msg"], " ", m["attempt"]))
+		msgs = append(msgs, fmt.Sprintf("%v %v failed_on=%v previous_instance=%v", m["msg"], m["attempt"], m["failed_on"], m["previous_instance"]))
 	}
-	want := []string{"run failed 1", "retrying the slot after its failed attempt 2", "taking over a run another instance did not finish 3"}
+	want := []string{"run failed 1 failed_on=<nil> previous_instance=<nil>",
+		"retrying the slot after its failed attempt 2 failed_on=inst-1 previous_instance=<nil>",
+		"taking over a run another instance did not finish 3 failed_on=<nil> previous_instance=inst-2"}
 	if !slices.Equal(msgs, want) {
 		t.Errorf("lines %q, want %q", msgs, want)
 	}

@@ -19,18 +19,33 @@ const failureLines = 10
 
 // outcomes logs what became of each run and slot, from the scheduler's
 // events: one line per run end (INFO, WARN for a failure), one when this
-// replica takes over another's run, one when a slot is not run.
+// replica wins a later attempt of a slot (a retry, or a takeover of a run
+// that did not finish), one when a slot is not run.
 type outcomes struct {
 	log      *slog.Logger
 	instance string
 	exec     *executor
+	// history reads a job's newest history records (the store's
+	// Backend.History), for the line of a later attempt: how the attempt
+	// before it ended. nil: not read, and the line says so.
+	history func(ctx context.Context, job string, limit int) ([]anarchon.RunRecord, error)
 }
+
+// previousScan is how many of a job's newest history records are read
+// for the record of the attempt before a later one: the slot's own
+// records come first unless later slots of the job have started since.
+const previousScan = 64
+
+// previousRead bounds that read: the command of the later attempt waits
+// for its line (executor.awaitLine).
+const previousRead = 5 * time.Second
 
 func newOutcomes(log *slog.Logger, instance string, e *executor) *outcomes {
 	return &outcomes{log: log, instance: instance, exec: e}
 }
 
-// observe logs one event; it is quick and never calls the scheduler.
+// observe logs one event; it is quick and never calls the scheduler (the
+// store read of a later attempt's line is made on a goroutine of its own).
 func (o *outcomes) observe(e anarchon.Event) {
 	base := []any{slog.String("job", e.Job), slog.String("slot", formatSlot(e.Slot)), slog.Int("attempt", e.Attempt), slog.String("instance", o.instance)}
 	switch e.Kind {
@@ -78,11 +93,7 @@ func (o *outcomes) observe(e anarchon.Event) {
 		if e.Outcome != "won" || e.Attempt <= 1 {
 			break
 		}
-		if e.Retry { // this replica's own retry (Event's doc)
-			o.log.Info("retrying the slot after its failed attempt", base...)
-			break
-		}
-		o.log.Info("taking over a run another instance did not finish", base...)
+		o.laterAttempt(e, base)
 	case anarchon.EventSlotSkipped:
 		// A missed slot is a job that did not run when it should have:
 		// trouble, so it stays in the log at --log-level warn.
@@ -92,6 +103,77 @@ func (o *outcomes) observe(e anarchon.Event) {
 		}
 		o.log.Log(context.Background(), level, "slot skipped", append(base[:2:2], slog.String("instance", o.instance),
 			slog.String("status", string(e.Status)), slog.String("reason", skipReason(e)))...)
+	}
+}
+
+// laterAttempt logs a won claim of attempt 2 or more: a retry, when the
+// attempt before it ran its command and failed (on this replica or on
+// another), or a takeover of a run whose holder did not finish it (it
+// stopped, was killed, or lost its lease). The claim's answer does not
+// tell them apart: it carries the new attempt's number, and the store's
+// row of the slot looks the same after a failed attempt's backoff as
+// after a dead holder's lease (Event.Retry says only that this replica's
+// own failed run set the retry up). The slot's history does: the attempt
+// before is recorded with its error when it failed and was retried, and
+// as lease_lost or handed_over when it did not finish. The read goes on a
+// goroutine of its own, since OnEvent must be quick; the attempt's
+// command waits for the line (executor.awaitLine), so that the line comes
+// before the command's output.
+func (o *outcomes) laterAttempt(e anarchon.Event, base []any) {
+	if o.history == nil {
+		o.logLaterAttempt(e, base, anarchon.RunRecord{}, errors.New("the store's history is not read"))
+		return
+	}
+	key := runKey(e.Job, e.Slot, e.Attempt)
+	done := make(chan struct{})
+	if o.exec != nil {
+		o.exec.lineDue(key, done)
+	}
+	go func() {
+		defer close(done)
+		if o.exec != nil {
+			defer o.exec.lineDone(key)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), previousRead)
+		defer cancel()
+		prev, err := o.previous(ctx, e)
+		o.logLaterAttempt(e, base, prev, err)
+	}()
+}
+
+// previous finds the history record of the attempt before e's.
+func (o *outcomes) previous(ctx context.Context, e anarchon.Event) (anarchon.RunRecord, error) {
+	recs, err := o.history(ctx, e.Job, previousScan)
+	if err != nil {
+		return anarchon.RunRecord{}, fmt.Errorf("the job's history could not be read: %w", err)
+	}
+	for _, r := range recs {
+		if !r.Manual && r.Slot.Equal(e.Slot) && r.Attempt == e.Attempt-1 {
+			return r, nil
+		}
+	}
+	return anarchon.RunRecord{}, fmt.Errorf("attempt %d of the slot is not among the job's newest %d history records", e.Attempt-1, previousScan)
+}
+
+// logLaterAttempt writes laterAttempt's line from prev, the record of the
+// attempt before e's, or from err, why it is not known.
+func (o *outcomes) logLaterAttempt(e anarchon.Event, base []any, prev anarchon.RunRecord, err error) {
+	switch {
+	case err == nil && prev.Status == anarchon.StatusError:
+		// Only a retry follows an attempt recorded as an error: a
+		// failure that is not retried settles the slot.
+		o.log.Info("retrying the slot after its failed attempt", append(base,
+			slog.Int("failed_attempt", prev.Attempt), slog.String("failed_on", prev.InstanceID))...)
+	case err == nil:
+		o.log.Info("taking over a run another instance did not finish", append(base,
+			slog.Int("previous_attempt", prev.Attempt), slog.String("previous_instance", prev.InstanceID),
+			slog.String("previous_status", string(prev.Status)))...)
+	case e.Retry:
+		// This replica's own failed run set the retry up (Event.Retry).
+		o.log.Info("retrying the slot after its failed attempt", append(base, slog.String("failed_on", o.instance))...)
+	default:
+		o.log.Info("running a later attempt of the slot", append(base,
+			slog.String("previous", "how the attempt before it ended is not known: "+err.Error()))...)
 	}
 }
 
@@ -123,8 +205,9 @@ var eventLines = map[string]bool{
 	// a retry: observe's "run failed" line says which attempt follows
 	// and when (its retry attribute)
 	"slot to be retried": true,
-	// a takeover: observe logs "taking over a run another instance did
-	// not finish" from the run's start
+	// a takeover or a retry: observe logs "taking over a run another
+	// instance did not finish" or "retrying the slot after its failed
+	// attempt" from the won claim
 	"slot taken over from another instance": true,
 }
 

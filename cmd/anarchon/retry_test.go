@@ -4,15 +4,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/membackend"
 )
 
 func TestParseRetry(t *testing.T) {
@@ -203,4 +207,145 @@ func TestRunFailedSaysRetry(t *testing.T) {
 			t.Errorf("%s: logged %v, want \"run failed\" with retry %q", tc.name, m, tc.want)
 		}
 	}
+}
+
+// TestRetryWonByAnotherReplica: the retry of a slot whose attempt failed
+// on one replica and that another replica wins (the first stopped during
+// the backoff) is logged there as a retry naming where the attempt
+// failed, not as a takeover of a run that did not finish: the claim's
+// answer does not tell the two apart, the slot's history does. A run
+// handed over at stop is a takeover; a history that cannot be read says
+// that how the attempt before ended is not known, unless the replica's
+// own failed run set the retry up.
+func TestRetryWonByAnotherReplica(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := membackend.New(nil)
+		logs := map[string]*bytes.Buffer{}
+		var ss []*anarchon.Scheduler
+		for _, id := range []string{"r0", "r1"} {
+			logs[id] = &bytes.Buffer{}
+			o := newOutcomes(slog.New(slog.NewJSONHandler(&syncWriter{w: logs[id]}, nil)), id, &executor{})
+			o.history = store.History
+			s := anarchon.New(store, &anarchon.Options{InstanceID: id, Logger: slog.New(slog.DiscardHandler), OnEvent: o.observe})
+			h := func(_ context.Context, run *anarchon.Run) error {
+				if run.Attempt == 1 {
+					return errors.New("exit status 3")
+				}
+				return nil
+			}
+			if err := s.Every("flaky", time.Hour, h, &anarchon.JobOptions{Retry: anarchon.Retry{MaxRetries: 1, InitialBackoff: 10 * time.Second}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			ss = append(ss, s)
+		}
+		first := time.Now().Truncate(time.Hour).Add(time.Hour)
+		time.Sleep(time.Until(first.Add(2 * time.Second)))
+		recs, err := store.History(context.Background(), "flaky", 0)
+		if err != nil || len(recs) != 1 || recs[0].Status != anarchon.StatusError {
+			t.Fatalf("history after attempt 1: %v, %v", recs, err)
+		}
+		failed := recs[0].InstanceID
+		other := "r0"
+		for _, s := range ss {
+			if s.InstanceID() == failed {
+				stopScheds(t, s) // leaves during the backoff: the other wins attempt 2
+			} else {
+				other = s.InstanceID()
+			}
+		}
+		time.Sleep(time.Minute)
+		for _, s := range ss {
+			if s.InstanceID() == other {
+				stopScheds(t, s)
+			}
+		}
+		synctest.Wait()
+		var lines []map[string]any
+		for l := range strings.Lines(logs[other].String()) {
+			var m map[string]any
+			if err := json.Unmarshal([]byte(l), &m); err != nil {
+				t.Fatal(err)
+			}
+			if m["attempt"] == float64(2) && m["msg"] != "run succeeded" {
+				lines = append(lines, m)
+			}
+		}
+		if len(lines) != 1 || lines[0]["msg"] != "retrying the slot after its failed attempt" ||
+			lines[0]["failed_on"] != failed || lines[0]["failed_attempt"] != float64(1) {
+			t.Errorf("%s's line for attempt 2: %v; want \"retrying the slot after its failed attempt\" with failed_on %s, failed_attempt 1\n%s",
+				other, lines, failed, logs[other])
+		}
+	})
+
+	slot := time.Date(2026, 3, 8, 7, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name  string
+		prev  []anarchon.RunRecord
+		err   error
+		retry bool // Event.Retry: this replica's own retry
+		want  string
+		attrs map[string]any
+	}{
+		{"handed over", []anarchon.RunRecord{{Slot: slot, Attempt: 1, InstanceID: "r0", Status: anarchon.StatusHandedOver}}, nil, false,
+			"taking over a run another instance did not finish", map[string]any{"previous_instance": "r0", "previous_status": "handed_over", "previous_attempt": float64(1)}},
+		{"lease lost", []anarchon.RunRecord{{Slot: slot.Add(time.Hour), Attempt: 1, Status: anarchon.StatusError}, {Slot: slot, Attempt: 1, InstanceID: "r0", Status: anarchon.StatusLeaseLost}}, nil, false,
+			"taking over a run another instance did not finish", map[string]any{"previous_status": "lease_lost"}},
+		{"failed", []anarchon.RunRecord{{Slot: slot, Attempt: 1, InstanceID: "r0", Status: anarchon.StatusError}}, nil, false,
+			"retrying the slot after its failed attempt", map[string]any{"failed_on": "r0", "failed_attempt": float64(1)}},
+		{"own retry, history not read", nil, errors.New("connection refused"), true,
+			"retrying the slot after its failed attempt", map[string]any{"failed_on": "r1"}},
+		{"not known", nil, errors.New("connection refused"), false,
+			"running a later attempt of the slot", map[string]any{"previous": "how the attempt before it ended is not known: the job's history could not be read: connection refused"}},
+		{"not found", []anarchon.RunRecord{{Slot: slot.Add(time.Hour), Attempt: 1, Status: anarchon.StatusError}}, nil, false,
+			"running a later attempt of the slot", map[string]any{"previous": "how the attempt before it ended is not known: attempt 1 of the slot is not among the job's newest 64 history records"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			ex := &executor{}
+			o := newOutcomes(slog.New(slog.NewJSONHandler(&buf, nil)), "r1", ex)
+			o.history = func(context.Context, string, int) ([]anarchon.RunRecord, error) { return tc.prev, tc.err }
+			o.observe(anarchon.Event{Kind: anarchon.EventClaim, Job: "j", Slot: slot, Attempt: 2, Outcome: "won", Retry: tc.retry})
+			// The command of attempt 2 waits for the line.
+			ex.awaitLine(context.Background(), runKey("j", slot, 2))
+			var m map[string]any
+			if err := json.Unmarshal(buf.Bytes(), &m); err != nil {
+				t.Fatalf("%v: %q", err, buf.String())
+			}
+			if m["msg"] != tc.want {
+				t.Errorf("line %v, want %q", m, tc.want)
+			}
+			for k, v := range tc.attrs {
+				if m[k] != v {
+					t.Errorf("%s = %v, want %v", k, m[k], v)
+				}
+			}
+		})
+	}
+}
+
+// stopScheds stops each scheduler within 10 s.
+func stopScheds(t *testing.T, ss ...*anarchon.Scheduler) {
+	t.Helper()
+	for _, s := range ss {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := s.Stop(ctx); err != nil {
+			t.Errorf("Stop %s: %v", s.InstanceID(), err)
+		}
+		cancel()
+	}
+}
+
+// syncWriter writes to w under a lock: the log of schedulers' goroutines.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
