@@ -21,6 +21,10 @@ var (
 	// nameAnyCase is a name comment in other letter cases ("# Name: x"),
 	// which is not one: warned of, since the job below stays unnamed.
 	nameAnyCase = regexp.MustCompile(`(?i)^#\s*name\s*:`)
+	// optionComment is a comment written as a YAML job option ("# retry:
+	// 3", "# Max-Late: 5m"): the word, then the value. optionWord says
+	// which words are options.
+	optionComment = regexp.MustCompile(`^#\s*([A-Za-z][A-Za-z_-]*)\s*:\s*(.*?)\s*$`)
 	// upperWord is a word in capitals: a day's or month's name, mistyped.
 	upperWord  = regexp.MustCompile(`^[A-Z]{3,}$`)
 	cronToken  = regexp.MustCompile(`^[0-9*?,/\-LW#]+$`)
@@ -34,6 +38,53 @@ const (
 	dayList   = `SUN|MON|TUE|WED|THU|FRI|SAT`
 	monthList = `JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC`
 )
+
+// optionKeys maps the words of optionComment that are options of a YAML
+// job (or of its retry mapping), in lower case with "_" for "-", to the
+// key that sets the option there. The job line's own parts (schedule,
+// command, a system crontab's user) and words that are as likely the
+// start of a note ("env", "shell") are left out.
+var optionKeys = map[string]string{
+	"zone":                 "zone",
+	"workdir":              "workdir",
+	"timeout":              "timeout",
+	"jitter":               "jitter",
+	"max_late":             "max_late",
+	"overlap":              "overlap",
+	"catch_up":             "catch_up",
+	"lease":                "lease",
+	"max_attempts":         "max_attempts",
+	"history_size":         "history_size",
+	"retry":                "retry.max_retries",
+	"max_retries":          "retry.max_retries",
+	"initial_backoff":      "retry.initial_backoff",
+	"max_backoff":          "retry.max_backoff",
+	"multiplier":           "retry.multiplier",
+	"permanent_exit_codes": "retry.permanent_exit_codes",
+}
+
+// optionWarning is the warning for a comment that looks like a YAML job
+// option ("# retry: 3"), which a crontab does not read: the job below it
+// runs without the option, and nothing else would say so. "" for any
+// other comment: a known word followed by a value of at most two words,
+// or a {mapping} or [list], is an option; a longer text is a note
+// ("# timeout: the export can take an hour").
+func optionWarning(text string) string {
+	m := optionComment.FindStringSubmatch(text)
+	if m == nil {
+		return ""
+	}
+	key := optionKeys[strings.ReplaceAll(strings.ToLower(m[1]), "-", "_")]
+	value := m[2]
+	if key == "" || value == "" || (len(strings.Fields(value)) > 2 && !strings.ContainsAny(value[:1], "{[")) {
+		return ""
+	}
+	where := "a YAML jobs file (--config) sets it with the job's key " + key
+	if key == "zone" {
+		where = "a CRON_TZ= line above the job line sets its zone, or a YAML jobs file (--config) with the job's key zone"
+	}
+	return fmt.Sprintf("%q is a comment, not an option of the job below it: a crontab line takes no option other than its \"# name:\" comment; %s", text, where)
+}
 
 // maxCrontabLine bounds one crontab line (bytes).
 const maxCrontabLine = 1 << 20
@@ -149,6 +200,8 @@ func parseCrontabWith(file string, data []byte, opts crontabOptions) (_ []*jobSp
 				name, nameLine = m[1], lineNo
 			} else if nameAnyCase.MatchString(text) {
 				warn(lineNo, "%q is not a name comment, which is \"# name:\" in lower case with the colon right after it: the job below it is unnamed", text)
+			} else if w := optionWarning(text); w != "" {
+				warn(lineNo, "%s", w)
 			}
 			continue
 		}

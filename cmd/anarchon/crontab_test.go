@@ -296,6 +296,56 @@ func TestMistypedNames(t *testing.T) {
 	}
 }
 
+// TestOptionComments: a comment written as a job option of the YAML
+// format ("# retry: 3") is not read by the crontab format, which takes
+// only "# name:": it is warned of at its line, naming the YAML key that
+// sets the option; a comment that is a note is not.
+func TestOptionComments(t *testing.T) {
+	for _, tc := range []struct {
+		comment string
+		key     string // the YAML key the warning names; "" for no warning
+	}{
+		{"# retry: 3", "retry.max_retries"},
+		{"#retry:3", "retry.max_retries"},
+		{"# Timeout: 5m", "timeout"},
+		{"# max-late: 30s", "max_late"},
+		{"# lease: 1m", "lease"},
+		{"# overlap: limit 2", "overlap"},
+		{"# catch_up: {window: 6h, max: 1}", "catch_up"},
+		{"# permanent_exit_codes: [2, 64]", "retry.permanent_exit_codes"},
+		{"# initial_backoff: 10s", "retry.initial_backoff"},
+		{"# max_attempts: 3", "max_attempts"},
+		{"# history_size: 500", "history_size"},
+		{"# jitter: 30s", "jitter"},
+		{"# workdir: /srv", "workdir"},
+		{"# zone: Europe/Athens", "CRON_TZ="},
+		{"# timeout: the export can take an hour or more", ""},
+		{"# Note: rotate the logs", ""},
+		{"# retry:", ""},
+		{"# schedule: nightly", ""},
+		{"# backups", ""},
+		{"# retries are handled by the script", ""},
+	} {
+		src := "# name: job\n0 3 * * * echo x\n" + tc.comment + "\n# name: other\n0 4 * * * echo y\n"
+		jobs, all := parseCrontab("o.cron", []byte(src))
+		errs, warns := splitWarnings(all)
+		if len(errs) > 0 || len(jobs) != 2 {
+			t.Errorf("%q: jobs %v, errors %v", tc.comment, jobs, errs)
+			continue
+		}
+		if tc.key == "" {
+			if len(warns) > 0 {
+				t.Errorf("%q: warnings %v, want none: an ordinary comment", tc.comment, warns)
+			}
+			continue
+		}
+		want := fmt.Sprintf("o.cron:3: warning: %q is a comment, not an option of the job below it: a crontab line takes no option other than its \"# name:\" comment; ", tc.comment)
+		if len(warns) != 1 || !strings.HasPrefix(warns[0].Error(), want) || !strings.Contains(warns[0].Error(), tc.key) {
+			t.Errorf("%q: warnings %v, want one starting %q and naming %s", tc.comment, warns, want, tc.key)
+		}
+	}
+}
+
 // TestUnknownZoneNamesItsJobs: an unknown CRON_TZ or TZ line is far from
 // the jobs it makes invalid, so its error names them (the first five, then
 // a count), or says that none is under it.
