@@ -846,8 +846,9 @@ func statusCmd(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
 		Long: `status reads the store. It lists the replicas of the store's instance registry
 (live, dead or stopped, by the store's clock) and names the jobs defined
 differently on live replicas; with --crontab or --config it shows each job's
-next slots, active leases (with the holder's state in the registry) and last
-result.`,
+next slots, active leases (with the holder's state in the registry; a failed
+attempt's lease kept for its retry backoff is shown waiting for the retry,
+with when the next attempt is due) and last result.`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			if err := sharedStore(g, "status"); err != nil {
@@ -873,43 +874,61 @@ result.`,
 				fmt.Fprintln(stdout, "\njobs: give --crontab or --config to show each job's next slots, leases and last result")
 			}
 			for _, j := range rep.Jobs {
-				fmt.Fprintf(stdout, "\n%s  %s  (%s)\n", j.Name, j.Schedule, j.Zone)
-				next := strings.Join(j.Next, ", ")
-				if j.Schedule == "@reboot" {
-					next = "once at each start of \"anarchon run\""
-				}
-				fmt.Fprintf(stdout, "  %s%s\n", jobLabel("next:"), next)
-				for _, a := range j.Active {
-					live := "expired"
-					if a.Live {
-						live = "live"
-					}
-					switch a.HolderState {
-					case string(anarchon.InstanceDead):
-						live += ", holder dead in the registry: a backup takes over when the lease ends"
-					case string(anarchon.InstanceStopped):
-						live += ", holder stopped"
-					}
-					fmt.Fprintf(stdout, "  %sslot %s on %s, attempt %d, %s, lease until %s (%s)\n",
-						jobLabel("active:"), a.Slot, a.Instance, a.Attempt, a.State, a.LeaseUntil, live)
-				}
-				if j.Last != nil {
-					printLast(stdout, "last:", j.Last)
-					if j.LastRun != nil {
-						printLast(stdout, "last run:", j.LastRun)
-					}
-				} else {
-					fmt.Fprintf(stdout, "  %snever ran\n", jobLabel("last:"))
-				}
-				if j.Error != "" {
-					fmt.Fprintf(stdout, "  %s%s\n", jobLabel("error:"), j.Error)
-				}
+				printJobStatus(stdout, j)
 			}
 			return nil
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
+}
+
+// printJobStatus prints one job of status: its next slots, active leases
+// (a failed attempt's waiting for its retry said so), last result and
+// last run, and what could not be read.
+func printJobStatus(stdout io.Writer, j jobStatus) {
+	fmt.Fprintf(stdout, "\n%s  %s  (%s)\n", j.Name, j.Schedule, j.Zone)
+	next := strings.Join(j.Next, ", ")
+	if j.Schedule == "@reboot" {
+		next = "once at each start of \"anarchon run\""
+	}
+	fmt.Fprintf(stdout, "  %s%s\n", jobLabel("next:"), next)
+	for _, a := range j.Active {
+		if a.State == stateRetryWait {
+			// Any replica's claim takes the retry once it is due:
+			// the holder's state does not matter.
+			due := "due at " + a.RetryDue
+			if !a.Live {
+				due = "due since " + a.RetryDue + ", not claimed yet"
+			}
+			fmt.Fprintf(stdout, "  %sslot %s: attempt %d failed on %s, waiting for its retry: attempt %d %s\n",
+				jobLabel("active:"), a.Slot, a.Attempt, a.Instance, a.Attempt+1, due)
+			continue
+		}
+		live := "expired"
+		if a.Live {
+			live = "live"
+		}
+		switch a.HolderState {
+		case string(anarchon.InstanceDead):
+			live += ", holder dead in the registry: a backup takes over when the lease ends"
+		case string(anarchon.InstanceStopped):
+			live += ", holder stopped"
+		}
+		fmt.Fprintf(stdout, "  %sslot %s on %s, attempt %d, %s, lease until %s (%s)\n",
+			jobLabel("active:"), a.Slot, a.Instance, a.Attempt, a.State, a.LeaseUntil, live)
+	}
+	if j.Last != nil {
+		printLast(stdout, "last:", j.Last)
+		if j.LastRun != nil {
+			printLast(stdout, "last run:", j.LastRun)
+		}
+	} else {
+		fmt.Fprintf(stdout, "  %snever ran\n", jobLabel("last:"))
+	}
+	if j.Error != "" {
+		fmt.Fprintf(stdout, "  %s%s\n", jobLabel("error:"), j.Error)
+	}
 }
 
 func nextCmd(g *globalFlags, stdout io.Writer) *cobra.Command {

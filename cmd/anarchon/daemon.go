@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -756,6 +757,34 @@ type activeJSON struct {
 	// lease with a dead holder is one a backup will take over once it
 	// expires.
 	HolderState string `json:"holder_state,omitempty"`
+	// RetryDue is, for State stateRetryWait, when the next attempt is
+	// due: the end of the lease the failed attempt kept for its backoff
+	// (store clock), from which any replica's claim takes the slot.
+	RetryDue string `json:"retry_due,omitempty"`
+}
+
+// stateRetryWait is the State status gives an active run that waits out
+// its retry backoff: its attempt failed and a further attempt is to run
+// (retry:). The store holds it as running, under the failed attempt's
+// token, until the backoff ends, so that no claim takes the slot before;
+// the history tells it apart, with the attempt's error stored under that
+// token.
+const stateRetryWait = "retry_wait"
+
+// retryWait reports whether the active run a waits for its retry: its
+// token's record among recs is the failed attempt's error. A run whose
+// failure is not retried is settled before its error is stored, or in the
+// same step, and is no longer active.
+func retryWait(a anarchon.ActiveRun, recs []anarchon.RunRecord) bool {
+	if a.State != anarchon.RunStateRunning {
+		return false
+	}
+	for _, r := range recs {
+		if r.Token == a.Token {
+			return r.Status == anarchon.StatusError
+		}
+	}
+	return false
 }
 
 // status reads the replicas from the store's instance registry, and each
@@ -799,23 +828,35 @@ func (d *daemon) status(ctx context.Context) statusReport {
 			js.Next = formatIn(next, j.Zone)
 		}
 		var errs []string
+		var act []anarchon.ActiveRun
 		if runs != nil {
-			act, err := runs.Active(ctx, j.Name)
-			if err != nil {
+			var err error
+			if act, err = runs.Active(ctx, j.Name); err != nil {
 				errs = append(errs, "active: "+err.Error())
 			}
-			for _, a := range act {
-				js.Active = append(js.Active, activeJSON{
-					Slot: formatTime(time.UnixMilli(a.Slot)), Instance: a.InstanceID, Attempt: a.Attempt,
-					State: string(a.State), LeaseUntil: formatTime(a.LeaseUntil), Live: a.Live,
-					HolderState: replicas.holderState(a.InstanceID),
-				})
-			}
 		}
-		recs, err := d.backend.History(ctx, j.Name, 1)
-		if err == nil && len(recs) == 1 && recs[0].Status.NotRun() {
+		// A running lease may be a failed attempt's, kept for its retry
+		// backoff: its record tells (retryWait), so the newest records
+		// are read then.
+		limit := 1
+		if slices.ContainsFunc(act, func(a anarchon.ActiveRun) bool { return a.State == anarchon.RunStateRunning }) {
+			limit = statusRecords
+		}
+		recs, err := d.backend.History(ctx, j.Name, limit)
+		if err == nil && limit == 1 && len(recs) == 1 && recs[0].Status.NotRun() {
 			// Only then are older records read, for the last run.
 			recs, err = d.backend.History(ctx, j.Name, statusRecords)
+		}
+		for _, a := range act {
+			aj := activeJSON{
+				Slot: formatTime(time.UnixMilli(a.Slot)), Instance: a.InstanceID, Attempt: a.Attempt,
+				State: string(a.State), LeaseUntil: formatTime(a.LeaseUntil), Live: a.Live,
+				HolderState: replicas.holderState(a.InstanceID),
+			}
+			if err == nil && retryWait(a, recs) {
+				aj.State, aj.RetryDue = stateRetryWait, aj.LeaseUntil
+			}
+			js.Active = append(js.Active, aj)
 		}
 		if err != nil {
 			errs = append(errs, "history: "+err.Error())

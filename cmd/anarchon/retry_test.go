@@ -349,3 +349,62 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	defer s.mu.Unlock()
 	return s.w.Write(p)
 }
+
+// TestStatusRetryWait: a slot whose attempt failed and waits out its
+// retry backoff is shown by status as waiting for its retry, with when
+// the next attempt is due, in the text and in the JSON, not as running:
+// the store holds its lease as running until then. The attempt that then
+// runs is running.
+func TestStatusRetryWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := membackend.New(nil)
+		s := anarchon.New(b, &anarchon.Options{InstanceID: "r0", Logger: slog.New(slog.DiscardHandler)})
+		release := make(chan struct{})
+		h := func(ctx context.Context, run *anarchon.Run) error {
+			if run.Attempt == 1 {
+				return errors.New("exit status 3")
+			}
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return nil
+		}
+		if err := s.Every("flaky", time.Hour, h, &anarchon.JobOptions{Retry: anarchon.Retry{MaxRetries: 1, InitialBackoff: 10 * time.Minute}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { close(release); stopScheds(t, s) }()
+		d := &daemon{backend: b, sched: s, store: "memory:", jobs: []*jobSpec{{Name: "flaky", Schedule: "@every 1h"}}}
+		first := time.Now().Truncate(time.Hour).Add(time.Hour)
+		time.Sleep(time.Until(first.Add(time.Minute)))
+		due := formatTime(first.Add(10 * time.Minute))
+		rep := d.status(context.Background())
+		js := rep.Jobs[0]
+		if len(js.Active) != 1 || js.Active[0].State != stateRetryWait || js.Active[0].RetryDue != due || js.Active[0].Attempt != 1 {
+			t.Fatalf("active during the backoff %+v (error %q), want attempt 1 %s, retry due %s", js.Active, js.Error, stateRetryWait, due)
+		}
+		out, err := json.Marshal(rep)
+		if err != nil || !strings.Contains(string(out), `"state":"retry_wait"`) || !strings.Contains(string(out), `"retry_due":"`+due+`"`) {
+			t.Errorf("JSON %s (%v): want state retry_wait and retry_due %s", out, err, due)
+		}
+		var text bytes.Buffer
+		printJobStatus(&text, js)
+		if want := "attempt 1 failed on r0, waiting for its retry: attempt 2 due at " + due; !strings.Contains(text.String(), want) || strings.Contains(text.String(), "running") {
+			t.Errorf("status text:\n%s\nwant %q and no \"running\"", text.String(), want)
+		}
+
+		time.Sleep(time.Until(first.Add(11 * time.Minute)))
+		js = d.status(context.Background()).Jobs[0]
+		if len(js.Active) != 1 || js.Active[0].State != string(anarchon.RunStateRunning) || js.Active[0].Attempt != 2 || js.Active[0].RetryDue != "" {
+			t.Errorf("active while attempt 2 runs %+v, want it running", js.Active)
+		}
+		text.Reset()
+		printJobStatus(&text, js)
+		if !strings.Contains(text.String(), "attempt 2, running, lease until") {
+			t.Errorf("status text while attempt 2 runs:\n%s", text.String())
+		}
+	})
+}
