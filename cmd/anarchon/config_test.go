@@ -2,12 +2,14 @@ package main
 
 import (
 	"errors"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/anarchon/anarchon"
+	"github.com/anarchon/anarchon/membackend"
 )
 
 func TestParseConfig(t *testing.T) {
@@ -194,6 +196,62 @@ func TestConfigScalarsAsWritten(t *testing.T) {
 	for _, want := range []string{"A=1.10", "B=true", "C=null", "D="} {
 		if !slices.Contains(jobs[0].Env, want) {
 			t.Errorf("env %q lacks %q", jobs[0].Env, want)
+		}
+	}
+}
+
+// TestJobFileMessagesUseYAMLKeys goes through the scheduler's checks of a
+// job's options that a job file reaches, the cross-field ones (retry,
+// catch_up, jitter against max_late and the interval, the dedupe window)
+// included: every message names the file's keys (retry.initial_backoff,
+// max_late), never the Go fields the scheduler's reasons quote
+// (InitialBackoff, MaxLate).
+func TestJobFileMessagesUseYAMLKeys(t *testing.T) {
+	goName := regexp.MustCompile(`\b(?:[A-Z][a-z]+){2,}\b|\bRetry\.|\bCatchUp\.`)
+	for _, tc := range []struct {
+		opts   string // the job's options, YAML lines
+		window time.Duration
+		want   string // the message after the job's name
+	}{
+		{"retry: {max_retries: 1, initial_backoff: 10s, max_backoff: 5s}", 0, "retry.max_backoff: 5s is below retry.initial_backoff 10s"},
+		{"retry: {max_retries: 1, multiplier: 0.5}", 0, "retry.multiplier: 0.5 is not a finite number >= 1"},
+		{"retry: {max_retries: 1001}", 0, "retry.max_retries: 1001 is above the limit 1000"},
+		{"retry: {max_retries: 1, jitter: -1s}", 0, "retry.jitter: -1s is negative"},
+		{"catch_up: {max: 2}", 0, "catch_up.max: catch_up.max without a catch_up.window does nothing"},
+		{"catch_up: {window: 1h, max: 100000}", 0, "catch_up.max: 100000 is above the limit"},
+		{"jitter: 2m", 0, "jitter: jitter 2m0s is not below max_late 1m0s: a slot delayed by its jitter would be skipped as late"},
+		{"jitter: 2m\n  max_late: 3m\n  schedule: '@every 1m'", 0, "jitter: jitter 2m0s is not below the interval 1m0s"},
+		{"max_late: 50ms", 0, "max_late: 50ms is below the floor of 100ms: a slot is that late by the time it is claimed"},
+		{"lease: 1ms", 0, "lease: a lease must be at least 3ms (heartbeats every lease/3)"},
+		{"overlap: limit 0", 0, "overlap: limit 0: the limit must be at least 1"},
+		{"overlap: limit 100000", 0, "overlap: limit 100000: the limit must be at most 1000"},
+		{"history_size: 100000000", 0, "history_size: 100000000 is above the limit"},
+		{"max_attempts: 100000", 0, "max_attempts: 100000 is above the limit"},
+		{"max_late: 15m", 10 * time.Minute, "max_late: jitter+max_late (15m0s) is not below the backend's dedupe window 10m0s"},
+		{"catch_up: {window: 1h}", 10 * time.Minute, "catch_up.window: the catch-up window 1h0m0s is not below the backend's dedupe window 10m0s"},
+		{"at: 2020-01-01T00:00:00Z", 0, "at: one-off time 2020-01-01T00:00:00Z is "},
+	} {
+		src := "- name: j\n  shell: date\n  " + tc.opts + "\n"
+		if !strings.Contains(tc.opts, "schedule:") && !strings.Contains(tc.opts, "at:") {
+			src += "  schedule: '@hourly'\n"
+		}
+		jobs, errs := parseConfig("j.yaml", []byte(src))
+		if len(errs) == 0 {
+			b := membackend.New(&membackend.Options{DedupeWindow: tc.window})
+			s := anarchon.New(b, &anarchon.Options{InstanceID: "t"})
+			errs = register(s, anarchon.New(b, &anarchon.Options{InstanceID: "t"}), jobs, func(*jobSpec) anarchon.Handler { return noop })
+		}
+		if len(errs) != 1 {
+			t.Errorf("%s: %d messages %v, want 1", tc.opts, len(errs), errs)
+			continue
+		}
+		msg := errs[0].Error()
+		_, after, _ := strings.Cut(msg, `job "j": `)
+		if !strings.HasPrefix(after, tc.want) {
+			t.Errorf("%s:\n%s\nwant after the job's name\n%s", tc.opts, msg, tc.want)
+		}
+		if m := goName.FindString(msg); m != "" {
+			t.Errorf("%s: %q names %q, a Go name, not a key of the file", tc.opts, msg, m)
 		}
 	}
 }

@@ -179,6 +179,63 @@ var yamlSubKeys = map[string]string{
 	"Retry.MaxBackoff":     "retry.max_backoff",
 	"Retry.Multiplier":     "retry.multiplier",
 	"Retry.Jitter":         "retry.jitter",
+	"CatchUp.Window":       "catch_up.window",
+	"CatchUp.Max":          "catch_up.max",
+}
+
+// goOptionNames are the option names of anarchon.JobOptions that the
+// scheduler's reasons quote ("5s is below InitialBackoff 10s", "Jitter 2m
+// is not below MaxLate 1m"), with the YAML key that sets each: a reason
+// read against a job file names the keys of that file (yamlReason).
+var goOptionNames = []struct{ goName, key string }{
+	{"Retry.MaxRetries", "retry.max_retries"},
+	{"Retry.InitialBackoff", "retry.initial_backoff"},
+	{"Retry.MaxBackoff", "retry.max_backoff"},
+	{"Retry.Multiplier", "retry.multiplier"},
+	{"Retry.Jitter", "retry.jitter"},
+	{"CatchUp.Window", "catch_up.window"},
+	{"CatchUp.Max", "catch_up.max"},
+	{"MaxRetries", "retry.max_retries"},
+	{"InitialBackoff", "retry.initial_backoff"},
+	{"MaxBackoff", "retry.max_backoff"},
+	{"MaxLate", "max_late"},
+	{"MaxAttempts", "max_attempts"},
+	{"HistorySize", "history_size"},
+	{"Jitter", "jitter"},
+	{"Lease", "lease"},
+	{"Timeout", "timeout"},
+}
+
+// goOptionName matches the goOptionNames as whole words, the longest
+// first (Retry.Jitter before Jitter).
+var goOptionName = func() *regexp.Regexp {
+	alts := make([]string, len(goOptionNames))
+	for i, n := range goOptionNames {
+		alts[i] = regexp.QuoteMeta(n.goName)
+	}
+	return regexp.MustCompile(`\b(?:` + strings.Join(alts, "|") + `)\b`)
+}()
+
+// yamlReason is the scheduler's reason for refusing a job (ve.Reason) in
+// the words of the job files: the option names it quotes become the YAML
+// keys that set them. A reason that quotes the user's own text (a cron
+// expression, a zone name) or a store's (a backend's refusal) is left as
+// it is.
+func yamlReason(ve *anarchon.ValidationError, reason string) string {
+	switch ve.Code {
+	case anarchon.CodeBadCron, anarchon.CodeUnknownZone, anarchon.CodeBackendRefused:
+		return reason
+	}
+	// MinMaxLate, a Go constant, follows the floor it is.
+	reason = strings.ReplaceAll(reason, " (MinMaxLate)", "")
+	return goOptionName.ReplaceAllStringFunc(reason, func(m string) string {
+		for _, n := range goOptionNames {
+			if n.goName == m {
+				return n.key
+			}
+		}
+		return m
+	})
 }
 
 // sortByPosition orders errors by line within each file, files in the
@@ -274,19 +331,23 @@ func register(s, reboot *anarchon.Scheduler, jobs []*jobSpec, handler func(*jobS
 			// be loaded again.
 			file, line := j.pos("at")
 			errs = append(errs, &posError{File: file, Line: line, Warning: true, Err: err, unscheduled: j,
-				Msg: fmt.Sprintf("job %q: at: %s; the job is not scheduled", j.Name, ve.Reason)})
+				Msg: fmt.Sprintf("job %q: at: %s; the job is not scheduled", j.Name, yamlReason(ve, ve.Reason))})
 			continue
 		}
 		file, line := j.pos(key)
 		// The message names the key inside the mapping (retry.max_backoff)
 		// where the line is the mapping's.
-		name, reason := key, scheduleReason(ve)
+		name, reason := key, yamlReason(ve, scheduleReason(ve))
 		if n := yamlSubKeys[ve.Field]; n != "" {
 			name = n
 		}
 		if ve.Field == "OverlapLimit" {
+			// The file sets OverlapLimit only with "limit N".
 			name = fmt.Sprintf("overlap: limit %d", j.Options.OverlapLimit)
 			reason = "the limit must be at least 1"
+			if j.Options.OverlapLimit > anarchon.MaxOverlapLimit {
+				reason = fmt.Sprintf("the limit must be at most %d", anarchon.MaxOverlapLimit)
+			}
 		}
 		msg := fmt.Sprintf("job %q: %s: %s", j.Name, name, reason)
 		if ve.Code == anarchon.CodeDuplicateName {
