@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/anarchon/anarchon"
 	"github.com/spf13/cobra"
@@ -97,6 +98,32 @@ func toStateJSON(st anarchon.JobState) stateJSON {
 	return stateJSON{Job: st.Job, Paused: st.Paused, By: st.By, Reason: st.Reason, At: formatTime(st.At)}
 }
 
+// maxReason is the longest pause --reason, in characters: the
+// dashboard's bound too (anarchonui). The reason is repeated in the
+// history record of every slot the pause settles and printed beside the
+// job by status, history and the dashboard, so it is a line, not a
+// report.
+const maxReason = 200
+
+// checkReason refuses, as a usage error (bad_flag), a --reason that is
+// longer than maxReason, not valid UTF-8 or has a control character:
+// status, history and the dashboard print it, where a newline breaks
+// their tables and an escape sequence drives the operator's terminal,
+// and a store may refuse bytes that are not UTF-8 (PostgreSQL's text).
+// Nothing is stored then.
+func checkReason(reason string) error {
+	if n := utf8.RuneCountInString(reason); n > maxReason {
+		return usageError{codeBadFlag, fmt.Errorf("--reason is %d characters long, more than the %d a pause reason may have: shorten it; nothing was paused", n, maxReason)}
+	}
+	if !utf8.ValidString(reason) {
+		return usageError{codeBadFlag, errors.New("--reason is not valid UTF-8: give one line of printable text; nothing was paused")}
+	}
+	if i := strings.IndexFunc(reason, unicode.IsControl); i >= 0 {
+		return usageError{codeBadFlag, fmt.Errorf("--reason has a control character (%q at byte %d): give one line of printable text", reason[i:i+1], i)}
+	}
+	return nil
+}
+
 // controlCmd is pause or resume.
 func controlCmd(g *globalFlags, stdout, stderr io.Writer, pause bool) *cobra.Command {
 	var asJSON, catchUp bool
@@ -118,11 +145,8 @@ slot of the job came due while it was paused). Both need --crontab or
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			name := args[0]
-			if i := strings.IndexFunc(reason, unicode.IsControl); i >= 0 {
-				// status, history and the dashboard print it: a newline
-				// breaks their tables, an escape sequence drives the
-				// operator's terminal
-				return usageError{codeBadFlag, fmt.Errorf("--reason has a control character (%q at byte %d): give one line of printable text", reason[i:i+1], i)}
+			if err := checkReason(reason); err != nil {
+				return err
 			}
 			d, err := openForWrite(g, stderr, c.Name(), true)
 			if err != nil {

@@ -318,6 +318,34 @@ func TestPauseJSONUnchanged(t *testing.T) {
 	}
 }
 
+// pause --reason is one line of at most 200 characters (maxReason, as on
+// the dashboard): a longer one, or one that is not UTF-8, is refused
+// before the store is touched, as a bad flag; 200 characters of several
+// bytes each are taken.
+func TestPauseReasonBounds(t *testing.T) {
+	dir := t.TempDir()
+	ct := writeFile(t, dir, "t.cron", "# name: t\n@daily echo\n")
+	store := "sqlite:" + writeFile(t, dir, "s.db", "")
+	for _, tc := range []struct {
+		reason string
+		exit   int
+		want   string
+	}{
+		{strings.Repeat("x", 201), 2, "--reason is 201 characters long, more than the 200 a pause reason may have: shorten it; nothing was paused (bad_flag)"},
+		{"bad \xff byte", 2, "--reason is not valid UTF-8: give one line of printable text; nothing was paused (bad_flag)"},
+		{strings.Repeat("é", 200), 0, "t paused by "},
+	} {
+		code, out, errOut := cli(t, "pause", "t", "--reason", tc.reason, "--crontab", ct, "--store", store)
+		if code != tc.exit || !strings.Contains(out+errOut, tc.want) {
+			t.Errorf("reason of %d bytes: exit %d, want %d and %q in:\n%s%s", len(tc.reason), code, tc.exit, tc.want, out, errOut)
+		}
+	}
+	code, out, errOut := cli(t, "status", "--crontab", ct, "--store", store, "--json")
+	if code != 0 || strings.Count(out, strings.Repeat("é", 200)) != 1 || strings.Contains(out, "xxx") {
+		t.Errorf("status: exit %d, want the 200 characters' pause alone:\n%s%s", code, out, errOut)
+	}
+}
+
 // resume --catch-up names the trigger key of the catch-up run it
 // requested (anarchon.CatchUpKey of the pause), in text and JSON, and
 // that key's request is pending.
