@@ -86,8 +86,10 @@ type stateJSON struct {
 	Reason string `json:"reason,omitempty"`
 	At     string `json:"at,omitempty"`
 	// Unchanged (pause and resume only): the job was paused already, or
-	// not paused, so the command changed nothing and the state is the
-	// stored one (a pause's reason stays the first one's).
+	// not paused, so the command changed nothing. A pause prints the
+	// stored pause (its reason stays the first one's), a resume the job
+	// alone, not paused: the stored state's by and at are an earlier
+	// command's.
 	Unchanged bool `json:"unchanged,omitempty"`
 	// CatchUpKey (resume --catch-up only) is the trigger key of the
 	// catch-up run requested (anarchon.CatchUpKey).
@@ -197,9 +199,11 @@ slot of the job came due while it was paused). Both need --crontab or
 				}
 				if err == nil && !resumed {
 					if asJSON {
-						out := toStateJSON(st)
-						out.Unchanged = true
-						return writeJSON(stdout, out)
+						// The stored state names who last resumed the
+						// job and when, or is empty: nothing of this
+						// command's, which changed nothing, as the text
+						// form says.
+						return writeJSON(stdout, stateJSON{Job: name, Unchanged: true})
 					}
 					fmt.Fprintf(stdout, "%s is not paused: nothing to resume\n", name)
 					return nil

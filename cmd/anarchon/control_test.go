@@ -292,7 +292,8 @@ func TestHistoryRunOfGoneInstance(t *testing.T) {
 
 // pause --json of a job paused already, and resume --json of one that is
 // not paused, say "unchanged" (the text form says "nothing changed"); the
-// first pause's reason stays.
+// first pause's reason stays. A resume that changed nothing prints no
+// by and at: those of the stored state are an earlier command's.
 func TestPauseJSONUnchanged(t *testing.T) {
 	dir := t.TempDir()
 	ct := writeFile(t, dir, "t.cron", "# name: t\n@daily echo\n")
@@ -314,6 +315,9 @@ func TestPauseJSONUnchanged(t *testing.T) {
 		}
 		if u, _ := got["unchanged"].(bool); u != tc.unchanged || (got["reason"] != nil) != (tc.reason != "") || (tc.reason != "" && got["reason"] != tc.reason) {
 			t.Errorf("%d %q: %v; want unchanged %v, reason %q", i, tc.args, got, tc.unchanged, tc.reason)
+		}
+		if stale := tc.unchanged && tc.args[0] == "resume"; stale != (got["by"] == nil) || stale != (got["at"] == nil) || got["job"] != "t" || got["paused"] != false && tc.args[0] == "resume" {
+			t.Errorf("%d %q: %v; want job t, and by and at only when the command changed the state or the job is paused", i, tc.args, got)
 		}
 	}
 }
