@@ -977,14 +977,21 @@ func next(w io.Writer, src sources, arg, zone string, zoneSet bool, after string
 	var loadErrs []error
 	if !src.empty() {
 		jobs, errs, _ := src.load()
+		// As run reads them: a file that cannot be read, or a mistake
+		// anywhere in the files (a duplicate name, an unknown CRON_TZ),
+		// refuses them all (validate reports the same).
+		bad, _ := splitWarnings(append(errs, checkJobs(jobs)...))
 		for _, j := range jobs {
-			if j.Name == arg {
-				return nextOfJob(w, j, zoneSet, from, n)
+			if j.Name != arg {
+				continue
 			}
+			if len(bad) > 0 {
+				sortByPosition(bad)
+				return joinErrors(bad)
+			}
+			return nextOfJob(w, j, zoneSet, from, n)
 		}
-		// The files' own mistakes are named only when the job is not
-		// found: they may be why (validate reports them all).
-		loadErrs, _ = splitWarnings(errs)
+		loadErrs = bad
 	}
 	if strings.EqualFold(strings.TrimSpace(arg), "@reboot") {
 		// a crontab's word, not the engine's: it has no fire times
@@ -1003,6 +1010,17 @@ func next(w io.Writer, src sources, arg, zone string, zoneSet bool, after string
 			case src.empty() && looksLikeName(arg):
 				msg += "; for a job's fire times give its name with --crontab FILE or --config FILE"
 			case !src.empty():
+				// A file that cannot be read may be where the job is:
+				// that is the error, as on every other command.
+				var unread []error
+				for _, e := range loadErrs {
+					if isNoFile(e) {
+						unread = append(unread, e)
+					}
+				}
+				if len(unread) > 0 {
+					return joinErrors(unread)
+				}
 				msg += fmt.Sprintf("; nor is %q a job of %s", arg, src.describe())
 				if len(loadErrs) > 0 {
 					msg += fmt.Sprintf(", whose files have %s (anarchon validate lists them)", plural(len(loadErrs), "mistake"))
@@ -1041,8 +1059,17 @@ func nextOfJob(w io.Writer, j *jobSpec, zoneSet bool, from time.Time, n int) err
 		return codedError{codeRebootJob, fmt.Errorf("job %q is an @reboot job, which has no fire times: each replica runs it once as it starts", j.Name)}
 	}
 	s := anarchon.New(membackend.New(nil), &anarchon.Options{InstanceID: "next"})
-	if errs, _ := splitWarnings(register(s, s, []*jobSpec{j}, func(*jobSpec) anarchon.Handler { return noop })); len(errs) > 0 {
+	errs, warns := splitWarnings(register(s, s, []*jobSpec{j}, func(*jobSpec) anarchon.Handler { return noop }))
+	if len(errs) > 0 {
 		return errs[0]
+	}
+	for _, w := range warns {
+		// A one-off job whose time is past its max_late is not
+		// scheduled (register's warning says why): it has no times.
+		var pe *posError
+		if errors.As(w, &pe) && pe.unscheduled != nil {
+			return codedError{string(anarchon.CodeTooLate), fmt.Errorf("%s:%d: job %q has no fire times: %s", pe.File, pe.Line, j.Name, pe.Msg)}
+		}
 	}
 	slots, err := s.NextSlots(j.Name, from, n)
 	if err != nil {

@@ -96,6 +96,41 @@ func TestNextOfJob(t *testing.T) {
 	}
 }
 
+// next JOB reads the files as run does: a mistake in them (an unknown
+// CRON_TZ, a duplicate name) refuses them, a file that cannot be read
+// is its no_file error, and a one-off job whose time is past has no
+// times (too_late), where each of those printed times or "not found".
+func TestNextOfJobRefusesWhatRunRefuses(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, file, text, job string
+		want                  []string // in stderr
+	}{
+		{"unknown zone", "zone.cron", "CRON_TZ=Mars/Olympus\n# name: z\n0 1 * * * true\n", "z", []string{"Mars/Olympus", "(unknown_zone)"}},
+		{"duplicate name", "dup.cron", "# name: a\n0 * * * * true\n# name: a\n0 1 * * * true\n", "a", []string{"dup.cron:4", "(duplicate_name)"}},
+		{"past one-off", "past.yaml", "jobs:\n  - name: past\n    at: 2020-01-01T10:00:00Z\n    shell: true\n", "past", []string{`job "past" has no fire times`, "(too_late)"}},
+	} {
+		flag := "--crontab"
+		if strings.HasSuffix(tc.file, ".yaml") {
+			flag = "--config"
+		}
+		path := writeFile(t, dir, tc.file, tc.text)
+		code, out, errOut := cli(t, "next", tc.job, flag, path)
+		if code != 1 || out != "" {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 1 and no times", tc.name, code, out, errOut)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(errOut, w) {
+				t.Errorf("%s: stderr %q, want %q in it", tc.name, errOut, w)
+			}
+		}
+	}
+	code, _, errOut := cli(t, "next", "nightly", "--crontab", filepath.Join(dir, "none.cron"))
+	if code != 1 || !strings.Contains(errOut, "no such file") || !strings.Contains(errOut, "(no_file)") {
+		t.Errorf("a missing file: exit %d, stderr %q, want its no_file error", code, errOut)
+	}
+}
+
 func TestValidateReportsEverything(t *testing.T) {
 	dir := t.TempDir()
 	ct := writeFile(t, dir, "crontab", `# name: good

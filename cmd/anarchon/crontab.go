@@ -46,6 +46,7 @@ const (
 // start of a note ("env", "shell") are left out.
 var optionKeys = map[string]string{
 	"zone":                 "zone",
+	"at":                   "at",
 	"workdir":              "workdir",
 	"timeout":              "timeout",
 	"jitter":               "jitter",

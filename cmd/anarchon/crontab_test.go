@@ -319,6 +319,7 @@ func TestOptionComments(t *testing.T) {
 		{"# jitter: 30s", "jitter"},
 		{"# workdir: /srv", "workdir"},
 		{"# zone: Europe/Athens", "CRON_TZ="},
+		{"# at: 2026-12-24T18:00:00+02:00", "at"},
 		{"# timeout: the export can take an hour or more", ""},
 		{"# Note: rotate the logs", ""},
 		{"# retry:", ""},
