@@ -980,7 +980,8 @@ func next(w io.Writer, src sources, arg, zone string, zoneSet bool, after string
 		// As run reads them: a file that cannot be read, or a mistake
 		// anywhere in the files (a duplicate name, an unknown CRON_TZ),
 		// refuses them all (validate reports the same).
-		bad, _ := splitWarnings(append(errs, checkJobs(jobs)...))
+		s, checked := scratchSchedule(jobs)
+		bad, warns := splitWarnings(append(errs, checked...))
 		for _, j := range jobs {
 			if j.Name != arg {
 				continue
@@ -989,7 +990,7 @@ func next(w io.Writer, src sources, arg, zone string, zoneSet bool, after string
 				sortByPosition(bad)
 				return joinErrors(bad)
 			}
-			return nextOfJob(w, j, zoneSet, from, n)
+			return nextOfJob(w, s, j, warns, zoneSet, from, n)
 		}
 		loadErrs = bad
 	}
@@ -1049,25 +1050,22 @@ func looksLikeName(arg string) bool {
 		strings.ContainsFunc(a, func(r rune) bool { return unicode.IsLetter(r) })
 }
 
-// nextOfJob prints the n slots of job j after from, computed as the daemon
-// computes them (register), in the job's zone.
-func nextOfJob(w io.Writer, j *jobSpec, zoneSet bool, from time.Time, n int) error {
+// nextOfJob prints the n slots of job j after from, in the job's zone, from
+// s, the scratch scheduler the files' jobs were registered on as run
+// registers them (scratchSchedule); warns are that registration's
+// warnings.
+func nextOfJob(w io.Writer, s *anarchon.Scheduler, j *jobSpec, warns []error, zoneSet bool, from time.Time, n int) error {
 	if zoneSet {
 		return usageError{codeBadFlag, fmt.Errorf("--zone: job %q is computed in its own zone, %s; --zone is for an expression", j.Name, zoneName(j.Zone))}
 	}
 	if j.Reboot {
 		return codedError{codeRebootJob, fmt.Errorf("job %q is an @reboot job, which has no fire times: each replica runs it once as it starts", j.Name)}
 	}
-	s := anarchon.New(membackend.New(nil), &anarchon.Options{InstanceID: "next"})
-	errs, warns := splitWarnings(register(s, s, []*jobSpec{j}, func(*jobSpec) anarchon.Handler { return noop }))
-	if len(errs) > 0 {
-		return errs[0]
-	}
 	for _, w := range warns {
 		// A one-off job whose time is past its max_late is not
 		// scheduled (register's warning says why): it has no times.
 		var pe *posError
-		if errors.As(w, &pe) && pe.unscheduled != nil {
+		if errors.As(w, &pe) && pe.unscheduled == j {
 			return codedError{string(anarchon.CodeTooLate), fmt.Errorf("%s:%d: job %q has no fire times: %s", pe.File, pe.Line, j.Name, pe.Msg)}
 		}
 	}

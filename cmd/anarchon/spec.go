@@ -394,10 +394,18 @@ func withoutUnscheduled(jobs []*jobSpec, warns []error) []*jobSpec {
 // (which has leases and never forgets a claim) and returns every refusal.
 // The real store may refuse more (a shorter dedupe window): run checks again.
 func checkJobs(jobs []*jobSpec) []error {
+	_, errs := scratchSchedule(jobs)
+	return errs
+}
+
+// scratchSchedule is checkJobs that also returns the scratch scheduler
+// the jobs were registered on (never started), whose NextSlots are the
+// times run computes for them (next JOB).
+func scratchSchedule(jobs []*jobSpec) (*anarchon.Scheduler, []error) {
 	b := membackend.New(nil)
 	s := anarchon.New(b, &anarchon.Options{InstanceID: "validate"})
 	r := anarchon.New(b, &anarchon.Options{InstanceID: "validate"})
-	return register(s, r, jobs, func(*jobSpec) anarchon.Handler { return noop })
+	return s, register(s, r, jobs, func(*jobSpec) anarchon.Handler { return noop })
 }
 
 func noop(context.Context, *anarchon.Run) error { return nil }
